@@ -1,0 +1,290 @@
+"""Build a validated :class:`~byoc.ir.Function` from statements in any order.
+
+Both front ends feed a :class:`FunctionBuilder` with parameters, constants and node
+statements as they read them. ``finish`` then resolves names, orders the nodes
+topologically (reporting cycles), infers every type from the op catalog and checks
+declared shapes, raising a located :class:`~byoc.errors.GraphError` for the first
+problem. Use-before-definition is legal text; only a real cycle is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+
+from .catalog import Catalog, RuleError, infer_type, normalize_attrs
+from .errors import GraphError, Location
+from .ir import ANON_PREFIX, CALL_OP, Attrs, AttrValue, Constant, Function, Node, Param, TensorType
+
+InputLocator = Callable[[int], Location]
+
+
+class _Statement:
+    """A node as read from text: names only, types not yet known."""
+
+    __slots__ = ("outputs", "op", "inputs", "attrs", "loc", "locate", "declared", "region", "op_loc")
+
+    def __init__(self, outputs, op, inputs, attrs, loc, locate, declared, region, op_loc):
+        self.outputs: tuple[str, ...] = outputs
+        self.op: str = op
+        self.inputs: tuple[str, ...] = inputs
+        self.attrs: Sequence[tuple[str, AttrValue, Location | None]] = attrs
+        self.loc: Location = loc
+        self.locate: InputLocator | None = locate
+        self.declared: tuple[TensorType, Location | Callable[[], Location]] | None = declared
+        self.region: FunctionBuilder | None = region
+        self.op_loc: Location | None = op_loc
+
+    def input_loc(self, index: int) -> Location:
+        return self.locate(index) if self.locate else self.loc
+
+
+class FunctionBuilder:
+    """Collects one function's statements; ``finish`` validates and orders them.
+
+    A region body is a nested builder (``region=True``): names it uses but does not
+    define are captured from the enclosing function and become its parameters.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        name: str | None,
+        loc: Location | None = None,
+        *,
+        source: str | None = None,
+        backend: str | None = None,
+        region: bool = False,
+    ) -> None:
+        self.catalog = catalog
+        self.name = name
+        self.loc = loc
+        self.source = source
+        self.backend = backend
+        self.is_region = region
+        self.params: list[Param] = []
+        self.constants: list[Constant] = []
+        self.statements: list[_Statement] = []
+        self.defined: dict[str, tuple[Location | None, str]] = {}
+        """Every name defined so far: its location and its kind (parameter, node, ...)."""
+        self._anon = 0
+        self._infer_cache: dict[tuple, tuple[Attrs, TensorType]] = {}
+        """(op, input types, given attrs) -> (normalized attrs, output type)."""
+        self.captures: list[tuple[str, Location]] = []
+        self.bindings: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ errors
+
+    def error(self, message: str, loc: Location | None, hint: str | None = None) -> GraphError:
+        return GraphError(message, loc or self.loc, hint=hint, source=self.source)
+
+    def _define(self, name: str, loc: Location | None, kind: str) -> None:
+        first = self.defined.get(name)
+        if first is not None:
+            where = f" (first defined at {first[0]})" if first[0] else ""
+            raise self.error(
+                f"duplicate name {name!r}: already defined as a {first[1]}{where}",
+                loc,
+                hint="every parameter, constant and node needs its own name",
+            )
+        self.defined[name] = (loc, kind)
+
+    # --------------------------------------------------------------- statements
+
+    def anonymous(self) -> str:
+        """A fresh name for a nested call; never a valid identifier in the DSL."""
+        self._anon += 1
+        return f"{ANON_PREFIX}{self._anon}"
+
+    def add_param(self, name: str, type_: TensorType, loc: Location | None) -> None:
+        self._define(name, loc, "parameter")
+        self.params.append(Param(name, type_, loc))
+
+    def add_constant(self, name: str, type_: TensorType, values: tuple, loc: Location | None) -> None:
+        self._define(name, loc, "constant")
+        self.constants.append(Constant(name, type_, values, loc))
+
+    def add_node(
+        self,
+        outputs: tuple[str, ...],
+        op: str,
+        inputs: tuple[str, ...],
+        loc: Location,
+        *,
+        attrs: Sequence[tuple[str, AttrValue, Location | None]] = (),
+        locate: InputLocator | None = None,
+        declared: tuple[TensorType, Location | Callable[[], Location]] | None = None,
+        op_loc: Location | None = None,
+    ) -> None:
+        defined = self.defined
+        for out in outputs:
+            if out in defined:
+                self._define(out, loc, "node")  # raises the duplicate-name error
+            defined[out] = (loc, "node")
+        self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None, op_loc))
+
+    def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
+        """Bind ``outputs`` to the results of a finished-reading region body."""
+        body.bindings = outputs
+        for out in outputs:
+            self._define(out, loc, "region output")
+        inputs = tuple(n for n, _ in body.captures)
+        locs = [where for _, where in body.captures]
+        self.statements.append(
+            _Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body, None)
+        )
+
+    def close_region(self, results: Sequence[tuple[str, Location]]) -> None:
+        """Record a region body's returned names and compute what it captures."""
+        self._results = list(results)
+        seen: set[str] = set()
+        local = self.defined
+        for st in self.statements:
+            for i, name in enumerate(st.inputs):
+                if name not in local and name not in seen:
+                    seen.add(name)
+                    self.captures.append((name, st.input_loc(i)))
+        for name, loc in results:
+            if name not in local and name not in seen:
+                seen.add(name)
+                self.captures.append((name, loc))
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self, outputs: Sequence[tuple[str, Location]]) -> Function:
+        """Order, type and check everything; return the validated Function."""
+        types: dict[str, TensorType] = {p.name: p.type for p in self.params}
+        types.update((c.name, c.type) for c in self.constants)
+        for name, loc in outputs:
+            if name not in self.defined and name not in types:
+                raise self._undefined(name, loc)
+        ordered = self._toposort(types)
+        nodes = [self._typed_node(st, types) for st in ordered]
+        return Function(
+            self.name,
+            tuple(self.params),
+            tuple(self.constants),
+            tuple(nodes),
+            tuple(name for name, _ in outputs),
+            self.backend,
+            self.loc,
+        )
+
+    def _finish_region(self, param_types: Sequence[TensorType], outer: dict[str, tuple]) -> Function:
+        for name, (loc, _kind) in self.defined.items():
+            if name in outer and name not in self.bindings and not name.startswith(ANON_PREFIX):
+                raise self.error(
+                    f"{name!r} in this region shadows {name!r} of the enclosing graph",
+                    loc,
+                    hint="rename it; a region may only redefine the names it binds",
+                )
+        for (name, loc), type_ in zip(self.captures, param_types):
+            self.params.append(Param(name, type_, loc))
+            self.defined[name] = (loc, "parameter")
+        return self.finish(self._results)
+
+    def _undefined(self, name: str, loc: Location | None) -> GraphError:
+        close = difflib.get_close_matches(name, [n for n in self.defined if not n.startswith(ANON_PREFIX)], 1)
+        hint = f"did you mean {close[0]!r}?" if close else "define it as a parameter, constant or node first"
+        return self.error(f"undefined name {name!r}", loc, hint=hint)
+
+    def _toposort(self, known: dict[str, TensorType]) -> list[_Statement]:
+        """Statements in dependency order; source order is kept when it is already valid."""
+        statements = self.statements
+        ready = set(known)
+        in_order = True
+        for st in statements:
+            for i, name in enumerate(st.inputs):
+                if name not in ready:
+                    if name not in self.defined:
+                        raise self._undefined(name, st.input_loc(i))
+                    in_order = False
+            if not in_order:
+                break
+            ready.update(st.outputs)
+        if in_order:
+            return statements
+        # Depth-first search; a grey node met again closes a cycle.
+        producer = {out: st for st in statements for out in st.outputs}
+        state: dict[int, int] = {}
+        order: list[_Statement] = []
+        for root in statements:
+            if id(root) in state:
+                continue
+            stack: list[tuple[_Statement, int]] = [(root, 0)]
+            state[id(root)] = 1
+            while stack:
+                st, i = stack[-1]
+                if i == len(st.inputs):
+                    stack.pop()
+                    state[id(st)] = 2
+                    order.append(st)
+                    continue
+                stack[-1] = (st, i + 1)
+                name = st.inputs[i]
+                if name not in producer:
+                    if name not in known:
+                        raise self._undefined(name, st.input_loc(i))
+                    continue
+                dep = producer[name]
+                mark = state.get(id(dep))
+                if mark == 1:
+                    path = [s.outputs[0] for s, _ in stack]
+                    cycle = path[path.index(dep.outputs[0]) :] + [dep.outputs[0]]
+                    raise self.error(
+                        "cycle: " + " -> ".join(_show(n) for n in cycle),
+                        st.input_loc(i),
+                        hint="a node cannot depend on its own output, directly or indirectly",
+                    )
+                if mark is None:
+                    state[id(dep)] = 1
+                    stack.append((dep, 0))
+        return order
+
+    def _typed_node(self, st: _Statement, types: dict[str, TensorType]) -> Node:
+        input_types = tuple(map(types.__getitem__, st.inputs))
+        if st.region is not None:
+            callee = st.region._finish_region(input_types, self.defined)
+            out_types = callee.output_types
+            for name, t in zip(st.outputs, out_types):
+                types[name] = t
+            return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
+        key = (st.op, input_types, tuple((k, v) for k, v, _ in st.attrs))
+        cached = self._infer_cache.get(key)
+        if cached is None:
+            cached = self._infer_cache[key] = self._infer(st, input_types)
+        attrs, out = cached
+        declared = st.declared
+        if declared is not None and declared[0] is not out and declared[0] != out:
+            where = declared[1]() if callable(declared[1]) else declared[1]
+            raise self.error(
+                f"shape mismatch: {st.op} gives {out} here, but the text declares {declared[0]}",
+                where,
+                hint=f"declare shape: {' '.join(map(str, out.shape))}",
+            )
+        types[st.outputs[0]] = out
+        return Node(st.outputs, st.op, st.inputs, (out,), attrs, None, st.loc)
+
+    def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
+        op = self.catalog.get(st.op)
+        if op is None:
+            close = difflib.get_close_matches(st.op, list(self.catalog), 1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
+            raise self.error(f"unknown op {st.op!r}", st.op_loc or st.loc, hint=hint)
+        attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
+        try:
+            return attrs, infer_type(op, input_types, attrs)
+        except RuleError as exc:
+            args = ", ".join(f"{_show(n)}: {t}" for n, t in zip(st.inputs, input_types))
+            raise self.error(f"{st.op}({args}): {exc.message}", st.loc, hint=exc.hint) from None
+
+    def _attrs(self, op, st: _Statement) -> Attrs:
+        try:
+            return normalize_attrs(op, [(k, v) for k, v, _ in st.attrs])
+        except RuleError as exc:
+            where = next((at for k, _, at in reversed(st.attrs) if k == exc.key), None)
+            raise self.error(exc.message, where or st.loc, hint=exc.hint) from None
+
+
+def _show(name: str) -> str:
+    return "(nested call)" if name.startswith(ANON_PREFIX) else name

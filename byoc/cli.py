@@ -1,0 +1,124 @@
+"""The ``byoc`` command line.
+
+Every subcommand lives in a small function; errors derived from ByocError print
+as located messages with a caret excerpt (no traceback) and exit with status 2.
+``--debug`` shows the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import ByocError
+
+EPILOG = """\
+examples:
+  byoc parse examples/guide_whole_graph.graph
+  byoc parse examples/guide_subgraph.examplejson --to graph
+  byoc ops
+
+exit status: 0 on success, 2 on bad input (a located error is printed)
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="byoc",
+        description=(
+            "Spec-driven code generation for ML compilers' bring-your-own-codegen flow: "
+            "describe a backend in YAML, write graphs in a small DSL or ExampleJSON, and "
+            "generate, build and check C, C++ and JSON artifacts."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"byoc {__version__}")
+    top.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser(
+        "parse",
+        help="parse and validate a graph, then print it normalised",
+        description=(
+            "Parse a .graph (DSL) or .examplejson file, check it against the op catalog "
+            "(names, cycles, shapes, dtypes), and print it in normal form. With --to, "
+            "convert between the two languages."
+        ),
+        epilog=(
+            "examples:\n"
+            "  byoc parse examples/guide_whole_graph.graph\n"
+            "  byoc parse examples/tvm_external_runtime.examplejson --to graph\n"
+            "  cat g.graph | byoc parse - --from graph\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", metavar="FILE", help="the input file; '-' reads standard input (needs --from)")
+    p.add_argument(
+        "--from",
+        dest="source_language",
+        choices=("graph", "examplejson"),
+        help="the input language (default: from the file extension)",
+    )
+    p.add_argument(
+        "--to", choices=("graph", "examplejson"), help="the output language (default: the input language)"
+    )
+    p.set_defaults(run=_cmd_parse)
+
+    o = sub.add_parser(
+        "ops",
+        help="list the op catalog",
+        description="List every op of the catalog (spec/ops.yaml): inputs, shape rule, dtypes, attributes.",
+    )
+    o.set_defaults(run=_cmd_ops)
+    return top
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from .api import language_of, parse_file, print_program
+
+    source = language_of(args.file, args.source_language)
+    program = parse_file(args.file, source)
+    sys.stdout.write(print_program(program, args.to or source))
+    return 0
+
+
+def _cmd_ops(args: argparse.Namespace) -> int:
+    from .api import load_catalog
+
+    catalog = load_catalog()
+    rows = [("op", "inputs", "shape rule", "dtypes", "attributes")]
+    for op in catalog.values():
+        attrs = ", ".join(
+            f"{a.name}: {a.type}" + (f" = {a.default}" if a.default is not None else "") for a in op.attrs
+        )
+        rows.append((op.name, op.arity_text(), op.shape_rule, ", ".join(op.dtypes), attrs or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except ByocError as exc:
+        if args.debug:
+            traceback.print_exc()
+        sys.stderr.write(exc.render() + "\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

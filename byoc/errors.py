@@ -1,0 +1,123 @@
+"""One error hierarchy for every input surface.
+
+Every error byoc raises on bad input derives from :class:`ByocError`. It carries a
+:class:`Location` (file, 1-based line and column) and an optional hint, and renders
+the offending source line with a caret under the column, so the CLI can print it
+without a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A position in a text file. ``line`` and ``column`` are 1-based."""
+
+    file: str | None
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file or '<string>'}:{self.line}:{self.column}"
+
+
+class ByocError(Exception):
+    """Base class of every user-facing error.
+
+    ``source`` is the full text the location points into; when it is absent the
+    renderer reads ``location.file`` from disk, if it exists.
+    """
+
+    kind = "error"
+
+    def __init__(
+        self,
+        message: str,
+        location: Location | None = None,
+        hint: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+        self.source = source
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}{self.message}"
+
+    def with_source(self, source: str) -> ByocError:
+        if self.source is None:
+            self.source = source
+        return self
+
+    def render(self) -> str:
+        """The multi-line, human-facing form: message, location, caret excerpt, hint."""
+        lines = [f"{self.kind}: {self.message}"]
+        loc = self.location
+        if loc is not None:
+            lines.append(f"  --> {loc}")
+            text = _source_line(loc, self.source)
+            if text is not None:
+                gutter = " " * len(str(loc.line))
+                shown = text.expandtabs(1)
+                caret_col = min(max(loc.column, 1), len(shown) + 1)
+                lines.append(f"{gutter} |")
+                lines.append(f"{loc.line} | {_clip(shown, caret_col)[0]}")
+                lines.append(f"{gutter} | {' ' * (_clip(shown, caret_col)[1] - 1)}^")
+        if self.hint:
+            lines.append(f"  = hint: {self.hint}")
+        return "\n".join(lines)
+
+
+def _clip(text: str, column: int, width: int = 100) -> tuple[str, int]:
+    """Cut a very long line to a window around ``column``; return it and the new column."""
+    if len(text) <= width:
+        return text, column
+    start = max(0, min(column - width // 2, len(text) - width))
+    piece = text[start : start + width]
+    prefix = "..." if start > 0 else ""
+    suffix = "..." if start + width < len(text) else ""
+    return prefix + piece + suffix, column - start + len(prefix)
+
+
+def _source_line(loc: Location, source: str | None) -> str | None:
+    if source is None and loc.file:
+        try:
+            source = Path(loc.file).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    if source is None:
+        return None
+    lines = source.splitlines()
+    if 1 <= loc.line <= len(lines):
+        return lines[loc.line - 1]
+    return "" if loc.line == len(lines) + 1 else None
+
+
+class ParseError(ByocError):
+    """Malformed text in a .graph or .examplejson file."""
+
+    kind = "parse error"
+
+
+class GraphError(ByocError):
+    """Well-formed text that describes an invalid graph: names, cycles, shapes, dtypes."""
+
+    kind = "graph error"
+
+
+class SpecError(ByocError):
+    """An invalid op catalog or backend spec."""
+
+    kind = "spec error"
+
+
+class UsageError(ByocError):
+    """Bad command-line flags or API arguments."""
+
+    kind = "usage error"

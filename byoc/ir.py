@@ -1,0 +1,164 @@
+"""byoc's one intermediate representation.
+
+``Program`` -> ``Function`` -> ``Node``, with ``TensorType(shape, dtype)``. Every
+front end (the graph DSL, ExampleJSON) produces it and every generator consumes it.
+
+Conventions:
+
+* Values are referred to by name. A function's names are its parameters, its
+  constants and the outputs of its nodes; all are unique within the function.
+* Nodes are stored in topological order: every input is defined before use.
+* A node whose ``op`` is ``"call"`` runs another function, its ``callee``: that is
+  how a backend region (``s = @ccompiler { ... }``) is held. The callee's
+  parameters are the outer names it captures, so ``node.inputs`` equals the
+  callee's parameter names, and the callee's ``backend`` says who runs it.
+* Nested calls in the DSL become nodes with anonymous names ``%<k>``. They are not
+  valid DSL identifiers, so they never collide with a user's names, and the printer
+  folds them back into nested calls.
+* Source locations never take part in equality: ``parse(print(f)) == f``.
+
+The types here are plain frozen data. Checking a function against the op catalog
+lives in :mod:`byoc.validate`; building one from unordered statements lives in
+:mod:`byoc.builder`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from .errors import Location
+
+DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64")
+"""The element types byoc supports, in a stable order."""
+
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}
+
+CALL_OP = "call"
+"""The op of a node that runs a callee function (a backend region)."""
+
+ANON_PREFIX = "%"
+"""Names of anonymous nodes (nested calls) start with this character."""
+
+AttrValue = int | float | str | bool | tuple[int, ...]
+Attrs = tuple[tuple[str, AttrValue], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType:
+    """A dense tensor type: a shape (a tuple of non-negative ints) and a dtype name."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * DTYPE_BYTES[self.dtype]
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    type: TensorType
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    """A named constant tensor. ``values`` is flat, in row-major (C) order."""
+
+    name: str
+    type: TensorType
+    values: tuple[int | float, ...]
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One op application.
+
+    ``outputs`` are the names this node defines (one for every catalog op; a call
+    defines one per callee output), and ``types`` their tensor types.
+    ``attrs`` holds every attribute of the op, defaults filled in, in catalog order.
+    """
+
+    outputs: tuple[str, ...]
+    op: str
+    inputs: tuple[str, ...]
+    types: tuple[TensorType, ...]
+    attrs: Attrs = ()
+    callee: Function | None = None
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def type(self) -> TensorType:
+        return self.types[0]
+
+    def attr(self, key: str) -> AttrValue:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A graph: parameters, constants, nodes in topological order, and outputs.
+
+    ``name`` is ``None`` for a backend region that the DSL did not name; the
+    generator gives it a symbol from the backend's prefix. ``backend`` is ``None``
+    for host code.
+    """
+
+    name: str | None
+    params: tuple[Param, ...]
+    constants: tuple[Constant, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[str, ...]
+    backend: str | None = None
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+    def types(self) -> dict[str, TensorType]:
+        """Every name defined in this function, mapped to its type."""
+        table: dict[str, TensorType] = {p.name: p.type for p in self.params}
+        table.update((c.name, c.type) for c in self.constants)
+        for node in self.nodes:
+            table.update(zip(node.outputs, node.types))
+        return table
+
+    @property
+    def output_types(self) -> tuple[TensorType, ...]:
+        table = self.types()
+        return tuple(table[name] for name in self.outputs)
+
+    def regions(self) -> tuple[Function, ...]:
+        """The callee functions of this function's call nodes, in node order."""
+        return tuple(n.callee for n in self.nodes if n.callee is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A module: one or more functions with unique names."""
+
+    functions: tuple[Function, ...]
+
+    def function(self, name: str) -> Function:
+        for fn in self.functions:
+            if fn.name == name:
+                return fn
+        raise KeyError(name)

@@ -1,0 +1,231 @@
+"""Parse ExampleJSON text into byoc IR.
+
+Each subgraph becomes a :class:`~byoc.ir.Function` named by its header, with
+float32 parameters ``v<id>`` for its inputs, one node ``v<id>`` per op line and the
+last op line as its single output. Op tokens (``add``, ``sub``, ``mul``) resolve to
+catalog ops through a token table, which the examplejson backend spec provides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+
+from lark import Token, Transformer
+
+from byoc.builder import FunctionBuilder
+from byoc.catalog import Catalog
+from byoc.errors import GraphError, Location, ParseError
+from byoc.ir import Function, Program, TensorType
+
+from .lark_support import decode, make_parser, run_parser
+
+DTYPE = "float32"
+"""ExampleJSON carries no dtype; every tensor is float32, as in the guide."""
+
+NAME_PREFIX = "v"
+"""IR names of ExampleJSON ids: id 4 becomes ``v4``, a valid DSL identifier."""
+
+DEFAULT_TOKENS: Mapping[str, str] = {"add": "add", "sub": "subtract", "mul": "multiply"}
+"""The guide's op tokens; used when no examplejson backend spec is given."""
+
+DESCRIBE = {
+    "HEADER": "a subgraph name",
+    "INPUT_LINE": "an `input` line",
+    "OP_LINE": "an op line",
+    "INPUT": "`input`",
+    "NAME": "an op name",
+    "INT": "an integer",
+    "INPUTS": "`inputs:`",
+    "SHAPE": "`shape:`",
+    "_NL": "end of line",
+    "$END": "end of input",
+}
+
+_WORD = re.compile(r"\S+")
+
+
+class _Reader(Transformer):
+    """Lark callbacks: builds IR as rules reduce (no parse tree)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reset(None, None, DEFAULT_TOKENS, None)
+
+    def reset(self, file, catalog, tokens, source) -> None:
+        self.file = file
+        self.catalog = catalog
+        self.tokens = tokens
+        self.source = source
+        self.shapes: dict[str, TensorType] = {}
+
+    # ---- helpers
+    def _loc(self, tok: Token, offset: int = 0) -> Location:
+        return Location(self.file, tok.line, tok.column + offset)
+
+    def _type(self, dims_text: str) -> TensorType:
+        t = self.shapes.get(dims_text)
+        if t is None:
+            t = self.shapes[dims_text] = TensorType(tuple(int(d) for d in dims_text.split()), DTYPE)
+        return t
+
+    def _op_name(self, token: str, loc: Location) -> str:
+        op = self.tokens.get(token)
+        if op is None:
+            raise GraphError(
+                f"unknown op token {token!r}",
+                loc,
+                hint=f"this backend's op tokens: {', '.join(sorted(self.tokens))}",
+                source=self.source,
+            )
+        return op
+
+    # ---- rules
+    def start(self, children):
+        return children
+
+    def subgraph(self, children):
+        header: Token = children[0]
+        fb = FunctionBuilder(self.catalog, str(header), self._loc(header), source=self.source)
+        last = None
+        for item in children[1:]:
+            if type(item) is tuple:  # from a word-level fallback rule
+                if item[0] == "input":
+                    fb.add_param(*item[1])
+                else:
+                    fb.add_node(**item[1])
+                    last = (item[1]["outputs"][0], item[1]["loc"])
+            elif item.type == "OP_LINES":
+                last = self._op_lines(fb, item)
+            else:
+                self._input_lines(fb, item)
+        if last is None:
+            raise GraphError(
+                f"subgraph {header} has no op lines",
+                self._loc(header),
+                hint="a subgraph's result is its last op line; add at least one",
+            )
+        return fb.finish([last])
+
+    def _lines(self, tok: Token):
+        """(line, column, text) of each non-blank line of a multi-line token."""
+        line, first = tok.line, True
+        for piece in tok.value.split("\n"):
+            stripped = piece.lstrip(" \t")
+            if stripped.strip():
+                column = len(piece) - len(stripped) + (tok.column if first else 1)
+                yield line, column, stripped
+            line += 1
+            first = False
+
+    def _input_lines(self, fb: FunctionBuilder, tok: Token) -> None:
+        # input 0 10 10
+        file = self.file
+        for line, column, text in self._lines(tok):
+            _, ident, *dims = text.split()
+            fb.add_param(_name(ident), self._type(" ".join(dims)), Location(file, line, column))
+
+    def _op_lines(self, fb: FunctionBuilder, tok: Token) -> tuple[str, Location]:
+        # add 4 inputs: 0 1 shape: 10 10
+        file = self.file
+        for line, column, text in self._lines(tok):
+            at = text.index("shape:")
+            parts = text[:at].split()
+            loc = Location(file, line, column)
+            name = _name(parts[1])
+            fb.add_node(
+                (name,),
+                self._op_name(parts[0], loc),
+                tuple([_name(i) for i in parts[3:]]),
+                loc,
+                locate=partial(_word_location, loc, text, 3),
+                declared=(self._type(text[at + 6 :].strip()), partial(_shift, loc, at)),
+            )
+        return name, loc
+
+    # Word-level fallbacks. They see the rare lines the line tokens do not match
+    # (unusual spacing such as `inputs:0`) and build exactly what the fast path builds.
+    def input_decl(self, children):
+        keyword, ident, *dims = children
+        return "input", (_name(ident), self._type(" ".join(dims)), self._loc(keyword))
+
+    def op_decl(self, children):
+        name, ident, _inputs, *rest = children
+        k = next(i for i, t in enumerate(rest) if t.type == "SHAPE")
+        inputs, shape, dims = rest[:k], rest[k], rest[k + 1 :]
+        return "op", {
+            "outputs": (_name(ident),),
+            "op": self._op_name(str(name), self._loc(name)),
+            "inputs": tuple(_name(t) for t in inputs),
+            "loc": self._loc(name),
+            "locate": lambda i: self._loc(inputs[i]),
+            "declared": (self._type(" ".join(dims)), self._loc(shape)),
+        }
+
+
+def _shift(loc: Location, offset: int) -> Location:
+    return Location(loc.file, loc.line, loc.column + offset)
+
+
+def _word_location(loc: Location, text: str, first: int, i: int) -> Location:
+    """Location of the ``first + i``-th whitespace-separated word of a line."""
+    return _shift(loc, list(_WORD.finditer(text))[first + i].start())
+
+
+def _name(ident: str) -> str:
+    """The IR name of an ExampleJSON id: ``4`` and ``004`` both become ``v4``."""
+    return NAME_PREFIX + (ident if ident[0] != "0" or len(ident) == 1 else str(int(ident)))
+
+
+_reader = _Reader()
+_parser = None
+
+
+def _get_parser():
+    global _parser
+    if _parser is None:
+        _parser = make_parser("examplejson.lark", _reader)
+    return _parser
+
+
+def parse_examplejson(
+    data: str | bytes,
+    catalog: Catalog,
+    *,
+    file: str | None = None,
+    tokens: Mapping[str, str] | None = None,
+) -> Program:
+    """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph."""
+    text = decode(data, file)
+    body = text if text.endswith("\n") else text + "\n"
+    _reader.reset(file, catalog, tokens or DEFAULT_TOKENS, text)
+    functions = run_parser(_get_parser().parse, body, file, DESCRIBE)
+    if not functions:
+        raise ParseError(
+            "no subgraph found",
+            Location(file, 1, 1),
+            hint="start with a header line such as `subgraph_0`",
+            source=text,
+        )
+    names: dict[str, Function] = {}
+    for fn in functions:
+        if fn.name in names:
+            raise GraphError(
+                f"duplicate subgraph name {fn.name!r}",
+                fn.loc,
+                hint=f"first defined at {names[fn.name].loc}",
+                source=text,
+            )
+        names[fn.name] = fn
+    return Program(tuple(functions))
+
+
+def parse_examplejson_file(path: str | Path, catalog: Catalog, **kwargs) -> Program:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
+    return parse_examplejson(data, catalog, file=str(p), **kwargs)

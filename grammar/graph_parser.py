@@ -1,0 +1,381 @@
+"""Parse the graph DSL (``.graph``) into byoc IR.
+
+Lark reduces rules bottom-up, so the callbacks below return small plain records
+(:class:`Ref`, :class:`Call`, :class:`Assign`, ...) and only the ``graph`` rule
+feeds them, in source order, into a :class:`~byoc.builder.FunctionBuilder`, which
+resolves names, orders and types the nodes, and reports semantic errors. A
+region's body goes to a nested builder.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from lark import Token, Transformer
+
+from byoc.builder import FunctionBuilder
+from byoc.catalog import Catalog
+from byoc.errors import GraphError, Location, ParseError
+from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
+
+from .lark_support import decode, make_parser, run_parser
+
+RESERVED = ("graph", "return", "const", "as")
+"""Words that cannot name a value, a graph or an op."""
+
+DESCRIBE = {
+    "GRAPH": "`graph`",
+    "RETURN": "`return`",
+    "CONST": "`const`",
+    "AS": "`as`",
+    "AT": "`@`",
+    "NAME": "a name",
+    "NAME_EQ": "`name =`",
+    "SIMPLE_ASSIGN": "",
+    "INT": "an integer",
+    "SIGNED_INT": "an integer",
+    "SIGNED_FLOAT": "a number",
+    "STRING": "a string",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LSQB": "`[`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "COLON": "`:`",
+    "$END": "end of input",
+}
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# ------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    name: str
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    op: str
+    args: tuple  # of Ref | Call
+    attrs: tuple[tuple[str, AttrValue, Location], ...]
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    type: TensorType
+    values: tuple
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    backend: str
+    symbol: str | None
+    body: tuple
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    targets: tuple[tuple[str, Location], ...]
+    rhs: object  # Ref | Call | Const | Region
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    values: tuple  # of Ref | Call
+    loc: Location
+
+
+# ---------------------------------------------------------------- callbacks
+
+
+class _Reader(Transformer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.file: str | None = None
+
+    def loc(self, tok: Token) -> Location:
+        return Location(self.file, tok.line, tok.column)
+
+    def NAME(self, tok: Token) -> Token:
+        return tok
+
+    def start(self, children):
+        return children
+
+    def graph(self, c):
+        keyword, name, *rest = c
+        body = rest[-1]
+        params = [p for p in rest[:-1] if p is not None]
+        return ("graph", str(name), self.loc(name), params, body)
+
+    def param(self, c):
+        name, type_ = c
+        return (str(name), type_, self.loc(name))
+
+    def tensor_type(self, c):
+        dtype, *dims = c
+        if dtype not in DTYPES:
+            raise ParseError(
+                f"unknown dtype {str(dtype)!r}",
+                self.loc(dtype),
+                hint=f"byoc supports {', '.join(DTYPES)}",
+            )
+        return TensorType(tuple(int(d) for d in dims if d is not None), str(dtype))
+
+    def body(self, c):
+        return tuple(c)
+
+    def assign(self, c):
+        *names, last, rhs = c
+        targets = [(str(n), self.loc(n)) for n in names]
+        targets.append((_name_of(last), self.loc(last)))
+        return Assign(tuple(targets), rhs, targets[0][1])
+
+    def region(self, c):
+        at, backend, *rest = c
+        body = rest[-1]
+        symbol = rest[1] if len(rest) == 3 else None
+        return Region(str(backend), None if symbol is None else str(symbol), body, self.loc(at))
+
+    def constant(self, c):
+        keyword, type_, values = c
+        loc = self.loc(keyword)
+        if len(values) == 1 and type_.size != 1:
+            values = values * type_.size  # a single value fills the tensor
+        if len(values) != type_.size:
+            raise GraphError(
+                f"constant of type {type_} needs {type_.size} values, got {len(values)}",
+                loc,
+                hint="give one value per element in row-major order, or a single value to fill it",
+            )
+        if type_.dtype.startswith("int"):
+            if any(isinstance(v, float) for v in values):
+                raise GraphError(f"an {type_.dtype} constant takes integers only", loc)
+            return Const(type_, tuple(values), loc)
+        return Const(type_, tuple(float(v) for v in values), loc)
+
+    def const_values(self, c):
+        return [v for v in c if v is not None]
+
+    def return_stmt(self, c):
+        keyword, *values = c
+        return Return(tuple(_as_expr(self, v) for v in values if v is not None), self.loc(keyword))
+
+    def call(self, c):
+        name, *items = c
+        args, attrs = [], []
+        for item in items:
+            if item is None:
+                continue
+            if type(item) is tuple:
+                attrs.append(item)
+            else:
+                if attrs:
+                    raise ParseError(
+                        "a positional argument follows a keyword attribute",
+                        _expr_loc(self, item),
+                        hint="put the inputs first, then the attributes",
+                    )
+                args.append(_as_expr(self, item))
+        return Call(str(name), tuple(args), tuple(attrs), self.loc(name))
+
+    def kwarg(self, c):
+        key, value = c
+        return (_name_of(key), _attr_value(self, value), self.loc(key))
+
+    def int_list(self, c):
+        return tuple(int(v) for v in c if v is not None)
+
+    def SIGNED_INT(self, tok):
+        return int(tok)
+
+    def SIGNED_FLOAT(self, tok):
+        return float(tok)
+
+
+def _name_of(tok: Token) -> str:
+    """The name of a NAME_EQ token (``axis =``)."""
+    return tok.value[:-1].rstrip()
+
+
+def _as_expr(reader: _Reader, item):
+    return Ref(str(item), reader.loc(item)) if isinstance(item, Token) else item
+
+
+def _expr_loc(reader: _Reader, item) -> Location:
+    return reader.loc(item) if isinstance(item, Token) else item.loc
+
+
+def _attr_value(reader: _Reader, value) -> AttrValue:
+    if isinstance(value, Token):
+        if value.type == "STRING":
+            return bytes(value.value[1:-1], "utf-8").decode("unicode_escape")
+        if value.value in ("true", "false"):
+            return value.value == "true"
+        raise ParseError(
+            f"unexpected name {value.value!r} as an attribute value",
+            reader.loc(value),
+            hint="attribute values are numbers, strings, true/false or [int, ...]",
+        )
+    return value
+
+
+# ------------------------------------------------------------------ building
+
+
+class _Emitter:
+    """Feeds statement records into builders, flattening nested calls."""
+
+    def __init__(self, catalog: Catalog, file: str | None, source: str) -> None:
+        self.catalog = catalog
+        self.file = file
+        self.source = source
+
+    def function(self, name: str, loc: Location, params, body) -> Function:
+        fb = FunctionBuilder(self.catalog, name, loc, source=self.source)
+        for pname, ptype, ploc in params:
+            fb.add_param(pname, ptype, ploc)
+        return fb.finish(self.statements(fb, body))
+
+    def statements(self, fb: FunctionBuilder, body) -> list[tuple[str, Location]]:
+        """Add every statement of ``body`` to ``fb``; return the returned names."""
+        for st in body:
+            if type(st) is Token:
+                self.simple_assign(fb, st)
+            elif type(st) is Assign:
+                self.assign(fb, st)
+            else:
+                return [self.expr(fb, v) for v in st.values]
+        raise AssertionError("the grammar ends every body with return")
+
+    def simple_assign(self, fb: FunctionBuilder, tok: Token) -> None:
+        # t = add(x, y): the words are the target, the op and the inputs.
+        text = tok.value
+        eq = text.index("=")
+        paren = text.index("(", eq)
+        op = text[eq + 1 : paren].strip()
+        inner = text[paren + 1 : -1].strip()
+        inputs = tuple(a.strip() for a in inner.split(",")) if inner else ()
+        loc = Location(self.file, tok.line, tok.column)
+        locate = partial(_word_location, loc, text, 2)
+        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=locate, op_loc=locate(-1))
+
+    def assign(self, fb: FunctionBuilder, st: Assign) -> None:
+        rhs = st.rhs
+        names = tuple(n for n, _ in st.targets)
+        if type(rhs) is Region:
+            body = FunctionBuilder(
+                self.catalog, rhs.symbol, rhs.loc, source=self.source, backend=rhs.backend, region=True
+            )
+            results = self.statements(body, rhs.body)
+            if len(results) != len(names):
+                raise GraphError(
+                    f"the region returns {len(results)} value(s) but {len(names)} name(s) are bound",
+                    st.loc,
+                    hint="bind one name per returned value",
+                )
+            body.close_region(results)
+            fb.add_region(names, body, st.loc)
+            return
+        if len(names) > 1:
+            raise GraphError(
+                f"only a region can bind several names; this binds {', '.join(names)}",
+                st.targets[1][1],
+            )
+        if type(rhs) is Const:
+            fb.add_constant(names[0], rhs.type, rhs.values, st.loc)
+        elif type(rhs) is Call:
+            self.call(fb, rhs, names[0], st.loc)
+        else:
+            raise GraphError(
+                f"`{names[0]} = {rhs.name}` only renames a value",
+                rhs.loc,
+                hint=f"use {rhs.name} directly, or copy({rhs.name}) for a new tensor",
+            )
+
+    def expr(self, fb: FunctionBuilder, e) -> tuple[str, Location]:
+        if type(e) is Ref:
+            return e.name, e.loc
+        return self.call(fb, e, None, e.loc), e.loc
+
+    def call(self, fb: FunctionBuilder, c: Call, target: str | None, loc: Location) -> str:
+        inputs = [self.expr(fb, a) for a in c.args]
+        name = target if target is not None else fb.anonymous()
+        locs = [where for _, where in inputs]
+        fb.add_node(
+            (name,),
+            c.op,
+            tuple(n for n, _ in inputs),
+            loc,
+            attrs=c.attrs,
+            locate=locs.__getitem__,
+            op_loc=c.loc,
+        )
+        return name
+
+
+def _word_location(loc: Location, text: str, first: int, i: int) -> Location:
+    """Location of identifier number ``first + i`` in a SIMPLE_ASSIGN token."""
+    words = list(_IDENT.finditer(text))
+    return Location(loc.file, loc.line, loc.column + words[first + i].start())
+
+
+# ------------------------------------------------------------------- public
+
+_reader = _Reader()
+_parser = None
+
+
+def _get_parser():
+    global _parser
+    if _parser is None:
+        _parser = make_parser("graph.lark", _reader)
+    return _parser
+
+
+def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:
+    """Parse DSL text (or bytes) into a Program, one Function per ``graph``."""
+    text = decode(data, file)
+    _reader.file = file
+    records = run_parser(_get_parser().parse, text, file, DESCRIBE)
+    if not records:
+        raise ParseError(
+            "no graph found",
+            Location(file, 1, 1),
+            hint="start with `graph main(x: float32[4]) { ... }`",
+            source=text,
+        )
+    emitter = _Emitter(catalog, file, text)
+    functions: list[Function] = []
+    seen: dict[str, Location] = {}
+    try:
+        for _, name, loc, params, body in records:
+            if name in seen:
+                raise GraphError(f"duplicate graph name {name!r}", loc, hint=f"first defined at {seen[name]}")
+            seen[name] = loc
+            functions.append(emitter.function(name, loc, params, body))
+    except GraphError as exc:
+        raise exc.with_source(text) from None
+    return Program(tuple(functions))
+
+
+def parse_graph_file(path: str | Path, catalog: Catalog) -> Program:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
+    return parse_graph(data, catalog, file=str(p))

@@ -1,0 +1,98 @@
+"""Print byoc IR as graph DSL text; ``parse_graph(print_graph(p)) == p``.
+
+Anonymous nodes (``%k``, from nested calls) are folded back into the expression
+of their single consumer, so the printed text has the shape the user wrote.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from byoc.errors import UsageError
+from byoc.ir import ANON_PREFIX, CALL_OP, AttrValue, Constant, Function, Node, Program, TensorType
+
+INDENT = "  "
+
+
+def print_graph(program: Program) -> str:
+    return "\n".join(print_function(fn) for fn in program.functions)
+
+
+def print_function(fn: Function) -> str:
+    if fn.name is None:
+        raise UsageError("a top-level graph needs a name")
+    params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in fn.params)
+    lines = [f"graph {fn.name}({params}) {{"]
+    _body(fn, 1, lines)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def format_type(t: TensorType) -> str:
+    return f"{t.dtype}[{', '.join(map(str, t.shape))}]"
+
+
+def _body(fn: Function, depth: int, lines: list[str]) -> None:
+    pad = INDENT * depth
+    uses = Counter(name for node in fn.nodes for name in node.inputs)
+    uses.update(fn.outputs)
+    anon = {
+        node.name: node
+        for node in fn.nodes
+        if node.name.startswith(ANON_PREFIX) and node.op != CALL_OP and uses[node.name] == 1
+    }
+    for c in fn.constants:
+        lines.append(f"{pad}{c.name} = {_constant(c)}")
+    for node in fn.nodes:
+        if node.name in anon:
+            continue
+        targets = ", ".join(_ident(n) for n in node.outputs)
+        if node.op == CALL_OP:
+            assert node.callee is not None
+            callee = node.callee
+            symbol = f" as {callee.name}" if callee.name is not None else ""
+            lines.append(f"{pad}{targets} = @{callee.backend}{symbol} {{")
+            _body(callee, depth + 1, lines)
+            lines.append(f"{pad}}}")
+        else:
+            lines.append(f"{pad}{targets} = {_call(node, anon)}")
+    lines.append(f"{pad}return {', '.join(_expr(name, anon) for name in fn.outputs)}")
+
+
+def _ident(name: str) -> str:
+    """Names are printed as they are; a stray anonymous name gets a readable form."""
+    return name if not name.startswith(ANON_PREFIX) else "tmp_" + name[len(ANON_PREFIX) :]
+
+
+def _expr(name: str, anon: dict[str, Node]) -> str:
+    node = anon.get(name)
+    return _call(node, anon) if node is not None else _ident(name)
+
+
+def _call(node: Node, anon: dict[str, Node]) -> str:
+    args = [_expr(name, anon) for name in node.inputs]
+    args += [f"{k}={_attr(v)}" for k, v in node.attrs]
+    return f"{node.op}({', '.join(args)})"
+
+
+def _attr(value: AttrValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(map(str, value)) + "]"
+    if isinstance(value, str):
+        return '"' + value.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def _constant(c: Constant) -> str:
+    values = c.values
+    if values and all(v == values[0] for v in values) and len(values) > 1:
+        shown = _number(values[0])
+    else:
+        shown = "[" + ", ".join(_number(v) for v in values) + "]"
+    return f"const {format_type(c.type)} {shown}"
+
+
+def _number(v: int | float) -> str:
+    return repr(v)

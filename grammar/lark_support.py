@@ -1,0 +1,133 @@
+"""Shared Lark plumbing for both languages: loading grammars once, turning Lark's
+exceptions into located :class:`~byoc.errors.ParseError` s with readable
+"expected ..." lists, and pausing the garbage collector while a large text is
+parsed (it otherwise re-scans the growing IR and makes parsing super-linear).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from byoc.errors import ByocError, Location, ParseError
+
+GRAMMAR_DIR = Path(__file__).parent
+
+
+@cache
+def grammar_text(name: str) -> str:
+    return (GRAMMAR_DIR / name).read_text(encoding="utf-8")
+
+
+def make_parser(name: str, transformer: Transformer) -> Lark:
+    """A tree-less LALR parser: ``transformer`` runs as each rule is reduced."""
+    return Lark(
+        grammar_text(name),
+        parser="lalr",
+        lexer="contextual",
+        transformer=transformer,
+        propagate_positions=False,
+        maybe_placeholders=False,
+    )
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def decode(data: bytes | str, file: str | None) -> str:
+    """UTF-8 text of ``data``, or a ParseError at the first undecodable byte."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise ParseError(
+            f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
+            Location(file, line, column),
+            hint="save the file as UTF-8",
+            source=data.decode("utf-8", errors="replace"),
+        ) from None
+
+
+def run_parser(
+    parse: Callable[[str], object],
+    text: str,
+    file: str | None,
+    describe: Mapping[str, str],
+    context_hint: Callable[[UnexpectedInput], str | None] = lambda exc: None,
+) -> object:
+    """Run a Lark ``parse`` call and convert every failure into a ByocError."""
+    try:
+        with paused_gc():
+            return parse(text)
+    except VisitError as exc:  # an error raised inside a transformer callback
+        inner = exc.orig_exc
+        if isinstance(inner, ByocError):
+            raise inner.with_source(text) from None
+        raise
+    except UnexpectedInput as exc:
+        raise _convert(exc, text, file, describe, context_hint) from None
+    except RecursionError:
+        raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
+
+
+def _convert(
+    exc: UnexpectedInput, text: str, file: str | None, describe: Mapping[str, str], context_hint
+) -> ParseError:
+    expected = _expected(exc, describe)
+    hint = context_hint(exc)
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        message = f"unexpected character {char!r}"
+        line, column = exc.line, exc.column
+    elif isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        message = "unexpected end of input"
+        line, column = _end_position(text)
+    else:
+        assert isinstance(exc, UnexpectedToken)
+        tok = exc.token
+        shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + "..."
+        message = f"unexpected {describe.get(tok.type, repr(shown))}" + (
+            f" {shown!r}" if tok.type in describe and tok.type not in _PUNCTUATION else ""
+        )
+        line, column = tok.line, tok.column
+    if expected:
+        message += f"; expected {expected}"
+    return ParseError(message, Location(file, line, column), hint=hint, source=text)
+
+
+_PUNCTUATION = frozenset({"_NL", "$END"})
+
+
+def _expected(exc: UnexpectedInput, describe: Mapping[str, str]) -> str:
+    names = getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ()
+    shown = sorted({describe.get(n, n) for n in names if describe.get(n, n)})
+    if not shown:
+        return ""
+    if len(shown) == 1:
+        return shown[0]
+    return ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    stripped = text.rstrip("\r\n")
+    line = stripped.count("\n") + 1
+    column = len(stripped) - (stripped.rfind("\n") + 1) + 1
+    return line, column

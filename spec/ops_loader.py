@@ -1,0 +1,189 @@
+"""Load and validate the op catalog (``ops.yaml``) into a :class:`~byoc.catalog.Catalog`."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from byoc.catalog import (
+    ATTR_TYPES,
+    SHAPE_RULES,
+    AttrDef,
+    Catalog,
+    OpDef,
+    RuleError,
+    check_attr_value,
+    compile_reference,
+)
+from byoc.errors import Location
+from byoc.ir import DTYPES
+
+from .yaml_doc import YamlDoc
+
+SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
+OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+ARITY = re.compile(r"([0-9]+)(\+?)\Z")
+
+OP_KEYS_REQUIRED = ("inputs", "shape", "numpy")
+OP_KEYS_OPTIONAL = ("doc", "dtypes", "attrs", "c")
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str, mtime_ns: int) -> Catalog:
+    return load_catalog_text(YamlDoc(path))
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load an op catalog; the shipped ``spec/ops.yaml`` when ``path`` is None.
+
+    Results are cached per file and modification time.
+    """
+    p = Path(path) if path is not None else SHIPPED_OPS
+    try:
+        mtime = p.stat().st_mtime_ns
+    except OSError:
+        mtime = -1
+    return _load_cached(str(p), mtime)
+
+
+def load_catalog_text(doc: YamlDoc) -> Catalog:
+    root = doc.root
+    if not isinstance(root, dict):
+        raise doc.error("an op catalog must be a mapping with `version` and `ops`", root)
+    doc.check_keys(root, "the op catalog", ("version", "ops"), ())
+    if doc.typed(root, "version", int, "version") != 1:
+        raise doc.error(
+            "unsupported catalog version", root, "version", value=True, hint="this byoc reads version 1"
+        )
+    ops_node = doc.mapping(root, "ops", "ops")
+    ops: dict[str, OpDef] = {}
+    for name in ops_node:
+        ops[name] = _load_op(doc, ops_node, name)
+    return Catalog(ops, source=doc.path)
+
+
+def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
+    if not isinstance(name, str) or not OP_NAME.match(name):
+        raise doc.error(f"op name {name!r} must be lower-case letters, digits and _", ops_node, name)
+    node = doc.mapping(ops_node, name, f"op {name}")
+    what = f"op {name}"
+    doc.check_keys(node, what, OP_KEYS_REQUIRED, OP_KEYS_OPTIONAL)
+
+    arity_raw = node["inputs"]
+    match = (
+        ARITY.match(str(arity_raw))
+        if isinstance(arity_raw, (int, str)) and not isinstance(arity_raw, bool)
+        else None
+    )
+    if match is None or int(match.group(1)) < 1:
+        raise doc.error(
+            f"{what}: inputs must be a positive integer or 'N+' (variadic), got {arity_raw!r}",
+            node,
+            "inputs",
+            value=True,
+        )
+    min_inputs = int(match.group(1))
+    max_inputs = None if match.group(2) else min_inputs
+
+    rule = doc.typed(node, "shape", str, f"{what}: shape")
+    if rule not in SHAPE_RULES:
+        raise doc.error(
+            f"{what}: unknown shape rule {rule!r}",
+            node,
+            "shape",
+            value=True,
+            hint=f"known rules: {', '.join(SHAPE_RULES)}",
+        )
+
+    dtypes = DTYPES
+    if "dtypes" in node:
+        seq = doc.typed(node, "dtypes", list, f"{what}: dtypes")
+        for i, d in enumerate(seq):
+            if d not in DTYPES:
+                raise doc.error(
+                    f"{what}: unknown dtype {d!r}", seq, i, hint=f"byoc supports {', '.join(DTYPES)}"
+                )
+        if len(set(seq)) != len(seq):
+            raise doc.error(f"{what}: a dtype is listed twice", node, "dtypes", value=True)
+        dtypes = tuple(d for d in DTYPES if d in seq)
+
+    attrs = _load_attrs(doc, node, what) if "attrs" in node else ()
+
+    text = doc.typed(node, "numpy", str, f"{what}: numpy")
+    try:
+        reference = compile_reference(text, max_inputs, [a.name for a in attrs])
+    except RuleError as exc:
+        line, col = node.lc.value("numpy")
+        raise doc.error(f"{what}: {exc.message}", node, "numpy", value=True, hint=exc.hint) from None
+
+    c = None
+    if "c" in node:
+        c = doc.typed(node, "c", str, f"{what}: c")
+        if rule != "elementwise":
+            raise doc.error(f"{what}: only elementwise ops take a C template", node, "c", hint="remove `c:`")
+        allowed = {f"x{i}" for i in range(min_inputs)}
+        for m in PLACEHOLDER.finditer(c):
+            if m.group(1) not in allowed:
+                raise doc.error(
+                    f"{what}: undefined placeholder {{{m.group(1)}}} in the C template",
+                    node,
+                    "c",
+                    value=True,
+                    hint=f"this op's placeholders: {', '.join('{' + a + '}' for a in sorted(allowed))}",
+                )
+    doc_text = doc.typed(node, "doc", str, f"{what}: doc") if "doc" in node else ""
+    line, col = ops_node.lc.key(name)
+    return OpDef(
+        name,
+        min_inputs,
+        max_inputs,
+        rule,
+        dtypes,
+        attrs,
+        text,
+        c,
+        doc_text,
+        Location(doc.path, line + 1, col + 1),
+        reference,
+    )
+
+
+def _load_attrs(doc: YamlDoc, node, what: str) -> tuple[AttrDef, ...]:
+    attrs_node = doc.mapping(node, "attrs", f"{what}: attrs")
+    out = []
+    for aname in attrs_node:
+        if not isinstance(aname, str) or not OP_NAME.match(aname):
+            raise doc.error(
+                f"{what}: attribute name {aname!r} must be lower-case letters, digits and _",
+                attrs_node,
+                aname,
+            )
+        anode = doc.mapping(attrs_node, aname, f"{what}: attribute {aname}")
+        doc.check_keys(anode, f"attribute {aname}", ("type",), ("default",))
+        atype = doc.typed(anode, "type", str, f"attribute {aname}: type")
+        if atype not in ATTR_TYPES:
+            raise doc.error(
+                f"attribute {aname}: unknown type {atype!r}",
+                anode,
+                "type",
+                value=True,
+                hint=f"known types: {', '.join(ATTR_TYPES)}",
+            )
+        default = None
+        adef = AttrDef(aname, atype, None)
+        if "default" in anode:
+            raw = anode["default"]
+            raw = tuple(raw) if isinstance(raw, list) else raw
+            try:
+                default = check_attr_value(adef, raw)
+            except RuleError as exc:
+                raise doc.error(
+                    f"attribute {aname}: default {exc.message.split(', ', 1)[-1]}; it must be {atype}",
+                    anode,
+                    "default",
+                    value=True,
+                ) from None
+        out.append(AttrDef(aname, atype, default))
+    return tuple(out)

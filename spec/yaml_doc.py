@@ -1,0 +1,154 @@
+"""Read YAML with ruamel.yaml in round-trip mode, keeping line and column data, and
+check mappings against a small schema with located :class:`SpecError` s.
+
+ruamel's ``lc`` positions are 0-based; every :class:`~byoc.errors.Location` made
+here is 1-based, as humans count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from byoc.errors import Location, SpecError
+
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def round_trip_yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    return yaml
+
+
+class YamlDoc:
+    """A parsed YAML file plus the helpers to point at its keys and values."""
+
+    def __init__(self, path: str | Path, text: str | None = None) -> None:
+        self.path = str(path)
+        if text is None:
+            try:
+                raw = Path(path).read_bytes()
+            except OSError as exc:
+                raise SpecError(f"cannot read spec file: {exc.strerror}", Location(self.path, 1, 1)) from None
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SpecError(f"spec file is not UTF-8 ({exc.reason})", Location(self.path, 1, 1)) from None
+        self.text = text
+        try:
+            self.root = round_trip_yaml().load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            loc = Location(self.path, mark.line + 1, mark.column + 1) if mark else Location(self.path, 1, 1)
+            raise SpecError(f"invalid YAML: {exc.problem or exc.context}", loc, source=text) from None
+        except Exception as exc:  # ruamel raises a few non-Marked errors (e.g. bad unicode)
+            raise SpecError(f"invalid YAML: {exc}", Location(self.path, 1, 1), source=text) from None
+
+    # -------------------------------------------------------------- locations
+
+    def at(self, container: Any = None, key: Any = None, *, value: bool = False) -> Location:
+        """The location of ``key`` in ``container`` (or of its value), else of the container."""
+        line, col = 0, 0
+        if isinstance(container, CommentedMap) and key is not None and key in container:
+            line, col = container.lc.value(key) if value else container.lc.key(key)
+        elif isinstance(container, CommentedSeq) and isinstance(key, int) and key < len(container):
+            line, col = container.lc.item(key)
+        elif isinstance(container, (CommentedMap, CommentedSeq)):
+            line, col = container.lc.line, container.lc.col
+        return Location(self.path, line + 1, col + 1)
+
+    def error(
+        self,
+        message: str,
+        container: Any = None,
+        key: Any = None,
+        *,
+        value: bool = False,
+        hint: str | None = None,
+    ) -> SpecError:
+        return SpecError(message, self.at(container, key, value=value), hint=hint, source=self.text)
+
+    # ---------------------------------------------------------------- checks
+
+    def mapping(self, container: Any, key: Any, what: str) -> CommentedMap:
+        node = container[key]
+        if not isinstance(node, CommentedMap):
+            raise self.error(f"{what} must be a mapping, got {_kind(node)}", container, key, value=True)
+        return node
+
+    def check_keys(
+        self, node: CommentedMap, what: str, required: Iterable[str], optional: Iterable[str]
+    ) -> None:
+        """Reject unknown keys (listing the allowed ones) and missing required keys."""
+        required = list(required)
+        allowed = required + [k for k in optional if k not in required]
+        for key in node:
+            if key not in allowed:
+                raise self.error(
+                    f"unknown key {key!r} in {what}",
+                    node,
+                    key,
+                    hint=f"allowed keys: {', '.join(allowed)}",
+                )
+        for key in required:
+            if key not in node:
+                raise self.error(f"{what} is missing the required key {key!r}", node, hint=f"add `{key}:`")
+
+    def typed(self, node: Any, key: Any, types: type | tuple[type, ...], what: str) -> Any:
+        """``node[key]``, which must be of ``types`` (bool is never an int here)."""
+        value = node[key]
+        want = types if isinstance(types, tuple) else (types,)
+        if isinstance(value, bool) and bool not in want or not isinstance(value, want):
+            names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in want)
+            raise self.error(f"{what} must be {names}, got {_kind(value)}", node, key, value=True)
+        return value
+
+    def identifier(self, node: Any, key: Any, name: Any, what: str, *, at_value: bool = True) -> str:
+        from byoc.c_names import C_KEYWORDS
+
+        if not isinstance(name, str) or not C_IDENTIFIER.match(name):
+            raise self.error(
+                f"{what} {name!r} is not a valid C identifier",
+                node,
+                key,
+                value=at_value,
+                hint="use letters, digits and underscores, not starting with a digit",
+            )
+        if name in C_KEYWORDS:
+            raise self.error(
+                f"{what} {name!r} is a C or C++ keyword", node, key, value=at_value, hint="pick another name"
+            )
+        return name
+
+
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return (
+        _TYPE_NAMES.get(type(value), type(value).__name__)
+        if type(value) in _TYPE_NAMES
+        else f"{type(value).__name__} {value!r}"
+    )
