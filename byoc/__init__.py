@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("parse", "parse_file", "evaluate", "load_catalog")
+_API = ("parse", "parse_file", "evaluate", "load_catalog", "load_backend", "list_backends")
 
 
 def __getattr__(name: str):

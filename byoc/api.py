@@ -1,14 +1,20 @@
-"""The Python API: parse text into IR, print it back, evaluate it with numpy.
+"""The Python API: parse text into IR, print it back, evaluate it with numpy, and
+read backend specs.
 
 import byoc
 program = byoc.parse_file("examples/guide_whole_graph.graph")
 outputs = byoc.evaluate(program.functions[0], {"x": x, "w0": w0, ...})
+spec = byoc.load_backend("ccompiler", spec_path=["my_specs"])
+
+``spec_path`` is a directory, or a list of them, searched for ``<backend>.yaml``
+before ``$BYOC_SPEC_PATH`` and the shipped specs (see :mod:`byoc.spec.search`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,7 +22,14 @@ from .catalog import Catalog
 from .errors import Location, ParseError, UsageError
 from .ir import Function, Program
 
+if TYPE_CHECKING:
+    from .spec.backend import BackendSpec
+
+SpecPath = str | Path | Iterable[str | Path] | None
+
 LANGUAGES = ("graph", "examplejson")
+EXAMPLEJSON_BACKEND = "examplejson"
+"""The backend spec whose op tokens the ExampleJSON parser and printer use by default."""
 EXTENSIONS = {".graph": "graph", ".examplejson": "examplejson", ".ejson": "examplejson"}
 
 
@@ -25,6 +38,31 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     from byoc.spec import load_catalog as _load
 
     return _load(path)
+
+
+def load_backend(name: str, spec_path: SpecPath = None) -> BackendSpec:
+    """The validated backend spec ``name``, from the spec search path."""
+    from byoc.spec import load_backend as _load
+
+    return _load(name, spec_path)
+
+
+def list_backends(spec_path: SpecPath = None) -> list[BackendSpec]:
+    """Every backend spec on the search path, validated, sorted by name."""
+    from byoc.spec import list_backends as _list
+
+    return _list(spec_path)
+
+
+def examplejson_tokens(spec_path: SpecPath = None, backend: str = EXAMPLEJSON_BACKEND) -> dict[str, str]:
+    """Op token -> catalog op, from the examplejson-kind backend spec ``backend``."""
+    spec = load_backend(backend, spec_path)
+    if spec.kind != "examplejson":
+        raise UsageError(
+            f"backend {backend!r} is a {spec.kind} backend; ExampleJSON tokens come from an examplejson one",
+            hint="name a backend whose spec says `kind: examplejson`",
+        )
+    return spec.tokens()
 
 
 def language_of(path: str | Path, language: str | None = None) -> str:
@@ -48,8 +86,14 @@ def parse(
     *,
     file: str | None = None,
     catalog: Catalog | None = None,
+    spec_path: SpecPath = None,
+    examplejson_backend: str = EXAMPLEJSON_BACKEND,
 ) -> Program:
-    """Parse DSL or ExampleJSON text into a validated Program."""
+    """Parse DSL or ExampleJSON text into a validated Program.
+
+    ExampleJSON op tokens come from the backend spec ``examplejson_backend``, found
+    on the spec search path.
+    """
     catalog = catalog or load_catalog()
     language = language_of(file or "", language)
     if language == "graph":
@@ -58,33 +102,48 @@ def parse(
         return parse_graph(text, catalog, file=file)
     from .grammar.examplejson_parser import parse_examplejson
 
-    return parse_examplejson(text, catalog, file=file)
+    tokens = examplejson_tokens(spec_path, examplejson_backend)
+    return parse_examplejson(text, catalog, file=file, tokens=tokens)
 
 
-def parse_file(path: str | Path, language: str | None = None, *, catalog: Catalog | None = None) -> Program:
+def parse_file(
+    path: str | Path,
+    language: str | None = None,
+    *,
+    catalog: Catalog | None = None,
+    spec_path: SpecPath = None,
+    examplejson_backend: str = EXAMPLEJSON_BACKEND,
+) -> Program:
     """Parse a ``.graph`` or ``.examplejson`` file (``-`` reads standard input)."""
     import sys
 
     lang = language_of(path, language)
+    options = {"catalog": catalog, "spec_path": spec_path, "examplejson_backend": examplejson_backend}
     if str(path) == "-":
-        return parse(sys.stdin.buffer.read(), lang, file="<stdin>", catalog=catalog)
+        return parse(sys.stdin.buffer.read(), lang, file="<stdin>", **options)
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise ParseError(f"cannot read {p}: {exc.strerror or exc}", Location(str(p), 1, 1)) from None
-    return parse(data, lang, file=str(p), catalog=catalog)
+    return parse(data, lang, file=str(p), **options)
 
 
-def print_program(program: Program, language: str = "graph") -> str:
-    """Print a Program as DSL or ExampleJSON text."""
+def print_program(
+    program: Program,
+    language: str = "graph",
+    *,
+    spec_path: SpecPath = None,
+    examplejson_backend: str = EXAMPLEJSON_BACKEND,
+) -> str:
+    """Print a Program as DSL or ExampleJSON text (tokens from ``examplejson_backend``)."""
     if language_of("", language) == "graph":
         from .grammar.graph_printer import print_graph
 
         return print_graph(program)
     from .grammar.examplejson_printer import print_examplejson
 
-    return print_examplejson(program)
+    return print_examplejson(program, examplejson_tokens(spec_path, examplejson_backend))
 
 
 def evaluate(

@@ -114,7 +114,7 @@ class FunctionBuilder:
         attrs: Sequence[tuple[str, AttrValue, Location | None]] = (),
         locate: InputLocator | None = None,
         declared: tuple[TensorType, Location | Callable[[], Location]] | None = None,
-        op_loc: Location | None = None,
+        op_loc: Location | Callable[[], Location] | None = None,
     ) -> None:
         defined = self.defined
         for out in outputs:
@@ -159,6 +159,8 @@ class FunctionBuilder:
             if name not in self.defined and name not in types:
                 raise self._undefined(name, loc)
         ordered = self._toposort(types)
+        if ordered is not self.statements:
+            ordered, outputs = self._canonical(ordered, outputs)
         nodes = [self._typed_node(st, types) for st in ordered]
         return Function(
             self.name,
@@ -241,6 +243,32 @@ class FunctionBuilder:
                     stack.append((dep, 0))
         return order
 
+    def _canonical(
+        self, order: list[_Statement], outputs: Sequence[tuple[str, Location]]
+    ) -> tuple[list[_Statement], list[tuple[str, Location]]]:
+        """Put a reordered body in the order that printing and re-parsing it gives.
+
+        A nested call's anonymous nodes are read just before the statement that holds
+        them; keep them there, and renumber anonymous names in the new order, so that
+        ``parse(print(f)) == f`` also holds when the text used names before defining them.
+        """
+        nested = {n for st in self.statements for n in st.inputs if n.startswith(ANON_PREFIX)}
+        groups: dict[int, list[_Statement]] = {}
+        pending: list[_Statement] = []
+        for st in self.statements:
+            pending.append(st)
+            if st.outputs[0] not in nested:  # a statement, not a nested call inside one
+                groups[id(st)], pending = pending, []
+        order = [s for st in order if id(st) in groups for s in groups[id(st)]]
+        rename = {
+            out: f"{ANON_PREFIX}{k}"
+            for k, out in enumerate((o for st in order for o in st.outputs if o.startswith(ANON_PREFIX)), 1)
+        }
+        for st in order:
+            st.outputs = tuple(rename.get(n, n) for n in st.outputs)
+            st.inputs = tuple(rename.get(n, n) for n in st.inputs)
+        return order, [(rename.get(n, n), loc) for n, loc in outputs]
+
     def _typed_node(self, st: _Statement, types: dict[str, TensorType]) -> Node:
         input_types = tuple(map(types.__getitem__, st.inputs))
         if st.region is not None:
@@ -270,7 +298,8 @@ class FunctionBuilder:
         if op is None:
             close = difflib.get_close_matches(st.op, list(self.catalog), 1)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
-            raise self.error(f"unknown op {st.op!r}", st.op_loc or st.loc, hint=hint)
+            where = st.op_loc() if callable(st.op_loc) else st.op_loc
+            raise self.error(f"unknown op {st.op!r}", where or st.loc, hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
         try:
             return attrs, infer_type(op, input_types, attrs)

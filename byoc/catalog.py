@@ -66,7 +66,7 @@ class OpDef:
     numpy: str
     """The numpy reference, as an expression over ``x0``, ``x1``, ..., ``inputs`` and the attrs."""
     c: str | None
-    """A C expression template over ``{x0}``, ``{x1}``, ...; only for elementwise ops."""
+    """A C expression template over ``${x0}``, ``${x1}``, ...; only for elementwise ops."""
     doc: str = ""
     loc: Location | None = field(default=None, compare=False, repr=False)
     reference: Reference | None = field(default=None, compare=False, repr=False)
@@ -313,7 +313,8 @@ def evaluate_op(op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, out: Tens
     """Run the op's numpy reference and cast the result to the node's dtype."""
     assert op.reference is not None, f"op {op.name} was not compiled"
     result = op.reference(inputs, dict(attrs))
-    return np.ascontiguousarray(result, dtype=out.dtype)
+    # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
+    return np.asarray(result, dtype=out.dtype, order="C")
 
 
 def check_dtypes(values: Sequence[str]) -> None:

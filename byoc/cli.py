@@ -2,7 +2,9 @@
 
 Every subcommand lives in a small function; errors derived from ByocError print
 as located messages with a caret excerpt (no traceback) and exit with status 2.
-``--debug`` shows the traceback as well.
+``--debug`` shows the traceback as well. ``--spec-path DIR`` (repeatable) works on
+every command, before or after the command name. The spec commands (``check``,
+``backends``) live in :mod:`byoc.cli_spec`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from . import __version__
+from .cli_spec import add_commands as add_spec_commands
 from .errors import ByocError
 
 EPILOG = """\
@@ -20,9 +23,28 @@ examples:
   byoc parse examples/guide_whole_graph.graph
   byoc parse examples/guide_subgraph.examplejson --to graph
   byoc ops
+  byoc backends
+  byoc check spec/backends/*.yaml
+  byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
+
+spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated by
+':'), then the shipped spec/backends/. The first <name>.yaml found wins.
 
 exit status: 0 on success, 2 on bad input (a located error is printed)
 """
+
+SPEC_PATH_HELP = (
+    "also search DIR for backend specs (<name>.yaml), before $BYOC_SPEC_PATH and the shipped ones; repeatable"
+)
+
+
+def _spec_path_parent() -> argparse.ArgumentParser:
+    """The --spec-path option that every subcommand accepts after its name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--spec-path", dest="spec_path", action="append", default=[], metavar="DIR", help=SPEC_PATH_HELP
+    )
+    return parent
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,11 +60,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action="version", version=f"byoc {__version__}")
     top.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    top.add_argument(
+        "--spec-path",
+        dest="global_spec_path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=SPEC_PATH_HELP,
+    )
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    parents = [_spec_path_parent()]
 
     p = sub.add_parser(
         "parse",
+        parents=parents,
         help="parse and validate a graph, then print it normalised",
         description=(
             "Parse a .graph (DSL) or .examplejson file, check it against the op catalog "
@@ -54,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
             "  byoc parse examples/guide_whole_graph.graph\n"
             "  byoc parse examples/tvm_external_runtime.examplejson --to graph\n"
             "  cat g.graph | byoc parse - --from graph\n"
+            "  byoc parse g.examplejson --spec-path my_specs   # op tokens from my_specs/examplejson.yaml\n"
+            "\n"
+            "ExampleJSON op tokens (add, sub, mul, ...) come from the examplejson backend spec.\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -71,10 +106,14 @@ def _parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser(
         "ops",
+        parents=parents,
         help="list the op catalog",
         description="List every op of the catalog (spec/ops.yaml): inputs, shape rule, dtypes, attributes.",
+        epilog="examples:\n  byoc ops\n  byoc backends        # which backend runs which op\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     o.set_defaults(run=_cmd_ops)
+    add_spec_commands(sub, parents)
     return top
 
 
@@ -82,8 +121,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     from .api import language_of, parse_file, print_program
 
     source = language_of(args.file, args.source_language)
-    program = parse_file(args.file, source)
-    sys.stdout.write(print_program(program, args.to or source))
+    program = parse_file(args.file, source, spec_path=args.spec_path)
+    sys.stdout.write(print_program(program, args.to or source, spec_path=args.spec_path))
     return 0
 
 
@@ -106,7 +145,12 @@ def _cmd_ops(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.spec_path = args.global_spec_path + getattr(args, "spec_path", [])
     try:
+        if args.spec_path:  # a mistyped --spec-path fails every command, not only those that read specs
+            from .spec import spec_dirs
+
+            spec_dirs(args.spec_path, env=False)
         return args.run(args)
     except ByocError as exc:
         if args.debug:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 from lark import Token, Transformer
 
 from byoc.builder import FunctionBuilder
@@ -21,7 +22,7 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
 
-from .lark_support import decode, make_parser, run_parser
+from .lark_support import decode, make_parser, paused_gc, run_parser
 
 RESERVED = ("graph", "return", "const", "as")
 """Words that cannot name a value, a graph or an op."""
@@ -142,7 +143,7 @@ class _Reader(Transformer):
         *names, last, rhs = c
         targets = [(str(n), self.loc(n)) for n in names]
         targets.append((_name_of(last), self.loc(last)))
-        return Assign(tuple(targets), rhs, targets[0][1])
+        return Assign(tuple(targets), _as_expr(self, rhs), targets[0][1])
 
     def region(self, c):
         at, backend, *rest = c
@@ -164,6 +165,15 @@ class _Reader(Transformer):
         if type_.dtype.startswith("int"):
             if any(isinstance(v, float) for v in values):
                 raise GraphError(f"an {type_.dtype} constant takes integers only", loc)
+            info = np.iinfo(type_.dtype)
+            low, high = int(info.min), int(info.max)
+        else:
+            high = float(np.finfo(type_.dtype).max)
+            low = -high
+        bad = next((v for v in values if not low <= v <= high), None)
+        if bad is not None:
+            raise GraphError(f"constant value {bad!r} is out of range for {type_.dtype}", loc)
+        if type_.dtype.startswith("int"):
             return Const(type_, tuple(values), loc)
         return Const(type_, tuple(float(v) for v in values), loc)
 
@@ -222,7 +232,10 @@ def _expr_loc(reader: _Reader, item) -> Location:
 def _attr_value(reader: _Reader, value) -> AttrValue:
     if isinstance(value, Token):
         if value.type == "STRING":
-            return bytes(value.value[1:-1], "utf-8").decode("unicode_escape")
+            try:
+                return bytes(value.value[1:-1], "utf-8").decode("unicode_escape")
+            except UnicodeDecodeError as exc:
+                raise ParseError(f"bad escape in string: {exc.reason}", reader.loc(value)) from None
         if value.value in ("true", "false"):
             return value.value == "true"
         raise ParseError(
@@ -267,11 +280,11 @@ class _Emitter:
         eq = text.index("=")
         paren = text.index("(", eq)
         op = text[eq + 1 : paren].strip()
-        inner = text[paren + 1 : -1].strip()
+        inner = text[paren + 1 : text.index(")", paren)].strip()
         inputs = tuple(a.strip() for a in inner.split(",")) if inner else ()
         loc = Location(self.file, tok.line, tok.column)
         locate = partial(_word_location, loc, text, 2)
-        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=locate, op_loc=locate(-1))
+        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=locate, op_loc=partial(locate, -1))
 
     def assign(self, fb: FunctionBuilder, st: Assign) -> None:
         rhs = st.rhs
@@ -362,13 +375,18 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     functions: list[Function] = []
     seen: dict[str, Location] = {}
     try:
-        for _, name, loc, params, body in records:
-            if name in seen:
-                raise GraphError(f"duplicate graph name {name!r}", loc, hint=f"first defined at {seen[name]}")
-            seen[name] = loc
-            functions.append(emitter.function(name, loc, params, body))
+        with paused_gc():
+            for _, name, loc, params, body in records:
+                if name in seen:
+                    raise GraphError(
+                        f"duplicate graph name {name!r}", loc, hint=f"first defined at {seen[name]}"
+                    )
+                seen[name] = loc
+                functions.append(emitter.function(name, loc, params, body))
     except GraphError as exc:
         raise exc.with_source(text) from None
+    except RecursionError:
+        raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
     return Program(tuple(functions))
 
 

@@ -57,7 +57,8 @@ def decode(data: bytes | str, file: str | None) -> str:
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
-        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        # Columns count characters, as Lark's do: decode the (valid) start of the line.
+        column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8")) + 1
         raise ParseError(
             f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x})",
             Location(file, line, column),

@@ -1,5 +1,38 @@
-"""byoc.spec: the op catalog and backend specs, as validated data."""
+"""byoc.spec: the op catalog and backend specs, as validated data.
 
+- :func:`load_catalog` reads ``ops.yaml``, the op catalog.
+- :func:`load_backend` finds ``<name>.yaml`` on the spec search path (``--spec-path``
+  directories, then ``BYOC_SPEC_PATH``, then the shipped ``backends/``) and returns a
+  validated :class:`BackendSpec`; :func:`list_backends` returns all of them.
+- :func:`check_spec_file` validates one file of either shape (``byoc check``).
+
+``spec/README.md`` is the reference of both formats.
+"""
+
+from .backend import BackendSpec, CompileSettings, LayerDef, MacroDef, OpBinding, OptionDef
+from .backend_loader import load_backend_file
+from .check import check_spec_file, spec_files
+from .kinds import KINDS
 from .ops_loader import SHIPPED_OPS, load_catalog
+from .search import ENV_VAR, SHIPPED_BACKENDS, find_backends, list_backends, load_backend, spec_dirs
 
-__all__ = ["SHIPPED_OPS", "load_catalog"]
+__all__ = [
+    "ENV_VAR",
+    "KINDS",
+    "SHIPPED_BACKENDS",
+    "SHIPPED_OPS",
+    "BackendSpec",
+    "CompileSettings",
+    "LayerDef",
+    "MacroDef",
+    "OpBinding",
+    "OptionDef",
+    "check_spec_file",
+    "find_backends",
+    "list_backends",
+    "load_backend",
+    "load_backend_file",
+    "load_catalog",
+    "spec_dirs",
+    "spec_files",
+]

@@ -19,11 +19,11 @@ from byoc.catalog import (
 from byoc.errors import Location
 from byoc.ir import DTYPES
 
+from .template import TemplateSyntaxError, placeholders
 from .yaml_doc import YamlDoc
 
 SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
-PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 ARITY = re.compile(r"([0-9]+)(\+?)\Z")
 
 OP_KEYS_REQUIRED = ("inputs", "shape", "numpy")
@@ -124,14 +124,18 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         if rule != "elementwise":
             raise doc.error(f"{what}: only elementwise ops take a C template", node, "c", hint="remove `c:`")
         allowed = {f"x{i}" for i in range(min_inputs)}
-        for m in PLACEHOLDER.finditer(c):
-            if m.group(1) not in allowed:
-                raise doc.error(
-                    f"{what}: undefined placeholder {{{m.group(1)}}} in the C template",
-                    node,
-                    "c",
-                    value=True,
-                    hint=f"this op's placeholders: {', '.join('{' + a + '}' for a in sorted(allowed))}",
+        try:
+            found = list(placeholders(c))
+        except TemplateSyntaxError as exc:
+            raise doc.error_at(
+                f"{what}: {exc.message}", doc.at_offset(node, "c", exc.offset), hint=exc.hint
+            ) from None
+        for ph in found:
+            if ph.name not in allowed:
+                raise doc.error_at(
+                    f"{what}: undefined placeholder ${{{ph.name}}} in the C template",
+                    doc.at_offset(node, "c", ph.offset),
+                    hint=f"this op's placeholders: {', '.join('${' + a + '}' for a in sorted(allowed))}",
                 )
     doc_text = doc.typed(node, "doc", str, f"{what}: doc") if "doc" in node else ""
     line, col = ops_node.lc.key(name)

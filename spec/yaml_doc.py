@@ -14,11 +14,19 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    LiteralScalarString,
+    SingleQuotedScalarString,
+)
 
 from byoc.errors import Location, SpecError
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DUPLICATE = re.compile(r'found duplicate key "(.*?)"')
+_BLOCK_HEADER = re.compile(r"[|>]([1-9]?)[+-]?([1-9]?)")
 
 
 def round_trip_yaml() -> YAML:
@@ -44,6 +52,17 @@ class YamlDoc:
         self.text = text
         try:
             self.root = round_trip_yaml().load(text)
+        except DuplicateKeyError as exc:
+            mark = exc.problem_mark
+            found = _DUPLICATE.search(str(exc.problem))
+            key = found.group(1) if found else "?"
+            loc = Location(self.path, mark.line + 1, mark.column + 1) if mark else Location(self.path, 1, 1)
+            raise SpecError(
+                f"duplicate key {key!r}",
+                loc,
+                hint="a name may appear only once in a mapping; remove or rename one of them",
+                source=text,
+            ) from None
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             loc = Location(self.path, mark.line + 1, mark.column + 1) if mark else Location(self.path, 1, 1)
@@ -57,12 +76,47 @@ class YamlDoc:
         """The location of ``key`` in ``container`` (or of its value), else of the container."""
         line, col = 0, 0
         if isinstance(container, CommentedMap) and key is not None and key in container:
+            # an empty (null) value has no position of its own: point at its key
+            value = value and container[key] is not None
             line, col = container.lc.value(key) if value else container.lc.key(key)
         elif isinstance(container, CommentedSeq) and isinstance(key, int) and key < len(container):
             line, col = container.lc.item(key)
         elif isinstance(container, (CommentedMap, CommentedSeq)):
             line, col = container.lc.line, container.lc.col
         return Location(self.path, line + 1, col + 1)
+
+    def at_offset(self, container: Any, key: Any, offset: int) -> Location:
+        """The location of character ``offset`` of the string ``container[key]``.
+
+        Exact for one-line plain and quoted scalars (without escapes) and for literal
+        blocks (``|``); otherwise the location of the value itself.
+        """
+        base = self.at(container, key, value=True)
+        value = container[key]
+        lines = self.text.splitlines()
+        if not isinstance(value, str) or not 1 <= base.line <= len(lines):
+            return base
+        head = value[:offset]
+        newlines = head.count("\n")
+        column = offset - (head.rfind("\n") + 1)
+        if isinstance(value, LiteralScalarString):
+            header = _BLOCK_HEADER.match(lines[base.line - 1], base.column - 1)
+            explicit = header and (header.group(1) or header.group(2))
+            if explicit:
+                parent = self.at(container, key).column - 1 if isinstance(container, CommentedMap) else 0
+                indent = parent + int(explicit)
+            else:
+                body = (ln for ln in lines[base.line :] if ln.strip())
+                first = next(body, "")
+                indent = len(first) - len(first.lstrip(" "))
+            return Location(self.path, base.line + 1 + newlines, indent + column + 1)
+        if newlines:
+            return base
+        quoted = isinstance(value, (DoubleQuotedScalarString, SingleQuotedScalarString))
+        return Location(self.path, base.line, base.column + column + (1 if quoted else 0))
+
+    def error_at(self, message: str, location: Location, *, hint: str | None = None) -> SpecError:
+        return SpecError(message, location, hint=hint, source=self.text)
 
     def error(
         self,

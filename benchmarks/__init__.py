@@ -1,0 +1,1 @@
+"""byoc benchmarks: run with `python -m benchmarks` (see README, "Benchmarks")."""

@@ -1,0 +1,98 @@
+"""Parse throughput of both front ends, and how it grows with the input size.
+
+Each measurement runs in a fresh Python process (so one run's heap does not slow
+the next), generates its text, and times ``byoc.parse`` from text to validated IR.
+The figure is the median of the repeats. Targets (issue 2): ExampleJSON >= 100k
+lines/s and DSL >= 50k lines/s at 100k lines; growth time(10x lines) <= 11x.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+
+from .workloads import dsl_text, examplejson_text
+
+TARGETS = {"examplejson": 100_000, "graph": 50_000}
+GENERATORS = {"examplejson": examplejson_text, "graph": dsl_text}
+
+_CHILD = """
+import gc, sys, time
+from benchmarks.workloads import {gen}
+import byoc.api as api
+catalog = api.load_catalog()
+text = {gen}({lines})
+api.parse({small}, "{lang}", catalog=catalog)  # builds the Lark parser once
+gc.collect()
+t = time.perf_counter()
+program = api.parse(text, "{lang}", catalog=catalog)
+print(time.perf_counter() - t)
+"""
+
+
+def time_once(lang: str, lines: int) -> float:
+    gen = GENERATORS[lang].__name__
+    code = _CHILD.format(gen=gen, lines=lines, lang=lang, small=f"{gen}(20)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def run(sizes: tuple[int, ...] = (10_000, 100_000), repeats: int = 5) -> dict:
+    results: dict = {"unit": "lines per second (median)", "repeats": repeats, "languages": {}}
+    for lang in GENERATORS:
+        rows = {}
+        for n in sizes:
+            times = [time_once(lang, n) for _ in range(repeats)]
+            rows[n] = {"median_s": statistics.median(times), "lines_per_s": n / statistics.median(times)}
+        small, large = sizes[0], sizes[-1]
+        growth = rows[large]["median_s"] / rows[small]["median_s"]
+        results["languages"][lang] = {
+            "sizes": rows,
+            "growth": growth,
+            "growth_limit": 1.1 * large / small,
+            "target_lines_per_s": TARGETS[lang],
+            "meets_target": rows[large]["lines_per_s"] >= TARGETS[lang] and growth <= 1.1 * large / small,
+        }
+    return results
+
+
+def markdown(results: dict) -> str:
+    lines = [
+        "| language | lines | median time | lines/s | target | growth (10x lines) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for lang, r in results["languages"].items():
+        sizes = list(r["sizes"].items())
+        for i, (n, row) in enumerate(sizes):
+            growth = f"{r['growth']:.2f}x (limit {r['growth_limit']:.0f}x)" if i == len(sizes) - 1 else ""
+            target = f">= {r['target_lines_per_s']:,}" if i == len(sizes) - 1 else ""
+            lines.append(
+                f"| {lang} | {n:,} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks parse", description=__doc__)
+    ap.add_argument(
+        "--repeats", type=int, default=5, help="runs per size (default 5); the median is reported"
+    )
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 100_000], help="line counts (default 10000 100000)"
+    )
+    ap.add_argument(
+        "--json", default="benchmarks/results/parse_speed.json", help="where to write the JSON results"
+    )
+    args = ap.parse_args(argv)
+    results = run(tuple(args.sizes), args.repeats)
+    print(markdown(results))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0 if all(r["meets_target"] for r in results["languages"].values()) else 1

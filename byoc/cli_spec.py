@@ -1,0 +1,156 @@
+"""The spec commands of the ``byoc`` command line: ``byoc check`` and ``byoc backends``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .errors import ByocError
+
+if TYPE_CHECKING:
+    from .spec.backend import BackendSpec, OpBinding
+
+CHECK_EPILOG = """\
+examples:
+  byoc check spec/backends/*.yaml          validate the shipped backends
+  byoc check spec/ops.yaml                 validate an op catalog
+  byoc check my_specs/                     every *.yaml of a directory
+  byoc check                               the catalog and every spec on the search path
+
+A file with a `kind:` or `name:` key is a backend spec; any other is an op catalog.
+Each valid file prints `<file>: ok`; each invalid one prints its first error, located
+at file:line:column with the offending line. spec/README.md documents both formats.
+
+exit status: 0 if every file is valid, 2 otherwise
+"""
+
+BACKENDS_EPILOG = """\
+examples:
+  byoc backends                            list every backend found
+  byoc backends ccompiler                  details: compile settings, options, op mapping
+  byoc --spec-path my_specs backends       include the backends of my_specs/*.yaml
+
+Backends are found in the --spec-path directories, then in $BYOC_SPEC_PATH
+(separated by ':'), then in the shipped spec/backends/; the first <name>.yaml wins.
+"""
+
+
+def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.ArgumentParser]) -> None:
+    c = sub.add_parser(
+        "check",
+        parents=list(parents),
+        help="validate backend specs and op catalogs",
+        description="Validate spec files: backend specs (spec/backends/*.yaml) and op catalogs (spec/ops.yaml).",
+        epilog=CHECK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("specs", nargs="*", metavar="SPEC", help="a spec file, or a directory of them")
+    c.set_defaults(run=cmd_check)
+
+    b = sub.add_parser(
+        "backends",
+        parents=list(parents),
+        help="list the backends found on the spec search path",
+        description=(
+            "List every backend spec on the search path: its codegen kind, dtypes, ranks and "
+            "supported ops. With a NAME, show that backend in detail."
+        ),
+        epilog=BACKENDS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    b.add_argument("name", nargs="?", metavar="NAME", help="show one backend in detail")
+    b.set_defaults(run=cmd_backends)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .spec import check_spec_file, spec_files
+
+    status = 0
+    for path in spec_files(args.specs, args.spec_path):
+        try:
+            check_spec_file(path)
+        except ByocError as exc:
+            sys.stderr.write(exc.render() + "\n")
+            status = 2
+        else:
+            sys.stdout.write(f"{path}: ok\n")
+    return status
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    from .spec import find_backends, load_backend
+    from .spec.search import load_backend_path
+
+    if args.name is not None:
+        sys.stdout.write(describe(load_backend(args.name, args.spec_path)))
+        return 0
+    found = find_backends(args.spec_path)
+    rows = [("backend", "kind", "dtypes", "ranks", "ops")]
+    status = 0
+    for path in found.values():
+        try:
+            spec = load_backend_path(path)
+        except ByocError as exc:
+            sys.stderr.write(exc.render() + "\n")
+            status = 2
+            continue
+        rows.append(
+            (spec.name, spec.kind, ", ".join(spec.dtypes), ranks_text(spec.ranks), ", ".join(spec.ops))
+        )
+    _table(rows)
+    return status
+
+
+def describe(spec: BackendSpec) -> str:
+    """A readable account of one backend spec (``byoc backends NAME``)."""
+    lines = [f"{spec.name}: {spec.kind} backend, from {spec.source}"]
+    if spec.description:
+        lines.append(f"  {spec.description}")
+    lines += [
+        f"  symbol prefix: {spec.symbol_prefix}",
+        f"  dtypes:        {', '.join(spec.dtypes)}",
+        f"  ranks:         {ranks_text(spec.ranks)}",
+    ]
+    comp = spec.compile
+    if comp.compiled:
+        flags = " ".join(comp.render_flags(spec.template_values()))
+        lines.append(f"  compile:       {comp.compiler} -std={comp.std} {flags}  ({comp.language})")
+    else:
+        lines.append(f"  compile:       nothing; byoc.runtime interprets the {comp.language} artifact")
+    lines.append("  options:" + ("" if spec.options else "       none"))
+    for o in spec.options.values():
+        value = str(o.default).lower() if isinstance(o.default, bool) else str(o.default)
+        choices = f" (one of {', '.join(map(str, o.choices))})" if o.choices else ""
+        lines.append(f"    {o.name}: {o.type} = {value}{choices}" + (f"  {o.doc}" if o.doc else ""))
+    lines.append("  ops:")
+    for op, b in spec.ops.items():
+        lines.append(f"    {op}: {_binding_text(b)}")
+    return "\n".join(lines) + "\n"
+
+
+def _binding_text(b: OpBinding) -> str:
+    if b.token is not None:
+        return f"token {b.token}"
+    if b.kernel is not None:
+        return f"kernel {b.kernel}"
+    parts = [f"rank {r}: {name}" for r, name in b.by_rank.items()]
+    if b.default is not None:
+        parts.append(f"other ranks: {b.default}")
+    if b.vars:
+        parts.append("vars " + ", ".join(f"{k}={v}" for k, v in b.vars.items()))
+    return "; ".join(parts)
+
+
+def ranks_text(ranks: Sequence[int]) -> str:
+    """``0-8`` for a run of ranks, ``1, 2, 4`` otherwise."""
+    if len(ranks) > 2 and list(ranks) == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")

@@ -1,0 +1,85 @@
+"""The placeholder syntax of backend spec templates: ``${name}``.
+
+C and C++ text is full of ``{`` and ``}``, so spec templates mark placeholders with a
+dollar sign, as shells do: ``${symbol}``, ``${dim0}``, ``${opt_level}``. ``$$`` is a
+literal ``$``. Any other ``$`` is an error, so that a typo such as ``$symbol`` or
+``${symbol`` never reaches a compiler.
+
+This module knows only the syntax. Which names a template may use is decided by
+its slot (see :mod:`byoc.spec.kinds`) and checked by the loader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_TOKEN = re.compile(r"\$(?:\$|\{([^{}$]*)\}|)")
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """One ``${name}`` in a template; ``offset`` is where its ``$`` is, 0-based."""
+
+    name: str
+    offset: int
+
+
+class TemplateSyntaxError(Exception):
+    """A malformed ``$`` in a template; ``offset`` is 0-based into the template."""
+
+    def __init__(self, message: str, offset: int, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.hint = hint
+
+
+def placeholders(text: str) -> Iterator[Placeholder]:
+    """Every placeholder of ``text``, in order; raises TemplateSyntaxError."""
+    for m in _TOKEN.finditer(text):
+        whole = m.group(0)
+        if whole == "$$":
+            continue
+        name = m.group(1)
+        if name is None:
+            raise TemplateSyntaxError(
+                "a '$' that starts no placeholder",
+                m.start(),
+                hint="write ${name} for a placeholder, or $$ for a literal $",
+            )
+        if not PLACEHOLDER_NAME.match(name):
+            raise TemplateSyntaxError(
+                f"invalid placeholder ${{{name}}}",
+                m.start(),
+                hint="a placeholder is ${name}: letters, digits and _, not starting with a digit",
+            )
+        yield Placeholder(name, m.start())
+
+
+def placeholder_names(text: str) -> tuple[str, ...]:
+    """The distinct placeholder names of ``text``, in order of first use."""
+    return tuple(dict.fromkeys(p.name for p in placeholders(text)))
+
+
+def render(text: str, values: Mapping[str, object]) -> str:
+    """Substitute every ``${name}`` of ``text`` by ``str(values[name])``.
+
+    Booleans render as ``true`` / ``false``. A missing name raises KeyError: the
+    loader has already checked every template, so this is a programming error.
+    """
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1)
+        if name is None or name not in values:
+            raise KeyError(f"template placeholder {m.group(0)!r} has no value")
+        value = values[name]
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return _TOKEN.sub(one, text)

@@ -1,0 +1,55 @@
+"""Shared fixtures and helpers for the foundation tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import byoc.spec
+from byoc.api import parse, print_program
+from byoc.catalog import Catalog
+from byoc.ir import Program
+
+TESTS = Path(__file__).parent
+DATA = TESTS / "data"
+EXAMPLES = TESTS.parent / "examples"
+
+GUIDE_SUBGRAPH = DATA / "guide_subgraph.examplejson"
+TVM_EXTERNAL_RUNTIME = DATA / "tvm_external_runtime.examplejson"
+GUIDE_WHOLE_GRAPH = EXAMPLES / "guide_whole_graph.graph"
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return byoc.spec.load_catalog()
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20240607)
+
+
+def parse_graph_text(text: str | bytes, catalog: Catalog | None = None) -> Program:
+    return parse(text, "graph", catalog=catalog)
+
+
+def parse_ejson_text(text: str | bytes, catalog: Catalog | None = None) -> Program:
+    return parse(text, "examplejson", catalog=catalog)
+
+
+def roundtrip(program: Program, language: str) -> Program:
+    """parse(print(program)) in ``language``."""
+    return parse(print_program(program, language), language)
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Random values of ``dtype``; integers avoid 0 so that they can be divisors."""
+    if dtype.startswith("int"):
+        values = rng.integers(-50, 50, size=shape)
+        values[values == 0] = 7
+        return values.astype(dtype)
+    values = rng.uniform(-4.0, 4.0, size=shape)
+    values[np.abs(values) < 0.1] = 0.5
+    return values.astype(dtype)

@@ -1,0 +1,160 @@
+"""The numpy reference evaluator against hand-written numpy expressions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import GUIDE_SUBGRAPH, GUIDE_WHOLE_GRAPH, parse_graph_text, random_array
+
+import byoc
+import byoc.spec
+from byoc.api import parse_file
+from byoc.errors import ByocError, UsageError
+
+CATALOG = byoc.spec.load_catalog()
+
+# Expected results written independently of spec/ops.yaml's reference expressions.
+EXPECTED = {
+    "add": lambda xs: xs[0] + xs[1],
+    "subtract": lambda xs: xs[0] - xs[1],
+    "multiply": lambda xs: xs[0] * xs[1],
+    "divide": lambda xs: xs[0] / xs[1],
+    "maximum": lambda xs: np.where(xs[0] > xs[1], xs[0], xs[1]),
+    "minimum": lambda xs: np.where(xs[0] < xs[1], xs[0], xs[1]),
+    "negative": lambda xs: -xs[0],
+    "relu": lambda xs: np.where(xs[0] > 0, xs[0], 0),
+    "copy": lambda xs: xs[0].copy(),
+    "concatenate": lambda xs: np.concatenate(xs, axis=0),
+}
+
+
+def _check(actual: np.ndarray, expected: np.ndarray, dtype: str) -> None:
+    expected = np.asarray(expected).astype(dtype)
+    assert actual.dtype == np.dtype(dtype)
+    assert actual.shape == expected.shape
+    if dtype.startswith("int"):
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=1e-6 if dtype == "float32" else 1e-12)
+
+
+def test_guide_whole_graph_matches_numpy(rng):
+    fn = parse_file(GUIDE_WHOLE_GRAPH).functions[0]
+    inputs = {p.name: rng.standard_normal(p.type.shape).astype(np.float32) for p in fn.params}
+    x = inputs["x"]
+    w = [inputs[f"w{i}"] for i in range(8)]
+    expected = np.concatenate(
+        (((x + w[0]) - w[1]) * w[2], ((x + w[3]) - w[4]) * w[5], (x + w[6]) - w[7]), axis=0
+    )
+    (out,) = byoc.evaluate(fn, inputs)
+    assert out.shape == (30, 10)
+    _check(out, expected, "float32")
+
+
+def test_guide_subgraph_matches_numpy(rng):
+    fn = parse_file(GUIDE_SUBGRAPH).functions[0]
+    v = [rng.standard_normal((10, 10)).astype(np.float32) for _ in range(4)]
+    (out,) = byoc.evaluate(fn, {f"v{i}": a for i, a in enumerate(v)})
+    _check(out, ((v[0] + v[1]) - v[2]) * v[3], "float32")
+
+
+def test_every_catalog_op_has_an_expected_result():
+    assert set(CATALOG) == set(EXPECTED)
+
+
+def _op_cases():
+    for name, op in CATALOG.items():
+        for dtype in op.dtypes:
+            for shape in [(), (5,), (3, 4), (2, 1, 3, 2)]:
+                if op.shape_rule == "concatenate" and not shape:
+                    continue  # concatenate needs rank >= 1
+                yield pytest.param(name, dtype, shape, id=f"{name}-{dtype}-rank{len(shape)}")
+
+
+@pytest.mark.parametrize(("op_name", "dtype", "shape"), list(_op_cases()))
+def test_catalog_op_matches_numpy(op_name, dtype, shape, rng):
+    op = CATALOG[op_name]
+    arity = op.min_inputs if op.max_inputs is not None else 3
+    names = [f"a{i}" for i in range(arity)]
+    params = ", ".join(f"{n}: {dtype}[{', '.join(map(str, shape))}]" for n in names)
+    text = f"graph main({params}) {{\n  r = {op_name}({', '.join(names)})\n  return r\n}}\n"
+    fn = parse_graph_text(text).functions[0]
+    arrays = [random_array(rng, shape, dtype) for _ in names]
+    (out,) = byoc.evaluate(fn, dict(zip(names, arrays)))
+    _check(out, EXPECTED[op_name](arrays), dtype)
+    assert out.shape == fn.output_types[0].shape
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((4, 1, 3), (5, 1)), ((3,), (2, 3)), ((), (2, 2)), ((2, 1), (1, 3)), ((1,), (4,))],
+)
+@pytest.mark.parametrize("op_name", ["add", "subtract", "multiply", "maximum", "divide"])
+def test_broadcasting_matches_numpy(op_name, a, b, rng):
+    def t(shape):
+        return f"float64[{', '.join(map(str, shape))}]"
+
+    fn = parse_graph_text(f"graph g(p: {t(a)}, q: {t(b)}) {{ return {op_name}(p, q) }}").functions[0]
+    p, q = random_array(rng, a, "float64"), random_array(rng, b, "float64")
+    (out,) = byoc.evaluate(fn, {"p": p, "q": q})
+    expected = EXPECTED[op_name]([p, q])
+    assert fn.output_types[0].shape == np.broadcast_shapes(a, b)
+    _check(out, expected, "float64")
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_concatenate_axes(axis, rng):
+    shapes = [[2, 3, 4], [2, 3, 4], [2, 3, 4]]
+    for s, extra in zip(shapes, (1, 2, 3)):
+        s[axis] = extra
+    params = ", ".join(f"c{i}: int64[{', '.join(map(str, s))}]" for i, s in enumerate(shapes))
+    fn = parse_graph_text(f"graph g({params}) {{ return concatenate(c0, c1, c2, axis={axis}) }}").functions[0]
+    arrays = [random_array(rng, tuple(s), "int64") for s in shapes]
+    (out,) = byoc.evaluate(fn, {f"c{i}": a for i, a in enumerate(arrays)})
+    _check(out, np.concatenate(arrays, axis=axis), "int64")
+
+
+def test_constants_regions_and_several_outputs(rng):
+    fn = parse_graph_text(
+        """graph main(x: float32[2, 3], y: float32[3]) {
+          k = const float32[3] [0.5, -1.25, 3]
+          f = const float32[2, 3] 2
+          a, b = @engine {
+            p = add(x, y)
+            return maximum(p, k), multiply(y, x)
+          }
+          h = divide(subtract(a, f), b)
+          return h, concatenate(a, b, axis=1), k
+        }"""
+    ).functions[0]
+    x = random_array(rng, (2, 3), "float32")
+    y = random_array(rng, (3,), "float32")
+    k = np.array([0.5, -1.25, 3], dtype=np.float32)
+    f = np.full((2, 3), 2, dtype=np.float32)
+    h, cat, k_out = byoc.evaluate(fn, {"x": x, "y": y})
+    a = np.maximum(x + y, k)
+    b = y * x
+    _check(h, (a - f) / b, "float32")
+    _check(cat, np.concatenate((a, b), axis=1), "float32")
+    _check(k_out, k, "float32")
+
+
+def test_int_constant_and_relu(rng):
+    fn = parse_graph_text(
+        "graph g(x: int32[4]) {\n  k = const int32[4] [-2, 0, 5, 1]\n  return relu(add(x, k))\n}"
+    ).functions[0]
+    x = random_array(rng, (4,), "int32")
+    (out,) = byoc.evaluate(fn, {"x": x})
+    _check(out, np.maximum(x + np.array([-2, 0, 5, 1], dtype=np.int32), 0), "int32")
+
+
+def test_evaluate_rejects_missing_and_mistyped_inputs(rng):
+    fn = parse_graph_text("graph g(x: float32[4], y: float32[4]) { return add(x, y) }").functions[0]
+    x = random_array(rng, (4,), "float32")
+    with pytest.raises(UsageError, match="missing input 'y'"):
+        byoc.evaluate(fn, {"x": x})
+    with pytest.raises(UsageError, match="input 'y' is float64"):
+        byoc.evaluate(fn, {"x": x, "y": x.astype(np.float64)})
+    with pytest.raises(UsageError, match=r"input 'y' is float32\[2\]"):
+        byoc.evaluate(fn, {"x": x, "y": x[:2]})
+    assert issubclass(UsageError, ByocError)
