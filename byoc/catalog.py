@@ -178,7 +178,8 @@ def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorTy
     """The output type of ``op`` on inputs of ``types``; raises RuleError."""
     n = len(types)
     if n < op.min_inputs or (op.max_inputs is not None and n > op.max_inputs):
-        raise RuleError(f"{op.name} takes {op.arity_text()} inputs, got {n}")
+        noun = "input" if op.arity_text() == "1" else "inputs"
+        raise RuleError(f"{op.name} takes {op.arity_text()} {noun}, got {n}")
     for t in types:
         if t.dtype not in op.dtypes:
             raise RuleError(

@@ -41,6 +41,7 @@ DESCRIBE = {
     "INPUTS": "`inputs:`",
     "SHAPE": "`shape:`",
     "_NL": "end of line",
+    "_BLANK": "",
     "$END": "end of input",
 }
 

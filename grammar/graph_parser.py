@@ -24,6 +24,9 @@ from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
 
 from .lark_support import decode, make_parser, paused_gc, run_parser
 
+MAX_CONSTANT_ELEMENTS = 1 << 24
+"""Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
+
 RESERVED = ("graph", "return", "const", "as")
 """Words that cannot name a value, a graph or an op."""
 
@@ -154,6 +157,12 @@ class _Reader(Transformer):
     def constant(self, c):
         keyword, type_, values = c
         loc = self.loc(keyword)
+        if type_.size > MAX_CONSTANT_ELEMENTS:
+            raise GraphError(
+                f"constant of type {type_} has {type_.size:,} elements; the limit is {MAX_CONSTANT_ELEMENTS:,}",
+                loc,
+                hint="pass large tensors as graph parameters instead",
+            )
         if len(values) == 1 and type_.size != 1:
             values = values * type_.size  # a single value fills the tensor
         if len(values) != type_.size:

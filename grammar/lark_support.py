@@ -104,21 +104,29 @@ def _convert(
     else:
         assert isinstance(exc, UnexpectedToken)
         tok = exc.token
-        shown = tok.value if len(tok.value) <= 40 else tok.value[:37] + "..."
-        message = f"unexpected {describe.get(tok.type, repr(shown))}" + (
-            f" {shown!r}" if tok.type in describe and tok.type not in _PUNCTUATION else ""
-        )
+        if tok.type in _LINE_ENDS:
+            message = "unexpected end of line"
+        else:
+            first = tok.value.strip().split("\n", 1)[0].split()[0] if tok.value.strip() else tok.value
+            shown = first if len(first) <= 40 else first[:37] + "..."
+            message = f"unexpected {shown!r}"
         line, column = tok.line, tok.column
     if expected:
         message += f"; expected {expected}"
     return ParseError(message, Location(file, line, column), hint=hint, source=text)
 
 
-_PUNCTUATION = frozenset({"_NL", "$END"})
+_LINE_ENDS = frozenset({"_NL", "_BLANK"})
 
 
 def _expected(exc: UnexpectedInput, describe: Mapping[str, str]) -> str:
     names = getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ()
+    interactive = getattr(exc, "interactive_parser", None)
+    if interactive is not None:
+        try:  # exact: simulates each terminal, where the LALR table may list fewer
+            names = interactive.accepts() or names
+        except Exception:  # a reduction callback objected; keep Lark's own list
+            pass
     shown = sorted({describe.get(n, n) for n in names if describe.get(n, n)})
     if not shown:
         return ""
