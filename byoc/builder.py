@@ -16,26 +16,32 @@ from .catalog import Catalog, RuleError, infer_type, normalize_attrs
 from .errors import GraphError, Location
 from .ir import ANON_PREFIX, CALL_OP, Attrs, AttrValue, Constant, Function, Node, Param, TensorType
 
-InputLocator = Callable[[int], Location]
+Locator = Callable[[int], Location]
+"""Where a part of a statement is: ``locate(i)`` for input ``i``, ``locate(OP)`` for
+the op name, ``locate(DECLARED)`` for a declared type. Front ends compute locations
+lazily, on error only, so that well-formed text pays nothing for them."""
+
+OP = -1
+DECLARED = -2
 
 
 class _Statement:
     """A node as read from text: names only, types not yet known."""
 
-    __slots__ = ("outputs", "op", "inputs", "attrs", "loc", "locate", "declared", "region", "op_loc")
+    __slots__ = ("outputs", "op", "inputs", "attrs", "loc", "locate", "declared", "region")
 
-    def __init__(self, outputs, op, inputs, attrs, loc, locate, declared, region, op_loc):
+    def __init__(self, outputs, op, inputs, attrs, loc, locate, declared, region):
         self.outputs: tuple[str, ...] = outputs
         self.op: str = op
         self.inputs: tuple[str, ...] = inputs
         self.attrs: Sequence[tuple[str, AttrValue, Location | None]] = attrs
         self.loc: Location = loc
-        self.locate: InputLocator | None = locate
-        self.declared: tuple[TensorType, Location | Callable[[], Location]] | None = declared
+        self.locate: Locator | None = locate
+        self.declared: TensorType | None = declared
         self.region: FunctionBuilder | None = region
-        self.op_loc: Location | None = op_loc
 
     def input_loc(self, index: int) -> Location:
+        """``index`` is an input number, OP or DECLARED."""
         return self.locate(index) if self.locate else self.loc
 
 
@@ -72,6 +78,7 @@ class FunctionBuilder:
         """(op, input types, given attrs) -> (normalized attrs, output type)."""
         self.captures: list[tuple[str, Location]] = []
         self.bindings: tuple[str, ...] = ()
+        self._function: Function | None = None
 
     # ------------------------------------------------------------------ errors
 
@@ -112,16 +119,15 @@ class FunctionBuilder:
         loc: Location,
         *,
         attrs: Sequence[tuple[str, AttrValue, Location | None]] = (),
-        locate: InputLocator | None = None,
-        declared: tuple[TensorType, Location | Callable[[], Location]] | None = None,
-        op_loc: Location | Callable[[], Location] | None = None,
+        locate: Locator | None = None,
+        declared: TensorType | None = None,
     ) -> None:
         defined = self.defined
         for out in outputs:
             if out in defined:
                 self._define(out, loc, "node")  # raises the duplicate-name error
             defined[out] = (loc, "node")
-        self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None, op_loc))
+        self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
         """Bind ``outputs`` to the results of a finished-reading region body."""
@@ -131,7 +137,7 @@ class FunctionBuilder:
         inputs = tuple(n for n, _ in body.captures)
         locs = [where for _, where in body.captures]
         self.statements.append(
-            _Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body, None)
+            _Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body)
         )
 
     def close_region(self, results: Sequence[tuple[str, Location]]) -> None:
@@ -158,10 +164,10 @@ class FunctionBuilder:
         for name, loc in outputs:
             if name not in self.defined and name not in types:
                 raise self._undefined(name, loc)
-        ordered = self._toposort(types)
-        if ordered is not self.statements:
-            ordered, outputs = self._canonical(ordered, outputs)
-        nodes = [self._typed_node(st, types) for st in ordered]
+        nodes = self._typed_in_order(dict(types))
+        if nodes is None:  # a name is used before its definition: sort, or report the cycle
+            ordered, outputs = self._canonical(self._toposort(types), outputs)
+            nodes = [self._typed_node(st, types) for st in ordered]
         return Function(
             self.name,
             tuple(self.params),
@@ -173,6 +179,8 @@ class FunctionBuilder:
         )
 
     def _finish_region(self, param_types: Sequence[TensorType], outer: dict[str, tuple]) -> Function:
+        if self._function is not None:  # already typed, before the outer body was reordered
+            return self._function
         for name, (loc, _kind) in self.defined.items():
             if name in outer and name not in self.bindings and not name.startswith(ANON_PREFIX):
                 raise self.error(
@@ -183,7 +191,8 @@ class FunctionBuilder:
         for (name, loc), type_ in zip(self.captures, param_types):
             self.params.append(Param(name, type_, loc))
             self.defined[name] = (loc, "parameter")
-        return self.finish(self._results)
+        self._function = self.finish(self._results)
+        return self._function
 
     def _undefined(self, name: str, loc: Location | None) -> GraphError:
         close = difflib.get_close_matches(name, [n for n in self.defined if not n.startswith(ANON_PREFIX)], 1)
@@ -269,8 +278,26 @@ class FunctionBuilder:
             st.inputs = tuple(rename.get(n, n) for n in st.inputs)
         return order, [(rename.get(n, n), loc) for n, loc in outputs]
 
-    def _typed_node(self, st: _Statement, types: dict[str, TensorType]) -> Node:
-        input_types = tuple(map(types.__getitem__, st.inputs))
+    def _typed_in_order(self, types: dict[str, TensorType]) -> list[Node] | None:
+        """Type the statements in source order; None if one uses a name defined later.
+
+        This is the common case, and one pass: the ``types`` table doubles as the set
+        of names defined so far, so no separate ordering pass is needed.
+        """
+        nodes = []
+        get = types.get
+        for st in self.statements:
+            input_types = tuple(map(get, st.inputs))
+            if None in input_types:
+                return None
+            nodes.append(self._typed_node(st, types, input_types))
+        return nodes
+
+    def _typed_node(
+        self, st: _Statement, types: dict[str, TensorType], input_types: tuple[TensorType, ...] | None = None
+    ) -> Node:
+        if input_types is None:
+            input_types = tuple(map(types.__getitem__, st.inputs))
         if st.region is not None:
             callee = st.region._finish_region(input_types, self.defined)
             out_types = callee.output_types
@@ -283,11 +310,10 @@ class FunctionBuilder:
             cached = self._infer_cache[key] = self._infer(st, input_types)
         attrs, out = cached
         declared = st.declared
-        if declared is not None and declared[0] is not out and declared[0] != out:
-            where = declared[1]() if callable(declared[1]) else declared[1]
+        if declared is not None and declared is not out and declared != out:
             raise self.error(
-                f"shape mismatch: {st.op} gives {out} here, but the text declares {declared[0]}",
-                where,
+                f"shape mismatch: {st.op} gives {out} here, but the text declares {declared}",
+                st.input_loc(DECLARED),
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
         types[st.outputs[0]] = out
@@ -298,8 +324,7 @@ class FunctionBuilder:
         if op is None:
             close = difflib.get_close_matches(st.op, list(self.catalog), 1)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
-            where = st.op_loc() if callable(st.op_loc) else st.op_loc
-            raise self.error(f"unknown op {st.op!r}", where or st.loc, hint=hint)
+            raise self.error(f"unknown op {st.op!r}", st.input_loc(OP), hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
         try:
             return attrs, infer_type(op, input_types, attrs)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lark import Token, Transformer
 
-from byoc.builder import FunctionBuilder
+from byoc.builder import DECLARED, OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import Function, Program, TensorType
@@ -141,8 +141,8 @@ class _Reader(Transformer):
                 self._op_name(parts[0], loc),
                 tuple([_name(i) for i in parts[3:]]),
                 loc,
-                locate=partial(_word_location, loc, text, 3),
-                declared=(self._type(text[at + 6 :].strip()), partial(_shift, loc, at)),
+                locate=partial(_line_location, loc, text),
+                declared=self._type(text[at + 6 :].strip()),
             )
         return name, loc
 
@@ -161,8 +161,8 @@ class _Reader(Transformer):
             "op": self._op_name(str(name), self._loc(name)),
             "inputs": tuple(_name(t) for t in inputs),
             "loc": self._loc(name),
-            "locate": lambda i: self._loc(inputs[i]),
-            "declared": (self._type(" ".join(dims)), self._loc(shape)),
+            "locate": partial(_token_location, self, name, inputs, shape),
+            "declared": self._type(" ".join(dims)),
         }
 
 
@@ -170,9 +170,18 @@ def _shift(loc: Location, offset: int) -> Location:
     return Location(loc.file, loc.line, loc.column + offset)
 
 
-def _word_location(loc: Location, text: str, first: int, i: int) -> Location:
-    """Location of the ``first + i``-th whitespace-separated word of a line."""
-    return _shift(loc, list(_WORD.finditer(text))[first + i].start())
+def _line_location(loc: Location, text: str, i: int) -> Location:
+    """Where input ``i`` (or the op, or the declared shape) is on an op line."""
+    if i == OP:
+        return loc
+    if i == DECLARED:
+        return _shift(loc, text.index("shape:"))
+    return _shift(loc, list(_WORD.finditer(text))[3 + i].start())
+
+
+def _token_location(reader: _Reader, op: Token, inputs: list[Token], shape: Token, i: int) -> Location:
+    """The same, for a line read by the word-level rules."""
+    return reader._loc(op if i == OP else shape if i == DECLARED else inputs[i])
 
 
 def _name(ident: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from lark import Token, Transformer
 
-from byoc.builder import FunctionBuilder
+from byoc.builder import OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
@@ -292,8 +292,7 @@ class _Emitter:
         inner = text[paren + 1 : text.index(")", paren)].strip()
         inputs = tuple(a.strip() for a in inner.split(",")) if inner else ()
         loc = Location(self.file, tok.line, tok.column)
-        locate = partial(_word_location, loc, text, 2)
-        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=locate, op_loc=partial(locate, -1))
+        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=partial(_word_location, loc, text))
 
     def assign(self, fb: FunctionBuilder, st: Assign) -> None:
         rhs = st.rhs
@@ -343,16 +342,20 @@ class _Emitter:
             tuple(n for n, _ in inputs),
             loc,
             attrs=c.attrs,
-            locate=locs.__getitem__,
-            op_loc=c.loc,
+            locate=partial(_listed_location, locs, c.loc),
         )
         return name
 
 
-def _word_location(loc: Location, text: str, first: int, i: int) -> Location:
-    """Location of identifier number ``first + i`` in a SIMPLE_ASSIGN token."""
-    words = list(_IDENT.finditer(text))
-    return Location(loc.file, loc.line, loc.column + words[first + i].start())
+def _word_location(loc: Location, text: str, i: int) -> Location:
+    """Where input ``i`` (or the op, for OP) is in a SIMPLE_ASSIGN token:
+    identifier 0 is the target, 1 the op, 2 and on the inputs."""
+    word = list(_IDENT.finditer(text))[1 if i == OP else 2 + i]
+    return Location(loc.file, loc.line, loc.column + word.start())
+
+
+def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
+    return op if i == OP else inputs[i]
 
 
 # ------------------------------------------------------------------- public
