@@ -32,6 +32,34 @@ print(time.perf_counter() - t)
 """
 
 
+_FLOOR = """
+import gc, sys, time
+from byoc.errors import Location
+from byoc.ir import Node, TensorType
+n = {lines}
+t0 = TensorType((10, 10), "float32")
+gc.disable()
+t = time.perf_counter()
+types, nodes = {{}}, []
+for i in range(n):
+    name = "v" + str(i)
+    inputs = ("v" + str(i - 1), "v" + str(i // 2))
+    tuple(map(types.get, inputs))
+    types[name] = t0
+    nodes.append(Node((name,), "add", inputs, (t0,), (), None, Location("f", i, 3)))
+print(time.perf_counter() - t)
+"""
+"""The floor: only allocating one IR node per line and looking up its inputs, with no
+parsing at all. Its growth shows what CPython's memory hierarchy alone costs."""
+
+
+def time_floor(lines: int) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", _FLOOR.format(lines=lines)], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip())
+
+
 def time_once(lang: str, lines: int) -> float:
     gen = GENERATORS[lang].__name__
     code = _CHILD.format(gen=gen, lines=lines, lang=lang, small=f"{gen}(20)")
@@ -55,6 +83,11 @@ def run(sizes: tuple[int, ...] = (10_000, 100_000), repeats: int = 5) -> dict:
             "target_lines_per_s": TARGETS[lang],
             "meets_target": rows[large]["lines_per_s"] >= TARGETS[lang] and growth <= 1.1 * large / small,
         }
+    floor = {n: statistics.median(time_floor(n) for _ in range(repeats)) for n in sizes}
+    results["ir_floor"] = {
+        "sizes": {n: {"median_s": t, "lines_per_s": n / t} for n, t in floor.items()},
+        "growth": floor[sizes[-1]] / floor[sizes[0]],
+    }
     return results
 
 
@@ -71,6 +104,11 @@ def markdown(results: dict) -> str:
             lines.append(
                 f"| {lang} | {n:,} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
             )
+    floor = results["ir_floor"]
+    lines.append(
+        f"\nIR allocation floor (no parsing; one node per line): growth {floor['growth']:.2f}x for "
+        f"the same sizes, so that much growth comes from CPython's memory hierarchy alone."
+    )
     return "\n".join(lines)
 
 
