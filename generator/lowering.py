@@ -1,0 +1,154 @@
+"""Turn a parsed Program into what the generators consume: host functions whose call
+nodes name external functions by symbol, and the external functions themselves.
+
+This is the explicit-region half of partitioning: every ``@backend { ... }`` region
+already is a callee Function; lowering gives each one its exported symbol and checks
+it against its backend's spec. (Automatic partitioning of un-annotated graphs builds
+regions first and then lowers them the same way.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from byoc.c_names import C_KEYWORDS
+from byoc.catalog import Catalog
+from byoc.errors import GraphError, UsageError
+from byoc.ir import CALL_OP, Function, Node, Program
+from byoc.spec.backend import BackendSpec
+
+MAX_SYMBOL_LENGTH = 128
+_C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Lowered:
+    """``hosts`` are the program's top-level functions with every callee renamed to its
+    symbol; ``externals`` are those callees, in first-call order, grouped later by backend."""
+
+    hosts: tuple[Function, ...]
+    externals: tuple[Function, ...]
+
+    def externals_for(self, backend: str) -> tuple[Function, ...]:
+        return tuple(f for f in self.externals if f.backend == backend)
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.backend for f in self.externals if f.backend))
+
+
+def offload_whole(program: Program, backend: str) -> Program:
+    """Make each function one external function of ``backend``, called by a host
+    function of the same name: how an ExampleJSON file's subgraphs are generated."""
+    hosts = []
+    for fn in program.functions:
+        callee = replace(fn, backend=backend)
+        names = tuple(p.name for p in fn.params)
+        outputs = tuple(f"{fn.name}_out{i}" if len(fn.outputs) > 1 else f"{fn.name}_out" for i in range(len(fn.outputs)))
+        call = Node(outputs, CALL_OP, names, callee.output_types, (), callee, fn.loc)
+        hosts.append(Function(fn.name, fn.params, (), (call,), outputs, None, fn.loc))
+    return Program(tuple(hosts))
+
+
+def lower(program: Program, load_backend: Callable[[str], BackendSpec], catalog: Catalog) -> Lowered:
+    """Assign symbols to every region and check each against its backend spec.
+
+    ``load_backend(name)`` returns a backend's spec or raises a ByocError.
+    """
+    specs: dict[str, BackendSpec] = {}
+    used: dict[str, object] = {}
+    counters: dict[str, int] = {}
+    externals: list[Function] = []
+    hosts: list[Function] = []
+
+    # Explicit names are claimed first, so automatic names never take them.
+    for fn in program.functions:
+        for node in fn.nodes:
+            if node.callee is not None and node.callee.name is not None:
+                _claim(node.callee.name, node, used)
+
+    for fn in program.functions:
+        nodes = []
+        for node in fn.nodes:
+            if node.callee is None:
+                nodes.append(node)
+                continue
+            callee = node.callee
+            backend = callee.backend or ""
+            if backend not in specs:
+                try:
+                    specs[backend] = load_backend(backend)
+                except UsageError as exc:
+                    raise GraphError(f"unknown backend {backend!r} in @{backend}", node.loc, hint=exc.hint) from None
+            spec = specs[backend]
+            symbol = callee.name
+            if symbol is None:
+                symbol = _next_symbol(spec.symbol_prefix, counters, used)
+                used[symbol] = node
+            _check_region(callee, node, spec, catalog)
+            callee = replace(callee, name=symbol)
+            externals.append(callee)
+            nodes.append(replace(node, callee=callee))
+        hosts.append(replace(fn, nodes=tuple(nodes)))
+    return Lowered(tuple(hosts), tuple(externals))
+
+
+def _claim(symbol: str, node: Node, used: dict[str, object]) -> None:
+    problem = symbol_problem(symbol)
+    if problem:
+        raise GraphError(f"region name {symbol!r} {problem}", node.loc, hint="pick another name after `as`")
+    if symbol in used:
+        raise GraphError(f"two regions are both named {symbol!r}", node.loc, hint="region names become C symbols; make them unique")
+    used[symbol] = node
+
+
+def symbol_problem(symbol: str) -> str | None:
+    """Why ``symbol`` cannot be an exported C symbol, or None when it can."""
+    if not _C_IDENT.match(symbol):
+        return "is not a C identifier"
+    if symbol in C_KEYWORDS:
+        return "is a C or C++ keyword"
+    if symbol.startswith("__") or (symbol[0] == "_" and symbol[1:2].isupper()):
+        return "is reserved in C (it starts with __ or _ and a capital)"
+    if len(symbol) > MAX_SYMBOL_LENGTH:
+        return f"is longer than {MAX_SYMBOL_LENGTH} characters"
+    return None
+
+
+def _next_symbol(prefix: str, counters: dict[str, int], used: Mapping[str, object]) -> str:
+    k = counters.get(prefix, 0)
+    while f"{prefix}_{k}" in used:
+        k += 1
+    counters[prefix] = k + 1
+    return f"{prefix}_{k}"
+
+
+def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Catalog) -> None:
+    """Every node of an explicit region must be something its backend can run."""
+    for node in callee.nodes:
+        if node.op == CALL_OP:
+            raise GraphError("a region cannot contain another region", node.loc, hint="move the inner region out")
+        t = node.type
+        if node.op not in spec.ops:
+            raise GraphError(
+                f"backend {spec.name} has no op {node.op!r}",
+                node.loc,
+                hint=f"{spec.name} supports {', '.join(spec.ops)}; move {node.op} out of the region",
+            )
+        if not spec.supports(node.op, t.dtype, t.rank):
+            raise GraphError(
+                f"backend {spec.name} cannot run {node.op} on {t}",
+                node.loc,
+                hint=f"{spec.name} takes dtypes {', '.join(spec.dtypes)} and ranks {_ranks(spec.ranks)}",
+            )
+    for p in callee.params:
+        if p.type.dtype not in spec.dtypes or p.type.rank not in spec.ranks:
+            raise GraphError(f"backend {spec.name} cannot take input {p.name}: {p.type}", call.loc)
+
+
+def _ranks(ranks: tuple[int, ...]) -> str:
+    if len(ranks) > 2 and ranks == tuple(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ", ".join(map(str, ranks))
