@@ -53,3 +53,12 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -
     values = rng.uniform(-4.0, 4.0, size=shape)
     values[np.abs(values) < 0.1] = 0.5
     return values.astype(dtype)
+
+
+@pytest.fixture
+def golden(snapshot):
+    """``golden(suffix)`` is a snapshot assertion writing one ``.suffix`` file per artifact
+    under tests/golden/, e.g. ``assert text == golden("c")``."""
+    from golden import EXTENSIONS
+
+    return lambda suffix: snapshot.use_extension(EXTENSIONS[suffix])

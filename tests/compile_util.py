@@ -1,0 +1,43 @@
+"""Compile generated C or C++ text into a shared library for tests, with the TVM FFI
+headers and library. Tests only; the product's builder lives in byoc.runtime."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import tvm_ffi.libinfo
+
+WARNINGS = ("-Wall", "-Wextra", "-Werror")
+
+
+def compile_library(files: dict[str, str], main: str, out_dir: Path, *, cplusplus: bool = False, link: bool = True) -> Path:
+    """Write ``files`` (name -> text) into ``out_dir`` and compile ``main``.
+
+    With ``link`` false it only compiles to an object file (``-c``); otherwise it
+    builds ``lib<stem>.so``. Raises AssertionError with the compiler's output on failure.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out_dir / name).write_text(text)
+    compiler = os.environ.get("CXX", "g++") if cplusplus else os.environ.get("CC", "gcc")
+    if shutil.which(compiler) is None:
+        import pytest
+
+        pytest.skip(f"no compiler {compiler!r}")
+    std = "-std=c++17" if cplusplus else "-std=c99"
+    include = tvm_ffi.libinfo.find_include_path()
+    stem = Path(main).stem
+    cmd = [compiler, std, *WARNINGS, "-O1", f"-I{include}", f"-I{out_dir}", str(out_dir / main)]
+    if link:
+        libdir = os.path.dirname(tvm_ffi.libinfo.find_libtvm_ffi())
+        target = out_dir / f"lib{stem}.so"
+        cmd += ["-shared", "-fPIC", "-o", str(target), f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}"]
+    else:
+        target = out_dir / f"{stem}.o"
+        cmd += ["-c", "-fPIC", "-o", str(target)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    return target
