@@ -136,9 +136,7 @@ class FunctionBuilder:
             self._define(out, loc, "region output")
         inputs = tuple(n for n, _ in body.captures)
         locs = [where for _, where in body.captures]
-        self.statements.append(
-            _Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body)
-        )
+        self.statements.append(_Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body))
 
     def close_region(self, results: Sequence[tuple[str, Location]]) -> None:
         """Record a region body's returned names and compute what it captures."""

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from . import __version__
+from .cli_gen import add_commands as add_gen_commands
 from .cli_spec import add_commands as add_spec_commands
 from .errors import ByocError
 
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     o.set_defaults(run=_cmd_ops)
     add_spec_commands(sub, parents)
+    add_gen_commands(sub, parents)
     return top
 
 

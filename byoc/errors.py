@@ -121,3 +121,15 @@ class UsageError(ByocError):
     """Bad command-line flags or API arguments."""
 
     kind = "usage error"
+
+
+class BuildError(ByocError):
+    """The C or C++ compiler failed, or none is installed."""
+
+    kind = "build error"
+
+
+class RuntimeFailure(ByocError):
+    """Loading or running generated code failed: bad arguments, corrupt bundles."""
+
+    kind = "runtime error"

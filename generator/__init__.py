@@ -21,10 +21,17 @@ from byoc.spec.backend import BackendSpec, OptionValue
 
 from .artifacts import Artifact
 
-KIND_MODULES = {"c_source": "c_source", "engine": "engine", "examplejson": "examplejson", "json": "json_graph"}
+KIND_MODULES = {
+    "c_source": "c_source",
+    "engine": "engine",
+    "examplejson": "examplejson",
+    "json": "json_graph",
+}
 """Codegen kind -> the module of this package that implements it."""
 
-Generate = Callable[[Sequence[Function], BackendSpec, Catalog, Mapping[str, OptionValue]], tuple[Artifact, ...]]
+Generate = Callable[
+    [Sequence[Function], BackendSpec, Catalog, Mapping[str, OptionValue]], tuple[Artifact, ...]
+]
 
 
 def generator_for(kind: str) -> Generate:

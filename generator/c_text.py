@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from byoc.ir import Function, Node, TensorType
 
-DLPACK_CODES = {"float32": ("kDLFloat", 32), "float64": ("kDLFloat", 64), "int32": ("kDLInt", 32), "int64": ("kDLInt", 64)}
+DLPACK_CODES = {
+    "float32": ("kDLFloat", 32),
+    "float64": ("kDLFloat", 64),
+    "int32": ("kDLInt", 32),
+    "int64": ("kDLInt", 64),
+}
 """dtype -> (DLPack type code, bits)."""
 
 C_TYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}

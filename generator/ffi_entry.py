@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from byoc.ir import Function
 
-from .c_text import DLPACK_CODES, c_string, int64_array
+from .c_text import DLPACK_CODES, c_string, function_origin, int64_array
 
 SUPPORT = r"""/* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
@@ -60,6 +60,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   DLTensor* t = byoc_tensor_of(&args[index]);
   int32_t d;
   int64_t expect;
+  int64_t numel;
   if (t == NULL) {
     snprintf(msg, sizeof msg, "%s: argument %d (%s) must be a tensor, got FFI type index %d",
              fn, (int)index, role, (int)args[index].type_index);
@@ -89,7 +90,12 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
       return byoc_raise("ValueError", msg);
     }
   }
-  if (t->strides != NULL) {
+  /* A tensor with no elements is contiguous whatever its strides, and may have no data. */
+  numel = 1;
+  for (d = 0; d < ndim; ++d) {
+    numel *= shape[d];
+  }
+  if (t->strides != NULL && numel > 0) {
     expect = 1;
     for (d = ndim - 1; d >= 0; --d) {
       if (shape[d] != 1 && t->strides[d] != expect) {
@@ -100,7 +106,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
       expect *= shape[d];
     }
   }
-  if (t->data == NULL && ndim > 0) {
+  if (t->data == NULL && numel > 0) {
     snprintf(msg, sizeof msg, "%s: argument %d (%s) has no data", fn, (int)index, role);
     return byoc_raise("ValueError", msg);
   }
@@ -125,7 +131,8 @@ def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
     n_in, n_out = len(fn.params), len(fn.outputs)
     lines = []
     signature = f"int __tvm_ffi_{sym}(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)"
-    lines.append(f"/* {sym}: the exported TVM FFI function (safe-call ABI).")
+    where = function_origin(fn).replace("*/", "* /")
+    lines.append(f"/* {sym}: the exported TVM FFI function (safe-call ABI) of {where}.")
     lines.append(f"   Arguments: {n_in} input(s), then {n_out} output(s):")
     for k, (role, _, t) in enumerate(args):
         lines.append(f"     {k}: {role}: {t}")
@@ -161,5 +168,11 @@ def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
 
 
 def includes(*, cplusplus: bool = False) -> str:
-    std = ("<cstdint>", "<cstdio>", "<cstdlib>", "<cstring>") if cplusplus else ("<stdint.h>", "<stdio.h>", "<stdlib.h>", "<string.h>")
-    return "".join(f"#include {h}\n" for h in std) + "#include <dlpack/dlpack.h>\n#include <tvm/ffi/c_api.h>\n"
+    std = (
+        ("<cstdint>", "<cstdio>", "<cstdlib>", "<cstring>")
+        if cplusplus
+        else ("<stdint.h>", "<stdio.h>", "<stdlib.h>", "<string.h>")
+    )
+    return (
+        "".join(f"#include {h}\n" for h in std) + "#include <dlpack/dlpack.h>\n#include <tvm/ffi/c_api.h>\n"
+    )

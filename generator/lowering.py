@@ -46,7 +46,9 @@ def offload_whole(program: Program, backend: str) -> Program:
     for fn in program.functions:
         callee = replace(fn, backend=backend)
         names = tuple(p.name for p in fn.params)
-        outputs = tuple(f"{fn.name}_out{i}" if len(fn.outputs) > 1 else f"{fn.name}_out" for i in range(len(fn.outputs)))
+        outputs = tuple(
+            f"{fn.name}_out{i}" if len(fn.outputs) > 1 else f"{fn.name}_out" for i in range(len(fn.outputs))
+        )
         call = Node(outputs, CALL_OP, names, callee.output_types, (), callee, fn.loc)
         hosts.append(Function(fn.name, fn.params, (), (call,), outputs, None, fn.loc))
     return Program(tuple(hosts))
@@ -81,7 +83,9 @@ def lower(program: Program, load_backend: Callable[[str], BackendSpec], catalog:
                 try:
                     specs[backend] = load_backend(backend)
                 except UsageError as exc:
-                    raise GraphError(f"unknown backend {backend!r} in @{backend}", node.loc, hint=exc.hint) from None
+                    raise GraphError(
+                        f"unknown backend {backend!r} in @{backend}", node.loc, hint=exc.hint
+                    ) from None
             spec = specs[backend]
             symbol = callee.name
             if symbol is None:
@@ -92,7 +96,23 @@ def lower(program: Program, load_backend: Callable[[str], BackendSpec], catalog:
             externals.append(callee)
             nodes.append(replace(node, callee=callee))
         hosts.append(replace(fn, nodes=tuple(nodes)))
+    _check_prefixes(externals)
     return Lowered(tuple(hosts), tuple(externals))
+
+
+def _check_prefixes(externals: list[Function]) -> None:
+    """Generated C names extend a symbol with ``_`` (``<sym>_``, ``<sym>_wrapper_``,
+    ``<sym>_<k>``), so no symbol may start with another symbol plus ``_``."""
+    names = {f.name for f in externals}
+    for fn in externals:
+        b = fn.name or ""
+        a = next((b[:i] for i, ch in enumerate(b) if ch == "_" and b[:i] in names), None)
+        if a is not None:
+            raise GraphError(
+                f"region name {b!r} clashes with the C names generated for region {a!r}",
+                fn.loc,
+                hint=f"names generated for {a!r} start with {a + '_'!r}; rename one of the regions",
+            )
 
 
 def _claim(symbol: str, node: Node, used: dict[str, object]) -> None:
@@ -100,7 +120,11 @@ def _claim(symbol: str, node: Node, used: dict[str, object]) -> None:
     if problem:
         raise GraphError(f"region name {symbol!r} {problem}", node.loc, hint="pick another name after `as`")
     if symbol in used:
-        raise GraphError(f"two regions are both named {symbol!r}", node.loc, hint="region names become C symbols; make them unique")
+        raise GraphError(
+            f"two regions are both named {symbol!r}",
+            node.loc,
+            hint="region names become C symbols; make them unique",
+        )
     used[symbol] = node
 
 
@@ -112,6 +136,8 @@ def symbol_problem(symbol: str) -> str | None:
         return "is a C or C++ keyword"
     if symbol.startswith("__") or (symbol[0] == "_" and symbol[1:2].isupper()):
         return "is reserved in C (it starts with __ or _ and a capital)"
+    if symbol.startswith(("byoc_", "TVMFFI", "kTVMFFI", "DL", "kDL")):
+        return "starts with a prefix reserved for the generated support code (byoc_, TVMFFI, DL)"
     if len(symbol) > MAX_SYMBOL_LENGTH:
         return f"is longer than {MAX_SYMBOL_LENGTH} characters"
     return None
@@ -129,7 +155,9 @@ def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Cata
     """Every node of an explicit region must be something its backend can run."""
     for node in callee.nodes:
         if node.op == CALL_OP:
-            raise GraphError("a region cannot contain another region", node.loc, hint="move the inner region out")
+            raise GraphError(
+                "a region cannot contain another region", node.loc, hint="move the inner region out"
+            )
         t = node.type
         if node.op not in spec.ops:
             raise GraphError(

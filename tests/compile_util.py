@@ -13,7 +13,9 @@ import tvm_ffi.libinfo
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
 
 
-def compile_library(files: dict[str, str], main: str, out_dir: Path, *, cplusplus: bool = False, link: bool = True) -> Path:
+def compile_library(
+    files: dict[str, str], main: str, out_dir: Path, *, cplusplus: bool = False, link: bool = True
+) -> Path:
     """Write ``files`` (name -> text) into ``out_dir`` and compile ``main``.
 
     With ``link`` false it only compiles to an object file (``-c``); otherwise it

@@ -1,0 +1,128 @@
+"""``byoc gen``: write every artifact of a graph for its backends."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import UsageError
+
+GEN_EPILOG = """\
+examples:
+  byoc gen examples/guide_whole_graph.graph                 # print the C module
+  byoc gen examples/guide_whole_graph.graph -o out/         # write every artifact
+  byoc gen examples/tvm_external_runtime.examplejson --backend ccompiler -o out/
+  byoc gen g.graph -o out/ --option opt_level=3 --option ccompiler.fast_math=true
+
+artifacts: one module per backend (ccompiler.c, engine.cc + its header,
+examplejson.examplejson, json.json), and per graph its host graph
+(<graph>.graph.json, graph-executor JSON) and host functions (<graph>.host.graph).
+
+A DSL graph offloads the regions it marks with @backend { ... }. An ExampleJSON
+file offloads each subgraph whole, to --backend (default: examplejson), keeping the
+subgraph's name as the exported symbol. Output is written atomically: -o DIR holds
+either its old contents or the complete new set, never a partial one.
+"""
+
+
+def add_commands(sub, parents) -> None:
+    g = sub.add_parser(
+        "gen",
+        parents=parents,
+        help="generate the C, C++ and JSON artifacts of a graph",
+        description="Generate every artifact of a graph: backend modules and host graphs.",
+        epilog=GEN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_graph_arguments(g)
+    g.add_argument(
+        "-o", "--output", metavar="DIR", help="write all artifacts into DIR (default: print the main one)"
+    )
+    g.set_defaults(run=_cmd_gen)
+
+
+def add_graph_arguments(p: argparse.ArgumentParser) -> None:
+    """FILE, --from, --backend and --option: shared by gen, build and run."""
+    p.add_argument(
+        "file", metavar="FILE", help="a .graph or .examplejson file ('-' reads standard input, with --from)"
+    )
+    p.add_argument(
+        "--from", dest="source_language", choices=("graph", "examplejson"), help="the input language"
+    )
+    p.add_argument(
+        "--backend",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the backend to offload to (ExampleJSON: default examplejson); `byoc backends` lists them",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a backend build option, KEY or BACKEND.KEY; typed by the spec (see spec/README.md)",
+    )
+
+
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {pair!r} is not KEY=VALUE", hint="for example --option opt_level=3")
+        if key.strip() in out:
+            raise UsageError(f"--option {key.strip()} is given twice")
+        out[key.strip()] = value
+    return out
+
+
+def prepare(args: argparse.Namespace):
+    """Parse FILE and make every offloaded part explicit; returns (program, language)."""
+    from .api import language_of, parse_file
+    from .generator.lowering import offload_whole
+
+    language = language_of(args.file, args.source_language)
+    program = parse_file(args.file, language, spec_path=args.spec_path)
+    if len(args.backend) > 1:
+        raise UsageError("several --backend values need automatic partitioning, which is not available yet")
+    if language == "examplejson":
+        return offload_whole(program, args.backend[0] if args.backend else "examplejson")
+    regions = {n.callee.backend for fn in program.functions for n in fn.nodes if n.callee is not None}
+    if not regions:
+        raise UsageError(
+            f"{args.file}: nothing is offloaded",
+            hint="mark a region with `name = @ccompiler { ... return ... }`",
+        )
+    stray = sorted(regions - set(args.backend)) if args.backend else []
+    if stray:
+        raise UsageError(
+            f"{args.file} offloads to {', '.join(stray)}, not to {args.backend[0]}",
+            hint=f"pass --backend {stray[0]}, or leave --backend out",
+        )
+    return program
+
+
+def _cmd_gen(args: argparse.Namespace) -> int:
+    from .api import load_backend, load_catalog
+    from .atomic import write_directory
+    from .generator.pipeline import generate
+
+    program = prepare(args)
+    catalog = load_catalog()
+    _, artifacts = generate(
+        program,
+        catalog,
+        lambda name: load_backend(name, spec_path=args.spec_path),
+        parse_options(args.option),
+    )
+    if args.output is None:
+        main = next(a for a in artifacts if a.role == "module")
+        sys.stdout.write(main.text)
+        return 0
+    written = write_directory(args.output, {a.name: a.text for a in artifacts})
+    for path, artifact in zip(written, artifacts):
+        sys.stdout.write(
+            f"wrote {path}  ({artifact.role}{', ' + artifact.backend if artifact.backend else ''})\n"
+        )
+    return 0

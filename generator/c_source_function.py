@@ -1,0 +1,315 @@
+"""The C text of one external function, for the ``c_source`` codegen.
+
+For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
+
+- ``<sym>_const_<j>``: each constant, as a ``static const`` C array;
+- ``<sym>_<k>``: one kernel per op node, by *using* the macro the backend spec maps
+  the op to at the rank of the node's output (``NAME(arg, arg, ...)``);
+- ``<sym>_``: the subgraph body; it allocates the intermediate buffers, calls the
+  kernels in topological order and returns 0, or -1 when a buffer cannot be allocated;
+- ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments that the exported entry
+  (:mod:`byoc.generator.ffi_entry`) has checked and calls the body on their data.
+
+A node's result goes straight into the output buffer when the node computes a
+function output. An output that is a parameter, a constant, or a value returned
+a second time is copied with ``memcpy`` at the end.
+
+C names of values are positional (``in0``, ``out0``, ``buf0``), so IR names (which
+may be numbers, as in ExampleJSON, or C keywords) only ever appear in comments. They
+contain no ``_``, so they never shadow a generated global, all of which do.
+
+Kernels take plain ``ctype*`` pointers, as in the guide, so that a spec's macro may
+declare its inputs ``const`` or not; a constant array is passed with its ``const``
+cast away, and no kernel writes its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from byoc.errors import GraphError
+from byoc.ir import ANON_PREFIX, Constant, Function, Node, TensorType
+from byoc.spec.backend import BackendSpec, MacroDef
+
+from . import ffi_entry
+from .c_text import C_TYPES, comment, function_origin, origin
+
+LINE_WIDTH = 100
+"""Argument lists and constant initialisers wrap before this column."""
+
+SYMBOL = "\0symbol\0"
+"""Stands for ``${symbol}`` in a rendered macro use until the kernel's name replaces it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionText:
+    """The C text of one external function, and the global names it defines."""
+
+    text: str
+    globals: tuple[str, ...]
+    non_finite: bool
+    """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
+
+
+def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object]) -> FunctionText:
+    """``fn``'s constants, kernels, body, wrapper and exported entry.
+
+    ``values`` holds the placeholders common to every template of the spec (the
+    backend's name, symbol prefix and option values).
+    """
+    sym = fn.name
+    assert sym is not None, "lower() gives every external function a symbol"
+    types = fn.types()
+    parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
+    names: list[str] = []
+
+    storage: dict[str, str] = {p.name: f"in{i}" for i, p in enumerate(fn.params)}
+    const_text, const_names, non_finite = _constants(sym, fn.constants)
+    parts += const_text
+    names += const_names
+    const_storage = {c.name: name for c, name in zip(fn.constants, const_names)}
+    storage.update((c.name, f"({C_TYPES[c.type.dtype]}*){const_storage[c.name]}") for c in fn.constants)
+
+    first_output: dict[str, int] = {}
+    for i, name in enumerate(fn.outputs):
+        first_output.setdefault(name, i)
+
+    kernels: list[str] = []
+    buffers: list[tuple[str, Node]] = []
+    calls: list[str] = []
+    uses: dict[tuple[str, TensorType], str] = {}
+    for k, node in enumerate(fn.nodes):
+        kernel = f"{sym}_{k}"
+        macro = _macro(node, spec, types)
+        use = uses.get((node.op, node.type))
+        if use is None:
+            # Rendered once per op and type, with a stand-in for the kernel's name.
+            args = macro.arguments(_macro_values(values, spec, node, SYMBOL))
+            use = uses[node.op, node.type] = f"{macro.name}({', '.join(args)})"
+        kernels.append(
+            f"{comment(f'{kernel}: {origin(node)}, {node.type}')}\n{use.replace(SYMBOL, kernel)}\n"
+        )
+        names.append(kernel)
+        if node.name in first_output:
+            target = f"out{first_output[node.name]}"
+        else:
+            target = f"buf{len(buffers)}"
+            buffers.append((target, node))
+        calls.append(_call(f"  {kernel}(", [storage[i] for i in node.inputs] + [target], ");"))
+        storage[node.name] = target
+    parts += kernels
+
+    copies = []
+    for i, name in enumerate(fn.outputs):
+        source = storage[name]
+        if source != f"out{i}":
+            src = const_storage.get(name, source)
+            t = types[name]
+            copies.append(f"  memcpy(out{i}, {src}, sizeof({C_TYPES[t.dtype]}) * {t.size});")
+
+    parts.append(_body(fn, sym, types, buffers, calls, copies, storage))
+    parts.append(_wrapper(fn, sym))
+    parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
+    names += [f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"]
+    return FunctionText("\n".join(parts), tuple(names), non_finite)
+
+
+# ------------------------------------------------------------------------- kernels
+
+
+def _macro(node: Node, spec: BackendSpec, types: Mapping[str, TensorType]) -> MacroDef:
+    """The spec macro for ``node``; raises GraphError when it cannot serve the node."""
+    t = node.type
+    binding = spec.ops.get(node.op)
+    name = binding.construct(t.rank) if binding is not None else None
+    if binding is None or name is None:
+        raise GraphError(
+            f"backend {spec.name} has no macro for {node.op} at rank {t.rank}",
+            node.loc,
+            hint=f"move {node.op} out of the @{spec.name} region, or map it in the backend spec",
+        )
+    macro = spec.macros[name]
+    if macro.inputs is not None and macro.inputs != len(node.inputs):
+        raise GraphError(
+            f"macro {name} of backend {spec.name} takes {macro.inputs} input(s), but {node.op} has {len(node.inputs)}",
+            node.loc,
+        )
+    for name_in in node.inputs:
+        given = types[name_in]
+        if given.shape != t.shape or given.dtype != t.dtype:
+            raise GraphError(
+                f"{node.op} on backend {spec.name} needs every input to be {t}, but {_label(name_in)} is {given}",
+                node.loc,
+                hint=f"the macros of {spec.name} do not broadcast: make the shapes equal before the "
+                "region, or run this op on the host (broadcasting is for the `fused` backend)",
+            )
+    return macro
+
+
+def _macro_values(
+    common: Mapping[str, object], spec: BackendSpec, node: Node, kernel: str
+) -> dict[str, object]:
+    t = node.type
+    values = dict(common)
+    values.update(spec.ops[node.op].vars)
+    values.update(symbol=kernel, ctype=C_TYPES[t.dtype], dtype=t.dtype, rank=t.rank, size=t.size)
+    values.update((f"dim{a}", extent) for a, extent in enumerate(t.shape))
+    return values
+
+
+# ----------------------------------------------------------------- body, wrapper
+
+
+def _body(
+    fn: Function,
+    sym: str,
+    types: Mapping[str, TensorType],
+    buffers: Sequence[tuple[str, Node]],
+    calls: Sequence[str],
+    copies: Sequence[str],
+    storage: Mapping[str, str],
+) -> str:
+    params = [f"{C_TYPES[p.type.dtype]}* in{i}" for i, p in enumerate(fn.params)]
+    params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(fn.output_types)]
+    note = [
+        f"{sym}_: the body of {function_origin(fn)},",
+        f"with {len(calls)} kernel(s) and {len(buffers)} buffer(s):",
+    ]
+    note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
+    note += [f"  out{i}: {_label(name)}: {types[name]}" for i, name in enumerate(fn.outputs)]
+    lines = [_block_comment(note), _call(f"static int {sym}_(", params, ") {")]
+    for buf, node in buffers:
+        ctype = C_TYPES[node.type.dtype]
+        # malloc(0) may return NULL, so an empty tensor still gets one element.
+        size = max(node.type.size, 1)
+        lines.append(
+            f"  {ctype}* {buf} = ({ctype}*)malloc(sizeof({ctype}) * {size}); {comment(_label(node.name))}"
+        )
+    if buffers:
+        lines.append(_call("  if (", [f"{buf} == NULL" for buf, _ in buffers], ") {", sep=" ||"))
+        lines += [f"    free({buf});" for buf, _ in buffers]
+        lines += ["    return -1;", "  }"]
+    used = set(storage[name] for node in fn.nodes for name in node.inputs) | {storage[n] for n in fn.outputs}
+    lines += [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
+    lines += calls
+    lines += copies
+    lines += [f"  free({buf});" for buf, _ in buffers]
+    lines += ["  return 0;", "}", ""]
+    return "\n".join(lines)
+
+
+def _wrapper(fn: Function, sym: str) -> str:
+    params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
+    params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
+    types = [p.type for p in fn.params] + list(fn.output_types)
+    args = [
+        f"({C_TYPES[t.dtype]}*)((char*){name}->data + {name}->byte_offset)"
+        for name, t in zip((p.split()[-1] for p in params), types)
+    ]
+    note = [
+        f"{sym}_wrapper_: runs {sym}_ on the data of the DLTensor arguments the entry checked,",
+        f"raising MemoryError when {sym}_ fails; {function_origin(fn)}.",
+    ]
+    message = f"{sym}: cannot allocate the intermediate buffers"
+    return "\n".join(
+        [
+            _block_comment(note),
+            _call(f"static int {sym}_wrapper_(", params, ") {"),
+            _call(f"  if ({sym}_(", args, ") != 0) {"),
+            f'    return byoc_raise("MemoryError", "{message}");',
+            "  }",
+            "  return 0;",
+            "}",
+            "",
+        ]
+    )
+
+
+def _call(head: str, args: Sequence[str], tail: str, sep: str = ",") -> str:
+    """``head`` + ``args`` + ``tail`` on one line, or one argument per line when long."""
+    one = head + f"{sep} ".join(args) + tail
+    if len(one) <= LINE_WIDTH:
+        return one
+    indent = " " * (len(head) - len(head.lstrip()) + 4)
+    return head + "\n" + f"{sep}\n".join(indent + a for a in args) + tail
+
+
+def _block_comment(lines: Sequence[str]) -> str:
+    body = "\n".join(lines).replace("*/", "* /")
+    return "/* " + body.replace("\n", "\n   ") + " */"
+
+
+def _label(name: str) -> str:
+    return f"{name} (nested call)" if name.startswith(ANON_PREFIX) else name
+
+
+# ----------------------------------------------------------------------- constants
+
+
+def _constants(sym: str, constants: Sequence[Constant]) -> tuple[list[str], list[str], bool]:
+    texts, names = [], []
+    non_finite = False
+    for j, c in enumerate(constants):
+        name = f"{sym}_const_{j}"
+        items, special = c_literals(c.values, c.type.dtype)
+        non_finite |= special
+        where = f" at {c.loc}" if c.loc is not None else ""
+        head = f"static const {C_TYPES[c.type.dtype]} {name}[{max(len(items), 1)}] = {{"
+        texts.append(
+            f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
+        )
+        names.append(name)
+    return texts, names, non_finite
+
+
+def _initializer(head: str, items: Sequence[str]) -> str:
+    if not items:
+        return head + "0};"
+    one = head + ", ".join(items) + "};"
+    if len(one) <= LINE_WIDTH:
+        return one
+    lines, line = [head], " "
+    for item in items:
+        if len(line) + len(item) + 2 > LINE_WIDTH:
+            lines.append(line.rstrip())
+            line = " "
+        line += f" {item},"
+    lines.append(line.rstrip())
+    return "\n".join(lines) + "\n};"
+
+
+INT_MIN_TEXT = {"int32": "INT32_MIN", "int64": "INT64_MIN"}
+
+
+def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bool]:
+    """C literals for ``values`` as the numpy reference holds them in ``dtype``, and
+    whether any is an infinity or NaN (which need <math.h>).
+
+    The values are converted as the reference does (``np.array(values, dtype)``), then
+    written in the shortest form that reads back as exactly that value: ``0.1f`` for a
+    float32 (numpy's shortest round-trip digits), ``0.1`` for a float64, plain decimal
+    integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type).
+    """
+    array = np.array(values, dtype=dtype).reshape(-1)
+    out: list[str] = []
+    special = False
+    if dtype in INT_MIN_TEXT:
+        low = int(np.iinfo(dtype).min)
+        return [INT_MIN_TEXT[dtype] if int(v) == low else str(int(v)) for v in array.tolist()], False
+    suffix = "f" if dtype == "float32" else ""
+    for v in array:
+        x = float(v)
+        if math.isnan(x):
+            out.append("NAN")
+            special = True
+        elif math.isinf(x):
+            out.append("INFINITY" if x > 0 else "-INFINITY")
+            special = True
+        else:
+            text = str(np.float32(v)) if dtype == "float32" else repr(x)
+            out.append(text + suffix)
+    return out, special

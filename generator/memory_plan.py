@@ -1,0 +1,112 @@
+"""Storage planning: give every value of a schedule a buffer, and let values whose
+lifetimes do not overlap share one.
+
+The input is a schedule, a sequence of :class:`Step` (one kernel or function call
+each: the values it reads, then the values it writes), plus the graph's inputs,
+outputs and value types. The rules:
+
+* Every graph input has a buffer of its own, numbered first, in input order.
+* A step's outputs are allocated *before* its inputs are released, so a step never
+  writes into a buffer it reads (no in-place aliasing).
+* An intermediate value is released after its last reader (a value nobody reads is
+  released right after the step that writes it). A later value of the identical
+  dtype and element count takes the lowest-numbered released buffer that fits.
+* Graph outputs get a buffer of their own and keep it: a caller can hand output
+  buffers back without copying, and nothing overwrites them.
+* Values that are read but neither inputs nor written by a step (constants that
+  live elsewhere, say) are not planned.
+
+Buffer ids are assigned in order of first allocation, so the same schedule always
+gives the same plan. The host graph (``storage_id`` of the graph-executor JSON)
+uses this; so can a C body that declares its intermediate buffers.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from byoc.ir import TensorType
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One scheduled operation: it reads ``uses`` and writes ``defines``."""
+
+    uses: tuple[Hashable, ...]
+    defines: tuple[Hashable, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """One storage buffer: ``size`` elements of ``dtype``."""
+
+    dtype: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    """``storage`` maps every planned value to its buffer id (an index into ``buffers``)."""
+
+    storage: Mapping[Hashable, int]
+    buffers: tuple[Buffer, ...]
+
+    def storage_id(self, value: Hashable) -> int:
+        return self.storage[value]
+
+    @property
+    def reused(self) -> int:
+        """How many values got a buffer that an earlier value had used."""
+        return len(self.storage) - len(self.buffers)
+
+
+def plan_memory(
+    inputs: Sequence[Hashable],
+    steps: Sequence[Step],
+    types: Mapping[Hashable, TensorType],
+    outputs: Iterable[Hashable] = (),
+) -> MemoryPlan:
+    """Plan buffers for ``inputs`` and every value a step defines.
+
+    ``types`` gives each planned value's type; ``outputs`` are the graph's results.
+    Raises ValueError when a value is defined twice.
+    """
+    pinned = set(inputs) | set(outputs)
+    last_use: dict[Hashable, int] = {}
+    for k, step in enumerate(steps):
+        for value in step.uses:
+            last_use[value] = k
+
+    storage: dict[Hashable, int] = {}
+    buffers: list[Buffer] = []
+    free: dict[tuple[str, int], list[int]] = {}
+
+    def fresh(value: Hashable) -> int:
+        t = types[value]
+        buffers.append(Buffer(t.dtype, t.size))
+        return len(buffers) - 1
+
+    for value in inputs:
+        if value in storage:
+            raise ValueError(f"input {value!r} is listed twice")
+        storage[value] = fresh(value)
+
+    for k, step in enumerate(steps):
+        for value in step.defines:
+            if value in storage:
+                raise ValueError(f"value {value!r} is defined twice")
+            pool = None if value in pinned else free.get(_key(types[value]))
+            storage[value] = heapq.heappop(pool) if pool else fresh(value)
+        released = [v for v in dict.fromkeys(step.uses) if last_use[v] == k]
+        released += [v for v in step.defines if v not in last_use]
+        for value in released:
+            if value in pinned or value not in storage:
+                continue
+            heapq.heappush(free.setdefault(_key(types[value]), []), storage[value])
+    return MemoryPlan(storage, tuple(buffers))
+
+
+def _key(t: TensorType) -> tuple[str, int]:
+    return (t.dtype, t.size)

@@ -1,0 +1,67 @@
+"""From a parsed Program to every artifact of a build: lower the regions, run each
+backend's generator on its external functions, and emit the host graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from byoc.catalog import Catalog
+from byoc.errors import UsageError
+from byoc.ir import Program
+from byoc.spec.backend import BackendSpec, OptionValue
+
+from . import generator_for, graph_json
+from .artifacts import Artifact
+from .lowering import Lowered, lower
+
+
+def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> dict[str, dict[str, str]]:
+    """Route ``--option`` values to backends.
+
+    ``backend.key=value`` sets one backend's option; ``key=value`` sets it on every
+    backend of the build that has the option. A key no backend has is an error.
+    """
+    routed: dict[str, dict[str, str]] = {name: {} for name in specs}
+    for key, value in raw.items():
+        backend, _, name = key.rpartition(".")
+        targets = [backend] if backend else [b for b, s in specs.items() if name in s.options]
+        if backend and backend not in specs:
+            raise UsageError(
+                f"--option {key}: backend {backend!r} is not used by this build",
+                hint=f"backends in this build: {', '.join(specs) or 'none'}",
+            )
+        if not targets:
+            known = sorted({f"{b}.{o}" for b, s in specs.items() for o in s.options})
+            raise UsageError(
+                f"--option {key}: no backend of this build has that option",
+                hint=f"options: {', '.join(known) or 'none'}",
+            )
+        for target in targets:
+            routed[target][name] = value
+    return routed
+
+
+def generate(
+    program: Program,
+    catalog: Catalog,
+    load_backend: Callable[[str], BackendSpec],
+    options: Mapping[str, str] | None = None,
+) -> tuple[Lowered, tuple[Artifact, ...]]:
+    """Every artifact of ``program``: backend modules first, then host graphs."""
+    lowered = lower(program, load_backend, catalog)
+    specs = {name: load_backend(name) for name in lowered.backends}
+    routed = split_options(options or {}, specs)
+    artifacts: list[Artifact] = []
+    for name, spec in specs.items():
+        values: dict[str, OptionValue] = spec.option_values(routed[name])
+        artifacts.extend(generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values))
+    artifacts.extend(graph_json.generate(lowered.hosts, catalog))
+    seen: dict[str, Artifact] = {}
+    for artifact in artifacts:
+        if artifact.name in seen:
+            raise UsageError(
+                f"two artifacts would both be written to {artifact.name!r}",
+                hint="rename a graph or a backend so that their file names differ",
+            )
+        seen[artifact.name] = artifact
+    return lowered, tuple(artifacts)

@@ -1,0 +1,410 @@
+"""The engine codegen (C++): golden module and header text, compiled and run end to end.
+
+Every golden graph is generated, compared with its snapshot under
+tests/golden/test_gen_engine/, compiled under -std=c++17 -Wall -Wextra -Werror,
+loaded with tvm_ffi and run on seeded random arrays against the numpy reference.
+The shipped engine spec runs float32 at rank 2 only; the N-D and float64 graphs run
+on temporary specs that extend a copy of it (YAML only, no Python), and on the
+shipped spec they must fail with a located GraphError.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm_ffi
+from compile_util import compile_library
+from conftest import DATA, EXAMPLES, TESTS, random_array
+from ruamel.yaml import YAML
+
+from byoc.api import evaluate, load_backend, parse
+from byoc.errors import GraphError
+from byoc.generator import generator_for
+from byoc.generator.artifacts import Artifact
+from byoc.generator.lowering import lower, offload_whole
+from byoc.ir import Function, Program
+from byoc.spec.backend import BackendSpec
+
+ROOT = TESTS.parent
+SHIPPED_SPEC = ROOT / "spec" / "backends" / "engine.yaml"
+GEN = DATA / "gen"
+
+GRAPHS = ("guide_subgraph", "whole_graph", "constants", "multi_output", "dag")
+SEEDS = {"guide_subgraph": ("subgraph_0",), "tvm_external_runtime": ("json_rt_0", "json_rt_1")}
+"""examples/<name>.examplejson -> its subgraphs, each exported under its own name."""
+
+Loader = Callable[[str], BackendSpec]
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def graph_program(name: str) -> Program:
+    """tests/data/gen/<name>.graph with its regions offloaded to @engine."""
+    text = (GEN / f"{name}.graph").read_text().replace("@BACKEND", "@engine")
+    return parse(text, "graph", file=f"tests/data/gen/{name}.graph")
+
+
+def seed_program(name: str) -> Program:
+    """examples/<name>.examplejson, each subgraph one external function of engine."""
+    text = (EXAMPLES / f"{name}.examplejson").read_text()
+    return offload_whole(parse(text, "examplejson", file=f"examples/{name}.examplejson"), "engine")
+
+
+def shipped(name: str) -> BackendSpec:
+    return load_backend(name)
+
+
+def generate(program: Program, catalog, loader: Loader = shipped, options=None):
+    """(externals, (module, header)) of the program's engine regions."""
+    lowered = lower(program, loader, catalog)
+    externals = lowered.externals_for("engine")
+    artifacts = generator_for("engine")(externals, loader("engine"), catalog, options or {})
+    return externals, artifacts
+
+
+def split(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, Artifact]:
+    roles = {a.role: a for a in artifacts}
+    assert sorted(roles) == ["header", "module"] and len(artifacts) == 2
+    return roles["module"], roles["header"]
+
+
+def build(artifacts: tuple[Artifact, ...], out_dir: Path):
+    module, _ = split(artifacts)
+    lib = compile_library({a.name: a.text for a in artifacts}, module.name, out_dir, cplusplus=True)
+    return tvm_ffi.load_module(str(lib))
+
+
+def empty_outputs(fn: Function) -> list[np.ndarray]:
+    """Output arrays that are wrong until written (NaN for floats)."""
+    outs = []
+    for t in fn.output_types:
+        fill = np.nan if t.dtype.startswith("float") else 0
+        outs.append(np.full(t.shape, fill, dtype=t.dtype))
+    return outs
+
+
+def run_and_compare(externals, artifacts, out_dir: Path, rng, catalog) -> None:
+    """Compile, load and call every external function; compare with the numpy reference."""
+    lib = build(artifacts, out_dir)
+    for fn in externals:
+        inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+        outs = empty_outputs(fn)
+        lib[fn.name](*inputs.values(), *outs)
+        expected = evaluate(fn, inputs, catalog)
+        assert len(expected) == len(outs)
+        for got, want in zip(outs, expected):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
+    """A copy of the shipped engine.yaml, edited with ruamel.yaml's round trip (which
+    keeps comments and key order), loaded from its own spec directory."""
+    yaml = YAML()
+    data = yaml.load(SHIPPED_SPEC.read_text())
+    edit(data)
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    with (spec_dir / "engine.yaml").open("w") as f:
+        yaml.dump(data, f)
+    return lambda name: load_backend(name, spec_path=[spec_dir])
+
+
+ND_MACRO = """\
+static inline void p_ID_(const int64_t* dims, const ${ctype}* const* in, ${ctype}* out) {
+  int64_t size = 1;
+  for (int64_t d = 0; d < p_RANK_; ++d) size *= dims[d];
+  for (int64_t k = 0; k < size; ++k) out[k] = in[0][k] p_OP_ in[1][k];
+}
+"""
+
+OPERATORS = {"add": ("add", "+"), "subtract": ("sub", "-"), "multiply": ("mul", "*")}
+
+
+def add_ranks(data: dict, ranks: tuple[int, ...]) -> None:
+    """Extend the spec with a flattened elementwise layer per op at each of ``ranks``."""
+    data["ranks"] = [2, *ranks]
+    data["macros"]["BINARY_OP_ND"] = {
+        "params": {"p_ID_": "${layer}", "p_OP_": "${operator}", "p_RANK_": "${rank}"},
+        "body": ND_MACRO,
+    }
+    for op, (short, operator) in OPERATORS.items():
+        for rank in ranks:
+            layer = f"{short}_{rank}d"
+            data["layers"][layer] = {
+                "macro": "BINARY_OP_ND",
+                "inputs": 2,
+                "rank": rank,
+                "vars": {"operator": operator},
+            }
+            data["ops"][op]["layers"][rank] = layer
+
+
+def nd_spec(tmp_path: Path) -> Loader:
+    return temp_spec(tmp_path, lambda data: add_ranks(data, (0, 1, 3, 4)))
+
+
+def float64_spec(tmp_path: Path) -> Loader:
+    def edit(data: dict) -> None:
+        data["dtypes"] = ["float64"]
+
+    return temp_spec(tmp_path, edit)
+
+
+def line_of(path: Path, fragment: str) -> int:
+    """The 1-based line of ``path`` holding ``fragment`` (so tests need no line numbers)."""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if fragment in line:
+            return number
+    raise AssertionError(f"{fragment!r} is not in {path}")
+
+
+# ------------------------------------------------------------------ goldens, compiled and run
+
+
+def test_engine_header(golden, catalog):
+    _, artifacts = generate(graph_program("guide_subgraph"), catalog)
+    _, header = split(artifacts)
+    assert header.name == "gcc_engine.h" and header.backend == "engine"
+    assert header.text == golden("h")
+
+
+@pytest.mark.parametrize("name", GRAPHS)
+def test_graph(name, golden, catalog, rng, tmp_path):
+    externals, artifacts = generate(graph_program(name), catalog)
+    module, _ = split(artifacts)
+    assert module.name == "engine.cc" and module.backend == "engine"
+    assert module.text == golden("cc")
+    run_and_compare(externals, artifacts, tmp_path, rng, catalog)
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_examplejson_seed(name, golden, catalog, rng, tmp_path):
+    externals, artifacts = generate(seed_program(name), catalog)
+    module, _ = split(artifacts)
+    assert tuple(fn.name for fn in externals) == SEEDS[name]
+    assert module.text == golden("cc")
+    run_and_compare(externals, artifacts, tmp_path, rng, catalog)
+
+
+def test_nd_on_extended_spec(golden, catalog, rng, tmp_path):
+    loader = nd_spec(tmp_path)
+    externals, artifacts = generate(graph_program("nd"), catalog, loader)
+    module, header = split(artifacts)
+    assert module.text == golden("cc")
+    assert header.text == golden("h")
+    run_and_compare(externals, artifacts, tmp_path / "build", rng, catalog)
+
+
+def test_float64_on_extended_spec(golden, catalog, rng, tmp_path):
+    loader = float64_spec(tmp_path)
+    externals, artifacts = generate(graph_program("float64"), catalog, loader)
+    module, header = split(artifacts)
+    assert "double" in header.text and "float" not in header.text.replace("float64", "")
+    assert module.text == golden("cc")
+    assert header.text == golden("h")
+    run_and_compare(externals, artifacts, tmp_path / "build", rng, catalog)
+
+
+EDGES = """\
+graph main(x: float32[3, 2], y: float32[3, 2], s: float32[]) {
+  a, b, c, d, e, f = @engine {
+    k = const float32[3, 2] [1.5, -2, 0.25, 3, -0.125, 7]
+    t = add(x, y)
+    return x, t, k, t, multiply(subtract(t, k), t), add(s, s)
+  }
+  return a, b, c, d, e, f
+}
+"""
+
+
+def test_copies_and_rank0(golden, catalog, rng, tmp_path):
+    """Outputs no layer writes (a parameter, a constant, a value returned twice) are
+    copied by the wrapper; a rank-0 layer has no dims."""
+    program = parse(EDGES, "graph", file="edges.graph")
+    externals, artifacts = generate(program, catalog, nd_spec(tmp_path))
+    module, _ = split(artifacts)
+    assert module.text == golden("cc")
+    run_and_compare(externals, artifacts, tmp_path / "build", rng, catalog)
+
+
+def test_intermediate_buffers_are_reused(catalog):
+    """A chain needs two intermediate ids however long it is: a buffer is reused once
+    its last reader ran, never by the layer that reads it."""
+    chain = " ".join(f"t{k} = add(t{k - 1}, x)" for k in range(1, 12))
+    text = f"graph main(x: float32[2, 2]) {{ s = @engine {{ t0 = add(x, x) {chain} return t11 }} return s }}"
+    _, artifacts = generate(parse(text, "graph"), catalog)
+    module, _ = split(artifacts)
+    lines = [line for line in module.text.splitlines() if "add_2d;" in line]
+    assert len(lines) == 12
+    written = [int(line.split('"')[1].split(";")[1]) for line in lines]
+    read = [line.split('"')[1].split(";")[2].split() for line in lines]
+    assert set(written[:-1]) == {2, 3} and written[-1] == 1
+    for out, ins in zip(written, read):
+        assert str(out) not in ins
+
+
+# ------------------------------------------------------------------ calls from Python
+
+
+@pytest.fixture(scope="module")
+def dag_lib(catalog, tmp_path_factory):
+    externals, artifacts = generate(graph_program("dag"), catalog)
+    return externals[0], build(artifacts, tmp_path_factory.mktemp("dag"))
+
+
+def test_bad_calls_raise(dag_lib, rng):
+    fn, lib = dag_lib
+    f = lib[fn.name]
+    x, y = (random_array(rng, p.type.shape, p.type.dtype) for p in fn.params)
+    out = empty_outputs(fn)[0]
+    with pytest.raises(TypeError, match="expected 3 arguments"):
+        f(x, y)
+    with pytest.raises(ValueError, match=r"must have shape \[4, 4\]"):
+        f(x, y, np.zeros((4, 5), "float32"))
+    with pytest.raises(TypeError, match="must be float32"):
+        f(x.astype("float64"), y, out)
+    with pytest.raises(ValueError, match="must have rank 2"):
+        f(x, y, np.zeros(16, "float32"))
+    with pytest.raises(TypeError, match="must be a tensor"):
+        f(x, 1.0, out)
+    with pytest.raises(ValueError, match="contiguous"):
+        f(np.zeros((4, 8), "float32")[:, ::2], y, out)
+    assert np.isnan(out).all()  # nothing was written by the failed calls
+
+
+def test_engine_error_is_raised(catalog, rng, tmp_path):
+    """A layer graph the engine rejects comes back as a Python RuntimeError."""
+
+    def edit(data: dict) -> None:
+        data["graph_line"] = "${layer};${output};${inputs};${dims} ${dims}"
+
+    externals, artifacts = generate(graph_program("guide_subgraph"), catalog, temp_spec(tmp_path, edit))
+    lib = build(artifacts, tmp_path / "build")
+    fn = externals[0]
+    inputs = [random_array(rng, p.type.shape, p.type.dtype) for p in fn.params]
+    with pytest.raises(RuntimeError, match=f"{fn.name}: the engine failed: wrong rank"):
+        lib[fn.name](*inputs, *empty_outputs(fn))
+
+
+# ------------------------------------------------------------------ graphs the engine cannot run
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [("nd", "return multiply(add(a, b), b)"), ("float64", "return multiply(subtract(x, y), add(x, y))")],
+)
+def test_shipped_spec_rejects_unsupported_graphs(name, fragment, catalog):
+    with pytest.raises(GraphError) as info:
+        generate(graph_program(name), catalog)
+    loc = info.value.location
+    assert loc is not None and loc.file == f"tests/data/gen/{name}.graph"
+    assert loc.line == line_of(GEN / f"{name}.graph", fragment)
+    assert "engine" in info.value.message
+
+
+REJECTED = {
+    "broadcast": (
+        "graph main(x: float32[2, 3], y: float32[1, 3]) {\n  s = @engine {\n    return add(x, y)\n  }\n  return s\n}\n",
+        3,
+        "cannot broadcast",
+    ),
+    "missing op": (
+        "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @engine {\n    return divide(x, y)\n  }\n  return s\n}\n",
+        3,
+        "no op 'divide'",
+    ),
+    "int32": (
+        "graph main(x: int32[2, 3], y: int32[2, 3]) {\n  s = @engine {\n    return add(x, y)\n  }\n  return s\n}\n",
+        3,
+        r"cannot run add on int32\[2, 3\]",
+    ),
+    "name clash": (
+        "graph main(x: float32[2, 3]) {\n  s = @engine as f { return add(x, x) }\n"
+        "  t = @engine as f_wrapper { return add(x, x) }\n  return s, t\n}\n",
+        3,
+        "clashes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REJECTED)
+def test_regions_the_engine_cannot_run(case, catalog):
+    text, line, message = REJECTED[case]
+    with pytest.raises(GraphError, match=message) as info:
+        generate(parse(text, "graph", file="bad.graph"), catalog)
+    assert info.value.location is not None
+    assert (info.value.location.file, info.value.location.line) == ("bad.graph", line)
+
+
+def test_rank_without_layer_on_extended_spec(catalog, tmp_path):
+    """A rank the backend declares but an op has no layer for is a located error too."""
+
+    def edit(data: dict) -> None:
+        add_ranks(data, (1,))
+        del data["ops"]["multiply"]["layers"][1]
+
+    text = "graph main(x: float32[5]) {\n  s = @engine {\n    return multiply(add(x, x), x)\n  }\n  return s\n}\n"
+    with pytest.raises(GraphError, match="multiply") as info:
+        generate(parse(text, "graph", file="r1.graph"), catalog, temp_spec(tmp_path, edit))
+    assert info.value.location is not None and info.value.location.line == 3
+
+
+# ------------------------------------------------------------------ determinism, spec edits
+
+
+def test_generation_is_deterministic(catalog):
+    for name in GRAPHS:
+        first = generate(graph_program(name), catalog)[1]
+        second = generate(graph_program(name), catalog)[1]
+        assert first == second
+
+
+def test_same_text_in_a_separate_process(catalog):
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import test_gen_engine as t, byoc.spec as s\n"
+        "print(t.generate(t.graph_program('dag'), s.load_catalog())[1][0].text, end='')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(TESTS)], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert proc.stdout == generate(graph_program("dag"), catalog)[1][0].text
+
+
+def test_macro_edit_changes_only_the_kernels(catalog, tmp_path):
+    """Editing one spec macro changes the generated header exactly there; the module
+    (which only names layers) is unchanged."""
+
+    def edit(data: dict) -> None:
+        body = data["macros"]["GCC_BINARY_OP_2D"]["body"]
+        data["macros"]["GCC_BINARY_OP_2D"]["body"] = body.replace(
+            "int64_t k = i * dim2 + j;", "const int64_t k = i * dim2 + j;"
+        )
+
+    program = graph_program("guide_subgraph")
+    module, header = split(generate(program, catalog)[1])
+    module2, header2 = split(generate(program, catalog, temp_spec(tmp_path, edit))[1])
+    assert module2.text == module.text
+    before, after = header.text.splitlines(), header2.text.splitlines()
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(before) == len(after) and len(changed) == 1
+    assert "const int64_t k = i * dim2 + j;" in changed[0][1]
+
+
+def test_options_reach_the_templates(catalog, tmp_path):
+    """Spec options are placeholders of every template (here the invoke code)."""
+
+    def edit(data: dict) -> None:
+        data["invoke"] = "// opt_level ${opt_level}\n" + data["invoke"]
+
+    loader = temp_spec(tmp_path, edit)
+    module, _ = split(generate(graph_program("dag"), catalog, loader, {"opt_level": 3})[1])
+    assert "// opt_level 3" in module.text
+    module, _ = split(generate(graph_program("dag"), catalog, loader)[1])
+    assert "// opt_level 2" in module.text

@@ -1,0 +1,128 @@
+"""The storage planner: buffers are shared only between values whose lifetimes do not
+overlap, with identical dtype and size; inputs and outputs keep buffers of their own."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from byoc.generator.memory_plan import Buffer, Step, plan_memory
+from byoc.ir import TensorType
+
+TYPES = (
+    TensorType((4,), "float32"),
+    TensorType((2, 2), "float32"),
+    TensorType((4,), "int32"),
+    TensorType((3,), "float32"),
+)
+
+
+@st.composite
+def schedules(draw):
+    """A random DAG as a schedule: inputs, steps reading earlier values, outputs."""
+    n_inputs = draw(st.integers(0, 3))
+    types = {f"i{k}": draw(st.sampled_from(TYPES)) for k in range(n_inputs)}
+    inputs = list(types)
+    steps = []
+    for k in range(draw(st.integers(0, 12))):
+        known = list(types)
+        uses = tuple(draw(st.lists(st.sampled_from(known), max_size=3))) if known else ()
+        defines = tuple(f"v{k}_{j}" for j in range(draw(st.integers(1, 2))))
+        for name in defines:
+            types[name] = draw(st.sampled_from(TYPES))
+        steps.append(Step(uses, defines))
+    outputs = draw(st.lists(st.sampled_from(list(types)), max_size=3)) if types else []
+    return inputs, steps, types, outputs
+
+
+def lifetimes(inputs, steps, outputs):
+    """value -> (first step alive, last step alive); inputs start at -1, outputs never end."""
+    start = {v: -1 for v in inputs}
+    end = {v: -1 for v in inputs}
+    for k, step in enumerate(steps):
+        for v in step.uses:
+            end[v] = max(end[v], k)
+        for v in step.defines:
+            start[v] = end[v] = k
+    for v in outputs:
+        end[v] = len(steps)
+    return start, end
+
+
+@settings(max_examples=300, deadline=None)
+@given(schedules())
+def test_no_two_live_values_share_a_buffer(case):
+    inputs, steps, types, outputs = case
+    plan = plan_memory(inputs, steps, types, outputs)
+    start, end = lifetimes(inputs, steps, outputs)
+    assert set(plan.storage) == set(types)
+    for value, sid in plan.storage.items():
+        assert plan.buffers[sid] == Buffer(types[value].dtype, types[value].size)
+    by_buffer: dict[int, list[str]] = {}
+    for value, sid in plan.storage.items():
+        by_buffer.setdefault(sid, []).append(value)
+    pinned = set(inputs) | set(outputs)
+    for values in by_buffer.values():
+        if len(values) > 1:
+            assert not pinned.intersection(values), "inputs and outputs are never shared"
+        for a in values:
+            for b in values:
+                if a < b:
+                    assert end[a] < start[b] or end[b] < start[a], f"{a} and {b} are alive together"
+    assert sorted(set(plan.storage.values())) == list(range(len(plan.buffers)))
+    assert plan_memory(inputs, steps, types, outputs) == plan
+
+
+@settings(max_examples=100, deadline=None)
+@given(schedules())
+def test_a_step_never_writes_a_buffer_it_reads(case):
+    inputs, steps, types, outputs = case
+    plan = plan_memory(inputs, steps, types, outputs)
+    for step in steps:
+        read = {plan.storage[v] for v in step.uses}
+        written = [plan.storage[v] for v in step.defines]
+        assert not read.intersection(written)
+        assert len(set(written)) == len(written)
+
+
+def test_a_chain_ping_pongs_between_two_buffers():
+    t = TensorType((8, 8), "float32")
+    steps = [Step(("x",), ("a",))] + [Step((f"{c}",), (f"{n}",)) for c, n in zip("abcdef", "bcdefg")]
+    types = {name: t for name in "xabcdefg"}
+    plan = plan_memory(["x"], steps, types, ["g"])
+    assert [plan.storage[v] for v in "xabcdefg"] == [0, 1, 2, 1, 2, 1, 2, 3]
+    assert len(plan.buffers) == 4 and plan.reused == 4
+
+
+def test_reuse_needs_identical_dtype_and_size():
+    chain = "xabcde"
+    steps = [Step((c,), (n,)) for c, n in zip(chain, chain[1:])]
+    f4 = TensorType((4,), "float32")
+    types = {
+        "x": f4,
+        "a": f4,
+        "b": f4,
+        "c": TensorType((2, 2), "float32"),  # same dtype and size as a: takes a's buffer
+        "d": TensorType((4,), "float64"),  # another dtype: b's buffer is free, but not for d
+        "e": f4,
+    }
+    plan = plan_memory(["x"], steps, types, ["e"])
+    assert plan.storage["c"] == plan.storage["a"]
+    assert plan.storage["d"] not in (plan.storage[v] for v in "xabc")
+    assert plan.buffers[plan.storage["d"]] == Buffer("float64", 4)
+    assert plan.storage["e"] not in (plan.storage[v] for v in "xabcd"), "outputs get their own buffer"
+
+
+def test_unused_values_are_released_and_unplanned_values_ignored():
+    t = TensorType((3,), "float32")
+    steps = [Step(("x", "k"), ("dead", "a")), Step(("a",), ("b",)), Step(("b",), ("c",))]
+    plan = plan_memory(["x"], steps, {n: t for n in ("x", "dead", "a", "b", "c")}, ["c"])
+    assert "k" not in plan.storage
+    assert plan.storage["b"] == plan.storage["dead"]
+
+
+def test_defining_a_value_twice_is_an_error():
+    t = TensorType((1,), "float32")
+    with pytest.raises(ValueError, match="defined twice"):
+        plan_memory([], [Step((), ("a",)), Step((), ("a",))], {"a": t})
