@@ -1,4 +1,4 @@
-"""`python -m benchmarks [parse] [options]`: run byoc's benchmarks.
+"""`python -m benchmarks [parse|codegen] [options]`: run byoc's benchmarks.
 
 Benchmarks measure; unit tests never time anything. Each suite prints a markdown
 table and writes JSON under benchmarks/results/.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from . import parse_speed
+from . import codegen_speed, parse_speed
 
-SUITES = {"parse": parse_speed.main}
+SUITES = {"parse": parse_speed.main, "codegen": codegen_speed.main}
 
 
 def main(argv: list[str]) -> int:

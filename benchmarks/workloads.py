@@ -39,3 +39,17 @@ def dsl_text(lines: int, inputs: int = 4) -> str:
     out.append(f"  return {names[-1]}")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def region_text(nodes: int, backend: str = "ccompiler", inputs: int = 4) -> str:
+    """One graph whose single @backend region holds ``nodes`` elementwise ops (a DAG)."""
+    params = ", ".join(f"x{i}: float32[10, 10]" for i in range(inputs))
+    out = [f"graph main({params}) {{", f"  s = @{backend} {{"]
+    names = [f"x{i}" for i in range(inputs)]
+    ops = ("add", "subtract", "multiply")
+    for i in range(nodes):
+        a, b = names[-1], names[(i * 7) % len(names)]
+        out.append(f"    t{i} = {ops[i % 3]}({a}, {b})")
+        names.append(f"t{i}")
+    out += [f"    return {names[-1]}", "  }", "  return s", "}"]
+    return "\n".join(out) + "\n"

@@ -143,8 +143,20 @@ class Function:
 
     @property
     def output_types(self) -> tuple[TensorType, ...]:
-        table = self.types()
-        return tuple(table[name] for name in self.outputs)
+        """The types of ``outputs``; scans from the end, where outputs usually are."""
+        wanted = set(self.outputs)
+        found: dict[str, TensorType] = {}
+        for node in reversed(self.nodes):
+            for name, t in zip(node.outputs, node.types):
+                if name in wanted:
+                    found.setdefault(name, t)
+            if len(found) == len(wanted):
+                break
+        else:
+            for value in (*self.params, *self.constants):
+                if value.name in wanted:
+                    found.setdefault(value.name, value.type)
+        return tuple(found[name] for name in self.outputs)
 
     def regions(self) -> tuple[Function, ...]:
         """The callee functions of this function's call nodes, in node order."""

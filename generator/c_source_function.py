@@ -6,7 +6,9 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
 - ``<sym>_<k>``: one kernel per op node, by *using* the macro the backend spec maps
   the op to at the rank of the node's output (``NAME(arg, arg, ...)``);
 - ``<sym>_``: the subgraph body; it allocates the intermediate buffers, calls the
-  kernels in topological order and returns 0, or -1 when a buffer cannot be allocated;
+  kernels in topological order and returns 0, or -1 when a buffer cannot be allocated.
+  Intermediates whose lifetimes do not overlap share a buffer (the memory plan of
+  :mod:`byoc.generator.memory_plan`), so a chain of any length needs two;
 - ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments that the exported entry
   (:mod:`byoc.generator.ffi_entry`) has checked and calls the body on their data.
 
@@ -37,6 +39,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 
 from . import ffi_entry
 from .c_text import C_TYPES, comment, function_origin, origin
+from .memory_plan import MemoryPlan, Step, plan_memory
 
 LINE_WIDTH = 100
 """Argument lists and constant initialisers wrap before this column."""
@@ -79,9 +82,11 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
         first_output.setdefault(name, i)
 
     kernels: list[str] = []
-    buffers: list[tuple[str, Node]] = []
+    buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
     uses: dict[tuple[str, TensorType], str] = {}
+    plan = _plan(fn, types)
+    buffer_of: dict[int, int] = {}
     for k, node in enumerate(fn.nodes):
         kernel = f"{sym}_{k}"
         macro = _macro(node, spec, types)
@@ -97,8 +102,11 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
         if node.name in first_output:
             target = f"out{first_output[node.name]}"
         else:
-            target = f"buf{len(buffers)}"
-            buffers.append((target, node))
+            slot = buffer_of.setdefault(plan.storage[node.name], len(buffers))
+            if slot == len(buffers):
+                buffers.append((f"buf{slot}", node.type, []))
+            target = buffers[slot][0]
+            buffers[slot][2].append(_label(node.name))
         calls.append(_call(f"  {kernel}(", [storage[i] for i in node.inputs] + [target], ");"))
         storage[node.name] = target
     parts += kernels
@@ -168,7 +176,7 @@ def _body(
     fn: Function,
     sym: str,
     types: Mapping[str, TensorType],
-    buffers: Sequence[tuple[str, Node]],
+    buffers: Sequence[tuple[str, TensorType, list[str]]],
     calls: Sequence[str],
     copies: Sequence[str],
     storage: Mapping[str, str],
@@ -177,29 +185,46 @@ def _body(
     params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(fn.output_types)]
     note = [
         f"{sym}_: the body of {function_origin(fn)},",
-        f"with {len(calls)} kernel(s) and {len(buffers)} buffer(s):",
+        f"with {len(calls)} kernel(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
     ]
     note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
     note += [f"  out{i}: {_label(name)}: {types[name]}" for i, name in enumerate(fn.outputs)]
     lines = [_block_comment(note), _call(f"static int {sym}_(", params, ") {")]
-    for buf, node in buffers:
-        ctype = C_TYPES[node.type.dtype]
-        # malloc(0) may return NULL, so an empty tensor still gets one element.
-        size = max(node.type.size, 1)
-        lines.append(
-            f"  {ctype}* {buf} = ({ctype}*)malloc(sizeof({ctype}) * {size}); {comment(_label(node.name))}"
-        )
+    # Every buffer starts as NULL, so a failed malloc can free them all at `done`.
+    for buf, t, _ in buffers:
+        lines.append(f"  {C_TYPES[t.dtype]}* {buf} = NULL;")
     if buffers:
-        lines.append(_call("  if (", [f"{buf} == NULL" for buf, _ in buffers], ") {", sep=" ||"))
-        lines += [f"    free({buf});" for buf, _ in buffers]
-        lines += ["    return -1;", "  }"]
+        lines.append("  int status = -1;")
+    for buf, t, holds in buffers:
+        ctype = C_TYPES[t.dtype]
+        # malloc(0) may return NULL, so an empty tensor still gets one element.
+        size = max(t.size, 1)
+        lines.append(f"  {buf} = ({ctype}*)malloc(sizeof({ctype}) * {size}); {comment(_holds(holds))}")
+        lines.append(f"  if ({buf} == NULL) goto done;")
     used = set(storage[name] for node in fn.nodes for name in node.inputs) | {storage[n] for n in fn.outputs}
     lines += [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
     lines += calls
     lines += copies
-    lines += [f"  free({buf});" for buf, _ in buffers]
-    lines += ["  return 0;", "}", ""]
+    if buffers:
+        lines += ["  status = 0;", "done:"]
+        lines += [f"  free({buf});" for buf, _, _ in buffers]
+        lines += ["  return status;", "}", ""]
+    else:
+        lines += ["  return 0;", "}", ""]
     return "\n".join(lines)
+
+
+def _plan(fn: Function, types: Mapping[str, TensorType]) -> MemoryPlan:
+    """Share intermediate buffers between values whose lifetimes do not overlap."""
+    steps = [Step(node.inputs, node.outputs) for node in fn.nodes]
+    return plan_memory((), steps, types, fn.outputs)
+
+
+def _holds(labels: list[str]) -> str:
+    """The values a shared buffer holds, in order, for its comment."""
+    if len(labels) <= 4:
+        return "holds " + ", ".join(labels)
+    return f"holds {', '.join(labels[:3])}, ... {labels[-1]} ({len(labels)} values)"
 
 
 def _wrapper(fn: Function, sym: str) -> str:

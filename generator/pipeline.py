@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from byoc.catalog import Catalog
 from byoc.errors import UsageError
+from byoc.gc_pause import paused_gc
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
 
@@ -48,6 +49,11 @@ def generate(
     options: Mapping[str, str] | None = None,
 ) -> tuple[Lowered, tuple[Artifact, ...]]:
     """Every artifact of ``program``: backend modules first, then host graphs."""
+    with paused_gc():
+        return _generate(program, catalog, load_backend, options)
+
+
+def _generate(program, catalog, load_backend, options) -> tuple[Lowered, tuple[Artifact, ...]]:
     lowered = lower(program, load_backend, catalog)
     specs = {name: load_backend(name) for name in lowered.backends}
     routed = split_options(options or {}, specs)

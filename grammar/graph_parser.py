@@ -20,9 +20,10 @@ from lark import Token, Transformer
 from byoc.builder import OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
+from byoc.gc_pause import paused_gc
 from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
 
-from .lark_support import decode, make_parser, paused_gc, run_parser
+from .lark_support import decode, make_parser, run_parser
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""

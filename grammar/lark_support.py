@@ -6,9 +6,7 @@ parsed (it otherwise re-scans the growing IR and makes parsing super-linear).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from lark import Lark, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from byoc.errors import ByocError, Location, ParseError
+from byoc.gc_pause import paused_gc
 
 GRAMMAR_DIR = Path(__file__).parent
 
@@ -35,17 +34,6 @@ def make_parser(name: str, transformer: Transformer) -> Lark:
         propagate_positions=False,
         maybe_placeholders=False,
     )
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def decode(data: bytes | str, file: str | None) -> str:

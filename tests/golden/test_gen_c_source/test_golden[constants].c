@@ -147,19 +147,20 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_1, *, 2, 3, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/constants.graph:3:7,
-   with 2 kernel(s) and 1 buffer(s):
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[2, 3]
      out0: %2 (nested call): float32[2, 3] */
 static int ccompiler_0_(float* in0, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 6); /* %1 (nested call) */
-  if (buf0 == NULL) {
-    free(buf0);
-    return -1;
-  }
+  float* buf0 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 6); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
   ccompiler_0_0(in0, (float*)ccompiler_0_const_0, buf0);
   ccompiler_0_1(buf0, (float*)ccompiler_0_const_0, out0);
+  status = 0;
+done:
   free(buf0);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

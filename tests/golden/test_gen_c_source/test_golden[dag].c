@@ -150,28 +150,31 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_2, -, 4, 4, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_3, *, 4, 4, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/dag.graph:3:7,
-   with 4 kernel(s) and 3 buffer(s):
+   with 4 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 4]
      in1: y: float32[4, 4]
      out0: %1 (nested call): float32[4, 4] */
 static int ccompiler_0_(float* in0, float* in1, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 16); /* a */
-  float* buf1 = (float*)malloc(sizeof(float) * 16); /* b */
-  float* buf2 = (float*)malloc(sizeof(float) * 16); /* c */
-  if (buf0 == NULL || buf1 == NULL || buf2 == NULL) {
-    free(buf0);
-    free(buf1);
-    free(buf2);
-    return -1;
-  }
+  float* buf0 = NULL;
+  float* buf1 = NULL;
+  float* buf2 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 16); /* holds a */
+  if (buf0 == NULL) goto done;
+  buf1 = (float*)malloc(sizeof(float) * 16); /* holds b */
+  if (buf1 == NULL) goto done;
+  buf2 = (float*)malloc(sizeof(float) * 16); /* holds c */
+  if (buf2 == NULL) goto done;
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(buf0, in0, buf1);
   ccompiler_0_2(buf0, in1, buf2);
   ccompiler_0_3(buf1, buf2, out0);
+  status = 0;
+done:
   free(buf0);
   free(buf1);
   free(buf2);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

@@ -154,7 +154,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, int32_t)
 CSOURCE_BINARY_OP_2D(ccompiler_0_1, *, 2, 3, int32_t)
 
 /* ccompiler_0_: the body of region @ccompiler at edge.graph:3:19,
-   with 2 kernel(s) and 0 buffer(s):
+   with 2 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: a: int32[2, 3]
      in1: b: int32[2, 3]
      out0: u: int32[2, 3]
@@ -252,7 +252,7 @@ CSOURCE_BINARY_OP_1D(edge_0, -, 5, int64_t)
 CSOURCE_BINARY_OP_1D(edge_1, *, 5, int64_t)
 
 /* edge_: the body of region @ccompiler at edge.graph:10:13,
-   with 2 kernel(s) and 0 buffer(s):
+   with 2 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: c: int64[5]
      out0: w: int64[5]
      out1: %1 (nested call): int64[5]
@@ -316,19 +316,20 @@ CSOURCE_BINARY_OP_ND(ccompiler_1_0, *, 1, double)
 CSOURCE_BINARY_OP_ND(ccompiler_1_1, +, 1, double)
 
 /* ccompiler_1_: the body of region @ccompiler at edge.graph:16:7,
-   with 2 kernel(s) and 1 buffer(s):
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: d: float64[]
      out0: %2 (nested call): float64[] */
 static int ccompiler_1_(double* in0, double* out0) {
-  double* buf0 = (double*)malloc(sizeof(double) * 1); /* %1 (nested call) */
-  if (buf0 == NULL) {
-    free(buf0);
-    return -1;
-  }
+  double* buf0 = NULL;
+  int status = -1;
+  buf0 = (double*)malloc(sizeof(double) * 1); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
   ccompiler_1_0(in0, (double*)ccompiler_1_const_0, buf0);
   ccompiler_1_1(buf0, in0, out0);
+  status = 0;
+done:
   free(buf0);
-  return 0;
+  return status;
 }
 
 /* ccompiler_1_wrapper_: runs ccompiler_1_ on the data of the DLTensor arguments the entry checked,
@@ -372,7 +373,7 @@ static const float ccompiler_2_const_0[12] = {
 CSOURCE_BINARY_OP_ND(ccompiler_2_0, -, 12, float)
 
 /* ccompiler_2_: the body of region @ccompiler at edge.graph:20:10,
-   with 1 kernel(s) and 0 buffer(s):
+   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: e: float32[2, 1, 2, 1, 3]
      out0: %1 (nested call): float32[2, 1, 2, 1, 3]
      out1: kf: float32[2, 1, 2, 1, 3] */
@@ -424,7 +425,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_2(void* self, const TVMFFIAny* args, 
 CSOURCE_BINARY_OP_2D(ccompiler_3_0, +, 0, 4, float)
 
 /* ccompiler_3_: the body of region @ccompiler at edge.graph:24:7,
-   with 1 kernel(s) and 0 buffer(s):
+   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: z: float32[0, 4]
      out0: %1 (nested call): float32[0, 4] */
 static int ccompiler_3_(float* in0, float* out0) {

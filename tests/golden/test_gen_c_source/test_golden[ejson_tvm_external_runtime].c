@@ -148,26 +148,28 @@ CSOURCE_BINARY_OP_2D(json_rt_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(json_rt_0_2, *, 10, 10, float)
 
 /* json_rt_0_: the body of region @ccompiler at examples/tvm_external_runtime.examplejson:1:1,
-   with 3 kernel(s) and 2 buffer(s):
+   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: v0: float32[10, 10]
      in1: v1: float32[10, 10]
      in2: v2: float32[10, 10]
      in3: v3: float32[10, 10]
      out0: v6: float32[10, 10] */
 static int json_rt_0_(float* in0, float* in1, float* in2, float* in3, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 100); /* v4 */
-  float* buf1 = (float*)malloc(sizeof(float) * 100); /* v5 */
-  if (buf0 == NULL || buf1 == NULL) {
-    free(buf0);
-    free(buf1);
-    return -1;
-  }
+  float* buf0 = NULL;
+  float* buf1 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 100); /* holds v4 */
+  if (buf0 == NULL) goto done;
+  buf1 = (float*)malloc(sizeof(float) * 100); /* holds v5 */
+  if (buf1 == NULL) goto done;
   json_rt_0_0(in0, in1, buf0);
   json_rt_0_1(buf0, in2, buf1);
   json_rt_0_2(buf1, in3, out0);
+  status = 0;
+done:
   free(buf0);
   free(buf1);
-  return 0;
+  return status;
 }
 
 /* json_rt_0_wrapper_: runs json_rt_0_ on the data of the DLTensor arguments the entry checked,
@@ -231,26 +233,28 @@ CSOURCE_BINARY_OP_2D(json_rt_1_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(json_rt_1_2, *, 10, 10, float)
 
 /* json_rt_1_: the body of region @ccompiler at examples/tvm_external_runtime.examplejson:10:1,
-   with 3 kernel(s) and 2 buffer(s):
+   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: v0: float32[10, 10]
      in1: v1: float32[10, 10]
      in2: v2: float32[10, 10]
      in3: v3: float32[10, 10]
      out0: v6: float32[10, 10] */
 static int json_rt_1_(float* in0, float* in1, float* in2, float* in3, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 100); /* v4 */
-  float* buf1 = (float*)malloc(sizeof(float) * 100); /* v5 */
-  if (buf0 == NULL || buf1 == NULL) {
-    free(buf0);
-    free(buf1);
-    return -1;
-  }
+  float* buf0 = NULL;
+  float* buf1 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 100); /* holds v4 */
+  if (buf0 == NULL) goto done;
+  buf1 = (float*)malloc(sizeof(float) * 100); /* holds v5 */
+  if (buf1 == NULL) goto done;
   json_rt_1_0(in0, in1, buf0);
   json_rt_1_1(buf0, in2, buf1);
   json_rt_1_2(buf1, in3, out0);
+  status = 0;
+done:
   free(buf0);
   free(buf1);
-  return 0;
+  return status;
 }
 
 /* json_rt_1_wrapper_: runs json_rt_1_ on the data of the DLTensor arguments the entry checked,

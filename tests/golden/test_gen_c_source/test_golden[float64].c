@@ -147,24 +147,26 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, +, 4, 5, double)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 4, 5, double)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/float64.graph:3:7,
-   with 3 kernel(s) and 2 buffer(s):
+   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float64[4, 5]
      in1: y: float64[4, 5]
      out0: %3 (nested call): float64[4, 5] */
 static int ccompiler_0_(double* in0, double* in1, double* out0) {
-  double* buf0 = (double*)malloc(sizeof(double) * 20); /* %1 (nested call) */
-  double* buf1 = (double*)malloc(sizeof(double) * 20); /* %2 (nested call) */
-  if (buf0 == NULL || buf1 == NULL) {
-    free(buf0);
-    free(buf1);
-    return -1;
-  }
+  double* buf0 = NULL;
+  double* buf1 = NULL;
+  int status = -1;
+  buf0 = (double*)malloc(sizeof(double) * 20); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
+  buf1 = (double*)malloc(sizeof(double) * 20); /* holds %2 (nested call) */
+  if (buf1 == NULL) goto done;
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(in0, in1, buf1);
   ccompiler_0_2(buf0, buf1, out0);
+  status = 0;
+done:
   free(buf0);
   free(buf1);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

@@ -147,26 +147,28 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 10, 10, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/guide_subgraph.graph:3:8,
-   with 3 kernel(s) and 2 buffer(s):
+   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[10, 10]
      in1: w0: float32[10, 10]
      in2: w1: float32[10, 10]
      in3: w2: float32[10, 10]
      out0: %2 (nested call): float32[10, 10] */
 static int ccompiler_0_(float* in0, float* in1, float* in2, float* in3, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 100); /* %1 (nested call) */
-  float* buf1 = (float*)malloc(sizeof(float) * 100); /* t */
-  if (buf0 == NULL || buf1 == NULL) {
-    free(buf0);
-    free(buf1);
-    return -1;
-  }
+  float* buf0 = NULL;
+  float* buf1 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 100); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
+  buf1 = (float*)malloc(sizeof(float) * 100); /* holds t */
+  if (buf1 == NULL) goto done;
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(buf0, in2, buf1);
   ccompiler_0_2(buf1, in3, out0);
+  status = 0;
+done:
   free(buf0);
   free(buf1);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

@@ -147,22 +147,23 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 3, 4, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 3, 4, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/multi_output.graph:3:10,
-   with 3 kernel(s) and 1 buffer(s):
+   with 3 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[3, 4]
      in1: y: float32[3, 4]
      out0: s: float32[3, 4]
      out1: %1 (nested call): float32[3, 4] */
 static int ccompiler_0_(float* in0, float* in1, float* out0, float* out1) {
-  float* buf0 = (float*)malloc(sizeof(float) * 12); /* d */
-  if (buf0 == NULL) {
-    free(buf0);
-    return -1;
-  }
+  float* buf0 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 12); /* holds d */
+  if (buf0 == NULL) goto done;
   ccompiler_0_0(in0, in1, out0);
   ccompiler_0_1(in0, in1, buf0);
   ccompiler_0_2(out0, buf0, out1);
+  status = 0;
+done:
   free(buf0);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

@@ -146,20 +146,21 @@ CSOURCE_BINARY_OP_1D(ccompiler_0_0, +, 7, float)
 CSOURCE_BINARY_OP_1D(ccompiler_0_1, *, 7, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/nd.graph:4:8,
-   with 2 kernel(s) and 1 buffer(s):
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[7]
      in1: b: float32[7]
      out0: %2 (nested call): float32[7] */
 static int ccompiler_0_(float* in0, float* in1, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 7); /* %1 (nested call) */
-  if (buf0 == NULL) {
-    free(buf0);
-    return -1;
-  }
+  float* buf0 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 7); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(buf0, in1, out0);
+  status = 0;
+done:
   free(buf0);
-  return 0;
+  return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,
@@ -204,7 +205,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, 
 CSOURCE_BINARY_OP_ND(ccompiler_1_0, -, 24, float)
 
 /* ccompiler_1_: the body of region @ccompiler at tests/data/gen/nd.graph:7:8,
-   with 1 kernel(s) and 0 buffer(s):
+   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: c: float32[2, 3, 4]
      in1: d: float32[2, 3, 4]
      out0: %1 (nested call): float32[2, 3, 4] */
@@ -258,20 +259,21 @@ CSOURCE_BINARY_OP_ND(ccompiler_2_0, *, 12, float)
 CSOURCE_BINARY_OP_ND(ccompiler_2_1, +, 12, float)
 
 /* ccompiler_2_: the body of region @ccompiler at tests/data/gen/nd.graph:10:8,
-   with 2 kernel(s) and 1 buffer(s):
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: e: float32[2, 1, 3, 2]
      in1: f: float32[2, 1, 3, 2]
      out0: %2 (nested call): float32[2, 1, 3, 2] */
 static int ccompiler_2_(float* in0, float* in1, float* out0) {
-  float* buf0 = (float*)malloc(sizeof(float) * 12); /* %1 (nested call) */
-  if (buf0 == NULL) {
-    free(buf0);
-    return -1;
-  }
+  float* buf0 = NULL;
+  int status = -1;
+  buf0 = (float*)malloc(sizeof(float) * 12); /* holds %1 (nested call) */
+  if (buf0 == NULL) goto done;
   ccompiler_2_0(in0, in1, buf0);
   ccompiler_2_1(buf0, in0, out0);
+  status = 0;
+done:
   free(buf0);
-  return 0;
+  return status;
 }
 
 /* ccompiler_2_wrapper_: runs ccompiler_2_ on the data of the DLTensor arguments the entry checked,
