@@ -1,0 +1,117 @@
+"""`byoc gen`: artifacts on stdout or in a directory, written atomically, deterministic."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import EXAMPLES
+
+from byoc.atomic import MARKER
+from byoc.cli import main
+
+WHOLE = EXAMPLES / "guide_whole_graph.graph"
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_prints_the_c_module(capsys):
+    code, out, err = run(["gen", WHOLE], capsys)
+    assert code == 0, err
+    assert "__tvm_ffi_ccompiler_0" in out and "__tvm_ffi_ccompiler_1" in out
+    assert "CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 10, 10, float)" in out
+
+
+def test_writes_every_artifact(tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    code, out, err = run(["gen", WHOLE, "-o", out_dir], capsys)
+    assert code == 0, err
+    names = sorted(p.name for p in out_dir.iterdir())
+    assert names == sorted([MARKER, "ccompiler.c", "main.graph.json", "main.host.graph"])
+    assert out.count("wrote ") == 3
+
+
+@pytest.mark.parametrize("backend", ["ccompiler", "engine", "examplejson", "json"])
+def test_examplejson_offloads_every_subgraph(backend, tmp_path, capsys):
+    code, out, err = run(
+        ["gen", EXAMPLES / "tvm_external_runtime.examplejson", "--backend", backend, "-o", tmp_path / "o"],
+        capsys,
+    )
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "o").iterdir()}
+    assert {"json_rt_0.graph.json", "json_rt_1.graph.json"} <= names
+
+
+def test_regenerating_replaces_only_byoc_output(tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    assert run(["gen", WHOLE, "-o", out_dir], capsys)[0] == 0
+    (out_dir / "stale.txt").write_text("left from an earlier run")
+    assert run(["gen", WHOLE, "-o", out_dir], capsys)[0] == 0
+    assert not (out_dir / "stale.txt").exists()
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("precious")
+    code, _, err = run(["gen", WHOLE, "-o", foreign], capsys)
+    assert code == 2 and "refusing to replace" in err
+    assert (foreign / "notes.txt").read_text() == "precious"
+
+
+def test_error_leaves_no_output(tmp_path, capsys):
+    bad = tmp_path / "bad.graph"
+    bad.write_text("graph main(x: float32[4]) {\n  s = @ccompiler { return relu(x) }\n  return s\n}\n")
+    code, out, err = run(["gen", bad, "-o", tmp_path / "out"], capsys)
+    assert code == 2 and out == ""
+    assert "backend ccompiler has no op 'relu'" in err and "bad.graph:2:" in err
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.graph"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--option", "nonsense"], "is not KEY=VALUE"),
+        (["--option", "opt_level=7"], "opt_level"),
+        (["--option", "unknown_key=1"], "no backend of this build has that option"),
+        (["--option", "json.indent=2"], "backend 'json' is not used by this build"),
+        (["--backend", "json"], "offloads to ccompiler, not to json"),
+    ],
+)
+def test_bad_flags_are_usage_errors(argv, message, capsys):
+    code, out, err = run(["gen", WHOLE, *argv], capsys)
+    assert code == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_options_reach_the_generator(tmp_path, capsys):
+    code, out, _ = run(["gen", EXAMPLES / "guide_subgraph.examplejson", "--option", "indent=0"], capsys)
+    assert code == 0
+    assert out.splitlines()[1] == "input 0 10 10"
+
+
+def test_output_is_identical_in_another_process(tmp_path):
+    first = tmp_path / "a"
+    second = tmp_path / "b"
+    for out_dir in (first, second):
+        subprocess.run(
+            [sys.executable, "-m", "byoc", "gen", str(WHOLE), "-o", str(out_dir)],
+            check=True,
+            capture_output=True,
+        )
+    for f in first.iterdir():
+        assert f.read_bytes() == (second / f.name).read_bytes(), f.name
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a directory")
+    code, out, err = run(["gen", WHOLE, "-o", blocker / "sub" / "out"], capsys)
+    assert code == 2 and out == ""
+    assert "cannot create" in err and "Traceback" not in err
+    code, _, err = run(["gen", WHOLE, "-o", blocker], capsys)
+    assert code == 2 and "exists and is not a directory" in err
