@@ -51,7 +51,9 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create {parent}: {exc.strerror or exc}", hint="choose another -o path") from None
+        raise UsageError(
+            f"cannot create {parent}: {exc.strerror or exc}", hint="choose another -o path"
+        ) from None
     _check_writable(parent)
     if target.exists():
         if not target.is_dir():

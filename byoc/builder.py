@@ -71,8 +71,12 @@ class FunctionBuilder:
         self.params: list[Param] = []
         self.constants: list[Constant] = []
         self.statements: list[_Statement] = []
-        self.defined: dict[str, tuple[Location | None, str]] = {}
-        """Every name defined so far: its location and its kind (parameter, node, ...)."""
+        self.defined: dict[str, Location | None] = {}
+        """Every name defined so far, and where."""
+        self.kinds: dict[str, str] = {}
+        """The kind of every defined name that is not a node (parameter, constant, ...)."""
+        self._single: dict[TensorType, tuple[TensorType]] = {}
+        """One shared 1-tuple per output type: most nodes have one output."""
         self._anon = 0
         self._infer_cache: dict[tuple, tuple[Attrs, TensorType]] = {}
         """(op, input types, given attrs) -> (normalized attrs, output type)."""
@@ -86,15 +90,17 @@ class FunctionBuilder:
         return GraphError(message, loc or self.loc, hint=hint, source=self.source)
 
     def _define(self, name: str, loc: Location | None, kind: str) -> None:
-        first = self.defined.get(name)
-        if first is not None:
-            where = f" (first defined at {first[0]})" if first[0] else ""
+        if name in self.defined:
+            first = self.defined[name]
+            where = f" (first defined at {first})" if first else ""
             raise self.error(
-                f"duplicate name {name!r}: already defined as a {first[1]}{where}",
+                f"duplicate name {name!r}: already defined as a {self.kinds.get(name, 'node')}{where}",
                 loc,
                 hint="every parameter, constant and node needs its own name",
             )
-        self.defined[name] = (loc, kind)
+        self.defined[name] = loc
+        if kind != "node":
+            self.kinds[name] = kind
 
     # --------------------------------------------------------------- statements
 
@@ -126,7 +132,7 @@ class FunctionBuilder:
         for out in outputs:
             if out in defined:
                 self._define(out, loc, "node")  # raises the duplicate-name error
-            defined[out] = (loc, "node")
+            defined[out] = loc
         self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
@@ -176,10 +182,12 @@ class FunctionBuilder:
             self.loc,
         )
 
-    def _finish_region(self, param_types: Sequence[TensorType], outer: dict[str, tuple]) -> Function:
+    def _finish_region(
+        self, param_types: Sequence[TensorType], outer: dict[str, Location | None]
+    ) -> Function:
         if self._function is not None:  # already typed, before the outer body was reordered
             return self._function
-        for name, (loc, _kind) in self.defined.items():
+        for name, loc in self.defined.items():
             if name in outer and name not in self.bindings and not name.startswith(ANON_PREFIX):
                 raise self.error(
                     f"{name!r} in this region shadows {name!r} of the enclosing graph",
@@ -188,7 +196,8 @@ class FunctionBuilder:
                 )
         for (name, loc), type_ in zip(self.captures, param_types):
             self.params.append(Param(name, type_, loc))
-            self.defined[name] = (loc, "parameter")
+            self.defined[name] = loc
+            self.kinds[name] = "parameter"
         self._function = self.finish(self._results)
         return self._function
 
@@ -315,7 +324,10 @@ class FunctionBuilder:
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
         types[st.outputs[0]] = out
-        return Node(st.outputs, st.op, st.inputs, (out,), attrs, None, st.loc)
+        single = self._single.get(out)
+        if single is None:
+            single = self._single[out] = (out,)
+        return Node(st.outputs, st.op, st.inputs, single, attrs, None, st.loc)
 
     def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
         op = self.catalog.get(st.op)
