@@ -78,29 +78,13 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
 
 
 def prepare(args: argparse.Namespace):
-    """Parse FILE and make every offloaded part explicit; returns (program, language)."""
+    """Parse FILE and make every offloaded part explicit."""
     from .api import language_of, parse_file
-    from .generator.lowering import offload_whole
+    from .building import offload
 
     language = language_of(args.file, args.source_language)
     program = parse_file(args.file, language, spec_path=args.spec_path)
-    if len(args.backend) > 1:
-        raise UsageError("several --backend values need automatic partitioning, which is not available yet")
-    if language == "examplejson":
-        return offload_whole(program, args.backend[0] if args.backend else "examplejson")
-    regions = {n.callee.backend for fn in program.functions for n in fn.nodes if n.callee is not None}
-    if not regions:
-        raise UsageError(
-            f"{args.file}: nothing is offloaded",
-            hint="mark a region with `name = @ccompiler { ... return ... }`",
-        )
-    stray = sorted(regions - set(args.backend)) if args.backend else []
-    if stray:
-        raise UsageError(
-            f"{args.file} offloads to {', '.join(stray)}, not to {args.backend[0]}",
-            hint=f"pass --backend {stray[0]}, or leave --backend out",
-        )
-    return program
+    return offload(program, language, args.backend)
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:

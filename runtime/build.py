@@ -1,19 +1,30 @@
 """Compile generated C and C++ into shared libraries, with a content-addressed cache.
 
 * The compiler is ``$CC`` (C) or ``$CXX`` (C++) when set, else the spec's; ``$CFLAGS``
-  (C) or ``$CXXFLAGS`` (C++) are appended to the spec's flags.
+  (C) or ``$CXXFLAGS`` (C++) are appended to the spec's flags, so they win.
 * Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``.
 * Libraries are cached under ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
-  ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line and the
-  compiler's version. A build goes to a temporary name and is renamed into place,
-  so processes that build the same source at once never see a partial library.
-  Each entry carries a sha256 of its library; a corrupted entry is rebuilt.
+  ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
+  compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
+  ``<root>/<xx>/<key>/`` holding ``lib<main>.so``, its ``.sha256`` and ``src/`` (the
+  sources it was built from).
+* A build happens in a private directory under ``<root>/tmp/`` that is renamed into
+  place as a whole, so processes that build the same source at once never see a
+  partial entry: the first rename wins and the others use its library. An entry
+  whose library no longer matches its sha256 is moved aside and rebuilt.
+* A compiler error is a :class:`BuildError` with the compiler's message and the
+  generated lines around the first error; a missing compiler is one that says how
+  to install one or set ``$CC`` / ``$CXX``. Neither leaves anything in the cache.
+
+This module never imports ``byoc.generator`` (nor the spec loader).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,10 +33,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from byoc.errors import BuildError
 
+if TYPE_CHECKING:
+    from byoc.spec.backend import CompileSettings
+
+FORMAT = "byoc-build-1"
+"""Part of every cache key; bump it when the command line or entry layout changes."""
 CONTEXT_LINES = 3
+MESSAGE_LINES = 20
+TIMEOUT = 600
+INSTALL_HINT = "install a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc gcc-c++; macOS: xcode-select --install)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +56,10 @@ class Toolchain:
     flags: tuple[str, ...]
     language: str  # "c" or "c++"
 
+    @property
+    def env_var(self) -> str:
+        return "CXX" if self.language == "c++" else "CC"
+
 
 def toolchain(
     language: str,
@@ -44,16 +68,49 @@ def toolchain(
     flags: Sequence[str],
     env: Mapping[str, str] | None = None,
 ) -> Toolchain:
+    """The toolchain for ``language``: ``$CC``/``$CXX`` over ``spec_compiler``, then
+    ``-std=<std>``, the spec's ``flags`` and ``$CFLAGS``/``$CXXFLAGS``."""
     env = os.environ if env is None else env
     cplusplus = language in ("c++", "cpp", "cxx")
-    override = env.get("CXX" if cplusplus else "CC")
+    override = env.get("CXX" if cplusplus else "CC", "").strip()
     compiler = tuple(shlex.split(override)) if override else (spec_compiler,)
     extra = tuple(shlex.split(env.get("CXXFLAGS" if cplusplus else "CFLAGS", "")))
     std_flag = (f"-std={std}",) if std else ()
     return Toolchain(compiler, std_flag + tuple(flags) + extra, "c++" if cplusplus else "c")
 
 
+def build_artifacts(
+    sources: Mapping[str, str],
+    main: str,
+    settings: CompileSettings,
+    values: Mapping[str, object],
+    *,
+    env: Mapping[str, str] | None = None,
+    cache: Path | None = None,
+) -> Path:
+    """Compile a backend's module artifact ``sources[main]`` (the other sources are
+    headers it includes) as its spec's ``compile:`` settings say, and return the path
+    of the cached library.
+
+    ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
+    option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
+    the flags use only options).
+    """
+    if settings.compiler is None:
+        raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
+    try:
+        flags = settings.render_flags(values)
+    except KeyError as exc:
+        raise BuildError(
+            f"cannot render the compile flags: {exc.args[0]}",
+            hint="pass spec.template_values(options) as the values",
+        ) from None
+    chain = toolchain(settings.language, settings.compiler, settings.std, flags, env)
+    return build_library(sources, main, chain, cache=cache)
+
+
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The cache root: ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else ``~/.cache/byoc``."""
     env = os.environ if env is None else env
     if env.get("BYOC_CACHE_DIR"):
         return Path(env["BYOC_CACHE_DIR"])
@@ -62,24 +119,27 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 @lru_cache(maxsize=16)
-def compiler_version(compiler: tuple[str, ...]) -> str:
+def compiler_version(compiler: tuple[str, ...], env_var: str = "CC") -> str:
     """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing."""
     if shutil.which(compiler[0]) is None:
         raise BuildError(
             f"C/C++ compiler {compiler[0]!r} not found",
-            hint="install one (Debian/Ubuntu: apt-get install build-essential) or point $CC / $CXX at yours",
+            hint=f"{INSTALL_HINT}, or set ${env_var} to the compiler to use",
         )
     try:
         proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"cannot run {compiler[0]}: {exc}", hint="check $CC / $CXX") from None
+        raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
     return proc.stdout.strip() or proc.stderr.strip()
 
 
-def _tvm_ffi_paths() -> tuple[str, str]:
-    import tvm_ffi.libinfo
+def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
+    """(include dirs, libtvm_ffi's directory, tvm_ffi version)."""
+    import tvm_ffi
+    import tvm_ffi.libinfo as info
 
-    return tvm_ffi.libinfo.find_include_path(), os.path.dirname(tvm_ffi.libinfo.find_libtvm_ffi())
+    includes = tuple(dict.fromkeys((info.find_include_path(), info.find_dlpack_include_path())))
+    return includes, os.path.dirname(info.find_libtvm_ffi()), str(tvm_ffi.__version__)
 
 
 def build_library(
@@ -88,63 +148,110 @@ def build_library(
     """Compile ``sources[main]`` (other entries are headers it includes) into a cached
     shared library and return its path. Raises BuildError with the compiler's message
     and the generated lines around the first error."""
-    include, libdir = _tvm_ffi_paths()
-    version = compiler_version(chain.compiler)
+    for name in sources:
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise BuildError(f"source name {name!r} is not a plain file name")
+    if main not in sources:
+        raise BuildError(f"no source {main!r} to compile", hint=f"sources: {', '.join(sources)}")
+    includes, libdir, ffi_version = _tvm_ffi_paths()
+    version = compiler_version(chain.compiler, chain.env_var)
     key = hashlib.sha256()
-    for part in (chain.language, version, *chain.compiler, *chain.flags, include, libdir):
+    parts = (FORMAT, chain.language, version, ffi_version, *chain.compiler, "--", *chain.flags, "--")
+    for part in (*parts, *includes, libdir, main):
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
         key.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
     digest = key.hexdigest()
-    root = cache or cache_dir()
+    root = cache if cache is not None else cache_dir()
     entry = root / digest[:2] / digest
     library = entry / f"lib{Path(main).stem}.so"
     if _valid(library):
         return library
+    staging: Path | None = None
     try:
-        entry.mkdir(parents=True, exist_ok=True)
+        (root / "tmp").mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="build.", dir=root / "tmp"))
+        _compile(sources, main, chain, staging, library.name, includes, libdir)
+        return _publish(staging, entry, library, root)
     except OSError as exc:
         raise BuildError(
-            f"cannot create the build cache {entry}: {exc.strerror}",
+            f"cannot write the build cache {root}: {exc.strerror or exc}",
             hint="set $BYOC_CACHE_DIR to a writable directory",
         ) from None
-    with tempfile.TemporaryDirectory(prefix="build.", dir=entry) as work:
-        for name, text in sources.items():
-            Path(work, name).write_text(text, encoding="utf-8")
-        tmp_lib = Path(work) / library.name
-        cmd = [
-            *chain.compiler,
-            *chain.flags,
-            "-shared",
-            "-fPIC",
-            f"-I{include}",
-            f"-I{work}",
-            str(Path(work) / main),
-            "-o",
-            str(tmp_lib),
-            f"-L{libdir}",
-            "-ltvm_ffi",
-            f"-Wl,-rpath,{libdir}",
-        ]
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _compile(
+    sources: Mapping[str, str],
+    main: str,
+    chain: Toolchain,
+    staging: Path,
+    lib_name: str,
+    includes: Sequence[str],
+    libdir: str,
+) -> None:
+    """Compile into ``staging``: ``src/`` holds the sources; the library and its
+    sha256 go next to it."""
+    src = staging / "src"
+    src.mkdir()
+    for name, text in sources.items():
+        (src / name).write_text(text, encoding="utf-8")
+    out = staging / lib_name
+    cmd = [
+        *chain.compiler,
+        *chain.flags,
+        "-shared",
+        "-fPIC",
+        *(f"-I{d}" for d in includes),
+        f"-I{src}",
+        str(src / main),
+        "-o",
+        str(out),
+        f"-L{libdir}",
+        "-ltvm_ffi",
+        f"-Wl,-rpath,{libdir}",
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    except OSError as exc:
+        raise BuildError(
+            f"cannot run {chain.compiler[0]}: {exc.strerror or exc}", hint=f"check ${chain.env_var}"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{chain.compiler[0]} took longer than {TIMEOUT} s on {main}") from None
+    if proc.returncode != 0 or not out.is_file():
+        stderr = (proc.stderr or proc.stdout).replace(f"{src}{os.sep}", "")
+        raise BuildError(
+            f"{chain.compiler[0]} failed on the generated {main}:\n{_excerpt(stderr, sources)}",
+            hint="this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect",
+        )
+    (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
+
+
+def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
+    """Rename ``staging`` to ``entry``. If another process got there first, use its
+    entry when it is valid; move a corrupted one aside and try again. Raises OSError
+    when the cache cannot be written."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(5):
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            os.rename(staging, entry)
+            return library
         except OSError as exc:
-            raise BuildError(
-                f"cannot run {chain.compiler[0]}: {exc.strerror or exc}", hint="check $CC / $CXX"
-            ) from None
-        except subprocess.TimeoutExpired:
-            raise BuildError(f"{chain.compiler[0]} took longer than 600 s on {main}") from None
-        if proc.returncode != 0:
-            raise BuildError(
-                f"{chain.compiler[0]} failed on the generated {main}:\n{_excerpt(proc.stderr, sources[main], main)}",
-                hint="this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect",
-            )
-        data = tmp_lib.read_bytes()
-        (Path(work) / "sha256").write_text(hashlib.sha256(data).hexdigest())
-        os.replace(Path(work) / "sha256", entry / f"{library.name}.sha256.tmp")
-        os.replace(tmp_lib, library)
-        os.replace(entry / f"{library.name}.sha256.tmp", entry / f"{library.name}.sha256")
-    return library
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        if _valid(library):
+            return library
+        stale = Path(tempfile.mkdtemp(prefix="stale.", dir=root / "tmp"))
+        try:
+            os.rename(entry, stale / "entry")
+        except FileNotFoundError:
+            pass  # another process moved it first
+        finally:
+            shutil.rmtree(stale, ignore_errors=True)
+    raise BuildError(f"the cache entry {entry} keeps changing under this build", hint="try again")
 
 
 def _valid(library: Path) -> bool:
@@ -156,15 +263,25 @@ def _valid(library: Path) -> bool:
         return False
 
 
-def _excerpt(stderr: str, source: str, main: str) -> str:
-    """The compiler's first lines, plus the generated source around its first error line."""
-    message = "\n".join(stderr.strip().splitlines()[:20])
-    lines = source.splitlines()
-    for line in stderr.splitlines():
-        parts = line.split(":")
-        if len(parts) > 2 and parts[0].endswith(main) and parts[1].isdigit():
-            n = int(parts[1])
-            lo, hi = max(1, n - CONTEXT_LINES), min(len(lines), n + CONTEXT_LINES)
-            shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {lines[i - 1]}" for i in range(lo, hi + 1))
-            return f"{message}\n\ngenerated {main}, around line {n}:\n{shown}"
-    return message
+_LOCATION = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*(?P<what>fatal error|error|warning)?")
+
+
+def _excerpt(stderr: str, sources: Mapping[str, str]) -> str:
+    """The compiler's first lines, plus the generated source around its first error."""
+    lines = stderr.strip().splitlines()
+    message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
+    found: tuple[str, int] | None = None
+    for line in lines:
+        m = _LOCATION.match(line)
+        if m and m.group("file") in sources:
+            if found is None or (m.group("what") or "").endswith("error"):
+                found = (m.group("file"), int(m.group("line")))
+            if (m.group("what") or "").endswith("error"):
+                break
+    if found is None:
+        return message
+    name, n = found
+    text = sources[name].splitlines()
+    lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
+    shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
+    return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}"

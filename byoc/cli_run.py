@@ -1,0 +1,230 @@
+"""``byoc build`` and ``byoc run``: the main job, end to end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .cli_gen import add_graph_arguments, parse_options
+from .errors import UsageError
+
+RUN_EPILOG = """\
+examples:
+  byoc run examples/guide_whole_graph.graph
+  byoc run examples/tvm_external_runtime.examplejson --backend ccompiler
+  byoc run model.byoc                          # a bundle from `byoc build`
+  byoc run g.graph --inputs data.npz --rtol 1e-6
+  byoc run g.graph --option opt_level=3 --seed 7
+
+It parses, generates, compiles (or loads a bundle), runs every graph on seeded
+random inputs (or on --inputs, an .npz with one array per graph input; for several
+graphs name them GRAPH/INPUT), and compares every output with the numpy reference.
+
+exit status: 0 when every output matches, 1 on a mismatch, 2 on bad input
+"""
+
+BUILD_EPILOG = """\
+examples:
+  byoc build examples/guide_whole_graph.graph -o guide.byoc
+  byoc build examples/tvm_external_runtime.examplejson --backend json -o rt.byoc
+  byoc run guide.byoc
+
+The bundle holds a manifest (format version, sha256 of every member), the host
+graphs, the compiled libraries and their generated sources, and the source graph.
+Load it with byoc.runtime.load("guide.byoc"); that needs no code generator.
+"""
+
+
+def add_commands(sub, parents) -> None:
+    b = sub.add_parser(
+        "build",
+        parents=parents,
+        help="build a graph into a runnable .byoc bundle",
+        description="Generate and compile a graph, and save everything it needs to run in one .byoc file.",
+        epilog=BUILD_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_graph_arguments(b)
+    b.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="the bundle to write (e.g. model.byoc)"
+    )
+    b.set_defaults(run=_cmd_build)
+
+    r = sub.add_parser(
+        "run",
+        parents=parents,
+        help="build and run a graph, and check it against numpy (the main job)",
+        description="Parse, generate, compile, run and compare every output with the numpy reference.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_graph_arguments(r)
+    r.add_argument("--inputs", metavar="NPZ", help="input arrays (.npz); default: seeded random inputs")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    r.add_argument(
+        "--rtol", type=float, default=None, help="relative tolerance (default: 1e-5 float32, 1e-12 float64)"
+    )
+    r.add_argument(
+        "--atol", type=float, default=None, help="absolute tolerance (default: 1e-6 float32, 1e-12 float64)"
+    )
+    r.set_defaults(run=_cmd_run)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from .building import Timings, build
+
+    timings = Timings()
+    model = build(
+        args.file,
+        backends=args.backend,
+        options=parse_options(args.option),
+        spec_path=args.spec_path,
+        language=args.source_language,
+        timings=timings,
+    )
+    model.save(args.output)
+    size = Path(args.output).stat().st_size
+    modules = ", ".join(f"{m['backend']} ({m['kind']})" for m in model.manifest["modules"])
+    sys.stdout.write(
+        f"wrote {args.output}: {len(model.members)} members, {size:,} bytes\n"
+        f"  graphs: {', '.join(model.graph_names)}\n  modules: {modules}\n"
+    )
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .api import load_catalog, parse
+    from .building import SOURCE_MEMBER, Timings, build
+    from .reference import evaluate
+    from .runtime import load
+
+    timings = Timings()
+    catalog = load_catalog()
+    if str(args.file).endswith(".byoc"):
+        if args.backend or args.option:
+            raise UsageError(
+                "--backend and --option do not apply to a built bundle", hint="rebuild it with `byoc build`"
+            )
+        with timings.measure("load"):
+            model = load(args.file, catalog)
+            program = parse(
+                model.members[SOURCE_MEMBER], "graph", file=f"{args.file}:{SOURCE_MEMBER}", catalog=catalog
+            )
+    else:
+        model = build(
+            args.file,
+            backends=args.backend,
+            options=parse_options(args.option),
+            spec_path=args.spec_path,
+            language=args.source_language,
+            catalog=catalog,
+            timings=timings,
+        )
+        from .api import language_of, parse_file
+
+        program = parse_file(
+            args.file, language_of(args.file, args.source_language), spec_path=args.spec_path
+        )
+    supplied = _load_inputs(args.inputs) if args.inputs else None
+    backends = ", ".join(m["backend"] for m in model.manifest["modules"])
+    sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
+    failed = 0
+    for name in model.graph_names:
+        executor = model.executor(name)
+        fn = program.function(name)
+        inputs = _inputs(executor, name, supplied, args.seed, len(model.graph_names) > 1)
+        with timings.measure("run"):
+            outputs = executor(**inputs)
+        with timings.measure("reference"):
+            expected = evaluate(fn, inputs, catalog)
+        failed += _report(name, inputs, outputs, expected, args)
+    stages = " · ".join(f"{k} {_ms(v)}" for k, v in timings.stages.items())
+    sys.stdout.write(f"stages: {stages}\n")
+    if failed:
+        sys.stdout.write(f"result: {failed} output(s) differ from the numpy reference\n")
+        return 1
+    sys.stdout.write("result: every output matches the numpy reference\n")
+    return 0
+
+
+def _inputs(executor, graph: str, supplied, seed: int, qualified: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inputs: dict[str, np.ndarray] = {}
+    for name in executor.input_names:
+        t = executor.input_type(name)
+        if supplied is None:
+            if t.dtype.startswith("int"):
+                inputs[name] = rng.integers(-100, 100, size=t.shape).astype(t.dtype)
+            else:
+                inputs[name] = rng.uniform(-2.0, 2.0, size=t.shape).astype(t.dtype)
+            continue
+        key = f"{graph}/{name}" if qualified else name
+        if key not in supplied:
+            raise UsageError(
+                f"--inputs has no array {key!r}",
+                hint=f"graph {graph} takes: {', '.join(executor.input_names)}",
+            )
+        array = supplied[key]
+        if array.shape != t.shape or array.dtype != np.dtype(t.dtype):
+            raise UsageError(
+                f"--inputs array {key!r} is {array.dtype}{list(array.shape)}, but {graph} takes {t}"
+            )
+        inputs[name] = array
+    return inputs
+
+
+def _load_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise UsageError(
+                    f"--inputs {path} is a single array, not an .npz archive", hint="save with np.savez"
+                )
+            return {key: data[key] for key in data.files}
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise UsageError(
+            f"--inputs {path}: {exc}", hint="byoc never unpickles; save plain arrays with np.savez"
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise UsageError(f"--inputs {path}: cannot read it as .npz ({exc})") from None
+    except Exception as exc:  # zipfile and numpy's format module raise assorted errors on corrupt files
+        raise UsageError(f"--inputs {path} is not a valid .npz file ({type(exc).__name__}: {exc})") from None
+
+
+def _report(graph, inputs, outputs, expected, args) -> int:
+    sys.stdout.write(f"graph {graph}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
+    rows = [("output", "shape", "dtype", "max abs error", "status")]
+    failed = 0
+    for k, (got, want) in enumerate(zip(outputs, expected)):
+        status, error = _compare(got, want, args)
+        failed += status != "ok"
+        rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        sys.stdout.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    return failed
+
+
+def _compare(got: np.ndarray, want: np.ndarray, args) -> tuple[str, str]:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"MISMATCH (expected {want.dtype}{list(want.shape)})", "-"
+    if got.size == 0:
+        return "ok", "0"
+    if got.dtype.kind in "iu":
+        error = int(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
+        return ("ok" if error == 0 else "MISMATCH"), str(error)
+    precise = got.dtype == np.float64
+    rtol = args.rtol if args.rtol is not None else (1e-12 if precise else 1e-5)
+    atol = args.atol if args.atol is not None else (1e-12 if precise else 1e-6)
+    error = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+    ok = np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

@@ -1,0 +1,144 @@
+"""``.byoc`` bundles: one file that holds everything a built program needs to run.
+
+A bundle is a zip archive with a ``manifest.json`` and plain members:
+
+* ``manifest.json``: ``{"format": "byoc-bundle", "version": 1, "byoc": <version>,
+  "graphs": [...], "modules": [...], "members": {name: {"sha256", "size"}}}``;
+* the host graphs (``<graph>.graph.json``) and host functions (``<graph>.host.graph``);
+* each backend's module: compiled libraries (``lib<backend>.so``) with their
+  generated sources, or the JSON / ExampleJSON text the interpreters run;
+* the constants, inside the artifacts that use them (C arrays in the sources and
+  libraries, ``const_values`` in JSON modules, literals in host functions).
+
+Reading checks everything before anything runs: the archive's integrity, the
+format and version, that member names are plain file names (no ``../``), that
+every listed member exists with its recorded size and sha256, and that no member
+is unlisted. A problem is a :class:`~byoc.errors.RuntimeFailure` naming it.
+
+Trust: a bundle carries native code that byoc loads into the process. Only load
+bundles you would run as a program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from byoc.atomic import write_file
+from byoc.errors import RuntimeFailure
+
+FORMAT = "byoc-bundle"
+VERSION = 1
+MANIFEST = "manifest.json"
+MAX_MEMBER_BYTES = 1 << 31
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
+
+
+def write_bundle(path: str | Path, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> None:
+    """Write ``members`` and a manifest recording their sizes and digests, atomically."""
+    for name in members:
+        _check_name(name)
+    full = dict(manifest)
+    full["format"], full["version"] = FORMAT, VERSION
+    full["members"] = {
+        name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        for name, data in sorted(members.items())
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(_info(MANIFEST), json.dumps(full, indent=2, sort_keys=True) + "\n")
+        for name, data in sorted(members.items()):
+            archive.writestr(_info(name), data)
+    write_file(path, buffer.getvalue())
+
+
+def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The manifest and every member of a bundle, verified; raises RuntimeFailure."""
+    where = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise RuntimeFailure(f"cannot read bundle {where}: {exc.strerror or exc}") from None
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+        names = archive.namelist()
+        if MANIFEST not in names:
+            raise RuntimeFailure(
+                f"{where} has no {MANIFEST}", hint="is this a .byoc bundle written by `byoc build`?"
+            )
+        manifest = _manifest(archive.read(MANIFEST), where)
+        listed = manifest["members"]
+        for name in names:
+            if name != MANIFEST and name not in listed:
+                raise RuntimeFailure(f"{where}: member {name!r} is not listed in the manifest")
+        members: dict[str, bytes] = {}
+        for name, record in listed.items():
+            _check_name(name, where)
+            if name not in names:
+                raise RuntimeFailure(f"{where}: the manifest lists {name!r}, but the bundle lacks it")
+            size = int(record["size"])
+            if archive.getinfo(name).file_size != size or size > MAX_MEMBER_BYTES:
+                raise RuntimeFailure(f"{where}: member {name!r} has the wrong size")
+            data = archive.read(name)
+            if hashlib.sha256(data).hexdigest() != record["sha256"]:
+                raise RuntimeFailure(
+                    f"{where}: member {name!r} fails its sha256 check; the bundle is corrupt"
+                )
+            members[name] = data
+    except RuntimeFailure:
+        raise
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+    ) as exc:
+        raise RuntimeFailure(
+            f"{where} is not a valid byoc bundle ({type(exc).__name__}: {exc})",
+            hint="the file is truncated or corrupt; rebuild it with `byoc build`",
+        ) from None
+    return manifest, members
+
+
+def _manifest(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        manifest = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RuntimeFailure(f"{where}: {MANIFEST} is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise RuntimeFailure(
+            f"{where} is not a byoc bundle (format {manifest.get('format') if isinstance(manifest, dict) else None!r})"
+        )
+    if manifest.get("version") != VERSION:
+        raise RuntimeFailure(
+            f"{where} has bundle version {manifest.get('version')!r}; this byoc reads version {VERSION}",
+            hint="rebuild the bundle with this byoc",
+        )
+    for key, kind in (("members", dict), ("graphs", list), ("modules", list)):
+        if not isinstance(manifest.get(key), kind):
+            raise RuntimeFailure(f"{where}: {MANIFEST} lacks a valid {key!r}")
+    return manifest
+
+
+def _check_name(name: str, where: str = "bundle") -> None:
+    if not isinstance(name, str) or not _MEMBER_NAME.match(name) or name == MANIFEST:
+        raise RuntimeFailure(
+            f"{where}: invalid member name {name!r}", hint="member names are plain file names"
+        )
+
+
+def _info(name: str) -> zipfile.ZipInfo:
+    """A member with a fixed timestamp and mode, so the same content gives the same bytes."""
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info

@@ -1,0 +1,70 @@
+"""Host functions: the ops the host graph runs itself, read back from the
+``<graph>.host.graph`` DSL text the generator writes, and evaluated with the op
+catalog's numpy references."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from byoc.catalog import Catalog
+from byoc.errors import RuntimeFailure
+from byoc.grammar.graph_parser import parse_graph
+from byoc.ir import Function
+from byoc.reference import evaluate
+
+from .interface import PackedFunction, Signature
+
+
+class HostModule:
+    """The host functions of one host graph."""
+
+    kind = "host"
+
+    def __init__(self, text: str, catalog: Catalog, *, file: str | None = None) -> None:
+        self.text = text
+        self.functions: dict[str, Function] = {
+            fn.name: fn for fn in parse_graph(text, catalog, file=file).functions
+        }  # type: ignore[misc]
+        self.catalog = catalog
+
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(self.functions)
+
+    def signature(self, symbol: str) -> Signature:
+        fn = self._function(symbol)
+        return Signature(tuple(p.type for p in fn.params), fn.output_types)
+
+    def get_function(self, symbol: str) -> PackedFunction:
+        fn = self._function(symbol)
+        names = [p.name for p in fn.params]
+        n_in = len(names)
+
+        def run(*args: np.ndarray) -> None:
+            if len(args) != n_in + len(fn.outputs):
+                raise RuntimeFailure(
+                    f"{symbol}: expected {n_in + len(fn.outputs)} arguments, got {len(args)}"
+                )
+            results = evaluate(fn, dict(zip(names, args[:n_in])), self.catalog)
+            for out, value in zip(args[n_in:], results):
+                np.copyto(out, value)
+
+        return run
+
+    def _function(self, symbol: str) -> Function:
+        try:
+            return self.functions[symbol]
+        except KeyError:
+            raise RuntimeFailure(
+                f"no host function {symbol!r}", hint=f"known: {', '.join(self.functions)}"
+            ) from None
+
+
+def host_module(texts: Sequence[tuple[str, str]], catalog: Catalog) -> HostModule | None:
+    """One HostModule over several ``(name, text)`` host-function files, or None."""
+    if not texts:
+        return None
+    return HostModule(
+        "\n".join(text for _, text in texts), catalog, file=texts[0][0] if len(texts) == 1 else None
+    )

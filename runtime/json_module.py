@@ -1,0 +1,181 @@
+"""The JSON runtime module: TVM's ``JSONRuntimeBase``, interpreted with numpy.
+
+It reads the module document the ``json`` codegen writes (``<backend>.json``; the
+schema is documented in :mod:`byoc.generator.json_graph`) and follows the JSON
+runtime's semantics:
+
+* each function is looked up by its **symbol**; its arguments are the input nodes,
+  in ``arg_nodes`` order, then one output per entry of ``heads``, and their **count
+  is checked** (as ``SetInputOutputBuffers`` does);
+* its **const names** (``const_names``, the const nodes in ``arg_nodes`` order) are
+  **bound once**, by an init step: :meth:`JsonRuntimeModule.init`, or
+  ``get_function("__init_<symbol>")``, or else automatically on the first call;
+* kernel nodes run the catalog op their kernel name maps to in the backend's spec
+  (``relu`` is ``nn.relu``), with op attributes decoded from the node's attrs.
+
+The whole document is validated on load by :mod:`byoc.runtime.json_loader`: a bad
+structure, version, node id, forward reference, kernel, attribute or type raises
+:class:`~byoc.errors.RuntimeFailure` naming the function and node. Each graph is
+precompiled into an interpreter :class:`~byoc.runtime.interpreter.Plan` of
+(kernel, input entries, output entry) steps, so a call does no lookups.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from byoc.catalog import Catalog
+from byoc.errors import ByocError, Location, RuntimeFailure
+
+from .interface import PackedFunction, Signature
+from .interpreter import Plan
+from .json_loader import GraphLoader, check_header
+
+INIT_PREFIX = "__init_"
+"""``get_function(INIT_PREFIX + symbol)`` is the function's init step, as in TVM."""
+
+
+def const_array(value: Mapping[str, Any]) -> np.ndarray:
+    """One entry of ``const_values`` as a read-only array (already validated)."""
+    array = np.array(value["data"], dtype=value["dtype"]).reshape(value["shape"])
+    array.flags.writeable = False
+    return array
+
+
+class JsonRuntimeModule:
+    """Every function of one JSON-runtime module document."""
+
+    kind = "json"
+
+    def __init__(
+        self,
+        document: Any,
+        *,
+        file: str | None = None,
+        catalog: Catalog | None = None,
+        kernels: Mapping[str, str] | None = None,
+        spec_path: Any = None,
+        text: str | None = None,
+    ) -> None:
+        """``kernels`` maps kernel names to catalog ops; by default it comes from the
+        spec of the document's backend, found on ``spec_path``."""
+        from byoc.spec import load_catalog
+
+        self.file = file
+        self._where = file or "<json module>"
+        self.backend = check_header(document, self._where)
+        self.catalog = catalog or load_catalog()
+        self.kernels = dict(kernels) if kernels is not None else _spec_kernels(self.backend, spec_path)
+        self.document = document
+        self.text = text
+        values = document["const_values"]
+        self.plans: dict[str, Plan] = {}
+        self.const_names: dict[str, tuple[str, ...]] = {}
+        for symbol, entry in document["functions"].items():
+            loader = GraphLoader(f"{self._where}: function {symbol!r}", self.catalog, self.kernels)
+            self.plans[symbol], self.const_names[symbol] = loader.load(symbol, entry, values)
+        self._consts: dict[str, tuple[np.ndarray, ...]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_text(cls, text: str | bytes, *, file: str | None = None, **kwargs: Any) -> JsonRuntimeModule:
+        """Load a module document from its JSON text."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RuntimeFailure(f"{file or '<json module>'}: not UTF-8 text ({exc.reason})") from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            loc = Location(file, exc.lineno, exc.colno)
+            raise RuntimeFailure(f"not valid JSON: {exc.msg}", loc, source=text) from None
+        return cls(document, file=file, text=text, **kwargs)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: Any) -> JsonRuntimeModule:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise RuntimeFailure(f"cannot read {path}: {exc.strerror}") from None
+        return cls.from_text(data, file=str(path), **kwargs)
+
+    def save(self) -> bytes:
+        """The module document as UTF-8 JSON; :meth:`from_text` loads it back."""
+        return (self.text if self.text is not None else json.dumps(self.document)).encode()
+
+    # ------------------------------------------------------------------ the module API
+
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(self.plans)
+
+    def signature(self, symbol: str) -> Signature:
+        return self._plan(symbol).signature
+
+    def get_function(self, symbol: str) -> PackedFunction:
+        """The function ``symbol``, or its init step ``__init_<symbol>``."""
+        if symbol.startswith(INIT_PREFIX) and symbol not in self.plans:
+            target = symbol[len(INIT_PREFIX) :]
+            self._plan(target)
+            return lambda *consts: self.init(target, consts or None)
+        plan = self._plan(symbol)
+
+        def run(*args: Any) -> None:
+            consts = self._consts.get(symbol)
+            if consts is None:
+                self.init(symbol)
+                consts = self._consts[symbol]
+            plan.run(args, consts)
+
+        return run
+
+    def init(self, symbol: str, consts: Sequence[Any] | None = None) -> bool:
+        """Bind ``symbol``'s constants, once: from the module's ``const_values``, or
+        ``consts`` (arrays in ``const_names`` order). Returns False if already bound."""
+        plan = self._plan(symbol)
+        with self._lock:
+            if symbol in self._consts:
+                if consts is not None:
+                    raise RuntimeFailure(f"{symbol}: constants are already bound", hint="bind them once")
+                return False
+            if consts is None:
+                values = self.document["const_values"]
+                bound = tuple(const_array(values[name]) for name in self.const_names[symbol])
+            else:
+                bound = plan.check_consts(consts, self.const_names[symbol])
+            self._consts[symbol] = bound
+            return True
+
+    def initialized(self, symbol: str) -> bool:
+        return symbol in self._consts
+
+    def _plan(self, symbol: str) -> Plan:
+        plan = self.plans.get(symbol)
+        if plan is None:
+            raise RuntimeFailure(
+                f"no function {symbol!r} in JSON module {self._where}",
+                hint=f"known: {', '.join(self.plans) or 'none'}",
+            )
+        return plan
+
+
+def _spec_kernels(backend: str, spec_path: Any) -> dict[str, str]:
+    """Kernel name -> catalog op, from the json-kind backend spec ``backend``."""
+    from byoc.spec import load_backend
+
+    try:
+        spec = load_backend(backend, spec_path)
+    except ByocError as exc:
+        raise RuntimeFailure(
+            f"cannot read the kernels of backend {backend!r}: {exc.message}",
+            hint="pass spec_path= (the spec's directory) or kernels=",
+        ) from None
+    if spec.kind != "json":
+        raise RuntimeFailure(f"backend {backend!r} is a {spec.kind} backend, not a json one")
+    return {b.kernel: op for op, b in spec.ops.items() if b.kernel is not None}
