@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("parse", "parse_file", "evaluate", "load_catalog", "load_backend", "list_backends")
+_API = ("parse", "parse_file", "print_program", "evaluate", "load_catalog", "load_backend", "list_backends")
 
 
 def __getattr__(name: str):
@@ -16,8 +16,12 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name == "build":
+        from .building import build
+
+        return build
     raise AttributeError(f"module 'byoc' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_API))
+    return sorted([*globals(), *_API, "build"])

@@ -114,19 +114,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 model.members[SOURCE_MEMBER], "graph", file=f"{args.file}:{SOURCE_MEMBER}", catalog=catalog
             )
     else:
+        from .api import language_of, parse_file
+
+        language = language_of(args.file, args.source_language)
+        with timings.measure("parse"):
+            program = parse_file(args.file, language, spec_path=args.spec_path)
         model = build(
-            args.file,
+            program,
             backends=args.backend,
             options=parse_options(args.option),
             spec_path=args.spec_path,
-            language=args.source_language,
+            language=language,
             catalog=catalog,
             timings=timings,
-        )
-        from .api import language_of, parse_file
-
-        program = parse_file(
-            args.file, language_of(args.file, args.source_language), spec_path=args.spec_path
         )
     supplied = _load_inputs(args.inputs) if args.inputs else None
     backends = ", ".join(m["backend"] for m in model.manifest["modules"])
