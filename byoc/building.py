@@ -41,29 +41,28 @@ class Timings:
         return _Timer()
 
 
-def offload(program: Program, language: str, backends: Sequence[str]) -> Program:
+def offload(program: Program, language: str, backends: Sequence[str], load_backend) -> Program:
     """The program with everything to offload made explicit.
 
-    ExampleJSON: each subgraph goes whole to the one backend (default examplejson).
-    DSL: the program's own ``@backend`` regions; a ``--backend`` that contradicts
-    them is an error (automatic partitioning is a later step).
+    ExampleJSON: each subgraph goes whole to one backend (default examplejson), and
+    keeps its name as the exported symbol. DSL: explicit ``@backend`` regions stay as
+    written, and with ``--backend`` every other node is partitioned automatically
+    (annotate, merge, partition) over the given backends, in order of preference.
     """
     from .generator.lowering import offload_whole
+    from .generator.partition import partition
 
-    if len(backends) > 1:
-        raise UsageError("several --backend values need automatic partitioning, which is not available yet")
     if language == "examplejson":
+        if len(backends) > 1:
+            raise UsageError("an ExampleJSON subgraph goes whole to one backend; pass one --backend")
         return offload_whole(program, backends[0] if backends else "examplejson")
-    regions = {n.callee.backend for fn in program.functions for n in fn.nodes if n.callee is not None}
-    if not regions:
+    if backends:
+        program = partition(program, [load_backend(name) for name in dict.fromkeys(backends)])
+    if not any(n.callee is not None for fn in program.functions for n in fn.nodes):
         raise UsageError(
-            "nothing is offloaded", hint="mark a region with `name = @ccompiler { ... return ... }`"
-        )
-    stray = sorted(regions - set(backends)) if backends else []
-    if stray:
-        raise UsageError(
-            f"the graph offloads to {', '.join(stray)}, not to {backends[0]}",
-            hint=f"pass --backend {stray[0]}, or leave --backend out",
+            "nothing is offloaded",
+            hint="pass --backend NAME to offload what a backend supports, or mark a region "
+            "with `name = @ccompiler { ... return ... }`",
         )
     return program
 
@@ -85,6 +84,10 @@ def build(
 
     timings = timings or Timings()
     catalog = catalog or load_catalog()
+
+    def loader(name: str):
+        return load_backend(name, spec_path=spec_path)
+
     with timings.measure("parse"):
         if isinstance(source, Program):
             program, lang = source, language or "graph"
@@ -93,10 +96,7 @@ def build(
 
             lang = language_of(source, language)
             program = parse_file(source, lang, spec_path=spec_path)
-        offloaded = offload(program, lang, backends)
-
-    def loader(name: str):
-        return load_backend(name, spec_path=spec_path)
+        offloaded = offload(program, lang, backends, loader)
 
     with timings.measure("generate"):
         lowered, artifacts = generate(offloaded, catalog, loader, options)

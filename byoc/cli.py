@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .cli_gen import add_commands as add_gen_commands
+from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
 from .cli_spec import add_commands as add_spec_commands
 from .errors import ByocError
@@ -118,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     add_spec_commands(sub, parents)
     add_gen_commands(sub, parents)
     add_run_commands(sub, parents)
+    add_partition_commands(sub, parents)
     return top
 
 

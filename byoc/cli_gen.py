@@ -79,12 +79,12 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
 
 def prepare(args: argparse.Namespace):
     """Parse FILE and make every offloaded part explicit."""
-    from .api import language_of, parse_file
+    from .api import language_of, load_backend, parse_file
     from .building import offload
 
     language = language_of(args.file, args.source_language)
     program = parse_file(args.file, language, spec_path=args.spec_path)
-    return offload(program, language, args.backend)
+    return offload(program, language, args.backend, lambda name: load_backend(name, spec_path=args.spec_path))
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:

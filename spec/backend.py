@@ -169,6 +169,8 @@ class BackendSpec:
     """The kind's code templates by key (``prelude``, ``engine``, ``invoke``, ...)."""
     header: str | None = None
     """engine kind: the file name of the generated engine header."""
+    broadcast: bool = False
+    """Whether the backend's code broadcasts inputs to the output shape (numpy's rule)."""
     source: str | None = field(default=None, compare=False)
     """The spec file this was loaded from."""
     loc: Location | None = field(default=None, compare=False, repr=False)

@@ -39,7 +39,7 @@ MAX_SYMBOL_PREFIX = 64
 SCHEMA_VERSION = 1
 
 COMMON_REQUIRED = ("version", "name", "kind", "dtypes", "ranks")
-COMMON_OPTIONAL = ("description", "symbol_prefix", "options")
+COMMON_OPTIONAL = ("description", "symbol_prefix", "broadcast", "options")
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,),
     "float": (int, float),
@@ -87,6 +87,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     name = _name(doc, root)
     description = doc.typed(root, "description", str, "description") if "description" in root else ""
     symbol_prefix = _symbol_prefix(doc, root, name)
+    broadcast = _broadcast(doc, root, kind)
     dtypes = _dtypes(doc, root, kind)
     ranks = _ranks(doc, root)
     options = _options(doc, root, kind) if "options" in root else {}
@@ -100,6 +101,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         kind=kind.name,
         description=description.strip(),
         symbol_prefix=symbol_prefix,
+        broadcast=broadcast,
         dtypes=dtypes,
         ranks=ranks,
         compile=compile_settings,
@@ -156,6 +158,21 @@ def _name(doc: YamlDoc, root) -> str:
             hint="byoc finds a backend by its file name; rename the file or the backend",
         )
     return str(name)
+
+
+def _broadcast(doc: YamlDoc, root, kind: Kind) -> bool:
+    if "broadcast" not in root:
+        return False
+    value = doc.typed(root, "broadcast", bool, "broadcast")
+    if value and not kind.can_broadcast:
+        raise doc.error(
+            f"a {kind.name} backend cannot broadcast",
+            root,
+            "broadcast",
+            value=True,
+            hint=f"the {kind.name} generator needs every input of an op in the output's shape; remove `broadcast: true`",
+        )
+    return value
 
 
 def _symbol_prefix(doc: YamlDoc, root, name: str) -> str:

@@ -101,6 +101,13 @@ class Kind:
     """Whether ops with attributes can be mapped."""
     options: Mapping[str, str] = field(default_factory=dict)
     """Options the kind's generator honours when a spec declares them: name -> type."""
+    can_broadcast: bool = False
+    """Whether the kind's code can broadcast inputs to the output shape (numpy's rule),
+    so that a spec of the kind may declare ``broadcast: true``."""
+    max_outputs: int | None = None
+    """The most outputs one generated function can have; None means any."""
+    constants: bool = True
+    """Whether a generated function can embed constants."""
 
     @property
     def compiled(self) -> bool:
@@ -180,6 +187,9 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             op_required=("token",),
             attrs=False,
             options={"indent": "int"},
+            can_broadcast=True,
+            max_outputs=1,
+            constants=False,
         ),
         "json": Kind(
             name="json",
@@ -188,6 +198,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             dtypes=DTYPES,
             op_required=("kernel",),
             options={"indent": "int"},
+            can_broadcast=True,
         ),
     }
 )

@@ -1,0 +1,125 @@
+"""``byoc partition`` and ``byoc dot``: see and draw what runs where."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+
+from .errors import UsageError
+
+PARTITION_EPILOG = """\
+examples:
+  byoc partition examples/guide_plain_graph.graph --backend ccompiler
+  byoc partition g.graph --backend engine --backend json   # engine first, then json
+
+Each op goes to the first backend, in --backend order, whose spec supports it
+(op, dtypes, rank, broadcasting, attributes); ops no backend takes stay on the
+host. Neighbouring ops of one backend merge into the largest regions that create
+no cycle through the host. Regions already written as @backend { ... } are kept.
+The output is DSL with explicit regions: edit it, and `byoc run` the result.
+"""
+
+DOT_EPILOG = """\
+examples:
+  byoc dot examples/guide_whole_graph.graph                      # DOT on stdout
+  byoc dot examples/guide_plain_graph.graph --backend ccompiler -o guide.svg
+  byoc dot g.graph -o g.png
+
+One colour per backend, a cluster per region, tensor types on the edges. SVG and
+PNG need Graphviz's `dot` (Debian/Ubuntu: apt-get install graphviz; macOS: brew
+install graphviz); .dot output does not.
+"""
+
+
+def add_commands(sub, parents) -> None:
+    from .cli_gen import add_graph_arguments
+
+    p = sub.add_parser(
+        "partition",
+        parents=parents,
+        help="print a graph with its automatic backend regions, as DSL",
+        description="Annotate, merge and partition a graph over the given backends, and print it as DSL.",
+        epilog=PARTITION_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_graph_arguments(p)
+    p.set_defaults(run=_cmd_partition)
+
+    d = sub.add_parser(
+        "dot",
+        parents=parents,
+        help="draw a (partitioned) graph with Graphviz",
+        description="Draw a graph, partitioned over --backend when given, as DOT, SVG or PNG.",
+        epilog=DOT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_graph_arguments(d)
+    d.add_argument(
+        "-o", "--output", metavar="FILE", help="out.dot, out.svg or out.png (default: DOT on stdout)"
+    )
+    d.set_defaults(run=_cmd_dot)
+
+
+def _partitioned(args: argparse.Namespace):
+    from .api import language_of, load_backend, parse_file
+    from .generator.partition import partition
+
+    language = language_of(args.file, args.source_language)
+    program = parse_file(args.file, language, spec_path=args.spec_path)
+    if args.option:
+        raise UsageError("--option does not change partitioning", hint="pass options to gen, build or run")
+    if args.backend:
+        program = partition(
+            program, [load_backend(b, spec_path=args.spec_path) for b in dict.fromkeys(args.backend)]
+        )
+    return program
+
+
+def _cmd_partition(args: argparse.Namespace) -> int:
+    from .api import print_program
+
+    if not args.backend:
+        raise UsageError("name at least one --backend to partition for", hint="`byoc backends` lists them")
+    sys.stdout.write(print_program(_partitioned(args), "graph"))
+    return 0
+
+
+def _cmd_dot(args: argparse.Namespace) -> int:
+    from .api import load_backend, load_catalog
+    from .atomic import write_file
+    from .generator.dot import dot_program
+    from .generator.lowering import lower
+
+    program = _partitioned(args)
+    has_regions = any(n.callee is not None for fn in program.functions for n in fn.nodes)
+    if has_regions:  # show the exported symbols the regions get
+        lowered = lower(program, lambda name: load_backend(name, spec_path=args.spec_path), load_catalog())
+        program = type(program)(lowered.hosts)
+    text = dot_program(program)
+    out = args.output
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    suffix = out.rsplit(".", 1)[-1].lower() if "." in out else ""
+    if suffix in ("dot", "gv"):
+        write_file(out, text)
+    elif suffix in ("svg", "png"):
+        dot = shutil.which("dot")
+        if dot is None:
+            raise UsageError(
+                f"writing {out} needs Graphviz's `dot`, which is not installed",
+                hint="install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz), "
+                "or write DOT with -o out.dot",
+            )
+        proc = subprocess.run([dot, f"-T{suffix}"], input=text.encode(), capture_output=True, timeout=120)
+        if proc.returncode != 0:
+            raise UsageError(f"dot failed: {proc.stderr.decode(errors='replace').strip()}")
+        write_file(out, proc.stdout)
+    else:
+        raise UsageError(
+            f"cannot tell the picture format of {out!r}", hint="use a .dot, .svg or .png file name"
+        )
+    sys.stdout.write(f"wrote {out}\n")
+    return 0

@@ -1,0 +1,114 @@
+"""Graphviz pictures of a (partitioned) program: ``byoc dot``.
+
+One cluster per region, one colour per backend (host ops stay white), inputs and
+outputs as ellipses, and every edge labelled with the tensor type it carries. The
+text is deterministic: ids are positional and colours follow first appearance.
+"""
+
+from __future__ import annotations
+
+from byoc.ir import ANON_PREFIX, CALL_OP, Function, Program, TensorType
+
+PALETTE = (
+    ("#dbeafe", "#1d4ed8"),
+    ("#dcfce7", "#15803d"),
+    ("#fef3c7", "#b45309"),
+    ("#fce7f3", "#be185d"),
+    ("#ede9fe", "#6d28d9"),
+    ("#cffafe", "#0e7490"),
+)
+"""(fill, border) per backend, in order of first appearance."""
+
+
+def dot_program(program: Program) -> str:
+    return "\n".join(dot_function(fn) for fn in program.functions)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _two(first: object, second: object) -> str:
+    """A two-line label."""
+    return _quote(f"{first}\n{second}")
+
+
+def dot_function(fn: Function) -> str:
+    colours: dict[str, tuple[str, str]] = {}
+    for node in fn.nodes:
+        if node.callee is not None and node.callee.backend not in colours:
+            colours[node.callee.backend or ""] = PALETTE[len(colours) % len(PALETTE)]
+    lines = [
+        f"digraph {_quote(fn.name or 'graph')} {{",
+        "  rankdir=TB;",
+        '  graph [fontname="Helvetica", fontsize=11];',
+        '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=8, color="#555555"];',
+    ]
+    producer: dict[str, str] = {}
+    types: dict[str, TensorType] = dict(fn.types())
+    for k, p in enumerate(fn.params):
+        producer[p.name] = f"in{k}"
+        lines.append(f'  in{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(p.name, p.type)}];')
+    for k, c in enumerate(fn.constants):
+        producer[c.name] = f"const{k}"
+        lines.append(
+            f'  const{k} [shape=note, fillcolor="#f3f4f6", label={_two(c.name + " (const)", c.type)}];'
+        )
+    edges: list[str] = []
+    counter = [0]
+
+    def emit_nodes(function: Function, scope: dict[str, str], indent: str, fill: str) -> None:
+        for node in function.nodes:
+            if node.op == CALL_OP and node.callee is not None:
+                callee = node.callee
+                fill_c, border = colours[callee.backend or ""]
+                title = f"@{callee.backend}" + (f" {callee.name}" if callee.name else "")
+                cluster = f"cluster_{counter[0]}"
+                counter[0] += 1
+                lines.append(f"{indent}subgraph {cluster} {{")
+                lines.append(
+                    f'{indent}  label={_quote(title)}; style="rounded,filled"; fillcolor="{fill_c}80"; color="{border}";'
+                )
+                inner = {p.name: scope[p.name] for p in callee.params}
+                inner_types = dict(callee.types())
+                for j, c in enumerate(callee.constants):
+                    cid = f"c{counter[0]}_{j}"
+                    inner[c.name] = cid
+                    lines.append(
+                        f'{indent}  {cid} [shape=note, fillcolor="#f3f4f6", label={_two(c.name + " (const)", c.type)}];'
+                    )
+                saved = dict(types)
+                types.update(inner_types)
+                emit_nodes(callee, inner, indent + "  ", fill_c)
+                types.clear()
+                types.update(saved)
+                lines.append(f"{indent}}}")
+                for out, result in zip(node.outputs, callee.outputs):
+                    scope[out] = inner[result]
+                continue
+            nid = f"n{counter[0]}"
+            counter[0] += 1
+            label = node.op if node.name.startswith(ANON_PREFIX) else f"{node.name} = {node.op}"
+            attrs = ", ".join(f"{k}={v}" for k, v in node.attrs)
+            if attrs:
+                label += f"\n{attrs}"
+            lines.append(f"{indent}{nid} [fillcolor={_quote(fill)}, label={_quote(label)}];")
+            for name in node.inputs:
+                edges.append(f"  {scope[name]} -> {nid} [label={_quote(str(types[name]))}];")
+            for out, t in zip(node.outputs, node.types):
+                scope[out] = nid
+                types[out] = t
+
+    emit_nodes(fn, producer, "  ", "#ffffff")
+    for k, name in enumerate(fn.outputs):
+        lines.append(
+            f'  out{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(f"output {k}", types[name])}];'
+        )
+        edges.append(f"  {producer[name]} -> out{k} [label={_quote(str(types[name]))}];")
+    lines += edges
+    if colours:
+        legend = ", ".join(f"@{b}" for b in colours)
+        lines.append(f"  label={_quote(f'{fn.name}: {legend}; white boxes run on the host')}; labelloc=b;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

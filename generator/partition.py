@@ -1,0 +1,288 @@
+"""Automatic partitioning, IR to IR: annotate, merge regions, partition.
+
+1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
+   spec supports it: the op at its output dtype and rank, its inputs' dtypes and
+   ranks, broadcasting only if the spec declares ``broadcast: true``, and
+   attributes only if the backend's kind can carry them. Nodes no backend takes
+   stay on the host. Explicit ``@backend { }`` regions are kept as they are.
+2. **Merge.** Walking the nodes in topological order, a node joins the region of
+   one of its producers with the same backend, unless that would create a cycle
+   through the host: it may not join region R if another of its inputs, outside R,
+   depends on R. (Bit sets of the regions each value depends on make the check
+   cheap.) Otherwise it starts a region. A region may have several inputs and
+   outputs; one whose backend kind allows fewer outputs is split into single ops.
+3. **Partition.** Each region becomes a call node whose callee is a Function with
+   the backend set: its parameters are the values it captures, its outputs the
+   values used after it. Constants used only inside one region move into it (when
+   the backend's kind embeds constants). Anonymous values (nested calls) that cross
+   a region boundary get readable names. The result prints as DSL with explicit
+   regions, and lowering gives the regions their symbols.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import replace
+
+from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
+from byoc.spec.backend import BackendSpec
+
+
+def partition(program: Program, specs: Sequence[BackendSpec]) -> Program:
+    """Offload every node some backend of ``specs`` supports, in that order of preference."""
+    return Program(tuple(partition_function(fn, specs) for fn in program.functions))
+
+
+def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType]) -> bool:
+    """Whether ``spec`` can run ``node`` (see the module docstring, step 1)."""
+    if node.op == CALL_OP or len(node.outputs) != 1:
+        return False
+    out = node.type
+    if not spec.supports(node.op, out.dtype, out.rank):
+        return False
+    for name in node.inputs:
+        t = types[name]
+        if t.dtype not in spec.dtypes or t.rank not in spec.ranks:
+            return False
+        if t.shape != out.shape and not spec.broadcast and node.op != "concatenate":
+            return False
+    return not (node.attrs and not spec.kind_info.attrs)
+
+
+def annotate(fn: Function, specs: Sequence[BackendSpec]) -> list[str | None]:
+    """The backend chosen for each node of ``fn`` (None: the host)."""
+    types = fn.types()
+    return [next((s.name for s in specs if supports(s, node, types)), None) for node in fn.nodes]
+
+
+def merge(fn: Function, chosen: Sequence[str | None]) -> list[int | None]:
+    """The region of each node (None: the host); regions never form a cycle.
+
+    Regions are classes of a union-find. ``deps[v]`` is the bit set of region ids
+    value ``v`` depends on, ``mask[c]`` the ids in class ``c``, and ``ext[c]`` what
+    the inputs entering class ``c`` from outside depend on. A node joins (and so
+    merges) the classes of its same-backend producers when no other input depends
+    on them and no two of them reach each other through the outside.
+    """
+    parent: list[int] = []
+    mask: list[int] = []
+    ext: list[int] = []
+    backend_of: list[str] = []
+    region_of_value: dict[str, int] = {}
+    deps: dict[str, int] = {}
+    regions: list[int | None] = []
+
+    def find(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    def root_of(name: str) -> int | None:
+        r = region_of_value.get(name)
+        return None if r is None else find(r)
+
+    for node, backend in zip(fn.nodes, chosen):
+        reach = 0
+        for name in node.inputs:
+            reach |= deps.get(name, 0)
+        region = None
+        if backend is not None:
+            joined: list[int] = []
+            for name in node.inputs:
+                c = root_of(name)
+                if c is None or c in joined or backend_of[c] != backend:
+                    continue
+                trial = 0
+                for j in (*joined, c):
+                    trial |= mask[j]
+                outside_ok = all(
+                    not deps.get(q, 0) & trial for q in node.inputs if root_of(q) not in (*joined, c)
+                )
+                pairs_ok = all(not ext[c] & mask[j] and not ext[j] & mask[c] for j in joined)
+                if outside_ok and pairs_ok:
+                    joined.append(c)
+            if joined:
+                region = joined[0]
+                for c in joined[1:]:
+                    parent[c] = region
+                    mask[region] |= mask[c]
+                    ext[region] |= ext[c]
+            else:
+                region = len(parent)
+                parent.append(region)
+                mask.append(1 << region)
+                ext.append(0)
+                backend_of.append(backend)
+            for q in node.inputs:
+                if root_of(q) != region:
+                    ext[region] |= deps.get(q, 0)
+            reach |= mask[region]
+            for out in node.outputs:
+                region_of_value[out] = region
+        for out in node.outputs:
+            deps[out] = reach
+        regions.append(region)
+    roots = [None if r is None else find(r) for r in regions]
+    renumber: dict[int, int] = {}
+    return [None if r is None else renumber.setdefault(r, len(renumber)) for r in roots]
+
+
+def partition_function(fn: Function, specs: Sequence[BackendSpec]) -> Function:
+    chosen = annotate(fn, specs)
+    if not any(chosen):
+        return fn
+    regions = merge(fn, chosen)
+    by_name = {s.name: s for s in specs}
+    regions = _split_oversized(fn, chosen, regions, by_name)
+    fn = _name_crossing_values(fn, regions)
+    return _build(fn, chosen, regions, by_name)
+
+
+def _outputs_of(fn: Function, regions: Sequence[int | None]) -> dict[int, list[str]]:
+    """Values each region defines that are used outside it, in definition order."""
+    region_of = {out: r for node, r in zip(fn.nodes, regions) if r is not None for out in node.outputs}
+    used_outside: set[str] = set(fn.outputs)
+    for node, r in zip(fn.nodes, regions):
+        used_outside.update(n for n in node.inputs if region_of.get(n) not in (None, r))
+    outputs: dict[int, list[str]] = {}
+    for node, r in zip(fn.nodes, regions):
+        if r is not None:
+            outputs.setdefault(r, [])
+            outputs[r] += [o for o in node.outputs if o in used_outside]
+    return outputs
+
+
+def _split_oversized(fn, chosen, regions, by_name) -> list[int | None]:
+    """Split regions with more outputs than their backend's kind allows into single ops."""
+    limits = {r: by_name[b].kind_info.max_outputs for r, b in zip(regions, chosen) if r is not None}
+    too_big = {
+        r for r, outs in _outputs_of(fn, regions).items() if limits[r] is not None and len(outs) > limits[r]
+    }
+    if not too_big:
+        return list(regions)
+    fresh = max(r for r in regions if r is not None) + 1
+    out = []
+    for r in regions:
+        if r in too_big:
+            out.append(fresh)
+            fresh += 1
+        else:
+            out.append(r)
+    return out
+
+
+def _name_crossing_values(fn: Function, regions: Sequence[int | None]) -> Function:
+    """Give anonymous values that cross a region boundary a readable, unique name."""
+    owner = {out: r for node, r in zip(fn.nodes, regions) for out in node.outputs}
+    crossing = {
+        name
+        for node, r in zip(fn.nodes, regions)
+        for name in node.inputs
+        if name.startswith(ANON_PREFIX) and owner.get(name) != r
+    }
+    crossing |= {name for name in fn.outputs if name.startswith(ANON_PREFIX) and owner.get(name) is not None}
+    if not crossing:
+        return fn
+    taken = set(fn.types())
+    ops = {out: node.op for node in fn.nodes for out in node.outputs}
+    rename: dict[str, str] = {}
+    for name in sorted(crossing, key=lambda n: int(n[len(ANON_PREFIX) :])):
+        k = 0
+        while f"{ops[name]}_{k}" in taken:
+            k += 1
+        rename[name] = f"{ops[name]}_{k}"
+        taken.add(rename[name])
+
+    def sub(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(rename.get(n, n) for n in names)
+
+    nodes = tuple(replace(n, outputs=sub(n.outputs), inputs=sub(n.inputs)) for n in fn.nodes)
+    return replace(fn, nodes=nodes, outputs=sub(fn.outputs))
+
+
+def _build(fn: Function, chosen, regions, by_name) -> Function:
+    types = fn.types()
+    outputs = _outputs_of(fn, regions)
+    members: dict[int, list[Node]] = {}
+    for node, r in zip(fn.nodes, regions):
+        if r is not None:
+            members.setdefault(r, []).append(node)
+    backend = {r: b for r, b in zip(regions, chosen) if r is not None}
+
+    consumers: dict[str, set[object]] = {}
+    for node, r in zip(fn.nodes, regions):
+        for name in node.inputs:
+            consumers.setdefault(name, set()).add(("region", r) if r is not None else ("host", id(node)))
+    for name in fn.outputs:
+        consumers.setdefault(name, set()).add(("output",))
+    moved: dict[int, list[Constant]] = {}
+    for c in fn.constants:
+        users = consumers.get(c.name, set())
+        if len(users) == 1:
+            (user,) = users
+            if user[0] == "region" and by_name[backend[user[1]]].kind_info.constants:
+                moved.setdefault(user[1], []).append(c)
+    moved_names = {c.name for cs in moved.values() for c in cs}
+
+    calls: dict[int, Node] = {}
+    for r, nodes in members.items():
+        inner = {o for n in nodes for o in n.outputs}
+        own_constants = {c.name for c in moved.get(r, [])}
+        captured: list[str] = []
+        for n in nodes:
+            for name in n.inputs:
+                if name not in inner and name not in own_constants and name not in captured:
+                    captured.append(name)
+        callee = Function(
+            None,
+            tuple(Param(name, types[name], None) for name in captured),
+            tuple(moved.get(r, [])),
+            tuple(nodes),
+            tuple(outputs[r]),
+            backend[r],
+            nodes[0].loc,
+        )
+        calls[r] = Node(
+            tuple(outputs[r]), CALL_OP, tuple(captured), callee.output_types, (), callee, nodes[0].loc
+        )
+
+    ordered = _order(fn, regions, calls)
+    return replace(
+        fn, constants=tuple(c for c in fn.constants if c.name not in moved_names), nodes=tuple(ordered)
+    )
+
+
+def _order(fn: Function, regions, calls: dict[int, Node]) -> list[Node]:
+    """Host nodes and region calls in a topological order close to the source order."""
+    units: list[Node] = []
+    first_index: list[int] = []
+    seen_regions: set[int] = set()
+    for k, (node, r) in enumerate(zip(fn.nodes, regions)):
+        if r is None:
+            units.append(node)
+            first_index.append(k)
+        elif r not in seen_regions:
+            seen_regions.add(r)
+            units.append(calls[r])
+            first_index.append(k)
+    producer = {out: u for u, unit in enumerate(units) for out in unit.outputs}
+    waiting = [0] * len(units)
+    readers: dict[int, list[int]] = {}
+    for u, unit in enumerate(units):
+        for dep in {producer[n] for n in unit.inputs if n in producer}:
+            waiting[u] += 1
+            readers.setdefault(dep, []).append(u)
+    ready = [(first_index[u], u) for u in range(len(units)) if waiting[u] == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        _, u = heapq.heappop(ready)
+        order.append(units[u])
+        for v in readers.get(u, []):
+            waiting[v] -= 1
+            if waiting[v] == 0:
+                heapq.heappush(ready, (first_index[v], v))
+    assert len(order) == len(units), "merging never creates a cycle"
+    return order
