@@ -31,6 +31,7 @@ def write_file(path: str | Path, data: str | bytes) -> None:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, _default_mode(directory=False))  # mkstemp makes it private
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
@@ -73,6 +74,7 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
                 handle.flush()
                 os.fsync(handle.fileno())
         (staging / MARKER).write_text("written by byoc; safe for byoc to replace\n")
+        os.chmod(staging, _default_mode(directory=True))  # mkdtemp makes it private
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
             os.replace(target, old / "previous")
@@ -87,6 +89,13 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return [target / name for name in files]
+
+
+def _default_mode(directory: bool) -> int:
+    """The mode a plain open() or mkdir() would give, under the process umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
 
 
 def _check_writable(directory: Path) -> None:

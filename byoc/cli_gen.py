@@ -18,7 +18,8 @@ artifacts: one module per backend (ccompiler.c, engine.cc + its header,
 examplejson.examplejson, json.json), and per graph its host graph
 (<graph>.graph.json, graph-executor JSON) and host functions (<graph>.host.graph).
 
-A DSL graph offloads the regions it marks with @backend { ... }. An ExampleJSON
+A DSL graph offloads the regions it marks with @backend { ... } and, with
+--backend, whatever those backends support (automatic partitioning). An ExampleJSON
 file offloads each subgraph whole, to --backend (default: examplejson), keeping the
 subgraph's name as the exported symbol. Output is written atomically: -o DIR holds
 either its old contents or the complete new set, never a partial one.
