@@ -132,10 +132,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     backends = ", ".join(m["backend"] for m in model.manifest["modules"])
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
     failed = 0
-    for name in model.graph_names:
+    qualified = len(model.graph_names) > 1
+    graph_inputs = {
+        name: _inputs(model.executor(name), name, supplied, args.seed, qualified)
+        for name in model.graph_names
+    }
+    if supplied is not None:
+        _check_unused(supplied, model, qualified)
+    for name, inputs in graph_inputs.items():
         executor = model.executor(name)
         fn = program.function(name)
-        inputs = _inputs(executor, name, supplied, args.seed, len(model.graph_names) > 1)
         with timings.measure("run"):
             outputs = executor(**inputs)
         with timings.measure("reference"):
@@ -176,13 +182,29 @@ def _inputs(executor, graph: str, supplied, seed: int, qualified: bool) -> dict[
     return inputs
 
 
+def _check_unused(supplied, model, qualified: bool) -> None:
+    """An --inputs array that no graph input takes is a mistake (a misspelt name)."""
+    takes = [
+        f"{graph}/{name}" if qualified else name
+        for graph in model.graph_names
+        for name in model.executor(graph).input_names
+    ]
+    unused = sorted(set(supplied) - set(takes))
+    if unused:
+        raise UsageError(
+            f"--inputs has {len(unused)} array(s) that no graph input takes: {', '.join(map(repr, unused))}",
+            hint=f"inputs: {', '.join(takes)}",
+        )
+
+
 def _load_inputs(path: str) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise UsageError(
-                    f"--inputs {path} is a single array, not an .npz archive", hint="save with np.savez"
-                )
+        data = np.load(path, allow_pickle=False)
+        if not hasattr(data, "files"):  # a .npy file: one plain array, not a context manager
+            raise UsageError(
+                f"--inputs {path} is a single array, not an .npz archive", hint="save with np.savez"
+            )
+        with data:
             return {key: data[key] for key in data.files}
     except UsageError:
         raise

@@ -71,11 +71,14 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     names: list[str] = []
 
     storage: dict[str, str] = {p.name: f"in{i}" for i, p in enumerate(fn.params)}
-    const_text, const_names, non_finite = _constants(sym, fn.constants)
+    # An unused constant would be an unused static array, which -Werror rejects.
+    used = {name for node in fn.nodes for name in node.inputs} | set(fn.outputs)
+    constants = [c for c in fn.constants if c.name in used]
+    const_text, const_names, non_finite = _constants(sym, constants)
     parts += const_text
     names += const_names
-    const_storage = {c.name: name for c, name in zip(fn.constants, const_names)}
-    storage.update((c.name, f"({C_TYPES[c.type.dtype]}*){const_storage[c.name]}") for c in fn.constants)
+    const_storage = {c.name: name for c, name in zip(constants, const_names)}
+    storage.update((c.name, f"({C_TYPES[c.type.dtype]}*){const_storage[c.name]}") for c in constants)
 
     first_output: dict[str, int] = {}
     for i, name in enumerate(fn.outputs):

@@ -26,6 +26,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,9 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         ValueError,
         KeyError,
         TypeError,
+        zlib.error,  # corrupt deflate data
+        NotImplementedError,  # a corrupt compression method or zip version
+        RuntimeError,  # a corrupt flag that marks a member encrypted
     ) as exc:
         raise RuntimeFailure(
             f"{where} is not a valid byoc bundle ({type(exc).__name__}: {exc})",
@@ -112,7 +116,7 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
 def _manifest(data: bytes, where: str) -> dict[str, Any]:
     try:
         manifest = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: too deep
         raise RuntimeFailure(f"{where}: {MANIFEST} is not valid JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise RuntimeFailure(

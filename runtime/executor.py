@@ -36,6 +36,8 @@ class GraphExecutor:
             self._setup(data, modules)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise RuntimeFailure(f"{name}: malformed host graph: {type(exc).__name__}: {exc}") from None
+        except MemoryError as exc:  # storage sizes come from the graph's shapes
+            raise RuntimeFailure(f"{name}: cannot allocate the host graph's storage: {exc}") from None
 
     def _setup(self, data: Mapping[str, Any], modules: Sequence[Module]) -> None:
         nodes = data["nodes"]
@@ -179,7 +181,7 @@ def _load(graph: str | Mapping[str, Any], name: str) -> Mapping[str, Any]:
         return graph
     try:
         data = json.loads(graph)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: too deep
         raise RuntimeFailure(f"{name}: the host graph is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise RuntimeFailure(f"{name}: the host graph must be a JSON object")

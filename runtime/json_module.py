@@ -96,6 +96,8 @@ class JsonRuntimeModule:
         except json.JSONDecodeError as exc:
             loc = Location(file, exc.lineno, exc.colno)
             raise RuntimeFailure(f"not valid JSON: {exc.msg}", loc, source=text) from None
+        except RecursionError:
+            raise RuntimeFailure(f"{file or '<json module>'}: not valid JSON: nested too deeply") from None
         return cls(document, file=file, text=text, **kwargs)
 
     @classmethod

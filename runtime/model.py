@@ -49,7 +49,7 @@ class Model:
                 self.graphs[str(g["name"])] = GraphExecutor(
                     _text(self.members, g["host_graph"]), modules, name=str(g["name"])
                 )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a hand-edited manifest
             raise RuntimeFailure(f"the manifest is incomplete: {type(exc).__name__}: {exc}") from None
 
     @property
