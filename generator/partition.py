@@ -10,7 +10,8 @@
    through the host: it may not join region R if another of its inputs, outside R,
    depends on R. (Bit sets of the regions each value depends on make the check
    cheap.) Otherwise it starts a region. A region may have several inputs and
-   outputs; one whose backend kind allows fewer outputs is split into single ops.
+   outputs; one whose backend kind allows fewer outputs is split into single ops,
+   and the other regions are merged again around them.
 3. **Partition.** Each region becomes a call node whose callee is a Function with
    the backend set: its parameters are the values it captures, its outputs the
    values used after it. Constants used only inside one region move into it (when
@@ -22,7 +23,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import replace
 
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
@@ -56,19 +57,25 @@ def annotate(fn: Function, specs: Sequence[BackendSpec]) -> list[str | None]:
     return [next((s.name for s in specs if supports(s, node, types)), None) for node in fn.nodes]
 
 
-def merge(fn: Function, chosen: Sequence[str | None]) -> list[int | None]:
+def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozenset()) -> list[int | None]:
     """The region of each node (None: the host); regions never form a cycle.
+    The nodes at the indices in ``single`` each stay alone in their region.
 
     Regions are classes of a union-find. ``deps[v]`` is the bit set of region ids
     value ``v`` depends on, ``mask[c]`` the ids in class ``c``, and ``ext[c]`` what
     the inputs entering class ``c`` from outside depend on. A node joins (and so
     merges) the classes of its same-backend producers when no other input depends
     on them and no two of them reach each other through the outside.
+
+    A region runs as a whole, so a value that depends on one id of a class depends
+    on everything entering the class; as classes merge, ``deps`` recorded earlier
+    miss those paths. ``closure`` adds them back before every check.
     """
     parent: list[int] = []
     mask: list[int] = []
     ext: list[int] = []
     backend_of: list[str] = []
+    closed: list[bool] = []
     region_of_value: dict[str, int] = {}
     deps: dict[str, int] = {}
     regions: list[int | None] = []
@@ -83,24 +90,40 @@ def merge(fn: Function, chosen: Sequence[str | None]) -> list[int | None]:
         r = region_of_value.get(name)
         return None if r is None else find(r)
 
-    for node, backend in zip(fn.nodes, chosen):
+    def closure(bits: int) -> int:
+        """Every region id ``bits`` depends on, through whole classes and their inputs."""
+        seen = 0
+        todo = bits
+        while todo:
+            low = todo & -todo
+            todo ^= low
+            if seen & low:
+                continue
+            c = find(low.bit_length() - 1)
+            seen |= mask[c]
+            todo |= (mask[c] | ext[c]) & ~seen
+        return seen
+
+    for k, (node, backend) in enumerate(zip(fn.nodes, chosen)):
         reach = 0
         for name in node.inputs:
             reach |= deps.get(name, 0)
         region = None
         if backend is not None:
             joined: list[int] = []
-            for name in node.inputs:
+            for name in () if k in single else node.inputs:
                 c = root_of(name)
-                if c is None or c in joined or backend_of[c] != backend:
+                if c is None or c in joined or backend_of[c] != backend or closed[c]:
                     continue
                 trial = 0
                 for j in (*joined, c):
                     trial |= mask[j]
                 outside_ok = all(
-                    not deps.get(q, 0) & trial for q in node.inputs if root_of(q) not in (*joined, c)
+                    not closure(deps.get(q, 0)) & trial for q in node.inputs if root_of(q) not in (*joined, c)
                 )
-                pairs_ok = all(not ext[c] & mask[j] and not ext[j] & mask[c] for j in joined)
+                pairs_ok = all(
+                    not closure(ext[c]) & mask[j] and not closure(ext[j]) & mask[c] for j in joined
+                )
                 if outside_ok and pairs_ok:
                     joined.append(c)
             if joined:
@@ -115,6 +138,7 @@ def merge(fn: Function, chosen: Sequence[str | None]) -> list[int | None]:
                 mask.append(1 << region)
                 ext.append(0)
                 backend_of.append(backend)
+                closed.append(k in single)
             for q in node.inputs:
                 if root_of(q) != region:
                     ext[region] |= deps.get(q, 0)
@@ -133,44 +157,49 @@ def partition_function(fn: Function, specs: Sequence[BackendSpec]) -> Function:
     chosen = annotate(fn, specs)
     if not any(chosen):
         return fn
-    regions = merge(fn, chosen)
     by_name = {s.name: s for s in specs}
-    regions = _split_oversized(fn, chosen, regions, by_name)
+    single: set[int] = set()
+    while True:
+        regions = merge(fn, chosen, single)
+        too_big = _oversized(fn, chosen, regions, by_name)
+        if not too_big:
+            break
+        # Those regions' nodes go alone, and the others merge again without them:
+        # the regions they formed may have kept other backends' regions apart.
+        single |= {k for k, r in enumerate(regions) if r in too_big}
     fn = _name_crossing_values(fn, regions)
     return _build(fn, chosen, regions, by_name)
 
 
 def _outputs_of(fn: Function, regions: Sequence[int | None]) -> dict[int, list[str]]:
-    """Values each region defines that are used outside it, in definition order."""
+    """Values each region defines that are used outside it, in definition order.
+
+    A region of unused nodes only (dead code) returns its last value, so that every
+    call defines something and every name of the source stays defined.
+    """
     region_of = {out: r for node, r in zip(fn.nodes, regions) if r is not None for out in node.outputs}
     used_outside: set[str] = set(fn.outputs)
     for node, r in zip(fn.nodes, regions):
         used_outside.update(n for n in node.inputs if region_of.get(n) not in (None, r))
     outputs: dict[int, list[str]] = {}
+    last: dict[int, Node] = {}
     for node, r in zip(fn.nodes, regions):
         if r is not None:
             outputs.setdefault(r, [])
             outputs[r] += [o for o in node.outputs if o in used_outside]
+            last[r] = node
+    for r, outs in outputs.items():
+        if not outs:
+            outs.extend(last[r].outputs)
     return outputs
 
 
-def _split_oversized(fn, chosen, regions, by_name) -> list[int | None]:
-    """Split regions with more outputs than their backend's kind allows into single ops."""
+def _oversized(fn, chosen, regions, by_name) -> set[int]:
+    """The regions with more outputs than their backend's kind allows."""
     limits = {r: by_name[b].kind_info.max_outputs for r, b in zip(regions, chosen) if r is not None}
-    too_big = {
+    return {
         r for r, outs in _outputs_of(fn, regions).items() if limits[r] is not None and len(outs) > limits[r]
     }
-    if not too_big:
-        return list(regions)
-    fresh = max(r for r in regions if r is not None) + 1
-    out = []
-    for r in regions:
-        if r in too_big:
-            out.append(fresh)
-            fresh += 1
-        else:
-            out.append(r)
-    return out
 
 
 def _name_crossing_values(fn: Function, regions: Sequence[int | None]) -> Function:

@@ -33,8 +33,10 @@ def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> d
             )
         if not targets:
             known = sorted({f"{b}.{o}" for b, s in specs.items() for o in s.options})
+            only = next(iter(specs.values())) if len(specs) == 1 else None
             raise UsageError(
                 f"--option {key}: no backend of this build has that option",
+                only.options_loc if only is not None else None,
                 hint=f"options: {', '.join(known) or 'none'}",
             )
         for target in targets:

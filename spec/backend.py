@@ -200,22 +200,33 @@ class BackendSpec:
         """Every option's value for one build: the defaults, updated by ``overrides``.
 
         A string override is parsed by the option's type (as ``--option k=v`` gives
-        it); raises UsageError for unknown options and bad values.
+        it); raises UsageError for unknown options (located at the spec's options) and
+        bad values (located at the option's definition in the spec).
         """
         values = {name: o.default for name, o in self.options.items()}
         for key, raw in (overrides or {}).items():
             option = self.options.get(key)
             if option is None:
                 known = ", ".join(self.options) or "none"
-                raise UsageError(f"backend {self.name} has no option {key!r}", hint=f"its options: {known}")
+                raise UsageError(
+                    f"backend {self.name} has no option {key!r}",
+                    self.options_loc,
+                    hint=f"its options: {known}",
+                )
             try:
                 values[key] = option.parse(raw) if isinstance(raw, str) else _check_value(option, raw)
             except ValueError as exc:
                 raise UsageError(
                     f"option {key} of backend {self.name}: {exc}",
+                    option.loc,
                     hint=f"{key} is {option.type}" + (f": {option.doc}" if option.doc else ""),
                 ) from None
         return values
+
+    @property
+    def options_loc(self) -> Location | None:
+        """Where the spec defines its options (the first one), else the spec itself."""
+        return next((o.loc for o in self.options.values() if o.loc is not None), self.loc)
 
     def template_values(self, options: Mapping[str, OptionValue] | None = None) -> dict[str, object]:
         """The placeholder values every template may use: common names and options."""

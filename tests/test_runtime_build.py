@@ -183,7 +183,9 @@ def test_options_change_the_flags(tmp_path, monkeypatch):
     values = spec.template_values(spec.option_values({"opt_level": "0", "fast_math": "true"}))
     build_artifacts(sources, main, spec.compile, values)
     (line,) = compilations(log)
-    assert "-O0" in line.split() and "-fassociative-math" in line.split() and "-ffast-math" not in line.split()
+    assert (
+        "-O0" in line.split() and "-fassociative-math" in line.split() and "-ffast-math" not in line.split()
+    )
 
 
 def test_corrupted_entry_is_rebuilt(tmp_path, monkeypatch, private_cache, rng):
