@@ -106,17 +106,29 @@ def _header(externals: Sequence[Function], spec: BackendSpec) -> str:
 
 
 def _check_names(externals: Sequence[Function], names: Sequence[Sequence[str]], spec: BackendSpec) -> None:
-    """Every C name the module defines must be unique: the guide's naming scheme lets
-    user-named regions collide (region ``a``'s kernel ``a_0`` is not region ``a_0``'s,
-    but region ``a_wrapper``'s body ``a_wrapper_`` is region ``a``'s wrapper)."""
-    owner: dict[str, str] = {n: f"a macro of backend {spec.name}" for n in spec.macros}
-    owner.update((n, "a helper of the generated module") for n in SUPPORT_NAMES)
-    for fn, defined in zip(externals, names):
-        for name in defined:
-            if name in owner:
+    """Every C name the module defines must be unique.
+
+    Each name a region ``sym`` defines starts with ``sym_`` or is ``__tvm_ffi_sym``,
+    and lowering already keeps one region's symbol from starting with another's plus
+    ``_``; so what remains to check is that no spec macro or generated helper takes a
+    name of that form. That costs one look-up per prefix of those few names, however
+    large the graph."""
+    del names  # implied by the symbols; see above
+    symbols = {fn.name: fn for fn in externals}
+    owners = {n: f"a macro of backend {spec.name}" for n in spec.macros}
+    owners.update((n, "a helper of the generated module") for n in SUPPORT_NAMES)
+    for fn in externals:  # lowering checks this too; a generator called directly may not have
+        owners[f"{fn.name}_"] = f"the body of region {fn.name}"
+        owners[f"{fn.name}_wrapper_"] = f"the wrapper of region {fn.name}"
+    for taken, owner in owners.items():
+        candidates = [taken[:i] for i, ch in enumerate(taken) if ch == "_" and i > 0]
+        if taken.startswith("__tvm_ffi_"):
+            candidates.append(taken[len("__tvm_ffi_") :])
+        for sym in candidates:
+            fn = symbols.get(sym)
+            if fn is not None and not owner.endswith(f"region {sym}"):
                 raise GraphError(
-                    f"region {fn.name} defines the C name {name}, which is already {owner[name]}",
+                    f"region {fn.name} defines C names that start with {fn.name}_, but {taken} is already {owner}",
                     fn.loc,
                     hint="name the region differently (`@backend as NAME { ... }`)",
                 )
-            owner[name] = f"defined by region {fn.name}"

@@ -39,7 +39,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 
 from . import ffi_entry
 from .c_text import C_TYPES, comment, function_origin, origin
-from .memory_plan import MemoryPlan, Step, plan_memory
+from .memory_plan import Step, plan_memory
 
 LINE_WIDTH = 100
 """Argument lists and constant initialisers wrap before this column."""
@@ -66,63 +66,94 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     """
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
-    types = fn.types()
     parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
     names: list[str] = []
 
-    storage: dict[str, str] = {p.name: f"in{i}" for i, p in enumerate(fn.params)}
+    # Values are numbered (parameters, constants, then nodes) and looked up by
+    # number: one dict from names, then lists, so large graphs stay cache-friendly.
+    index: dict[str, int] = {}
+    types: list[TensorType] = []
+    for p in fn.params:
+        index[p.name] = len(types)
+        types.append(p.type)
+    first_const = len(types)
+    for c in fn.constants:
+        index[c.name] = len(types)
+        types.append(c.type)
+    node_inputs = []
+    for node in fn.nodes:
+        node_inputs.append([index[name] for name in node.inputs])
+        index[node.name] = len(types)
+        types.append(node.type)
+    outputs = [index[name] for name in fn.outputs]
+    used = bytearray(len(types))
+    for ins in node_inputs:
+        for i in ins:
+            used[i] = 1
+    for i in outputs:
+        used[i] = 1
+
     # An unused constant would be an unused static array, which -Werror rejects.
-    used = {name for node in fn.nodes for name in node.inputs} | set(fn.outputs)
-    constants = [c for c in fn.constants if c.name in used]
+    constants = [c for j, c in enumerate(fn.constants) if used[first_const + j]]
     const_text, const_names, non_finite = _constants(sym, constants)
     parts += const_text
     names += const_names
-    const_storage = {c.name: name for c, name in zip(constants, const_names)}
-    storage.update((c.name, f"({C_TYPES[c.type.dtype]}*){const_storage[c.name]}") for c in constants)
+    storage: list[str] = [f"in{i}" for i in range(len(fn.params))] + [""] * (len(types) - len(fn.params))
+    const_storage: dict[int, str] = {}
+    for c, cname in zip(constants, const_names):
+        const_storage[index[c.name]] = cname
+        storage[index[c.name]] = f"({C_TYPES[c.type.dtype]}*){cname}"
 
-    first_output: dict[str, int] = {}
-    for i, name in enumerate(fn.outputs):
-        first_output.setdefault(name, i)
+    first_output: dict[int, int] = {}
+    for i, value in enumerate(outputs):
+        first_output.setdefault(value, i)
 
     kernels: list[str] = []
     buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
-    uses: dict[tuple[str, TensorType], str] = {}
-    plan = _plan(fn, types)
+    uses: dict[tuple[str, TensorType], tuple[str, str]] = {}
+    steps = [Step(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)]
+    plan = plan_memory((), steps, types, outputs)
     buffer_of: dict[int, int] = {}
+    base = first_const + len(fn.constants)
     for k, node in enumerate(fn.nodes):
         kernel = f"{sym}_{k}"
-        macro = _macro(node, spec, types)
-        use = uses.get((node.op, node.type))
-        if use is None:
+        ins = node_inputs[k]
+        macro = _macro(node, spec, [types[i] for i in ins])
+        cached = uses.get((node.op, node.type))
+        if cached is None:
             # Rendered once per op and type, with a stand-in for the kernel's name.
             args = macro.arguments(_macro_values(values, spec, node, SYMBOL))
-            use = uses[node.op, node.type] = f"{macro.name}({', '.join(args)})"
+            cached = uses[node.op, node.type] = (f"{macro.name}({', '.join(args)})", str(node.type))
+        use, type_text = cached
         kernels.append(
-            f"{comment(f'{kernel}: {origin(node)}, {node.type}')}\n{use.replace(SYMBOL, kernel)}\n"
+            f"{comment(f'{kernel}: {origin(node)}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n"
         )
         names.append(kernel)
-        if node.name in first_output:
-            target = f"out{first_output[node.name]}"
+        value = base + k
+        if value in first_output:
+            target = f"out{first_output[value]}"
         else:
-            slot = buffer_of.setdefault(plan.storage[node.name], len(buffers))
+            slot = buffer_of.setdefault(plan.storage[value], len(buffers))
             if slot == len(buffers):
                 buffers.append((f"buf{slot}", node.type, []))
             target = buffers[slot][0]
             buffers[slot][2].append(_label(node.name))
-        calls.append(_call(f"  {kernel}(", [storage[i] for i in node.inputs] + [target], ");"))
-        storage[node.name] = target
+        calls.append(_call(f"  {kernel}(", [storage[i] for i in ins] + [target], ");"))
+        storage[value] = target
     parts += kernels
 
     copies = []
-    for i, name in enumerate(fn.outputs):
-        source = storage[name]
+    for i, value in enumerate(outputs):
+        source = storage[value]
         if source != f"out{i}":
-            src = const_storage.get(name, source)
-            t = types[name]
+            src = const_storage.get(value, source)
+            t = types[value]
             copies.append(f"  memcpy(out{i}, {src}, sizeof({C_TYPES[t.dtype]}) * {t.size});")
 
-    parts.append(_body(fn, sym, types, buffers, calls, copies, storage))
+    unused_inputs = [i for i in range(len(fn.params)) if not used[i]]
+    output_types = [types[v] for v in outputs]
+    parts.append(_body(fn, sym, output_types, buffers, calls, copies, unused_inputs))
     parts.append(_wrapper(fn, sym))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
     names += [f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"]
@@ -132,7 +163,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
 # ------------------------------------------------------------------------- kernels
 
 
-def _macro(node: Node, spec: BackendSpec, types: Mapping[str, TensorType]) -> MacroDef:
+def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> MacroDef:
     """The spec macro for ``node``; raises GraphError when it cannot serve the node."""
     t = node.type
     binding = spec.ops.get(node.op)
@@ -149,8 +180,7 @@ def _macro(node: Node, spec: BackendSpec, types: Mapping[str, TensorType]) -> Ma
             f"macro {name} of backend {spec.name} takes {macro.inputs} input(s), but {node.op} has {len(node.inputs)}",
             node.loc,
         )
-    for name_in in node.inputs:
-        given = types[name_in]
+    for name_in, given in zip(node.inputs, input_types):
         if given.shape != t.shape or given.dtype != t.dtype:
             raise GraphError(
                 f"{node.op} on backend {spec.name} needs every input to be {t}, but {_label(name_in)} is {given}",
@@ -178,20 +208,20 @@ def _macro_values(
 def _body(
     fn: Function,
     sym: str,
-    types: Mapping[str, TensorType],
+    output_types: Sequence[TensorType],
     buffers: Sequence[tuple[str, TensorType, list[str]]],
     calls: Sequence[str],
     copies: Sequence[str],
-    storage: Mapping[str, str],
+    unused_inputs: Sequence[int],
 ) -> str:
     params = [f"{C_TYPES[p.type.dtype]}* in{i}" for i, p in enumerate(fn.params)]
-    params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(fn.output_types)]
+    params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(output_types)]
     note = [
         f"{sym}_: the body of {function_origin(fn)},",
         f"with {len(calls)} kernel(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
     ]
     note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
-    note += [f"  out{i}: {_label(name)}: {types[name]}" for i, name in enumerate(fn.outputs)]
+    note += [f"  out{i}: {_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))]
     lines = [_block_comment(note), _call(f"static int {sym}_(", params, ") {")]
     # Every buffer starts as NULL, so a failed malloc can free them all at `done`.
     for buf, t, _ in buffers:
@@ -204,8 +234,7 @@ def _body(
         size = max(t.size, 1)
         lines.append(f"  {buf} = ({ctype}*)malloc(sizeof({ctype}) * {size}); {comment(_holds(holds))}")
         lines.append(f"  if ({buf} == NULL) goto done;")
-    used = set(storage[name] for node in fn.nodes for name in node.inputs) | {storage[n] for n in fn.outputs}
-    lines += [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
+    lines += [f"  (void)in{i};" for i in unused_inputs]
     lines += calls
     lines += copies
     if buffers:
@@ -215,12 +244,6 @@ def _body(
     else:
         lines += ["  return 0;", "}", ""]
     return "\n".join(lines)
-
-
-def _plan(fn: Function, types: Mapping[str, TensorType]) -> MemoryPlan:
-    """Share intermediate buffers between values whose lifetimes do not overlap."""
-    steps = [Step(node.inputs, node.outputs) for node in fn.nodes]
-    return plan_memory((), steps, types, fn.outputs)
 
 
 def _holds(labels: list[str]) -> str:
