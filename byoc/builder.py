@@ -71,8 +71,9 @@ class FunctionBuilder:
         self.params: list[Param] = []
         self.constants: list[Constant] = []
         self.statements: list[_Statement] = []
-        self.defined: dict[str, Location | None] = {}
-        """Every name defined so far, and where."""
+        self.defined: dict[str, int] = {}
+        """Every name defined so far, numbered in definition order; ``_locs[n]`` says where."""
+        self._locs: list[Location | None] = []
         self.kinds: dict[str, str] = {}
         """The kind of every defined name that is not a node (parameter, constant, ...)."""
         self._single: dict[TensorType, tuple[TensorType]] = {}
@@ -91,14 +92,15 @@ class FunctionBuilder:
 
     def _define(self, name: str, loc: Location | None, kind: str) -> None:
         if name in self.defined:
-            first = self.defined[name]
+            first = self._locs[self.defined[name]]
             where = f" (first defined at {first})" if first else ""
             raise self.error(
                 f"duplicate name {name!r}: already defined as a {self.kinds.get(name, 'node')}{where}",
                 loc,
                 hint="every parameter, constant and node needs its own name",
             )
-        self.defined[name] = loc
+        self.defined[name] = len(self._locs)
+        self._locs.append(loc)
         if kind != "node":
             self.kinds[name] = kind
 
@@ -128,11 +130,12 @@ class FunctionBuilder:
         locate: Locator | None = None,
         declared: TensorType | None = None,
     ) -> None:
-        defined = self.defined
+        defined, locs = self.defined, self._locs
         for out in outputs:
             if out in defined:
                 self._define(out, loc, "node")  # raises the duplicate-name error
-            defined[out] = loc
+            defined[out] = len(locs)
+            locs.append(loc)
         self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
@@ -163,15 +166,19 @@ class FunctionBuilder:
 
     def finish(self, outputs: Sequence[tuple[str, Location]]) -> Function:
         """Order, type and check everything; return the validated Function."""
-        types: dict[str, TensorType] = {p.name: p.type for p in self.params}
-        types.update((c.name, c.type) for c in self.constants)
         for name, loc in outputs:
-            if name not in self.defined and name not in types:
+            if name not in self.defined:
                 raise self._undefined(name, loc)
-        nodes = self._typed_in_order(dict(types))
+        nodes = self._typed_in_order()
         if nodes is None:  # a name is used before its definition: sort, or report the cycle
+            types: dict[str, TensorType] = {p.name: p.type for p in self.params}
+            types.update((c.name, c.type) for c in self.constants)
             ordered, outputs = self._canonical(self._toposort(types), outputs)
-            nodes = [self._typed_node(st, types) for st in ordered]
+            nodes = []
+            for st in ordered:
+                node = self._typed_node(st, tuple(map(types.__getitem__, st.inputs)))
+                types.update(zip(node.outputs, node.types))
+                nodes.append(node)
         return Function(
             self.name,
             tuple(self.params),
@@ -182,22 +189,19 @@ class FunctionBuilder:
             self.loc,
         )
 
-    def _finish_region(
-        self, param_types: Sequence[TensorType], outer: dict[str, Location | None]
-    ) -> Function:
+    def _finish_region(self, param_types: Sequence[TensorType], outer: dict[str, int]) -> Function:
         if self._function is not None:  # already typed, before the outer body was reordered
             return self._function
-        for name, loc in self.defined.items():
+        for name, index in self.defined.items():
             if name in outer and name not in self.bindings and not name.startswith(ANON_PREFIX):
                 raise self.error(
                     f"{name!r} in this region shadows {name!r} of the enclosing graph",
-                    loc,
+                    self._locs[index],
                     hint="rename it; a region may only redefine the names it binds",
                 )
         for (name, loc), type_ in zip(self.captures, param_types):
             self.params.append(Param(name, type_, loc))
-            self.defined[name] = loc
-            self.kinds[name] = "parameter"
+            self._define(name, loc, "parameter")
         self._function = self.finish(self._results)
         return self._function
 
@@ -285,31 +289,35 @@ class FunctionBuilder:
             st.inputs = tuple(rename.get(n, n) for n in st.inputs)
         return order, [(rename.get(n, n), loc) for n, loc in outputs]
 
-    def _typed_in_order(self, types: dict[str, TensorType]) -> list[Node] | None:
+    def _typed_in_order(self) -> list[Node] | None:
         """Type the statements in source order; None if one uses a name defined later.
 
-        This is the common case, and one pass: the ``types`` table doubles as the set
-        of names defined so far, so no separate ordering pass is needed.
+        This is the common case, and one pass: a list of types by definition number
+        doubles as the record of what is defined so far, so no ordering pass and no
+        second table keyed by name are needed.
         """
+        defined = self.defined
+        typed: list[TensorType | None] = [None] * len(self._locs)
+        for value in (*self.params, *self.constants):
+            typed[defined[value.name]] = value.type
         nodes = []
-        get = types.get
         for st in self.statements:
-            input_types = tuple(map(get, st.inputs))
+            try:
+                input_types = tuple([typed[defined[name]] for name in st.inputs])
+            except KeyError:  # undefined: the ordering pass reports it, located
+                return None
             if None in input_types:
                 return None
-            nodes.append(self._typed_node(st, types, input_types))
+            node = self._typed_node(st, input_types)  # type: ignore[arg-type]
+            for name, t in zip(node.outputs, node.types):
+                typed[defined[name]] = t
+            nodes.append(node)
         return nodes
 
-    def _typed_node(
-        self, st: _Statement, types: dict[str, TensorType], input_types: tuple[TensorType, ...] | None = None
-    ) -> Node:
-        if input_types is None:
-            input_types = tuple(map(types.__getitem__, st.inputs))
+    def _typed_node(self, st: _Statement, input_types: tuple[TensorType, ...]) -> Node:
         if st.region is not None:
             callee = st.region._finish_region(input_types, self.defined)
             out_types = callee.output_types
-            for name, t in zip(st.outputs, out_types):
-                types[name] = t
             return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
         key = (st.op, input_types, tuple((k, v) for k, v, _ in st.attrs))
         cached = self._infer_cache.get(key)
@@ -323,7 +331,6 @@ class FunctionBuilder:
                 st.input_loc(DECLARED),
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
-        types[st.outputs[0]] = out
         single = self._single.get(out)
         if single is None:
             single = self._single[out] = (out,)
