@@ -319,7 +319,7 @@ class FunctionBuilder:
             callee = st.region._finish_region(input_types, self.defined)
             out_types = callee.output_types
             return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
-        key = (st.op, input_types, tuple((k, v) for k, v, _ in st.attrs))
+        key = (st.op, input_types, tuple([(k, v) for k, v, _ in st.attrs]) if st.attrs else ())
         cached = self._infer_cache.get(key)
         if cached is None:
             cached = self._infer_cache[key] = self._infer(st, input_types)
