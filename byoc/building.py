@@ -147,8 +147,7 @@ def _package_module(name, spec, artifacts, lowered, overrides, members: dict[str
             "functions": functions,
         }
     if kind == "json":
-        kernels = {b.kernel: op for op, b in spec.ops.items() if b.kernel is not None}
-        return {"backend": name, "kind": "json", "file": module.name, "kernels": kernels}
+        return {"backend": name, "kind": "json", "file": module.name, "kernels": spec.kernels()}
     if kind == "examplejson":
         return {"backend": name, "kind": "examplejson", "file": module.name, "tokens": spec.tokens()}
     raise UsageError(f"backend {name}: codegen kind {kind!r} cannot be built")

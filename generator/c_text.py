@@ -16,10 +16,13 @@ C_TYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64":
 
 
 def c_string(text: str) -> str:
-    """``text`` as a C string literal; anything outside printable ASCII is escaped."""
+    """``text`` as a C (or C++) string literal: printable ASCII as is, ``\\n`` for
+    newlines, octal escapes for everything else."""
     out = []
     for ch in text:
-        if ch in '"\\':
+        if ch == "\n":
+            out.append("\\n")
+        elif ch in '"\\':
             out.append("\\" + ch)
         elif " " <= ch <= "~" and ch != "?":  # '?' is escaped to dodge trigraphs
             out.append(ch)

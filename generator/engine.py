@@ -36,7 +36,7 @@ from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
 from .artifacts import Artifact
-from .c_text import comment, function_origin, origin
+from .c_text import c_string, comment, function_origin, origin
 from .engine_header import element_values, header_text, wrap_list
 from .engine_plan import Plan, plan
 
@@ -196,22 +196,7 @@ def _graph_literal(lines: Sequence[str], indent: str) -> str:
     """The layer graph as a C++ string literal, one line of the graph per source line."""
     if not lines:
         return '""'
-    return f"\n{indent}".join(_cxx_string(line + "\n") for line in lines)
-
-
-def _cxx_string(text: str) -> str:
-    """``text`` as a C++ string literal (printable ASCII as is, ``\\n`` for newlines)."""
-    out = []
-    for ch in text:
-        if ch == "\n":
-            out.append("\\n")
-        elif ch in '"\\':
-            out.append("\\" + ch)
-        elif " " <= ch <= "~" and ch != "?":  # '?' is escaped to dodge trigraphs
-            out.append(ch)
-        else:
-            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
-    return '"' + "".join(out) + '"'
+    return f"\n{indent}".join(c_string(line + "\n") for line in lines)
 
 
 def _column_of(template: str, name: str, values: Mapping[str, object]) -> int:

@@ -48,6 +48,7 @@ from byoc.ir import CALL_OP, Function
 
 from .interface import PackedFunction, Signature
 from .interpreter import Plan, Step
+from .spec_tables import spec_table
 
 MAGIC = b"BYOCEJSN"
 VERSION = 1
@@ -94,7 +95,7 @@ class ExampleJsonModule:
         """The module of ExampleJSON ``text``. Op tokens are ``tokens`` if given, else
         those of the examplejson-kind backend spec ``backend`` on ``spec_path``."""
         if tokens is None:
-            tokens = _spec_tokens(backend, spec_path)
+            tokens = spec_table(backend, spec_path, "examplejson", "tokens")
         return cls(decode(text, file), tokens, catalog=catalog, file=file)
 
     @classmethod
@@ -186,22 +187,6 @@ def _payload(data: Any) -> bytes:
     if hashlib.sha256(payload).digest() != digest:
         raise RuntimeFailure("corrupt ExampleJSON module: the payload does not match its sha256")
     return payload
-
-
-def _spec_tokens(backend: str, spec_path: Any) -> dict[str, str]:
-    """Op token -> catalog op, from the examplejson-kind backend spec ``backend``."""
-    from byoc.spec import load_backend
-
-    try:
-        spec = load_backend(backend, spec_path)
-    except ByocError as exc:
-        raise RuntimeFailure(
-            f"cannot read the op tokens of backend {backend!r}: {exc.message}",
-            hint="pass spec_path= (the spec's directory) or tokens=",
-        ) from None
-    if spec.kind != "examplejson":
-        raise RuntimeFailure(f"backend {backend!r} is a {spec.kind} backend, not an examplejson one")
-    return spec.tokens()
 
 
 def function_plan(fn: Function, catalog: Catalog) -> tuple[Plan, tuple[np.ndarray, ...]]:

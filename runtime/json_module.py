@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from byoc.catalog import Catalog
-from byoc.errors import ByocError, Location, RuntimeFailure
+from byoc.errors import Location, RuntimeFailure
 
 from .interface import PackedFunction, Signature
 from .interpreter import Plan
 from .json_loader import GraphLoader, check_header
+from .spec_tables import spec_table
 
 INIT_PREFIX = "__init_"
 """``get_function(INIT_PREFIX + symbol)`` is the function's init step, as in TVM."""
@@ -71,7 +72,9 @@ class JsonRuntimeModule:
         self._where = file or "<json module>"
         self.backend = check_header(document, self._where)
         self.catalog = catalog or load_catalog()
-        self.kernels = dict(kernels) if kernels is not None else _spec_kernels(self.backend, spec_path)
+        self.kernels = (
+            dict(kernels) if kernels is not None else spec_table(self.backend, spec_path, "json", "kernels")
+        )
         self.document = document
         self.text = text
         values = document["const_values"]
@@ -165,19 +168,3 @@ class JsonRuntimeModule:
                 hint=f"known: {', '.join(self.plans) or 'none'}",
             )
         return plan
-
-
-def _spec_kernels(backend: str, spec_path: Any) -> dict[str, str]:
-    """Kernel name -> catalog op, from the json-kind backend spec ``backend``."""
-    from byoc.spec import load_backend
-
-    try:
-        spec = load_backend(backend, spec_path)
-    except ByocError as exc:
-        raise RuntimeFailure(
-            f"cannot read the kernels of backend {backend!r}: {exc.message}",
-            hint="pass spec_path= (the spec's directory) or kernels=",
-        ) from None
-    if spec.kind != "json":
-        raise RuntimeFailure(f"backend {backend!r} is a {spec.kind} backend, not a json one")
-    return {b.kernel: op for op, b in spec.ops.items() if b.kernel is not None}

@@ -194,6 +194,10 @@ class BackendSpec:
         """examplejson kind: op token -> catalog op, as the ExampleJSON parser takes it."""
         return {b.token: op for op, b in self.ops.items() if b.token is not None}
 
+    def kernels(self) -> dict[str, str]:
+        """json kind: kernel name -> catalog op, as the JSON runtime reads it back."""
+        return {b.kernel: op for op, b in self.ops.items() if b.kernel is not None}
+
     def option_values(
         self, overrides: Mapping[str, str | OptionValue] | None = None
     ) -> dict[str, OptionValue]:
