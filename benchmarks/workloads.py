@@ -53,3 +53,87 @@ def region_text(nodes: int, backend: str = "ccompiler", inputs: int = 4) -> str:
         names.append(f"t{i}")
     out += [f"    return {names[-1]}", "  }", "  return s", "}"]
     return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------- kernel workloads
+# Graphs for the kernels suite. Each puts the whole computation into one explicit
+# region of ``backend``, so a backend either expresses all of it or the build fails
+# with a located error (and the suite reports the backend as not applicable).
+
+CHAIN_OPS = (("add", "a"), ("multiply", "c"), ("subtract", "b"))
+"""The 64-op chain cycles t = t + a, t = t * c, t = t - b; with c in [0.5, 0.99) the
+values stay bounded (no overflow, no denormals), whatever the length."""
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+def guide_subgraph_text(backend: str, shape: tuple[int, ...]) -> str:
+    """The BYOC guide's subgraph ((x + w0) - w1) * w2, offloaded whole."""
+    t = f"float32[{_dims(shape)}]"
+    return (
+        f"graph main(x: {t}, w0: {t}, w1: {t}, w2: {t}) {{\n"
+        f"  s = @{backend} {{\n"
+        "    return multiply(subtract(add(x, w0), w1), w2)\n"
+        "  }\n"
+        "  return s\n"
+        "}\n"
+    )
+
+
+def chain_text(backend: str, shape: tuple[int, ...], ops: int = 64) -> str:
+    """A chain of ``ops`` elementwise ops over x, reading a, b, c (see CHAIN_OPS)."""
+    t = f"float32[{_dims(shape)}]"
+    lines = [f"graph main(x: {t}, a: {t}, b: {t}, c: {t}) {{", f"  s = @{backend} {{"]
+    prev = "x"
+    for i in range(ops - 1):
+        op, operand = CHAIN_OPS[i % len(CHAIN_OPS)]
+        lines.append(f"    t{i} = {op}({prev}, {operand})")
+        prev = f"t{i}"
+    op, operand = CHAIN_OPS[(ops - 1) % len(CHAIN_OPS)]
+    lines += [f"    return {op}({prev}, {operand})", "  }", "  return s", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def chain_expression(ops: int = 64) -> str:
+    """The same chain as one Python / numexpr expression over x, a, b, c."""
+    symbols = {"add": "+", "multiply": "*", "subtract": "-"}
+    expr = "x"
+    for i in range(ops):
+        op, operand = CHAIN_OPS[i % len(CHAIN_OPS)]
+        expr = f"({expr} {symbols[op]} {operand})"
+    return expr
+
+
+def bias_relu_text(backend: str, rows: int, cols: int) -> str:
+    """relu(x + bias) with x float32[rows, cols] and bias float32[cols] (broadcast)."""
+    return (
+        f"graph main(x: float32[{rows}, {cols}], bias: float32[{cols}]) {{\n"
+        f"  s = @{backend} {{\n"
+        "    return relu(add(x, bias))\n"
+        "  }\n"
+        "  return s\n"
+        "}\n"
+    )
+
+
+def whole_graph_text(backend: str) -> str:
+    """The guide's whole graph (examples/guide_whole_graph.graph) with both regions on
+    ``backend``: two offloaded subgraphs and host ops, concatenated."""
+    t = "float32[10, 10]"
+    params = ", ".join(f"{n}: {t}" for n in ("x", "w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"))
+    return (
+        f"graph main({params}) {{\n"
+        f"  s0 = @{backend} {{\n"
+        "    t = subtract(add(x, w0), w1)\n"
+        "    return multiply(t, w2)\n"
+        "  }\n"
+        f"  s1 = @{backend} {{\n"
+        "    t = subtract(add(x, w3), w4)\n"
+        "    return multiply(t, w5)\n"
+        "  }\n"
+        "  h = subtract(add(x, w6), w7)\n"
+        "  return concatenate(s0, s1, h, axis=0)\n"
+        "}\n"
+    )

@@ -3,11 +3,22 @@ new one, never a partial one, even if byoc is killed mid-way.
 
 Files are written to a temporary sibling, flushed, then renamed over the target.
 Directories are filled under a temporary name, then swapped in; an existing target
-directory is only ever replaced if byoc wrote it (it holds :data:`MARKER`).
+directory is only ever replaced if byoc wrote it (it holds :data:`MARKER`). On Linux
+the swap is one ``renameat2(RENAME_EXCHANGE)`` call, so even a kill between the two
+halves of a swap cannot leave the target missing; elsewhere (or on a file system
+without it) the old directory is renamed aside and the new one renamed in, and a
+kill between those two renames leaves the target absent, with the old output kept
+beside it (``.<name>.*.old/previous``).
+
+A kill leaves at most a hidden ``.<name>.*.tmp`` sibling behind, never a partial
+target. A failure to write (no space, a read-only or missing directory) is a
+:class:`~byoc.errors.UsageError` naming the path and the system's reason.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
 import tempfile
@@ -25,7 +36,13 @@ def write_file(path: str | Path, data: str | bytes) -> None:
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     _check_writable(parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    if target.exists() and not target.is_file():  # the rename would replace /dev/null itself
+        what = "Is a directory" if target.is_dir() else "not a regular file (a device, pipe or socket)"
+        raise UsageError(f"cannot write {target}: {what}", hint="choose another output path")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -64,7 +81,10 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
                 f"refusing to replace {target}: it is not empty and was not written by byoc",
                 hint="choose a new or empty directory for -o",
             )
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
         for name, data in files.items():
             if "/" in name or "\\" in name or name in ("", ".", "..", MARKER):
@@ -75,13 +95,15 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
                 os.fsync(handle.fileno())
         (staging / MARKER).write_text("written by byoc; safe for byoc to replace\n")
         os.chmod(staging, _default_mode(directory=True))  # mkdtemp makes it private
-        if target.exists():
+        if not target.exists():
+            os.replace(staging, target)
+        elif _exchange(staging, target):
+            shutil.rmtree(staging, ignore_errors=True)  # it now holds the old output
+        else:
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
             os.replace(target, old / "previous")
             os.replace(staging, target)
             shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, target)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
@@ -89,6 +111,25 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return [target / name for name in files]
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap paths ``a`` and ``b`` atomically (Linux ``renameat2``); False when this
+    system or file system cannot, so the caller falls back to two renames."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _default_mode(directory: bool) -> int:

@@ -14,7 +14,18 @@ from collections.abc import Callable, Sequence
 
 from .catalog import Catalog, RuleError, infer_type, normalize_attrs
 from .errors import GraphError, Location
-from .ir import ANON_PREFIX, CALL_OP, Attrs, AttrValue, Constant, Function, Node, Param, TensorType
+from .ir import (
+    ANON_PREFIX,
+    CALL_OP,
+    Attrs,
+    AttrValue,
+    Constant,
+    Function,
+    Node,
+    Param,
+    TensorType,
+    shape_problem,
+)
 
 Locator = Callable[[int], Location]
 """Where a part of a statement is: ``locate(i)`` for input ``i``, ``locate(OP)`` for
@@ -254,7 +265,7 @@ class FunctionBuilder:
                     path = [s.outputs[0] for s, _ in stack]
                     cycle = path[path.index(dep.outputs[0]) :] + [dep.outputs[0]]
                     raise self.error(
-                        "cycle: " + " -> ".join(_show(n) for n in cycle),
+                        "cycle: " + " -> ".join(_clipped([_show(n) for n in cycle])),
                         st.input_loc(i),
                         hint="a node cannot depend on its own output, directly or indirectly",
                     )
@@ -344,10 +355,14 @@ class FunctionBuilder:
             raise self.error(f"unknown op {st.op!r}", st.input_loc(OP), hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
         try:
-            return attrs, infer_type(op, input_types, attrs)
+            out = infer_type(op, input_types, attrs)
         except RuleError as exc:
-            args = ", ".join(f"{_show(n)}: {t}" for n, t in zip(st.inputs, input_types))
+            args = ", ".join(_clipped([f"{_show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
             raise self.error(f"{st.op}({args}): {exc.message}", st.loc, hint=exc.hint) from None
+        problem = shape_problem(out.shape)
+        if problem is not None:  # e.g. concatenating tensors near the limit
+            raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
+        return attrs, out
 
     def _attrs(self, op, st: _Statement) -> Attrs:
         try:
@@ -355,6 +370,14 @@ class FunctionBuilder:
         except RuleError as exc:
             where = next((at for k, _, at in reversed(st.attrs) if k == exc.key), None)
             raise self.error(exc.message, where or st.loc, hint=exc.hint) from None
+
+
+def _clipped(items: list[str], keep: int = 6) -> list[str]:
+    """``items``, or its first and last ``keep`` around a count of the rest, so that an
+    error about a 10k-node cycle or a 10k-input call stays one readable line."""
+    if len(items) <= 2 * keep + 1:
+        return items
+    return [*items[:keep], f"... ({len(items) - 2 * keep:,} more)", *items[-keep:]]
 
 
 def _show(name: str) -> str:

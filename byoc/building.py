@@ -128,7 +128,7 @@ def _package_module(name, spec, artifacts, lowered, overrides, members: dict[str
     own = [a for a in artifacts if a.backend == name and a.role in ("module", "header")]
     module = next(a for a in own if a.role == "module")
     kind = spec.kind
-    if kind in ("c_source", "engine"):
+    if spec.kind_info.compiled:
         from .runtime.build import build_artifacts
 
         values = spec.template_values(spec.option_values(overrides))

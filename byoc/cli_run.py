@@ -63,14 +63,42 @@ def add_commands(sub, parents) -> None:
     )
     add_graph_arguments(r)
     r.add_argument("--inputs", metavar="NPZ", help="input arrays (.npz); default: seeded random inputs")
-    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    r.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default 0)")
     r.add_argument(
-        "--rtol", type=float, default=None, help="relative tolerance (default: 1e-5 float32, 1e-12 float64)"
+        "--rtol",
+        type=_tolerance,
+        default=None,
+        help="relative tolerance (default: 1e-5 float32, 1e-12 float64)",
     )
     r.add_argument(
-        "--atol", type=float, default=None, help="absolute tolerance (default: 1e-6 float32, 1e-12 float64)"
+        "--atol",
+        type=_tolerance,
+        default=None,
+        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64)",
     )
     r.set_defaults(run=_cmd_run)
+
+
+def _seed(text: str) -> int:
+    """A --seed: a non-negative integer (numpy's seeds are)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: seeds are non-negative")
+    return value
+
+
+def _tolerance(text: str) -> float:
+    """An --rtol or --atol: a finite, non-negative number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid tolerance {text!r}: not a number") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid tolerance {text!r}: tolerances are finite and >= 0")
+    return value
 
 
 def _cmd_build(args: argparse.Namespace) -> int:

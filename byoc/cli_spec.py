@@ -135,6 +135,8 @@ def _binding_text(b: OpBinding) -> str:
         return f"token {b.token}"
     if b.kernel is not None:
         return f"kernel {b.kernel}"
+    if b.expression is not None:
+        return f"C {b.expression}"
     parts = [f"rank {r}: {name}" for r, name in b.by_rank.items()]
     if b.default is not None:
         parts.append(f"other ranks: {b.default}")

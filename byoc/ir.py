@@ -40,6 +40,15 @@ CALL_OP = "call"
 ANON_PREFIX = "%"
 """Names of anonymous nodes (nested calls) start with this character."""
 
+MAX_ELEMENTS = 1 << 48
+"""The most elements a tensor may have, and so the largest dimension: 2**48 (about
+2.8e14). Byte sizes and every index a generated loop computes then fit in int64 with
+room to spare; a type beyond it is a located error when the text is read, not a
+failed allocation later."""
+
+MAX_NAME_LENGTH = 128
+"""The longest name the text languages accept (values, graphs, regions, ops)."""
+
 AttrValue = int | float | str | bool | tuple[int, ...]
 Attrs = tuple[tuple[str, AttrValue], ...]
 
@@ -65,6 +74,17 @@ class TensorType:
 
     def __str__(self) -> str:
         return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+def shape_problem(shape: tuple[int, ...]) -> str | None:
+    """Why a tensor of ``shape`` is beyond byoc's limits (:data:`MAX_ELEMENTS`), or None."""
+    for d in shape:
+        if d > MAX_ELEMENTS:
+            return f"dimension {d:,} is larger than the limit of 2**48 elements"
+    n = prod(shape)
+    if n > MAX_ELEMENTS:
+        return f"{n:,} elements is more than the limit of 2**48"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

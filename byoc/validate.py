@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .catalog import Catalog, RuleError, infer_type, normalize_attrs
 from .errors import GraphError
-from .ir import CALL_OP, DTYPES, Function, Program, TensorType
+from .ir import CALL_OP, DTYPES, Function, Program, TensorType, shape_problem
 
 
 def validate_program(program: Program, catalog: Catalog) -> None:
@@ -31,6 +31,9 @@ def validate_function(fn: Function, catalog: Catalog) -> None:
             raise GraphError(f"duplicate name {name!r} in function {fn.name}", loc)
         if type_.dtype not in DTYPES or any(d < 0 for d in type_.shape):
             raise GraphError(f"invalid tensor type {type_} for {name!r}", loc)
+        problem = shape_problem(type_.shape)
+        if problem is not None:
+            raise GraphError(f"tensor type {type_} of {name!r} is too large: {problem}", loc)
         types[name] = type_
 
     for p in fn.params:

@@ -23,6 +23,7 @@ from .artifacts import Artifact
 
 KIND_MODULES = {
     "c_source": "c_source",
+    "c_fused": "c_fused",
     "engine": "engine",
     "examplejson": "examplejson",
     "json": "json_graph",

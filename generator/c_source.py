@@ -31,7 +31,7 @@ from byoc.spec.template import render
 from . import ffi_entry
 from .artifacts import Artifact
 from .c_source_function import function_text
-from .c_text import comment, function_origin
+from .c_text import comment, comment_text, function_origin
 
 SUPPORT_NAMES = ("byoc_tensor_of", "byoc_format_shape", "byoc_raise", "byoc_check_arg")
 """The static helpers of ffi_entry.SUPPORT, which no generated name may take."""
@@ -102,7 +102,7 @@ def _header(externals: Sequence[Function], spec: BackendSpec) -> str:
         "Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):",
     ]
     lines += [f"  {fn.name}: {function_origin(fn)}" for fn in externals]
-    return "/* " + "\n   ".join(lines).replace("*/", "* /").replace("\n   \n", "\n\n") + "\n*/\n"
+    return "/* " + comment_text("\n   ".join(lines)).replace("\n   \n", "\n\n") + "\n*/\n"
 
 
 def _check_names(externals: Sequence[Function], names: Sequence[Sequence[str]], spec: BackendSpec) -> None:

@@ -38,7 +38,7 @@ from byoc.ir import ANON_PREFIX, Constant, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
 
 from . import ffi_entry
-from .c_text import C_TYPES, comment, function_origin, origin
+from .c_text import C_TYPES, comment, comment_text, function_origin, origin
 from .memory_plan import Step, plan_memory
 
 LINE_WIDTH = 100
@@ -290,7 +290,7 @@ def _call(head: str, args: Sequence[str], tail: str, sep: str = ",") -> str:
 
 
 def _block_comment(lines: Sequence[str]) -> str:
-    body = "\n".join(lines).replace("*/", "* /")
+    body = comment_text("\n".join(lines))
     return "/* " + body.replace("\n", "\n   ") + " */"
 
 

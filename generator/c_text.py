@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from byoc.ir import Function, Node, TensorType
 
 DLPACK_CODES = {
@@ -31,9 +33,33 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+_UNSAFE_IN_COMMENT = re.compile(
+    r"\*/|/\*|\?\?|\\|[\x00-\x08\x0b-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SPLICE = re.compile(r"\\(?=[ \t]*(?:\n|\Z))")
+
+
+def comment_text(text: str) -> str:
+    r"""``text`` made inert inside a C or C++ block comment, whatever it holds (file
+    names in locations can hold anything): ``*/`` cannot end the comment early and
+    ``/*`` cannot nest in it (``* /``, ``/ *``); no ``??`` can start a trigraph
+    (``? ?``: ``??/`` is a backslash in C99); no backslash ends a line, where it would
+    splice the next line on (``*\`` + newline + ``/`` closes a comment); and control
+    and bidirectional-override characters show as ``<0xNN>``. Newlines are kept.
+    Ordinary text, with none of these, comes back unchanged."""
+    if _UNSAFE_IN_COMMENT.search(text) is None:
+        return text
+    text = text.replace("\r\n", "\n")
+    text = _CONTROL.sub(lambda m: f"<0x{ord(m.group()):02x}>", text)
+    text = _SPLICE.sub("\\\\.", text)
+    text = re.sub(r"\?(?=\?)", "? ", text)
+    return text.replace("*/", "* /").replace("/*", "/ *")
+
+
 def comment(text: str) -> str:
-    """A C comment holding ``text``; ``*/`` inside it is broken up."""
-    return "/* " + text.replace("*/", "* /") + " */"
+    """A C comment holding ``text``, made inert by :func:`comment_text`."""
+    return "/* " + comment_text(text) + " */"
 
 
 def int64_array(values: tuple[int, ...]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from byoc.ir import Function
 
-from .c_text import DLPACK_CODES, c_string, function_origin, int64_array
+from .c_text import DLPACK_CODES, c_string, comment_text, function_origin, int64_array
 
 SUPPORT = r"""/* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
@@ -76,14 +76,15 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
              fn, (int)index, role, dtype, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
     return byoc_raise("TypeError", msg);
   }
-  byoc_format_shape(want, sizeof want, ndim, shape);
   if (t->ndim != ndim) {
+    byoc_format_shape(want, sizeof want, ndim, shape);
     snprintf(msg, sizeof msg, "%s: argument %d (%s) must have rank %d (shape %s), got rank %d",
              fn, (int)index, role, (int)ndim, want, (int)t->ndim);
     return byoc_raise("ValueError", msg);
   }
   for (d = 0; d < ndim; ++d) {
     if (t->shape[d] != shape[d]) {
+      byoc_format_shape(want, sizeof want, ndim, shape);
       byoc_format_shape(got, sizeof got, t->ndim, t->shape);
       snprintf(msg, sizeof msg, "%s: argument %d (%s) must have shape %s, got %s",
                fn, (int)index, role, want, got);
@@ -131,11 +132,11 @@ def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
     n_in, n_out = len(fn.params), len(fn.outputs)
     lines = []
     signature = f"int __tvm_ffi_{sym}(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)"
-    where = function_origin(fn).replace("*/", "* /")
+    where = comment_text(function_origin(fn))
     lines.append(f"/* {sym}: the exported TVM FFI function (safe-call ABI) of {where}.")
     lines.append(f"   Arguments: {n_in} input(s), then {n_out} output(s):")
     for k, (role, _, t) in enumerate(args):
-        lines.append(f"     {k}: {role}: {t}")
+        lines.append(comment_text(f"     {k}: {role}: {t}"))
     lines.append("*/")
     if cplusplus:
         lines.append('extern "C" ' + f"TVM_FFI_DLL_EXPORT {signature} {{")

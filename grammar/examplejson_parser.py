@@ -9,7 +9,7 @@ catalog ops through a token table, which the examplejson backend spec provides.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -18,9 +18,9 @@ from lark import Token, Transformer
 from byoc.builder import DECLARED, OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
-from byoc.ir import Function, Program, TensorType
+from byoc.ir import MAX_ELEMENTS, MAX_NAME_LENGTH, Function, Program, TensorType, shape_problem
 
-from .lark_support import decode, make_parser, run_parser
+from .lark_support import check_name_lengths, decode, make_parser, run_parser
 
 DTYPE = "float32"
 """ExampleJSON carries no dtype; every tensor is float32, as in the guide."""
@@ -46,6 +46,8 @@ DESCRIBE = {
 }
 
 _WORD = re.compile(r"\S+")
+_LONG_WORDS = re.compile(rf"(?<![A-Za-z0-9_])([A-Za-z0-9_]{{{MAX_NAME_LENGTH + 1},}})")
+"""A name or number longer than MAX_NAME_LENGTH (ExampleJSON has no comments or strings)."""
 
 
 class _Reader(Transformer):
@@ -66,10 +68,20 @@ class _Reader(Transformer):
     def _loc(self, tok: Token, offset: int = 0) -> Location:
         return Location(self.file, tok.line, tok.column + offset)
 
-    def _type(self, dims_text: str) -> TensorType:
-        t = self.shapes.get(dims_text)
-        if t is None:
-            t = self.shapes[dims_text] = TensorType(tuple(int(d) for d in dims_text.split()), DTYPE)
+    def _type(self, dims_text: str, locate: Callable[[int], Location]) -> TensorType:
+        """The type of a line's dims, on a miss of ``self.shapes`` (callers look there
+        first); ``locate(k)`` is where the k-th dim is, for errors."""
+        shape = tuple(int(d) for d in dims_text.split())  # dims have <= MAX_NAME_LENGTH digits
+        problem = shape_problem(shape)
+        if problem is not None:
+            big = next((k for k, d in enumerate(shape) if d > MAX_ELEMENTS), 0)
+            raise GraphError(
+                f"shape {dims_text} is too large: {problem}",
+                locate(big),
+                hint="byoc's tensors have at most 2**48 elements",
+                source=self.source,
+            )
+        t = self.shapes[dims_text] = TensorType(shape, DTYPE)
         return t
 
     def _op_name(self, token: str, loc: Location) -> str:
@@ -126,7 +138,10 @@ class _Reader(Transformer):
         file = self.file
         for line, column, text in self._lines(tok):
             _, ident, *dims = text.split()
-            fb.add_param(_name(ident), self._type(" ".join(dims)), Location(file, line, column))
+            loc = Location(file, line, column)
+            key = " ".join(dims)
+            t = self.shapes.get(key) or self._type(key, partial(_word_location, loc, text, 2))
+            fb.add_param(_name(ident), t, loc)
 
     def _op_lines(self, fb: FunctionBuilder, tok: Token) -> tuple[str, Location]:
         # add 4 inputs: 0 1 shape: 10 10
@@ -135,6 +150,10 @@ class _Reader(Transformer):
             at = text.index("shape:")
             parts = text[:at].split()
             loc = Location(file, line, column)
+            key = text[at + 6 :].strip()
+            declared = self.shapes.get(key) or self._type(
+                key, partial(_word_location, loc, text, len(parts) + 1)
+            )
             name = _name(parts[1])
             fb.add_node(
                 (name,),
@@ -142,7 +161,7 @@ class _Reader(Transformer):
                 tuple([_name(i) for i in parts[3:]]),
                 loc,
                 locate=partial(_line_location, loc, text),
-                declared=self._type(text[at + 6 :].strip()),
+                declared=declared,
             )
         return name, loc
 
@@ -150,7 +169,9 @@ class _Reader(Transformer):
     # (unusual spacing such as `inputs:0`) and build exactly what the fast path builds.
     def input_decl(self, children):
         keyword, ident, *dims = children
-        return "input", (_name(ident), self._type(" ".join(dims)), self._loc(keyword))
+        key = " ".join(dims)
+        shape = self.shapes.get(key) or self._type(key, lambda k: self._loc(dims[k]))
+        return "input", (_name(ident), shape, self._loc(keyword))
 
     def op_decl(self, children):
         name, ident, _inputs, *rest = children
@@ -162,7 +183,8 @@ class _Reader(Transformer):
             "inputs": tuple(_name(t) for t in inputs),
             "loc": self._loc(name),
             "locate": partial(_token_location, self, name, inputs, shape),
-            "declared": self._type(" ".join(dims)),
+            "declared": self.shapes.get(key := " ".join(dims))
+            or self._type(key, lambda k: self._loc(dims[k])),
         }
 
 
@@ -179,6 +201,11 @@ def _line_location(loc: Location, text: str, i: int) -> Location:
     return _shift(loc, list(_WORD.finditer(text))[3 + i].start())
 
 
+def _word_location(loc: Location, text: str, first: int, k: int) -> Location:
+    """Where word ``first + k`` of a line is (``loc`` is the line's first word)."""
+    return _shift(loc, list(_WORD.finditer(text))[first + k].start())
+
+
 def _token_location(reader: _Reader, op: Token, inputs: list[Token], shape: Token, i: int) -> Location:
     """The same, for a line read by the word-level rules."""
     return reader._loc(op if i == OP else shape if i == DECLARED else inputs[i])
@@ -186,7 +213,7 @@ def _token_location(reader: _Reader, op: Token, inputs: list[Token], shape: Toke
 
 def _name(ident: str) -> str:
     """The IR name of an ExampleJSON id: ``4`` and ``004`` both become ``v4``."""
-    return NAME_PREFIX + (ident if ident[0] != "0" or len(ident) == 1 else str(int(ident)))
+    return NAME_PREFIX + (ident if ident[0] != "0" or len(ident) == 1 else ident.lstrip("0") or "0")
 
 
 _reader = _Reader()
@@ -209,6 +236,7 @@ def parse_examplejson(
 ) -> Program:
     """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph."""
     text = decode(data, file)
+    check_name_lengths(text, file, _LONG_WORDS, "name or number")
     body = text if text.endswith("\n") else text + "\n"
     _reader.reset(file, catalog, tokens or DEFAULT_TOKENS, text)
     functions = run_parser(_get_parser().parse, body, file, DESCRIBE)

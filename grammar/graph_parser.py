@@ -21,9 +21,18 @@ from byoc.builder import OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.gc_pause import paused_gc
-from byoc.ir import DTYPES, AttrValue, Function, Program, TensorType
+from byoc.ir import (
+    DTYPES,
+    MAX_ELEMENTS,
+    MAX_NAME_LENGTH,
+    AttrValue,
+    Function,
+    Program,
+    TensorType,
+    shape_problem,
+)
 
-from .lark_support import decode, make_parser, run_parser
+from .lark_support import check_name_lengths, decode, make_parser, run_parser
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
@@ -56,6 +65,13 @@ DESCRIBE = {
 }
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LONG_NAMES = re.compile(
+    rf'#[^\n]*|"(?:[^"\\\n]|\\.)*"|(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{{{MAX_NAME_LENGTH},}})'
+)
+"""Comments and strings (skipped), or a name longer than MAX_NAME_LENGTH (group 1)."""
+MAX_INT_DIGITS = 40
+"""Integer literals longer than this are out of range for every dtype (and Python's
+int() refuses those above 4300 digits)."""
 
 
 # ------------------------------------------------------------------- records
@@ -138,7 +154,26 @@ class _Reader(Transformer):
                 self.loc(dtype),
                 hint=f"byoc supports {', '.join(DTYPES)}",
             )
-        return TensorType(tuple(int(d) for d in dims if d is not None), str(dtype))
+        shape = tuple(self.dim(d) for d in dims if d is not None)
+        problem = shape_problem(shape)
+        if problem is not None:
+            raise GraphError(
+                f"type {dtype}[{', '.join(map(str, shape))}] is too large: {problem}",
+                self.loc(dtype),
+                hint="byoc's tensors have at most 2**48 elements",
+            )
+        return TensorType(shape, str(dtype))
+
+    def dim(self, tok: Token) -> int:
+        digits = tok.value.lstrip("0") or "0"
+        if len(digits) > MAX_INT_DIGITS or int(digits) > MAX_ELEMENTS:
+            shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits):,} digits)"
+            raise GraphError(
+                f"dimension {shown} is larger than the limit of 2**48 elements",
+                self.loc(tok),
+                hint="byoc's tensors have at most 2**48 elements",
+            )
+        return int(digits)
 
     def body(self, c):
         return tuple(c)
@@ -220,6 +255,12 @@ class _Reader(Transformer):
         return tuple(int(v) for v in c if v is not None)
 
     def SIGNED_INT(self, tok):
+        if len(tok) > MAX_INT_DIGITS:
+            raise GraphError(
+                f"integer literal of {len(tok):,} characters is out of range for every dtype",
+                self.loc(tok),
+                hint="integers are at most 64-bit",
+            )
         return int(tok)
 
     def SIGNED_FLOAT(self, tok):
@@ -375,6 +416,7 @@ def _get_parser():
 def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:
     """Parse DSL text (or bytes) into a Program, one Function per ``graph``."""
     text = decode(data, file)
+    check_name_lengths(text, file, _LONG_NAMES)
     _reader.file = file
     records = run_parser(_get_parser().parse, text, file, DESCRIBE)
     if not records:

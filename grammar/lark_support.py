@@ -6,6 +6,7 @@ parsed (it otherwise re-scans the growing IR and makes parsing super-linear).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from byoc.errors import ByocError, Location, ParseError
 from byoc.gc_pause import paused_gc
+from byoc.ir import MAX_NAME_LENGTH
 
 GRAMMAR_DIR = Path(__file__).parent
 
@@ -53,6 +55,32 @@ def decode(data: bytes | str, file: str | None) -> str:
             hint="save the file as UTF-8",
             source=data.decode("utf-8", errors="replace"),
         ) from None
+
+
+_LONG_RUN = re.compile(rf"[A-Za-z0-9_]{{{MAX_NAME_LENGTH + 1}}}")
+
+
+def check_name_lengths(text: str, file: str | None, words: re.Pattern[str], what: str = "name") -> None:
+    """A located ParseError at the first word longer than :data:`~byoc.ir.MAX_NAME_LENGTH`.
+
+    ``words`` finds the candidates; its group 1 is a too-long word, other matches
+    (comments, strings) are skipped. Texts without any long run of word characters,
+    nearly all of them, cost one fast regex search."""
+    if len(text) <= MAX_NAME_LENGTH or _LONG_RUN.search(text) is None:
+        return
+    for m in words.finditer(text):
+        word = m.group(1)
+        if word is None:
+            continue
+        pos = m.start(1)
+        line = text.count("\n", 0, pos) + 1
+        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise ParseError(
+            f"{what} {word[:20]}... has {len(word):,} characters; the limit is {MAX_NAME_LENGTH}",
+            Location(file, line, column),
+            hint="use a shorter name",
+            source=text,
+        )
 
 
 def run_parser(

@@ -240,8 +240,8 @@ def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
             os.rename(staging, entry)
             return library
         except OSError as exc:
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                raise
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                raise  # ENOTDIR: a file where the entry directory belongs (corrupted)
         if _valid(library):
             return library
         stale = Path(tempfile.mkdtemp(prefix="stale.", dir=root / "tmp"))

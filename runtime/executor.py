@@ -10,11 +10,18 @@ so a run allocates nothing.
     ex = GraphExecutor(graph_json, modules)
     ex.set_input("x", x); ex.run(); y = ex.get_output(0)
     (y,) = ex(x=x, w0=w0, ...)                       # the same, in one call
+
+Threads: an executor owns its storage, so ``ex(**inputs)`` holds a lock for the
+whole call; calls from several threads are correct, one at a time. The step-wise
+``set_input`` / ``run`` / ``get_output`` sequence is not atomic: a thread that uses it
+needs an executor of its own (or its own lock). The modules themselves (compiled
+libraries, interpreters) keep no state between calls and may run concurrently.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,10 +38,11 @@ class GraphExecutor:
         self, graph: str | Mapping[str, Any], modules: Sequence[Module], *, name: str = "graph"
     ) -> None:
         self.name = name
+        self._lock = threading.Lock()
         data = _load(graph, name)
         try:
             self._setup(data, modules)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
             raise RuntimeFailure(f"{name}: malformed host graph: {type(exc).__name__}: {exc}") from None
         except MemoryError as exc:  # storage sizes come from the graph's shapes
             raise RuntimeFailure(f"{name}: cannot allocate the host graph's storage: {exc}") from None
@@ -47,6 +55,8 @@ class GraphExecutor:
         dtypes = _typed_list(attrs["dltype"], "list_str", self.name)
         storage_ids = _typed_list(attrs["storage_id"], "list_int", self.name)
         n_entries = row[-1]
+        if row[0] != 0 or any(a > b for a, b in zip(row, row[1:])):
+            raise RuntimeFailure(f"{self.name}: node_row_ptr must start at 0 and never decrease")
         if len(row) != len(nodes) + 1 or not len(shapes) == len(dtypes) == len(storage_ids) == n_entries:
             raise RuntimeFailure(
                 f"{self.name}: node_row_ptr, shape, dltype and storage_id disagree in length"
@@ -160,10 +170,11 @@ class GraphExecutor:
                 f"{self.name}: {'; '.join(p for p in parts if p)}",
                 hint=f"inputs: {', '.join(self.input_names)}",
             )
-        for name, value in inputs.items():
-            self.set_input(name, value)
-        self.run()
-        return tuple(self.get_output(i) for i in range(len(self.output_entries)))
+        with self._lock:  # the storage is shared: one whole call at a time
+            for name, value in inputs.items():
+                self.set_input(name, value)
+            self.run()
+            return tuple(self.get_output(i) for i in range(len(self.output_entries)))
 
     def _input_index(self, key: str | int) -> int:
         if isinstance(key, int):

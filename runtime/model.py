@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -145,15 +146,23 @@ def _materialise(members: Mapping[str, bytes], name: str) -> Path:
     data = members[name]
     digest = hashlib.sha256(data).hexdigest()
     target = cache_dir() / "bundles" / digest[:2] / digest / name
-    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
-        return target
     try:
+        if hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+            return target
+    except OSError:  # absent, or something else (a directory) sits there: unpack afresh
+        pass
+    tmp = None
+    try:
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".lib.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, target)
     except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)  # e.g. the disk filled up mid-write: leave no partial file
         raise RuntimeFailure(
             f"cannot unpack {name} into {target.parent}: {exc.strerror or exc}",
             hint="set $BYOC_CACHE_DIR to a writable directory",

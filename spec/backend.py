@@ -77,7 +77,8 @@ class CompileSettings:
     flags: tuple[str, ...] = ()
     """Compiler flags, as templates over the options (``-O${opt_level}``)."""
     option_flags: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
-    """Flags added when a boolean option is true: option name -> flags."""
+    """Flags added when a boolean option is true, or an int option is not 0: option
+    name -> flags."""
 
     @property
     def compiled(self) -> bool:
@@ -87,9 +88,16 @@ class CompileSettings:
         """The flags for one build: ``values`` holds the common placeholders and options."""
         out = [render(f, values) for f in self.flags]
         for option, extra in self.option_flags.items():
-            if values.get(option) is True:
+            if option_enabled(values.get(option)):
                 out.extend(render(f, values) for f in extra)
         return tuple(out)
+
+
+def option_enabled(value: object) -> bool:
+    """Whether an option turns its ``option_flags`` on: a true bool or a non-zero int."""
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, int) and value != 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +143,8 @@ class OpBinding:
     - engine: ``by_rank`` maps a rank to a layer name.
     - examplejson: ``token`` is the op's ExampleJSON token.
     - json: ``kernel`` is the op's kernel name in the JSON graph.
+    - c_fused: ``expression`` is the op's C expression template over ``${x0}``,
+      ``${x1}``, ...: the spec's ``c`` for the op, else the op catalog's.
     """
 
     op: str
@@ -143,6 +153,7 @@ class OpBinding:
     vars: Mapping[str, str] = field(default_factory=frozen_map)
     token: str | None = None
     kernel: str | None = None
+    expression: str | None = None
     loc: Location | None = field(default=None, compare=False, repr=False)
 
     def construct(self, rank: int) -> str | None:

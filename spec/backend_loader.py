@@ -22,6 +22,7 @@ from .backend_constructs import check_template, load_structure
 from .backend_ops import check_macro_args, load_ops
 from .kinds import (
     COMMON_PLACEHOLDERS,
+    INPUT_PLACEHOLDER,
     KINDS,
     LANGUAGES,
     MAX_RANK,
@@ -254,12 +255,13 @@ def _options(doc: YamlDoc, root, kind: Kind) -> dict[str, OptionDef]:
     for name in node:
         if not isinstance(name, str) or not OPTION_NAME.match(name):
             raise doc.error(f"option name {name!r} must be lower-case letters, digits and _", node, name)
-        if name in reserved:
+        if name in reserved or (kind.expressions is not None and INPUT_PLACEHOLDER.match(name)):
             raise doc.error(
                 f"option name {name!r} is taken by a placeholder that byoc supplies",
                 node,
                 name,
-                hint=f"reserved names: {', '.join(sorted(reserved))}",
+                hint=f"reserved names: {', '.join(sorted(reserved))}"
+                + (", x0, x1, ..." if kind.expressions is not None else ""),
             )
         what = f"option {name}"
         onode = doc.mapping(node, name, what)
@@ -351,13 +353,13 @@ def _compile(doc: YamlDoc, root, kind: Kind, options: dict[str, OptionDef]) -> C
         onode = doc.mapping(node, "option_flags", "compile: option_flags")
         for oname in onode:
             option = options.get(oname) if isinstance(oname, str) else None
-            if option is None or option.type != "bool":
-                bools = ", ".join(n for n, o in options.items() if o.type == "bool") or "none"
+            if option is None or option.type not in ("bool", "int"):
+                usable = ", ".join(n for n, o in options.items() if o.type in ("bool", "int")) or "none"
                 raise doc.error(
-                    f"compile: option_flags: {oname!r} is not a boolean option of this backend",
+                    f"compile: option_flags: {oname!r} is not a boolean or int option of this backend",
                     onode,
                     oname,
-                    hint=f"boolean options: {bools}",
+                    hint=f"the flags are added when a boolean option is true or an int option is not 0; such options: {usable}",
                 )
             option_flags[str(oname)] = _flag_list(doc, onode, oname, f"compile: option_flags: {oname}", names)
     return CompileSettings(

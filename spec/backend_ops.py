@@ -1,5 +1,6 @@
 """Validate how a backend spec maps catalog ops to its constructs: macros by rank
-(c_source), layers by rank (engine), tokens (examplejson) and kernel names (json).
+(c_source), layers by rank (engine), tokens (examplejson), kernel names (json) and
+C expressions (c_fused).
 
 It also checks that every placeholder of every macro argument is supplied wherever
 the macro is used: by byoc, by an option, or by the vars of the op or layer.
@@ -77,6 +78,9 @@ def load_ops(
             )
             _check_layer_arity(doc, onode, opdef, by_rank, parts.layers, what)
             out[op] = OpBinding(op, frozen_map(by_rank), loc=loc)
+        elif kind.expressions is not None:
+            expression = _expression(doc, node, op, opdef, kind, options)
+            out[op] = OpBinding(op, expression=expression, loc=loc)
         else:
             key = "token" if "token" in kind.op_required else "kernel"
             value = _unique_name(doc, onode, key, what, seen, op)
@@ -87,6 +91,43 @@ def load_ops(
                 loc=loc,
             )
     return out
+
+
+def _expression(doc: YamlDoc, node, op: str, opdef: OpDef, kind: Kind, options) -> str:
+    """The C expression of ``op``: the spec's ``c``, checked, else the catalog's."""
+    what = f"op {op}"
+    if opdef.max_inputs is None:
+        raise doc.error(
+            f"the {kind.name} kind cannot implement {op}: it takes {opdef.arity_text()} inputs",
+            node,
+            op,
+            hint=f"a {kind.name} expression names each input, ${{x0}}, ${{x1}}, ...; it needs a fixed arity",
+        )
+    onode = node[op]
+    if "c" not in onode:
+        if opdef.c is None:
+            raise doc.error(
+                f"{what}: the op catalog gives {op} no C expression",
+                node,
+                op,
+                hint='give one here: `c: "..."` over ${x0}, ${x1}, ...',
+            )
+        return opdef.c
+    text = doc.typed(onode, "c", str, f"{what}: c")
+    inputs = [f"x{i}" for i in range(opdef.max_inputs)]
+    names = set(COMMON_PLACEHOLDERS) | set(options) | set(kind.expressions or ()) | set(inputs)
+    if not text.strip():
+        raise doc.error(f"{what}: the C expression is empty", onode, "c", value=True)
+    body = text.strip()
+    for bad, why in ((";", "a C expression, not a statement"), ("\n", "one line")):
+        if bad in body:
+            raise doc.error_at(
+                f"{what}: the C expression must be {why}",
+                doc.at_offset(onode, "c", text.index(body) + body.index(bad)),
+                hint='for example c: "${x0} + ${x1}"; put helper functions in `prelude`',
+            )
+    check_template(doc, onode, "c", f"the C expression of {what}", names)
+    return str(body)
 
 
 def _by_rank(

@@ -1,12 +1,12 @@
 """The codegen kinds a backend spec can declare, as a table of data.
 
-A *kind* is one code generator of byoc (``c_source``, ``engine``, ``examplejson``,
-``json``). A backend spec picks a kind and fills in the kind's slots with data:
-op mappings, C macros, engine layers and code templates. This table says, for each
-kind, what the spec may and must contain, and which placeholders each template may
-use. It is the contract between the spec loader (which checks it) and the
-generators (which supply exactly these placeholder values), so neither needs a
-backend-specific string.
+A *kind* is one code generator of byoc (``c_source``, ``c_fused``, ``engine``,
+``examplejson``, ``json``). A backend spec picks a kind and fills in the kind's slots
+with data: op mappings, C macros, C expressions, engine layers and code templates.
+This table says, for each kind, what the spec may and must contain, and which
+placeholders each template may use. It is the contract between the spec loader
+(which checks it) and the generators (which supply exactly these placeholder
+values), so neither needs a backend-specific string.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ COMMON_PLACEHOLDERS = ("backend", "symbol_prefix")
 
 DIM_PLACEHOLDER = re.compile(r"dim(0|[1-9][0-9]*)\Z")
 """``${dim0}``, ``${dim1}``, ...: one extent of the output shape, in macro arguments."""
+
+INPUT_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)\Z")
+"""``${x0}``, ``${x1}``, ...: one scalar of each input, in C expression templates."""
 
 OPTION_TYPES = ("int", "float", "bool", "str")
 
@@ -108,6 +111,10 @@ class Kind:
     """The most outputs one generated function can have; None means any."""
     constants: bool = True
     """Whether a generated function can embed constants."""
+    expressions: tuple[str, ...] | None = None
+    """When not None, ops map to C expression templates over ``${x0}``, ``${x1}``, ...:
+    the op's ``c`` in the spec, else the catalog's. The names are the other
+    placeholders such a template may use."""
 
     @property
     def compiled(self) -> bool:
@@ -139,6 +146,21 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
             macro_inputs=True,
             templates=(Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),),
             shape_rules=("elementwise",),
+        ),
+        "c_fused": Kind(
+            name="c_fused",
+            doc="C99 source: each region fused into one loop per output shape, from the ops' C expressions",
+            language="c",
+            dtypes=DTYPES,
+            op_optional=("c",),
+            templates=(
+                Slot("prelude", "C text placed once, after the includes (helpers for op expressions)", ()),
+            ),
+            shape_rules=("elementwise",),
+            attrs=False,
+            options={"target_clones": "bool", "vectorize": "bool", "openmp_threshold": "int"},
+            can_broadcast=True,
+            expressions=("ctype", "dtype"),
         ),
         "engine": Kind(
             name="engine",
@@ -207,6 +229,7 @@ KINDS: Mapping[str, Kind] = MappingProxyType(
 def reserved_placeholders(kind: Kind) -> set[str]:
     """Names the generator of ``kind`` supplies, so options and vars may not take them."""
     names = set(COMMON_PLACEHOLDERS) | set(kind.macro_args) | set(kind.macro_body)
+    names |= set(kind.expressions or ())
     for slot in kind.templates:
         names |= set(slot.placeholders)
     return names

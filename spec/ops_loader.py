@@ -64,6 +64,10 @@ def load_catalog_text(doc: YamlDoc) -> Catalog:
     return Catalog(ops, source=doc.path)
 
 
+MAX_INPUTS = 64
+"""The most inputs an op may declare (its C template names x0 ... x63)."""
+
+
 def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
     if not isinstance(name, str) or not OP_NAME.match(name):
         raise doc.error(f"op name {name!r} must be lower-case letters, digits and _", ops_node, name)
@@ -77,9 +81,9 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         if isinstance(arity_raw, (int, str)) and not isinstance(arity_raw, bool)
         else None
     )
-    if match is None or int(match.group(1)) < 1:
+    if match is None or not 1 <= int(match.group(1)) <= MAX_INPUTS:
         raise doc.error(
-            f"{what}: inputs must be a positive integer or 'N+' (variadic), got {arity_raw!r}",
+            f"{what}: inputs must be an integer from 1 to {MAX_INPUTS} or 'N+' (variadic), got {arity_raw!r}",
             node,
             "inputs",
             value=True,

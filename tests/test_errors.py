@@ -263,8 +263,8 @@ def test_render_layout():
 
 
 def test_render_clips_very_long_lines():
-    long_name = "n" * 300
-    text = G(f"  y = add(x, {long_name}, $)\n  return y")
+    long_names = "n1, " * 100  # names are at most 128 characters; the line is 400
+    text = G(f"  y = add(x, {long_names}$)\n  return y")
     with pytest.raises(ParseError) as info:
         byoc.parse(text)
     assert max(len(line) for line in info.value.render().splitlines()) < 130

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from conftest import GUIDE_SUBGRAPH, GUIDE_WHOLE_GRAPH, TVM_EXTERNAL_RUNTIME
+from fuzz_strategies import fuzz_settings
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ from byoc.validate import validate_program
 CATALOG = byoc.spec.load_catalog()
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_SETTINGS = fuzz_settings(300)  # BYOC_FUZZ_EXAMPLES=N runs N (tests/fuzz_strategies.py)
 
 DTYPES = ("float32", "float64", "int32", "int64")
 UNARY = ("negative", "relu", "copy")

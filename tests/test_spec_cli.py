@@ -12,7 +12,7 @@ from byoc.cli import main
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, SHIPPED_OPS
 
 SHIPPED_FILES = sorted(SHIPPED_BACKENDS.glob("*.yaml"))
-SHIPPED_NAMES = ("ccompiler", "engine", "examplejson", "json")
+SHIPPED_NAMES = ("ccompiler", "engine", "examplejson", "fused", "json")
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,7 @@ def test_check_shipped_backends_in_a_subprocess():
     argv = [sys.executable, "-m", "byoc", "check", *map(str, SHIPPED_FILES)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert [line.endswith(": ok") for line in done.stdout.splitlines()] == [True] * 4
+    assert [line.endswith(": ok") for line in done.stdout.splitlines()] == [True] * len(SHIPPED_FILES)
 
 
 def test_check_accepts_an_op_catalog_and_a_directory(capsys):
@@ -95,7 +95,7 @@ def test_check_missing_file_exits_2(capsys, tmp_path):
     assert status == 2 and "cannot read" in err
 
 
-def test_backends_lists_all_four(capsys):
+def test_backends_lists_all_five(capsys):
     status, out, _ = run(capsys, "backends")
     assert status == 0
     lines = out.splitlines()

@@ -97,14 +97,15 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
              fn, (int)index, role, dtype, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
     return byoc_raise("TypeError", msg);
   }
-  byoc_format_shape(want, sizeof want, ndim, shape);
   if (t->ndim != ndim) {
+    byoc_format_shape(want, sizeof want, ndim, shape);
     snprintf(msg, sizeof msg, "%s: argument %d (%s) must have rank %d (shape %s), got rank %d",
              fn, (int)index, role, (int)ndim, want, (int)t->ndim);
     return byoc_raise("ValueError", msg);
   }
   for (d = 0; d < ndim; ++d) {
     if (t->shape[d] != shape[d]) {
+      byoc_format_shape(want, sizeof want, ndim, shape);
       byoc_format_shape(got, sizeof got, t->ndim, t->shape);
       snprintf(msg, sizeof msg, "%s: argument %d (%s) must have shape %s, got %s",
                fn, (int)index, role, want, got);

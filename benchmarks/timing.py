@@ -1,0 +1,125 @@
+"""Timing helpers shared by the suites: interleaved rounds, medians, units.
+
+A machine with two noisy cores drifts: a background job that starts halfway would
+penalise whichever system happens to be measured then. So every system of a
+workload is measured once per *round*, the order rotating from round to round, and
+the figure reported is the median over the rounds. Each sample times a batch of calls
+long enough to dwarf the clock's resolution (one call, for anything slower than the
+batch length) and divides by the number of calls. A batch of slow calls follows
+one untimed call of the same system.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import timeit
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+WARMUP_BELOW = 4
+"""A batch of at most this many calls (slow calls) follows one untimed call, so that a
+sample does not pay for the cache state the previous system left behind."""
+
+
+@dataclass
+class Bench:
+    """One way to run a workload: a statement timed in a tight ``timeit`` loop."""
+
+    stmt: str
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, call: Callable[[], Any]) -> Bench:
+        return cls("f()", {"f": call})
+
+    def timer(self) -> timeit.Timer:
+        return timeit.Timer(self.stmt, globals=self.namespace)
+
+
+def calibrate(timer: timeit.Timer, min_batch_s: float) -> int:
+    """How many calls make one batch last at least ``min_batch_s`` (at least one call)."""
+    number = 1
+    while True:
+        elapsed = timer.timeit(number)
+        if elapsed >= min_batch_s or number >= 1 << 24:
+            return number
+        # Aim slightly past the limit so that one more step is rarely needed.
+        number = max(number * 2, int(number * 1.2 * min_batch_s / max(elapsed, 1e-9)))
+
+
+def measure(benches: Mapping[str, Bench], rounds: int, min_batch_s: float) -> dict[str, dict[str, Any]]:
+    """Time every bench ``rounds`` times, interleaved and rotating; per-call statistics."""
+    names = list(benches)
+    timers = {name: benches[name].timer() for name in names}
+    numbers = {name: calibrate(timers[name], min_batch_s) for name in names}  # also warms up
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    gc.collect()
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        for name in names[k:] + names[:k]:
+            timer, number = timers[name], numbers[name]
+            if number <= WARMUP_BELOW:
+                timer.timeit(1)  # untimed: start from this system's own cache state
+            samples[name].append(timer.timeit(number) / number)
+    return {name: summarise(samples[name], numbers[name]) for name in names}
+
+
+def summarise(samples: list[float], calls_per_sample: int = 1) -> dict[str, Any]:
+    ordered = sorted(samples)
+    quartiles = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
+    return {
+        "median_s": statistics.median(ordered),
+        "p25_s": quartiles[0],
+        "p75_s": quartiles[2],
+        "min_s": ordered[0],
+        "samples": len(ordered),
+        "calls_per_sample": calls_per_sample,
+    }
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.0f} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}×"
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in handle if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    cc = os.environ.get("CC", "cc")
+    try:
+        banner = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        compiler = banner.splitlines()[0] if banner else cc
+    except (OSError, subprocess.SubprocessError):
+        compiler = f"{cc} (not runnable)"
+    import numpy
+
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "numpy": numpy.__version__,
+        "compiler": compiler,
+    }

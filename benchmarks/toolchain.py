@@ -1,0 +1,170 @@
+"""Toolchain latency: ``byoc run`` as whole-process wall time, cold and warm.
+
+Each repeat makes a fresh, empty ``$BYOC_CACHE_DIR`` and runs the command twice:
+*cold* (everything is generated and compiled) and then *warm* (the same cache: the
+compiled libraries are reused). The wall time covers the whole process, interpreter
+start-up and imports included; the stage times (parse, generate, compile, load, run)
+are the ones ``byoc run`` prints. The operating system's file cache is warm in both
+cases: "cold" means byoc's own cache only.
+
+Commands: ``byoc run examples/guide_whole_graph.graph`` (the target: under 1.0 s
+cold and under 0.4 s warm, issue 7), then ``byoc run examples/guide_plain_graph.graph
+--backend B`` for every backend found, for comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .timing import fmt_time, machine, summarise
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_COMMAND = ["run", "examples/guide_whole_graph.graph"]
+TARGETS = {"cold": 1.0, "warm": 0.4}
+DEFAULT_JSON = "benchmarks/results/toolchain.json"
+_UNITS = {"ms": 1e-3, "s": 1.0}
+
+
+def byoc_command() -> list[str]:
+    """The installed ``byoc`` console script next to this Python, else ``python -m byoc``."""
+    script = Path(sys.executable).with_name("byoc")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "byoc"]
+
+
+def parse_stages(stdout: str) -> dict[str, float]:
+    """``stages: parse 26.1 ms · generate 14.0 ms · ...`` -> {stage: seconds}."""
+    match = re.search(r"^stages: (.*)$", stdout, re.M)
+    stages: dict[str, float] = {}
+    if match:
+        for part in match.group(1).split(" · "):
+            m = re.fullmatch(r"\s*(\w+) ([\d.]+) (ms|s)\s*", part)
+            if m:
+                stages[m.group(1)] = float(m.group(2)) * _UNITS[m.group(3)]
+    return stages
+
+
+def time_command(args: list[str], cache: Path) -> dict[str, Any]:
+    env = {**os.environ, "BYOC_CACHE_DIR": str(cache)}
+    start = time.perf_counter()
+    proc = subprocess.run(byoc_command() + args, cwd=REPO, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    result: dict[str, Any] = {"wall_s": wall, "stages": parse_stages(proc.stdout)}
+    if proc.returncode != 0:
+        result["error"] = f"exit status {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}"
+    return result
+
+
+def measure_command(args: list[str], repeats: int) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
+    for _ in range(repeats):
+        cache = Path(tempfile.mkdtemp(prefix="byoc-bench-cache-"))
+        try:
+            runs["cold"].append(time_command(args, cache))
+            runs["warm"].append(time_command(args, cache))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    out: dict[str, Any] = {"command": "byoc " + " ".join(args), "repeats": repeats}
+    for mode, items in runs.items():
+        errors = [r["error"] for r in items if "error" in r]
+        stage_names = list(dict.fromkeys(k for r in items for k in r["stages"]))
+        out[mode] = {
+            **summarise([r["wall_s"] for r in items]),
+            "stages_median_s": {
+                k: statistics.median(r["stages"][k] for r in items if k in r["stages"]) for k in stage_names
+            },
+            "errors": errors,
+        }
+    return out
+
+
+def run(
+    quick: bool = False, repeats: int | None = None, per_backend: bool = True, log=None
+) -> dict[str, Any]:
+    import byoc.api as api
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    repeats = repeats or (2 if quick else 9)
+    commands = [TARGET_COMMAND]
+    if per_backend:
+        try:
+            names = [spec.name for spec in api.list_backends()]
+        except Exception:  # a spec being edited elsewhere must not stop the suite
+            names = []
+        commands += [["run", "examples/guide_plain_graph.graph", "--backend", n] for n in names]
+    results: dict[str, Any] = {
+        "suite": "toolchain",
+        "mode": {"quick": quick},
+        "machine": machine(),
+        "commands": [],
+    }
+    for i, args in enumerate(commands):
+        n = repeats if i == 0 else max(1, (repeats + 1) // 2)
+        log(f"[toolchain] byoc {' '.join(args)}: {n} cold + {n} warm runs")
+        results["commands"].append(measure_command(args, n))
+    main = results["commands"][0]
+    results["targets"] = [
+        {
+            "target": f"`byoc run examples/guide_whole_graph.graph`, {mode} cache: under {limit} s wall time",
+            "value": main[mode]["median_s"],
+            "limit": limit,
+            "met": (not main[mode]["errors"]) and main[mode]["median_s"] < limit,
+        }
+        for mode, limit in TARGETS.items()
+    ]
+    return results
+
+
+def markdown(results: dict[str, Any]) -> str:
+    stages = ("parse", "generate", "compile", "load", "run")
+    lines = [
+        "| command | cache | wall time (median) | IQR | " + " | ".join(stages) + " | target |",
+        "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in stages) + " | --- |",
+    ]
+    for i, c in enumerate(results["commands"]):
+        for mode in ("cold", "warm"):
+            r = c[mode]
+            target = ""
+            if i == 0:
+                ok = r["median_s"] < TARGETS[mode] and not r["errors"]
+                target = f"< {TARGETS[mode]} s: {'met' if ok else 'MISSED'}"
+            cells = " | ".join(_ms(r["stages_median_s"].get(s)) for s in stages)
+            lines.append(
+                f"| `{c['command']}` | {mode} | {fmt_time(r['median_s'])} | "
+                f"{fmt_time(r['p25_s'])}-{fmt_time(r['p75_s'])} | {cells} | {target} |"
+            )
+            for e in r["errors"][:1]:
+                lines.append(f"| | | error: {e.splitlines()[0]} | | | | | | | |")
+    lines.append(f"\n{results['commands'][0]['repeats']} cold + warm pairs for the first command; medians")
+    return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks toolchain", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="2 repeats instead of 9 (a smoke run)")
+    ap.add_argument("--repeats", type=int, help="cold+warm pairs for the target command (default 9)")
+    ap.add_argument("--no-backends", action="store_true", help="only the target command")
+    ap.add_argument("--json", default=DEFAULT_JSON)
+    args = ap.parse_args(argv)
+    results = run(args.quick, args.repeats, not args.no_backends)
+    print(markdown(results))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return 0 if all(t["met"] for t in results["targets"]) else 1

@@ -1,0 +1,304 @@
+"""The C text of one external function, for the ``c_fused`` codegen.
+
+For a function (a region) with symbol ``<sym>`` it writes:
+
+- ``<sym>_const_<j>``: each constant it uses, as a ``static const`` C array;
+- ``<sym>_``: the fused body. Its pointers are ``restrict``-qualified. Outputs are
+  grouped by shape; each group gets one loop nest over its shape
+  (:mod:`byoc.generator.fused_loops`: one flat loop when no operand broadcasts), and
+  in it every node the group's outputs need is a scalar local,
+  ``const float t3 = t1 * in2[i];``, from the op's C expression (the spec's ``c``, by
+  default the op catalog's). Only the outputs are stored. A node needed by groups of
+  two shapes is computed in both, and a node of a smaller shape than its loop is
+  recomputed along the axes it is broadcast over; so nothing is ever materialised:
+  no intermediate buffer, no workspace, no allocation, and the body cannot fail;
+- ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments the exported entry checked,
+  raises ValueError if an output shares memory with another argument (which
+  ``restrict`` forbids), and calls the body;
+- ``__tvm_ffi_<sym>``: the exported entry of :mod:`byoc.generator.ffi_entry`.
+
+Every statement carries a comment naming its source node and location. C names are
+positional (``in0``, ``out0``, ``t3``: node 3 of the region), so IR names only ever
+appear in comments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from byoc.errors import GraphError
+from byoc.ir import ANON_PREFIX, Function, Node, TensorType
+from byoc.spec.backend import BackendSpec
+from byoc.spec.template import render
+
+from . import ffi_entry
+from .c_fused_support import pragmas
+from .c_source_function import _block_comment, _call, _constants, _label
+from .c_text import C_TYPES, c_string, comment, function_origin, origin
+from .fused_loops import Loops, plan_loops
+
+
+@dataclass(frozen=True, slots=True)
+class FusedText:
+    """The C text of one external function, and what the module must add for it."""
+
+    text: str
+    globals: tuple[str, ...]
+    """The global names it defines."""
+    non_finite: bool
+    """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
+    overlaps: bool
+    """True when its wrapper calls ``byoc_outputs_overlap`` (the module defines OVERLAPS)."""
+    parallel: bool
+    """True when a loop runs on OpenMP threads (the module defines POSIX and PARALLEL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    """One value of the region: a leaf (``in<i>``, a constant array) or a node (``t<k>``)."""
+
+    name: str
+    type: TensorType
+    c_name: str
+    node: int | None = None
+    """The index of the node that computes it; None for a parameter or constant."""
+
+
+def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object]) -> FusedText:
+    """``fn``'s constants, fused body, wrapper and exported entry (see the module doc).
+
+    ``values`` holds the common placeholders and the backend's option values.
+    """
+    sym = fn.name
+    assert sym is not None, "lower() gives every external function a symbol"
+    table: dict[str, _Value] = {}
+    for i, p in enumerate(fn.params):
+        table[p.name] = _Value(p.name, p.type, f"in{i}")
+    for k, node in enumerate(fn.nodes):
+        _check_node(node, spec)
+        table[node.name] = _Value(node.name, node.type, f"t{k}", k)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for o, t in enumerate(fn.output_types):
+        groups.setdefault(t.shape, []).append(o)
+    # What is read at all: empty outputs need nothing, and an unused static array or
+    # parameter would be a warning (an error under -Werror).
+    live = [fn.outputs[o] for o, t in enumerate(fn.output_types) if t.size]
+    needed = _ancestors(fn, table, live)
+    constants = [c for c in fn.constants if c.name in needed]
+    const_text, const_names, non_finite = _constants(sym, constants)
+    for c, c_name in zip(constants, const_names):
+        table[c.name] = _Value(c.name, c.type, c_name)
+
+    body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed]
+    body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
+    parallel = False
+    for shape, outs in groups.items():
+        lines, in_parallel = _group(fn, table, shape, outs, spec, values, block=len(groups) > 1)
+        body += lines
+        parallel |= in_parallel
+
+    parts = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n", *const_text]
+    parts.append(_body(fn, sym, groups, body, bool(values.get("target_clones"))))
+    wrapper, checks = _wrapper(fn, sym)
+    parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
+    names = [*const_names, f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"]
+    return FusedText("\n".join(parts), tuple(names), non_finite, checks, parallel)
+
+
+def _check_node(node: Node, spec: BackendSpec) -> None:
+    binding = spec.ops.get(node.op)
+    if binding is None or binding.expression is None:
+        raise GraphError(
+            f"backend {spec.name} has no C expression for {node.op}",
+            node.loc,
+            hint=f"move {node.op} out of the @{spec.name} region, or map it in the backend spec",
+        )
+
+
+def _ancestors(fn: Function, table: Mapping[str, _Value], outputs: Sequence[str]) -> set[str]:
+    """Every value ``outputs`` depend on, themselves included."""
+    needed: set[str] = set()
+    todo = list(outputs)
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        value = table.get(name)
+        if value is not None and value.node is not None:
+            todo.extend(fn.nodes[value.node].inputs)
+    return needed
+
+
+# ---------------------------------------------------------------------- loop nests
+
+
+def _group(
+    fn: Function,
+    table: Mapping[str, _Value],
+    shape: tuple[int, ...],
+    outs: Sequence[int],
+    spec: BackendSpec,
+    values: Mapping[str, object],
+    *,
+    block: bool,
+) -> tuple[list[str], bool]:
+    """The statements that write the outputs ``outs`` (all of ``shape``), and whether
+    their outer loop runs on OpenMP threads."""
+    labels = ", ".join(f"out{o}" + ("" if _anonymous(fn.outputs[o]) else f" ({fn.outputs[o]})") for o in outs)
+    if math.prod(shape) == 0:
+        return [f"  {comment(f'{labels}: {list(shape)} has no elements; nothing to compute')}"], False
+    members = _ancestors_of(fn, table, [fn.outputs[o] for o in outs])
+    leaves = [v for v in members if v.node is None]
+    loops = plan_loops(shape, [v.type.shape for v in leaves])
+    depth: dict[str, int] = {v.name: loops.depth(v.type.shape) for v in leaves}
+    levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
+
+    def operand(name: str) -> str:
+        v = table[name]
+        return v.c_name if v.node is not None else f"{v.c_name}[{loops.index(v.type.shape)}]"
+
+    for v in members:
+        if v.node is None:
+            continue
+        node = fn.nodes[v.node]
+        depth[v.name] = max((depth[n] for n in node.inputs), default=0)
+        args = {f"x{j}": operand(n) for j, n in enumerate(node.inputs)}
+        ctype = C_TYPES[node.type.dtype]
+        expression = render(
+            spec.ops[node.op].expression or "", {**values, "ctype": ctype, "dtype": node.type.dtype, **args}
+        )
+        levels[depth[v.name]].append(f"const {ctype} {v.c_name} = {expression}; {comment(origin(node))}")
+    index = loops.index(shape)
+    levels[-1] += [f"out{o}[{index}] = {operand(fn.outputs[o])};" for o in outs]
+
+    lines = [f"  {comment(_describe(loops, labels, leaves))}"]
+    indent = "  "
+    block = block and bool(levels[0])  # a block keeps its loop-invariant locals to itself
+    if block:
+        lines.append("  {")
+        indent = "    "
+    lines += [indent + s for s in levels[0]]
+    parallel = bool(loops.axes) and 0 < _threshold(values) <= loops.size
+    for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
+        simd = bool(values.get("vectorize")) and k == len(loops.axes) - 1
+        lines += pragmas(parallel and k == 0, simd)
+        lines.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
+        indent += "  "
+        lines += [indent + s for s in levels[k + 1]]
+    for _ in loops.axes:
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
+    if block:
+        lines.append("  }")
+    return lines, parallel
+
+
+def _ancestors_of(fn: Function, table: Mapping[str, _Value], outputs: Sequence[str]) -> list[_Value]:
+    """The values ``outputs`` depend on: leaves in first-use order, then nodes in
+    topological (source) order."""
+    needed = _ancestors(fn, table, outputs)
+    leaves = [table[n] for n in dict.fromkeys(_leaf_uses(fn, table, needed, outputs))]
+    nodes = [table[n.name] for n in fn.nodes if n.name in needed]
+    return leaves + nodes
+
+
+def _leaf_uses(
+    fn: Function, table: Mapping[str, _Value], needed: set[str], outputs: Sequence[str]
+) -> Iterator[str]:
+    for node in fn.nodes:
+        if node.name in needed:
+            yield from (n for n in node.inputs if table[n].node is None)
+    yield from (n for n in outputs if table[n].node is None)
+
+
+def _anonymous(name: str) -> bool:
+    return name.startswith(ANON_PREFIX)
+
+
+def _threshold(values: Mapping[str, object]) -> int:
+    value = values.get("openmp_threshold", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _describe(loops: Loops, labels: str, leaves: Sequence[_Value]) -> str:
+    shape = list(loops.shape)
+    if len(loops.axes) == 0:
+        how = "a single element, no loop"
+    elif len(loops.axes) == 1:
+        how = f"one flat loop over {loops.size} elements"
+    else:
+        how = f"{len(loops.axes)} nested loops {list(loops.extents)}"
+    broadcast = [f"{v.c_name} ({_label(v.name)}: {v.type})" for v in leaves if loops.broadcast(v.type.shape)]
+    note = f"; broadcast: {', '.join(broadcast)}" if broadcast else ""
+    return f"{labels}: {shape}, {how}{note}"
+
+
+# ----------------------------------------------------------------- body, wrapper
+
+
+def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], clones: bool) -> str:
+    params = [f"const {C_TYPES[p.type.dtype]}* restrict in{i}" for i, p in enumerate(fn.params)]
+    params += [f"{C_TYPES[t.dtype]}* restrict out{i}" for i, t in enumerate(fn.output_types)]
+    note = [
+        f"{sym}_: the body of {function_origin(fn)}, fused into {len(groups)} loop nest(s),",
+        "one per output shape; every intermediate value is a scalar local, no buffer:",
+    ]
+    note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
+    note += [f"  out{i}: {_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, fn.output_types))]
+    return "\n".join(
+        [
+            _block_comment(note),
+            *(["byoc_simd_clones"] if clones else []),
+            _call(f"static void {sym}_(", params, ") {"),
+            *statements,
+            "}",
+            "",
+        ]
+    )
+
+
+def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
+    """The wrapper's text, and whether it checks overlaps (and so needs OVERLAPS)."""
+    params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
+    params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
+    lines = [
+        _block_comment(
+            [
+                f"{sym}_wrapper_: runs {sym}_ on the data of the DLTensor arguments the entry checked;",
+                f"{function_origin(fn)}. An output may not share memory with any other argument.",
+            ]
+        ),
+        _call(f"static int {sym}_wrapper_(", params, ") {"),
+    ]
+    for i, p in enumerate(fn.params):
+        ctype = C_TYPES[p.type.dtype]
+        lines.append(
+            f"  const {ctype}* in{i} = (const {ctype}*)((const char*)arg{i}->data + arg{i}->byte_offset);"
+        )
+    for o, t in enumerate(fn.output_types):
+        ctype = C_TYPES[t.dtype]
+        lines.append(f"  {ctype}* o{o} = ({ctype}*)((char*)out{o}->data + out{o}->byte_offset);")
+    sizes = [t.size * _bytes(t) for t in (*(p.type for p in fn.params), *fn.output_types)]
+    checks = any(sizes[len(fn.params) :]) and sum(1 for b in sizes if b) > 1
+    if checks:
+        data = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
+        n = len(data)
+        message = c_string(
+            f"{sym}: an output shares memory with another argument; the fused kernel reads and "
+            "writes through restrict pointers, so pass distinct arrays"
+        )
+        lines.append(_call(f"  const void* data[{n}] = {{", data, "};"))
+        lines.append(_call(f"  static const size_t bytes[{n}] = {{", [str(b) for b in sizes], "};"))
+        lines.append(f"  if (byoc_outputs_overlap(data, bytes, {len(fn.params)}, {n})) {{")
+        lines.append(f'    return byoc_raise("ValueError", {message});')
+        lines.append("  }")
+    call = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
+    lines += [_call(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
+    return "\n".join(lines), checks
+
+
+def _bytes(t: TensorType) -> int:
+    return {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[t.dtype]

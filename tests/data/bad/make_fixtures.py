@@ -1,0 +1,536 @@
+"""Make the bad inputs that are too large, binary or derived to commit as files.
+
+``cases.yaml`` names a fixture by ``make: NAME``; ``FIXTURES[NAME](directory)``
+writes the case's file(s) into ``directory`` (a fresh directory per case). The
+files are deterministic: the same bytes on every run.
+
+Run as a script to write every fixture for a look at it:
+
+    .venv/bin/python tests/data/bad/make_fixtures.py /tmp/bad-fixtures
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import sys
+import zipfile
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+FIXTURES: dict[str, Callable[[Path], None]] = {}
+
+NPZ_GRAPH = """\
+graph main(x: float32[2, 2], y: float32[2, 2]) {
+  s = @json { return add(x, y) }
+  return s
+}
+"""
+"""The graph the --inputs cases run: no compiler needed (a JSON-runtime region)."""
+
+
+def fixture(fn: Callable[[Path], None]) -> Callable[[Path], None]:
+    FIXTURES[fn.__name__] = fn
+    return fn
+
+
+def _graph(body: str, params: str = "x: float32[4]") -> str:
+    return f"graph main({params}) {{\n{body}\n}}\n"
+
+
+# ------------------------------------------------------------------ graph DSL
+
+DEPTH = 10_000
+MEGABYTE = 1 << 20
+
+
+@fixture
+def graph_deep_calls(d: Path) -> None:
+    """10k nested calls: negative(negative(...(x)...))."""
+    expr = "negative(" * DEPTH + "x" + ")" * DEPTH
+    (d / "deep.graph").write_text(_graph(f"  return {expr}"))
+
+
+@fixture
+def graph_deep_regions(d: Path) -> None:
+    """10k regions nested in each other (regions do not nest: the first inner one is the error)."""
+    (d / "deep.graph").write_text("graph main(x: float32[4]) {\n" + "  a = @ccompiler {\n" * DEPTH + "}\n")
+
+
+@fixture
+def graph_deep_brackets(d: Path) -> None:
+    """10k nested brackets in an attribute value."""
+    (d / "deep.graph").write_text(
+        _graph("  y = concatenate(x, axis=" + "[" * DEPTH + "0" + "]" * DEPTH + ")")
+    )
+
+
+@fixture
+def graph_long_identifier(d: Path) -> None:
+    """A 1 MB value name."""
+    name = "v" * MEGABYTE
+    (d / "long.graph").write_text(_graph(f"  {name} = add(x, x)\n  return {name}"))
+
+
+@fixture
+def graph_long_graph_name(d: Path) -> None:
+    """A 1 MB graph name (graph names become file names: <graph>.graph.json)."""
+    (d / "long.graph").write_text(f"graph {'g' * MEGABYTE}(x: float32[4]) {{\n  return x\n}}\n")
+
+
+@fixture
+def graph_long_region_name(d: Path) -> None:
+    """A 10k-character region name (it would be a C symbol)."""
+    (d / "long.graph").write_text(
+        _graph(f"  s = @ccompiler as {'r' * 10_000} {{ return add(x, x) }}\n  return s")
+    )
+
+
+@fixture
+def graph_long_comment_is_fine_but_bad_op(d: Path) -> None:
+    """A 1 MB comment is not a name: the error is the unknown op after it."""
+    (d / "comment.graph").write_text(_graph(f"  # {'c' * MEGABYTE}\n  y = ad(x, x)\n  return y"))
+
+
+@fixture
+def graph_non_utf8(d: Path) -> None:
+    (d / "latin1.graph").write_bytes(_graph("  # caf\xe9\n  return x").encode("latin-1"))
+
+
+@fixture
+def graph_nul_byte(d: Path) -> None:
+    (d / "nul.graph").write_bytes(_graph("  y = add(x,\0 x)\n  return y").encode())
+
+
+@fixture
+def graph_huge_integer_literal(d: Path) -> None:
+    """A 5000-digit integer (Python's int() refuses more than 4300 digits)."""
+    (d / "int.graph").write_text(_graph(f"  k = const int64[4] {'7' * 5000}\n  return x"))
+
+
+@fixture
+def graph_huge_dim_digits(d: Path) -> None:
+    (d / "dim.graph").write_text(_graph("  return x", f"x: float32[{'9' * 5000}]"))
+
+
+@fixture
+def graph_huge_attribute(d: Path) -> None:
+    (d / "attr.graph").write_text(_graph(f"  return concatenate(x, x, axis={'1' * 5000})"))
+
+
+# ----------------------------------------------------------------- ExampleJSON
+
+
+@fixture
+def examplejson_long_header(d: Path) -> None:
+    (d / "long.examplejson").write_text(f"{'s' * MEGABYTE}\n  input 0 4\n  add 1 inputs: 0 0 shape: 4\n")
+
+
+@fixture
+def examplejson_long_id(d: Path) -> None:
+    """An id of 5000 digits, mostly leading zeros (int() of it used to raise)."""
+    (d / "id.examplejson").write_text(f"sg\n  input {'0' * 4999}1 4\n  add 1 inputs: 1 1 shape: 4\n")
+
+
+@fixture
+def examplejson_huge_dim_digits(d: Path) -> None:
+    (d / "dim.examplejson").write_text(f"sg\n  input 0 {'9' * 5000}\n  add 1 inputs: 0 0 shape: 4\n")
+
+
+@fixture
+def examplejson_non_utf8(d: Path) -> None:
+    (d / "bad.examplejson").write_bytes(b"sg\n  input 0 4\n  add 1 inputs: 0 0 shape: 4 \xff\xfe\n")
+
+
+@fixture
+def examplejson_nul_byte(d: Path) -> None:
+    (d / "nul.examplejson").write_bytes(b"sg\n  input 0 4\n  add 1 inputs: 0 \x00 shape: 4\n")
+
+
+@fixture
+def examplejson_long_cycle(d: Path) -> None:
+    """10k op lines, each using the next; the last uses the first: one 10k-node cycle."""
+    lines = ["sg", "  input 0 4"]
+    lines += [f"  add {i} inputs: 0 {i + 1 if i < DEPTH else 1} shape: 4" for i in range(1, DEPTH + 1)]
+    (d / "cycle.examplejson").write_text("\n".join(lines) + "\n")
+
+
+@fixture
+def examplejson_wide_op(d: Path) -> None:
+    """An add with 10k inputs."""
+    (d / "wide.examplejson").write_text("sg\n  input 0 4\n  add 1 inputs: " + " 0" * DEPTH + " shape: 4\n")
+
+
+@fixture
+def graph_long_cycle(d: Path) -> None:
+    """10k statements in one dependency cycle, written in reverse order."""
+    body = "".join(f"  v{i} = add(x, v{(i + 1) % DEPTH})\n" for i in range(DEPTH))
+    (d / "cycle.graph").write_text(_graph(body + "  return v0"))
+
+
+# -------------------------------------------------------------------- specs
+
+
+@fixture
+def spec_non_utf8(d: Path) -> None:
+    (d / "latin1.yaml").write_bytes("version: 1\nname: latin1\n# caf\xe9\nkind: json\n".encode("latin-1"))
+
+
+@fixture
+def spec_deep_nesting(d: Path) -> None:
+    """1000 nested flow sequences (ruamel.yaml's scanner is quadratic in the depth: 10k
+    takes seconds; specs are trusted input, so this only checks for a clean error)."""
+    depth = 1000
+    (d / "deep.yaml").write_text(
+        "version: 1\nname: deep\nkind: json\nranks: " + "[" * depth + "]" * depth + "\n"
+    )
+
+
+@fixture
+def spec_long_key(d: Path) -> None:
+    (d / "long.yaml").write_text(f"version: 1\nname: long\nkind: json\n{'k' * MEGABYTE}: 1\n")
+
+
+# ---------------------------------------------------------- --inputs npz files
+
+
+def _npz(d: Path, arrays: dict[str, np.ndarray], *, allow_pickle: bool = False) -> None:
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays, allow_pickle=allow_pickle)
+    (d / "inputs.npz").write_bytes(buffer.getvalue())
+
+
+def _ok_arrays() -> dict[str, np.ndarray]:
+    return {"x": np.ones((2, 2), np.float32), "y": np.ones((2, 2), np.float32)}
+
+
+@fixture
+def npz_extra_name(d: Path) -> None:
+    _npz(d, {**_ok_arrays(), "z": np.ones((2, 2), np.float32)})
+
+
+@fixture
+def npz_missing_array(d: Path) -> None:
+    _npz(d, {"x": np.ones((2, 2), np.float32)})
+
+
+@fixture
+def npz_wrong_shape(d: Path) -> None:
+    _npz(d, {**_ok_arrays(), "y": np.ones((3, 2), np.float32)})
+
+
+@fixture
+def npz_wrong_dtype(d: Path) -> None:
+    _npz(d, {**_ok_arrays(), "x": np.ones((2, 2), np.float64)})
+
+
+@fixture
+def npz_pickled_object_array(d: Path) -> None:
+    """An object array: loading it would unpickle (run code from) the file."""
+    evil = np.empty((2, 2), dtype=object)
+    _npz(d, {**_ok_arrays(), "x": evil}, allow_pickle=True)
+
+
+@fixture
+def npz_raw_pickle(d: Path) -> None:
+    """Not an npz at all: a pickle, which np.load would unpickle if allowed."""
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    (d / "inputs.npz").write_bytes(pickle.dumps({"x": [[1.0, 1.0], [1.0, 1.0]]}))
+
+
+@fixture
+def npz_single_npy(d: Path) -> None:
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    buffer = io.BytesIO()
+    np.save(buffer, np.ones((2, 2), np.float32))
+    (d / "inputs.npz").write_bytes(buffer.getvalue())
+
+
+@fixture
+def npz_truncated(d: Path) -> None:
+    _npz(d, _ok_arrays())
+    data = (d / "inputs.npz").read_bytes()
+    (d / "inputs.npz").write_bytes(data[: len(data) // 2])
+
+
+@fixture
+def npz_empty(d: Path) -> None:
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    (d / "inputs.npz").write_bytes(b"")
+
+
+@fixture
+def npz_corrupt_member_header(d: Path) -> None:
+    """A zip whose x.npy is not an .npy file."""
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    with zipfile.ZipFile(d / "inputs.npz", "w") as z:
+        z.writestr("x.npy", b"\x93NUMPY\x01\x00garbage that is not a header")
+        z.writestr("y.npy", b"")
+
+
+@fixture
+def npz_huge_declared_shape(d: Path) -> None:
+    """An .npy header that declares 2**40 elements in a file of a few bytes."""
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }"
+    header += " " * (118 - len(header)) + "\n"
+    member = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 16
+    with zipfile.ZipFile(d / "inputs.npz", "w") as z:
+        z.writestr("x.npy", member)
+        z.writestr("y.npy", member)
+
+
+# ------------------------------------------------------------------- bundles
+
+BUNDLE_GRAPH = """\
+graph main(x: float32[3, 4], y: float32[3, 4]) {
+  s = @json {
+    k = const float32[3, 4] 0.5
+    return multiply(add(x, y), k)
+  }
+  return s, subtract(s, y)
+}
+"""
+
+
+@cache
+def valid_bundle() -> bytes:
+    """A valid bundle of BUNDLE_GRAPH (a JSON-runtime module: no compiler needed)."""
+    import tempfile
+
+    from byoc.building import build
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "g.graph"
+        source.write_text(BUNDLE_GRAPH)
+        build(source).save(Path(tmp) / "model.byoc")
+        return (Path(tmp) / "model.byoc").read_bytes()
+
+
+def _members(raw: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def _zip(d: Path, members: dict[str, bytes]) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data)
+    (d / "model.byoc").write_bytes(buffer.getvalue())
+
+
+def _edit_manifest(d: Path, edit, *, extra: dict[str, bytes] | None = None, relist: bool = True) -> None:
+    """Rewrite the valid bundle with ``edit(manifest)`` applied and ``extra`` members
+    added; with ``relist`` every member is listed with its true sha256 and size."""
+    import hashlib
+
+    members = _members(valid_bundle())
+    manifest = json.loads(members.pop("manifest.json"))
+    members.update(extra or {})
+    if relist:
+        manifest["members"] = {
+            n: {"sha256": hashlib.sha256(b).hexdigest(), "size": len(b)} for n, b in members.items()
+        }
+    edit(manifest)
+    _zip(d, {"manifest.json": json.dumps(manifest).encode(), **members})
+
+
+@fixture
+def bundle_truncated(d: Path) -> None:
+    raw = valid_bundle()
+    (d / "model.byoc").write_bytes(raw[: len(raw) * 2 // 3])
+
+
+@fixture
+def bundle_bit_flipped(d: Path) -> None:
+    """One bit flipped in the stored bytes of the JSON module member."""
+    raw = bytearray(valid_bundle())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
+        info = z.getinfo("json.json")
+    name_len = int.from_bytes(raw[info.header_offset + 26 : info.header_offset + 28], "little")
+    extra_len = int.from_bytes(raw[info.header_offset + 28 : info.header_offset + 30], "little")
+    start = info.header_offset + 30 + name_len + extra_len
+    raw[start + info.compress_size // 2] ^= 0x10
+    (d / "model.byoc").write_bytes(bytes(raw))
+
+
+@fixture
+def bundle_wrong_version(d: Path) -> None:
+    _edit_manifest(d, lambda m: m.update(version=2))
+
+
+@fixture
+def bundle_wrong_format(d: Path) -> None:
+    _edit_manifest(d, lambda m: m.update(format="not-a-bundle"))
+
+
+@fixture
+def bundle_manifest_names_absent_member(d: Path) -> None:
+    def edit(m):
+        m["members"]["ghost.json"] = {"sha256": "0" * 64, "size": 1}
+
+    _edit_manifest(d, edit)
+
+
+@fixture
+def bundle_module_names_absent_file(d: Path) -> None:
+    def edit(m):
+        m["modules"][0]["file"] = "ghost.json"
+
+    _edit_manifest(d, edit)
+
+
+@fixture
+def bundle_path_traversal_listed(d: Path) -> None:
+    """A member ``../../x`` that the manifest lists, with its true digest."""
+    _edit_manifest(d, lambda m: None, extra={"../../x": b"escape"})
+
+
+@fixture
+def bundle_path_traversal_unlisted(d: Path) -> None:
+    members = _members(valid_bundle())
+    members["../../x"] = b"escape"
+    _zip(d, members)
+
+
+@fixture
+def bundle_absolute_member(d: Path) -> None:
+    _edit_manifest(d, lambda m: None, extra={"/etc/cron.d/x": b"escape"})
+
+
+@fixture
+def bundle_unlisted_member(d: Path) -> None:
+    members = _members(valid_bundle())
+    members["extra.txt"] = b"not in the manifest"
+    _zip(d, members)
+
+
+@fixture
+def bundle_tampered_member(d: Path) -> None:
+    """A member changed after the manifest recorded its sha256."""
+    members = _members(valid_bundle())
+    members["json.json"] = members["json.json"].replace(b"0.5", b"9.5")
+    _zip(d, members)
+
+
+@fixture
+def bundle_manifest_not_json(d: Path) -> None:
+    members = _members(valid_bundle())
+    members["manifest.json"] = b"{not json"
+    _zip(d, members)
+
+
+@fixture
+def bundle_manifest_too_deep(d: Path) -> None:
+    members = _members(valid_bundle())
+    members["manifest.json"] = b"[" * 100_000 + b"]" * 100_000
+    _zip(d, members)
+
+
+@fixture
+def bundle_no_manifest(d: Path) -> None:
+    members = _members(valid_bundle())
+    del members["manifest.json"]
+    _zip(d, members)
+
+
+@fixture
+def bundle_library_is_garbage(d: Path) -> None:
+    """A module of kind library whose .so is garbage (correctly listed)."""
+
+    def edit(m):
+        m["modules"][0] = {"backend": "json", "kind": "library", "file": "libjson.so", "functions": {}}
+
+    _edit_manifest(d, edit, extra={"libjson.so": b"\x7fELF" + b"\x01" * 200})
+
+
+@fixture
+def bundle_host_graph_garbage(d: Path) -> None:
+    _edit_manifest(d, lambda m: None, extra={"main.graph.json": b'{"nodes": 7}'})
+
+
+@fixture
+def bundle_host_graph_huge_row_pointer(d: Path) -> None:
+    """A host graph whose node_row_ptr jumps to 2**70 (found by the bundle fuzzer: the
+    executor used to build a range of that size)."""
+    members = _members(valid_bundle())
+    graph = json.loads(members["main.graph.json"])
+    graph["node_row_ptr"][1] = 2**70
+
+    def edit(m):
+        pass
+
+    _edit_manifest(d, edit, extra={"main.graph.json": json.dumps(graph).encode()})
+
+
+@fixture
+def bundle_not_a_zip(d: Path) -> None:
+    (d / "model.byoc").write_text("graph main(x: float32[4]) { return x }\n")
+
+
+@fixture
+def bundle_empty(d: Path) -> None:
+    (d / "model.byoc").write_bytes(b"")
+
+
+# --------------------------------------------------------------------- CLI
+
+
+@fixture
+def cli_graph(d: Path) -> None:
+    """A valid graph with a JSON-runtime region, for the flag cases."""
+    (d / "g.graph").write_text(NPZ_GRAPH)
+
+
+@fixture
+def cli_plain_graph(d: Path) -> None:
+    """A valid graph with no region: nothing to offload without --backend."""
+    (d / "plain.graph").write_text(_graph("  return add(x, x)"))
+
+
+@fixture
+def cli_not_byoc_output(d: Path) -> None:
+    """A graph, and an output directory that byoc did not write."""
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    (d / "out").mkdir()
+    (d / "out" / "keep.txt").write_text("mine\n")
+
+
+@fixture
+def cli_directory_named_graph(d: Path) -> None:
+    (d / "dir.graph").mkdir()
+
+
+@fixture
+def cli_fifo_output(d: Path) -> None:
+    """A graph, and a FIFO where the bundle should go: byoc must not replace a special
+    file (as root, a rename over /dev/null would replace the device node)."""
+    import os
+
+    (d / "g.graph").write_text(NPZ_GRAPH)
+    os.mkfifo(d / "out.byoc")
+
+
+@fixture
+def cli_bundle(d: Path) -> None:
+    (d / "model.byoc").write_bytes(valid_bundle())
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0]) if argv else Path("bad-fixtures")
+    for name, make in FIXTURES.items():
+        target = out / name
+        target.mkdir(parents=True, exist_ok=True)
+        make(target)
+        print(f"{target}: {', '.join(sorted(p.name for p in target.iterdir()))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

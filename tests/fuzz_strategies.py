@@ -1,0 +1,252 @@
+"""Shared fuzzing settings and strategies (tests/test_fuzz.py, tests/sanitize_driver.py).
+
+**Budgets.** Every fuzz target has a CI budget of examples (``CI_EXAMPLES``), kept so
+that the whole fuzz run takes well under a minute. ``BYOC_FUZZ_EXAMPLES=N`` is the
+long mode: each cheap target (parsers, spec loader, bundle loader) runs ``N``
+examples and each target that compiles C (differential) runs ``N // 20`` (never fewer
+than its CI budget), for example::
+
+    BYOC_FUZZ_EXAMPLES=5000 .venv/bin/python -m pytest -q tests/test_fuzz.py tests/test_roundtrip_hypothesis.py
+
+tests/RELIABILITY.md reports the CI budgets; tests/test_reliability_doc.py keeps it true.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+import byoc
+
+FUZZ_ENV = "BYOC_FUZZ_EXAMPLES"
+COMPILED_DIVISOR = 20
+
+CI_EXAMPLES: dict[str, int] = {
+    # tests/test_roundtrip_hypothesis.py (the parsers, from text)
+    "dsl-random-text": 300,
+    "examplejson-random-text": 300,
+    "random-bytes": 300,
+    "dsl-mutations": 300,
+    "examplejson-mutations": 300,
+    # tests/test_fuzz.py
+    "dsl-corpus-mutations": 500,
+    "examplejson-corpus-mutations": 500,
+    "spec-mutations": 400,
+    "catalog-mutations": 150,
+    "bundle-bytes": 400,
+    "bundle-manifests": 400,
+}
+"""CI examples per fuzz target (per run of the suite)."""
+
+DIFFERENTIAL_EXAMPLES: dict[str, int] = {
+    "ccompiler": 30,
+    "engine": 6,
+    "examplejson": 40,
+    "json": 60,
+    "fused": 40,
+}
+"""CI examples of the differential fuzz per backend (each compiled backend pays a
+compile per example); a backend without a spec (fused, before it exists) is skipped."""
+
+
+def long_mode() -> int:
+    """The per-target example count of the long mode, or 0 in CI mode."""
+    try:
+        return max(0, int(os.environ.get(FUZZ_ENV, "0")))
+    except ValueError:
+        return 0
+
+
+def examples(ci: int, *, compiled: bool = False) -> int:
+    n = long_mode()
+    if not n:
+        return ci
+    return max(ci, n // COMPILED_DIVISOR) if compiled else max(ci, n)
+
+
+def fuzz_settings(ci: int, *, compiled: bool = False) -> settings:
+    """Hypothesis settings of a fuzz target with a CI budget of ``ci`` examples."""
+    return settings(
+        max_examples=examples(ci, compiled=compiled),
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
+
+
+# ----------------------------------------------------------- random region graphs
+
+ELEMENTWISE = ("add", "subtract", "multiply", "maximum", "minimum", "negative", "relu", "copy")
+"""The ops the differential fuzz draws from (divide is left out: a random divisor
+near zero makes float comparisons meaningless; concatenate is covered by the
+partitioning and e2e tests)."""
+UNARY = ("negative", "relu", "copy")
+LIMIT = 2**20
+"""A bound on every value's magnitude, so integer results never overflow."""
+
+
+class Caps:
+    """What a backend spec lets a random region hold."""
+
+    def __init__(self, name: str) -> None:
+        spec = byoc.load_backend(name)
+        kind = spec.kind_info
+        self.name = name
+        self.dtypes = tuple(spec.dtypes)
+        self.ranks = tuple(r for r in spec.ranks if 1 <= r <= 4) or tuple(spec.ranks)
+        self.ops = tuple(o for o in ELEMENTWISE if o in spec.ops)
+        self.broadcast = bool(spec.broadcast)
+        self.constants = bool(kind.constants)
+        self.max_outputs = kind.max_outputs or 3
+        self.spec = spec
+
+    def supports(self, op: str, dtype: str, rank: int) -> bool:
+        return self.spec.supports(op, dtype, rank)
+
+
+@st.composite
+def region_graphs(draw, caps: Caps):
+    """(DSL text, inputs) of a random graph with one or two regions on ``caps``'s backend
+    and host ops around them. On a backend whose spec says ``broadcast: true`` the
+    inputs of an op may have different, broadcast-compatible shapes (numpy's rule);
+    otherwise one shape is used throughout."""
+    dtype = draw(st.sampled_from(caps.dtypes))
+    rank = draw(st.sampled_from(caps.ranks))
+    full = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
+
+    def variant() -> tuple[int, ...]:
+        if not caps.broadcast or draw(st.booleans()):
+            return full
+        keep = draw(st.integers(0, rank))  # numpy aligns shapes from the right
+        shape = list(full[rank - keep :])
+        for i in range(len(shape)):
+            if draw(st.integers(0, 2)) == 0:
+                shape[i] = 1
+        if len(shape) not in caps.ranks:
+            return full
+        return tuple(shape)
+
+    def text(shape):
+        return f"{dtype}[{', '.join(map(str, shape))}]"
+
+    params = {f"p{k}": variant() for k in range(draw(st.integers(1, 3)))}
+    outer: dict[str, tuple[tuple[int, ...], int]] = {n: (s, 9) for n, s in params.items()}
+    lines: list[str] = []
+    counter = iter(range(10_000))
+    results_all: list[str] = []
+    for _ in range(draw(st.integers(1, 2))):
+        scope = dict(outer)
+        body: list[str] = []
+        if caps.constants and draw(st.booleans()):
+            shape = variant()
+            size = int(np.prod(shape))
+            values = draw(st.lists(st.integers(-6, 6), min_size=size, max_size=size))
+            items = [f"{v / 2}" for v in values] if dtype.startswith("float") else [str(v) for v in values]
+            name = f"k{next(counter)}"
+            body.append(f"{name} = const {text(shape)} [{', '.join(items)}]")
+            scope[name] = (shape, 6)
+        defined: list[str] = []
+        for _ in range(draw(st.integers(1, 5))):
+            names = sorted(scope)
+            a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+            (sa, ba), (sb, bb) = scope[a], scope[b]
+            try:
+                out = tuple(np.broadcast_shapes(sa, sb))
+            except ValueError:
+                out = None
+            unary = [o for o in caps.ops if o in UNARY and caps.supports(o, dtype, len(sa))]
+            binary = [
+                o
+                for o in caps.ops
+                if o not in UNARY
+                and out is not None
+                and caps.supports(o, dtype, len(out))
+                and (caps.broadcast or sa == sb)
+            ]
+            name = f"t{next(counter)}"
+            if binary and (not unary or draw(st.integers(0, 3)) > 0):
+                op = draw(st.sampled_from(binary))
+                if op == "multiply" and ba * bb > LIMIT:
+                    op = "subtract" if "subtract" in binary else binary[0]
+                bound = (
+                    ba * bb if op == "multiply" else max(ba, bb) if op in ("maximum", "minimum") else ba + bb
+                )
+                if bound > LIMIT:
+                    continue
+                body.append(f"{name} = {op}({a}, {b})")
+                scope[name] = (out, bound)
+            elif unary:
+                body.append(f"{name} = {draw(st.sampled_from(unary))}({a})")
+                scope[name] = (sa, ba)
+            else:
+                continue
+            defined.append(name)
+        if not defined:
+            continue
+        results = [defined[-1]]
+        if caps.max_outputs > 1:
+            results += draw(st.lists(st.sampled_from(defined), max_size=caps.max_outputs - 1, unique=True))
+            results = list(dict.fromkeys(results))
+        targets = [f"r{next(counter)}" for _ in results]
+        lines.append(f"  {', '.join(targets)} = @{caps.name} {{")
+        lines += [f"    {line}" for line in body]
+        lines.append(f"    return {', '.join(results)}")
+        lines.append("  }")
+        for target, result in zip(targets, results):
+            outer[target] = scope[result]
+        results_all += targets
+        if draw(st.booleans()):  # a host op on region results and parameters
+            a, b = draw(st.sampled_from(sorted(outer))), draw(st.sampled_from(sorted(outer)))
+            (sa, ba), (sb, bb) = outer[a], outer[b]
+            name = f"h{next(counter)}"
+            try:
+                out = tuple(np.broadcast_shapes(sa, sb))
+                lines.append(f"  {name} = add({a}, {b})")
+                outer[name] = (out, ba + bb)
+            except ValueError:
+                lines.append(f"  {name} = negative({a})")
+                outer[name] = (sa, ba)
+    if not results_all:  # every op was skipped: one plain region
+        lines = [
+            f"  r = @{caps.name} {{ return {caps.ops[0]}(p0{', p0' if caps.ops[0] not in UNARY else ''}) }}"
+        ]
+        results_all = ["r"]
+        outer["r"] = outer["p0"]
+    returned = list(
+        dict.fromkeys([results_all[-1], *draw(st.lists(st.sampled_from(sorted(outer)), max_size=2))])
+    )
+    head = ", ".join(f"{n}: {text(s)}" for n, s in params.items())
+    graph = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if dtype.startswith("int"):
+        inputs = {n: rng.integers(-9, 10, size=s).astype(dtype) for n, s in params.items()}
+    else:
+        inputs = {n: rng.uniform(-9, 9, size=s).astype(dtype) for n, s in params.items()}
+    return graph, inputs
+
+
+def assert_matches_reference(graph: str, inputs, model) -> None:
+    """The model's outputs equal the numpy reference's (bit for bit for integers)."""
+    program = byoc.parse(graph)
+    want = byoc.evaluate(program.functions[0], inputs)
+    got = model(**inputs)
+    assert len(got) == len(want), graph
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, graph
+        if g.dtype.kind == "i":
+            np.testing.assert_array_equal(g, w, err_msg=graph)
+        else:
+            rtol = 1e-6 if g.dtype == np.float32 else 1e-14
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6, err_msg=graph)
+
+
+def build_options(backend: str) -> dict[str, str] | None:
+    """-O0 for the engine backend: a C++ compile per example otherwise dominates."""
+    return {"engine.opt_level": "0"} if backend == "engine" else None

@@ -1,0 +1,225 @@
+"""The bad-input corpus (tests/data/bad/cases.yaml): every case runs the CLI in a
+subprocess and must fail cleanly: exit status 2, no traceback, no signal, the
+error's kind first, its message, and ``--> FILE:LINE:COLUMN`` where the input has
+lines. The subprocesses run in parallel, once per test session."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import DATA, EXAMPLES
+from ruamel.yaml import YAML
+
+from byoc.errors import BuildError, GraphError, ParseError, RuntimeFailure, SpecError, UsageError
+
+BAD = DATA / "bad"
+CASES_FILE = BAD / "cases.yaml"
+KINDS = {
+    cls.__name__: cls.kind
+    for cls in (ParseError, GraphError, SpecError, UsageError, BuildError, RuntimeFailure)
+}
+ARGPARSE = "argparse"
+SURFACES = ("graph", "examplejson", "spec", "cli", "npz", "bundle")
+DEFAULT_ARGV = {
+    "graph": ["parse", "{file}"],
+    "examplejson": ["parse", "{file}"],
+    "spec": ["check", "{file}"],
+    "npz": ["run", "g.graph", "--inputs", "{file}"],
+    "bundle": ["run", "{file}"],
+}
+FIELDS = {"id", "surface", "file", "make", "input", "argv", "error", "at", "at_file", "message"}
+TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class BadCase:
+    id: str
+    surface: str
+    error: str
+    message: str
+    argv: tuple[str, ...]
+    file: str | None = None
+    make: str | None = None
+    input: str | None = None
+    at: tuple[int, int] | None = None
+    at_file: str | None = None
+
+
+def load_make_fixtures():
+    spec = importlib.util.spec_from_file_location("make_fixtures", BAD / "make_fixtures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_cases() -> list[BadCase]:
+    """Every case of cases.yaml, checked for well-formedness."""
+    data = YAML(typ="safe").load(CASES_FILE.read_text(encoding="utf-8"))
+    cases = []
+    for raw in data["cases"]:
+        unknown = set(raw) - FIELDS
+        assert not unknown, f"{raw.get('id')}: unknown fields {unknown}"
+        surface = raw["surface"]
+        assert surface in SURFACES, raw["id"]
+        assert raw["error"] in KINDS or raw["error"] == ARGPARSE, raw["id"]
+        argv = raw.get("argv") or DEFAULT_ARGV[surface]
+        file = raw.get("file")
+        cases.append(
+            BadCase(
+                id=raw["id"],
+                surface=surface,
+                error=raw["error"],
+                message=str(raw["message"]),
+                argv=tuple(str(a) for a in argv),
+                file=file,
+                make=raw.get("make"),
+                input=raw.get("input") or (Path(file).name if file else None),
+                at=tuple(raw["at"]) if raw.get("at") else None,
+                at_file=raw.get("at_file"),
+            )
+        )
+    return cases
+
+
+CASES = load_cases()
+
+
+def command(case: BadCase) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "byoc",
+        *(a.replace("{file}", case.input or "").replace("{examples}", str(EXAMPLES)) for a in case.argv),
+    ]
+
+
+def materialise(case: BadCase, directory: Path, fixtures) -> None:
+    """Put the case's files into its (fresh) working directory."""
+    directory.mkdir(parents=True)
+    if case.file is not None:
+        source = BAD / case.file
+        if source.is_dir():
+            shutil.copytree(source, directory / source.name)
+        else:
+            shutil.copyfile(source, directory / source.name)
+    if case.make is not None:
+        fixtures.FIXTURES[case.make](directory)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
+    proc = subprocess.run(
+        command(case),
+        cwd=directory,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
+    return Outcome(
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+    )
+
+
+@pytest.fixture(scope="module")
+def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
+    """Run every selected case at once, in parallel subprocesses."""
+    selected = {
+        item.callspec.params["case"].id
+        for item in request.session.items
+        if getattr(item, "callspec", None) is not None
+        and item.module is request.module
+        and "case" in item.callspec.params
+    }
+    root = tmp_path_factory.mktemp("bad")
+    env = {k: v for k, v in os.environ.items() if k not in ("BYOC_SPEC_PATH", "LD_PRELOAD")}
+    env["BYOC_CACHE_DIR"] = str(root / "cache")
+    fixtures = load_make_fixtures()
+    work = []
+    for case in CASES:
+        if case.id in selected:
+            directory = root / case.id
+            materialise(case, directory, fixtures)
+            work.append((case, directory))
+    with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
+        results = pool.map(lambda cd: (cd[0].id, _run(cd[0], cd[1], env)), work)
+        return dict(results)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: BadCase, outcomes: dict[str, Outcome]):
+    out = outcomes[case.id]
+    shown = f"$ {' '.join(command(case)[3:])}\n--- exit {out.returncode}, stderr:\n{out.stderr[-3000:]}"
+    assert out.returncode >= 0, f"killed by signal {-out.returncode}\n{shown}"
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout, shown
+    assert out.returncode == 2, shown
+    lines = out.stderr.splitlines()
+    assert lines, shown
+    if case.error == ARGPARSE:
+        assert lines[0].startswith("usage: byoc"), shown
+        assert re.search(r"^byoc( \w+)?: error: ", out.stderr, re.M), shown
+    else:
+        assert lines[0].startswith(f"{KINDS[case.error]}: "), shown
+    assert case.message in out.stderr, shown
+    if case.at is not None or case.at_file is not None:
+        where = re.escape(case.at_file or case.input or "")
+        line_col = f"{case.at[0]}:{case.at[1]}" if case.at else r"\d+:\d+"
+        pattern = rf"^  --> (?:.*/)?{where}:{line_col}$"
+        assert re.search(pattern, out.stderr, re.M), f"no location matching {pattern!r}\n{shown}"
+    else:
+        assert "  --> " not in out.stderr, shown
+
+
+# ------------------------------------------------------------------ the corpus itself
+
+
+def test_corpus_size_and_ids():
+    assert len(CASES) >= 60
+    assert len({c.id for c in CASES}) == len(CASES)
+    counts = {s: sum(c.surface == s for c in CASES) for s in SURFACES}
+    assert all(n >= 5 for n in counts.values()), counts
+
+
+def test_every_case_has_a_source_and_a_location_where_files_have_lines():
+    fixtures = load_make_fixtures()
+    for case in CASES:
+        assert case.file is not None or case.make is not None or case.surface == "cli", case.id
+        if case.file is not None:
+            assert (BAD / case.file).exists(), case.id
+        if case.make is not None:
+            assert case.make in fixtures.FIXTURES, case.id
+        if case.surface in ("graph", "examplejson", "spec"):
+            assert case.at is not None, f"{case.id}: text inputs have a line and column"
+
+
+def test_every_committed_file_and_fixture_is_used():
+    fixtures = load_make_fixtures()
+    used_files = {c.file for c in CASES if c.file}
+    committed = {
+        str(p.relative_to(BAD))
+        for p in BAD.rglob("*")
+        if p.is_file()
+        and p.parent != BAD
+        and not any(str(p.relative_to(BAD)).startswith(f + "/") for f in used_files)
+    }
+    assert committed <= used_files, sorted(committed - used_files)
+    assert set(fixtures.FIXTURES) == {c.make for c in CASES if c.make}, sorted(
+        set(fixtures.FIXTURES) ^ {c.make for c in CASES if c.make}
+    )

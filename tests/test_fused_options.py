@@ -1,0 +1,285 @@
+"""The `fused` backend beyond its goldens: the options (loop hints, OpenMP), the
+overlap check that its restrict pointers need, fork safety of its parallel loops, the
+c_fused spec keys (per-op C expressions) and their validation, and the CLI.
+
+Results are always checked against the numpy reference, never against numbers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+import pytest
+from compile_util import compile_library
+from conftest import random_array
+from test_gen_fused import BACKEND, check_against_reference, compile_text, externals_of, generate
+
+from byoc import cli
+from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.building import build
+from byoc.errors import SpecError
+from byoc.generator.lowering import lower
+from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, check_spec_file
+
+SHIPPED_SPEC = SHIPPED_BACKENDS / f"{BACKEND}.yaml"
+PARALLEL_PRAGMA = "#pragma omp parallel for schedule(static) if(byoc_parallel_ok())"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    """A private compile cache, and no user spec directories."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
+        mp.delenv(ENV_VAR, raising=False)
+        yield
+
+
+def big_graph(n: int) -> str:
+    return (
+        f"graph main(x: float32[{n}], w: float32[{n}]) {{\n"
+        "  s = @fused { return multiply(add(x, w), w) }\n  return s\n}\n"
+    )
+
+
+def run_both(program, options, seed: int = 3):
+    """The outputs of a build with ``options``, and the reference's."""
+    fn = program.functions[0]
+    rng = np.random.default_rng(seed)
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    return build(program, options=options)(**inputs), evaluate(fn, inputs)
+
+
+# ------------------------------------------------------------------------ options
+
+
+def test_defaults_clone_the_bodies_and_add_no_pragma():
+    text = generate(externals_of("whole_graph"))
+    assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
+    assert "options: target_clones=true, vectorize=false, openmp_threshold=0." in text
+    clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))'
+    assert text.count(clones) == 1
+    assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
+    off = generate(externals_of("whole_graph"), {"target_clones": "false"})
+    assert "byoc_simd_clones" not in off and "target_clones=false" in off
+
+
+def test_target_clones_run_the_same(tmp_path, rng):
+    externals = externals_of("chain64")
+    module = compile_text(generate(externals), tmp_path)  # compile_util: -O1, no -fopenmp
+    check_against_reference(module, externals[0], rng)
+
+
+def test_vectorize_marks_every_innermost_loop(tmp_path, rng):
+    externals = externals_of("broadcast_mix")
+    text = generate(externals, {"vectorize": "true"})
+    assert text.count("#pragma omp simd\n") == 4  # one per non-empty nest
+    assert text.count("#pragma GCC ivdep\n") == 4
+    assert "#pragma clang loop vectorize(enable)" in text
+    for line in ("#pragma omp simd", "#pragma GCC ivdep"):
+        after = text[text.index(line) :].split("\n")
+        assert after[after.index("#endif") + 1].lstrip().startswith("for (int64_t i2 = 0;"), "innermost"
+    # The hints compile without OpenMP (compile_util passes no -fopenmp) and change nothing.
+    module = compile_text(text, tmp_path)
+    for fn in externals:
+        check_against_reference(module, fn, rng)
+
+
+def test_openmp_threshold_parallelises_large_loops_only():
+    small, large = (
+        externals_of("guide_subgraph"),
+        lower(parse(big_graph(1 << 20), "graph"), load_backend, load_catalog()).externals_for(BACKEND),
+    )
+    assert "#pragma" not in generate(large)  # off by default
+    text = generate(large, {"openmp_threshold": str(1 << 20)})
+    assert PARALLEL_PRAGMA in text and text.index("_POSIX_C_SOURCE") < text.index("#include")
+    assert PARALLEL_PRAGMA not in generate(large, {"openmp_threshold": str((1 << 20) + 1)})
+    assert PARALLEL_PRAGMA in generate(small, {"openmp_threshold": "100"})
+    assert PARALLEL_PRAGMA not in generate(small, {"openmp_threshold": "101"})
+    assert "#pragma" not in generate(large, {"openmp_threshold": "0"})
+    both = generate(small, {"openmp_threshold": "1", "vectorize": "true"})
+    assert "#pragma omp parallel for simd schedule(static) if(byoc_parallel_ok())" in both
+
+
+def test_openmp_flag_follows_the_threshold():
+    spec = load_backend(BACKEND)
+    flags = spec.compile.render_flags(spec.template_values())
+    assert "-O3" in flags and "-fwrapv" in flags and "-fopenmp" not in flags
+    on = spec.compile.render_flags(spec.template_values(spec.option_values({"openmp_threshold": "65536"})))
+    assert on[-1] == "-fopenmp"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"openmp_threshold": "1"}, {"openmp_threshold": "1", "vectorize": "true"}, {"openmp_threshold": "0"}],
+)
+def test_options_do_not_change_results(options):
+    program = parse(externals_source("broadcast_mix"), "graph", file="mix.graph")
+    got, want = run_both(program, options)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_parallel_text_compiles_without_openmp(tmp_path, rng):
+    externals = externals_of("bias_add_relu")
+    text = generate(externals, {"openmp_threshold": "1", "vectorize": "true"})
+    compile_library({"fused.c": text}, "fused.c", tmp_path)
+    check_against_reference(compile_text(text, tmp_path / "again"), externals[0], rng)
+
+
+def _call_in_child(model, inputs, queue) -> None:
+    (out,) = model(**inputs)
+    queue.put(out)
+
+
+def test_parallel_loops_survive_fork():
+    """libgomp hangs in a forked child that starts a parallel loop after its parent
+    did; the generated guard runs the child's loops serially instead."""
+    program = parse(big_graph(1 << 16), "graph")
+    model = build(program, options={"openmp_threshold": "1"})
+    rng = np.random.default_rng(9)
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in program.functions[0].params}
+    (want,) = evaluate(program.functions[0], inputs)
+    np.testing.assert_array_equal(model(**inputs)[0], want)  # the parent's thread pool now exists
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_call_in_child, args=(model, inputs, queue))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------------- overlap
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory):
+    (fn,) = externals_of("multi_output")
+    module = compile_text(generate([fn]), tmp_path_factory.mktemp("multi"))
+    return module[fn.name]
+
+
+def test_outputs_may_not_overlap_other_arguments(multi):
+    x, y = np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)
+    out = np.zeros((3, 4), np.float32)
+    for args in ((x, y, x, out), (x, y, out, out), (x, y, out, y)):
+        with pytest.raises(ValueError, match="shares memory with another argument"):
+            multi(*args)
+    big = np.zeros((2, 3, 4), np.float32)
+    multi(x, x, big[0], big[1])  # inputs may alias; distinct views of one array are fine
+    np.testing.assert_array_equal(big[0], x + x)
+    np.testing.assert_array_equal(big[1], (x + x) * (x - x))
+    shifted = np.zeros(13, np.float32)
+    with pytest.raises(ValueError, match="shares memory"):
+        multi(x, y, shifted[:12].reshape(3, 4), shifted[1:].reshape(3, 4))
+
+
+# ------------------------------------------------------------------- spec keys
+
+
+def user_spec(tmp_path: Path, old: str, new: str) -> Path:
+    text = SHIPPED_SPEC.read_text(encoding="utf-8")
+    assert old in text, old
+    path = tmp_path / f"{BACKEND}.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
+    user_spec(
+        tmp_path,
+        "  relu: {}\n",
+        '  relu: {c: "byoc_test_relu_${dtype}(${x0})"}\n',
+    )
+    path = tmp_path / f"{BACKEND}.yaml"
+    path.write_text(
+        path.read_text().replace(
+            'prelude: ""',
+            "prelude: |\n  static float byoc_test_relu_float32(float v) { return v > 0.0f ? v : (float)0; }",
+        )
+    )
+    spec = load_backend(BACKEND, spec_path=[tmp_path])
+    assert spec.ops["relu"].expression == "byoc_test_relu_${dtype}(${x0})"
+    assert spec.ops["add"].expression == "${x0} + ${x1}"  # the catalog's
+    externals = externals_of("bias_add_relu")
+    text = generate(externals, spec=spec)
+    assert "static float byoc_test_relu_float32(float v)" in text
+    assert "const float t1 = byoc_test_relu_float32(t0);" in text
+    check_against_reference(compile_text(text, tmp_path / "build"), externals[0], rng)
+
+
+@pytest.mark.parametrize(
+    "old, new, message, at",
+    [
+        ("  relu: {}\n", '  relu: {c: "${x0} + ${x1}"}\n', "undefined placeholder ${x1}", "${x1}"),
+        ("  copy: {}\n", '  copy: {c: "${x0};"}\n', "must be a C expression, not a statement", ";"),
+        ("  copy: {}\n", '  copy: {c: "  "}\n', "the C expression is empty", '"  "'),
+        ("  copy: {}\n", "  copy: {token: cp}\n", "unknown key 'token'", "token"),
+        ("  copy: {}\n", "  copy: {}\n  concatenate: {}\n", "cannot implement concatenate", "concatenate"),
+        (
+            "  vectorize:\n",
+            "  x0: {type: int, default: 0}\n  vectorize:\n",
+            "option name 'x0' is taken",
+            None,
+        ),
+        (
+            "  vectorize:\n    type: bool",
+            "  vectorize:\n    type: int",
+            "reads vectorize as bool, not int",
+            None,
+        ),
+        (
+            "    openmp_threshold: [-fopenmp]",
+            "    openmp_threshold: [-fopenmp]\n    label: [-DX]",
+            "not a boolean or int option",
+            None,
+        ),
+    ],
+    ids=["placeholder", "statement", "empty", "key", "concatenate", "x0_option", "option_type", "str_flags"],
+)
+def test_bad_c_fused_specs_are_located_errors(tmp_path, old, new, message, at):
+    path = user_spec(tmp_path, old, new)
+    if "label" in new:
+        path.write_text(
+            path.read_text().replace("options:\n", "options:\n  label: {type: str, default: a}\n")
+        )
+    with pytest.raises(SpecError) as info:
+        check_spec_file(path)
+    assert message in info.value.message
+    if at is not None:  # located at the first occurrence of `at` on the edited line
+        lines = path.read_text().splitlines()
+        row = next(i for i, line in enumerate(lines) if line.startswith(new.split("\n")[-2]))
+        assert (info.value.location.line, info.value.location.column) == (row + 1, lines[row].index(at) + 1)
+
+
+def test_option_flags_take_int_options(tmp_path):
+    """An int option's flags are added when it is not 0 (openmp_threshold's -fopenmp)."""
+    spec = load_backend(BACKEND)
+    assert spec.compile.option_flags == {"openmp_threshold": ("-fopenmp",)}
+    assert check_spec_file(SHIPPED_SPEC) == "backend fused (c_fused, 9 ops)"
+
+
+# ------------------------------------------------------------------------ CLI
+
+
+def test_check_and_backends_list_fused(capsys):
+    specs = sorted(str(p) for p in SHIPPED_BACKENDS.glob("*.yaml"))
+    assert cli.main(["check", *specs]) == 0
+    out = capsys.readouterr().out
+    assert f"{SHIPPED_SPEC}: ok" in out and out.count(": ok") == len(specs)
+    assert cli.main(["backends"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows[BACKEND][1:3] == ["c_fused", "float32,"] and "divide," in rows[BACKEND]
+    assert cli.main(["backends", BACKEND]) == 0
+    detail = capsys.readouterr().out
+    assert "cc -std=c99 -O3 -fwrapv -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror" in detail
+    assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 0" in detail
+
+
+def externals_source(case: str) -> str:
+    from test_gen_fused import source_of
+
+    return source_of(case)[0]

@@ -1,0 +1,313 @@
+"""The c_fused codegen (the `fused` backend): golden C, compiled and run against numpy.
+
+Every golden case is generated, compared with its file under
+tests/golden/test_gen_fused/, compiled under -std=c99 -Wall -Wextra -Werror
+(tests/compile_util.py, without -fopenmp), loaded with tvm_ffi and called on seeded
+random arrays; the outputs must equal the numpy reference (byoc.api.evaluate).
+Beyond the goldens: the loop planner, every op at every dtype, integer wraparound,
+and broadcasting through automatic partitioning. The options, the overlap check, fork
+safety, spec validation and the CLI are in tests/test_fused_options.py; random
+broadcasting graphs (hypothesis) in tests/test_fused_random.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm_ffi
+from compile_util import compile_library
+from conftest import DATA, EXAMPLES, random_array
+from test_gen_c_source import EDGE
+
+from byoc import cli
+from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.building import build
+from byoc.generator import generator_for
+from byoc.generator.fused_loops import plan_loops
+from byoc.generator.lowering import lower
+from byoc.generator.partition import partition
+from byoc.ir import CALL_OP, DTYPES, Function
+
+BACKEND = "fused"
+REPO = Path(__file__).resolve().parent.parent
+GEN = sorted((DATA / "gen").glob("*.graph"))
+
+BIAS_ADD_RELU = """\
+# A broadcasting bias add and relu: out[i, j] = relu(x[i, j] + b[j]).
+graph main(x: float32[8, 16], b: float32[16]) {
+  y = @fused {
+    return relu(add(x, b))
+  }
+  return y
+}
+"""
+
+# Outputs of four shapes (one loop nest each), a scalar, a value invariant in the
+# inner loop (hoisted), a value two nests share, int32 and an empty output.
+BROADCAST_MIX = """\
+graph main(x: float32[4, 3, 5], b: float32[5], c: float32[3, 1], s: float32[],
+           d: float32[1, 3, 5], e: int32[2, 1], f: int32[2, 6], z: float32[0, 5]) {
+  y, v, w, q, n = @fused {
+    u = add(x, b)
+    v = multiply(c, s)
+    r = relu(subtract(u, v))
+    return r, v, add(d, b), maximum(negative(e), f), add(z, b)
+  }
+  return y, v, w, q, n
+}
+"""
+
+
+def chain_graph(length: int = 64, shape: str = "8, 16") -> str:
+    """A chain of ``length`` elementwise ops, cycling through the catalog's ops."""
+    ops = ("add", "subtract", "multiply", "maximum", "minimum", "relu", "negative", "copy")
+    lines = [
+        f"graph main(x: float32[{shape}], y: float32[{shape}]) {{",
+        "  s = @fused {",
+        "    t0 = add(x, y)",
+    ]
+    for i in range(1, length):
+        op = ops[i % len(ops)]
+        args = f"t{i - 1}" if op in ("relu", "negative", "copy") else f"t{i - 1}, y"
+        lines.append(f"    t{i} = {op}({args})")
+    lines += [f"    return t{length - 1}", "  }", "  return s", "}", ""]
+    return "\n".join(lines)
+
+
+EXTRA = {"bias_add_relu": BIAS_ADD_RELU, "broadcast_mix": BROADCAST_MIX, "chain64": chain_graph()}
+CASES = [g.stem for g in GEN] + list(EXTRA) + ["edge"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    """A private compile cache for this module."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
+        yield
+
+
+def label(path: Path) -> str:
+    return path.resolve().relative_to(REPO).as_posix()
+
+
+def source_of(case: str) -> tuple[str, str]:
+    """(DSL text with @fused regions, the file name its locations name)."""
+    if case in EXTRA:
+        return EXTRA[case], f"{case}.graph"
+    if case == "edge":
+        return EDGE.replace("@ccompiler", f"@{BACKEND}"), "edge.graph"
+    path = DATA / "gen" / f"{case}.graph"
+    return path.read_text().replace("@BACKEND", f"@{BACKEND}"), label(path)
+
+
+def externals_of(case: str) -> tuple[Function, ...]:
+    text, file = source_of(case)
+    return lower(parse(text, "graph", file=file), load_backend, load_catalog()).externals_for(BACKEND)
+
+
+def generate(externals, options=None, spec=None) -> str:
+    spec = spec or load_backend(BACKEND)
+    values = spec.option_values(options or {})
+    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), values)
+    assert (artifact.name, artifact.role, artifact.backend) == (f"{BACKEND}.c", "module", BACKEND)
+    return artifact.text
+
+
+def compile_text(text: str, out_dir: Path):
+    return tvm_ffi.load_module(str(compile_library({f"{BACKEND}.c": text}, f"{BACKEND}.c", out_dir)))
+
+
+def check_against_reference(module, fn: Function, rng: np.random.Generator) -> None:
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
+    assert module[fn.name](*inputs.values(), *outputs) is None
+    for got, want in zip(outputs, evaluate(fn, inputs)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)  # the same IEEE operations, in the same order
+
+
+# ---------------------------------------------------------------------- golden files
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden(case, golden):
+    assert generate(externals_of(case)) == golden("c")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compiles_and_matches_reference(case, tmp_path, rng):
+    externals = externals_of(case)
+    module = compile_text(generate(externals), tmp_path)
+    for fn in externals:
+        check_against_reference(module, fn, rng)
+
+
+def test_one_loop_of_scalar_locals():
+    text = generate(externals_of("guide_subgraph"))
+    body = text[text.index("static void fused_0_(") :]
+    body = body[: body.index("\n}\n")]
+    assert body.count("for (") == 1 and "for (int64_t i = 0; i < 100; ++i) {" in body
+    assert "const float t0 = in0[i] + in1[i];" in body and "out0[i] = t2;" in body
+    assert "const float* restrict in0" in body and "float* restrict out0" in body
+    assert "malloc" not in text and "free(" not in text
+
+
+def test_bias_add_indexes_the_bias_by_the_inner_counter():
+    text = generate(externals_of("bias_add_relu"))
+    assert "for (int64_t i0 = 0; i0 < 8; ++i0) {" in text
+    assert "const float t0 = in0[i0 * 16 + i1] + in1[i1];" in text
+    assert "out0[i0 * 16 + i1] = t1;" in text
+    body = re.sub(r"/\*.*?\*/", "", text[text.index("static void fused_0_(") :].split("\n}\n")[0], flags=re.S)
+    assert "%" not in body and "/" not in body, "no division or modulo in the index arithmetic"
+
+
+def test_every_statement_names_its_source():
+    text = generate(externals_of("dag"))
+    statements = [line for line in text.splitlines() if line.strip().startswith("const float t")]
+    assert len(statements) == 4
+    for line in statements:
+        assert "tests/data/gen/dag.graph:" in line.split("/*")[1], line
+
+
+def test_deterministic_in_process_and_across_processes():
+    first = generate(externals_of("broadcast_mix"))
+    assert generate(externals_of("broadcast_mix")) == first
+    script = (
+        "import sys; sys.path[:0] = [sys.argv[1]];"
+        "import test_gen_fused as t;"
+        "sys.stdout.write(t.generate(t.externals_of('broadcast_mix')))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO.parent,
+        env=env,
+    )
+    assert out.stdout == first
+
+
+# ---------------------------------------------------------------------- loop planning
+
+
+@pytest.mark.parametrize(
+    "shape, operands, extents, indices, depths",
+    [
+        ((10, 10), [(10, 10)], (100,), ["i"], [1]),
+        ((4, 3, 5), [(5,)], (12, 5), ["i1"], [2]),
+        ((4, 3, 5), [(5,), (3, 1)], (4, 3, 5), ["i2", "i1"], [3, 2]),
+        ((4, 3), [(4, 1)], (4, 3), ["i0"], [1]),
+        ((2, 1, 3), [(2, 1, 3), ()], (6,), ["i", "0"], [1, 0]),
+        ((), [()], (), ["0"], [0]),
+        ((3, 1, 4), [(1, 1, 4)], (3, 4), ["i1"], [2]),
+    ],
+)
+def test_plan_loops(shape, operands, extents, indices, depths):
+    loops = plan_loops(shape, operands)
+    assert loops.extents == extents
+    assert [loops.index(s) for s in operands] == indices
+    assert [loops.depth(s) for s in operands] == depths
+    assert loops.size == int(np.prod(shape))
+
+
+def test_plan_loops_index_is_numpy_broadcasting():
+    """Every operand index the planner writes reads what np.broadcast_to would."""
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        rank = int(rng.integers(0, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 4, size=rank))
+        operands = []
+        for _ in range(3):
+            k = int(rng.integers(0, rank + 1))
+            operands.append(tuple(d if rng.integers(0, 2) else 1 for d in shape[rank - k :]))
+        loops = plan_loops(shape, operands)
+        counters = np.indices(loops.extents).reshape(len(loops.extents), -1) if loops.extents else None
+        for s in operands:
+            flat = np.arange(int(np.prod(s))).reshape(s)
+            want = np.broadcast_to(flat, shape).reshape(-1)
+            env = {v: counters[k] for k, v in enumerate(loops.variables)} if counters is not None else {}
+            got = eval(loops.index(s), {}, env)  # the C index is also a Python expression
+            np.testing.assert_array_equal(np.broadcast_to(got, want.shape), want)
+
+
+# ---------------------------------------------------------------- ops and dtypes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_op_at_every_dtype(dtype, tmp_path, rng):
+    ops = ["add", "subtract", "multiply", "maximum", "minimum"]
+    unary = ["negative", "relu", "copy"]
+    if dtype.startswith("float"):
+        ops.append("divide")
+    lines = [f"graph main(a: {dtype}[2, 3, 4], b: {dtype}[3, 1], c: {dtype}[]) {{", "  r = @fused {"]
+    names = []
+    for k, op in enumerate(ops):
+        lines.append(f"    b{k} = {op}(a, b)")
+        lines.append(f"    c{k} = {op}(c, b{k})")
+        names += [f"b{k}", f"c{k}"]
+    for k, op in enumerate(unary):
+        lines.append(f"    u{k} = {op}(c{k})")
+        names.append(f"u{k}")
+    lines += [f"    return add({', add('.join(names[:-1])}, {names[-1]}{')' * (len(names) - 1)}", "  }"]
+    lines += ["  return r", "}"]
+    program = parse("\n".join(lines), "graph", file=f"{dtype}.graph")
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    check_against_reference(compile_text(generate([fn]), tmp_path), fn, rng)
+
+
+def test_rank_8_and_integer_wraparound_match_numpy(tmp_path):
+    """-fwrapv (the spec's flags) makes int overflow wrap, as numpy's does."""
+    text = (
+        "graph main(a: int32[2, 1, 2, 1, 2, 1, 2, 3], b: int32[3], c: int64[2]) {\n"
+        "  p, q = @fused { return multiply(add(a, b), b), negative(multiply(c, c)) }\n"
+        "  return p, q\n}\n"
+    )
+    model = build(parse(text, "graph", file="wrap.graph"))
+    a = np.full((2, 1, 2, 1, 2, 1, 2, 3), 2**31 - 5, np.int32)
+    b = np.array([3, 7, 65536], np.int32)
+    c = np.array([2**40, -(2**62)], np.int64)
+    got = model(a=a, b=b, c=c)
+    with np.errstate(over="ignore"):
+        want = evaluate(parse(text, "graph").functions[0], {"a": a, "b": b, "c": c})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+# ------------------------------------------------------------ partitioning, build, run
+
+
+def test_partition_puts_broadcasting_ops_into_fused_regions():
+    text = (
+        "graph main(x: float32[4, 8], b: float32[8], k: float32[4, 1]) {\n"
+        "  h = relu(add(x, b))\n"
+        "  g = multiply(h, k)\n"
+        "  return concatenate(h, g, axis=0), subtract(g, b)\n}\n"
+    )
+    program = parse(text, "graph", file="bcast.graph")
+    parted = partition(program, [load_backend(BACKEND)])
+    fn = parted.functions[0]
+    host = [n.op for n in fn.nodes if n.op != CALL_OP]
+    regions = [n.callee for n in fn.nodes if n.op == CALL_OP]
+    assert host == ["concatenate"]
+    assert [r.backend for r in regions] == [BACKEND]
+    assert [n.op for n in regions[0].nodes] == ["add", "relu", "multiply", "subtract"]
+    model = build(program, backends=[BACKEND])
+    rng = np.random.default_rng(5)
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in program.functions[0].params}
+    for got, want in zip(model(**inputs), evaluate(program.functions[0], inputs)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_byoc_run_guide_plain_graph(capsys):
+    rc = cli.main(["run", str(EXAMPLES / "guide_plain_graph.graph"), "--backend", BACKEND])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "(backends: fused)" in out and "every output matches the numpy reference" in out
