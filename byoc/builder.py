@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from .catalog import Catalog, RuleError, infer_type, normalize_attrs
 from .errors import GraphError, Location
@@ -56,6 +57,15 @@ class _Statement:
         return self.locate(index) if self.locate else self.loc
 
 
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """How a front end's values are called in messages: ExampleJSON says ``id 7``
+    for the value the IR names ``v7``."""
+
+    noun: str = "name"
+    show: Callable[[str], str] = lambda name: name
+
+
 class FunctionBuilder:
     """Collects one function's statements; ``finish`` validates and orders them.
 
@@ -72,6 +82,7 @@ class FunctionBuilder:
         source: str | None = None,
         backend: str | None = None,
         region: bool = False,
+        naming: Naming | None = None,
     ) -> None:
         self.catalog = catalog
         self.name = name
@@ -79,6 +90,7 @@ class FunctionBuilder:
         self.source = source
         self.backend = backend
         self.is_region = region
+        self.naming = naming or Naming()
         self.params: list[Param] = []
         self.constants: list[Constant] = []
         self.statements: list[_Statement] = []
@@ -105,10 +117,11 @@ class FunctionBuilder:
         if name in self.defined:
             first = self._locs[self.defined[name]]
             where = f" (first defined at {first})" if first else ""
+            noun = self.naming.noun
             raise self.error(
-                f"duplicate name {name!r}: already defined as a {self.kinds.get(name, 'node')}{where}",
+                f"duplicate {noun} {self.naming.show(name)!r}: already defined as a {self.kinds.get(name, 'node')}{where}",
                 loc,
-                hint="every parameter, constant and node needs its own name",
+                hint=f"every parameter, constant and node needs its own {noun}",
             )
         self.defined[name] = len(self._locs)
         self._locs.append(loc)
@@ -216,10 +229,18 @@ class FunctionBuilder:
         self._function = self.finish(self._results)
         return self._function
 
+    def _show(self, name: str) -> str:
+        return "(nested call)" if name.startswith(ANON_PREFIX) else self.naming.show(name)
+
     def _undefined(self, name: str, loc: Location | None) -> GraphError:
         close = difflib.get_close_matches(name, [n for n in self.defined if not n.startswith(ANON_PREFIX)], 1)
-        hint = f"did you mean {close[0]!r}?" if close else "define it as a parameter, constant or node first"
-        return self.error(f"undefined name {name!r}", loc, hint=hint)
+        show = self.naming.show
+        hint = (
+            f"did you mean {show(close[0])!r}?"
+            if close
+            else "define it as a parameter, constant or node first"
+        )
+        return self.error(f"undefined {self.naming.noun} {show(name)!r}", loc, hint=hint)
 
     def _toposort(self, known: dict[str, TensorType]) -> list[_Statement]:
         """Statements in dependency order; source order is kept when it is already valid."""
@@ -265,7 +286,7 @@ class FunctionBuilder:
                     path = [s.outputs[0] for s, _ in stack]
                     cycle = path[path.index(dep.outputs[0]) :] + [dep.outputs[0]]
                     raise self.error(
-                        "cycle: " + " -> ".join(_clipped([_show(n) for n in cycle])),
+                        "cycle: " + " -> ".join(_clipped([self._show(n) for n in cycle])),
                         st.input_loc(i),
                         hint="a node cannot depend on its own output, directly or indirectly",
                     )
@@ -357,7 +378,7 @@ class FunctionBuilder:
         try:
             out = infer_type(op, input_types, attrs)
         except RuleError as exc:
-            args = ", ".join(_clipped([f"{_show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
+            args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
             raise self.error(f"{st.op}({args}): {exc.message}", st.loc, hint=exc.hint) from None
         problem = shape_problem(out.shape)
         if problem is not None:  # e.g. concatenating tensors near the limit
@@ -378,7 +399,3 @@ def _clipped(items: list[str], keep: int = 6) -> list[str]:
     if len(items) <= 2 * keep + 1:
         return items
     return [*items[:keep], f"... ({len(items) - 2 * keep:,} more)", *items[-keep:]]
-
-
-def _show(name: str) -> str:
-    return "(nested call)" if name.startswith(ANON_PREFIX) else name

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lark import Token, Transformer
 
-from byoc.builder import DECLARED, OP, FunctionBuilder
+from byoc.builder import DECLARED, OP, FunctionBuilder, Naming
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import MAX_ELEMENTS, MAX_NAME_LENGTH, Function, Program, TensorType, shape_problem
@@ -27,6 +27,9 @@ DTYPE = "float32"
 
 NAME_PREFIX = "v"
 """IR names of ExampleJSON ids: id 4 becomes ``v4``, a valid DSL identifier."""
+
+IDS = Naming("id", lambda name: name[len(NAME_PREFIX) :] if name.startswith(NAME_PREFIX) else name)
+"""Messages speak of ExampleJSON's ids as the text writes them: ``id '7'``, not ``v7``."""
 
 DEFAULT_TOKENS: Mapping[str, str] = {"add": "add", "sub": "subtract", "mul": "multiply"}
 """The guide's op tokens; used when no examplejson backend spec is given."""
@@ -101,7 +104,7 @@ class _Reader(Transformer):
 
     def subgraph(self, children):
         header: Token = children[0]
-        fb = FunctionBuilder(self.catalog, str(header), self._loc(header), source=self.source)
+        fb = FunctionBuilder(self.catalog, str(header), self._loc(header), source=self.source, naming=IDS)
         last = None
         for item in children[1:]:
             if type(item) is tuple:  # from a word-level fallback rule

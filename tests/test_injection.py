@@ -421,7 +421,7 @@ def test_region_names_become_exactly_the_exported_symbols(backend):
 
 def test_names_that_collide_after_mapping_are_rejected():
     """ExampleJSON ids 1, 01 and 001 are all v1; region f_wrapper would clash with f's helpers."""
-    with pytest.raises(GraphError, match="duplicate name 'v1'"):
+    with pytest.raises(GraphError, match="duplicate id '1'"):
         parse("sg\n  input 1 4\n  input 01 4\n  add 2 inputs: 1 1 shape: 4\n", "examplejson")
     with pytest.raises(GraphError, match="clashes with the C names generated for region 'f'"):
         generate(
