@@ -1,169 +1,50 @@
 """Automatic partitioning (annotate -> merge -> partition) of un-annotated graphs:
 which node lands in which region, cycle avoidance, constants, explicit regions,
-broadcasting, several backends, ``byoc partition`` snapshots, per-build options,
-and random graphs checked through the reference and through execution."""
+broadcasting, several backends and ``byoc partition`` snapshots."""
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from ruamel.yaml import YAML
+from partition_support import (
+    PLAIN_GRAPH,
+    WEIGHTS,
+    assert_equivalent,
+    assert_guide_runs,
+    assert_same,
+    graph,
+    guide_expected,
+    guide_inputs,
+    host_ops,
+    make_addsub_dir,
+    part,
+    private_cache,
+    random_inputs,
+    region_calls,
+    run_built,
+    run_cli,
+    summary,
+    symbols,
+)
 
-import byoc.runtime.build
-from byoc import cli
-from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
+from byoc.api import evaluate, load_backend, parse, print_program
 from byoc.building import build
 from byoc.errors import UsageError
-from byoc.generator.lowering import lower
-from byoc.generator.partition import partition
-from byoc.ir import CALL_OP, Function, Program
-from byoc.validate import validate_program
-
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_SPECS = ROOT / "spec" / "backends"
-PLAIN_GRAPH = EXAMPLES / "guide_plain_graph.graph"
-WEIGHTS = tuple(f"w{k}" for k in range(8))
-BACKENDS = ("ccompiler", "json", "examplejson", "engine")
+from byoc.ir import Function
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
     """A private compile cache for this module."""
-    root = tmp_path_factory.mktemp("byoc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(root))
-        yield root
+    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def addsub_dir(tmp_path_factory) -> Path:
-    """A spec directory with backend ``addsub``: ccompiler with only add and subtract."""
-    out = tmp_path_factory.mktemp("addsub-specs")
-    yaml = YAML()
-    doc = yaml.load(SHIPPED_SPECS / "ccompiler.yaml")
-    doc["name"] = "addsub"
-    doc["symbol_prefix"] = "addsub"
-    del doc["ops"]["multiply"]
-    with open(out / "addsub.yaml", "w") as f:
-        yaml.dump(doc, f)
-    assert sorted(load_backend("addsub", spec_path=[out]).ops) == ["add", "subtract"]
-    return out
-
-
-# ------------------------------------------------------------------ helpers
-
-
-def specs(*names: str, spec_path=None):
-    return [load_backend(name, spec_path=spec_path) for name in names]
-
-
-def part(source: str | Path | Program, *backends: str, spec_path=None) -> Program:
-    program = source if isinstance(source, Program) else graph(source)
-    return partition(program, specs(*backends, spec_path=spec_path))
-
-
-def graph(source: str | Path) -> Program:
-    if isinstance(source, Path):
-        return parse(source.read_text(), "graph", file=str(source))
-    return parse(textwrap.dedent(source), "graph")
-
-
-def region_calls(fn: Function) -> list:
-    return [n for n in fn.nodes if n.callee is not None]
-
-
-def summary(fn: Function) -> list[tuple[str | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
-    """Each unit of ``fn`` in order: (backend or None for the host, its ops, its
-    inputs, its outputs); a region lists the ops of its callee."""
-    out = []
-    for node in fn.nodes:
-        if node.callee is not None:
-            ops = tuple(n.op for n in node.callee.nodes)
-            out.append((node.callee.backend, ops, node.inputs, node.outputs))
-        else:
-            out.append((None, (node.op,), node.inputs, node.outputs))
-    return out
-
-
-def host_ops(fn: Function) -> list[str]:
-    return [n.op for n in fn.nodes if n.callee is None]
-
-
-def symbols(program: Program, spec_path=None) -> list[str]:
-    lowered = lower(program, lambda name: load_backend(name, spec_path=spec_path), load_catalog())
-    return [f.name for f in lowered.externals]
-
-
-def random_inputs(fn: Function, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in fn.params:
-        if p.type.dtype.startswith("int"):
-            out[p.name] = rng.integers(-9, 10, size=p.type.shape).astype(p.type.dtype)
-        else:
-            out[p.name] = rng.uniform(-3, 3, size=p.type.shape).astype(p.type.dtype)
-    return out
-
-
-def assert_same(got, want, err_msg: str = "") -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape, err_msg
-        if g.dtype.kind in "iu":
-            np.testing.assert_array_equal(g, w, err_msg=err_msg)
-        else:
-            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=err_msg)
-
-
-def assert_equivalent(original: Program, partitioned: Program, seed: int = 0) -> None:
-    """Valid IR, regions each backend can run, and the same values as the original."""
-    catalog = load_catalog()
-    validate_program(partitioned, catalog)
-    for fn, pfn in zip(original.functions, partitioned.functions):
-        inputs = random_inputs(fn, seed)
-        want = evaluate(fn, inputs, catalog)
-        for g, w in zip(evaluate(pfn, inputs, catalog), want):
-            np.testing.assert_array_equal(g, w)
-
-
-def run_built(source, backends, inputs, **kwargs) -> tuple[np.ndarray, ...]:
-    model = build(source, backends=backends, **kwargs)
-    return model(**inputs)
-
-
-def guide_inputs(seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {name: rng.uniform(-3, 3, size=(10, 10)).astype(np.float32) for name in ("x", *WEIGHTS)}
-
-
-def guide_expected(i: dict[str, np.ndarray]) -> np.ndarray:
-    x = i["x"]
-    return np.concatenate(
-        (((x + i["w0"]) - i["w1"]) * i["w2"], ((x + i["w3"]) - i["w4"]) * i["w5"], (x + i["w6"]) - i["w7"]),
-        axis=0,
-    )
-
-
-def assert_guide_runs(backends, **kwargs) -> None:
-    inputs = guide_inputs()
-    (out,) = run_built(PLAIN_GRAPH, backends, inputs, **kwargs)
-    assert out.shape == (30, 10) and out.dtype == np.float32
-    np.testing.assert_allclose(out, guide_expected(inputs), rtol=1e-6, atol=1e-6)
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
+def addsub_dir(tmp_path_factory):
+    """Backend ``addsub``: ccompiler with only add and subtract."""
+    return make_addsub_dir(tmp_path_factory)
 
 
 # ------------------------------------------------------------------ the guide's plain graph
@@ -840,324 +721,3 @@ def test_partition_is_deterministic():
     a = print_program(part(BIG_CYCLE, "ccompiler", "json"))
     b = print_program(part(BIG_CYCLE, "ccompiler", "json"))
     assert a == b
-
-
-# ------------------------------------------------------------------ options per build
-
-
-@pytest.fixture
-def compiles(monkeypatch) -> list[tuple[str, ...]]:
-    """The compiler flags of every library build_artifacts compiles."""
-    seen: list[tuple[str, ...]] = []
-    original = byoc.runtime.build.build_library
-
-    def recording(sources, main, chain, **kwargs):
-        seen.append(chain.flags)
-        return original(sources, main, chain, **kwargs)
-
-    monkeypatch.setattr(byoc.runtime.build, "build_library", recording)
-    return seen
-
-
-def test_options_reach_the_compiler(compiles):
-    build(PLAIN_GRAPH, backends=["ccompiler"])
-    build(PLAIN_GRAPH, backends=["ccompiler"], options={"opt_level": "0"})
-    build(PLAIN_GRAPH, backends=["ccompiler"], options={"ccompiler.opt_level": "3"})
-    assert len(compiles) == 3
-    assert "-O2" in compiles[0] and "-ffast-math" not in compiles[0]
-    assert "-O0" in compiles[1] and "-O2" not in compiles[1]
-    assert "-O3" in compiles[2]
-
-
-class _Stop(Exception):
-    pass
-
-
-def test_boolean_option_adds_flags(monkeypatch):
-    """fast_math=true adds the spec's option_flags. The library is neither compiled
-    nor loaded here: only the command line is wanted."""
-    seen = []
-
-    def stop(sources, main, chain, **kwargs):
-        seen.append(chain.flags)
-        raise _Stop
-
-    monkeypatch.setattr(byoc.runtime.build, "build_library", stop)
-    with pytest.raises(_Stop):
-        build(PLAIN_GRAPH, backends=["ccompiler"], options={"fast_math": "yes", "opt_level": "1"})
-    with pytest.raises(_Stop):
-        build(PLAIN_GRAPH, backends=["ccompiler"], options={"fast_math": "no"})
-    extra = load_backend("ccompiler").compile.option_flags["fast_math"]
-    assert extra
-    on, off = seen
-    assert set(extra) <= set(on) and "-O1" in on
-    assert not set(extra) & set(off) and "-O2" in off
-
-
-def test_cli_options_reach_the_compiler(compiles, capsys, tmp_path):
-    out_file = tmp_path / "g.byoc"
-    rc, out, err = run_cli(
-        capsys, "build", PLAIN_GRAPH, "--backend", "ccompiler", "--option", "opt_level=1", "-o", out_file
-    )
-    assert rc == 0, err
-    assert "-O1" in compiles[-1]
-    rc, out, err = run_cli(capsys, "run", PLAIN_GRAPH, "--backend", "ccompiler", "--option", "opt_level=0")
-    assert rc == 0, err
-    assert "-O0" in compiles[-1]
-
-
-def test_options_reach_the_generators(capsys):
-    def text(options):
-        model = build(PLAIN_GRAPH, backends=["examplejson"], options=options)
-        return model.members["examplejson.examplejson"].decode()
-
-    default, wide = text(None), text({"indent": "4"})
-    assert "\n  input 0 10 10" in default and "\n    input 0 10 10" not in default
-    assert "\n    input 0 10 10" in wide
-    assert text({"examplejson.indent": "0"}).count("\ninput ") == 4 + 4 + 3  # inputs of the 3 regions
-    # the same through the command line
-    rc, out, err = run_cli(capsys, "gen", PLAIN_GRAPH, "--backend", "examplejson", "--option", "indent=8")
-    assert rc == 0, err
-    assert "\n        input 0 10 10" in out
-    # json's indent
-    compact = build(PLAIN_GRAPH, backends=["json"], options={"indent": "0"}).members["json.json"].decode()
-    pretty = build(PLAIN_GRAPH, backends=["json"]).members["json.json"].decode()
-    assert compact != pretty and "\n  " in pretty and "\n  " not in compact
-
-
-def spec_line(name: str, needle: str) -> int:
-    lines = (SHIPPED_SPECS / f"{name}.yaml").read_text().splitlines()
-    return next(k for k, line in enumerate(lines, 1) if line.startswith(needle))
-
-
-BAD_OPTIONS = [
-    ("opt_level=fast", "option opt_level of backend ccompiler: 'fast' is not an integer", "  opt_level:"),
-    ("opt_level=9", "option opt_level of backend ccompiler: 9 is not one of 0, 1, 2, 3", "  opt_level:"),
-    ("ccompiler.fast_math=maybe", "'maybe' is not a boolean", "  fast_math:"),
-    ("ccompiler.unroll=4", "backend ccompiler has no option 'unroll'", "  opt_level:"),
-    ("unroll=4", "--option unroll: no backend of this build has that option", "  opt_level:"),
-]
-
-
-@pytest.mark.parametrize(("option", "message", "line"), BAD_OPTIONS)
-def test_bad_options_are_located_errors(option, message, line, capsys):
-    for command in ("run", "gen"):
-        rc, out, err = run_cli(capsys, command, PLAIN_GRAPH, "--backend", "ccompiler", "--option", option)
-        assert rc == 2, out + err
-        assert "Traceback" not in err
-        assert message in err
-        where = f"ccompiler.yaml:{spec_line('ccompiler', line)}:3"
-        assert where in err, err
-        assert f"{spec_line('ccompiler', line)} | {line}" in err  # the caret excerpt
-        assert "hint:" in err
-    key, _, value = option.partition("=")
-    with pytest.raises(UsageError, match=re.escape(message)) as info:
-        build(PLAIN_GRAPH, backends=["ccompiler"], options={key: value})
-    loc = info.value.location
-    assert loc is not None and Path(loc.file).name == "ccompiler.yaml"
-    assert (loc.line, loc.column) == (spec_line("ccompiler", line), 3)
-
-
-def test_option_for_a_backend_not_in_the_build(capsys):
-    rc, out, err = run_cli(
-        capsys, "run", PLAIN_GRAPH, "--backend", "ccompiler", "--option", "examplejson.indent=4"
-    )
-    assert rc == 2 and "backend 'examplejson' is not used by this build" in err
-    assert "Traceback" not in err
-
-
-def test_python_typed_options():
-    with pytest.raises(UsageError, match="is not int") as info:
-        build(PLAIN_GRAPH, backends=["ccompiler"], options={"opt_level": 1.5})
-    assert info.value.location.line == spec_line("ccompiler", "  opt_level:")
-    assert_guide_runs(["ccompiler"], options={"opt_level": 1, "fast_math": False})
-
-
-# ------------------------------------------------------------------ random graphs
-
-BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
-UNARY = ("relu", "negative", "copy")
-LIMIT = 2**20  # bound on every value's magnitude, so that integers never overflow
-
-
-@st.composite
-def random_programs(draw, max_nodes: int = 10):
-    """DSL text of a random plain graph: elementwise ops (some broadcasting),
-    concatenate, constants, ranks 1-3, one dtype (float32 or int32), 1-3 results."""
-    dtype = draw(st.sampled_from(["float32", "int32"]))
-    rank = draw(st.sampled_from([1, 2, 2, 3]))  # rank 2 lets engine take part
-    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
-    values: dict[str, tuple[tuple[int, ...], int]] = {}  # name -> (shape, bound)
-    lines: list[str] = []
-
-    def some_shape() -> tuple[int, ...]:
-        if draw(st.integers(0, 3)):
-            return shape
-        k = draw(st.integers(0, rank))
-        return tuple(d if draw(st.booleans()) else 1 for d in shape[rank - k :])
-
-    def type_text(s) -> str:
-        return f"{dtype}[{', '.join(map(str, s))}]"
-
-    params = []
-    for k in range(draw(st.integers(1, 3))):
-        s = some_shape()
-        params.append(f"p{k}: {type_text(s)}")
-        values[f"p{k}"] = (s, 9)
-    for k in range(draw(st.integers(0, 2))):
-        s = some_shape()
-        numbers = draw(st.lists(st.integers(-3, 3), min_size=int(np.prod(s)), max_size=int(np.prod(s))))
-        lines.append(f"k{k} = const {type_text(s)} [{', '.join(map(str, numbers))}]")
-        values[f"k{k}"] = (s, 3)
-    nodes: list[str] = []
-    for k in range(draw(st.integers(3, max_nodes))):
-        name = f"v{k}"
-        names = sorted(values)
-        a = draw(st.sampled_from(names))
-        a_shape, a_bound = values[a]
-        choice = draw(st.integers(0, 9))
-        if choice == 0 and a_shape:
-            same = [n for n in names if values[n][0] == a_shape]
-            ins = draw(st.lists(st.sampled_from(same), min_size=1, max_size=3))
-            axis = draw(st.integers(0, len(a_shape) - 1))
-            out = list(a_shape)
-            out[axis] *= len(ins)
-            lines.append(f"{name} = concatenate({', '.join(ins)}, axis={axis})")
-            values[name] = (tuple(out), max(values[n][1] for n in ins))
-        elif choice <= 3:
-            op = draw(st.sampled_from(UNARY))
-            lines.append(f"{name} = {op}({a})")
-            values[name] = (a_shape, a_bound)
-        else:
-            partners = []
-            for b in names:
-                try:
-                    partners.append((b, tuple(np.broadcast_shapes(a_shape, values[b][0]))))
-                except ValueError:
-                    pass
-            b, out = draw(st.sampled_from(partners))
-            b_bound = values[b][1]
-            op = draw(st.sampled_from(BINARY))
-            if op == "multiply" and a_bound * b_bound > LIMIT:
-                op = "subtract"
-            bound = {"multiply": a_bound * b_bound, "maximum": max(a_bound, b_bound)}.get(op)
-            bound = bound if bound is not None else a_bound + b_bound
-            first, second = (a, b) if draw(st.booleans()) else (b, a)
-            lines.append(f"{name} = {op}({first}, {second})")
-            values[name] = (out, bound)
-        nodes.append(name)
-    results = list(dict.fromkeys([nodes[-1], *draw(st.lists(st.sampled_from(sorted(values)), max_size=2))]))
-    body = "".join(f"  {line}\n" for line in lines)
-    return f"graph main({', '.join(params)}) {{\n{body}  return {', '.join(results)}\n}}\n"
-
-
-backend_orders = st.permutations(BACKENDS).flatmap(
-    lambda order: st.integers(1, len(order)).map(lambda n: list(order[:n]))
-)
-
-
-def assert_regions_supported(program: Program) -> None:
-    """No region holds a node its backend cannot run, or more than its kind allows."""
-    for fn in program.functions:
-        for call in region_calls(fn):
-            callee = call.callee
-            spec = load_backend(callee.backend)
-            kind = spec.kind_info
-            assert kind.max_outputs is None or len(callee.outputs) <= kind.max_outputs
-            assert kind.constants or not callee.constants
-            types = callee.types()
-            for p in callee.params:
-                assert p.type.dtype in spec.dtypes and p.type.rank in spec.ranks
-            for node in callee.nodes:
-                assert node.op != CALL_OP
-                t = node.type
-                assert spec.supports(node.op, t.dtype, t.rank), (spec.name, node.op, str(t))
-                assert kind.attrs or not node.attrs
-                for name in node.inputs:
-                    ti = types[name]
-                    assert ti.dtype in spec.dtypes and ti.rank in spec.ranks
-                    if node.op != "concatenate":
-                        assert spec.broadcast or ti.shape == t.shape, (spec.name, node.op)
-    lower(program, load_backend, load_catalog())
-
-
-def assert_locally_maximal(fn: Function) -> None:
-    """No region feeds another of its backend directly unless a longer path joins
-    them too (merging them would then be a cycle). Backends whose kind limits the
-    results of a region are left out: their regions may have to stay apart."""
-    units = list(fn.nodes)
-    producer = {o: k for k, u in enumerate(units) for o in u.outputs}
-    succ: dict[int, set[int]] = {k: set() for k in range(len(units))}
-    for k, u in enumerate(units):
-        for name in u.inputs:
-            if name in producer:
-                succ[producer[name]].add(k)
-
-    def longer_path(a: int, b: int) -> bool:
-        stack = [s for s in succ[a] if s != b]
-        seen = set(stack)
-        while stack:
-            u = stack.pop()
-            if u == b:
-                return True
-            for v in succ[u] - seen:
-                seen.add(v)
-                stack.append(v)
-        return False
-
-    for a, u in enumerate(units):
-        if u.callee is None or load_backend(u.callee.backend).kind_info.max_outputs is not None:
-            continue
-        for b in succ[a]:
-            if units[b].callee is not None and units[b].callee.backend == u.callee.backend:
-                assert longer_path(a, b), f"regions {a} and {b} could merge"
-
-
-def check_partition(text: str, backends: list[str], seed: int) -> tuple[Program, Program]:
-    original = parse(text, "graph")
-    program = partition(original, specs(*backends))
-    validate_program(program, load_catalog())
-    assert_regions_supported(program)
-    # nothing a backend could take is left on the host
-    fn = program.functions[0]
-    types = original.functions[0].types()
-    for node in fn.nodes:
-        if node.callee is None:
-            for spec in specs(*backends):
-                ins = [types[n] for n in node.inputs]
-                fits = spec.supports(node.op, node.type.dtype, node.type.rank) and all(
-                    t.dtype in spec.dtypes
-                    and t.rank in spec.ranks
-                    and (spec.broadcast or node.op == "concatenate" or t.shape == node.type.shape)
-                    for t in ins
-                )
-                assert not (fits and (spec.kind_info.attrs or not node.attrs)), (spec.name, node.op)
-    assert_locally_maximal(fn)
-    assert parse(print_program(program), "graph") == program, text
-    inputs = random_inputs(original.functions[0], seed)
-    want = evaluate(original.functions[0], inputs)
-    for g, w in zip(evaluate(fn, inputs), want):
-        np.testing.assert_array_equal(g, w, err_msg=text)
-    return original, program
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=random_programs(max_nodes=14), backends=backend_orders, seed=st.integers(0, 2**16))
-def test_random_partitions_match_the_reference(text, backends, seed):
-    check_partition(text, backends, seed)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=random_programs(max_nodes=8), backends=backend_orders, seed=st.integers(0, 2**16))
-def test_random_partitions_run(text, backends, seed):
-    original, program = check_partition(text, backends, seed)
-    used = {n.callee.backend for n in program.functions[0].nodes if n.callee is not None}
-    if not used:
-        with pytest.raises(UsageError, match="nothing is offloaded"):
-            build(original, backends=backends, language="graph")
-        return
-    options = {"engine.opt_level": "0"} if "engine" in used else None
-    model = build(original, backends=backends, options=options, language="graph")
-    assert {m["backend"] for m in model.manifest["modules"]} == used
-    inputs = random_inputs(original.functions[0], seed)
-    assert_same(model(**inputs), evaluate(original.functions[0], inputs), err_msg=text)
