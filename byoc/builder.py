@@ -379,7 +379,7 @@ class FunctionBuilder:
             out = infer_type(op, input_types, attrs)
         except RuleError as exc:
             args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
-            raise self.error(f"{st.op}({args}): {exc.message}", st.loc, hint=exc.hint) from None
+            raise self.error(f"{st.op}({args}): {exc.message}", st.input_loc(OP), hint=exc.hint) from None
         problem = shape_problem(out.shape)
         if problem is not None:  # e.g. concatenating tensors near the limit
             raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
