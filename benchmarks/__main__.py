@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import codegen_speed, kernels, parse_speed, toolchain
+from . import codegen_speed, kernel_report, kernels, parse_speed, toolchain
 
 SUITES = {
     "kernels": kernels.main,
@@ -69,8 +69,8 @@ def summary(names: list[str], elapsed: float) -> str:
         data = json.loads(path.read_text())
         if name in ("kernels", "toolchain"):
             for t in data.get("targets", []):
-                value = kernels._target_value(t) if name == "kernels" else f"{t['value']:.3f} s"
-                state = kernels.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")
+                value = kernel_report._target_value(t) if name == "kernels" else f"{t['value']:.3f} s"
+                state = kernel_report.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")
                 rows.append((name, t["target"], value, state))
         elif name == "parse":
             for lang, r in data["languages"].items():
