@@ -40,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from byoc.catalog import Catalog
-from byoc.errors import GraphError
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.template import render
@@ -51,7 +50,7 @@ from .c_fused_function import FusedText, function_text
 from .c_fused_support import CLONES, OVERLAPS, PARALLEL, POSIX, option_summary
 from .c_source import spec_source
 from .c_source_function import _block_comment
-from .c_text import function_origin
+from .c_text import check_reserved_names, function_origin
 
 HELPERS = (
     "byoc_tensor_of",
@@ -83,7 +82,7 @@ def generate(
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
     values = spec.template_values({**spec.option_values(), **options})
     functions: list[FusedText] = [function_text(fn, spec, values) for fn in externals]
-    _check_names(externals)
+    check_reserved_names(externals, {h: (f"the helper {h}", None) for h in HELPERS})
     parallel = any(f.parallel for f in functions)
     parts = [
         _header(externals, spec, values),
@@ -117,22 +116,3 @@ def _header(externals: Sequence[Function], spec: BackendSpec, values: Mapping[st
     ]
     lines += [f"  {fn.name}: {function_origin(fn)}" for fn in externals]
     return _block_comment(lines).replace("\n   \n", "\n\n") + "\n"
-
-
-def _check_names(externals: Sequence[Function]) -> None:
-    """No region may define a C name a helper of the module has.
-
-    A region ``sym`` defines ``sym_``, ``sym_wrapper_``, ``sym_const_<j>`` and
-    ``__tvm_ffi_sym``; lowering already keeps one region's symbol from starting with
-    another's plus ``_``. What remains is a region whose symbol plus ``_`` starts a
-    helper's name (a generator called directly, without lowering's checks)."""
-    symbols = {fn.name: fn for fn in externals}
-    for helper in HELPERS:
-        for i, ch in enumerate(helper):
-            fn = symbols.get(helper[:i]) if ch == "_" else None
-            if fn is not None:
-                raise GraphError(
-                    f"region {fn.name} defines C names that start with {fn.name}_, like the helper {helper}",
-                    fn.loc,
-                    hint="name the region differently (`@backend as NAME { ... }`)",
-                )

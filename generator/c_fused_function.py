@@ -45,8 +45,6 @@ class FusedText:
     """The C text of one external function, and what the module must add for it."""
 
     text: str
-    globals: tuple[str, ...]
-    """The global names it defines."""
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
     overlaps: bool
@@ -103,8 +101,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     parts.append(_body(fn, sym, groups, body, bool(values.get("target_clones"))))
     wrapper, checks = _wrapper(fn, sym)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
-    names = [*const_names, f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"]
-    return FusedText("\n".join(parts), tuple(names), non_finite, checks, parallel)
+    return FusedText("\n".join(parts), non_finite, checks, parallel)
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from byoc.catalog import Catalog
-from byoc.errors import GraphError
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
@@ -31,7 +30,7 @@ from byoc.spec.template import render
 from . import ffi_entry
 from .artifacts import Artifact
 from .c_source_function import function_text
-from .c_text import comment, comment_text, function_origin
+from .c_text import check_reserved_names, comment, comment_text, function_origin
 
 SUPPORT_NAMES = ("byoc_tensor_of", "byoc_format_shape", "byoc_raise", "byoc_check_arg")
 """The static helpers of ffi_entry.SUPPORT, which no generated name may take."""
@@ -53,7 +52,14 @@ def generate(
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
     values = spec.template_values({**spec.option_values(), **options})
     functions = [function_text(fn, spec, values) for fn in externals]
-    _check_names(externals, [f.globals for f in functions], spec)
+    taken: dict[str, tuple[str, str | None]] = {
+        n: (f"a macro of backend {spec.name}", None) for n in spec.macros
+    }
+    taken.update((n, ("a helper of the generated module", None)) for n in SUPPORT_NAMES)
+    for fn in externals:  # region f_wrapper's body would be region f's wrapper
+        taken[f"{fn.name}_"] = (f"the body of region {fn.name}", fn.name)
+        taken[f"{fn.name}_wrapper_"] = (f"the wrapper of region {fn.name}", fn.name)
+    check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),
         ffi_entry.includes() + ("#include <math.h>\n" if any(f.non_finite for f in functions) else ""),
@@ -103,32 +109,3 @@ def _header(externals: Sequence[Function], spec: BackendSpec) -> str:
     ]
     lines += [f"  {fn.name}: {function_origin(fn)}" for fn in externals]
     return "/* " + comment_text("\n   ".join(lines)).replace("\n   \n", "\n\n") + "\n*/\n"
-
-
-def _check_names(externals: Sequence[Function], names: Sequence[Sequence[str]], spec: BackendSpec) -> None:
-    """Every C name the module defines must be unique.
-
-    Each name a region ``sym`` defines starts with ``sym_`` or is ``__tvm_ffi_sym``,
-    and lowering already keeps one region's symbol from starting with another's plus
-    ``_``; so what remains to check is that no spec macro or generated helper takes a
-    name of that form. That costs one look-up per prefix of those few names, however
-    large the graph."""
-    del names  # implied by the symbols; see above
-    symbols = {fn.name: fn for fn in externals}
-    owners = {n: f"a macro of backend {spec.name}" for n in spec.macros}
-    owners.update((n, "a helper of the generated module") for n in SUPPORT_NAMES)
-    for fn in externals:  # lowering checks this too; a generator called directly may not have
-        owners[f"{fn.name}_"] = f"the body of region {fn.name}"
-        owners[f"{fn.name}_wrapper_"] = f"the wrapper of region {fn.name}"
-    for taken, owner in owners.items():
-        candidates = [taken[:i] for i, ch in enumerate(taken) if ch == "_" and i > 0]
-        if taken.startswith("__tvm_ffi_"):
-            candidates.append(taken[len("__tvm_ffi_") :])
-        for sym in candidates:
-            fn = symbols.get(sym)
-            if fn is not None and not owner.endswith(f"region {sym}"):
-                raise GraphError(
-                    f"region {fn.name} defines C names that start with {fn.name}_, but {taken} is already {owner}",
-                    fn.loc,
-                    hint="name the region differently (`@backend as NAME { ... }`)",
-                )

@@ -50,10 +50,9 @@ SYMBOL = "\0symbol\0"
 
 @dataclass(frozen=True, slots=True)
 class FunctionText:
-    """The C text of one external function, and the global names it defines."""
+    """The C text of one external function."""
 
     text: str
-    globals: tuple[str, ...]
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
 
@@ -67,7 +66,6 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
     parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
-    names: list[str] = []
 
     # Values are numbered (parameters, constants, then nodes) and looked up by
     # number: one dict from names, then lists, so large graphs stay cache-friendly.
@@ -97,7 +95,6 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     constants = [c for j, c in enumerate(fn.constants) if used[first_const + j]]
     const_text, const_names, non_finite = _constants(sym, constants)
     parts += const_text
-    names += const_names
     storage: list[str] = [f"in{i}" for i in range(len(fn.params))] + [""] * (len(types) - len(fn.params))
     const_storage: dict[int, str] = {}
     for c, cname in zip(constants, const_names):
@@ -129,7 +126,6 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
         kernels.append(
             f"{comment(f'{kernel}: {origin(node)}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n"
         )
-        names.append(kernel)
         value = base + k
         if value in first_output:
             target = f"out{first_output[value]}"
@@ -156,8 +152,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     parts.append(_body(fn, sym, output_types, buffers, calls, copies, unused_inputs))
     parts.append(_wrapper(fn, sym))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    names += [f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"]
-    return FunctionText("\n".join(parts), tuple(names), non_finite)
+    return FunctionText("\n".join(parts), non_finite)
 
 
 # ------------------------------------------------------------------------- kernels

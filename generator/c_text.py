@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 
+from byoc.errors import GraphError
 from byoc.ir import Function, Node, TensorType
 
 DLPACK_CODES = {
@@ -80,3 +82,28 @@ def function_origin(fn: Function) -> str:
 
 def type_text(t: TensorType) -> str:
     return str(t)
+
+
+def check_reserved_names(externals: Sequence[Function], taken: Mapping[str, tuple[str, str | None]]) -> None:
+    """No region may define a C name that ``taken`` already has: name -> (what holds it,
+    the symbol of the region that owns it, which may of course define it, or None).
+
+    A region ``sym`` defines ``sym_``, ``sym_wrapper_``, ``sym_<k>``, ``sym_const_<j>``
+    and ``__tvm_ffi_sym``, all of the form ``sym_...`` or ``__tvm_ffi_sym``. So a name
+    clashes exactly when a prefix of it ending before a ``_`` is a region's symbol:
+    one look-up per prefix of the few taken names, however large the graph. Lowering
+    already keeps one region's symbol from starting with another's plus ``_``; this
+    also covers generators called directly, without lowering."""
+    symbols = {fn.name: fn for fn in externals}
+    for name, (owner, own_symbol) in taken.items():
+        candidates = [name[:i] for i, ch in enumerate(name) if ch == "_" and i > 0]
+        if name.startswith("__tvm_ffi_"):
+            candidates.append(name[len("__tvm_ffi_") :])
+        for sym in candidates:
+            fn = symbols.get(sym)
+            if fn is not None and sym != own_symbol:
+                raise GraphError(
+                    f"region {fn.name} defines C names that start with {fn.name}_, but {name} is already {owner}",
+                    fn.loc,
+                    hint="name the region differently (`@backend as NAME { ... }`)",
+                )
