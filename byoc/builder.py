@@ -243,21 +243,13 @@ class FunctionBuilder:
         return self.error(f"undefined {self.naming.noun} {show(name)!r}", loc, hint=hint)
 
     def _toposort(self, known: dict[str, TensorType]) -> list[_Statement]:
-        """Statements in dependency order; source order is kept when it is already valid."""
+        """Statements in dependency order, for a body that uses names before defining
+        them (source order is typed directly by ``_typed_in_order``)."""
         statements = self.statements
-        ready = set(known)
-        in_order = True
-        for st in statements:
+        for st in statements:  # an undefined name is reported before any cycle
             for i, name in enumerate(st.inputs):
-                if name not in ready:
-                    if name not in self.defined:
-                        raise self._undefined(name, st.input_loc(i))
-                    in_order = False
-            if not in_order:
-                break
-            ready.update(st.outputs)
-        if in_order:
-            return statements
+                if name not in self.defined:
+                    raise self._undefined(name, st.input_loc(i))
         # Depth-first search; a grey node met again closes a cycle.
         producer = {out: st for st in statements for out in st.outputs}
         state: dict[int, int] = {}
