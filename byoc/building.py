@@ -79,7 +79,7 @@ def build(
 ):
     """Build a runnable Model from a file path or a parsed Program (see module doc)."""
     from .api import load_backend, load_catalog, parse_file, print_program
-    from .generator.pipeline import generate, split_options
+    from .generator.pipeline import generate_build
     from .runtime import Model
 
     timings = timings or Timings()
@@ -99,15 +99,16 @@ def build(
         offloaded = offload(program, lang, backends, loader)
 
     with timings.measure("generate"):
-        lowered, artifacts = generate(offloaded, catalog, loader, options)
-        specs = {name: loader(name) for name in lowered.backends}
-        routed = split_options(options or {}, specs)
+        generated = generate_build(offloaded, catalog, loader, options)
+        lowered, artifacts = generated.lowered, generated.artifacts
     manifest: dict[str, Any] = {"byoc": __version__, "source": SOURCE_MEMBER, "graphs": [], "modules": []}
     members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
     members[SOURCE_MEMBER] = print_program(program, "graph").encode("utf-8")
     with timings.measure("compile"):
-        for name, spec in specs.items():
-            manifest["modules"].append(_package_module(name, spec, artifacts, lowered, routed[name], members))
+        for name, spec in generated.specs.items():
+            manifest["modules"].append(
+                _package_module(name, spec, artifacts, lowered, generated.options[name], members)
+            )
     for fn in lowered.hosts:
         host_functions = f"{fn.name}.host.graph"
         manifest["graphs"].append(
@@ -121,7 +122,9 @@ def build(
         return Model(manifest, members, catalog)
 
 
-def _package_module(name, spec, artifacts, lowered, overrides, members: dict[str, bytes]) -> dict[str, Any]:
+def _package_module(
+    name, spec, artifacts, lowered, option_values, members: dict[str, bytes]
+) -> dict[str, Any]:
     from .runtime.interface import Signature
     from .runtime.model import signature_to_json
 
@@ -131,7 +134,7 @@ def _package_module(name, spec, artifacts, lowered, overrides, members: dict[str
     if spec.kind_info.compiled:
         from .runtime.build import build_artifacts
 
-        values = spec.template_values(spec.option_values(overrides))
+        values = spec.template_values(option_values)
         library = build_artifacts({a.name: a.text for a in own}, module.name, spec.compile, values)
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()

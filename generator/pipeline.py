@@ -4,6 +4,7 @@ backend's generator on its external functions, and emit the host graphs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from byoc.catalog import Catalog
 from byoc.errors import UsageError
@@ -44,6 +45,17 @@ def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> d
     return routed
 
 
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """A build's artifacts, with the specs and option values that made them."""
+
+    lowered: Lowered
+    artifacts: tuple[Artifact, ...]
+    specs: Mapping[str, BackendSpec]
+    options: Mapping[str, Mapping[str, OptionValue]]
+    """Every option value of each backend for this build, defaults included."""
+
+
 def generate(
     program: Program,
     catalog: Catalog,
@@ -51,18 +63,30 @@ def generate(
     options: Mapping[str, str] | None = None,
 ) -> tuple[Lowered, tuple[Artifact, ...]]:
     """Every artifact of ``program``: backend modules first, then host graphs."""
+    generated = generate_build(program, catalog, load_backend, options)
+    return generated.lowered, generated.artifacts
+
+
+def generate_build(
+    program: Program,
+    catalog: Catalog,
+    load_backend: Callable[[str], BackendSpec],
+    options: Mapping[str, str] | None = None,
+) -> Generated:
+    """:func:`generate`, also returning the specs and option values (what compiling needs)."""
     with paused_gc():
         return _generate(program, catalog, load_backend, options)
 
 
-def _generate(program, catalog, load_backend, options) -> tuple[Lowered, tuple[Artifact, ...]]:
+def _generate(program, catalog, load_backend, options) -> Generated:
     lowered = lower(program, load_backend, catalog)
     specs = {name: load_backend(name) for name in lowered.backends}
     routed = split_options(options or {}, specs)
     artifacts: list[Artifact] = []
+    values: dict[str, dict[str, OptionValue]] = {}
     for name, spec in specs.items():
-        values: dict[str, OptionValue] = spec.option_values(routed[name])
-        artifacts.extend(generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values))
+        values[name] = spec.option_values(routed[name])
+        artifacts.extend(generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values[name]))
     artifacts.extend(graph_json.generate(lowered.hosts, catalog))
     seen: dict[str, Artifact] = {}
     for artifact in artifacts:
@@ -72,4 +96,4 @@ def _generate(program, catalog, load_backend, options) -> tuple[Lowered, tuple[A
                 hint="rename a graph or a backend so that their file names differ",
             )
         seen[artifact.name] = artifact
-    return lowered, tuple(artifacts)
+    return Generated(lowered, tuple(artifacts), specs, values)
