@@ -8,17 +8,16 @@ always runs exactly as the build it was saved from.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from byoc.atomic import write_file
 from byoc.catalog import Catalog
-from byoc.errors import RuntimeFailure
+from byoc.errors import RuntimeFailure, UsageError
 from byoc.ir import DTYPES, TensorType
 
 from .build import cache_dir
@@ -151,20 +150,15 @@ def _materialise(members: Mapping[str, bytes], name: str) -> Path:
             return target
     except OSError:  # absent, or something else (a directory) sits there: unpack afresh
         pass
-    tmp = None
     try:
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".lib.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)  # e.g. the disk filled up mid-write: leave no partial file
+        write_file(target, data)  # temp file, then rename: no partial library, ever
+    except (OSError, UsageError) as exc:
+        reason = exc.message if isinstance(exc, UsageError) else exc.strerror or exc
         raise RuntimeFailure(
-            f"cannot unpack {name} into {target.parent}: {exc.strerror or exc}",
+            f"cannot unpack {name} into {target.parent}: {reason}",
             hint="set $BYOC_CACHE_DIR to a writable directory",
         ) from None
     return target
