@@ -28,6 +28,8 @@ from byoc.errors import GraphError
 from byoc.ir import CALL_OP, Constant, Function, Node, Param, TensorType
 from byoc.spec.backend import BackendSpec, LayerDef
 
+from .memory_plan import Step, plan_memory
+
 
 @dataclass(frozen=True, slots=True)
 class PlannedLayer:
@@ -83,39 +85,26 @@ def plan(fn: Function, spec: BackendSpec) -> Plan:
     constants = tuple((c, n_in + n_out + k) for k, c in enumerate(used_consts))
     ids.update((c.name, i) for c, i in constants)
 
-    last_use: dict[str, int] = {}
-    for k, node in enumerate(fn.nodes):
-        for name in node.inputs:
-            last_use[name] = k
-
-    next_id = n_in + n_out + len(constants)
-    first_intermediate = next_id
-    free: dict[int, list[int]] = {}  # element count -> released intermediate ids
-    sizes: dict[int, int] = {}  # intermediate id -> element count
+    # Intermediate ids come from the shared lifetime plan (generator/memory_plan.py):
+    # an id is reused once its last reader ran, never by a layer that still reads it.
+    # Empty tensors compute nothing, and so do their readers: they get no layer.
+    live = [node for node in fn.nodes if node.type.size]
+    memory = plan_memory(
+        (), [Step(n.inputs, n.outputs) for n in live], {n.name: n.type for n in live}, fn.outputs
+    )
+    first_intermediate = n_in + n_out + len(constants)
+    intermediate: dict[int, int] = {}  # plan buffer -> engine id, in order of first use
     layers: list[PlannedLayer] = []
-    for k, node in enumerate(fn.nodes):
+    for node in fn.nodes:
         layer = _layer_of(node, fn, spec, dtype)
-        name, t = node.name, node.type
-        if t.size == 0:
-            continue  # nothing to compute; its readers are empty too
-        if name in first_output:
-            out = n_in + first_output[name]
+        if not node.type.size:
+            continue
+        if node.name in first_output:
+            out = n_in + first_output[node.name]
         else:
-            pool = free.get(t.size)
-            if pool:
-                out = pool.pop(0)
-            else:
-                out, next_id = next_id, next_id + 1
-                sizes[out] = t.size
-        inputs = tuple(ids[i] for i in node.inputs)
-        layers.append(PlannedLayer(node, layer, out, inputs, t.shape))
-        ids[name] = out
-        # Release intermediates after the layer ran (its output never aliases an input).
-        for done in dict.fromkeys(node.inputs):
-            if last_use.get(done) == k:
-                _release(ids[done], sizes, free)
-        if name not in last_use and out in sizes:
-            _release(out, sizes, free)
+            out = intermediate.setdefault(memory.storage[node.name], first_intermediate + len(intermediate))
+        layers.append(PlannedLayer(node, layer, out, tuple(ids[i] for i in node.inputs), node.type.shape))
+        ids[node.name] = out
 
     copies = []
     for j, name in enumerate(fn.outputs):
@@ -124,14 +113,7 @@ def plan(fn: Function, spec: BackendSpec) -> Plan:
             continue  # empty, or written by its layer
         source = ("output", first_output[name]) if name in producers else _value_source(name, fn)
         copies.append(Copy(j, source, t))
-    return Plan(fn, dtype, constants, tuple(layers), tuple(copies), next_id - first_intermediate)
-
-
-def _release(buffer: int, sizes: dict[int, int], free: dict[int, list[int]]) -> None:
-    if buffer in sizes:
-        pool = free.setdefault(sizes[buffer], [])
-        pool.append(buffer)
-        pool.sort()
+    return Plan(fn, dtype, constants, tuple(layers), tuple(copies), len(intermediate))
 
 
 def _value_source(name: str, fn: Function) -> tuple[str, int]:
