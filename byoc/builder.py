@@ -33,6 +33,12 @@ Locator = Callable[[int], Location]
 the op name, ``locate(DECLARED)`` for a declared type. Front ends compute locations
 lazily, on error only, so that well-formed text pays nothing for them."""
 
+LineLocator = Callable[[Location, int], Location]
+"""A builder-wide :data:`Locator` for statements that bring none of their own:
+``locator(loc, i)`` finds part ``i`` of the statement that starts at ``loc``, by
+re-reading the source there. It keeps nothing per statement (no closure, no copy of
+the line), which matters when a text has 100k of them."""
+
 OP = -1
 DECLARED = -2
 
@@ -51,10 +57,6 @@ class _Statement:
         self.locate: Locator | None = locate
         self.declared: TensorType | None = declared
         self.region: FunctionBuilder | None = region
-
-    def input_loc(self, index: int) -> Location:
-        """``index`` is an input number, OP or DECLARED."""
-        return self.locate(index) if self.locate else self.loc
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,7 @@ class FunctionBuilder:
         backend: str | None = None,
         region: bool = False,
         naming: Naming | None = None,
+        locator: LineLocator | None = None,
     ) -> None:
         self.catalog = catalog
         self.name = name
@@ -91,6 +94,7 @@ class FunctionBuilder:
         self.backend = backend
         self.is_region = region
         self.naming = naming or Naming()
+        self.locator = locator
         self.params: list[Param] = []
         self.constants: list[Constant] = []
         self.statements: list[_Statement] = []
@@ -112,6 +116,14 @@ class FunctionBuilder:
 
     def error(self, message: str, loc: Location | None, hint: str | None = None) -> GraphError:
         return GraphError(message, loc or self.loc, hint=hint, source=self.source)
+
+    def where(self, st: _Statement, index: int) -> Location:
+        """Where part ``index`` (an input number, OP or DECLARED) of ``st`` is."""
+        if st.locate is not None:
+            return st.locate(index)
+        if self.locator is not None:
+            return self.locator(st.loc, index)
+        return st.loc
 
     def _define(self, name: str, loc: Location | None, kind: str) -> None:
         if name in self.defined:
@@ -180,7 +192,7 @@ class FunctionBuilder:
             for i, name in enumerate(st.inputs):
                 if name not in local and name not in seen:
                     seen.add(name)
-                    self.captures.append((name, st.input_loc(i)))
+                    self.captures.append((name, self.where(st, i)))
         for name, loc in results:
             if name not in local and name not in seen:
                 seen.add(name)
@@ -249,7 +261,7 @@ class FunctionBuilder:
         for st in statements:  # an undefined name is reported before any cycle
             for i, name in enumerate(st.inputs):
                 if name not in self.defined:
-                    raise self._undefined(name, st.input_loc(i))
+                    raise self._undefined(name, self.where(st, i))
         # Depth-first search; a grey node met again closes a cycle.
         producer = {out: st for st in statements for out in st.outputs}
         state: dict[int, int] = {}
@@ -270,7 +282,7 @@ class FunctionBuilder:
                 name = st.inputs[i]
                 if name not in producer:
                     if name not in known:
-                        raise self._undefined(name, st.input_loc(i))
+                        raise self._undefined(name, self.where(st, i))
                     continue
                 dep = producer[name]
                 mark = state.get(id(dep))
@@ -279,7 +291,7 @@ class FunctionBuilder:
                     cycle = path[path.index(dep.outputs[0]) :] + [dep.outputs[0]]
                     raise self.error(
                         "cycle: " + " -> ".join(_clipped([self._show(n) for n in cycle])),
-                        st.input_loc(i),
+                        self.where(st, i),
                         hint="a node cannot depend on its own output, directly or indirectly",
                     )
                 if mark is None:
@@ -352,7 +364,7 @@ class FunctionBuilder:
         if declared is not None and declared is not out and declared != out:
             raise self.error(
                 f"shape mismatch: {st.op} gives {out} here, but the text declares {declared}",
-                st.input_loc(DECLARED),
+                self.where(st, DECLARED),
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
         single = self._single.get(out)
@@ -365,13 +377,13 @@ class FunctionBuilder:
         if op is None:
             close = difflib.get_close_matches(st.op, list(self.catalog), 1)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
-            raise self.error(f"unknown op {st.op!r}", st.input_loc(OP), hint=hint)
+            raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
         try:
             out = infer_type(op, input_types, attrs)
         except RuleError as exc:
             args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
-            raise self.error(f"{st.op}({args}): {exc.message}", st.input_loc(OP), hint=exc.hint) from None
+            raise self.error(f"{st.op}({args}): {exc.message}", self.where(st, OP), hint=exc.hint) from None
         problem = shape_problem(out.shape)
         if problem is not None:  # e.g. concatenating tensors near the limit
             raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)

@@ -20,7 +20,7 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import MAX_ELEMENTS, MAX_NAME_LENGTH, Function, Program, TensorType, shape_problem
 
-from .lark_support import check_name_lengths, decode, make_parser, run_parser
+from .lark_support import SourceLines, check_name_lengths, decode, make_parser, run_parser
 
 DTYPE = "float32"
 """ExampleJSON carries no dtype; every tensor is float32, as in the guide."""
@@ -65,11 +65,16 @@ class _Reader(Transformer):
         self.catalog = catalog
         self.tokens = tokens
         self.source = source
+        self.lines = SourceLines(source or "")
         self.shapes: dict[str, TensorType] = {}
 
     # ---- helpers
     def _loc(self, tok: Token, offset: int = 0) -> Location:
         return Location(self.file, tok.line, tok.column + offset)
+
+    def _locate_in_line(self, loc: Location, i: int) -> Location:
+        """Where part ``i`` of the op line at ``loc`` is, read again from the source."""
+        return _line_location(loc, self.lines.after(loc), i)
 
     def _type(self, dims_text: str, locate: Callable[[int], Location]) -> TensorType:
         """The type of a line's dims, on a miss of ``self.shapes`` (callers look there
@@ -104,8 +109,16 @@ class _Reader(Transformer):
 
     def subgraph(self, children):
         header: Token = children[0]
-        fb = FunctionBuilder(self.catalog, str(header), self._loc(header), source=self.source, naming=IDS)
+        fb = FunctionBuilder(
+            self.catalog,
+            str(header),
+            self._loc(header),
+            source=self.source,
+            naming=IDS,
+            locator=self._locate_in_line,
+        )
         last = None
+        names: dict[str, str] = {}  # id as written -> IR name, for the ids defined so far
         for item in children[1:]:
             if type(item) is tuple:  # from a word-level fallback rule
                 if item[0] == "input":
@@ -114,9 +127,9 @@ class _Reader(Transformer):
                     fb.add_node(**item[1])
                     last = (item[1]["outputs"][0], item[1]["loc"])
             elif item.type == "OP_LINES":
-                last = self._op_lines(fb, item)
+                last = self._op_lines(fb, item, names)
             else:
-                self._input_lines(fb, item)
+                self._input_lines(fb, item, names)
         if last is None:
             raise GraphError(
                 f"subgraph {header} has no op lines",
@@ -136,7 +149,9 @@ class _Reader(Transformer):
             line += 1
             first = False
 
-    def _input_lines(self, fb: FunctionBuilder, tok: Token) -> None:
+    # The line readers look input ids up in ``names`` so that every use of a value
+    # shares its one name string (100k lines would otherwise hold 200k copies).
+    def _input_lines(self, fb: FunctionBuilder, tok: Token, names: dict[str, str]) -> None:
         # input 0 10 10
         file = self.file
         for line, column, text in self._lines(tok):
@@ -144,11 +159,12 @@ class _Reader(Transformer):
             loc = Location(file, line, column)
             key = " ".join(dims)
             t = self.shapes.get(key) or self._type(key, partial(_word_location, loc, text, 2))
-            fb.add_param(_name(ident), t, loc)
+            name = names[ident] = _name(ident)
+            fb.add_param(name, t, loc)
 
-    def _op_lines(self, fb: FunctionBuilder, tok: Token) -> tuple[str, Location]:
+    def _op_lines(self, fb: FunctionBuilder, tok: Token, names: dict[str, str]) -> tuple[str, Location]:
         # add 4 inputs: 0 1 shape: 10 10
-        file = self.file
+        file, tokens = self.file, self.tokens
         for line, column, text in self._lines(tok):
             at = text.index("shape:")
             parts = text[:at].split()
@@ -157,13 +173,12 @@ class _Reader(Transformer):
             declared = self.shapes.get(key) or self._type(
                 key, partial(_word_location, loc, text, len(parts) + 1)
             )
-            name = _name(parts[1])
+            name = names[parts[1]] = _name(parts[1])
             fb.add_node(
                 (name,),
-                self._op_name(parts[0], loc),
-                tuple([_name(i) for i in parts[3:]]),
+                tokens.get(parts[0]) or self._op_name(parts[0], loc),
+                tuple([names.get(i) or _name(i) for i in parts[3:]]),
                 loc,
-                locate=partial(_line_location, loc, text),
                 declared=declared,
             )
         return name, loc

@@ -32,7 +32,8 @@ from byoc.ir import (
     shape_problem,
 )
 
-from .lark_support import check_name_lengths, decode, make_parser, run_parser
+from .graph_statements import add_statements, locate_in_call
+from .lark_support import SourceLines, check_name_lengths, decode, make_parser, run_parser
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
@@ -48,7 +49,7 @@ DESCRIBE = {
     "AT": "`@`",
     "NAME": "a name",
     "NAME_EQ": "`name =`",
-    "SIMPLE_ASSIGN": "",
+    "SIMPLE_ASSIGNS": "",
     "INT": "an integer",
     "SIGNED_INT": "an integer",
     "SIGNED_FLOAT": "a number",
@@ -307,9 +308,10 @@ class _Emitter:
         self.catalog = catalog
         self.file = file
         self.source = source
+        self.locator = partial(locate_in_call, SourceLines(source))
 
     def function(self, name: str, loc: Location, params, body) -> Function:
-        fb = FunctionBuilder(self.catalog, name, loc, source=self.source)
+        fb = FunctionBuilder(self.catalog, name, loc, source=self.source, locator=self.locator)
         for pname, ptype, ploc in params:
             fb.add_param(pname, ptype, ploc)
         return fb.finish(self.statements(fb, body))
@@ -318,7 +320,7 @@ class _Emitter:
         """Add every statement of ``body`` to ``fb``; return the returned names."""
         for st in body:
             if type(st) is Token:
-                self.simple_assign(fb, st)
+                add_statements(fb, st, self.file)
             elif type(st) is Assign:
                 self.assign(fb, st)
             else:
@@ -341,7 +343,13 @@ class _Emitter:
         names = tuple(n for n, _ in st.targets)
         if type(rhs) is Region:
             body = FunctionBuilder(
-                self.catalog, rhs.symbol, rhs.loc, source=self.source, backend=rhs.backend, region=True
+                self.catalog,
+                rhs.symbol,
+                rhs.loc,
+                source=self.source,
+                backend=rhs.backend,
+                region=True,
+                locator=self.locator,
             )
             results = self.statements(body, rhs.body)
             if len(results) != len(names):
@@ -387,13 +395,6 @@ class _Emitter:
             locate=partial(_listed_location, locs, c.loc),
         )
         return name
-
-
-def _word_location(loc: Location, text: str, i: int) -> Location:
-    """Where input ``i`` (or the op, for OP) is in a SIMPLE_ASSIGN token:
-    identifier 0 is the target, 1 the op, 2 and on the inputs."""
-    word = list(_IDENT.finditer(text))[1 if i == OP else 2 + i]
-    return Location(loc.file, loc.line, loc.column + word.start())
 
 
 def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:

@@ -57,6 +57,32 @@ def decode(data: bytes | str, file: str | None) -> str:
         ) from None
 
 
+class SourceLines:
+    """A text's lines by number, counted as Lark counts them (on "\\n" only).
+
+    Front ends read a statement's line again only when an error needs a column
+    inside it; the line index is built on that first use, so text without errors
+    never pays for it.
+    """
+
+    __slots__ = ("text", "_starts")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: list[int] | None = None
+
+    def line(self, number: int) -> str:
+        if self._starts is None:
+            self._starts = [0, *(m.end() for m in re.finditer("\n", self.text))]
+        start = self._starts[number - 1]
+        end = self.text.find("\n", start)
+        return self.text[start : end if end >= 0 else len(self.text)]
+
+    def after(self, loc: Location) -> str:
+        """The rest of ``loc``'s line, from its column on."""
+        return self.line(loc.line)[loc.column - 1 :]
+
+
 _LONG_RUN = re.compile(rf"[A-Za-z0-9_]{{{MAX_NAME_LENGTH + 1}}}")
 
 
