@@ -103,11 +103,10 @@ class FunctionBuilder:
         self._locs: list[Location | None] = []
         self.kinds: dict[str, str] = {}
         """The kind of every defined name that is not a node (parameter, constant, ...)."""
-        self._single: dict[TensorType, tuple[TensorType]] = {}
-        """One shared 1-tuple per output type: most nodes have one output."""
         self._anon = 0
-        self._infer_cache: dict[tuple, tuple[Attrs, TensorType]] = {}
-        """(op, input types, given attrs) -> (normalized attrs, output type)."""
+        self._infer_cache: dict[tuple, tuple[Attrs, TensorType, tuple[TensorType]]] = {}
+        """(op, input types, given attrs) -> (normalized attrs, output type, and a 1-tuple
+        of it that every such node shares: most nodes have one output)."""
         self.captures: list[tuple[str, Location]] = []
         self.bindings: tuple[str, ...] = ()
         self._function: Function | None = None
@@ -213,6 +212,7 @@ class FunctionBuilder:
             nodes = []
             for st in ordered:
                 node = self._typed_node(st, tuple(map(types.__getitem__, st.inputs)))
+                assert node is not None  # sorted: every input is typed by now
                 types.update(zip(node.outputs, node.types))
                 nodes.append(node)
         return Function(
@@ -342,24 +342,32 @@ class FunctionBuilder:
                 input_types = tuple([typed[defined[name]] for name in st.inputs])
             except KeyError:  # undefined: the ordering pass reports it, located
                 return None
-            if None in input_types:
-                return None
             node = self._typed_node(st, input_types)  # type: ignore[arg-type]
+            if node is None:  # an input is defined further down
+                return None
             for name, t in zip(node.outputs, node.types):
                 typed[defined[name]] = t
             nodes.append(node)
         return nodes
 
-    def _typed_node(self, st: _Statement, input_types: tuple[TensorType, ...]) -> Node:
+    def _typed_node(self, st: _Statement, input_types: tuple[TensorType | None, ...]) -> Node | None:
+        """The typed node of ``st``, or None if an input's type is not known yet (a None
+        in ``input_types``). Checking that only on a cache miss keeps TensorType's
+        Python-level ``__eq__`` off the common path: no cached key holds a None."""
         if st.region is not None:
+            if None in input_types:
+                return None
             callee = st.region._finish_region(input_types, self.defined)
             out_types = callee.output_types
             return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
         key = (st.op, input_types, tuple([(k, v) for k, v, _ in st.attrs]) if st.attrs else ())
         cached = self._infer_cache.get(key)
         if cached is None:
-            cached = self._infer_cache[key] = self._infer(st, input_types)
-        attrs, out = cached
+            if None in input_types:
+                return None
+            attrs, out = self._infer(st, input_types)  # type: ignore[arg-type]
+            cached = self._infer_cache[key] = (attrs, out, (out,))
+        attrs, out, single = cached
         declared = st.declared
         if declared is not None and declared is not out and declared != out:
             raise self.error(
@@ -367,9 +375,6 @@ class FunctionBuilder:
                 self.where(st, DECLARED),
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
-        single = self._single.get(out)
-        if single is None:
-            single = self._single[out] = (out,)
         return Node(st.outputs, st.op, st.inputs, single, attrs, None, st.loc)
 
     def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
