@@ -13,6 +13,8 @@ import statistics
 import subprocess
 import sys
 
+from .timing import growth_steps, size_rounds
+
 TARGET = 50_000
 
 _CHILD = """
@@ -39,15 +41,14 @@ def time_once(nodes: int) -> float:
 
 def run(sizes: tuple[int, ...], repeats: int) -> dict:
     """Throughput is judged at 10k nodes (the smallest size when 10k is not run),
-    growth on the last step (e.g. 10k -> 100k nodes): at most 1.1x the size growth."""
+    growth on the last step (e.g. 10k -> 100k nodes): at most 1.1x the size growth.
+    Sizes are measured in interleaved rounds; growth is the median within-round ratio."""
+    samples = size_rounds(time_once, sizes, repeats)
     rows = {}
     for n in sizes:
-        t = statistics.median(time_once(n) for _ in range(repeats))
+        t = statistics.median(samples[n])
         rows[n] = {"median_s": t, "nodes_per_s": n / t}
-    steps = [
-        {"from": a, "to": b, "growth": rows[b]["median_s"] / rows[a]["median_s"], "limit": 1.1 * b / a}
-        for a, b in zip(sizes, sizes[1:])
-    ] or [{"from": sizes[0], "to": sizes[0], "growth": 1.0, "limit": 1.1}]
+    steps = growth_steps(sizes, samples)
     at = 10_000 if 10_000 in rows else sizes[0]
     growth, limit = steps[-1]["growth"], steps[-1]["limit"]
     return {

@@ -2,7 +2,9 @@
 
 Each measurement runs in a fresh Python process (so one run's heap does not slow
 the next), generates its text, and times ``byoc.parse`` from text to validated IR.
-The figure is the median of the repeats. Targets (issue 2): ExampleJSON >= 100k
+Sizes are measured in interleaved rounds; a time is the median over the rounds and
+growth the median of the within-round ratios. The generated texts keep the same
+bytes per line at every size (see workloads.ID_BASE). Targets (issue 2): ExampleJSON >= 100k
 lines/s and DSL >= 50k lines/s at 100k lines; growth time(10x lines) <= 11x.
 """
 
@@ -12,7 +14,9 @@ import json
 import statistics
 import subprocess
 import sys
+from functools import partial
 
+from .timing import growth_steps, size_rounds
 from .workloads import dsl_text, examplejson_text
 
 TARGETS = {"examplejson": 100_000, "graph": 50_000}
@@ -69,14 +73,20 @@ def time_once(lang: str, lines: int) -> float:
 
 def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> dict:
     """Growth is judged on the last step (e.g. 10k -> 100k lines): time may grow at
-    most 1.1x as fast as the line count."""
+    most 1.1x as fast as the line count. Sizes are measured in interleaved rounds,
+    and growth is the median of the ratios within a round."""
     results: dict = {"unit": "lines per second (median)", "repeats": repeats, "languages": {}}
     for lang in GENERATORS:
+        samples = size_rounds(partial(time_once, lang), sizes, repeats)
         rows = {}
         for n in sizes:
-            times = [time_once(lang, n) for _ in range(repeats)]
-            rows[n] = {"median_s": statistics.median(times), "lines_per_s": n / statistics.median(times)}
-        steps = _steps(sizes, rows)
+            median = statistics.median(samples[n])
+            rows[n] = {
+                "median_s": median,
+                "lines_per_s": n / median,
+                "bytes_per_line": len(GENERATORS[lang](n)) / n,
+            }
+        steps = growth_steps(sizes, samples)
         growth, limit = steps[-1]["growth"], steps[-1]["limit"]
         results["languages"][lang] = {
             "sizes": rows,
@@ -86,33 +96,18 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> 
             "target_lines_per_s": TARGETS[lang],
             "meets_target": rows[sizes[-1]]["lines_per_s"] >= TARGETS[lang] and growth <= limit,
         }
-    floor = {n: statistics.median(time_floor(n) for _ in range(repeats)) for n in sizes}
+    floor = size_rounds(time_floor, sizes, repeats)
     results["ir_floor"] = {
-        "sizes": {n: {"median_s": t, "lines_per_s": n / t} for n, t in floor.items()},
-        "growth": floor[sizes[-1]] / floor[sizes[-2]] if len(sizes) > 1 else 1.0,
+        "sizes": {n: {"median_s": statistics.median(t), "lines_per_s": n / statistics.median(t)} for n, t in floor.items()},
+        "growth": growth_steps(sizes, floor)[-1]["growth"],
     }
     return results
 
 
-def _steps(sizes: tuple[int, ...], rows: dict) -> list[dict]:
-    """Time growth between consecutive sizes, with its limit (1.1x the size growth)."""
-    if len(sizes) < 2:
-        return [{"from": sizes[0], "to": sizes[0], "growth": 1.0, "limit": 1.1}]
-    return [
-        {
-            "from": a,
-            "to": b,
-            "growth": rows[b]["median_s"] / rows[a]["median_s"],
-            "limit": 1.1 * b / a,
-        }
-        for a, b in zip(sizes, sizes[1:])
-    ]
-
-
 def markdown(results: dict) -> str:
     lines = [
-        "| language | lines | median time | lines/s | target | growth (10x lines) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| language | lines | bytes/line | median time | lines/s | target | growth (10x lines) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for lang, r in results["languages"].items():
         sizes = list(r["sizes"].items())
@@ -122,7 +117,7 @@ def markdown(results: dict) -> str:
             growth = f"{step['growth']:.2f}x (limit {step['limit']:.0f}x)" if step else ""
             target = f">= {r['target_lines_per_s']:,}" if i == len(sizes) - 1 else ""
             lines.append(
-                f"| {lang} | {n:,} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
+                f"| {lang} | {n:,} | {row.get('bytes_per_line', 0):.1f} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
             )
     floor = results["ir_floor"]
     lines.append(

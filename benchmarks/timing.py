@@ -70,6 +70,38 @@ def measure(benches: Mapping[str, Bench], rounds: int, min_batch_s: float) -> di
     return {name: summarise(samples[name], numbers[name]) for name in names}
 
 
+GROWTH_SLACK = 1.1
+"""Linear growth: time may grow at most 1.1x as fast as the input (10x lines -> 11x)."""
+
+
+def size_rounds(time_once: Callable[[int], float], sizes: tuple[int, ...], rounds: int) -> dict[int, list[float]]:
+    """``time_once(n)`` for every size, ``rounds`` times, interleaved: each round times
+    every size once, in turn, so that a load that comes and goes on this shared
+    machine hits all sizes alike instead of whichever size was being measured then."""
+    samples: dict[int, list[float]] = {n: [] for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:
+            samples[n].append(time_once(n))
+    return samples
+
+
+def growth_steps(sizes: tuple[int, ...], samples: dict[int, list[float]]) -> list[dict[str, Any]]:
+    """Time growth between consecutive sizes: the median over rounds of the ratio of
+    the two times measured in the same round, and its limit (GROWTH_SLACK times the
+    size growth)."""
+    if len(sizes) < 2:
+        return [{"from": sizes[0], "to": sizes[0], "growth": 1.0, "limit": GROWTH_SLACK}]
+    return [
+        {
+            "from": a,
+            "to": b,
+            "growth": statistics.median(tb / ta for ta, tb in zip(samples[a], samples[b])),
+            "limit": GROWTH_SLACK * b / a,
+        }
+        for a, b in zip(sizes, sizes[1:])
+    ]
+
+
 def summarise(samples: list[float], calls_per_sample: int = 1) -> dict[str, Any]:
     ordered = sorted(samples)
     quartiles = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
