@@ -89,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks codegen", description=__doc__)
-    ap.add_argument("--repeats", type=int, help="runs per size (default 5, --quick 2)")
+    ap.add_argument("--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once")
     ap.add_argument("--sizes", type=int, nargs="+", help="node counts (default 1000 10000 100000)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: fewer repeats, no 100k size")
     ap.add_argument("--json", default="benchmarks/results/codegen_speed.json")
     args = ap.parse_args(argv)
     sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
-    results = run(tuple(sizes), args.repeats or (2 if args.quick else 5))
+    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
     print(markdown(results))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks parse", description=__doc__)
     ap.add_argument(
-        "--repeats", type=int, help="runs per size (default 5, --quick 2); the median is reported"
+        "--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once; medians are reported"
     )
     ap.add_argument(
         "--sizes", type=int, nargs="+", help="line counts (default 1000 10000 100000; --quick 1000 10000)"
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
-    results = run(tuple(sizes), args.repeats or (2 if args.quick else 5))
+    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
     print(markdown(results))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
