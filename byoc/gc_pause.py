@@ -27,7 +27,7 @@ _NEVER = 1 << 30
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def full_collections_deferred() -> Iterator[None]:
     """Run the body with automatic full collections deferred (see the module doc)."""
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], thresholds[1], _NEVER)

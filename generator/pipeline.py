@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from byoc.catalog import Catalog
 from byoc.errors import UsageError
-from byoc.gc_pause import paused_gc
+from byoc.gc_pause import full_collections_deferred
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
 
@@ -74,7 +74,7 @@ def generate_build(
     options: Mapping[str, str] | None = None,
 ) -> Generated:
     """:func:`generate`, also returning the specs and option values (what compiling needs)."""
-    with paused_gc():
+    with full_collections_deferred():
         return _generate(program, catalog, load_backend, options)
 
 

@@ -20,7 +20,7 @@ from lark import Token, Transformer
 from byoc.builder import OP, FunctionBuilder
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
-from byoc.gc_pause import paused_gc
+from byoc.gc_pause import full_collections_deferred
 from byoc.ir import (
     DTYPES,
     MAX_ELEMENTS,
@@ -431,7 +431,7 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     functions: list[Function] = []
     seen: dict[str, Location] = {}
     try:
-        with paused_gc():
+        with full_collections_deferred():
             for _, name, loc, params, body in records:
                 if name in seen:
                     raise GraphError(

@@ -1,6 +1,6 @@
 """Shared Lark plumbing for both languages: loading grammars once, turning Lark's
 exceptions into located :class:`~byoc.errors.ParseError` s with readable
-"expected ..." lists, and pausing the garbage collector while a large text is
+"expected ..." lists, and deferring full garbage collections while a large text is
 parsed (it otherwise re-scans the growing IR and makes parsing super-linear).
 """
 
@@ -15,7 +15,7 @@ from lark import Lark, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from byoc.errors import ByocError, Location, ParseError
-from byoc.gc_pause import paused_gc
+from byoc.gc_pause import full_collections_deferred
 from byoc.ir import MAX_NAME_LENGTH
 
 GRAMMAR_DIR = Path(__file__).parent
@@ -118,7 +118,7 @@ def run_parser(
 ) -> object:
     """Run a Lark ``parse`` call and convert every failure into a ByocError."""
     try:
-        with paused_gc():
+        with full_collections_deferred():
             return parse(text)
     except VisitError as exc:  # an error raised inside a transformer callback
         inner = exc.orig_exc

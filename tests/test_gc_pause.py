@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from byoc.gc_pause import _NEVER, paused_gc
+from byoc.gc_pause import _NEVER, full_collections_deferred
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def thresholds():
 
 
 def test_young_collections_run_and_full_ones_wait(thresholds):
-    with paused_gc():
+    with full_collections_deferred():
         inside = gc.get_threshold()
         enabled_inside = gc.isenabled()
     assert gc.get_threshold() == thresholds
@@ -30,16 +30,16 @@ def test_young_collections_run_and_full_ones_wait(thresholds):
 
 
 def test_thresholds_come_back_after_an_error(thresholds):
-    with pytest.raises(ValueError), paused_gc():
+    with pytest.raises(ValueError), full_collections_deferred():
         raise ValueError("inside")
     assert gc.get_threshold() == thresholds
     assert gc.isenabled()
 
 
-def test_nested_pauses_restore_the_outer_state(thresholds):
-    with paused_gc():
+def test_nested_deferrals_restore_the_outer_state(thresholds):
+    with full_collections_deferred():
         outer = gc.get_threshold()
-        with paused_gc():
+        with full_collections_deferred():
             pass
         assert gc.get_threshold() == outer
     assert gc.get_threshold() == thresholds
@@ -48,7 +48,7 @@ def test_nested_pauses_restore_the_outer_state(thresholds):
 def test_a_collector_the_caller_switched_off_stays_off(thresholds):
     gc.disable()
     try:
-        with paused_gc():
+        with full_collections_deferred():
             pass
         assert not gc.isenabled()
     finally:
