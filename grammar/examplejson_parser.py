@@ -118,7 +118,6 @@ class _Reader(Transformer):
             locator=self._locate_in_line,
         )
         last = None
-        names: dict[str, str] = {}  # id as written -> IR name, for the ids defined so far
         for item in children[1:]:
             if type(item) is tuple:  # from a word-level fallback rule
                 if item[0] == "input":
@@ -127,9 +126,9 @@ class _Reader(Transformer):
                     fb.add_node(**item[1])
                     last = (item[1]["outputs"][0], item[1]["loc"])
             elif item.type == "OP_LINES":
-                last = self._op_lines(fb, item, names)
+                last = self._op_lines(fb, item)
             else:
-                self._input_lines(fb, item, names)
+                self._input_lines(fb, item)
         if last is None:
             raise GraphError(
                 f"subgraph {header} has no op lines",
@@ -149,9 +148,7 @@ class _Reader(Transformer):
             line += 1
             first = False
 
-    # The line readers look input ids up in ``names`` so that every use of a value
-    # shares its one name string (100k lines would otherwise hold 200k copies).
-    def _input_lines(self, fb: FunctionBuilder, tok: Token, names: dict[str, str]) -> None:
+    def _input_lines(self, fb: FunctionBuilder, tok: Token) -> None:
         # input 0 10 10
         file = self.file
         for line, column, text in self._lines(tok):
@@ -159,10 +156,9 @@ class _Reader(Transformer):
             loc = Location(file, line, column)
             key = " ".join(dims)
             t = self.shapes.get(key) or self._type(key, partial(_word_location, loc, text, 2))
-            name = names[ident] = _name(ident)
-            fb.add_param(name, t, loc)
+            fb.add_param(_name(ident), t, loc)
 
-    def _op_lines(self, fb: FunctionBuilder, tok: Token, names: dict[str, str]) -> tuple[str, Location]:
+    def _op_lines(self, fb: FunctionBuilder, tok: Token) -> tuple[str, Location]:
         # add 4 inputs: 0 1 shape: 10 10
         file, tokens = self.file, self.tokens
         for line, column, text in self._lines(tok):
@@ -173,11 +169,11 @@ class _Reader(Transformer):
             declared = self.shapes.get(key) or self._type(
                 key, partial(_word_location, loc, text, len(parts) + 1)
             )
-            name = names[parts[1]] = _name(parts[1])
+            name = _name(parts[1])
             fb.add_node(
                 (name,),
                 tokens.get(parts[0]) or self._op_name(parts[0], loc),
-                tuple([names.get(i) or _name(i) for i in parts[3:]]),
+                tuple([_name(i) for i in parts[3:]]),
                 loc,
                 declared=declared,
             )
