@@ -69,7 +69,8 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
         parts.append(prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
-    parts += [f.text for f in functions]
+    for f in functions:
+        parts += f.pieces
     return "\n".join(parts)
 
 

@@ -50,9 +50,13 @@ SYMBOL = "\0symbol\0"
 
 @dataclass(frozen=True, slots=True)
 class FunctionText:
-    """The C text of one external function."""
+    """The C text of one external function, as pieces to join with newlines.
 
-    text: str
+    The module joins every function's pieces once: joining each function first, and
+    its body before that, would copy a 100k-node region's text (megabytes, no longer
+    in cache) two more times."""
+
+    pieces: list[str]
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
 
@@ -149,10 +153,10 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
 
     unused_inputs = [i for i in range(len(fn.params)) if not used[i]]
     output_types = [types[v] for v in outputs]
-    parts.append(_body(fn, sym, output_types, buffers, calls, copies, unused_inputs))
+    parts += _body(fn, sym, output_types, buffers, calls, copies, unused_inputs)
     parts.append(_wrapper(fn, sym))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite)
+    return FunctionText(parts, non_finite)
 
 
 # ------------------------------------------------------------------------- kernels
@@ -208,7 +212,8 @@ def _body(
     calls: Sequence[str],
     copies: Sequence[str],
     unused_inputs: Sequence[int],
-) -> str:
+) -> list[str]:
+    """The body's lines."""
     params = [f"{C_TYPES[p.type.dtype]}* in{i}" for i, p in enumerate(fn.params)]
     params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(output_types)]
     note = [
@@ -238,7 +243,7 @@ def _body(
         lines += ["  return status;", "}", ""]
     else:
         lines += ["  return 0;", "}", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def _holds(labels: list[str]) -> str:
