@@ -1,5 +1,5 @@
 """Run the byoc CLI and SIGKILL it at its K-th file-system step inside byoc's atomic
-writers: a deterministic "killed mid-way" for tests/test_faults.py, with no hook
+writers: a deterministic "killed mid-way" for tests/test_faults_kills.py, with no hook
 in byoc itself.
 
     python tests/kill_at_step.py K byoc-arguments...

@@ -48,6 +48,69 @@ def make_addsub_dir(tmp_path_factory) -> Path:
     return out
 
 
+# ------------------------------------------------------------------ graphs shared by several test modules
+
+CYCLE = """\
+graph main(x: float32[4, 3], y: float32[4, 3]) {
+  a = add(x, y)
+  b = relu(a)
+  c = add(a, b)
+  return c
+}
+"""
+
+
+BIG_CYCLE = """\
+graph main(x: float32[3, 2], y: float32[3, 2], z: float32[3, 2]) {
+  a = add(x, y)
+  b = subtract(a, z)
+  h1 = relu(b)
+  c = multiply(a, y)
+  h2 = negative(c)
+  d = add(h1, h2)
+  e = subtract(d, b)
+  f = multiply(e, c)
+  g = add(f, a)
+  h3 = maximum(g, z)
+  k = add(h3, f)
+  return k, g
+}
+"""
+
+
+CONSTANTS = """\
+graph main(x: float32[4]) {
+  k = const float32[4] [1, 2, 3, 4]
+  j = const float32[4] [5, 6, 7, 8]
+  a = add(x, k)
+  b = multiply(a, j)
+  c = relu(j)
+  return b, c
+}
+"""
+
+
+EXPLICIT = """\
+graph main(x: float32[4], y: float32[4]) {
+  a = @json { return add(x, y) }
+  b = add(a, y)
+  c = relu(b)
+  d = @json as mine { return subtract(c, x) }
+  e = multiply(d, a)
+  return e
+}
+"""
+
+
+BROADCAST = """\
+graph main(x: float32[4, 10], bias: float32[10]) {
+  y = add(x, bias)
+  z = multiply(y, x)
+  return z
+}
+"""
+
+
 # ------------------------------------------------------------------ helpers
 
 

@@ -6,10 +6,13 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import faults_support
 import pytest
 import sanitize_driver
 import test_bad_inputs
-import test_faults
+import test_faults_disk
+import test_faults_kills
+import test_faults_threads
 import test_fuzz
 import test_roundtrip_hypothesis
 from fuzz_strategies import CI_EXAMPLES, DIFFERENTIAL_EXAMPLES, examples
@@ -102,38 +105,41 @@ def test_sanitizer_runs():
 
 @pytest.fixture(scope="module")
 def kill_points(tmp_path_factory) -> dict[str, int]:
-    """The file-system steps of each killed write, counted as tests/test_faults.py does."""
+    """The file-system steps of each killed write, counted as tests/test_faults_kills.py does."""
     d = tmp_path_factory.mktemp("steps")
-    (d / "old.graph").write_text(test_faults.GRAPH_OLD)
-    (d / "new.graph").write_text(test_faults.GRAPH_NEW)
-    assert test_faults.run(test_faults.byoc_cmd("gen", "old.graph", "-o", "ref"), d).returncode == 0
-    assert test_faults.run(test_faults.byoc_cmd("build", "old.graph", "-o", "ref.byoc"), d).returncode == 0
-    old = test_faults.snapshot(d / "ref")
+    (d / "old.graph").write_text(faults_support.GRAPH_OLD)
+    (d / "new.graph").write_text(faults_support.GRAPH_NEW)
+    assert faults_support.run(faults_support.byoc_cmd("gen", "old.graph", "-o", "ref"), d).returncode == 0
+    assert (
+        faults_support.run(faults_support.byoc_cmd("build", "old.graph", "-o", "ref.byoc"), d).returncode == 0
+    )
+    old = faults_support.snapshot(d / "ref")
 
     def replacing(name: str, **kw) -> int:
-        test_faults._fresh_gen_target(d, old, name)
-        return test_faults.steps_of(d, "gen", "new.graph", "-o", name, **kw)
+        test_faults_kills._fresh_gen_target(d, old, name)
+        return test_faults_kills.steps_of(d, "gen", "new.graph", "-o", name, **kw)
 
     return {
         "gen-kill-replacing": replacing("a"),
-        "gen-kill-new-directory": test_faults.steps_of(d, "gen", "new.graph", "-o", "b"),
+        "gen-kill-new-directory": test_faults_kills.steps_of(d, "gen", "new.graph", "-o", "b"),
         "gen-kill-fallback": replacing("c", env={**__import__("os").environ, "BYOC_TEST_NO_EXCHANGE": "1"}),
-        "build-kill": test_faults.steps_of(d, "build", "new.graph", "-o", "ref.byoc"),
+        "build-kill": test_faults_kills.steps_of(d, "build", "new.graph", "-o", "ref.byoc"),
     }
 
 
 def test_fault_scenarios(kill_points):
-    full_disk_tests = [n for n in dir(test_faults) if n.startswith("test_full_disk_")]
-    assert len(full_disk_tests) == len(test_faults.FULL_DISK_WRITERS)
+    full_disk_tests = [n for n in dir(test_faults_disk) if n.startswith("test_full_disk_")]
+    assert len(full_disk_tests) == len(test_faults_disk.FULL_DISK_WRITERS)
     expected = {
         **kill_points,
-        "timed-kills": 2 * len(test_faults.TIMED_KILL_DELAYS),
-        "cache-corruptions": len(test_faults.CACHE_CORRUPTIONS),
-        "bundle-cache-corruptions": len(test_faults.BUNDLE_CORRUPTIONS),
-        "full-disk": len(test_faults.FULL_DISK_WRITERS),
-        "unwritable-outputs": len(test_faults.READ_ONLY_COMMANDS) + len(test_faults.UNWRITABLE_OUTPUTS),
-        "threads": len(test_faults.THREAD_BACKENDS) + 1,
+        "timed-kills": 2 * len(test_faults_kills.TIMED_KILL_DELAYS),
+        "cache-corruptions": len(test_faults_disk.CACHE_CORRUPTIONS),
+        "bundle-cache-corruptions": len(test_faults_disk.BUNDLE_CORRUPTIONS),
+        "full-disk": len(test_faults_disk.FULL_DISK_WRITERS),
+        "unwritable-outputs": len(test_faults_disk.READ_ONLY_COMMANDS)
+        + len(test_faults_disk.UNWRITABLE_OUTPUTS),
+        "threads": len(test_faults_threads.THREAD_BACKENDS) + 1,
     }
     assert figures("Faults") == expected
     text = DOC.read_text(encoding="utf-8")
-    assert f"{test_faults.THREADS} threads x {test_faults.CALLS} calls" in text
+    assert f"{test_faults_threads.THREADS} threads x {test_faults_threads.CALLS} calls" in text
