@@ -65,7 +65,6 @@ DESCRIBE = {
     "$END": "end of input",
 }
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LONG_NAMES = re.compile(
     rf'#[^\n]*|"(?:[^"\\\n]|\\.)*"|(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]{{{MAX_NAME_LENGTH},}})'
 )
@@ -326,17 +325,6 @@ class _Emitter:
             else:
                 return [self.expr(fb, v) for v in st.values]
         raise AssertionError("the grammar ends every body with return")
-
-    def simple_assign(self, fb: FunctionBuilder, tok: Token) -> None:
-        # t = add(x, y): the words are the target, the op and the inputs.
-        text = tok.value
-        eq = text.index("=")
-        paren = text.index("(", eq)
-        op = text[eq + 1 : paren].strip()
-        inner = text[paren + 1 : text.index(")", paren)].strip()
-        inputs = tuple(a.strip() for a in inner.split(",")) if inner else ()
-        loc = Location(self.file, tok.line, tok.column)
-        fb.add_node((text[:eq].rstrip(),), op, inputs, loc, locate=partial(_word_location, loc, text))
 
     def assign(self, fb: FunctionBuilder, st: Assign) -> None:
         rhs = st.rhs
