@@ -212,7 +212,7 @@ def _line_location(loc: Location, text: str, i: int) -> Location:
         return loc
     if i == DECLARED:
         return _shift(loc, text.index("shape:"))
-    return _shift(loc, list(_WORD.finditer(text))[3 + i].start())
+    return _word_location(loc, text, 3, i)  # `add 4 inputs:` are words 0-2
 
 
 def _word_location(loc: Location, text: str, first: int, k: int) -> Location:
