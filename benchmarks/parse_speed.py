@@ -117,7 +117,7 @@ def markdown(results: dict) -> str:
             growth = f"{step['growth']:.2f}x (limit {step['limit']:.0f}x)" if step else ""
             target = f">= {r['target_lines_per_s']:,}" if i == len(sizes) - 1 else ""
             lines.append(
-                f"| {lang} | {n:,} | {row.get('bytes_per_line', 0):.1f} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
+                f"| {lang} | {n:,} | {row['bytes_per_line']:.1f} | {row['median_s'] * 1000:.0f} ms | {row['lines_per_s']:,.0f} | {target} | {growth} |"
             )
     floor = results["ir_floor"]
     lines.append(
