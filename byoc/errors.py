@@ -8,8 +8,12 @@ without a traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+YAML_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""Where ruamel.yaml, which locates spec errors, breaks lines (also at a lone CR)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +36,9 @@ class ByocError(Exception):
     """
 
     kind = "error"
+    line_break = re.compile(r"\r?\n")
+    """Where the text that ``location`` points into breaks lines: at "\n" only, as Lark
+    counts them (so not at a form feed in a comment, where ``str.splitlines`` would)."""
 
     def __init__(
         self,
@@ -61,7 +68,7 @@ class ByocError(Exception):
         loc = self.location
         if loc is not None:
             lines.append(f"  --> {loc}")
-            text = _source_line(loc, self.source)
+            text = _source_line(loc, self.source, self.line_break)
             if text is not None:
                 gutter = " " * len(str(loc.line))
                 shown = text.expandtabs(1)
@@ -85,7 +92,7 @@ def _clip(text: str, column: int, width: int = 100) -> tuple[str, int]:
     return prefix + piece + suffix, column - start + len(prefix)
 
 
-def _source_line(loc: Location, source: str | None) -> str | None:
+def _source_line(loc: Location, source: str | None, line_break: re.Pattern[str]) -> str | None:
     if source is None and loc.file:
         try:
             source = Path(loc.file).read_text(encoding="utf-8", errors="replace")
@@ -93,9 +100,10 @@ def _source_line(loc: Location, source: str | None) -> str | None:
             return None
     if source is None:
         return None
-    lines = source.splitlines()
+    lines = line_break.split(source)  # a text ending in a line break ends with ""
     if 1 <= loc.line <= len(lines):
         return lines[loc.line - 1]
+    # A parser that adds a missing final line break reports the end one line further.
     return "" if loc.line == len(lines) + 1 else None
 
 
@@ -115,6 +123,7 @@ class SpecError(ByocError):
     """An invalid op catalog or backend spec."""
 
     kind = "spec error"
+    line_break = YAML_LINE_BREAK
 
 
 class UsageError(ByocError):

@@ -22,7 +22,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from byoc.errors import Location, SpecError
+from byoc.errors import YAML_LINE_BREAK, Location, SpecError
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DUPLICATE = re.compile(r'found duplicate key "(.*?)"')
@@ -93,7 +93,7 @@ class YamlDoc:
         """
         base = self.at(container, key, value=True)
         value = container[key]
-        lines = self.text.splitlines()
+        lines = YAML_LINE_BREAK.split(self.text)
         if not isinstance(value, str) or not 1 <= base.line <= len(lines):
             return base
         head = value[:offset]

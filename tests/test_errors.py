@@ -287,6 +287,26 @@ def test_render_reads_the_file_when_no_source_is_attached(tmp_path):
     assert rendered.splitlines()[-1].index("^") == rendered.splitlines()[-2].index("two")
 
 
+@pytest.mark.parametrize("separator", ["\x0c", "\x0b", "\x1c", "\x85", "\u2028"])
+def test_render_counts_lines_as_the_parser_does(separator):
+    """Lark counts lines at "\n" only, so a form feed (or another character that
+    str.splitlines breaks at) inside a comment must not shift the line shown."""
+    text = G(f"  # a comment {separator} with a separator in it\n  y = add(x, nope)\n  return y")
+    with pytest.raises(GraphError) as info:
+        byoc.parse(text)
+    assert info.value.location.line == 3
+    assert "3 |   y = add(x, nope)" in info.value.render()
+    assert _caret_under(info.value) == "n"
+
+
+def test_render_counts_yaml_lines_as_ruamel_does():
+    """A spec's locations come from ruamel.yaml, which also breaks lines at a lone CR."""
+    from byoc.errors import SpecError
+
+    rendered = SpecError("bad", Location("s.yaml", 3, 4), source="a: 1\rb: 2\r\nc: 3\n").render()
+    assert "3 | c: 3" in rendered
+
+
 def test_render_without_location_or_source():
     assert UsageError("just a message", hint="try again").render() == (
         "usage error: just a message\n  = hint: try again"
