@@ -357,8 +357,9 @@ class FunctionBuilder:
 
         This is the common case, and one pass: the list of types by definition
         number doubles as the record of what is typed so far, so no ordering pass
-        and no second table keyed by name are needed. False means a statement uses
-        a name defined further down (or not at all): ``finish`` then sorts.
+        and no second table keyed by name are needed. False means it stopped early:
+        at a region when not ``final``, or at a statement that uses a name not typed
+        yet (defined further down, or not at all), after which ``finish`` sorts.
         """
         defined, types, statements, nodes = self.defined, self._types, self.statements, self._nodes
         i = self._next
