@@ -1,4 +1,4 @@
-"""Shared fixtures and helpers for the foundation tests."""
+"""Shared fixtures and helpers of the test suite."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bundle_support import make_bundle
 
 import byoc.spec
 from byoc.api import parse, print_program
@@ -62,3 +63,19 @@ def golden(snapshot):
     from golden import EXTENSIONS
 
     return lambda suffix: snapshot.use_extension(EXTENSIONS[suffix])
+
+
+def private_cache(tmp_path_factory):
+    """A private compile cache for one test module, inherited by subprocesses: a
+    module-scoped autouse fixture does ``yield from private_cache(tmp_path_factory)``."""
+    root = tmp_path_factory.mktemp("byoc-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BYOC_CACHE_DIR", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module", params=["ccompiler", "json"])
+def bundle(request, tmp_path_factory) -> Path:
+    """A .byoc bundle written by ``Model.save`` (tests/test_bundle*.py): with a compiled
+    library, or a JSON module. It is built in the requesting module's compile cache."""
+    return make_bundle(request.param, tmp_path_factory)

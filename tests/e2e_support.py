@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 from conftest import GUIDE_WHOLE_GRAPH
 
 from byoc import cli
@@ -15,15 +14,6 @@ from byoc.runtime.executor import GraphExecutor
 BACKENDS = ("ccompiler", "engine", "examplejson", "json")
 WEIGHTS = tuple(f"w{k}" for k in range(8))
 TABLE_HEADER = ("output", "shape", "dtype", "max abs error", "status")
-
-
-def private_cache(tmp_path_factory):
-    """A private compile cache (inherited by subprocesses), for a module-scoped
-    autouse fixture to ``yield from``."""
-    root = tmp_path_factory.mktemp("byoc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(root))
-        yield root
 
 
 def make_guide_files(tmp_path_factory) -> dict[str, Path]:

@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 GRAPH_OLD = """\
 graph main(x: float32[3, 4], y: float32[3, 4]) {
   s = @json { return add(x, y) }
@@ -28,13 +26,6 @@ graph other(a: float32[5]) {
 }
 """
 """The old and the new output differ in every file and in the set of files."""
-
-
-def private_cache(tmp_path_factory):
-    """A private compile cache, for a module-scoped autouse fixture to ``yield from``."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
-        yield
 
 
 def snapshot(directory: Path) -> dict[str, bytes] | None:

@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pytest
 from conftest import EXAMPLES
 from ruamel.yaml import YAML
 
@@ -24,14 +23,6 @@ SHIPPED_SPECS = ROOT / "spec" / "backends"
 PLAIN_GRAPH = EXAMPLES / "guide_plain_graph.graph"
 WEIGHTS = tuple(f"w{k}" for k in range(8))
 BACKENDS = ("ccompiler", "json", "examplejson", "engine")
-
-
-def private_cache(tmp_path_factory):
-    """A private compile cache, for a module-scoped autouse fixture to ``yield from``."""
-    root = tmp_path_factory.mktemp("byoc-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(root))
-        yield root
 
 
 def make_addsub_dir(tmp_path_factory) -> Path:

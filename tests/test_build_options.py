@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import private_cache
 from partition_support import (
     PLAIN_GRAPH,
     SHIPPED_SPECS,
     assert_guide_runs,
-    private_cache,
     run_cli,
 )
 

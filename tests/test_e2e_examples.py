@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, private_cache
 from e2e_support import (
     BACKENDS,
     WEIGHTS,
@@ -18,7 +18,6 @@ from e2e_support import (
     ejson_expected,
     guide_inputs,
     make_guide_files,
-    private_cache,
     record_calls,
     run_cli,
     table_rows,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from e2e_support import BACKENDS, assert_run_ok, private_cache, run_cli
+from conftest import private_cache
+from e2e_support import BACKENDS, assert_run_ok, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

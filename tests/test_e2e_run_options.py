@@ -7,14 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, private_cache
 from e2e_support import (
     assert_guide_output,
     assert_run_ok,
     ejson_expected,
     guide_inputs,
     make_guide_files,
-    private_cache,
     record_calls,
     run_cli,
     table_rows,

@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import private_cache
 from faults_support import (
     byoc_cmd,
     make_build_outputs,
     make_gen_outputs,
     make_workdir,
-    private_cache,
     run,
     snapshot,
 )

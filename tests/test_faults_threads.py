@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from faults_support import private_cache
+from conftest import private_cache
 
 import byoc
 from byoc.building import build

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import private_cache
 from partition_support import (
     BIG_CYCLE,
     BROADCAST,
@@ -23,7 +24,6 @@ from partition_support import (
     host_ops,
     make_addsub_dir,
     part,
-    private_cache,
     random_inputs,
     region_calls,
     run_built,

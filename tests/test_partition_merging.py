@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import private_cache
 from partition_support import (
     BIG_CYCLE,
     CYCLE,
@@ -12,7 +13,6 @@ from partition_support import (
     graph,
     host_ops,
     part,
-    private_cache,
     random_inputs,
     region_calls,
     run_built,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import private_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partition_support import (
     BACKENDS,
     assert_same,
-    private_cache,
     random_inputs,
     region_calls,
     specs,
