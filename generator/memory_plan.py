@@ -93,18 +93,23 @@ def plan_memory(
             raise ValueError(f"input {value!r} is listed twice")
         storage[value] = fresh(value)
 
+    def release(value: Hashable) -> None:
+        if value not in pinned and value in storage:
+            heapq.heappush(free.setdefault(_key(types[value]), []), storage[value])
+
     for k, step in enumerate(steps):
         for value in step.defines:
             if value in storage:
                 raise ValueError(f"value {value!r} is defined twice")
             pool = None if value in pinned else free.get(_key(types[value]))
             storage[value] = heapq.heappop(pool) if pool else fresh(value)
-        released = [v for v in dict.fromkeys(step.uses) if last_use[v] == k]
-        released += [v for v in step.defines if v not in last_use]
-        for value in released:
-            if value in pinned or value not in storage:
-                continue
-            heapq.heappush(free.setdefault(_key(types[value]), []), storage[value])
+        for value in step.uses:
+            if last_use[value] == k:
+                last_use[value] = -1  # released once, however often this step reads it
+                release(value)
+        for value in step.defines:
+            if value not in last_use:
+                release(value)
     return MemoryPlan(storage, tuple(buffers))
 
 
