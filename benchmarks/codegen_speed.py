@@ -8,12 +8,11 @@ nodes) <= 11x.
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
 
-from .timing import growth_steps, size_rounds
+from .timing import growth_main, growth_steps, size_rounds
 
 TARGET = 50_000
 
@@ -85,20 +84,13 @@ def markdown(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    from pathlib import Path
-
-    ap = argparse.ArgumentParser(prog="python -m benchmarks codegen", description=__doc__)
-    ap.add_argument("--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once")
-    ap.add_argument("--sizes", type=int, nargs="+", help="node counts (default 1000 10000 100000)")
-    ap.add_argument("--quick", action="store_true", help="a smoke run: fewer repeats, no 100k size")
-    ap.add_argument("--json", default="benchmarks/results/codegen_speed.json")
-    args = ap.parse_args(argv)
-    sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
-    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
-    print(markdown(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {out}")
-    return 0 if results["meets_target"] else 1
+    return growth_main(
+        argv,
+        suite="codegen",
+        description=__doc__,
+        unit="node",
+        default_json="benchmarks/results/codegen_speed.json",
+        run=run,
+        markdown=markdown,
+        met=lambda r: r["meets_target"],
+    )

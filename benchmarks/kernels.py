@@ -28,10 +28,8 @@ medians over interleaved, rotating rounds (see benchmarks/timing.py).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +38,7 @@ from . import peers
 from .kernel_report import chart, evaluate_targets, markdown
 from .kernel_systems import backend_names, bound_systems, byoc_systems, nop_system, peer_systems
 from .kernel_workloads import DEFAULT_JSON, System, _first_line, make_workloads
-from .timing import machine, measure
+from .timing import machine, measure, write_results
 
 # -------------------------------------------------------------------------- running
 
@@ -210,10 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     chain = tuple(args.chain_shape) if args.chain_shape else None
     results = run(args.quick, args.tiny, args.rounds, args.workload, args.variant, chain_shape=chain)
     print(markdown(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    out = write_results(results, args.json)
     if not args.no_chart:
         png = chart(results, out.with_suffix(".png"))
         print(f"wrote {png}" if png else "no chart: matplotlib is not installed")

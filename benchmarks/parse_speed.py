@@ -10,13 +10,12 @@ lines/s and DSL >= 50k lines/s at 100k lines; growth time(10x lines) <= 11x.
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
 from functools import partial
 
-from .timing import growth_steps, size_rounds
+from .timing import growth_main, growth_steps, size_rounds
 from .workloads import dsl_text, examplejson_text
 
 TARGETS = {"examplejson": 100_000, "graph": 50_000}
@@ -128,26 +127,13 @@ def markdown(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    from pathlib import Path
-
-    ap = argparse.ArgumentParser(prog="python -m benchmarks parse", description=__doc__)
-    ap.add_argument(
-        "--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once; medians are reported"
+    return growth_main(
+        argv,
+        suite="parse",
+        description=__doc__,
+        unit="line",
+        default_json="benchmarks/results/parse_speed.json",
+        run=run,
+        markdown=markdown,
+        met=lambda r: all(lang["meets_target"] for lang in r["languages"].values()),
     )
-    ap.add_argument(
-        "--sizes", type=int, nargs="+", help="line counts (default 1000 10000 100000; --quick 1000 10000)"
-    )
-    ap.add_argument("--quick", action="store_true", help="a smoke run: fewer repeats, no 100k size")
-    ap.add_argument(
-        "--json", default="benchmarks/results/parse_speed.json", help="where to write the JSON results"
-    )
-    args = ap.parse_args(argv)
-    sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
-    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
-    print(markdown(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {out}")
-    return 0 if all(r["meets_target"] for r in results["languages"].values()) else 1

@@ -11,7 +11,9 @@ one untimed call of the same system.
 
 from __future__ import annotations
 
+import argparse
 import gc
+import json
 import os
 import platform
 import statistics
@@ -20,6 +22,7 @@ import sys
 import timeit
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 WARMUP_BELOW = 4
@@ -155,3 +158,40 @@ def machine() -> dict[str, Any]:
         "numpy": numpy.__version__,
         "compiler": compiler,
     }
+
+
+def write_results(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a suite's results as JSON to ``path`` (making its folder) and say so."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {out}")
+    return out
+
+
+def growth_main(
+    argv: list[str] | None,
+    *,
+    suite: str,
+    description: str | None,
+    unit: str,
+    default_json: str,
+    run: Callable[[tuple[int, ...], int], dict],
+    markdown: Callable[[dict], str],
+    met: Callable[[dict], bool],
+) -> int:
+    """The command line of a throughput suite timed at 1k, 10k and 100k ``unit``
+    (``python -m benchmarks parse`` and ``codegen``); exits 1 when a target is missed."""
+    ap = argparse.ArgumentParser(prog=f"python -m benchmarks {suite}", description=description)
+    ap.add_argument(
+        "--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once; medians are reported"
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", help=f"{unit} counts (default 1000 10000 100000; --quick 1000 10000)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run: fewer repeats, no 100k size")
+    ap.add_argument("--json", default=default_json, help=f"where to write the JSON results (default {default_json})")
+    args = ap.parse_args(argv)
+    sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
+    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
+    print(markdown(results))
+    write_results(results, args.json)
+    return 0 if met(results) else 1

@@ -14,7 +14,6 @@ cold and under 0.4 s warm, issue 7), then ``byoc run examples/guide_plain_graph.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .timing import fmt_time, machine, summarise
+from .timing import fmt_time, machine, summarise, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_COMMAND = ["run", "examples/guide_whole_graph.graph"]
@@ -163,8 +162,5 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     results = run(args.quick, args.repeats, not args.no_backends)
     print(markdown(results))
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {out}")
+    write_results(results, args.json)
     return 0 if all(t["met"] for t in results["targets"]) else 1
