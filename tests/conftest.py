@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +82,19 @@ def bundle(request, tmp_path_factory) -> Path:
     """A .byoc bundle written by ``Model.save`` (tests/test_bundle*.py): with a compiled
     library, or a JSON module. It is built in the requesting module's compile cache."""
     return make_bundle(request.param, tmp_path_factory)
+
+
+def text_in_fresh_process(module: str, expression: str, hash_seed: str) -> str:
+    """The text that ``expression`` gives in a new Python process with this hash seed,
+    evaluated with test module ``module`` imported as ``t``: generated code must not
+    depend on the order of sets or dicts of strings, which the seed changes."""
+    script = f"import sys; sys.path[:0] = [sys.argv[1]]; import {module} as t; sys.stdout.write({expression})"
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(TESTS)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=TESTS.parent.parent,  # outside the checkout: byoc comes from the installed package
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+    )
+    return out.stdout

@@ -11,8 +11,6 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from compile_util import compile_library
-from conftest import DATA, EXAMPLES, random_array
+from conftest import DATA, EXAMPLES, random_array, text_in_fresh_process
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -328,21 +326,7 @@ def test_no_externals_no_artifact():
 def test_deterministic_in_process_and_across_processes():
     first = generate(externals_of("whole_graph"))
     assert generate(externals_of("whole_graph")) == first
-    script = (
-        "import sys; sys.path[:0] = [sys.argv[1]];"
-        "import test_gen_c_source as t;"
-        "sys.stdout.write(t.generate(t.externals_of('whole_graph')))"
-    )
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(Path(__file__).parent)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO.parent,
-        env=env,
-    )
-    assert out.stdout == first
+    assert text_in_fresh_process("test_gen_c_source", "t.generate(t.externals_of('whole_graph'))", "12345") == first
 
 
 def test_editing_one_macro_changes_only_its_lines(tmp_path, monkeypatch):

@@ -12,17 +12,14 @@ broadcasting graphs (hypothesis) in tests/test_fused_random.py.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tvm_ffi
 from compile_util import compile_library
-from conftest import DATA, EXAMPLES, random_array
+from conftest import DATA, EXAMPLES, random_array, text_in_fresh_process
 from test_gen_c_source import EDGE
 
 from byoc import cli
@@ -178,21 +175,7 @@ def test_every_statement_names_its_source():
 def test_deterministic_in_process_and_across_processes():
     first = generate(externals_of("broadcast_mix"))
     assert generate(externals_of("broadcast_mix")) == first
-    script = (
-        "import sys; sys.path[:0] = [sys.argv[1]];"
-        "import test_gen_fused as t;"
-        "sys.stdout.write(t.generate(t.externals_of('broadcast_mix')))"
-    )
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(Path(__file__).parent)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO.parent,
-        env=env,
-    )
-    assert out.stdout == first
+    assert text_in_fresh_process("test_gen_fused", "t.generate(t.externals_of('broadcast_mix'))", "4242") == first
 
 
 # ---------------------------------------------------------------------- loop planning
