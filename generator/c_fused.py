@@ -53,10 +53,7 @@ from .c_source_function import _block_comment
 from .c_text import check_reserved_names, function_origin
 
 HELPERS = (
-    "byoc_tensor_of",
-    "byoc_format_shape",
-    "byoc_raise",
-    "byoc_check_arg",
+    *ffi_entry.SUPPORT_NAMES,
     "byoc_outputs_overlap",
     "byoc_loader_pid",
     "byoc_record_loader_pid",
@@ -82,7 +79,7 @@ def generate(
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
     values = spec.template_values({**spec.option_values(), **options})
     functions: list[FusedText] = [function_text(fn, spec, values) for fn in externals]
-    check_reserved_names(externals, {h: (f"the helper {h}", None) for h in HELPERS})
+    check_reserved_names(externals, {h: f"the helper {h}" for h in HELPERS})
     parallel = any(f.parallel for f in functions)
     parts = [
         _header(externals, spec, values),

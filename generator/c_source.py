@@ -32,9 +32,6 @@ from .artifacts import Artifact
 from .c_source_function import function_text
 from .c_text import check_reserved_names, comment, comment_text, function_origin
 
-SUPPORT_NAMES = ("byoc_tensor_of", "byoc_format_shape", "byoc_raise", "byoc_check_arg")
-"""The static helpers of ffi_entry.SUPPORT, which no generated name may take."""
-
 
 def generate(
     externals: Sequence[Function],
@@ -52,13 +49,8 @@ def generate(
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
     values = spec.template_values({**spec.option_values(), **options})
     functions = [function_text(fn, spec, values) for fn in externals]
-    taken: dict[str, tuple[str, str | None]] = {
-        n: (f"a macro of backend {spec.name}", None) for n in spec.macros
-    }
-    taken.update((n, ("a helper of the generated module", None)) for n in SUPPORT_NAMES)
-    for fn in externals:  # region f_wrapper's body would be region f's wrapper
-        taken[f"{fn.name}_"] = (f"the body of region {fn.name}", fn.name)
-        taken[f"{fn.name}_wrapper_"] = (f"the wrapper of region {fn.name}", fn.name)
+    taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
+    taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
     check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),

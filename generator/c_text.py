@@ -84,18 +84,24 @@ def type_text(t: TensorType) -> str:
     return str(t)
 
 
-def check_reserved_names(externals: Sequence[Function], taken: Mapping[str, tuple[str, str | None]]) -> None:
-    """No region may define a C name that ``taken`` already has: name -> (what holds it,
-    the symbol of the region that owns it, which may of course define it, or None).
+def check_reserved_names(externals: Sequence[Function], taken: Mapping[str, str]) -> None:
+    """No region may define a C name that the module's helpers or macros have
+    (``taken``: name -> what holds it), nor one that another region defines.
 
     A region ``sym`` defines ``sym_``, ``sym_wrapper_``, ``sym_<k>``, ``sym_const_<j>``
     and ``__tvm_ffi_sym``, all of the form ``sym_...`` or ``__tvm_ffi_sym``. So a name
     clashes exactly when a prefix of it ending before a ``_`` is a region's symbol:
-    one look-up per prefix of the few taken names, however large the graph. Lowering
-    already keeps one region's symbol from starting with another's plus ``_``; this
-    also covers generators called directly, without lowering."""
+    one look-up per prefix of the few taken names, however large the graph. Between
+    regions, ``sym_`` and ``sym_wrapper_`` are the names to check (region
+    ``f_wrapper``'s body would be region ``f``'s wrapper). Lowering already keeps one
+    region's symbol from starting with another's plus ``_``; this also covers
+    generators called directly, without lowering."""
+    owners: dict[str, tuple[str, str | None]] = {name: (owner, None) for name, owner in taken.items()}
+    for fn in externals:
+        owners[f"{fn.name}_"] = (f"the body of region {fn.name}", fn.name)
+        owners[f"{fn.name}_wrapper_"] = (f"the wrapper of region {fn.name}", fn.name)
     symbols = {fn.name: fn for fn in externals}
-    for name, (owner, own_symbol) in taken.items():
+    for name, (owner, own_symbol) in owners.items():
         candidates = [name[:i] for i, ch in enumerate(name) if ch == "_" and i > 0]
         if name.startswith("__tvm_ffi_"):
             candidates.append(name[len("__tvm_ffi_") :])

@@ -18,6 +18,9 @@ from byoc.ir import Function
 
 from .c_text import DLPACK_CODES, c_string, comment_text, function_origin, int64_array
 
+SUPPORT_NAMES = ("byoc_tensor_of", "byoc_format_shape", "byoc_raise", "byoc_check_arg")
+"""The static helpers :data:`SUPPORT` defines, which no generated name may take."""
+
 SUPPORT = r"""/* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */

@@ -13,6 +13,7 @@ broadcasting graphs (hypothesis) in tests/test_fused_random.py.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from test_gen_c_source import EDGE
 from byoc import cli
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
+from byoc.errors import GraphError
 from byoc.generator import generator_for
 from byoc.generator.fused_loops import plan_loops
 from byoc.generator.lowering import lower
@@ -162,6 +164,16 @@ def test_bias_add_indexes_the_bias_by_the_inner_counter():
     assert "out0[i0 * 16 + i1] = t1;" in text
     body = re.sub(r"/\*.*?\*/", "", text[text.index("static void fused_0_(") :].split("\n}\n")[0], flags=re.S)
     assert "%" not in body and "/" not in body, "no division or modulo in the index arithmetic"
+
+
+def test_colliding_c_names_are_a_graph_error():
+    """As for c_source: region f's wrapper ``f_wrapper_`` is also the body of a region
+    named ``f_wrapper``; a generator called without lower() still reports it."""
+    text = "graph main(x: float32[2]) {\n  a = @fused as f { return add(x, x) }\n  return a\n}\n"
+    (fn,) = lower(parse(text, "graph", file="names.graph"), load_backend, load_catalog()).externals
+    with pytest.raises(GraphError, match="f_wrapper_") as info:
+        generate([fn, replace(fn, name="f_wrapper")])
+    assert info.value.location.line == 2
 
 
 def test_every_statement_names_its_source():
