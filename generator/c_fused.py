@@ -49,8 +49,7 @@ from .artifacts import Artifact
 from .c_fused_function import FusedText, function_text
 from .c_fused_support import CLONES, OVERLAPS, PARALLEL, POSIX, option_summary
 from .c_source import spec_source
-from .c_source_function import _block_comment
-from .c_text import check_reserved_names, function_origin
+from .c_text import block_comment, check_reserved_names, function_origin
 
 HELPERS = (
     *ffi_entry.SUPPORT_NAMES,
@@ -112,4 +111,4 @@ def _header(externals: Sequence[Function], spec: BackendSpec, values: Mapping[st
         "Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):",
     ]
     lines += [f"  {fn.name}: {function_origin(fn)}" for fn in externals]
-    return _block_comment(lines).replace("\n   \n", "\n\n") + "\n"
+    return block_comment(lines).replace("\n   \n", "\n\n") + "\n"

@@ -35,8 +35,17 @@ from byoc.spec.template import render
 
 from . import ffi_entry
 from .c_fused_support import pragmas
-from .c_source_function import _block_comment, _call, _constants, _label
-from .c_text import C_TYPES, c_string, comment, function_origin, origin
+from .c_text import (
+    C_TYPES,
+    block_comment,
+    c_string,
+    comment,
+    constant_arrays,
+    function_origin,
+    item_list,
+    origin,
+    value_label,
+)
 from .fused_loops import Loops, plan_loops
 
 
@@ -85,7 +94,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     live = [fn.outputs[o] for o, t in enumerate(fn.output_types) if t.size]
     needed = _ancestors(fn, table, live)
     constants = [c for c in fn.constants if c.name in needed]
-    const_text, const_names, non_finite = _constants(sym, constants)
+    const_text, const_names, non_finite = constant_arrays(sym, constants)
     for c, c_name in zip(constants, const_names):
         table[c.name] = _Value(c.name, c.type, c_name)
 
@@ -228,7 +237,9 @@ def _describe(loops: Loops, labels: str, leaves: Sequence[_Value]) -> str:
         how = f"one flat loop over {loops.size} elements"
     else:
         how = f"{len(loops.axes)} nested loops {list(loops.extents)}"
-    broadcast = [f"{v.c_name} ({_label(v.name)}: {v.type})" for v in leaves if loops.broadcast(v.type.shape)]
+    broadcast = [
+        f"{v.c_name} ({value_label(v.name)}: {v.type})" for v in leaves if loops.broadcast(v.type.shape)
+    ]
     note = f"; broadcast: {', '.join(broadcast)}" if broadcast else ""
     return f"{labels}: {shape}, {how}{note}"
 
@@ -244,12 +255,14 @@ def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], cl
         "one per output shape; every intermediate value is a scalar local, no buffer:",
     ]
     note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
-    note += [f"  out{i}: {_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, fn.output_types))]
+    note += [
+        f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, fn.output_types))
+    ]
     return "\n".join(
         [
-            _block_comment(note),
+            block_comment(note),
             *(["byoc_simd_clones"] if clones else []),
-            _call(f"static void {sym}_(", params, ") {"),
+            item_list(f"static void {sym}_(", params, ") {"),
             *statements,
             "}",
             "",
@@ -262,13 +275,13 @@ def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     lines = [
-        _block_comment(
+        block_comment(
             [
                 f"{sym}_wrapper_: runs {sym}_ on the data of the DLTensor arguments the entry checked;",
                 f"{function_origin(fn)}. An output may not share memory with any other argument.",
             ]
         ),
-        _call(f"static int {sym}_wrapper_(", params, ") {"),
+        item_list(f"static int {sym}_wrapper_(", params, ") {"),
     ]
     for i, p in enumerate(fn.params):
         ctype = C_TYPES[p.type.dtype]
@@ -278,7 +291,7 @@ def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
     for o, t in enumerate(fn.output_types):
         ctype = C_TYPES[t.dtype]
         lines.append(f"  {ctype}* o{o} = ({ctype}*)((char*)out{o}->data + out{o}->byte_offset);")
-    sizes = [t.size * _bytes(t) for t in (*(p.type for p in fn.params), *fn.output_types)]
+    sizes = [t.nbytes for t in (*(p.type for p in fn.params), *fn.output_types)]
     checks = any(sizes[len(fn.params) :]) and sum(1 for b in sizes if b) > 1
     if checks:
         data = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
@@ -287,15 +300,11 @@ def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
             f"{sym}: an output shares memory with another argument; the fused kernel reads and "
             "writes through restrict pointers, so pass distinct arrays"
         )
-        lines.append(_call(f"  const void* data[{n}] = {{", data, "};"))
-        lines.append(_call(f"  static const size_t bytes[{n}] = {{", [str(b) for b in sizes], "};"))
+        lines.append(item_list(f"  const void* data[{n}] = {{", data, "};"))
+        lines.append(item_list(f"  static const size_t bytes[{n}] = {{", [str(b) for b in sizes], "};"))
         lines.append(f"  if (byoc_outputs_overlap(data, bytes, {len(fn.params)}, {n})) {{")
         lines.append(f'    return byoc_raise("ValueError", {message});')
         lines.append("  }")
     call = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
-    lines += [_call(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
+    lines += [item_list(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
     return "\n".join(lines), checks
-
-
-def _bytes(t: TensorType) -> int:
-    return {"float32": 4, "float64": 8, "int32": 4, "int64": 8}[t.dtype]

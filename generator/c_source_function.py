@@ -27,22 +27,25 @@ cast away, and no kernel writes its inputs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, Constant, Function, Node, TensorType
+from byoc.ir import Function, Node, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
 
 from . import ffi_entry
-from .c_text import C_TYPES, comment, comment_text, function_origin, origin
+from .c_text import (
+    C_TYPES,
+    block_comment,
+    comment,
+    constant_arrays,
+    function_origin,
+    item_list,
+    origin,
+    value_label,
+)
 from .memory_plan import Step, plan_memory
-
-LINE_WIDTH = 100
-"""Argument lists and constant initialisers wrap before this column."""
 
 SYMBOL = "\0symbol\0"
 """Stands for ``${symbol}`` in a rendered macro use until the kernel's name replaces it."""
@@ -97,7 +100,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
 
     # An unused constant would be an unused static array, which -Werror rejects.
     constants = [c for j, c in enumerate(fn.constants) if used[first_const + j]]
-    const_text, const_names, non_finite = _constants(sym, constants)
+    const_text, const_names, non_finite = constant_arrays(sym, constants)
     parts += const_text
     storage: list[str] = [f"in{i}" for i in range(len(fn.params))] + [""] * (len(types) - len(fn.params))
     const_storage: dict[int, str] = {}
@@ -138,8 +141,8 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
             if slot == len(buffers):
                 buffers.append((f"buf{slot}", node.type, []))
             target = buffers[slot][0]
-            buffers[slot][2].append(_label(node.name))
-        calls.append(_call(f"  {kernel}(", [storage[i] for i in ins] + [target], ");"))
+            buffers[slot][2].append(value_label(node.name))
+        calls.append(item_list(f"  {kernel}(", [storage[i] for i in ins] + [target], ");"))
         storage[value] = target
     parts += kernels
 
@@ -182,7 +185,7 @@ def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> 
     for name_in, given in zip(node.inputs, input_types):
         if given.shape != t.shape or given.dtype != t.dtype:
             raise GraphError(
-                f"{node.op} on backend {spec.name} needs every input to be {t}, but {_label(name_in)} is {given}",
+                f"{node.op} on backend {spec.name} needs every input to be {t}, but {value_label(name_in)} is {given}",
                 node.loc,
                 hint=f"the macros of {spec.name} do not broadcast: make the shapes equal before the "
                 "region, or run this op on the host (broadcasting is for the `fused` backend)",
@@ -221,8 +224,10 @@ def _body(
         f"with {len(calls)} kernel(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
     ]
     note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
-    note += [f"  out{i}: {_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))]
-    lines = [_block_comment(note), _call(f"static int {sym}_(", params, ") {")]
+    note += [
+        f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))
+    ]
+    lines = [block_comment(note), item_list(f"static int {sym}_(", params, ") {")]
     # Every buffer starts as NULL, so a failed malloc can free them all at `done`.
     for buf, t, _ in buffers:
         lines.append(f"  {C_TYPES[t.dtype]}* {buf} = NULL;")
@@ -268,9 +273,9 @@ def _wrapper(fn: Function, sym: str) -> str:
     message = f"{sym}: cannot allocate the intermediate buffers"
     return "\n".join(
         [
-            _block_comment(note),
-            _call(f"static int {sym}_wrapper_(", params, ") {"),
-            _call(f"  if ({sym}_(", args, ") != 0) {"),
+            block_comment(note),
+            item_list(f"static int {sym}_wrapper_(", params, ") {"),
+            item_list(f"  if ({sym}_(", args, ") != 0) {"),
             f'    return byoc_raise("MemoryError", "{message}");',
             "  }",
             "  return 0;",
@@ -278,89 +283,3 @@ def _wrapper(fn: Function, sym: str) -> str:
             "",
         ]
     )
-
-
-def _call(head: str, args: Sequence[str], tail: str, sep: str = ",") -> str:
-    """``head`` + ``args`` + ``tail`` on one line, or one argument per line when long."""
-    one = head + f"{sep} ".join(args) + tail
-    if len(one) <= LINE_WIDTH:
-        return one
-    indent = " " * (len(head) - len(head.lstrip()) + 4)
-    return head + "\n" + f"{sep}\n".join(indent + a for a in args) + tail
-
-
-def _block_comment(lines: Sequence[str]) -> str:
-    body = comment_text("\n".join(lines))
-    return "/* " + body.replace("\n", "\n   ") + " */"
-
-
-def _label(name: str) -> str:
-    return f"{name} (nested call)" if name.startswith(ANON_PREFIX) else name
-
-
-# ----------------------------------------------------------------------- constants
-
-
-def _constants(sym: str, constants: Sequence[Constant]) -> tuple[list[str], list[str], bool]:
-    texts, names = [], []
-    non_finite = False
-    for j, c in enumerate(constants):
-        name = f"{sym}_const_{j}"
-        items, special = c_literals(c.values, c.type.dtype)
-        non_finite |= special
-        where = f" at {c.loc}" if c.loc is not None else ""
-        head = f"static const {C_TYPES[c.type.dtype]} {name}[{max(len(items), 1)}] = {{"
-        texts.append(
-            f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
-        )
-        names.append(name)
-    return texts, names, non_finite
-
-
-def _initializer(head: str, items: Sequence[str]) -> str:
-    if not items:
-        return head + "0};"
-    one = head + ", ".join(items) + "};"
-    if len(one) <= LINE_WIDTH:
-        return one
-    lines, line = [head], " "
-    for item in items:
-        if len(line) + len(item) + 2 > LINE_WIDTH:
-            lines.append(line.rstrip())
-            line = " "
-        line += f" {item},"
-    lines.append(line.rstrip())
-    return "\n".join(lines) + "\n};"
-
-
-INT_MIN_TEXT = {"int32": "INT32_MIN", "int64": "INT64_MIN"}
-
-
-def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bool]:
-    """C literals for ``values`` as the numpy reference holds them in ``dtype``, and
-    whether any is an infinity or NaN (which need <math.h>).
-
-    The values are converted as the reference does (``np.array(values, dtype)``), then
-    written in the shortest form that reads back as exactly that value: ``0.1f`` for a
-    float32 (numpy's shortest round-trip digits), ``0.1`` for a float64, plain decimal
-    integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type).
-    """
-    array = np.array(values, dtype=dtype).reshape(-1)
-    out: list[str] = []
-    special = False
-    if dtype in INT_MIN_TEXT:
-        low = int(np.iinfo(dtype).min)
-        return [INT_MIN_TEXT[dtype] if int(v) == low else str(int(v)) for v in array.tolist()], False
-    suffix = "f" if dtype == "float32" else ""
-    for v in array:
-        x = float(v)
-        if math.isnan(x):
-            out.append("NAN")
-            special = True
-        elif math.isinf(x):
-            out.append("INFINITY" if x > 0 else "-INFINITY")
-            special = True
-        else:
-            text = str(np.float32(v)) if dtype == "float32" else repr(x)
-            out.append(text + suffix)
-    return out, special

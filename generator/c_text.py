@@ -1,12 +1,16 @@
-"""Small helpers for writing C and C++ text: literals, type names, comments."""
+"""Small helpers for writing C and C++ text: literals, constant arrays, type names,
+comments, and argument lists that wrap."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from byoc.errors import GraphError
-from byoc.ir import Function, Node, TensorType
+from byoc.ir import ANON_PREFIX, Constant, Function, Node
 
 DLPACK_CODES = {
     "float32": ("kDLFloat", 32),
@@ -17,6 +21,9 @@ DLPACK_CODES = {
 """dtype -> (DLPack type code, bits)."""
 
 C_TYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}
+
+LINE_WIDTH = 100
+"""Argument lists and constant initialisers wrap before this column."""
 
 
 def c_string(text: str) -> str:
@@ -35,10 +42,9 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-_UNSAFE_IN_COMMENT = re.compile(
-    r"\*/|/\*|\?\?|\\|[\x00-\x08\x0b-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control and bidirectional-override characters, shown as ``<0xNN>`` in comments."""
+_UNSAFE_IN_COMMENT = re.compile(r"\*/|/\*|\?\?|\\|" + _CONTROL.pattern)
 _SPLICE = re.compile(r"\\(?=[ \t]*(?:\n|\Z))")
 
 
@@ -80,10 +86,6 @@ def function_origin(fn: Function) -> str:
     return f"region @{fn.backend}{where}"
 
 
-def type_text(t: TensorType) -> str:
-    return str(t)
-
-
 def check_reserved_names(externals: Sequence[Function], taken: Mapping[str, str]) -> None:
     """No region may define a C name that the module's helpers or macros have
     (``taken``: name -> what holds it), nor one that another region defines.
@@ -113,3 +115,90 @@ def check_reserved_names(externals: Sequence[Function], taken: Mapping[str, str]
                     fn.loc,
                     hint="name the region differently (`@backend as NAME { ... }`)",
                 )
+
+
+def item_list(head: str, args: Sequence[str], tail: str, sep: str = ",") -> str:
+    """``head`` + ``args`` + ``tail`` on one line, or one argument per line when long."""
+    one = head + f"{sep} ".join(args) + tail
+    if len(one) <= LINE_WIDTH:
+        return one
+    indent = " " * (len(head) - len(head.lstrip()) + 4)
+    return head + "\n" + f"{sep}\n".join(indent + a for a in args) + tail
+
+
+def block_comment(lines: Sequence[str]) -> str:
+    """A block comment of ``lines``, continuation lines indented under the first."""
+    body = comment_text("\n".join(lines))
+    return "/* " + body.replace("\n", "\n   ") + " */"
+
+
+def value_label(name: str) -> str:
+    """An IR name as comments and messages show it: nested calls are marked as such."""
+    return f"{name} (nested call)" if name.startswith(ANON_PREFIX) else name
+
+
+def constant_arrays(sym: str, constants: Sequence[Constant]) -> tuple[list[str], list[str], bool]:
+    """``static const`` arrays ``<sym>_const_<j>`` of ``constants``, each with a comment:
+    their texts, their names, and whether any value is an infinity or a NaN."""
+    texts, names = [], []
+    non_finite = False
+    for j, c in enumerate(constants):
+        name = f"{sym}_const_{j}"
+        items, special = c_literals(c.values, c.type.dtype)
+        non_finite |= special
+        where = f" at {c.loc}" if c.loc is not None else ""
+        head = f"static const {C_TYPES[c.type.dtype]} {name}[{max(len(items), 1)}] = {{"
+        texts.append(
+            f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
+        )
+        names.append(name)
+    return texts, names, non_finite
+
+
+def _initializer(head: str, items: Sequence[str]) -> str:
+    if not items:
+        return head + "0};"
+    one = head + ", ".join(items) + "};"
+    if len(one) <= LINE_WIDTH:
+        return one
+    lines, line = [head], " "
+    for item in items:
+        if len(line) + len(item) + 2 > LINE_WIDTH:
+            lines.append(line.rstrip())
+            line = " "
+        line += f" {item},"
+    lines.append(line.rstrip())
+    return "\n".join(lines) + "\n};"
+
+
+INT_MIN_TEXT = {"int32": "INT32_MIN", "int64": "INT64_MIN"}
+
+
+def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bool]:
+    """C literals for ``values`` as the numpy reference holds them in ``dtype``, and
+    whether any is an infinity or NaN (which need <math.h>).
+
+    The values are converted as the reference does (``np.array(values, dtype)``), then
+    written in the shortest form that reads back as exactly that value: ``0.1f`` for a
+    float32 (numpy's shortest round-trip digits), ``0.1`` for a float64, plain decimal
+    integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type).
+    """
+    array = np.array(values, dtype=dtype).reshape(-1)
+    out: list[str] = []
+    special = False
+    if dtype in INT_MIN_TEXT:
+        low = int(np.iinfo(dtype).min)
+        return [INT_MIN_TEXT[dtype] if int(v) == low else str(int(v)) for v in array.tolist()], False
+    suffix = "f" if dtype == "float32" else ""
+    for v in array:
+        x = float(v)
+        if math.isnan(x):
+            out.append("NAN")
+            special = True
+        elif math.isinf(x):
+            out.append("INFINITY" if x > 0 else "-INFINITY")
+            special = True
+        else:
+            text = str(np.float32(v)) if dtype == "float32" else repr(x)
+            out.append(text + suffix)
+    return out, special
