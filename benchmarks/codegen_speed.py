@@ -9,10 +9,8 @@ nodes) <= 11x.
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 
-from .timing import growth_main, growth_steps, size_rounds
+from .timing import child_seconds, growth_main, growth_steps, size_rounds
 
 TARGET = 50_000
 
@@ -32,10 +30,7 @@ print(time.perf_counter() - t)
 
 
 def time_once(nodes: int) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(nodes=nodes)], capture_output=True, text=True, check=True
-    )
-    return float(out.stdout.strip())
+    return child_seconds(_CHILD.format(nodes=nodes))
 
 
 def run(sizes: tuple[int, ...], repeats: int) -> dict:

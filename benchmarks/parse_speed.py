@@ -11,11 +11,9 @@ lines/s and DSL >= 50k lines/s at 100k lines; growth time(10x lines) <= 11x.
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 from functools import partial
 
-from .timing import growth_main, growth_steps, size_rounds
+from .timing import child_seconds, growth_main, growth_steps, size_rounds
 from .workloads import dsl_text, examplejson_text
 
 TARGETS = {"examplejson": 100_000, "graph": 50_000}
@@ -57,17 +55,13 @@ parsing at all. Its growth shows what CPython's memory hierarchy alone costs."""
 
 
 def time_floor(lines: int) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", _FLOOR.format(lines=lines)], capture_output=True, text=True, check=True
-    )
-    return float(out.stdout.strip())
+    return child_seconds(_FLOOR.format(lines=lines))
 
 
 def time_once(lang: str, lines: int) -> float:
     gen = GENERATORS[lang].__name__
     code = _CHILD.format(gen=gen, lines=lines, lang=lang, small=f"{gen}(20)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip())
+    return child_seconds(code)
 
 
 def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> dict:

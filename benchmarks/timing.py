@@ -88,6 +88,13 @@ def size_rounds(time_once: Callable[[int], float], sizes: tuple[int, ...], round
     return samples
 
 
+def child_seconds(code: str) -> float:
+    """Run ``code`` in a fresh Python process and return the number it prints (a time
+    in seconds): each size of a throughput suite starts from an empty heap."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
 def growth_steps(sizes: tuple[int, ...], samples: dict[int, list[float]]) -> list[dict[str, Any]]:
     """Time growth between consecutive sizes: the median over rounds of the ratio of
     the two times measured in the same round, and its limit (GROWTH_SLACK times the
