@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .kernel_workloads import FUSED, TARGETS, _mb
+from .kernel_workloads import FUSED, TARGETS, megabytes
 from .timing import fmt_ratio, fmt_time
 
 # -------------------------------------------------------------------------- targets
@@ -87,7 +87,7 @@ def markdown(results: dict[str, Any]) -> str:
         head = f"### {key}: {w['title']}\n\n{w['shape']}"
         if w["bound_s"]:
             head += (
-                f"; {_mb(w['bytes_moved'])} read + written; bound {fmt_time(w['bound_s'])} "
+                f"; {megabytes(w['bytes_moved'])} read + written; bound {fmt_time(w['bound_s'])} "
                 f"({w['bound_gb_per_s']:.1f} GB/s)"
             )
         out += [head, ""]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import peers
-from .kernel_workloads import System, Workload, _first_line, _mb
+from .kernel_workloads import System, Workload, describe_error, first_line, megabytes
 from .timing import Bench
 
 # -------------------------------------------------------------------------- systems
@@ -23,7 +23,7 @@ def backend_names() -> tuple[list[str], str | None]:
     try:
         return [spec.name for spec in api.list_backends()], None
     except Exception as exc:  # a spec being edited by someone else must not stop the suite
-        return [], f"{type(exc).__name__}: {_first_line(exc)}"
+        return [], describe_error(exc)
 
 
 def byoc_systems(
@@ -37,7 +37,7 @@ def byoc_systems(
         program = api.parse(w.text(backend), "graph", catalog=catalog)
         model = build(program, options=options or None, catalog=catalog)
     except Exception as exc:  # ByocError when it cannot express w; anything else is reported too
-        return [], _first_line(exc)
+        return [], first_line(exc)
     inputs = w.inputs
     if w.whole_graph:
         ex = model.executor()
@@ -225,7 +225,7 @@ def peer_systems(w: Workload, skipped: dict[str, str]) -> list[System]:
                 )
             )
         except Exception as exc:
-            skipped["TVM relax llvm"] = f"build failed: {type(exc).__name__}: {_first_line(exc)}"
+            skipped["TVM relax llvm"] = f"build failed: {describe_error(exc)}"
     return systems
 
 
@@ -236,7 +236,7 @@ def bound_systems(w: Workload) -> list[System]:
     n = max(w.bytes_moved // 8, 1)
     src = np.ones(n, np.float32)
     dst = np.empty_like(src)
-    size = _mb(2 * n * 4)
+    size = megabytes(2 * n * 4)
     systems = [
         System(
             f"bandwidth bound: copy of {size}, 1 thread",

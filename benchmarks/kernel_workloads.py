@@ -160,10 +160,17 @@ def make_workloads(tiny: bool, chain_shape: tuple[int, int] | None = None) -> li
     return result
 
 
-def _mb(n: int) -> str:
+def megabytes(n: int) -> str:
+    """A byte count for a table: ``336 MB``, ``0.8 kB``."""
     return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its class name when it has none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def describe_error(exc: BaseException) -> str:
+    """``ValueError: the first line``: why a system or a backend is left out."""
+    return f"{type(exc).__name__}: {first_line(exc)}"

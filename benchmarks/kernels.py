@@ -37,7 +37,7 @@ import numpy as np
 from . import peers
 from .kernel_report import chart, evaluate_targets, markdown
 from .kernel_systems import backend_names, bound_systems, byoc_systems, nop_system, peer_systems
-from .kernel_workloads import DEFAULT_JSON, System, _first_line, make_workloads
+from .kernel_workloads import DEFAULT_JSON, System, describe_error, make_workloads
 from .timing import machine, measure, write_results
 
 # -------------------------------------------------------------------------- running
@@ -52,7 +52,7 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log) -> dict[str, An
         try:
             found, reason = byoc_systems(w, label, backend, options, catalog)
         except Exception as exc:  # built, but could not be bound or called: report it
-            found, reason = [], f"{type(exc).__name__}: {_first_line(exc)}"
+            found, reason = [], describe_error(exc)
         systems += found
         if reason:
             not_applicable[label] = reason
@@ -72,7 +72,7 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log) -> dict[str, An
         try:
             got = np.asarray(s.output())
         except Exception as exc:  # a system that cannot run is reported, not timed
-            failed[s.name] = f"{type(exc).__name__}: {_first_line(exc)}"
+            failed[s.name] = describe_error(exc)
             continue
         ok = got.shape == expected.shape and got.dtype == expected.dtype
         err = (
