@@ -7,7 +7,7 @@ Each codegen kind has one module with the same entry point::
 ``externals`` are one backend's external functions (lowered, with symbols), in
 program order; ``options`` are the backend's option values for this build. The
 host graph (graph-executor JSON plus the host functions) comes from
-:mod:`byoc.generator.graph_json`.
+:mod:`byoc.generator.host_graph`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ KIND_MODULES = {
     "c_fused": "c_fused",
     "engine": "engine",
     "examplejson": "examplejson",
-    "json": "json_graph",
+    "json": "json_codegen",
 }
 """Codegen kind -> the module of this package that implements it."""
 

@@ -45,7 +45,7 @@ from .c_text import (
     origin,
     value_label,
 )
-from .memory_plan import Step, plan_memory
+from .memory_plan import ScheduledOp, plan_memory
 
 SYMBOL = "\0symbol\0"
 """Stands for ``${symbol}`` in a rendered macro use until the kernel's name replaces it."""
@@ -116,7 +116,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
     uses: dict[tuple[str, TensorType], tuple[str, str]] = {}
-    steps = [Step(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)]
+    steps = [ScheduledOp(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)]
     plan = plan_memory((), steps, types, outputs)
     buffer_of: dict[int, int] = {}
     base = first_const + len(fn.constants)

@@ -38,7 +38,7 @@ from . import ffi_entry
 from .artifacts import Artifact
 from .c_text import c_string, comment, function_origin, origin
 from .engine_header import element_values, header_text, wrap_list
-from .engine_plan import Plan, plan
+from .engine_plan import EnginePlan, plan
 
 VALUES_PER_LINE = 8
 LINE_WIDTH = 100
@@ -62,7 +62,7 @@ def generate(
     return (module, header)
 
 
-def module_text(plans: Sequence[Plan], spec: BackendSpec, values: Mapping[str, object]) -> str:
+def module_text(plans: Sequence[EnginePlan], spec: BackendSpec, values: Mapping[str, object]) -> str:
     symbols = ", ".join(str(p.fn.name) for p in plans)
     functions = [_function_text(p, spec, values) for p in plans]
     limits = any("std::numeric_limits" in text for text in functions)
@@ -83,7 +83,7 @@ def module_text(plans: Sequence[Plan], spec: BackendSpec, values: Mapping[str, o
     return "\n".join(part.removesuffix("\n") + "\n" for part in parts)
 
 
-def _function_text(p: Plan, spec: BackendSpec, values: Mapping[str, object]) -> str:
+def _function_text(p: EnginePlan, spec: BackendSpec, values: Mapping[str, object]) -> str:
     fn = p.fn
     sym = str(fn.name)
     ctype = spec.ctype(p.dtype)
@@ -152,7 +152,7 @@ def _function_text(p: Plan, spec: BackendSpec, values: Mapping[str, object]) -> 
     return "\n".join(out)
 
 
-def _describe(p: Plan, sym: str) -> str:
+def _describe(p: EnginePlan, sym: str) -> str:
     fn = p.fn
     n_in, n_out = len(fn.params), len(fn.outputs)
     ids = [f"{i} input {prm.name}" for i, prm in enumerate(fn.params)]
@@ -233,7 +233,7 @@ def _literal(value: int | float, dtype: str, ctype: str) -> str:
     return text + ("f" if dtype == "float32" else "")
 
 
-def _check_names(plans: Sequence[Plan], spec: BackendSpec) -> None:
+def _check_names(plans: Sequence[EnginePlan], spec: BackendSpec) -> None:
     """The module's global names must not clash (``a_wrapper`` would define ``a_wrapper_``)."""
     taken: dict[str, Function | None] = {name: None for name in (*spec.layers, *spec.macros)}
     for p in plans:

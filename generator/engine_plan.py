@@ -1,4 +1,4 @@
-"""Plan one external function for the engine codegen: its layers and buffer ids.
+"""EnginePlan one external function for the engine codegen: its layers and buffer ids.
 
 The engine runs a *layer graph*: one line per layer, naming the buffer it writes
 and the buffers it reads by id. Ids are assigned here:
@@ -28,7 +28,7 @@ from byoc.errors import GraphError
 from byoc.ir import CALL_OP, Constant, Function, Node, Param, TensorType
 from byoc.spec.backend import BackendSpec, LayerDef
 
-from .memory_plan import Step, plan_memory
+from .memory_plan import ScheduledOp, plan_memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class Copy:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class EnginePlan:
     fn: Function
     dtype: str
     constants: tuple[tuple[Constant, int], ...]
@@ -69,7 +69,7 @@ class Plan:
         return len(self.fn.params) + len(self.fn.outputs) + len(self.constants)
 
 
-def plan(fn: Function, spec: BackendSpec) -> Plan:
+def plan(fn: Function, spec: BackendSpec) -> EnginePlan:
     """The layer graph of ``fn`` on ``spec``'s engine; raises a located GraphError."""
     dtype = spec.dtypes[0]
     _check_values(fn, spec, dtype)
@@ -90,7 +90,7 @@ def plan(fn: Function, spec: BackendSpec) -> Plan:
     # Empty tensors compute nothing, and so do their readers: they get no layer.
     live = [node for node in fn.nodes if node.type.size]
     memory = plan_memory(
-        (), [Step(n.inputs, n.outputs) for n in live], {n.name: n.type for n in live}, fn.outputs
+        (), [ScheduledOp(n.inputs, n.outputs) for n in live], {n.name: n.type for n in live}, fn.outputs
     )
     first_intermediate = n_in + n_out + len(constants)
     intermediate: dict[int, int] = {}  # plan buffer -> engine id, in order of first use
@@ -113,7 +113,7 @@ def plan(fn: Function, spec: BackendSpec) -> Plan:
             continue  # empty, or written by its layer
         source = ("output", first_output[name]) if name in producers else _value_source(name, fn)
         copies.append(Copy(j, source, t))
-    return Plan(fn, dtype, constants, tuple(layers), tuple(copies), len(intermediate))
+    return EnginePlan(fn, dtype, constants, tuple(layers), tuple(copies), len(intermediate))
 
 
 def _value_source(name: str, fn: Function) -> tuple[str, int]:

@@ -1,7 +1,7 @@
 """Storage planning: give every value of a schedule a buffer, and let values whose
 lifetimes do not overlap share one.
 
-The input is a schedule, a sequence of :class:`Step` (one kernel or function call
+The input is a schedule, a sequence of :class:`ScheduledOp` (one kernel or function call
 each: the values it reads, then the values it writes), plus the graph's inputs,
 outputs and value types. The rules:
 
@@ -31,7 +31,7 @@ from byoc.ir import TensorType
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class ScheduledOp:
     """One scheduled operation: it reads ``uses`` and writes ``defines``."""
 
     uses: tuple[Hashable, ...]
@@ -64,7 +64,7 @@ class MemoryPlan:
 
 def plan_memory(
     inputs: Sequence[Hashable],
-    steps: Sequence[Step],
+    steps: Sequence[ScheduledOp],
     types: Mapping[Hashable, TensorType],
     outputs: Iterable[Hashable] = (),
 ) -> MemoryPlan:

@@ -12,7 +12,7 @@ from byoc.gc_pause import full_collections_deferred
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
 
-from . import generator_for, graph_json
+from . import generator_for, host_graph
 from .artifacts import Artifact
 from .lowering import Lowered, lower
 
@@ -87,7 +87,7 @@ def _generate(program, catalog, load_backend, options) -> Generated:
     for name, spec in specs.items():
         values[name] = spec.option_values(routed[name])
         artifacts.extend(generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values[name]))
-    artifacts.extend(graph_json.generate(lowered.hosts, catalog))
+    artifacts.extend(host_graph.generate(lowered.hosts, catalog))
     seen: dict[str, Artifact] = {}
     for artifact in artifacts:
         if artifact.name in seen:

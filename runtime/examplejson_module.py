@@ -11,7 +11,7 @@ form (``SaveToBinary`` / ``LoadFromBinary``). This one has none of those limits:
 * ``get_function("<subgraph name>")`` returns a destination-passing function
   ``f(*inputs, output)`` with checked arguments;
 * each subgraph, of any shape and any DAG, is precompiled into an interpreter
-  :class:`~byoc.runtime.interpreter.Plan` whose steps are the op catalog's numpy
+  :class:`~byoc.runtime.interpreter.InterpreterPlan` whose steps are the op catalog's numpy
   kernels, so results equal :func:`byoc.reference.evaluate` exactly;
 * :meth:`~ExampleJsonModule.save` / :meth:`~ExampleJsonModule.load` serialise it.
 
@@ -47,7 +47,7 @@ from byoc.grammar.lark_support import decode
 from byoc.ir import CALL_OP, Function
 
 from .interface import PackedFunction, Signature
-from .interpreter import Plan, Step
+from .interpreter import InterpreterPlan, InterpreterStep
 from .spec_tables import spec_table
 
 MAGIC = b"BYOCEJSN"
@@ -75,7 +75,7 @@ class ExampleJsonModule:
         self.file = file
         self.catalog = catalog or load_catalog()
         program = parse_examplejson(text, self.catalog, file=file, tokens=self.tokens)
-        self.plans: dict[str, Plan] = {}
+        self.plans: dict[str, InterpreterPlan] = {}
         self._consts: dict[str, tuple[np.ndarray, ...]] = {}
         for fn in program.functions:
             assert fn.name is not None
@@ -120,7 +120,7 @@ class ExampleJsonModule:
         consts = self._consts[symbol]
         return lambda *args: plan.run(args, consts)
 
-    def _plan(self, symbol: str) -> Plan:
+    def _plan(self, symbol: str) -> InterpreterPlan:
         plan = self.plans.get(symbol)
         if plan is None:
             raise RuntimeFailure(
@@ -189,7 +189,7 @@ def _payload(data: Any) -> bytes:
     return payload
 
 
-def function_plan(fn: Function, catalog: Catalog) -> tuple[Plan, tuple[np.ndarray, ...]]:
+def function_plan(fn: Function, catalog: Catalog) -> tuple[InterpreterPlan, tuple[np.ndarray, ...]]:
     """An IR function of catalog ops, compiled into an interpreter plan (one entry per
     name: parameters, constants, nodes), and its constants' arrays."""
     slots: dict[str, int] = {}
@@ -202,11 +202,11 @@ def function_plan(fn: Function, catalog: Catalog) -> tuple[Plan, tuple[np.ndarra
         kernel = partial(evaluate_op, catalog[node.op], attrs=node.attrs, out=node.type)
         inputs = tuple(slots[name] for name in node.inputs)
         slots[node.name] = len(slots)
-        steps.append(Step(kernel, inputs, slots[node.name]))
+        steps.append(InterpreterStep(kernel, inputs, slots[node.name]))
     consts = tuple(np.array(c.values, dtype=c.type.dtype).reshape(c.type.shape) for c in fn.constants)
     for array in consts:
         array.flags.writeable = False
-    plan = Plan(
+    plan = InterpreterPlan(
         symbol=fn.name or "<anonymous>",
         input_names=tuple(p.name for p in fn.params),
         signature=Signature(tuple(p.type for p in fn.params), fn.output_types),

@@ -1,7 +1,7 @@
 """The numpy interpreter core shared by the ExampleJSON and JSON runtime modules.
 
-A function is precompiled once, at load time, into a :class:`Plan`: a flat list of
-*entries* (TVM's data entries) and a list of :class:`Step` s, each computing one
+A function is precompiled once, at load time, into a :class:`InterpreterPlan`: a flat list of
+*entries* (TVM's data entries) and a list of :class:`InterpreterStep` s, each computing one
 entry with a catalog op's numpy kernel from other entries. A call checks its
 arguments the way the generated TVM FFI entries do (count, dtype, shape; outputs
 C-contiguous and writeable), binds them to entries, runs the steps and copies the
@@ -26,7 +26,7 @@ Kernel = Callable[[list[np.ndarray]], np.ndarray]
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class InterpreterStep:
     """Compute entry ``output`` by ``kernel`` of the entries ``inputs``."""
 
     kernel: Kernel
@@ -35,7 +35,7 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class InterpreterPlan:
     """One function, precompiled. The arguments bind ``input_slots`` and the
     constants ``const_slots``; each step writes one entry; the outputs are copied
     from ``output_slots`` into the caller's arrays."""
@@ -47,7 +47,7 @@ class Plan:
     input_slots: tuple[int, ...]
     const_slots: tuple[int, ...]
     const_types: tuple[TensorType, ...]
-    steps: tuple[Step, ...]
+    steps: tuple[InterpreterStep, ...]
     output_slots: tuple[int, ...]
 
     def run(self, args: Sequence[Any], consts: Sequence[np.ndarray] = ()) -> None:

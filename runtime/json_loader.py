@@ -26,7 +26,7 @@ from byoc.errors import RuntimeFailure
 from byoc.ir import DTYPES, TensorType
 
 from .interface import Signature
-from .interpreter import Plan, Step
+from .interpreter import InterpreterPlan, InterpreterStep
 
 FORMAT = "byoc-json-runtime"
 VERSION = 1
@@ -51,7 +51,7 @@ def check_header(document: Any, where: str) -> str:
 
 
 class GraphLoader:
-    """Validates one function entry and compiles its graph into a Plan."""
+    """Validates one function entry and compiles its graph into an InterpreterPlan."""
 
     def __init__(self, where: str, catalog: Catalog, kernels: Mapping[str, str]) -> None:
         self.where = where
@@ -68,7 +68,7 @@ class GraphLoader:
             raise self.fail(f"key {key!r} is missing or not a {kind.__name__}", nid)
         return value
 
-    def load(self, symbol: str, entry: Any, values: Mapping[str, Any]) -> tuple[Plan, tuple[str, ...]]:
+    def load(self, symbol: str, entry: Any, values: Mapping[str, Any]) -> tuple[InterpreterPlan, tuple[str, ...]]:
         if self.get(entry, "symbol", str) != symbol:
             raise self.fail(f"its symbol is {entry['symbol']!r}, not its key")
         names = self.get(entry, "const_names", list)
@@ -76,7 +76,7 @@ class GraphLoader:
         nodes = self.get(graph, "nodes", list)
         types: list[tuple[TensorType, ...]] = []
         row_ptr = [0]
-        steps: list[Step] = []
+        steps: list[InterpreterStep] = []
         for nid, node in enumerate(nodes):
             op = self.get(node, "op", str, nid)
             self.get(node, "name", str, nid)
@@ -101,7 +101,7 @@ class GraphLoader:
         for nid in consts:
             self.check_value(nodes[nid]["name"], values, types[nid][0], nid)
         heads = [self.entry(h, f"head {k}", types) for k, h in enumerate(self.get(graph, "heads", list))]
-        plan = Plan(
+        plan = InterpreterPlan(
             symbol=symbol,
             input_names=tuple(nodes[a]["name"] for a in inputs),
             signature=Signature(tuple(types[a][0] for a in inputs), tuple(types[n][i] for n, i in heads)),
@@ -143,7 +143,7 @@ class GraphLoader:
             )
         return src, index
 
-    def kernel(self, node: dict, nid: int, types: list, row_ptr: list[int]) -> Step:
+    def kernel(self, node: dict, nid: int, types: list, row_ptr: list[int]) -> InterpreterStep:
         name = node["name"]
         op_name = self.kernels.get(name)
         if op_name is None or op_name not in self.catalog:
@@ -165,7 +165,7 @@ class GraphLoader:
         if out != types[nid][0]:
             raise self.fail(f"kernel {name} computes {out}, the node declares {types[nid][0]}", nid)
         fn = partial(evaluate_op, op, attrs=op_attrs, out=out)
-        return Step(fn, tuple(row_ptr[n] + i for n, i in refs), row_ptr[nid])
+        return InterpreterStep(fn, tuple(row_ptr[n] + i for n, i in refs), row_ptr[nid])
 
     def check_value(self, name: str, values: Mapping[str, Any], t: TensorType, nid: int) -> None:
         value = values.get(name)

@@ -1,7 +1,7 @@
 """The JSON runtime module: TVM's ``JSONRuntimeBase``, interpreted with numpy.
 
 It reads the module document the ``json`` codegen writes (``<backend>.json``; the
-schema is documented in :mod:`byoc.generator.json_graph`) and follows the JSON
+schema is documented in :mod:`byoc.generator.json_codegen`) and follows the JSON
 runtime's semantics:
 
 * each function is looked up by its **symbol**; its arguments are the input nodes,
@@ -16,7 +16,7 @@ runtime's semantics:
 The whole document is validated on load by :mod:`byoc.runtime.json_loader`: a bad
 structure, version, node id, forward reference, kernel, attribute or type raises
 :class:`~byoc.errors.RuntimeFailure` naming the function and node. Each graph is
-precompiled into an interpreter :class:`~byoc.runtime.interpreter.Plan` of
+precompiled into an interpreter :class:`~byoc.runtime.interpreter.InterpreterPlan` of
 (kernel, input entries, output entry) steps, so a call does no lookups.
 """
 
@@ -34,7 +34,7 @@ from byoc.catalog import Catalog
 from byoc.errors import Location, RuntimeFailure
 
 from .interface import PackedFunction, Signature
-from .interpreter import Plan
+from .interpreter import InterpreterPlan
 from .json_loader import GraphLoader, check_header
 from .spec_tables import spec_table
 
@@ -78,7 +78,7 @@ class JsonRuntimeModule:
         self.document = document
         self.text = text
         values = document["const_values"]
-        self.plans: dict[str, Plan] = {}
+        self.plans: dict[str, InterpreterPlan] = {}
         self.const_names: dict[str, tuple[str, ...]] = {}
         for symbol, entry in document["functions"].items():
             loader = GraphLoader(f"{self._where}: function {symbol!r}", self.catalog, self.kernels)
@@ -160,7 +160,7 @@ class JsonRuntimeModule:
     def initialized(self, symbol: str) -> bool:
         return symbol in self._consts
 
-    def _plan(self, symbol: str) -> Plan:
+    def _plan(self, symbol: str) -> InterpreterPlan:
         plan = self.plans.get(symbol)
         if plan is None:
             raise RuntimeFailure(

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from byoc.generator.memory_plan import Buffer, Step, plan_memory
+from byoc.generator.memory_plan import Buffer, ScheduledOp, plan_memory
 from byoc.ir import TensorType
 
 TYPES = (
@@ -31,7 +31,7 @@ def schedules(draw):
         defines = tuple(f"v{k}_{j}" for j in range(draw(st.integers(1, 2))))
         for name in defines:
             types[name] = draw(st.sampled_from(TYPES))
-        steps.append(Step(uses, defines))
+        steps.append(ScheduledOp(uses, defines))
     outputs = draw(st.lists(st.sampled_from(list(types)), max_size=3)) if types else []
     return inputs, steps, types, outputs
 
@@ -88,7 +88,7 @@ def test_a_step_never_writes_a_buffer_it_reads(case):
 
 def test_a_chain_ping_pongs_between_two_buffers():
     t = TensorType((8, 8), "float32")
-    steps = [Step(("x",), ("a",))] + [Step((f"{c}",), (f"{n}",)) for c, n in zip("abcdef", "bcdefg")]
+    steps = [ScheduledOp(("x",), ("a",))] + [ScheduledOp((f"{c}",), (f"{n}",)) for c, n in zip("abcdef", "bcdefg")]
     types = {name: t for name in "xabcdefg"}
     plan = plan_memory(["x"], steps, types, ["g"])
     assert [plan.storage[v] for v in "xabcdefg"] == [0, 1, 2, 1, 2, 1, 2, 3]
@@ -97,7 +97,7 @@ def test_a_chain_ping_pongs_between_two_buffers():
 
 def test_reuse_needs_identical_dtype_and_size():
     chain = "xabcde"
-    steps = [Step((c,), (n,)) for c, n in zip(chain, chain[1:])]
+    steps = [ScheduledOp((c,), (n,)) for c, n in zip(chain, chain[1:])]
     f4 = TensorType((4,), "float32")
     types = {
         "x": f4,
@@ -116,7 +116,7 @@ def test_reuse_needs_identical_dtype_and_size():
 
 def test_unused_values_are_released_and_unplanned_values_ignored():
     t = TensorType((3,), "float32")
-    steps = [Step(("x", "k"), ("dead", "a")), Step(("a",), ("b",)), Step(("b",), ("c",))]
+    steps = [ScheduledOp(("x", "k"), ("dead", "a")), ScheduledOp(("a",), ("b",)), ScheduledOp(("b",), ("c",))]
     plan = plan_memory(["x"], steps, {n: t for n in ("x", "dead", "a", "b", "c")}, ["c"])
     assert "k" not in plan.storage
     assert plan.storage["b"] == plan.storage["dead"]
@@ -125,4 +125,4 @@ def test_unused_values_are_released_and_unplanned_values_ignored():
 def test_defining_a_value_twice_is_an_error():
     t = TensorType((1,), "float32")
     with pytest.raises(ValueError, match="defined twice"):
-        plan_memory([], [Step((), ("a",)), Step((), ("a",))], {"a": t})
+        plan_memory([], [ScheduledOp((), ("a",)), ScheduledOp((), ("a",))], {"a": t})

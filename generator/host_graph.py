@@ -18,7 +18,7 @@ The graph JSON::
 * one ``tvm_op`` node per external call, whose ``func_name`` is the callee's symbol;
 * one ``tvm_op`` node per *host function*: connected host ops are fused, like TVM's
   ``fused_add_subtract_concatenate``, unless that would make a cycle through an
-  external call (see :func:`partition`); each is printed as a ``graph host_<k>_<ops>(...)`` in the graph
+  external call (see :func:`host_units`); each is printed as a ``graph host_<k>_<ops>(...)`` in the graph
   DSL into ``<fn>.host.graph``, which the runtime parses back and evaluates with
   numpy. Its parameters are the ``inputs`` of the node, in order, and its results
   the node's outputs;
@@ -50,8 +50,8 @@ from byoc.grammar.graph_printer import print_function
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, TensorType
 
 from .artifacts import Artifact
-from .json_graph import Inline, dumps
-from .memory_plan import MemoryPlan, Step, plan_memory
+from .json_codegen import Inline, dumps
+from .memory_plan import MemoryPlan, ScheduledOp, plan_memory
 
 HOST_PREFIX = "host"
 MAX_NAME_OPS = 4
@@ -59,7 +59,7 @@ MAX_NAME_OPS = 4
 
 
 @dataclass(frozen=True, slots=True)
-class Unit:
+class HostUnit:
     """One ``tvm_op`` of the host graph: an external call, a fused group of host ops,
     or a provider of one constant."""
 
@@ -76,7 +76,7 @@ class Unit:
 @dataclass(frozen=True, slots=True)
 class HostGraph:
     graph: dict[str, Any]
-    units: tuple[Unit, ...]
+    units: tuple[HostUnit, ...]
     plan: MemoryPlan
 
     @property
@@ -111,7 +111,7 @@ def host_graph(
     """
     taken = set() if taken is None else taken
     counter = itertools.count() if counter is None else counter
-    units = partition(fn, taken, counter)
+    units = host_units(fn, taken, counter)
     types = fn.types()
 
     nodes: list[Inline] = []
@@ -146,7 +146,7 @@ def host_graph(
 
     plan = plan_memory(
         [p.name for p in fn.params],
-        [Step(u.inputs, u.outputs) for u in units],
+        [ScheduledOp(u.inputs, u.outputs) for u in units],
         types,
         fn.outputs,
     )
@@ -169,7 +169,7 @@ def host_graph(
     return HostGraph(graph, tuple(units), plan)
 
 
-def host_functions_text(fn: Function, units: Iterable[Unit]) -> str:
+def host_functions_text(fn: Function, units: Iterable[HostUnit]) -> str:
     """The host functions of ``fn`` as graph DSL text, each after a comment; "" if none."""
     blocks = []
     for unit in units:
@@ -195,7 +195,7 @@ def _comment(text: str) -> str:
     return "# " + text.replace("\n", "\\n").replace("\r", "\\r") + "\n"
 
 
-def partition(fn: Function, taken: set[str], counter: Iterator[int]) -> list[Unit]:
+def host_units(fn: Function, taken: set[str], counter: Iterator[int]) -> list[HostUnit]:
     """Split ``fn``'s nodes into units, in an order the executor can run them.
 
     Host ops are fused by *stage*. An external call's stage is the number of calls on
@@ -253,14 +253,14 @@ def partition(fn: Function, taken: set[str], counter: Iterator[int]) -> list[Uni
     types = fn.types()
     all_names = set(types)
 
-    units: list[Unit] = []
+    units: list[HostUnit] = []
     provided: list[Constant] = [
         c for c in fn.constants if c.name in results or any(is_call[k] for k in consumers.get(c.name, ()))
     ]
     for c in provided:
         name = _fresh(f"{HOST_PREFIX}_{next(counter)}_const", taken)
         function = Function(name, (), (c,), (), (c.name,))
-        units.append(Unit(name, (), (c.name,), (), function, _where(c.loc)))
+        units.append(HostUnit(name, (), (c.name,), (), function, _where(c.loc)))
     for group in ordered:
         members = set(group)
         group_nodes = tuple(nodes[k] for k in group)
@@ -268,7 +268,7 @@ def partition(fn: Function, taken: set[str], counter: Iterator[int]) -> list[Uni
             node = group_nodes[0]
             assert node.callee is not None and node.callee.name is not None
             units.append(
-                Unit(node.callee.name, node.inputs, node.outputs, group_nodes, None, _where(node.loc))
+                HostUnit(node.callee.name, node.inputs, node.outputs, group_nodes, None, _where(node.loc))
             )
             continue
         defined = {name for node in group_nodes for name in node.outputs}
@@ -286,7 +286,7 @@ def partition(fn: Function, taken: set[str], counter: Iterator[int]) -> list[Uni
         used_consts = {x for node in group_nodes for x in node.inputs if x in constants}
         name = _fresh(_group_name(next(counter), group_nodes), taken)
         function = _host_function(fn, types, name, inputs, group_nodes, outputs, used_consts, all_names)
-        units.append(Unit(name, inputs, outputs, group_nodes, function, _lines(group_nodes)))
+        units.append(HostUnit(name, inputs, outputs, group_nodes, function, _lines(group_nodes)))
     return units
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
-from byoc.generator import graph_json
+from byoc.generator import host_graph
 from byoc.generator.lowering import lower, offload_whole
 
 GEN = DATA / "gen"
@@ -58,7 +58,7 @@ def gen_program(name: str, backend: str = "json"):
 
 def build(program):
     lowered = lower(program, load_backend, load_catalog())
-    artifacts = {a.name: a for a in graph_json.generate(lowered.hosts, load_catalog())}
+    artifacts = {a.name: a for a in host_graph.generate(lowered.hosts, load_catalog())}
     return lowered, artifacts
 
 
