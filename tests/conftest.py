@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from bundle_support import make_bundle
 
 import byoc.spec
+from byoc import cli
 from byoc.api import parse, print_program
 from byoc.catalog import Catalog
 from byoc.ir import Program
@@ -20,8 +22,8 @@ TESTS = Path(__file__).parent
 DATA = TESTS / "data"
 EXAMPLES = TESTS.parent / "examples"
 
-GUIDE_SUBGRAPH = DATA / "guide_subgraph.examplejson"
-TVM_EXTERNAL_RUNTIME = DATA / "tvm_external_runtime.examplejson"
+GUIDE_SUBGRAPH = EXAMPLES / "guide_subgraph.examplejson"
+TVM_EXTERNAL_RUNTIME = EXAMPLES / "tvm_external_runtime.examplejson"
 GUIDE_WHOLE_GRAPH = EXAMPLES / "guide_whole_graph.graph"
 
 
@@ -68,19 +70,38 @@ def golden(snapshot):
     return lambda suffix: snapshot.use_extension(EXTENSIONS[suffix])
 
 
-def private_cache(tmp_path_factory):
-    """A private compile cache for one test module, inherited by subprocesses: a
-    module-scoped autouse fixture does ``yield from private_cache(tmp_path_factory)``."""
+@pytest.fixture(scope="session", autouse=True)
+def cache_dir(tmp_path_factory) -> Iterator[Path]:
+    """The compile cache of the whole run: a private ``$BYOC_CACHE_DIR``, inherited by
+    subprocesses, so that no test reads or writes the user's cache. Entries are keyed by
+    content, so test modules share them safely."""
     root = tmp_path_factory.mktemp("byoc-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(root))
         yield root
 
 
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty compile cache for one test (``$BYOC_CACHE_DIR``, not created yet),
+    for tests that look at the cache's entries."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(root))
+    return root
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    """``byoc *argv`` in this process: its exit status, stdout and stderr."""
+    capsys.readouterr()
+    rc = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
 @pytest.fixture(scope="module", params=["ccompiler", "json"])
 def bundle(request, tmp_path_factory) -> Path:
     """A .byoc bundle written by ``Model.save`` (tests/test_bundle*.py): with a compiled
-    library, or a JSON module. It is built in the requesting module's compile cache."""
+    library, or a JSON module."""
     return make_bundle(request.param, tmp_path_factory)
 
 

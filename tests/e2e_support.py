@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 from conftest import GUIDE_WHOLE_GRAPH
 
-from byoc import cli
 from byoc.runtime.executor import GraphExecutor
 
 BACKENDS = ("ccompiler", "engine", "examplejson", "json")
@@ -90,10 +89,3 @@ def assert_run_ok(rc: int, out: str, err: str, n_rows: int = 1) -> None:
     stages = next(line for line in out.splitlines() if line.startswith("stages: "))
     assert " run " in stages and " reference " in stages
     assert "result: every output matches the numpy reference" in out
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err

@@ -10,7 +10,6 @@ import numpy as np
 from conftest import EXAMPLES
 from ruamel.yaml import YAML
 
-from byoc import cli
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.generator.lowering import lower
@@ -201,10 +200,3 @@ def assert_guide_runs(backends, **kwargs) -> None:
     (out,) = run_built(PLAIN_GRAPH, backends, inputs, **kwargs)
     assert out.shape == (30, 10) and out.dtype == np.float32
     np.testing.assert_allclose(out, guide_expected(inputs), rtol=1e-6, atol=1e-6)
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err

@@ -58,7 +58,7 @@ def golden_cases() -> list[tuple[str, str, str]]:
     cases = []
     for path in sorted((TESTS / "data" / "gen").glob("*.graph")):
         cases.append((path.stem, "graph", path.read_text(encoding="utf-8")))
-    for path in sorted((TESTS / "data").glob("*.examplejson")):
+    for path in sorted((TESTS.parent / "examples").glob("*.examplejson")):
         cases.append((path.stem, "examplejson", path.read_text(encoding="utf-8")))
     return cases
 

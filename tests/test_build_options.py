@@ -7,25 +7,17 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import private_cache
+from conftest import run_cli
 from partition_support import (
     PLAIN_GRAPH,
     SHIPPED_SPECS,
     assert_guide_runs,
-    run_cli,
 )
 
 import byoc.runtime.build
 from byoc.api import load_backend
 from byoc.building import build
 from byoc.errors import UsageError
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    yield from private_cache(tmp_path_factory)
-
 
 # ------------------------------------------------------------------ options per build
 

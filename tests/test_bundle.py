@@ -14,17 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bundle_support import entries, write_zip
-from conftest import private_cache
 
 import byoc.runtime
 from byoc import cli
 from byoc.building import build
 from byoc.runtime.bundle import read_bundle
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture

@@ -15,17 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bundle_support import entries, make_bundle, write_zip
-from conftest import private_cache
 
 import byoc.runtime
 from byoc import cli
 from byoc.errors import ByocError, RuntimeFailure
 from byoc.runtime.bundle import MANIFEST, read_bundle
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

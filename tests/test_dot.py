@@ -11,10 +11,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, GUIDE_WHOLE_GRAPH
+from conftest import EXAMPLES, GUIDE_WHOLE_GRAPH, run_cli
 
 import byoc.cli_partition
-from byoc import cli
 from byoc.api import load_backend, load_catalog, parse_file
 from byoc.generator.dot import PALETTE, dot_program
 from byoc.generator.lowering import lower
@@ -36,13 +35,6 @@ graph main(x: float32[4, 3], y: float32[4, 3], bias: float32[3]) {
   return d, negative(k)
 }
 """
-
-
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
 
 
 def dot_of(capsys, *argv) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, private_cache
+from conftest import EXAMPLES, run_cli
 from e2e_support import (
     BACKENDS,
     WEIGHTS,
@@ -19,7 +19,6 @@ from e2e_support import (
     guide_inputs,
     make_guide_files,
     record_calls,
-    run_cli,
     table_rows,
 )
 
@@ -29,12 +28,6 @@ from byoc import cli
 from byoc.building import build
 
 EXAMPLEJSON_FILES = ("guide_subgraph.examplejson", "tvm_external_runtime.examplejson")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module (inherited by subprocesses)."""
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

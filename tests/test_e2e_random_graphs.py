@@ -7,21 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import private_cache
-from e2e_support import BACKENDS, assert_run_ok, run_cli
+from conftest import run_cli
+from e2e_support import BACKENDS, assert_run_ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import byoc.runtime
 from byoc.api import evaluate, parse
 from byoc.building import build
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module (inherited by subprocesses)."""
-    yield from private_cache(tmp_path_factory)
-
 
 # ------------------------------------------------------------------ random graphs
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, private_cache
+from conftest import EXAMPLES, run_cli
 from e2e_support import (
     assert_guide_output,
     assert_run_ok,
@@ -15,7 +15,6 @@ from e2e_support import (
     guide_inputs,
     make_guide_files,
     record_calls,
-    run_cli,
     table_rows,
 )
 from ruamel.yaml import YAML
@@ -24,12 +23,6 @@ from byoc.building import build
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_SPECS = ROOT / "spec" / "backends"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module (inherited by subprocesses)."""
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

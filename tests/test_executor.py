@@ -38,13 +38,6 @@ def chain_expected(x, y, i):
     return d * x, -(i + i) * i
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
-        yield
-
-
 @pytest.fixture(scope="module", params=["ccompiler", "json"])
 def model(request, tmp_path_factory):
     path = tmp_path_factory.mktemp("chain") / f"chain_{request.param}.graph"

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import private_cache
 from faults_support import (
     byoc_cmd,
     make_build_outputs,
@@ -28,11 +27,6 @@ from byoc import cli
 from byoc.atomic import write_directory, write_file
 from byoc.building import build
 from byoc.errors import BuildError, RuntimeFailure, UsageError
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import private_cache
 from faults_support import (
     byoc_cmd,
     make_build_outputs,
@@ -33,11 +32,6 @@ KILLER = TESTS / "kill_at_step.py"
 
 TIMED_KILL_DELAYS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """Seconds after the start at which an external SIGKILL hits ``byoc gen`` / ``byoc build``."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

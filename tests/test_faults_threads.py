@@ -7,16 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import private_cache
 
 import byoc
 from byoc.building import build
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    yield from private_cache(tmp_path_factory)
-
 
 THREADS = 8
 CALLS = 40

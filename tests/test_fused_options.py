@@ -28,10 +28,9 @@ PARALLEL_PRAGMA = "#pragma omp parallel for schedule(static) if(byoc_parallel_ok
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache, and no user spec directories."""
+def no_user_specs():
+    """Only the shipped specs: no user spec directories from ``$BYOC_SPEC_PATH``."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
         mp.delenv(ENV_VAR, raising=False)
         yield
 

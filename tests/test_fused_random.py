@@ -5,7 +5,6 @@ partitioned onto the `fused` backend, built, run and compared with the numpy ref
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from conftest import random_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,14 +15,6 @@ from byoc.generator.partition import partition
 from byoc.ir import CALL_OP, DTYPES
 
 BACKEND = "fused"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
-        yield
 
 
 UNARY = ("relu", "negative", "copy")

@@ -55,13 +55,6 @@ BACKENDS = sorted(p.stem for p in SPECS.glob("*.yaml"))
 BAD = DATA / "bad"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
-        yield
-
-
 # ------------------------------------------------------------------ mutations
 
 INTERESTING = [
@@ -153,9 +146,7 @@ def _seeds(*patterns: tuple[Path, str]) -> list[bytes]:
 
 
 DSL_SEEDS = _seeds((BAD / "graph", "*.graph"), (EXAMPLES, "*.graph"), (DATA / "gen", "*.graph"))
-EJ_SEEDS = _seeds(
-    (BAD / "examplejson", "*.examplejson"), (EXAMPLES, "*.examplejson"), (DATA, "*.examplejson")
-)
+EJ_SEEDS = _seeds((BAD / "examplejson", "*.examplejson"), (EXAMPLES, "*.examplejson"))
 
 
 def _load(name: str):

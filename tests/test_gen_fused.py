@@ -83,14 +83,6 @@ EXTRA = {"bias_add_relu": BIAS_ADD_RELU, "broadcast_mix": BROADCAST_MIX, "chain6
 CASES = [g.stem for g in GEN] + list(EXTRA) + ["edge"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
-        yield
-
-
 def label(path: Path) -> str:
     return path.resolve().relative_to(REPO).as_posix()
 
@@ -187,7 +179,10 @@ def test_every_statement_names_its_source():
 def test_deterministic_in_process_and_across_processes():
     first = generate(externals_of("broadcast_mix"))
     assert generate(externals_of("broadcast_mix")) == first
-    assert text_in_fresh_process("test_gen_fused", "t.generate(t.externals_of('broadcast_mix'))", "4242") == first
+    assert (
+        text_in_fresh_process("test_gen_fused", "t.generate(t.externals_of('broadcast_mix'))", "4242")
+        == first
+    )
 
 
 # ---------------------------------------------------------------------- loop planning

@@ -44,9 +44,9 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
+def no_user_flags():
+    """The specs' own compiler flags: none from ``$CFLAGS`` / ``$CXXFLAGS``."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BYOC_CACHE_DIR", str(tmp_path_factory.mktemp("byoc-cache")))
         mp.delenv("CFLAGS", raising=False)
         mp.delenv("CXXFLAGS", raising=False)
         yield

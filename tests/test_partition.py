@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import private_cache
+from conftest import run_cli
 from partition_support import (
     BIG_CYCLE,
     BROADCAST,
@@ -27,7 +27,6 @@ from partition_support import (
     random_inputs,
     region_calls,
     run_built,
-    run_cli,
     summary,
     symbols,
 )
@@ -35,12 +34,6 @@ from partition_support import (
 from byoc.api import evaluate, load_backend, parse, print_program
 from byoc.building import build
 from byoc.errors import UsageError
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    yield from private_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

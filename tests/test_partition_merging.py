@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import private_cache
 from partition_support import (
     BIG_CYCLE,
     CYCLE,
@@ -22,13 +21,6 @@ from partition_support import (
 
 from byoc.api import evaluate, load_backend, parse, print_program
 from byoc.ir import Function
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    yield from private_cache(tmp_path_factory)
-
 
 # ------------------------------------------------------------------ merging and cycles
 

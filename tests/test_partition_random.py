@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import private_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from partition_support import (
@@ -23,13 +22,6 @@ from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import CALL_OP, Function, Program
 from byoc.validate import validate_program
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    """A private compile cache for this module."""
-    yield from private_cache(tmp_path_factory)
-
 
 # ------------------------------------------------------------------ random graphs
 

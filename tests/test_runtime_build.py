@@ -99,12 +99,10 @@ def check_module(lib: Path, functions, rng) -> None:
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BYOC_CACHE_DIR", str(root))
+def default_toolchain(private_cache, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here starts from an empty cache and the specs' own compilers and flags."""
     for var in ("CC", "CXX", "CFLAGS", "CXXFLAGS"):
         monkeypatch.delenv(var, raising=False)
-    return root
 
 
 # ------------------------------------------------------------------ building

@@ -96,11 +96,6 @@ def built(request) -> Built:
     return request.getfixturevalue(request.param)
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def arguments(built: Built, rng) -> tuple[str, list[np.ndarray], np.ndarray]:
     """(symbol, inputs, expected output) of the first function of ``built``."""
     symbol = next(iter(built.functions))
