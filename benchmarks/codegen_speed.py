@@ -2,7 +2,7 @@
 
 Each measurement runs in a fresh process: parse a graph whose one @ccompiler region
 holds N ops (not timed), then time lowering plus the c_source generator, at 1k, 10k
-and 100k nodes. Target (issue 4): >= 50k nodes/s at 10k nodes; growth time(10x
+and 100k nodes. Target: >= 50k nodes/s at 10k nodes; growth time(10x
 nodes) <= 11x.
 """
 

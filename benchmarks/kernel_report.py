@@ -12,7 +12,7 @@ from .timing import fmt_ratio, fmt_time
 
 
 def evaluate_targets(results: dict[str, Any], tiny: bool) -> list[dict[str, Any]]:
-    """The issue's kernel targets, each measured, with met True/False (None: not measurable)."""
+    """The kernel targets, each measured, with met True/False (None: not measurable)."""
     wl = results["workloads"]
     targets = []
     label = FUSED

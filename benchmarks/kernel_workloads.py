@@ -19,9 +19,9 @@ from .workloads import (
 )
 
 FUSED = "fused"
-"""The backend the issue's speed targets are about (it may not exist yet)."""
+"""The backend the kernel speed targets are about (it may not exist yet)."""
 DEFAULT_JSON = "benchmarks/results/kernels.json"
-TARGETS = (  # issue 7, on FUSED's prepared call: (workload, metric, op, limit, text)
+TARGETS = (  # the kernel targets, on FUSED's prepared call: (workload, metric, op, limit, text)
     ("subgraph_4096", "x_bound", "<=", 1.10, "fused on 4096x4096: at most 1.10x the bandwidth bound"),
     ("subgraph_4096", "vs_numpy", ">=", 1.4, "fused on 4096x4096: at least 1.4x faster than numpy eager"),
     ("subgraph_4096", "vs_numexpr", ">", 1.0, "fused on 4096x4096: faster than numexpr"),

@@ -4,7 +4,7 @@ Each measurement runs in a fresh Python process (so one run's heap does not slow
 the next), generates its text, and times ``byoc.parse`` from text to validated IR.
 Sizes are measured in interleaved rounds; a time is the median over the rounds and
 growth the median of the within-round ratios. The generated texts keep the same
-bytes per line at every size (see workloads.ID_BASE). Targets (issue 2): ExampleJSON >= 100k
+bytes per line at every size (see workloads.ID_BASE). Targets: ExampleJSON >= 100k
 lines/s and DSL >= 50k lines/s at 100k lines; growth time(10x lines) <= 11x.
 """
 

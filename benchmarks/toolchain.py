@@ -8,7 +8,7 @@ are the ones ``byoc run`` prints. The operating system's file cache is warm in b
 cases: "cold" means byoc's own cache only.
 
 Commands: ``byoc run examples/guide_whole_graph.graph`` (the target: under 1.0 s
-cold and under 0.4 s warm, issue 7), then ``byoc run examples/guide_plain_graph.graph
+cold and under 0.4 s warm), then ``byoc run examples/guide_plain_graph.graph
 --backend B`` for every backend found, for comparison.
 """
 

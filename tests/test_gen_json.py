@@ -1,6 +1,6 @@
 """The json codegen: every external function as a graph in TVM's JSON-runtime schema,
-one module document per backend. Goldens for every shared graph and both ExampleJSON
-seeds; the schema is checked structurally, and a small numpy interpreter of the JSON
+one module document per backend. Goldens for every shared graph and both example
+ExampleJSON files; the schema is checked structurally, and a small numpy interpreter of the JSON
 (written here, independent of the generator) must agree with the reference."""
 
 from __future__ import annotations

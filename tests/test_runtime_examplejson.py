@@ -1,7 +1,8 @@
 """The ExampleJSON runtime module: the guide's ExampleJsonModule without its limits.
-Both seed texts run and match a numpy expression of their inputs; random DAGs of
-ranks 1-4 (with broadcasting) match the reference evaluator exactly; the module
-saves and loads back; corrupt data and bad calls raise RuntimeFailure."""
+Both example files (examples/*.examplejson) run and match a numpy expression of
+their inputs; random DAGs of ranks 1-4 (with broadcasting) match the reference
+evaluator exactly; the module saves and loads back; corrupt data and bad calls raise
+RuntimeFailure."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def guide_inputs(rng) -> list[np.ndarray]:
     return [random_array(rng, SHAPE, "float32") for _ in range(4)]
 
 
-# ----------------------------------------------------------------------------- seeds
+# ----------------------------------------------------------------------------- example files
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))

@@ -1,5 +1,5 @@
 """The JSON runtime module: TVM's JSONRuntimeBase interpreted with numpy. Every shared
-test graph (offloaded to @json), the golden module documents, the ExampleJSON seeds
+test graph (offloaded to @json), the golden module documents, the example ExampleJSON files
 and random graphs of every dtype and rank 1-4 match the reference evaluator exactly;
 saving round-trips the text; custom kernel names and attrs work; and neither runtime
 module imports the code generator. Constant binding and bad calls are in
