@@ -20,7 +20,7 @@ exists):
 
 * the golden graphs, tests/data/gen/*.graph, with their regions on the backend
   (where the backend's spec supports them), and the two ExampleJSON files of
-  tests/data, offloaded whole;
+  examples/, offloaded whole;
 * a batch of random graphs per backend (tests/fuzz_strategies.region_graphs:
   broadcasting where the spec allows it), ``--random N`` each (default
   RANDOM_PER_BACKEND).
