@@ -1,4 +1,4 @@
-"""EnginePlan one external function for the engine codegen: its layers and buffer ids.
+"""Plan one external function for the engine codegen: its layers and buffer ids.
 
 The engine runs a *layer graph*: one line per layer, naming the buffer it writes
 and the buffers it reads by id. Ids are assigned here:
