@@ -332,7 +332,11 @@ def softmax(x_shape: Sequence[int], *, axis: int = -1) -> Shape:
 def prelu(x_shape: Sequence[int], slope_shape: Sequence[int]) -> Shape:
     """slope broadcasts to x (ONNX's unidirectional broadcasting)."""
     x = _shape(x_shape, "prelu: input shape")
-    if broadcast(x, slope_shape) != x:
+    try:
+        fits = broadcast(x, slope_shape) == x
+    except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(
             f"prelu: slope shape {list(slope_shape)} does not broadcast to the input shape {list(x)}"
         )
