@@ -1,0 +1,470 @@
+"""numpy reference kernels: the ground truth for an op catalog of real networks.
+
+Each kernel takes its input arrays positionally and its attributes as keyword arguments, with
+ONNX-like semantics (layout N, C, spatial...; ``pads`` = begin of every axis, then end), and returns
+the output array (split: a tuple of arrays). Attributes are validated by the matching function of
+byoc.shape_functions, so an invalid combination raises ValueError naming the attribute.
+
+Dtypes: arithmetic kernels compute in float64 and return float64, whatever the input dtype; the
+caller casts to the graph's dtype. Data-movement kernels (pad, gather, slice, split, concatenate,
+reshape, flatten, transpose, squeeze, unsqueeze, expand) return the input dtype unchanged.
+
+Speed: convolutions are im2col (a strided window view copied once) and one batched matmul over the
+groups; pooling reduces a window view; erf and gelu call math.erf / math.erfc per element
+(about 7M elements/s on the 2-core machine).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from . import shape_functions as sf
+
+Ints = Sequence[int] | None
+
+SELU_ALPHA = 1.67326319217681884765625  # ONNX's defaults
+SELU_GAMMA = 1.05070102214813232421875
+
+
+def _f64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def _spatial_attrs(n: int, strides, dilations, pads) -> tuple[tuple[int, ...], ...]:
+    """strides, dilations and pads with ONNX's defaults (ones, ones, zeros) for ``n`` spatial axes."""
+    return (
+        (1,) * n if strides is None else tuple(strides),
+        (1,) * n if dilations is None else tuple(dilations),
+        (0,) * (2 * n) if pads is None else tuple(pads),
+    )
+
+
+def _pad_spatial(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value: float) -> np.ndarray:
+    widths = [(0, 0), (0, 0), *zip(begin, end)]
+    if not any(b or e for b, e in widths):
+        return x
+    return np.pad(x, widths, mode="constant", constant_values=value)
+
+
+def _windows(xp: np.ndarray, kernel: Sequence[int], strides, dilations, out: Sequence[int]) -> np.ndarray:
+    """View of padded ``xp`` (N, C, P...) as (N, C, O..., k...): window o, tap j is xp[o*s + j*d]."""
+    n = len(kernel)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    view = sliding_window_view(xp, extents, axis=tuple(range(2, 2 + n)))
+    span = builtins.slice
+    index = (
+        span(None),
+        span(None),
+        *(span(0, (o - 1) * s + 1, s) for o, s in zip(out, strides)),
+        *(span(None, None, d) for d in dilations),
+    )
+    return view[index]
+
+
+# ------------------------------------------------------------------------------- convolutions
+
+
+def conv(
+    x, w, *, strides: Ints = None, pads: Ints = None, dilations: Ints = None, groups: int = 1
+) -> np.ndarray:
+    """N-D grouped convolution (cross-correlation): x (N, C, D...), w (M, C/groups, k...)."""
+    out_shape = sf.conv(
+        np.shape(x), np.shape(w), strides=strides, pads=pads, dilations=dilations, groups=groups
+    )
+    x, w = _f64(x), _f64(w)
+    n = x.ndim - 2
+    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
+    kernel, out = w.shape[2:], out_shape[2:]
+    cols = _windows(_pad_spatial(x, pads[:n], pads[n:], 0.0), kernel, strides, dilations, out)
+    batch, cg, mg = x.shape[0], x.shape[1] // groups, w.shape[0] // groups
+    # (N, G, Cg, O..., k...) -> (G, N, O..., Cg, k...) -> (G, N*O, Cg*K): the one copy (im2col)
+    cols = cols.reshape(batch, groups, cg, *out, *kernel)
+    cols = cols.transpose(1, 0, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))
+    cols = cols.reshape(groups, batch * math.prod(out), cg * math.prod(kernel))
+    taps = np.ascontiguousarray(w.reshape(groups, mg, cg * math.prod(kernel)).transpose(0, 2, 1))
+    y = np.matmul(cols, taps)  # (G, N*O, Mg)
+    y = y.reshape(groups, batch, *out, mg).transpose(1, 0, n + 2, *range(2, n + 2))
+    return y.reshape(out_shape)
+
+
+def conv_transpose(
+    x,
+    w,
+    *,
+    strides: Ints = None,
+    pads: Ints = None,
+    output_padding: Ints = None,
+    dilations: Ints = None,
+    groups: int = 1,
+) -> np.ndarray:
+    """N-D grouped transposed convolution: x (N, C, D...), w (C, M/groups, k...); input element i,
+    tap j lands on output i*strides + j*dilations - pad_begin; output_padding extends the end."""
+    out_shape = sf.conv_transpose(
+        np.shape(x),
+        np.shape(w),
+        strides=strides,
+        pads=pads,
+        output_padding=output_padding,
+        dilations=dilations,
+        groups=groups,
+    )
+    x, w = _f64(x), _f64(w)
+    n = x.ndim - 2
+    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
+    batch, inner, kernel = x.shape[0], x.shape[2:], w.shape[2:]
+    cg, mg = x.shape[1] // groups, w.shape[1]
+    # contributions (G, N*D, Cg) @ (G, Cg, Mg*K) -> (N, M, D..., k...)
+    xs = x.reshape(batch, groups, cg, math.prod(inner)).transpose(1, 0, 3, 2).reshape(groups, -1, cg)
+    taps = w.reshape(groups, cg, mg * math.prod(kernel))
+    part = np.matmul(xs, taps).reshape(groups, batch, *inner, mg, *kernel)
+    part = part.transpose(1, 0, n + 2, *range(2, n + 2), *range(n + 3, 2 * n + 3))
+    part = part.reshape(batch, groups * mg, *inner, *kernel)
+    extra = (0,) * n if output_padding is None else tuple(output_padding)
+    # every tap's landing place, before the pads are cropped; output_padding extends the end
+    full = [
+        s * (i - 1) + (k - 1) * d + 1 + e for s, i, k, d, e in zip(strides, inner, kernel, dilations, extra)
+    ]
+    y = np.zeros((batch, groups * mg, *full))
+    span = builtins.slice
+    for tap in np.ndindex(*kernel):
+        target = tuple(
+            span(j * d, j * d + s * (i - 1) + 1, s) for j, d, s, i in zip(tap, dilations, strides, inner)
+        )
+        y[(Ellipsis, *target)] += part[(Ellipsis, *tap)]
+    crop = tuple(span(pads[a], pads[a] + o) for a, o in enumerate(out_shape[2:]))
+    return np.ascontiguousarray(y[(Ellipsis, *crop)])
+
+
+# ------------------------------------------------------------------------------------- pooling
+
+
+def _pool_layout(x_shape, out_shape, kernel, strides, pads, dilations):
+    """Begin pads and end pads that also cover ceil_mode's overhang past the explicit end pad."""
+    n = len(kernel)
+    begin = list(pads[:n])
+    end = [
+        max(pads[n + i], (o - 1) * s + (k - 1) * d + 1 - size - b)
+        for i, (o, s, k, d, size, b) in enumerate(
+            zip(out_shape[2:], strides, kernel, dilations, x_shape[2:], begin)
+        )
+    ]
+    return begin, end
+
+
+def max_pool(
+    x, *, kernel_shape, strides: Ints = None, pads: Ints = None, dilations: Ints = None, ceil_mode: int = 0
+):
+    """Max over each window; padding never wins (it is -inf, and every window holds an input element)."""
+    out_shape = sf.max_pool(
+        np.shape(x),
+        kernel_shape=kernel_shape,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        ceil_mode=ceil_mode,
+    )
+    x = _f64(x)
+    n = x.ndim - 2
+    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
+    begin, end = _pool_layout(x.shape, out_shape, kernel_shape, strides, pads, dilations)
+    view = _windows(_pad_spatial(x, begin, end, -np.inf), kernel_shape, strides, dilations, out_shape[2:])
+    return view.max(axis=tuple(range(2 + n, 2 + 2 * n)))
+
+
+def avg_pool(
+    x,
+    *,
+    kernel_shape,
+    strides: Ints = None,
+    pads: Ints = None,
+    dilations: Ints = None,
+    ceil_mode: int = 0,
+    count_include_pad: int = 0,
+):
+    """Mean over each window. The divisor counts the window's input elements, or with count_include_pad
+    its elements inside the explicitly padded input (never ceil_mode's overhang past the end pad)."""
+    out_shape = sf.avg_pool(
+        np.shape(x),
+        kernel_shape=kernel_shape,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        ceil_mode=ceil_mode,
+        count_include_pad=count_include_pad,
+    )
+    x = _f64(x)
+    n = x.ndim - 2
+    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
+    begin, end = _pool_layout(x.shape, out_shape, kernel_shape, strides, pads, dilations)
+    axes = tuple(range(2 + n, 2 + 2 * n))
+    out = out_shape[2:]
+    total = _windows(_pad_spatial(x, begin, end, 0.0), kernel_shape, strides, dilations, out).sum(axis=axes)
+    if count_include_pad:  # ones over input and explicit pads, zeros over the overhang
+        mask = _pad_spatial(np.ones((1, 1, *x.shape[2:])), pads[:n], pads[n:], 1.0)
+        mask = _pad_spatial(mask, [0] * n, [e - p for e, p in zip(end, pads[n:])], 0.0)
+    else:
+        mask = _pad_spatial(np.ones((1, 1, *x.shape[2:])), begin, end, 0.0)
+    count = _windows(mask, kernel_shape, strides, dilations, out).sum(axis=axes)
+    return total / count
+
+
+def global_avg_pool(x) -> np.ndarray:
+    """Mean over every spatial axis, kept as size 1."""
+    sf.global_pool(np.shape(x))
+    x = _f64(x)
+    return x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+def global_max_pool(x) -> np.ndarray:
+    """Max over every spatial axis, kept as size 1."""
+    sf.global_pool(np.shape(x))
+    x = _f64(x)
+    return x.max(axis=tuple(range(2, x.ndim)), keepdims=True)
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+
+def _per_channel(p: np.ndarray, ndim: int) -> np.ndarray:
+    return _f64(p).reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def lrn(x, *, size: int, alpha: float = 1e-4, beta: float = 0.75, bias: float = 1.0) -> np.ndarray:
+    """ONNX LRN: x / (bias + alpha/size * sum of x^2 over channels c-floor((size-1)/2)..c+ceil((size-1)/2))^beta."""
+    sf.lrn(np.shape(x), size=size, alpha=alpha, beta=beta, bias=bias)
+    x = _f64(x)
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    widths = [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2)
+    squares = np.pad(x * x, widths)
+    total = sliding_window_view(squares, size, axis=1).sum(axis=-1)
+    return x / (bias + alpha / size * total) ** beta
+
+
+def batch_norm(x, scale, bias, mean, var, *, epsilon: float = 1e-5) -> np.ndarray:
+    """Inference batch normalisation over channel axis 1: scale * (x - mean) / sqrt(var + epsilon) + bias."""
+    sf.batch_norm(*map(np.shape, (x, scale, bias, mean, var)), epsilon=epsilon)
+    x = _f64(x)
+    scale, bias, mean, var = (_per_channel(p, x.ndim) for p in (scale, bias, mean, var))
+    return (x - mean) * (scale / np.sqrt(var + epsilon)) + bias
+
+
+def softmax(x, *, axis: int = -1) -> np.ndarray:
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    sf.softmax(np.shape(x), axis=axis)
+    e = np.exp(_shifted(x, axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x, *, axis: int = -1) -> np.ndarray:
+    """(x - max) - log(sum(exp(x - max))) along ``axis``."""
+    sf.softmax(np.shape(x), axis=axis)
+    z = _shifted(x, axis)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def _shifted(x, axis: int) -> np.ndarray:
+    x = _f64(x)
+    return x - x.max(axis=axis, keepdims=True)
+
+
+# -------------------------------------------------------------------------------- linear algebra
+
+
+def dense(x, w) -> np.ndarray:
+    """x @ w.T, w (units, in) as Relay's dense."""
+    sf.dense(np.shape(x), np.shape(w))
+    return np.matmul(_f64(x), _f64(w).T)
+
+
+def matmul(a, b) -> np.ndarray:
+    """numpy.matmul in float64."""
+    sf.matmul(np.shape(a), np.shape(b))
+    return np.matmul(_f64(a), _f64(b))
+
+
+# ------------------------------------------------------------------------------------ reductions
+
+
+def _reduce(fn, x, axes, keepdims) -> np.ndarray:
+    sf.reduce(np.shape(x), axes=axes, keepdims=keepdims)
+    x = _f64(x)
+    every = axes is None or len(axes) == 0
+    norm = tuple(range(x.ndim)) if every else sf.normalize_axes(axes, x.ndim, "reduce")
+    return fn(x, axis=norm, keepdims=bool(keepdims))
+
+
+def reduce_sum(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
+    return _reduce(np.sum, x, axes, keepdims)
+
+
+def reduce_mean(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
+    return _reduce(np.mean, x, axes, keepdims)
+
+
+def reduce_max(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
+    return _reduce(np.max, x, axes, keepdims)
+
+
+def reduce_min(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
+    return _reduce(np.min, x, axes, keepdims)
+
+
+def reduce_prod(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
+    return _reduce(np.prod, x, axes, keepdims)
+
+
+# -------------------------------------------------------------------------------- shape ops
+
+
+def reshape(x, shape, *, allowzero: int = 0) -> np.ndarray:
+    """ONNX Reshape (see shape_functions.reshape)."""
+    return np.reshape(x, sf.reshape(np.shape(x), shape, allowzero=allowzero))
+
+
+def flatten(x, *, axis: int = 1) -> np.ndarray:
+    return np.reshape(x, sf.flatten(np.shape(x), axis=axis))
+
+
+def transpose(x, *, perm: Ints = None) -> np.ndarray:
+    sf.transpose(np.shape(x), perm=perm)
+    return np.transpose(x, perm)
+
+
+def squeeze(x, *, axes: Ints = None) -> np.ndarray:
+    return np.reshape(x, sf.squeeze(np.shape(x), axes=axes))
+
+
+def unsqueeze(x, *, axes: Sequence[int]) -> np.ndarray:
+    return np.reshape(x, sf.unsqueeze(np.shape(x), axes=axes))
+
+
+def expand(x, shape) -> np.ndarray:
+    """ONNX Expand: broadcast x and ``shape`` both ways (a copy, not a view)."""
+    return np.array(np.broadcast_to(x, sf.expand(np.shape(x), shape)))
+
+
+def pad(x, *, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> np.ndarray:
+    """ONNX Pad over all axes; modes constant (``value``), reflect (mirror without the edge), edge."""
+    sf.pad(np.shape(x), pads=pads, mode=mode, value=value)
+    x = np.asarray(x)
+    widths = list(zip(pads[: x.ndim], pads[x.ndim :]))
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=value)
+    return np.pad(x, widths, mode=mode)
+
+
+def gather(x, indices, *, axis: int = 0) -> np.ndarray:
+    """ONNX Gather: indices in [-size, size) along ``axis``; negatives count from the end."""
+    sf.gather(np.shape(x), np.shape(indices), axis=axis)
+    x, idx = np.asarray(x), np.asarray(indices)
+    if not np.issubdtype(idx.dtype, np.integer) and idx.size:
+        raise ValueError(f"gather: indices have dtype {idx.dtype}, expected an integer type")
+    size = x.shape[sf.normalize_axis(axis, x.ndim, "gather")]
+    bad = (idx < -size) | (idx >= size)
+    if np.any(bad):
+        raise ValueError(f"gather: index {idx[bad].flat[0]} is out of range for axis size {size}")
+    return np.take(x, np.where(idx < 0, idx + size, idx).astype(np.intp), axis=axis)
+
+
+def slice(x, *, starts, ends, axes: Ints = None, steps: Ints = None) -> np.ndarray:  # ONNX's name
+    """ONNX Slice, with its clamping (see shape_functions.slice_range)."""
+    out = np.asarray(x)
+    for a, r in sf.slice_ranges(out.shape, starts=starts, ends=ends, axes=axes, steps=steps):
+        out = np.take(out, np.arange(r.start, r.stop, r.step, dtype=np.intp), axis=a)
+    return out
+
+
+def split(x, *, axis: int = 0, sizes: Ints = None, num_outputs: int | None = None) -> tuple[np.ndarray, ...]:
+    """Parts along ``axis`` (see shape_functions.split_sizes); each part is a copy."""
+    parts = sf.split_sizes(np.shape(x), axis=axis, sizes=sizes, num_outputs=num_outputs)
+    cuts = np.cumsum(parts)[:-1]
+    return tuple(np.array(p) for p in np.split(np.asarray(x), cuts, axis=axis))
+
+
+def concatenate(*xs, axis: int = 0) -> np.ndarray:
+    sf.concatenate(*map(np.shape, xs), axis=axis)
+    return np.concatenate(xs, axis=axis)
+
+
+# -------------------------------------------------------------------------------------- math
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def erf(x) -> np.ndarray:
+    """math.erf per element (within an ulp or so; numpy has no erf and scipy is not a dependency)."""
+    return _ERF(_f64(x)).astype(np.float64)
+
+
+def gelu(x) -> np.ndarray:
+    """x * Phi(x) = x/2 * erfc(-x/sqrt(2)); erfc keeps the tail for x << 0 where 1 + erf(x) cancels."""
+    x = _f64(x)
+    return 0.5 * x * _ERFC(-x / math.sqrt(2.0)).astype(np.float64)
+
+
+def relu(x) -> np.ndarray:
+    return np.maximum(_f64(x), 0.0)
+
+
+def sigmoid(x) -> np.ndarray:
+    """1 / (1 + exp(-x)), evaluated without overflow for either sign."""
+    x = _f64(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def tanh(x) -> np.ndarray:
+    return np.tanh(_f64(x))
+
+
+def softplus(x) -> np.ndarray:
+    """log(1 + exp(x)) without overflow."""
+    return np.logaddexp(0.0, _f64(x))
+
+
+def softsign(x) -> np.ndarray:
+    x = _f64(x)
+    return x / (1.0 + np.abs(x))
+
+
+def elu(x, *, alpha: float = 1.0) -> np.ndarray:
+    x = _f64(x)
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+def selu(x, *, alpha: float = SELU_ALPHA, gamma: float = SELU_GAMMA) -> np.ndarray:
+    x = _f64(x)
+    return gamma * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+def hard_sigmoid(x, *, alpha: float = 0.2, beta: float = 0.5) -> np.ndarray:
+    return np.clip(alpha * _f64(x) + beta, 0.0, 1.0)
+
+
+def leaky_relu(x, *, alpha: float = 0.01) -> np.ndarray:
+    x = _f64(x)
+    return np.where(x >= 0, x, alpha * x)
+
+
+def prelu(x, slope) -> np.ndarray:
+    """x where x >= 0, else slope * x; slope broadcasts to x (ONNX). For Relay's per-channel alpha of
+    shape (C,) on NCHW, pass slope reshaped to (C, 1, 1)."""
+    sf.prelu(np.shape(x), np.shape(slope))
+    x = _f64(x)
+    return np.where(x >= 0, x, _f64(slope) * x)
+
+
+def clip(x, *, min: float | None = None, max: float | None = None) -> np.ndarray:  # ONNX's names
+    """ONNX Clip: min(max(x, min), max), so min > max gives max everywhere; NaN stays NaN."""
+    x = _f64(x)
+    if min is not None:
+        x = np.where(x < min, min, x)
+    if max is not None:
+        x = np.where(x > max, max, x)
+    return x
