@@ -32,6 +32,7 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError
 from byoc.ir import Constant, Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
@@ -49,8 +50,8 @@ def generate(
 ) -> tuple[Artifact, ...]:
     """The engine header and the module of ``externals`` (all of backend ``spec``)."""
     del catalog  # the layers come from the spec; the catalog was checked by lowering
-    if spec.kind != "engine":
-        raise ValueError(f"backend {spec.name} is a {spec.kind} backend, not an engine one")
+    if not isinstance(spec.kind, EngineKind):
+        raise ValueError(f"backend {spec.name} is a {spec.kind.name} backend, not an engine one")
     if not externals:
         return ()
     values = spec.template_values(spec.option_values(dict(options)))

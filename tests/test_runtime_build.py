@@ -41,7 +41,8 @@ def program_for(backend: str, name: str = "whole_graph"):
 
 def module_sources(program, backend: str, loader=load_backend) -> tuple[dict[str, str], str, tuple]:
     """(sources, main, external functions) of ``backend``'s module in ``program``."""
-    lowered, artifacts = generate(program, load_catalog(), loader)
+    generated = generate(program, load_catalog(), loader)
+    lowered, artifacts = generated.lowered, generated.artifacts
     mine = [a for a in artifacts if a.backend == backend]
     main = next(a.name for a in mine if a.role == "module")
     return {a.name: a.text for a in mine}, main, lowered.externals_for(backend)
