@@ -136,10 +136,10 @@ def _function_text(p: EnginePlan, spec: BackendSpec, values: Mapping[str, object
         "  }",
     ]
     for copy in p.copies:
-        kind, index = copy.source
-        if kind == "param":
+        role, index = copy.source
+        if role == "param":
             source, note = f"byoc_data(arg{index})", f"input {fn.params[index].name}"
-        elif kind == "const":
+        elif role == "const":
             source, note = f"{sym}_c{index}", f"constant {p.constants[index][0].name}"
         else:
             source, note = f"byoc_data(out{index})", f"output {index}"

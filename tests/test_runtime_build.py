@@ -145,6 +145,9 @@ def test_toolchain_environment():
     cxx = toolchain("c++", "c++", "c++17", [], {"CC": "gcc", "CXX": "clang++", "CXXFLAGS": "-DY"})
     assert (cxx.compiler, cxx.flags, cxx.language) == (("clang++",), ("-std=c++17", "-DY"), "c++")
     assert toolchain("c", "cc", None, [], {}).compiler == ("cc",)
+    assert (chain.env_var, cxx.env_var) == ("CC", "CXX")  # as the spec's languages declare them
+    with pytest.raises(BuildError, match="'json' is not a compiled language"):
+        toolchain("json", "cc", None, [], {})
 
 
 # ------------------------------------------------------------------ cache
