@@ -77,7 +77,9 @@ def test_a_new_kind_is_a_small_subclass(tmp_path, monkeypatch):
     spec = load_backend_file(path)
     assert isinstance(spec.kind, LibraryKind) and spec.kind.generator == "c_source"
     assert spec.templates["init"] == "/* init ${symbol_prefix} */"
-    program = parse("graph g(x: float32[4]) {\n  y = @ccompiler { return add(x, x) }\n  return y\n}\n", "graph")
+    program = parse(
+        "graph g(x: float32[4]) {\n  y = @ccompiler { return add(x, x) }\n  return y\n}\n", "graph"
+    )
     externals = lower(program, lambda _: spec, load_catalog()).externals
     (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
     assert "__tvm_ffi_" in artifact.text
