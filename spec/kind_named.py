@@ -17,24 +17,24 @@ from .yaml_doc import YamlDoc
 
 
 class NamedOpsKind(CodegenKind):
-    """Each op maps to a name (at the op's key :attr:`key`), unique within the spec."""
+    """Each op maps to a name (at the op's key :attr:`name_key`), unique within the spec."""
 
     __slots__ = ()
-    key: ClassVar[str]
-    pattern: ClassVar[re.Pattern[str]]
+    name_key: ClassVar[str]
+    name_pattern: ClassVar[re.Pattern[str]]
     reserved_names: ClassVar[tuple[str, ...]] = ()
-    shape_hint: ClassVar[str]
+    name_hint: ClassVar[str]
     """What a valid name looks like, for the hint of an invalid one."""
     binding: ClassVar[type[NamedBinding]]
     options: Mapping[str, str] = MappingProxyType({"indent": "int"})
     can_broadcast = True
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> NamedBinding:
-        what, onode, key = f"op {op}", node[op], self.key
+        what, onode, key = f"op {op}", node[op], self.name_key
         value = doc.typed(onode, key, str, f"{what}: {key}")
-        if not self.pattern.match(value) or value in self.reserved_names:
+        if not self.name_pattern.match(value) or value in self.reserved_names:
             raise doc.error(
-                f"{what}: {key} {value!r} is not valid", onode, key, value=True, hint=f"use {self.shape_hint}"
+                f"{what}: {key} {value!r} is not valid", onode, key, value=True, hint=f"use {self.name_hint}"
             )
         other = next(
             (b.op for b in draft.ops.values() if isinstance(b, NamedBinding) and b.name == value), None
@@ -62,11 +62,11 @@ class ExampleJsonKind(NamedOpsKind):
     max_outputs = 1
     constants = False
     name_table = "tokens"
-    key = "token"
-    pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+    name_key = "token"
+    name_pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
     reserved_names = ("input",)
     """ExampleJSON keywords that cannot be op tokens."""
-    shape_hint = "an identifier other than `input`"
+    name_hint = "an identifier other than `input`"
     binding = TokenBinding
 
 
@@ -78,7 +78,7 @@ class JsonKind(NamedOpsKind):
     generator = "json_codegen"
     op_required = ("kernel",)
     name_table = "kernels"
-    key = "kernel"
-    pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
-    shape_hint = "dotted identifiers such as nn.relu"
+    name_key = "kernel"
+    name_pattern = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+    name_hint = "dotted identifiers such as nn.relu"
     binding = KernelBinding
