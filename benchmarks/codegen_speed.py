@@ -24,7 +24,7 @@ program = api.parse(region_text({nodes}), "graph", catalog=catalog)
 generate(api.parse(region_text(8), "graph", catalog=catalog), catalog, api.load_backend)  # warm up
 gc.collect()
 t = time.perf_counter()
-lowered, artifacts = generate(program, catalog, api.load_backend)
+generate(program, catalog, api.load_backend)
 print(time.perf_counter() - t)
 """
 

@@ -57,12 +57,12 @@ def list_backends(spec_path: SpecPath = None) -> list[BackendSpec]:
 def examplejson_tokens(spec_path: SpecPath = None, backend: str = EXAMPLEJSON_BACKEND) -> dict[str, str]:
     """Op token -> catalog op, from the examplejson-kind backend spec ``backend``."""
     spec = load_backend(backend, spec_path)
-    if spec.kind != "examplejson":
+    if spec.kind.name_table != "tokens":
         raise UsageError(
-            f"backend {backend!r} is a {spec.kind} backend; ExampleJSON tokens come from an examplejson one",
+            f"backend {backend!r} is a {spec.kind.name} backend; ExampleJSON tokens come from an examplejson one",
             hint="name a backend whose spec says `kind: examplejson`",
         )
-    return spec.tokens()
+    return spec.op_names()
 
 
 def language_of(path: str | Path, language: str | None = None) -> str:

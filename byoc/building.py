@@ -41,7 +41,9 @@ class Timings:
         return _Timer()
 
 
-def offload(program: Program, language: str, backends: Sequence[str], load_backend) -> Program:
+def offload(
+    program: Program, language: str, backends: Sequence[str], load_backend, catalog: Catalog | None = None
+) -> Program:
     """The program with everything to offload made explicit.
 
     ExampleJSON: each subgraph goes whole to one backend (default examplejson), and
@@ -57,7 +59,7 @@ def offload(program: Program, language: str, backends: Sequence[str], load_backe
             raise UsageError("an ExampleJSON subgraph goes whole to one backend; pass one --backend")
         return offload_whole(program, backends[0] if backends else "examplejson")
     if backends:
-        program = partition(program, [load_backend(name) for name in dict.fromkeys(backends)])
+        program = partition(program, [load_backend(name) for name in dict.fromkeys(backends)], catalog)
     if not any(n.callee is not None for fn in program.functions for n in fn.nodes):
         raise UsageError(
             "nothing is offloaded",
@@ -79,7 +81,7 @@ def build(
 ):
     """Build a runnable Model from a file path or a parsed Program (see module doc)."""
     from .api import load_backend, load_catalog, parse_file, print_program
-    from .generator.pipeline import generate_build
+    from .generator.pipeline import generate
     from .runtime import Model
 
     timings = timings or Timings()
@@ -96,10 +98,10 @@ def build(
 
             lang = language_of(source, language)
             program = parse_file(source, lang, spec_path=spec_path)
-        offloaded = offload(program, lang, backends, loader)
+        offloaded = offload(program, lang, backends, loader, catalog)
 
     with timings.measure("generate"):
-        generated = generate_build(offloaded, catalog, loader, options)
+        generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
     manifest: dict[str, Any] = {"byoc": __version__, "source": SOURCE_MEMBER, "graphs": [], "modules": []}
     members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
@@ -131,7 +133,7 @@ def _package_module(
     own = [a for a in artifacts if a.backend == name and a.role in ("module", "header")]
     module = next(a for a in own if a.role == "module")
     kind = spec.kind
-    if spec.kind_info.compiled:
+    if kind.compiled:
         from .runtime.build import build_artifacts
 
         values = spec.template_values(option_values)
@@ -149,8 +151,6 @@ def _package_module(
             "sources": [a.name for a in own],
             "functions": functions,
         }
-    if kind == "json":
-        return {"backend": name, "kind": "json", "file": module.name, "kernels": spec.kernels()}
-    if kind == "examplejson":
-        return {"backend": name, "kind": "examplejson", "file": module.name, "tokens": spec.tokens()}
-    raise UsageError(f"backend {name}: codegen kind {kind!r} cannot be built")
+    if kind.name_table is not None:
+        return {"backend": name, "kind": kind.name, "file": module.name, kind.name_table: spec.op_names()}
+    raise UsageError(f"backend {name}: codegen kind {kind.name!r} cannot be built")

@@ -11,20 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
 from .errors import Location
-from .ir import DTYPES, Attrs, AttrValue, TensorType
-
-ATTR_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (float, int),
-    "bool": (bool,),
-    "str": (str,),
-    "ints": (tuple,),
-}
-"""Attribute type names usable in ops.yaml, and the Python types they accept."""
+from .ir import Attrs, AttrValue, TensorType
+from .value_types import VALUE_TYPES, ValueType
 
 
 class RuleError(Exception):
@@ -45,8 +38,13 @@ class RuleError(Exception):
 class AttrDef:
     name: str
     type: str
+    """A name of :data:`~byoc.value_types.VALUE_TYPES`."""
     default: AttrValue | None = None
     """``None`` means the attribute is required."""
+
+    @property
+    def value_type(self) -> ValueType:
+        return VALUE_TYPES[self.type]
 
 
 Reference = Callable[[Sequence[np.ndarray], Mapping[str, AttrValue]], np.ndarray]
@@ -72,8 +70,8 @@ class OpDef:
     reference: Reference | None = field(default=None, compare=False, repr=False)
 
     @property
-    def elementwise(self) -> bool:
-        return self.shape_rule == "elementwise"
+    def rule(self) -> ShapeRule:
+        return SHAPE_RULES[self.shape_rule]
 
     def arity_text(self) -> str:
         if self.max_inputs is None:
@@ -167,10 +165,23 @@ def _rule_concatenate(types: Sequence[TensorType], attrs: Mapping[str, AttrValue
     return TensorType(tuple(shape), dtype)
 
 
-SHAPE_RULES: dict[str, Callable[[Sequence[TensorType], Mapping[str, AttrValue]], TensorType]] = {
-    "elementwise": _rule_elementwise,
-    "concatenate": _rule_concatenate,
-}
+@dataclass(frozen=True, slots=True)
+class ShapeRule:
+    """How an op's output type follows from its inputs."""
+
+    infer: Callable[[Sequence[TensorType], Mapping[str, AttrValue]], TensorType]
+    elementwise: bool
+    """True when each output element comes from the input elements at its index, the
+    inputs broadcast to the output's shape (numpy's rule): an input of another shape
+    than the output is broadcast, and one C expression per element computes the op."""
+
+
+SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
+    {
+        "elementwise": ShapeRule(_rule_elementwise, elementwise=True),
+        "concatenate": ShapeRule(_rule_concatenate, elementwise=False),
+    }
+)
 """Shape rules usable in ops.yaml: ``elementwise`` (numpy broadcasting) and ``concatenate``."""
 
 
@@ -186,24 +197,18 @@ def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorTy
                 f"{op.name} does not support dtype {t.dtype}",
                 hint=f"{op.name} supports {', '.join(op.dtypes)}",
             )
-    return SHAPE_RULES[op.shape_rule](types, dict(attrs))
+    return op.rule.infer(types, dict(attrs))
 
 
 # --------------------------------------------------------------------------- attrs
 
 
-def check_attr_value(adef: AttrDef, value: AttrValue) -> AttrValue:
+def check_attr_value(adef: AttrDef, value: object) -> AttrValue:
     """Coerce and check one attribute value; raises RuleError."""
-    ok = isinstance(value, ATTR_TYPES[adef.type]) and not (
-        adef.type in ("int", "float") and isinstance(value, bool)
-    )
-    if adef.type == "ints" and ok:
-        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in value)  # type: ignore[union-attr]
-    if not ok:
-        raise RuleError(f"attribute {adef.name} must be {adef.type}, got {value!r}", key=adef.name)
-    if adef.type == "float":
-        return float(value)  # type: ignore[arg-type]
-    return value
+    try:
+        return adef.value_type.check(value)
+    except ValueError as exc:
+        raise RuleError(f"attribute {adef.name} {exc}", key=adef.name) from None
 
 
 def normalize_attrs(op: OpDef, given: Sequence[tuple[str, AttrValue]]) -> Attrs:
@@ -316,9 +321,3 @@ def evaluate_op(op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, out: Tens
     result = op.reference(inputs, dict(attrs))
     # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
     return np.asarray(result, dtype=out.dtype, order="C")
-
-
-def check_dtypes(values: Sequence[str]) -> None:
-    for d in values:
-        if d not in DTYPES:
-            raise RuleError(f"unknown dtype {d!r}", hint=f"byoc supports {', '.join(DTYPES)}")

@@ -95,12 +95,12 @@ def _cmd_gen(args: argparse.Namespace) -> int:
 
     program = prepare(args)
     catalog = load_catalog()
-    _, artifacts = generate(
+    artifacts = generate(
         program,
         catalog,
         lambda name: load_backend(name, spec_path=args.spec_path),
         parse_options(args.option),
-    )
+    ).artifacts
     if args.output is None:
         main = next(a for a in artifacts if a.role == "module")
         sys.stdout.write(main.text)

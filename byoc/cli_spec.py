@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .errors import ByocError
+from .value_types import value_text
 
 if TYPE_CHECKING:
-    from .spec.backend import BackendSpec, OpBinding
+    from .spec.backend import BackendSpec
 
 CHECK_EPILOG = """\
 examples:
@@ -97,7 +98,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
             status = 2
             continue
         rows.append(
-            (spec.name, spec.kind, ", ".join(spec.dtypes), ranks_text(spec.ranks), ", ".join(spec.ops))
+            (spec.name, spec.kind.name, ", ".join(spec.dtypes), ranks_text(spec.ranks), ", ".join(spec.ops))
         )
     _table(rows)
     return status
@@ -105,7 +106,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def describe(spec: BackendSpec) -> str:
     """A readable account of one backend spec (``byoc backends NAME``)."""
-    lines = [f"{spec.name}: {spec.kind} backend, from {spec.source}"]
+    lines = [f"{spec.name}: {spec.kind.name} backend, from {spec.source}"]
     if spec.description:
         lines.append(f"  {spec.description}")
     lines += [
@@ -121,28 +122,13 @@ def describe(spec: BackendSpec) -> str:
         lines.append(f"  compile:       nothing; byoc.runtime interprets the {comp.language} artifact")
     lines.append("  options:" + ("" if spec.options else "       none"))
     for o in spec.options.values():
-        value = str(o.default).lower() if isinstance(o.default, bool) else str(o.default)
-        choices = f" (one of {', '.join(map(str, o.choices))})" if o.choices else ""
+        value = value_text(o.default)
+        choices = f" (one of {', '.join(map(value_text, o.choices))})" if o.choices else ""
         lines.append(f"    {o.name}: {o.type} = {value}{choices}" + (f"  {o.doc}" if o.doc else ""))
     lines.append("  ops:")
     for op, b in spec.ops.items():
-        lines.append(f"    {op}: {_binding_text(b)}")
+        lines.append(f"    {op}: {b.describe()}")
     return "\n".join(lines) + "\n"
-
-
-def _binding_text(b: OpBinding) -> str:
-    if b.token is not None:
-        return f"token {b.token}"
-    if b.kernel is not None:
-        return f"kernel {b.kernel}"
-    if b.expression is not None:
-        return f"C {b.expression}"
-    parts = [f"rank {r}: {name}" for r, name in b.by_rank.items()]
-    if b.default is not None:
-        parts.append(f"other ranks: {b.default}")
-    if b.vars:
-        parts.append("vars " + ", ".join(f"{k}={v}" for k, v in b.vars.items()))
-    return "; ".join(parts)
 
 
 def ranks_text(ranks: Sequence[int]) -> str:

@@ -34,6 +34,9 @@ DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64")
 
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}
 
+C_TYPES: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}
+"""The C (and C++) element type of each dtype; the value of a template's ``${ctype}``."""
+
 CALL_OP = "call"
 """The op of a node that runs a callee function (a backend region)."""
 

@@ -1,6 +1,7 @@
 """byoc.generator: IR plus backend specs in, artifacts out.
 
-Each codegen kind has one module with the same entry point::
+Each codegen kind names one module of this package (``CodegenKind.generator``), with
+the same entry point::
 
     generate(externals, spec, catalog, options) -> tuple[Artifact, ...]
 
@@ -18,22 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from byoc.catalog import Catalog
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.codegen_kind import CodegenKind
 
 from .artifacts import Artifact
-
-KIND_MODULES = {
-    "c_source": "c_source",
-    "c_fused": "c_fused",
-    "engine": "engine",
-    "examplejson": "examplejson",
-    "json": "json_codegen",
-}
-"""Codegen kind -> the module of this package that implements it."""
 
 Generate = Callable[
     [Sequence[Function], BackendSpec, Catalog, Mapping[str, OptionValue]], tuple[Artifact, ...]
 ]
 
 
-def generator_for(kind: str) -> Generate:
-    return importlib.import_module(f"{__name__}.{KIND_MODULES[kind]}").generate
+def generator_for(kind: CodegenKind) -> Generate:
+    """The ``generate`` function of the module that implements ``kind``."""
+    return importlib.import_module(f"{__name__}.{kind.generator}").generate

@@ -29,14 +29,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, Function, Node, TensorType
+from byoc.ir import ANON_PREFIX, C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
+from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.template import render
 
 from . import ffi_entry
 from .c_fused_support import pragmas
 from .c_text import (
-    C_TYPES,
     block_comment,
     c_string,
     comment,
@@ -115,7 +115,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
 
 def _check_node(node: Node, spec: BackendSpec) -> None:
     binding = spec.ops.get(node.op)
-    if binding is None or binding.expression is None:
+    if not isinstance(binding, ExpressionBinding):
         raise GraphError(
             f"backend {spec.name} has no C expression for {node.op}",
             node.loc,
@@ -173,9 +173,9 @@ def _group(
         depth[v.name] = max((depth[n] for n in node.inputs), default=0)
         args = {f"x{j}": operand(n) for j, n in enumerate(node.inputs)}
         ctype = C_TYPES[node.type.dtype]
-        expression = render(
-            spec.ops[node.op].expression or "", {**values, "ctype": ctype, "dtype": node.type.dtype, **args}
-        )
+        binding = spec.ops[node.op]
+        assert isinstance(binding, ExpressionBinding)  # _check_node checked every node
+        expression = render(binding.expression, {**values, "ctype": ctype, "dtype": node.type.dtype, **args})
         levels[depth[v.name]].append(f"const {ctype} {v.c_name} = {expression}; {comment(origin(node))}")
     index = loops.index(shape)
     levels[-1] += [f"out{o}[{index}] = {operand(fn.outputs[o])};" for o in outs]
@@ -225,8 +225,8 @@ def _anonymous(name: str) -> bool:
 
 
 def _threshold(values: Mapping[str, object]) -> int:
-    value = values.get("openmp_threshold", 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    """The ``openmp_threshold`` option (the kind declares it an int); 0 when unset."""
+    return max(0, int(values.get("openmp_threshold", 0)))  # type: ignore[call-overload]
 
 
 def _describe(loops: Loops, labels: str, leaves: Sequence[_Value]) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from byoc.spec.backend import OptionValue
+from byoc.spec.kind_c_fused import CFusedKind
+from byoc.value_types import value_text
 
 OVERLAPS = """/* Whether an output shares memory with another argument: arguments first..n-1 are the
    outputs, each argument k spans bytes[k] bytes from data[k] (empty ones share nothing).
@@ -83,8 +85,7 @@ def pragmas(parallel: bool, simd: bool) -> list[str]:
 def option_summary(values: Mapping[str, OptionValue]) -> str:
     """``target_clones=true, vectorize=false, openmp_threshold=0``: the options the generator reads."""
     shown = []
-    for name in ("target_clones", "vectorize", "openmp_threshold"):
+    for name in CFusedKind.options:
         if name in values:
-            v = values[name]
-            shown.append(f"{name}={str(v).lower() if isinstance(v, bool) else v}")
+            shown.append(f"{name}={value_text(values[name])}")
     return ", ".join(shown) or "none"

@@ -31,12 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from byoc.errors import GraphError
-from byoc.ir import Function, Node, TensorType
+from byoc.ir import C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
+from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .c_text import (
-    C_TYPES,
     block_comment,
     comment,
     constant_arrays,
@@ -169,7 +169,7 @@ def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> 
     """The spec macro for ``node``; raises GraphError when it cannot serve the node."""
     t = node.type
     binding = spec.ops.get(node.op)
-    name = binding.construct(t.rank) if binding is not None else None
+    name = binding.construct(t.rank) if isinstance(binding, MacroBinding) else None
     if binding is None or name is None:
         raise GraphError(
             f"backend {spec.name} has no macro for {node.op} at rank {t.rank}",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, Constant, Function, Node
+from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node
 
 DLPACK_CODES = {
     "float32": ("kDLFloat", 32),
@@ -19,8 +19,6 @@ DLPACK_CODES = {
     "int64": ("kDLInt", 64),
 }
 """dtype -> (DLPack type code, bits)."""
-
-C_TYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}
 
 LINE_WIDTH = 100
 """Argument lists and constant initialisers wrap before this column."""

@@ -32,6 +32,7 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError
 from byoc.ir import Constant, Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
@@ -49,8 +50,8 @@ def generate(
 ) -> tuple[Artifact, ...]:
     """The engine header and the module of ``externals`` (all of backend ``spec``)."""
     del catalog  # the layers come from the spec; the catalog was checked by lowering
-    if spec.kind != "engine":
-        raise ValueError(f"backend {spec.name} is a {spec.kind} backend, not an engine one")
+    if not isinstance(spec.kind, EngineKind):
+        raise ValueError(f"backend {spec.name} is a {spec.kind.name} backend, not an engine one")
     if not externals:
         return ()
     values = spec.template_values(spec.option_values(dict(options)))
@@ -135,10 +136,10 @@ def _function_text(p: EnginePlan, spec: BackendSpec, values: Mapping[str, object
         "  }",
     ]
     for copy in p.copies:
-        kind, index = copy.source
-        if kind == "param":
+        role, index = copy.source
+        if role == "param":
             source, note = f"byoc_data(arg{index})", f"input {fn.params[index].name}"
-        elif kind == "const":
+        elif role == "const":
             source, note = f"{sym}_c{index}", f"constant {p.constants[index][0].name}"
         else:
             source, note = f"byoc_data(out{index})", f"output {index}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from byoc.errors import GraphError
 from byoc.ir import CALL_OP, Constant, Function, Node, Param, TensorType
 from byoc.spec.backend import BackendSpec, LayerDef
+from byoc.spec.bindings import LayerBinding
 
 from .memory_plan import ScheduledOp, plan_memory
 
@@ -151,7 +152,7 @@ def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str) -> LayerD
         raise GraphError(f"engine layers have one output; {node.op} has {len(node.outputs)}", where)
     t = node.type
     binding = spec.ops.get(node.op)
-    if binding is None:
+    if not isinstance(binding, LayerBinding):
         raise GraphError(
             f"backend {spec.name} has no op {node.op!r}",
             where,

@@ -30,6 +30,7 @@ from byoc.grammar.examplejson_parser import DTYPE
 from byoc.grammar.examplejson_printer import print_subgraph
 from byoc.ir import CALL_OP, Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.bindings import TokenBinding
 
 from .artifacts import Artifact
 
@@ -40,7 +41,7 @@ PRINTER_INDENT = "  "
 def generate(
     externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
 ) -> tuple[Artifact, ...]:
-    to_token = {op: token for token, op in spec.tokens().items()}
+    to_token = {op: b.name for op, b in spec.ops.items() if isinstance(b, TokenBinding)}
     indent = " " * int(options.get("indent", 2))
     text = "".join(subgraph_text(fn, to_token, spec.name, indent) for fn in externals)
     return (Artifact(f"{spec.name}.examplejson", text, "module", spec.name),)

@@ -52,6 +52,7 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location
 from byoc.ir import CALL_OP, AttrValue, Function, TensorType
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.bindings import KernelBinding
 
 from .artifacts import Artifact
 
@@ -112,7 +113,7 @@ def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dic
         add({"op": "const", "name": name, "attrs": attrs}, (c.name,), (c.type,))
     for node in fn.nodes:
         binding = spec.ops.get(node.op)
-        if node.op == CALL_OP or binding is None or binding.kernel is None:
+        if node.op == CALL_OP or not isinstance(binding, KernelBinding):
             raise GraphError(
                 f"backend {spec.name} has no kernel for op {node.op!r}",
                 node.loc,
@@ -129,7 +130,7 @@ def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dic
             attrs["source"] = [[_where(node.loc)]]
         inputs = [entries[name] for name in node.inputs]
         add(
-            {"op": "kernel", "name": binding.kernel, "inputs": inputs, "attrs": attrs},
+            {"op": "kernel", "name": binding.name, "inputs": inputs, "attrs": attrs},
             node.outputs,
             node.types,
         )

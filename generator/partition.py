@@ -2,7 +2,8 @@
 
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
-   ranks, broadcasting only if the spec declares ``broadcast: true``, and
+   ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if
+   the spec declares ``broadcast: true``, and
    attributes only if the backend's kind can carry them. Nodes no backend takes
    stay on the host. Explicit ``@backend { }`` regions are kept as they are.
 2. **Merge.** Walking the nodes in topological order, a node joins the region of
@@ -26,35 +27,42 @@ import heapq
 from collections.abc import Sequence, Set
 from dataclasses import replace
 
+from byoc.catalog import Catalog
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
 from byoc.spec.backend import BackendSpec
 
 
-def partition(program: Program, specs: Sequence[BackendSpec]) -> Program:
-    """Offload every node some backend of ``specs`` supports, in that order of preference."""
-    return Program(tuple(partition_function(fn, specs) for fn in program.functions))
+def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog | None = None) -> Program:
+    """Offload every node some backend of ``specs`` supports, in that order of
+    preference. ``catalog`` defaults to the shipped op catalog."""
+    if catalog is None:
+        from byoc.spec import load_catalog
+
+        catalog = load_catalog()
+    return Program(tuple(partition_function(fn, specs, catalog) for fn in program.functions))
 
 
-def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType]) -> bool:
+def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType], catalog: Catalog) -> bool:
     """Whether ``spec`` can run ``node`` (see the module docstring, step 1)."""
     if node.op == CALL_OP or len(node.outputs) != 1:
         return False
-    out = node.type
-    if not spec.supports(node.op, out.dtype, out.rank):
+    out, opdef = node.type, catalog.get(node.op)
+    if opdef is None or not spec.supports(node.op, out.dtype, out.rank):
         return False
+    broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
     for name in node.inputs:
         t = types[name]
         if t.dtype not in spec.dtypes or t.rank not in spec.ranks:
             return False
-        if t.shape != out.shape and not spec.broadcast and node.op != "concatenate":
+        if t.shape != out.shape and broadcasts and not spec.broadcast:
             return False
-    return not (node.attrs and not spec.kind_info.attrs)
+    return not (node.attrs and not spec.kind.attrs)
 
 
-def annotate(fn: Function, specs: Sequence[BackendSpec]) -> list[str | None]:
+def annotate(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> list[str | None]:
     """The backend chosen for each node of ``fn`` (None: the host)."""
     types = fn.types()
-    return [next((s.name for s in specs if supports(s, node, types)), None) for node in fn.nodes]
+    return [next((s.name for s in specs if supports(s, node, types, catalog)), None) for node in fn.nodes]
 
 
 def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozenset()) -> list[int | None]:
@@ -153,8 +161,8 @@ def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozens
     return [None if r is None else renumber.setdefault(r, len(renumber)) for r in roots]
 
 
-def partition_function(fn: Function, specs: Sequence[BackendSpec]) -> Function:
-    chosen = annotate(fn, specs)
+def partition_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
+    chosen = annotate(fn, specs, catalog)
     if not any(chosen):
         return fn
     by_name = {s.name: s for s in specs}
@@ -196,7 +204,7 @@ def _outputs_of(fn: Function, regions: Sequence[int | None]) -> dict[int, list[s
 
 def _oversized(fn, chosen, regions, by_name) -> set[int]:
     """The regions with more outputs than their backend's kind allows."""
-    limits = {r: by_name[b].kind_info.max_outputs for r, b in zip(regions, chosen) if r is not None}
+    limits = {r: by_name[b].kind.max_outputs for r, b in zip(regions, chosen) if r is not None}
     return {
         r for r, outs in _outputs_of(fn, regions).items() if limits[r] is not None and len(outs) > limits[r]
     }
@@ -251,7 +259,7 @@ def _build(fn: Function, chosen, regions, by_name) -> Function:
         users = consumers.get(c.name, set())
         if len(users) == 1:
             (user,) = users
-            if user[0] == "region" and by_name[backend[user[1]]].kind_info.constants:
+            if user[0] == "region" and by_name[backend[user[1]]].kind.constants:
                 moved.setdefault(user[1], []).append(c)
     moved_names = {c.name for cs in moved.values() for c in cs}
 

@@ -61,19 +61,9 @@ def generate(
     catalog: Catalog,
     load_backend: Callable[[str], BackendSpec],
     options: Mapping[str, str] | None = None,
-) -> tuple[Lowered, tuple[Artifact, ...]]:
-    """Every artifact of ``program``: backend modules first, then host graphs."""
-    generated = generate_build(program, catalog, load_backend, options)
-    return generated.lowered, generated.artifacts
-
-
-def generate_build(
-    program: Program,
-    catalog: Catalog,
-    load_backend: Callable[[str], BackendSpec],
-    options: Mapping[str, str] | None = None,
 ) -> Generated:
-    """:func:`generate`, also returning the specs and option values (what compiling needs)."""
+    """Every artifact of ``program`` (backend modules first, then host graphs), with
+    the specs and option values that made them (what compiling needs)."""
     with full_collections_deferred():
         return _generate(program, catalog, load_backend, options)
 

@@ -1,7 +1,8 @@
 """Compile generated C and C++ into shared libraries, with a content-addressed cache.
 
-* The compiler is ``$CC`` (C) or ``$CXX`` (C++) when set, else the spec's; ``$CFLAGS``
-  (C) or ``$CXXFLAGS`` (C++) are appended to the spec's flags, so they win.
+* The compiler is the language's compiler variable when set (``$CC`` for C, ``$CXX``
+  for C++: :data:`byoc.spec.languages.LANGUAGES` declares them), else the spec's; its
+  flags variable (``$CFLAGS``, ``$CXXFLAGS``) is appended to the spec's flags, so it wins.
 * Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``.
 * Libraries are cached under ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
@@ -16,7 +17,8 @@
   generated lines around the first error; a missing compiler is one that says how
   to install one or set ``$CC`` / ``$CXX``. Neither leaves anything in the cache.
 
-This module never imports ``byoc.generator`` (nor the spec loader).
+This module never imports ``byoc.generator`` (nor the spec loader: only the language
+table, when a toolchain is made).
 """
 
 from __future__ import annotations
@@ -54,11 +56,10 @@ class Toolchain:
 
     compiler: tuple[str, ...]
     flags: tuple[str, ...]
-    language: str  # "c" or "c++"
-
-    @property
-    def env_var(self) -> str:
-        return "CXX" if self.language == "c++" else "CC"
+    language: str
+    """A compiled language of :data:`byoc.spec.languages.LANGUAGES` (``c``, ``c++``)."""
+    env_var: str
+    """The environment variable that overrides the compiler (``CC``, ``CXX``)."""
 
 
 def toolchain(
@@ -68,15 +69,21 @@ def toolchain(
     flags: Sequence[str],
     env: Mapping[str, str] | None = None,
 ) -> Toolchain:
-    """The toolchain for ``language``: ``$CC``/``$CXX`` over ``spec_compiler``, then
-    ``-std=<std>``, the spec's ``flags`` and ``$CFLAGS``/``$CXXFLAGS``."""
+    """The toolchain for ``language``: its compiler variable (``$CC``, ``$CXX``) over
+    ``spec_compiler``, then ``-std=<std>``, the spec's ``flags`` and its flags
+    variable (``$CFLAGS``, ``$CXXFLAGS``)."""
+    from byoc.spec.languages import LANGUAGES
+
+    lang = LANGUAGES.get(language)
+    if lang is None or lang.compiler_env is None or lang.flags_env is None:
+        compiled = ", ".join(name for name, x in LANGUAGES.items() if x.compiled)
+        raise BuildError(f"{language!r} is not a compiled language", hint=f"byoc compiles {compiled}")
     env = os.environ if env is None else env
-    cplusplus = language in ("c++", "cpp", "cxx")
-    override = env.get("CXX" if cplusplus else "CC", "").strip()
+    override = env.get(lang.compiler_env, "").strip()
     compiler = tuple(shlex.split(override)) if override else (spec_compiler,)
-    extra = tuple(shlex.split(env.get("CXXFLAGS" if cplusplus else "CFLAGS", "")))
+    extra = tuple(shlex.split(env.get(lang.flags_env, "")))
     std_flag = (f"-std={std}",) if std else ()
-    return Toolchain(compiler, std_flag + tuple(flags) + extra, "c++" if cplusplus else "c")
+    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env)
 
 
 def build_artifacts(

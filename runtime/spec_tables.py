@@ -19,7 +19,7 @@ def spec_table(backend: str, spec_path: Any, kind: str, what: str) -> dict[str, 
             f"cannot read the {'op tokens' if what == 'tokens' else what} of backend {backend!r}: {exc.message}",
             hint=f"pass spec_path= (the spec's directory) or {what}=",
         ) from None
-    if spec.kind != kind:
+    if spec.kind.name != kind:
         article = "an" if kind[0] in "aeiou" else "a"
-        raise RuntimeFailure(f"backend {backend!r} is a {spec.kind} backend, not {article} {kind} one")
-    return spec.tokens() if what == "tokens" else spec.kernels()
+        raise RuntimeFailure(f"backend {backend!r} is a {spec.kind.name} backend, not {article} {kind} one")
+    return spec.op_names()

@@ -9,9 +9,11 @@
 ``spec/README.md`` is the reference of both formats.
 """
 
-from .backend import BackendSpec, CompileSettings, LayerDef, MacroDef, OpBinding, OptionDef
+from .backend import BackendSpec, CompileSettings, LayerDef, MacroDef, OptionDef
 from .backend_loader import load_backend_file
+from .bindings import OpBinding
 from .check import check_spec_file, spec_files
+from .codegen_kind import CodegenKind
 from .kinds import KINDS
 from .ops_loader import SHIPPED_OPS, load_catalog
 from .search import ENV_VAR, SHIPPED_BACKENDS, find_backends, list_backends, load_backend, spec_dirs
@@ -22,6 +24,7 @@ __all__ = [
     "SHIPPED_BACKENDS",
     "SHIPPED_OPS",
     "BackendSpec",
+    "CodegenKind",
     "CompileSettings",
     "LayerDef",
     "MacroDef",

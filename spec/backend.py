@@ -9,22 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from byoc.errors import Location, UsageError
+from byoc.ir import C_TYPES
+from byoc.value_types import VALUE_TYPES, ValueType, type_of, value_text
 
-from .kinds import C_TYPES, KINDS, Kind
+from .bindings import NamedBinding, OpBinding, frozen_map
 from .template import render
 
+if TYPE_CHECKING:
+    from .codegen_kind import CodegenKind
+
 OptionValue = int | float | bool | str
-
-TRUE_WORDS = ("true", "yes", "on", "1")
-FALSE_WORDS = ("false", "no", "off", "0")
-
-
-def frozen_map(items: Mapping | None = None) -> Mapping:
-    """A read-only copy of ``items`` that keeps its order."""
-    return MappingProxyType(dict(items or {}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,38 +30,25 @@ class OptionDef:
 
     name: str
     type: str
-    """``int``, ``float``, ``bool`` or ``str``."""
+    """A name of :data:`~byoc.value_types.OPTION_TYPES`: ``int``, ``float``, ``bool`` or ``str``."""
     default: OptionValue
     doc: str = ""
     choices: tuple[OptionValue, ...] | None = None
     loc: Location | None = field(default=None, compare=False, repr=False)
 
-    def parse(self, text: str) -> OptionValue:
-        """The value of ``--option name=text``; raises ValueError naming what is wrong."""
-        raw = text.strip()
-        value: OptionValue
-        if self.type == "bool":
-            if raw.lower() in TRUE_WORDS:
-                value = True
-            elif raw.lower() in FALSE_WORDS:
-                value = False
-            else:
-                raise ValueError(f"{raw!r} is not a boolean (use true or false)")
-        elif self.type == "int":
-            try:
-                value = int(raw, 0)
-            except ValueError:
-                raise ValueError(f"{raw!r} is not an integer") from None
-        elif self.type == "float":
-            try:
-                value = float(raw)
-            except ValueError:
-                raise ValueError(f"{raw!r} is not a number") from None
-        else:
-            value = text
+    @property
+    def value_type(self) -> ValueType:
+        return VALUE_TYPES[self.type]
+
+    def value(self, given: str | OptionValue) -> OptionValue:
+        """The option's value for ``given``: text (``--option name=text``) is parsed by
+        the option's type, a Python value is checked against it. Raises ValueError
+        naming what is wrong."""
+        vtype = self.value_type
+        value = vtype.parse(given) if isinstance(given, str) else vtype.check(given)
         if self.choices is not None and value not in self.choices:
-            raise ValueError(f"{value!r} is not one of {', '.join(map(str, self.choices))}")
-        return value
+            raise ValueError(f"{value!r} is not one of {', '.join(map(value_text, self.choices))}")
+        return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +79,8 @@ class CompileSettings:
 
 def option_enabled(value: object) -> bool:
     """Whether an option turns its ``option_flags`` on: a true bool or a non-zero int."""
-    if isinstance(value, bool):
-        return value
-    return isinstance(value, int) and value != 0
+    vtype = type_of(value)
+    return vtype is not None and vtype.enabled(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,38 +118,12 @@ class LayerDef:
 
 
 @dataclass(frozen=True, slots=True)
-class OpBinding:
-    """How one catalog op maps to this backend's constructs.
-
-    - c_source: ``by_rank`` maps a rank to a macro name, ``default`` names the macro
-      for other declared ranks, ``vars`` fills the macro arguments' own placeholders.
-    - engine: ``by_rank`` maps a rank to a layer name.
-    - examplejson: ``token`` is the op's ExampleJSON token.
-    - json: ``kernel`` is the op's kernel name in the JSON graph.
-    - c_fused: ``expression`` is the op's C expression template over ``${x0}``,
-      ``${x1}``, ...: the spec's ``c`` for the op, else the op catalog's.
-    """
-
-    op: str
-    by_rank: Mapping[int, str] = field(default_factory=frozen_map)
-    default: str | None = None
-    vars: Mapping[str, str] = field(default_factory=frozen_map)
-    token: str | None = None
-    kernel: str | None = None
-    expression: str | None = None
-    loc: Location | None = field(default=None, compare=False, repr=False)
-
-    def construct(self, rank: int) -> str | None:
-        """The macro or layer that implements this op at ``rank``, if any."""
-        return self.by_rank.get(rank, self.default)
-
-
-@dataclass(frozen=True, slots=True)
 class BackendSpec:
     """One validated backend spec."""
 
     name: str
-    kind: str
+    kind: CodegenKind
+    """The codegen kind; ``kind.name`` is what the spec's ``kind:`` says."""
     description: str
     symbol_prefix: str
     dtypes: tuple[str, ...]
@@ -186,10 +143,6 @@ class BackendSpec:
     """The spec file this was loaded from."""
     loc: Location | None = field(default=None, compare=False, repr=False)
 
-    @property
-    def kind_info(self) -> Kind:
-        return KINDS[self.kind]
-
     def supports(self, op: str, dtype: str | None = None, rank: int | None = None) -> bool:
         """Whether this backend can run ``op`` (at ``dtype`` and ``rank``, when given)."""
         binding = self.ops.get(op)
@@ -199,15 +152,13 @@ class BackendSpec:
             return True
         if rank not in self.ranks:
             return False
-        return self.kind_info.construct is None or binding.construct(rank) is not None
+        return binding.supports(rank)
 
-    def tokens(self) -> dict[str, str]:
-        """examplejson kind: op token -> catalog op, as the ExampleJSON parser takes it."""
-        return {b.token: op for op, b in self.ops.items() if b.token is not None}
-
-    def kernels(self) -> dict[str, str]:
-        """json kind: kernel name -> catalog op, as the JSON runtime reads it back."""
-        return {b.kernel: op for op, b in self.ops.items() if b.kernel is not None}
+    def op_names(self) -> dict[str, str]:
+        """Kinds that name ops (:class:`~byoc.spec.bindings.NamedBinding`): each name ->
+        its catalog op, as an interpreter reads the artifact back (ExampleJSON tokens,
+        JSON kernel names)."""
+        return {b.name: op for op, b in self.ops.items() if isinstance(b, NamedBinding)}
 
     def option_values(
         self, overrides: Mapping[str, str | OptionValue] | None = None
@@ -229,7 +180,7 @@ class BackendSpec:
                     hint=f"its options: {known}",
                 )
             try:
-                values[key] = option.parse(raw) if isinstance(raw, str) else _check_value(option, raw)
+                values[key] = option.value(raw)
             except ValueError as exc:
                 raise UsageError(
                     f"option {key} of backend {self.name}: {exc}",
@@ -253,19 +204,3 @@ class BackendSpec:
     def ctype(dtype: str) -> str:
         """The C element type of ``dtype`` (``${ctype}``)."""
         return C_TYPES[dtype]
-
-
-def _check_value(option: OptionDef, value: OptionValue) -> OptionValue:
-    ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "str": isinstance(value, str),
-    }[option.type]
-    if not ok:
-        raise ValueError(f"{value!r} is not {option.type}")
-    if option.type == "float":
-        value = float(value)
-    if option.choices is not None and value not in option.choices:
-        raise ValueError(f"{value!r} is not one of {', '.join(map(str, option.choices))}")
-    return value

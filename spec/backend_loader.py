@@ -3,9 +3,9 @@
 
 Validation stops at the first problem and raises a :class:`~byoc.errors.SpecError`
 located at the offending key or value (1-based line and column). This module checks
-the keys every kind shares (name, dtypes, ranks, options, compile);
-:mod:`byoc.spec.backend_constructs` checks the templates, macros and layers, and
-:mod:`byoc.spec.backend_ops` the op mappings.
+the keys every kind shares (name, dtypes, ranks, options, compile); the spec's
+codegen kind (:mod:`byoc.spec.codegen_kind`) checks its templates, constructs and
+op mappings.
 """
 
 from __future__ import annotations
@@ -16,21 +16,14 @@ from typing import Any
 
 from byoc.catalog import Catalog
 from byoc.ir import DTYPES
+from byoc.value_types import OPTION_TYPES, VALUE_TYPES
 
 from .backend import BackendSpec, CompileSettings, OptionDef, frozen_map
-from .backend_constructs import check_template, load_structure
-from .backend_ops import check_macro_args, load_ops
-from .kinds import (
-    COMMON_PLACEHOLDERS,
-    INPUT_PLACEHOLDER,
-    KINDS,
-    LANGUAGES,
-    MAX_RANK,
-    OPTION_TYPES,
-    RESERVED_C_NAME,
-    Kind,
-    reserved_placeholders,
-)
+from .codegen_kind import CodegenKind
+from .draft import SpecDraft, check_template
+from .kinds import KINDS
+from .languages import LANGUAGES
+from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
 from .yaml_doc import YamlDoc
 
@@ -41,12 +34,6 @@ SCHEMA_VERSION = 1
 
 COMMON_REQUIRED = ("version", "name", "kind", "dtypes", "ranks")
 COMMON_OPTIONAL = ("description", "symbol_prefix", "broadcast", "options")
-_PY_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (int, float),
-    "bool": (bool,),
-    "str": (str,),
-}
 
 
 def is_backend_doc(doc: YamlDoc) -> bool:
@@ -93,13 +80,13 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     ranks = _ranks(doc, root)
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
-    parts = load_structure(doc, root, kind, ranks, options)
-    parts.ops = load_ops(doc, root, kind, catalog, ranks, options, parts)
-    if kind.construct is not None:
-        check_macro_args(doc, kind, options, parts, ranks)
+    draft = SpecDraft(ranks, options)
+    kind.load_structure(doc, root, draft)
+    kind.load_ops(doc, root, catalog, draft)
+    kind.check_spec(doc, draft)
     return BackendSpec(
         name=name,
-        kind=kind.name,
+        kind=kind,
         description=description.strip(),
         symbol_prefix=symbol_prefix,
         broadcast=broadcast,
@@ -107,11 +94,11 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         ranks=ranks,
         compile=compile_settings,
         options=frozen_map(options),
-        ops=frozen_map(parts.ops),
-        macros=frozen_map(parts.macros),
-        layers=frozen_map(parts.layers),
-        templates=frozen_map(parts.templates),
-        header=parts.header,
+        ops=frozen_map(draft.ops),
+        macros=frozen_map(draft.macros),
+        layers=frozen_map(draft.layers),
+        templates=frozen_map(draft.templates),
+        header=draft.header,
         source=doc.path,
         loc=doc.at(root),
     )
@@ -120,7 +107,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
 # ------------------------------------------------------------------ top-level keys
 
 
-def _kind(doc: YamlDoc, root) -> Kind:
+def _kind(doc: YamlDoc, root) -> CodegenKind:
     if "kind" not in root:
         raise doc.error(
             "a backend spec is missing the required key 'kind'",
@@ -161,7 +148,7 @@ def _name(doc: YamlDoc, root) -> str:
     return str(name)
 
 
-def _broadcast(doc: YamlDoc, root, kind: Kind) -> bool:
+def _broadcast(doc: YamlDoc, root, kind: CodegenKind) -> bool:
     if "broadcast" not in root:
         return False
     value = doc.typed(root, "broadcast", bool, "broadcast")
@@ -198,7 +185,7 @@ def _symbol_prefix(doc: YamlDoc, root, name: str) -> str:
     return str(prefix)
 
 
-def _dtypes(doc: YamlDoc, root, kind: Kind) -> tuple[str, ...]:
+def _dtypes(doc: YamlDoc, root, kind: CodegenKind) -> tuple[str, ...]:
     seq = _nonempty_list(doc, root, "dtypes")
     seen: set[str] = set()
     for i, d in enumerate(seq):
@@ -248,20 +235,18 @@ def _nonempty_list(doc: YamlDoc, root, key: str) -> Any:
 # ------------------------------------------------------------------------ options
 
 
-def _options(doc: YamlDoc, root, kind: Kind) -> dict[str, OptionDef]:
+def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
     node = doc.mapping(root, "options", "options")
-    reserved = reserved_placeholders(kind)
     out: dict[str, OptionDef] = {}
     for name in node:
         if not isinstance(name, str) or not OPTION_NAME.match(name):
             raise doc.error(f"option name {name!r} must be lower-case letters, digits and _", node, name)
-        if name in reserved or (kind.expressions is not None and INPUT_PLACEHOLDER.match(name)):
+        if kind.reserves(name):
             raise doc.error(
                 f"option name {name!r} is taken by a placeholder that byoc supplies",
                 node,
                 name,
-                hint=f"reserved names: {', '.join(sorted(reserved))}"
-                + (", x0, x1, ..." if kind.expressions is not None else ""),
+                hint=f"reserved names: {', '.join(sorted(kind.placeholders()))}{kind.reserved_more}",
             )
         what = f"option {name}"
         onode = doc.mapping(node, name, what)
@@ -298,17 +283,16 @@ def _options(doc: YamlDoc, root, kind: Kind) -> dict[str, OptionDef]:
 
 
 def _option_value(doc: YamlDoc, node, key, otype: str, what: str) -> Any:
-    value = node[key]
-    if isinstance(value, bool) != (otype == "bool") or not isinstance(value, _PY_TYPES[otype]):
-        raise doc.error(f"{what} must be {otype}, got {value!r}", node, key, value=True)
-    convert = {"int": int, "float": float, "bool": bool, "str": str}[otype]
-    return convert(value)  # plain Python values, not ruamel's scalar subclasses
+    try:
+        return VALUE_TYPES[otype].check(node[key])  # plain values, not ruamel's scalar subclasses
+    except ValueError as exc:
+        raise doc.error(f"{what} {exc}", node, key, value=True) from None
 
 
 # ------------------------------------------------------------------------ compile
 
 
-def _compile(doc: YamlDoc, root, kind: Kind, options: dict[str, OptionDef]) -> CompileSettings:
+def _compile(doc: YamlDoc, root, kind: CodegenKind, options: dict[str, OptionDef]) -> CompileSettings:
     language = LANGUAGES[kind.language]
     if "compile" not in root:
         return CompileSettings(language.name)
@@ -353,8 +337,8 @@ def _compile(doc: YamlDoc, root, kind: Kind, options: dict[str, OptionDef]) -> C
         onode = doc.mapping(node, "option_flags", "compile: option_flags")
         for oname in onode:
             option = options.get(oname) if isinstance(oname, str) else None
-            if option is None or option.type not in ("bool", "int"):
-                usable = ", ".join(n for n, o in options.items() if o.type in ("bool", "int")) or "none"
+            if option is None or not option.value_type.switch:
+                usable = ", ".join(n for n, o in options.items() if o.value_type.switch) or "none"
                 raise doc.error(
                     f"compile: option_flags: {oname!r} is not a boolean or int option of this backend",
                     onode,

@@ -25,7 +25,7 @@ def check_spec_file(path: str | Path, catalog: Catalog | None = None) -> str:
     doc = YamlDoc(path)
     if is_backend_doc(doc):
         spec = load_backend_doc(doc, catalog)
-        return f"backend {spec.name} ({spec.kind}, {len(spec.ops)} ops)"
+        return f"backend {spec.name} ({spec.kind.name}, {len(spec.ops)} ops)"
     ops = load_catalog_text(doc)
     return f"op catalog ({len(ops)} ops)"
 

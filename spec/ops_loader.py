@@ -6,18 +6,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from byoc.catalog import (
-    ATTR_TYPES,
-    SHAPE_RULES,
-    AttrDef,
-    Catalog,
-    OpDef,
-    RuleError,
-    check_attr_value,
-    compile_reference,
-)
+from byoc.catalog import SHAPE_RULES, AttrDef, Catalog, OpDef, RuleError, compile_reference
 from byoc.errors import Location
 from byoc.ir import DTYPES
+from byoc.value_types import VALUE_TYPES
 
 from .template import TemplateSyntaxError, placeholders
 from .yaml_doc import YamlDoc
@@ -125,7 +117,7 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
     c = None
     if "c" in node:
         c = doc.typed(node, "c", str, f"{what}: c")
-        if rule != "elementwise":
+        if not SHAPE_RULES[rule].elementwise:
             raise doc.error(f"{what}: only elementwise ops take a C template", node, "c", hint="remove `c:`")
         allowed = {f"x{i}" for i in range(min_inputs)}
         try:
@@ -171,27 +163,21 @@ def _load_attrs(doc: YamlDoc, node, what: str) -> tuple[AttrDef, ...]:
         anode = doc.mapping(attrs_node, aname, f"{what}: attribute {aname}")
         doc.check_keys(anode, f"attribute {aname}", ("type",), ("default",))
         atype = doc.typed(anode, "type", str, f"attribute {aname}: type")
-        if atype not in ATTR_TYPES:
+        if atype not in VALUE_TYPES:
             raise doc.error(
                 f"attribute {aname}: unknown type {atype!r}",
                 anode,
                 "type",
                 value=True,
-                hint=f"known types: {', '.join(ATTR_TYPES)}",
+                hint=f"known types: {', '.join(VALUE_TYPES)}",
             )
         default = None
-        adef = AttrDef(aname, atype, None)
         if "default" in anode:
-            raw = anode["default"]
-            raw = tuple(raw) if isinstance(raw, list) else raw
             try:
-                default = check_attr_value(adef, raw)
-            except RuleError as exc:
+                default = VALUE_TYPES[atype].check(anode["default"])
+            except ValueError as exc:
                 raise doc.error(
-                    f"attribute {aname}: default {exc.message.split(', ', 1)[-1]}; it must be {atype}",
-                    anode,
-                    "default",
-                    value=True,
+                    f"attribute {aname}: the default {exc}", anode, "default", value=True
                 ) from None
         out.append(AttrDef(aname, atype, default))
     return tuple(out)

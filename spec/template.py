@@ -6,7 +6,7 @@ literal ``$``. Any other ``$`` is an error, so that a typo such as ``$symbol`` o
 ``${symbol`` never reaches a compiler.
 
 This module knows only the syntax. Which names a template may use is decided by
-its slot (see :mod:`byoc.spec.kinds`) and checked by the loader.
+its slot (see :mod:`byoc.spec.codegen_kind`) and checked by the loader.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+
+from byoc.value_types import value_text
 
 PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKEN = re.compile(r"\$(?:\$|\{([^{}$]*)\}|)")
@@ -65,10 +67,11 @@ def placeholder_names(text: str) -> tuple[str, ...]:
 
 
 def render(text: str, values: Mapping[str, object]) -> str:
-    """Substitute every ``${name}`` of ``text`` by ``str(values[name])``.
+    """Substitute every ``${name}`` of ``text`` by its value, as
+    :func:`~byoc.value_types.value_text` writes it (booleans as ``true`` / ``false``).
 
-    Booleans render as ``true`` / ``false``. A missing name raises KeyError: the
-    loader has already checked every template, so this is a programming error.
+    A missing name raises KeyError: the loader has already checked every template,
+    so this is a programming error.
     """
 
     def one(m: re.Match[str]) -> str:
@@ -77,9 +80,6 @@ def render(text: str, values: Mapping[str, object]) -> str:
         name = m.group(1)
         if name is None or name not in values:
             raise KeyError(f"template placeholder {m.group(0)!r} has no value")
-        value = values[name]
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
+        return value_text(values[name])
 
     return _TOKEN.sub(one, text)

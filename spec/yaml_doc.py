@@ -134,7 +134,7 @@ class YamlDoc:
     def mapping(self, container: Any, key: Any, what: str) -> CommentedMap:
         node = container[key]
         if not isinstance(node, CommentedMap):
-            raise self.error(f"{what} must be a mapping, got {_kind(node)}", container, key, value=True)
+            raise self.error(f"{what} must be a mapping, got {_type_text(node)}", container, key, value=True)
         return node
 
     def check_keys(
@@ -161,7 +161,7 @@ class YamlDoc:
         want = types if isinstance(types, tuple) else (types,)
         if isinstance(value, bool) and bool not in want or not isinstance(value, want):
             names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in want)
-            raise self.error(f"{what} must be {names}, got {_kind(value)}", node, key, value=True)
+            raise self.error(f"{what} must be {names}, got {_type_text(value)}", node, key, value=True)
         return value
 
     def identifier(self, node: Any, key: Any, name: Any, what: str, *, at_value: bool = True) -> str:
@@ -192,7 +192,7 @@ _TYPE_NAMES = {
 }
 
 
-def _kind(value: Any) -> str:
+def _type_text(value: Any) -> str:
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):

@@ -97,7 +97,7 @@ class Caps:
 
     def __init__(self, name: str) -> None:
         spec = byoc.load_backend(name)
-        kind = spec.kind_info
+        kind = spec.kind
         self.name = name
         self.dtypes = tuple(spec.dtypes)
         self.ranks = tuple(r for r in spec.ranks if 1 <= r <= 4) or tuple(spec.ranks)

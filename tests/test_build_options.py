@@ -144,7 +144,7 @@ def test_option_for_a_backend_not_in_the_build(capsys):
 
 
 def test_python_typed_options():
-    with pytest.raises(UsageError, match="is not int") as info:
+    with pytest.raises(UsageError, match="must be int, got 1.5") as info:
         build(PLAIN_GRAPH, backends=["ccompiler"], options={"opt_level": 1.5})
     assert info.value.location.line == spec_line("ccompiler", "  opt_level:")
     assert_guide_runs(["ccompiler"], options={"opt_level": 1, "fast_math": False})

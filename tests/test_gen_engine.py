@@ -28,6 +28,7 @@ from byoc.generator import generator_for
 from byoc.generator.artifacts import Artifact
 from byoc.generator.lowering import lower, offload_whole
 from byoc.ir import Function, Program
+from byoc.spec import KINDS
 from byoc.spec.backend import BackendSpec
 
 ROOT = TESTS.parent
@@ -64,7 +65,7 @@ def generate(program: Program, catalog, loader: Loader = shipped, options=None):
     """(externals, (module, header)) of the program's engine regions."""
     lowered = lower(program, loader, catalog)
     externals = lowered.externals_for("engine")
-    artifacts = generator_for("engine")(externals, loader("engine"), catalog, options or {})
+    artifacts = generator_for(KINDS["engine"])(externals, loader("engine"), catalog, options or {})
     return externals, artifacts
 
 

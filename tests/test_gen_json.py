@@ -19,6 +19,7 @@ from byoc.errors import GraphError
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower, offload_whole
 from byoc.ir import TensorType
+from byoc.spec import KINDS
 
 BACKEND = "json"
 GEN = DATA / "gen"
@@ -91,7 +92,7 @@ def check_schema(document: dict) -> None:
 def interpret(document: dict, symbol: str, args: list[np.ndarray]) -> list[np.ndarray]:
     """Run one function of a module document with numpy, as a JSON runtime would."""
     catalog = load_catalog()
-    kernels = {b.kernel: op for op, b in load_backend(BACKEND).ops.items()}
+    kernels = {b.name: op for op, b in load_backend(BACKEND).ops.items()}
     entry = document["functions"][symbol]
     graph = entry["graph"]
     row_ptr = graph["node_row_ptr"]
@@ -215,7 +216,7 @@ def test_op_without_kernel_is_a_located_error():
     externals = lower(program, load_backend, load_catalog()).externals
     spec = load_backend("examplejson")  # an examplejson spec has tokens, no kernels
     with pytest.raises(GraphError, match="no kernel for op") as info:
-        generator_for("json")(externals, spec, load_catalog(), {})
+        generator_for(KINDS["json"])(externals, spec, load_catalog(), {})
     assert info.value.location is not None and info.value.location.line == 4
 
 

@@ -85,7 +85,7 @@ def blank_literals(code: str) -> str:
 
 def module_sources(program: Program, backend: str) -> tuple[dict[str, str], str, bool]:
     """The backend's generated module and headers, the module's name, and whether it is C++."""
-    _, artifacts = generate(program, CATALOG, byoc.load_backend)
+    artifacts = generate(program, CATALOG, byoc.load_backend).artifacts
     own = {a.name: a.text for a in artifacts if a.backend == backend and a.role in ("module", "header")}
     main = next(a.name for a in artifacts if a.backend == backend and a.role == "module")
     return own, main, main.endswith((".cc", ".cpp"))
@@ -351,8 +351,8 @@ def test_file_paths_in_locations_are_inert(backend, path, tmp_path, benign_expor
         files0, main0, tmp_path / "pp-benign", cplusplus=cplusplus
     )
     # the host functions (DSL text with `#` location comments) are the same functions
-    _, artifacts = generate(hostile, CATALOG, byoc.load_backend)
-    _, artifacts0 = generate(benign, CATALOG, byoc.load_backend)
+    artifacts = generate(hostile, CATALOG, byoc.load_backend).artifacts
+    artifacts0 = generate(benign, CATALOG, byoc.load_backend).artifacts
     (host,) = [a.text for a in artifacts if a.role == "host_functions"]
     (host0,) = [a.text for a in artifacts0 if a.role == "host_functions"]
     assert parse(host) == parse(host0)
@@ -436,6 +436,6 @@ def test_names_that_collide_after_mapping_are_rejected():
 
 def test_generated_text_is_deterministic():
     text = chain_graph(NAME_SETS["reserved"], "ccompiler")
-    first = generate(parse(text), CATALOG, byoc.load_backend)[1]
-    again = generate(parse(text), CATALOG, byoc.load_backend)[1]
+    first = generate(parse(text), CATALOG, byoc.load_backend).artifacts
+    again = generate(parse(text), CATALOG, byoc.load_backend).artifacts
     assert [(a.name, a.text) for a in first] == [(a.name, a.text) for a in again]

@@ -112,7 +112,7 @@ def assert_regions_supported(program: Program) -> None:
         for call in region_calls(fn):
             callee = call.callee
             spec = load_backend(callee.backend)
-            kind = spec.kind_info
+            kind = spec.kind
             assert kind.max_outputs is None or len(callee.outputs) <= kind.max_outputs
             assert kind.constants or not callee.constants
             types = callee.types()
@@ -156,7 +156,7 @@ def assert_locally_maximal(fn: Function) -> None:
         return False
 
     for a, u in enumerate(units):
-        if u.callee is None or load_backend(u.callee.backend).kind_info.max_outputs is not None:
+        if u.callee is None or load_backend(u.callee.backend).kind.max_outputs is not None:
             continue
         for b in succ[a]:
             if units[b].callee is not None and units[b].callee.backend == u.callee.backend:
@@ -181,7 +181,7 @@ def check_partition(text: str, backends: list[str], seed: int) -> tuple[Program,
                     and (spec.broadcast or node.op == "concatenate" or t.shape == node.type.shape)
                     for t in ins
                 )
-                assert not (fits and (spec.kind_info.attrs or not node.attrs)), (spec.name, node.op)
+                assert not (fits and (spec.kind.attrs or not node.attrs)), (spec.name, node.op)
     assert_locally_maximal(fn)
     assert parse(print_program(program), "graph") == program, text
     inputs = random_inputs(original.functions[0], seed)

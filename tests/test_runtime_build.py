@@ -41,7 +41,8 @@ def program_for(backend: str, name: str = "whole_graph"):
 
 def module_sources(program, backend: str, loader=load_backend) -> tuple[dict[str, str], str, tuple]:
     """(sources, main, external functions) of ``backend``'s module in ``program``."""
-    lowered, artifacts = generate(program, load_catalog(), loader)
+    generated = generate(program, load_catalog(), loader)
+    lowered, artifacts = generated.lowered, generated.artifacts
     mine = [a for a in artifacts if a.backend == backend]
     main = next(a.name for a in mine if a.role == "module")
     return {a.name: a.text for a in mine}, main, lowered.externals_for(backend)
@@ -142,6 +143,9 @@ def test_toolchain_environment():
     cxx = toolchain("c++", "c++", "c++17", [], {"CC": "gcc", "CXX": "clang++", "CXXFLAGS": "-DY"})
     assert (cxx.compiler, cxx.flags, cxx.language) == (("clang++",), ("-std=c++17", "-DY"), "c++")
     assert toolchain("c", "cc", None, [], {}).compiler == ("cc",)
+    assert (chain.env_var, cxx.env_var) == ("CC", "CXX")  # as the spec's languages declare them
+    with pytest.raises(BuildError, match="'json' is not a compiled language"):
+        toolchain("json", "cc", None, [], {})
 
 
 # ------------------------------------------------------------------ cache

@@ -50,7 +50,8 @@ class Built:
     """A library built from a program, with its external functions."""
 
     def __init__(self, program, backend: str, cache: Path) -> None:
-        lowered, artifacts = generate(program, load_catalog(), load_backend)
+        generated = generate(program, load_catalog(), load_backend)
+        lowered, artifacts = generated.lowered, generated.artifacts
         mine = [a for a in artifacts if a.backend == backend]
         main = next(a.name for a in mine if a.role == "module")
         spec = load_backend(backend)

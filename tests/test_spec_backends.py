@@ -45,7 +45,7 @@ def _no_user_spec_path(monkeypatch):
 def test_every_shipped_spec_loads(name):
     spec = load_backend(name)
     assert spec.name == name
-    assert spec.kind in KINDS
+    assert spec.kind is KINDS[spec.kind.name]
     assert Path(spec.source) == SHIPPED_BACKENDS / f"{name}.yaml"
     assert spec.dtypes and spec.ranks and spec.ops and spec.options
     assert spec.description
@@ -58,7 +58,7 @@ def test_the_shipped_backends_are_exactly_five():
 
 def test_ccompiler_holds_the_guides_macros():
     spec = load_backend("ccompiler")
-    assert spec.kind == "c_source"
+    assert spec.kind.name == "c_source"
     assert list(spec.macros) == ["CSOURCE_BINARY_OP_1D", "CSOURCE_BINARY_OP_2D", "CSOURCE_BINARY_OP_ND"]
     m2 = spec.macros["CSOURCE_BINARY_OP_2D"]
     assert list(m2.params) == ["p_ID_", "p_OP_", "p_DIM1_", "p_DIM2_", "p_DTYPE_"]
@@ -117,7 +117,7 @@ def test_option_values_reject_unknown_and_bad_values():
 
 def test_engine_holds_layers_and_engine_code():
     spec = load_backend("engine")
-    assert spec.kind == "engine" and spec.dtypes == ("float32",) and spec.ranks == (2,)
+    assert spec.kind.name == "engine" and spec.dtypes == ("float32",) and spec.ranks == (2,)
     assert list(spec.layers) == ["add_2d", "sub_2d", "mul_2d"]
     assert {op: b.construct(2) for op, b in spec.ops.items()} == {
         "add": "add_2d",
@@ -132,14 +132,14 @@ def test_engine_holds_layers_and_engine_code():
 
 def test_examplejson_tokens_are_the_guides():
     spec = load_backend("examplejson")
-    assert spec.tokens() == dict(DEFAULT_TOKENS) == {"add": "add", "sub": "subtract", "mul": "multiply"}
+    assert spec.op_names() == dict(DEFAULT_TOKENS) == {"add": "add", "sub": "subtract", "mul": "multiply"}
     assert not spec.compile.compiled
 
 
 def test_json_kernel_names():
     spec = load_backend("json")
-    assert spec.ops["relu"].kernel == "nn.relu"
-    assert spec.ops["add"].kernel == "add"
+    assert spec.ops["relu"].name == "nn.relu"
+    assert spec.ops["add"].name == "add"
     assert spec.supports("divide", "float64", 3)
     assert not spec.supports("divide", "int8")
 
@@ -187,7 +187,7 @@ def test_spec_path_finds_a_user_backend(tmp_path):
     user_backend(tmp_path)
     assert "mine" not in find_backends()
     spec = load_backend("mine", spec_path=[tmp_path])
-    assert spec.tokens()["plus"] == "add"
+    assert spec.op_names()["plus"] == "add"
     assert list(find_backends(tmp_path)) == ["ccompiler", "engine", "examplejson", "fused", "json", "mine"]
 
 
@@ -207,10 +207,10 @@ def test_spec_path_comes_before_env_var_and_shipped(tmp_path, monkeypatch):
     user_backend(first, "examplejson", token="plus")
     user_backend(second, "examplejson", token="addition")
     monkeypatch.setenv(ENV_VAR, str(second))
-    assert "addition" in load_backend("examplejson").tokens()
-    assert "plus" in load_backend("examplejson", spec_path=first).tokens()
+    assert "addition" in load_backend("examplejson").op_names()
+    assert "plus" in load_backend("examplejson", spec_path=first).op_names()
     monkeypatch.delenv(ENV_VAR)
-    assert "add" in load_backend("examplejson").tokens()
+    assert "add" in load_backend("examplejson").op_names()
 
 
 def test_missing_spec_dir_and_unknown_backend_are_usage_errors(tmp_path, monkeypatch):
@@ -227,14 +227,14 @@ def test_missing_spec_dir_and_unknown_backend_are_usage_errors(tmp_path, monkeyp
 
 def test_edited_spec_is_reloaded(tmp_path):
     path = user_backend(tmp_path, "mine", token="plus")
-    assert "plus" in load_backend("mine", spec_path=tmp_path).tokens()
+    assert "plus" in load_backend("mine", spec_path=tmp_path).op_names()
     path.write_text(path.read_text().replace("{token: plus}", "{token: plus2}") + "\n# edited\n")
-    assert "plus2" in load_backend("mine", spec_path=tmp_path).tokens()
+    assert "plus2" in load_backend("mine", spec_path=tmp_path).op_names()
 
 
 def test_public_api_exposes_backends(tmp_path):
     user_backend(tmp_path)
-    assert byoc.load_backend("mine", spec_path=tmp_path).kind == "examplejson"
+    assert byoc.load_backend("mine", spec_path=tmp_path).kind.name == "examplejson"
     assert [s.name for s in byoc.list_backends(tmp_path)][-1] == "mine"
 
 

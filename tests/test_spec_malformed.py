@@ -104,7 +104,7 @@ def edit(base: str, old: str, new: str) -> str:
 @pytest.mark.parametrize("kind", list(BASES))
 def test_base_specs_are_valid(tmp_path, kind):
     spec = load_backend_file(write_spec(tmp_path, BASES[kind]))
-    assert spec.kind == kind and spec.name == "mini"
+    assert spec.kind.name == kind and spec.name == "mini"
 
 
 # (id, base, old text, new text, line, column, message fragment)

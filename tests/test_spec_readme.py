@@ -21,7 +21,7 @@ def test_new_backend_example_validates(tmp_path, monkeypatch):
     block = yaml_blocks(text[text.index(MARKER) :])[0]
     (tmp_path / "mynpu.yaml").write_text(block, encoding="utf-8")
     spec = load_backend("mynpu", spec_path=tmp_path)
-    assert spec.kind == "c_source"
+    assert spec.kind.name == "c_source"
     assert spec.supports("relu", "float64", 4)
     assert spec.ops["multiply"].vars == {"operator": "*"}
 

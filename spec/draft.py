@@ -1,0 +1,69 @@
+"""What the loader and the kinds share while a backend spec is validated: the draft
+of the spec, the placeholder check of templates, and the C-name check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backend import LayerDef, MacroDef, OptionDef
+from .bindings import OpBinding
+from .names import DIM_PLACEHOLDER, RESERVED_C_NAME
+from .template import Placeholder, TemplateSyntaxError, placeholders
+from .yaml_doc import YamlDoc
+
+
+@dataclass
+class SpecDraft:
+    """A backend spec as it is validated: what the common keys gave (ranks, options)
+    and the kind's parts as its checks fill them in. The loader copies it into a
+    :class:`~byoc.spec.backend.BackendSpec`."""
+
+    ranks: tuple[int, ...]
+    options: dict[str, OptionDef]
+    ops: dict[str, OpBinding] = field(default_factory=dict)
+    macros: dict[str, MacroDef] = field(default_factory=dict)
+    layers: dict[str, LayerDef] = field(default_factory=dict)
+    templates: dict[str, str] = field(default_factory=dict)
+    header: str | None = None
+    macro_params: dict[str, Any] = field(default_factory=dict)
+    """The YAML ``params`` mapping of each macro, to locate errors in its arguments."""
+
+
+def check_template(
+    doc: YamlDoc, node: Any, key: Any, what: str, names: Iterable[str], *, dims: bool = False
+) -> tuple[Placeholder, ...]:
+    """Check the placeholders of the template ``node[key]`` against ``names``."""
+    text = node[key]
+    allowed = set(names)
+    try:
+        found = tuple(placeholders(text))
+    except TemplateSyntaxError as exc:
+        raise doc.error_at(
+            f"{what}: {exc.message}", doc.at_offset(node, key, exc.offset), hint=exc.hint
+        ) from None
+    for p in found:
+        if p.name not in allowed and not (dims and DIM_PLACEHOLDER.match(p.name)):
+            shown = ", ".join("${" + n + "}" for n in sorted(allowed)) or "none"
+            raise doc.error_at(
+                f"undefined placeholder ${{{p.name}}} in {what}",
+                doc.at_offset(node, key, p.offset),
+                hint=f"defined here: {shown}" + (", ${dim0}, ${dim1}, ..." if dims else ""),
+            )
+    return found
+
+
+def c_name(doc: YamlDoc, node, name, what: str) -> str:
+    """``name``, a key of ``node``, as a C identifier that C does not reserve."""
+    doc.identifier(node, name, name, what, at_value=False)
+    if RESERVED_C_NAME.match(name):
+        raise doc.error(
+            f"{what} {name!r} is a reserved C identifier", node, name, hint="start it with a letter"
+        )
+    return str(name)
+
+
+def known(noun: str, names: Iterable[str]) -> str:
+    listed = list(names)
+    return f"{noun}: {', '.join(listed)}" if listed else f"no {noun} are defined"

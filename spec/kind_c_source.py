@@ -1,0 +1,61 @@
+"""The ``c_source`` kind: C99, one kernel per op, expanded from the spec's C macros."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from byoc.catalog import OpDef
+
+from .bindings import MacroBinding, frozen_map
+from .codegen_kind import Slot
+from .draft import SpecDraft
+from .kind_macros import DEFAULT_RANK_KEY, MacroKind, MacroUse
+from .yaml_doc import YamlDoc
+
+
+class CSourceKind(MacroKind):
+    """Ops map to macros by rank (``default`` for the other ranks), with ``vars``."""
+
+    __slots__ = ()
+    name = "c_source"
+    doc = "C99 source: one kernel per op, expanded from the spec's C macros (the BYOC guide's C codegen)"
+    language = "c"
+    generator = "c_source"
+    templates = (Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),)
+    structure_required = ("macros",)
+    op_required = ("macros",)
+    op_optional = ("vars",)
+    shape_rules = ("elementwise",)
+    construct = "macros"
+    default_rank = True
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size")
+    macro_inputs = True
+    dims = True
+
+    def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> MacroBinding:
+        what, onode = f"op {op}", node[op]
+        by_rank, default = self.load_ranks(doc, onode, what, draft, draft.macros)
+        uses = [*by_rank.items(), *([(DEFAULT_RANK_KEY, default)] if default is not None else [])]
+        for key, name in uses:
+            inputs = draft.macros[name].inputs
+            if opdef.max_inputs != inputs or opdef.min_inputs != inputs:
+                raise doc.error(
+                    f"{what}: macro {name} takes {inputs} inputs but {opdef.name} takes {opdef.arity_text()}",
+                    onode["macros"],
+                    key,
+                    value=True,
+                    hint="map the op to a macro with its number of inputs",
+                )
+        ovars = self.load_vars(doc, onode, what, draft) if "vars" in onode else {}
+        return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
+
+    def macro_uses(self, doc: YamlDoc, draft: SpecDraft) -> list[MacroUse]:
+        uses: list[MacroUse] = []
+        for op, b in draft.ops.items():
+            assert isinstance(b, MacroBinding)
+            rnode = doc.root["ops"][op]["macros"]
+            uses += [MacroUse(f"op {op}", m, b.vars, (r,), rnode, r) for r, m in b.by_rank.items()]
+            if b.default is not None:
+                others = tuple(r for r in draft.ranks if r not in b.by_rank)
+                uses.append(MacroUse(f"op {op}", b.default, b.vars, others, rnode, DEFAULT_RANK_KEY))
+        return uses

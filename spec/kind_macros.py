@@ -1,0 +1,244 @@
+"""The kinds whose specs define C macros that the generator expands into kernels.
+
+Ops map to constructs by rank: straight to macros (c_source), or to engine layers
+that each expand one macro (engine). This module loads the macros, the rank
+mappings and the vars, and checks that every placeholder of every macro argument is
+supplied wherever the macro is used: by byoc, by an option, or by the vars of the op
+or layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .backend import MacroDef
+from .bindings import frozen_map
+from .codegen_kind import CodegenKind
+from .draft import SpecDraft, c_name, check_template, known
+from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
+from .template import PLACEHOLDER_NAME, Placeholder
+from .yaml_doc import YamlDoc
+
+DEFAULT_RANK_KEY = "default"
+"""The key of an op's rank mapping that serves every other declared rank."""
+
+
+@dataclass(frozen=True, slots=True)
+class MacroUse:
+    """One use of a macro: by ``user`` (an op or a layer), at ``ranks`` (None: any),
+    located at ``node[key]``."""
+
+    user: str
+    macro: str
+    vars: Mapping[str, str]
+    ranks: tuple[int, ...] | None
+    node: Any
+    key: Any
+
+
+class MacroKind(CodegenKind):
+    """A kind whose spec defines ``macros`` and maps each op, by rank, to one of its
+    ``construct`` (macros or layers)."""
+
+    __slots__ = ()
+    construct: ClassVar[str]
+    """The key of an op's rank mapping, and the top-level key of what it names."""
+    default_rank: ClassVar[bool] = False
+    """Whether an op's rank mapping may have a ``default`` entry."""
+    macro_args: ClassVar[tuple[str, ...]] = ()
+    """Placeholders of macro arguments (besides ``${dim<k>}`` when :attr:`dims`)."""
+    macro_body: ClassVar[tuple[str, ...]] = ()
+    """Placeholders of macro bodies."""
+    macro_inputs: ClassVar[bool] = False
+    """True when each macro declares how many inputs its kernel takes (ops use macros directly)."""
+    dims: ClassVar[bool] = False
+    """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
+
+    def placeholders(self) -> set[str]:
+        return super().placeholders() | set(self.macro_args) | set(self.macro_body)
+
+    def load_structure(self, doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
+        super().load_structure(doc, root, draft)
+        self.load_macros(doc, root, draft)
+
+    def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
+        """Every placeholder of every macro argument must be supplied wherever the macro is used."""
+        uses = self.macro_uses(doc, draft)
+        builtin = set(COMMON_PLACEHOLDERS) | set(draft.options) | set(self.macro_args)
+        all_vars = set().union(*(u.vars for u in uses))
+        args: dict[str, list[tuple[str, Placeholder]]] = {}
+        for mname, macro in draft.macros.items():
+            pnode = draft.macro_params[mname]
+            args[mname] = [
+                (param, ph)
+                for param in macro.params
+                for ph in check_template(
+                    doc,
+                    pnode,
+                    param,
+                    f"the argument of {param} in macro {mname}",
+                    builtin | all_vars,
+                    dims=self.dims,
+                )
+            ]
+        for use in uses:
+            _check_use(doc, use, args[use.macro], builtin)
+
+    def macro_uses(self, doc: YamlDoc, draft: SpecDraft) -> list[MacroUse]:
+        """Every use of a macro in the spec, with the vars it has."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ macros
+
+    def load_macros(self, doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
+        names = set(COMMON_PLACEHOLDERS) | set(draft.options)
+        node = doc.mapping(root, "macros", "macros")
+        if not node:
+            raise doc.error("macros must define at least one macro", root, "macros", value=True)
+        for name in node:
+            what = f"macro {name}"
+            c_name(doc, node, name, "macro name")
+            mnode = doc.mapping(node, name, what)
+            required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
+            doc.check_keys(mnode, what, required, ("doc",))
+            inputs = None
+            if self.macro_inputs:
+                inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
+                if inputs < 1:
+                    raise doc.error(f"{what}: inputs must be at least 1", mnode, "inputs", value=True)
+            params = doc.mapping(mnode, "params", f"{what}: params")
+            body = doc.typed(mnode, "body", str, f"{what}: body")
+            if not body.strip():
+                raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
+            check_template(doc, mnode, "body", f"the body of {what}", names | set(self.macro_body))
+            _check_body_lines(doc, mnode, what)
+            for param in params:
+                c_name(doc, params, param, f"{what}: parameter")
+                if param == name:
+                    raise doc.error(f"{what}: a parameter cannot share the macro's name", params, param)
+                doc.typed(params, param, str, f"{what}: the argument of {param}")
+                if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", body):
+                    raise doc.error(
+                        f"{what}: parameter {param} is not used in the body",
+                        params,
+                        param,
+                        hint="remove the parameter, or use it in the body",
+                    )
+            mdoc = doc.typed(mnode, "doc", str, f"{what}: doc") if "doc" in mnode else ""
+            args = frozen_map({str(p): str(a) for p, a in params.items()})
+            draft.macros[name] = MacroDef(
+                str(name), args, str(body), str(mdoc).strip(), inputs, doc.at(node, name)
+            )
+            draft.macro_params[name] = params
+
+    def load_vars(self, doc: YamlDoc, node: Any, what: str, draft: SpecDraft) -> dict[str, str]:
+        """The ``vars`` of an op or a layer: its own values of macro-argument placeholders."""
+        vnode = doc.mapping(node, "vars", f"{what}: vars")
+        reserved = self.placeholders() | set(draft.options)
+        out: dict[str, str] = {}
+        for name in vnode:
+            if not isinstance(name, str) or not PLACEHOLDER_NAME.match(name):
+                raise doc.error(f"{what}: var name {name!r} is not an identifier", vnode, name)
+            if name in reserved or DIM_PLACEHOLDER.match(name):
+                raise doc.error(
+                    f"{what}: var {name!r} would hide a placeholder of the same name",
+                    vnode,
+                    name,
+                    hint="byoc or an option already supplies ${" + name + "}; pick another name",
+                )
+            value = vnode[name]
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise doc.error(
+                    f"{what}: var {name} must be a string, got {value!r}", vnode, name, value=True
+                )
+            out[name] = str(value)
+        return out
+
+    # -------------------------------------------------------------- rank mapping
+
+    def load_ranks(
+        self, doc: YamlDoc, onode: Any, what: str, draft: SpecDraft, defined: Mapping[str, Any]
+    ) -> tuple[dict[int, str], str | None]:
+        """An op's mapping from ranks (and ``default``, when allowed) to ``defined`` names."""
+        key, noun = self.construct, self.construct.removesuffix("s")
+        rnode = doc.mapping(onode, key, f"{what}: {key}")
+        if not rnode:
+            raise doc.error(f"{what}: {key} must map at least one rank", onode, key, value=True)
+        by_rank: dict[int, str] = {}
+        default = None
+        for rank in rnode:
+            is_default = self.default_rank and rank == DEFAULT_RANK_KEY
+            if not is_default and (isinstance(rank, bool) or not isinstance(rank, int)):
+                keys = "a rank (an integer)" + (f" or `{DEFAULT_RANK_KEY}`" if self.default_rank else "")
+                raise doc.error(f"{what}: {key} keys must be {keys}, got {rank!r}", rnode, rank)
+            if not is_default and rank not in draft.ranks:
+                raise doc.error(
+                    f"{what}: rank {rank} is not one of this backend's ranks",
+                    rnode,
+                    rank,
+                    hint=f"ranks: {', '.join(map(str, draft.ranks))}; add it to `ranks:` first",
+                )
+            name = doc.typed(rnode, rank, str, f"{what}: the {noun} for rank {rank}")
+            if name not in defined:
+                raise doc.error(
+                    f"{what}: undefined {noun} {name!r}",
+                    rnode,
+                    rank,
+                    value=True,
+                    hint=known(f"{noun}s", defined),
+                )
+            if is_default:
+                default = str(name)
+            else:
+                by_rank[int(rank)] = str(name)
+        return by_rank, default
+
+
+def _check_body_lines(doc: YamlDoc, mnode, what: str) -> None:
+    body = mnode["body"]
+    offset = 0
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            raise doc.error_at(
+                f"{what}: a macro body cannot hold a preprocessor directive",
+                doc.at_offset(mnode, "body", offset + line.index("#")),
+                hint="put #include and other directives in `prelude`",
+            )
+        if stripped.endswith("\\"):
+            raise doc.error_at(
+                f"{what}: do not end body lines with a backslash",
+                doc.at_offset(mnode, "body", offset + line.rindex("\\")),
+                hint="byoc adds the line continuations of the #define itself",
+            )
+        offset += len(line) + 1
+
+
+def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]], builtin: set[str]) -> None:
+    for param, ph in args:
+        dim = DIM_PLACEHOLDER.match(ph.name)
+        if ph.name in builtin or (ph.name in use.vars and not dim):
+            continue
+        if dim and use.ranks is not None:
+            low = [r for r in use.ranks if int(dim.group(1)) >= r]
+            if not low:
+                continue
+            have = ", ".join(f"${{dim{k}}}" for k in range(low[0])) or "no dims"
+            raise doc.error(
+                f"{use.user} uses macro {use.macro} at rank {low[0]}, but its argument {param} needs ${{{ph.name}}}",
+                use.node,
+                use.key,
+                value=True,
+                hint=f"a rank-{low[0]} tensor has {have}; map this rank to another macro",
+            )
+        raise doc.error(
+            f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{ph.name}}}, "
+            f"but {use.user} has no var {ph.name!r}",
+            use.node,
+            use.key,
+            value=True,
+            hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}",
+        )
