@@ -20,7 +20,6 @@ exactly as the parser recorded them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from byoc.catalog import Catalog
 from byoc.ir import Function
@@ -79,17 +78,15 @@ def macro_definition(macro: MacroDef) -> str:
 
 
 def spec_source(spec: BackendSpec) -> str:
-    """The spec file, for the header: shipped specs relative to the package, so the
-    text is the same on every machine; other specs by the path they were loaded from."""
+    """The spec file, for the header, the same on every machine: shipped specs relative
+    to the package, others relative to the search directory they were found in."""
+    if spec.display_path is not None:
+        return spec.display_path
     if spec.source is None:
         return "an in-memory spec"
-    from byoc.spec.search import SHIPPED_BACKENDS
+    from byoc.spec.search import display_path
 
-    path = Path(spec.source)
-    try:
-        return f"spec/backends/{path.resolve().relative_to(SHIPPED_BACKENDS.resolve())} (shipped with byoc)"
-    except ValueError:
-        return str(spec.source)
+    return display_path(spec.source)
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec) -> str:
