@@ -93,10 +93,6 @@ def find_backends(spec_path: SpecPath = None) -> dict[str, Path]:
     return {name: f for name, (f, _) in _search(spec_path).items()}
 
 
-def find_backend(name: str, spec_path: SpecPath = None) -> Path:
-    return _find(name, spec_path)[0]
-
-
 def _find(name: str, spec_path: SpecPath) -> tuple[Path, str]:
     found = _search(spec_path)
     if name not in found:
@@ -148,7 +144,6 @@ __all__: Sequence[str] = (
     "ENV_VAR",
     "SHIPPED_BACKENDS",
     "display_path",
-    "find_backend",
     "find_backends",
     "list_backends",
     "load_backend",
