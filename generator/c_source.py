@@ -27,7 +27,7 @@ from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 
 from . import ffi_entry
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .c_source_function import function_text
 from .c_text import check_reserved_names, comment, comment_text, function_origin
 
@@ -42,7 +42,7 @@ def generate(
     del catalog  # the spec's macros say everything; the catalog is for other kinds
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), "module", spec.name),)
+    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
 
 
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:

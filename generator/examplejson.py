@@ -31,7 +31,7 @@ from byoc.grammar.examplejson_printer import print_subgraph
 from byoc.ir import CALL_OP, Function
 from byoc.spec.backend import BackendSpec, OptionValue
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 
 PRINTER_INDENT = "  "
 """The indentation :func:`print_subgraph` writes, replaced by the ``indent`` option."""
@@ -43,7 +43,7 @@ def generate(
     to_token = {op: token for token, op in spec.tokens().items()}
     indent = " " * int(options.get("indent", 2))
     text = "".join(subgraph_text(fn, to_token, spec.name, indent) for fn in externals)
-    return (Artifact(f"{spec.name}.examplejson", text, "module", spec.name),)
+    return (Artifact(f"{spec.name}.examplejson", text, Role.MODULE, spec.name),)
 
 
 def subgraph_text(

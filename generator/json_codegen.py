@@ -53,7 +53,7 @@ from byoc.errors import GraphError, Location
 from byoc.ir import CALL_OP, AttrValue, Function, TensorType
 from byoc.spec.backend import BackendSpec, OptionValue
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 
 FORMAT = "byoc-json-runtime"
 VERSION = 1
@@ -78,7 +78,7 @@ def generate(
         "const_values": const_values,
     }
     indent = int(options.get("indent", 2))
-    return (Artifact(f"{spec.name}.json", dumps(document, indent), "module", spec.name),)
+    return (Artifact(f"{spec.name}.json", dumps(document, indent), Role.MODULE, spec.name),)
 
 
 def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dict[str, Any]]:
