@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 
-class Role(Enum):
-    """What an artifact is for."""
+class Role(str, Enum):
+    """What an artifact is for. A ``str`` too, so ``role == "module"`` keeps working; show
+    it with ``.value`` (``str()`` and f-strings of a str-Enum differ between Pythons)."""
 
     MODULE = "module"
     """A backend's external functions (C, C++, JSON or ExampleJSON)."""

@@ -25,7 +25,7 @@ from ruamel.yaml import YAML
 from byoc.api import evaluate, load_backend, parse
 from byoc.errors import GraphError
 from byoc.generator import generator_for
-from byoc.generator.artifacts import Artifact, Role
+from byoc.generator.artifacts import Artifact
 from byoc.generator.lowering import lower, offload_whole
 from byoc.ir import Function, Program
 from byoc.spec.backend import BackendSpec
@@ -70,8 +70,8 @@ def generate(program: Program, catalog, loader: Loader = shipped, options=None):
 
 def split(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, Artifact]:
     roles = {a.role: a for a in artifacts}
-    assert set(roles) == {Role.HEADER, Role.MODULE} and len(artifacts) == 2
-    return roles[Role.MODULE], roles[Role.HEADER]
+    assert sorted(roles) == ["header", "module"] and len(artifacts) == 2
+    return roles["module"], roles["header"]
 
 
 def build(artifacts: tuple[Artifact, ...], out_dir: Path):
