@@ -60,8 +60,7 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
         parts.append(prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
-    for f in functions:
-        parts += f.pieces
+    parts += [f.text for f in functions]
     return "\n".join(parts)
 
 
