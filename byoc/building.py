@@ -11,12 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .catalog import Catalog
 from .errors import UsageError
 from .ir import Program
+
+if TYPE_CHECKING:
+    from .runtime.manifest import ModuleEntry
 
 SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
@@ -83,6 +86,7 @@ def build(
     from .api import load_backend, load_catalog, parse_file, print_program
     from .generator.pipeline import generate
     from .runtime import Model
+    from .runtime.manifest import GraphEntry, Manifest
 
     timings = timings or Timings()
     catalog = catalog or load_catalog()
@@ -103,35 +107,33 @@ def build(
     with timings.measure("generate"):
         generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
-    manifest: dict[str, Any] = {"byoc": __version__, "source": SOURCE_MEMBER, "graphs": [], "modules": []}
     members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
     members[SOURCE_MEMBER] = print_program(program, "graph").encode("utf-8")
     with timings.measure("compile"):
-        for name, spec in generated.specs.items():
-            manifest["modules"].append(
-                _package_module(name, spec, artifacts, lowered, generated.options[name], members)
-            )
-    for fn in lowered.hosts:
-        host_functions = f"{fn.name}.host.graph"
-        manifest["graphs"].append(
-            {
-                "name": fn.name,
-                "host_graph": f"{fn.name}.graph.json",
-                "host_functions": host_functions if host_functions in members else None,
-            }
+        modules = tuple(
+            _package_module(name, spec, artifacts, lowered, generated.options[name], members)
+            for name, spec in generated.specs.items()
         )
+    graphs = tuple(
+        GraphEntry(
+            fn.name,
+            host_graph=f"{fn.name}.graph.json",
+            host_functions=f"{fn.name}.host.graph" if f"{fn.name}.host.graph" in members else None,
+        )
+        for fn in lowered.hosts
+    )
+    manifest = Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
     with timings.measure("load"):
         return Model(manifest, members, catalog)
 
 
-def _package_module(
-    name, spec, artifacts, lowered, option_values, members: dict[str, bytes]
-) -> dict[str, Any]:
+def _package_module(name, spec, artifacts, lowered, option_values, members: dict[str, bytes]) -> ModuleEntry:
+    from .generator.artifacts import Role
     from .runtime.interface import Signature
-    from .runtime.model import signature_to_json
+    from .runtime.manifest import ENTRY_TYPES, LibraryEntry
 
-    own = [a for a in artifacts if a.backend == name and a.role in ("module", "header")]
-    module = next(a for a in own if a.role == "module")
+    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER)]
+    module = next(a for a in own if a.role is Role.MODULE)
     kind = spec.kind
     if kind.compiled:
         from .runtime.build import build_artifacts
@@ -141,16 +143,13 @@ def _package_module(
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
         functions = {
-            fn.name: signature_to_json(Signature(tuple(p.type for p in fn.params), fn.output_types))
+            fn.name: Signature(tuple(p.type for p in fn.params), fn.output_types)
             for fn in lowered.externals_for(name)
         }
-        return {
-            "backend": name,
-            "kind": "library",
-            "file": lib_name,
-            "sources": [a.name for a in own],
-            "functions": functions,
-        }
-    if kind.name_table is not None:
-        return {"backend": name, "kind": kind.name, "file": module.name, kind.name_table: spec.op_names()}
-    raise UsageError(f"backend {name}: codegen kind {kind.name!r} cannot be built")
+        return LibraryEntry(name, lib_name, functions, sources=tuple(a.name for a in own))
+    entry_type = ENTRY_TYPES.get(kind.name) if kind.name_table is not None else None
+    if entry_type is None:
+        raise UsageError(f"backend {name}: codegen kind {kind.name!r} cannot be built")
+    # An interpreted kind's module format has the kind's name (json, examplejson); its
+    # entry carries the op-name table the runtime reads back (kernels, tokens).
+    return entry_type(name, module.name, spec.op_names())

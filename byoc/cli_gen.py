@@ -91,6 +91,7 @@ def prepare(args: argparse.Namespace):
 def _cmd_gen(args: argparse.Namespace) -> int:
     from .api import load_backend, load_catalog
     from .atomic import write_directory
+    from .generator.artifacts import Role
     from .generator.pipeline import generate
 
     program = prepare(args)
@@ -102,12 +103,12 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         parse_options(args.option),
     ).artifacts
     if args.output is None:
-        main = next(a for a in artifacts if a.role == "module")
+        main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)
         return 0
     written = write_directory(args.output, {a.name: a.text for a in artifacts})
     for path, artifact in zip(written, artifacts):
         sys.stdout.write(
-            f"wrote {path}  ({artifact.role}{', ' + artifact.backend if artifact.backend else ''})\n"
+            f"wrote {path}  ({artifact.role.value}{', ' + artifact.backend if artifact.backend else ''})\n"
         )
     return 0

@@ -27,8 +27,9 @@ examples:
   byoc dot examples/guide_plain_graph.graph --backend ccompiler -o guide.svg
   byoc dot g.graph -o g.png
 
-One colour per backend, a cluster per region, tensor types on the edges. SVG and
-PNG need Graphviz's `dot` (Debian/Ubuntu: apt-get install graphviz; macOS: brew
+One colour per backend, a cluster per region, tensor types on the edges. A file
+with several graphs gives one picture (one digraph) that shows each graph in a
+cluster of its own, labelled with its name. SVG and PNG need Graphviz's `dot` (Debian/Ubuntu: apt-get install graphviz; macOS: brew
 install graphviz); .dot output does not.
 """
 

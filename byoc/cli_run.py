@@ -115,7 +115,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     )
     model.save(args.output)
     size = Path(args.output).stat().st_size
-    modules = ", ".join(f"{m['backend']} ({m['kind']})" for m in model.manifest["modules"])
+    modules = ", ".join(f"{m.backend} ({m.module_format.value})" for m in model.manifest.modules)
     sys.stdout.write(
         f"wrote {args.output}: {len(model.members)} members, {size:,} bytes\n"
         f"  graphs: {', '.join(model.graph_names)}\n  modules: {modules}\n"
@@ -125,7 +125,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import load_catalog, parse
-    from .building import SOURCE_MEMBER, Timings, build
+    from .building import Timings, build
     from .reference import evaluate
     from .runtime import load
 
@@ -138,9 +138,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
         with timings.measure("load"):
             model = load(args.file, catalog)
-            program = parse(
-                model.members[SOURCE_MEMBER], "graph", file=f"{args.file}:{SOURCE_MEMBER}", catalog=catalog
-            )
+            source = model.manifest.source
+            program = parse(model.text(source), "graph", file=f"{args.file}:{source}", catalog=catalog)
     else:
         from .api import language_of, parse_file
 
@@ -157,7 +156,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timings=timings,
         )
     supplied = _load_inputs(args.inputs) if args.inputs else None
-    backends = ", ".join(m["backend"] for m in model.manifest["modules"])
+    backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
     failed = 0
     qualified = len(model.graph_names) > 1

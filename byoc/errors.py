@@ -35,7 +35,8 @@ class ByocError(Exception):
     renderer reads ``location.file`` from disk, if it exists.
     """
 
-    kind = "error"
+    title = "error"
+    """The heading of the rendered error, before the message: ``parse error: ...``."""
     line_break = re.compile(r"\r?\n")
     """Where the text that ``location`` points into breaks lines: at "\n" only, as Lark
     counts them (so not at a form feed in a comment, where ``str.splitlines`` would)."""
@@ -64,7 +65,7 @@ class ByocError(Exception):
 
     def render(self) -> str:
         """The multi-line, human-facing form: message, location, caret excerpt, hint."""
-        lines = [f"{self.kind}: {self.message}"]
+        lines = [f"{self.title}: {self.message}"]
         loc = self.location
         if loc is not None:
             lines.append(f"  --> {loc}")
@@ -110,35 +111,35 @@ def _source_line(loc: Location, source: str | None, line_break: re.Pattern[str])
 class ParseError(ByocError):
     """Malformed text in a .graph or .examplejson file."""
 
-    kind = "parse error"
+    title = "parse error"
 
 
 class GraphError(ByocError):
     """Well-formed text that describes an invalid graph: names, cycles, shapes, dtypes."""
 
-    kind = "graph error"
+    title = "graph error"
 
 
 class SpecError(ByocError):
     """An invalid op catalog or backend spec."""
 
-    kind = "spec error"
+    title = "spec error"
     line_break = YAML_LINE_BREAK
 
 
 class UsageError(ByocError):
     """Bad command-line flags or API arguments."""
 
-    kind = "usage error"
+    title = "usage error"
 
 
 class BuildError(ByocError):
     """The C or C++ compiler failed, or none is installed."""
 
-    kind = "build error"
+    title = "build error"
 
 
 class RuntimeFailure(ByocError):
     """Loading or running generated code failed: bad arguments, corrupt bundles."""
 
-    kind = "runtime error"
+    title = "runtime error"

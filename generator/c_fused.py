@@ -45,7 +45,7 @@ from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.template import render
 
 from . import ffi_entry
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
 from .c_fused_support import CLONES, OVERLAPS, PARALLEL, POSIX, option_summary
 from .c_source import spec_source
@@ -72,7 +72,7 @@ def generate(
     del catalog  # the spec's op bindings already hold each op's C expression
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), "module", spec.name),)
+    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
 
 
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:

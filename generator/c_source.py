@@ -20,7 +20,6 @@ exactly as the parser recorded them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from byoc.catalog import Catalog
 from byoc.ir import Function
@@ -28,7 +27,7 @@ from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 
 from . import ffi_entry
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .c_source_function import function_text
 from .c_text import check_reserved_names, comment, comment_text, function_origin
 
@@ -43,7 +42,7 @@ def generate(
     del catalog  # the spec's macros say everything; the catalog is for other kinds
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), "module", spec.name),)
+    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
 
 
 def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
@@ -61,8 +60,7 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
         parts.append(prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
-    for f in functions:
-        parts += f.pieces
+    parts += [f.text for f in functions]
     return "\n".join(parts)
 
 
@@ -79,17 +77,15 @@ def macro_definition(macro: MacroDef) -> str:
 
 
 def spec_source(spec: BackendSpec) -> str:
-    """The spec file, for the header: shipped specs relative to the package, so the
-    text is the same on every machine; other specs by the path they were loaded from."""
+    """The spec file, for the header, the same on every machine: shipped specs relative
+    to the package, others relative to the search directory they were found in."""
+    if spec.display_path is not None:
+        return spec.display_path
     if spec.source is None:
         return "an in-memory spec"
-    from byoc.spec.search import SHIPPED_BACKENDS
+    from byoc.spec.search import display_path
 
-    path = Path(spec.source)
-    try:
-        return f"spec/backends/{path.resolve().relative_to(SHIPPED_BACKENDS.resolve())} (shipped with byoc)"
-    except ValueError:
-        return str(spec.source)
+    return display_path(spec.source)
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec) -> str:

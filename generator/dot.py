@@ -3,6 +3,11 @@
 One cluster per region, one colour per backend (host ops stay white), inputs and
 outputs as ellipses, and every edge labelled with the tensor type it carries. The
 text is deterministic: ids are positional and colours follow first appearance.
+
+A program is always one ``digraph``, so it renders to one valid picture: a single
+graph is drawn on its own; several graphs are drawn side by side, one cluster each
+(``cluster_g<k>``, labelled with the graph's name), with their node and region ids
+prefixed ``g<k>_`` so that they stay distinct.
 """
 
 from __future__ import annotations
@@ -19,9 +24,37 @@ PALETTE = (
 )
 """(fill, border) per backend, in order of first appearance."""
 
+DEFAULTS = (
+    "  rankdir=TB;",
+    '  graph [fontname="Helvetica", fontsize=11];',
+    '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=10];',
+    '  edge [fontname="Helvetica", fontsize=8, color="#555555"];',
+)
+
 
 def dot_program(program: Program) -> str:
-    return "\n".join(dot_function(fn) for fn in program.functions)
+    """One digraph: the single graph's own picture, or one cluster per graph."""
+    if len(program.functions) == 1:
+        return dot_function(program.functions[0])
+    lines = ['digraph "graphs" {', *DEFAULTS]
+    for k, fn in enumerate(program.functions):
+        colours = _colours(fn)
+        lines.append(f"  subgraph cluster_g{k} {{")
+        lines.append(f'    label={_quote(_legend(fn, colours))}; style="rounded"; color="#9ca3af";')
+        lines += ["  " + line for line in _body(fn, colours, f"g{k}_")]
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def dot_function(fn: Function) -> str:
+    """One graph as a digraph of its own."""
+    colours = _colours(fn)
+    lines = [f"digraph {_quote(fn.name or 'graph')} {{", *DEFAULTS, *_body(fn, colours, "")]
+    if colours:
+        lines.append(f"  label={_quote(_legend(fn, colours))}; labelloc=b;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _quote(text: str) -> str:
@@ -33,27 +66,32 @@ def _two(first: object, second: object) -> str:
     return _quote(f"{first}\n{second}")
 
 
-def dot_function(fn: Function) -> str:
+def _colours(fn: Function) -> dict[str, tuple[str, str]]:
     colours: dict[str, tuple[str, str]] = {}
     for node in fn.nodes:
         if node.callee is not None and node.callee.backend not in colours:
             colours[node.callee.backend or ""] = PALETTE[len(colours) % len(PALETTE)]
-    lines = [
-        f"digraph {_quote(fn.name or 'graph')} {{",
-        "  rankdir=TB;",
-        '  graph [fontname="Helvetica", fontsize=11];',
-        '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=10];',
-        '  edge [fontname="Helvetica", fontsize=8, color="#555555"];',
-    ]
+    return colours
+
+
+def _legend(fn: Function, colours: dict[str, tuple[str, str]]) -> str:
+    if not colours:
+        return fn.name
+    return f"{fn.name}: {', '.join(f'@{b}' for b in colours)}; white boxes run on the host"
+
+
+def _body(fn: Function, colours: dict[str, tuple[str, str]], prefix: str) -> list[str]:
+    """The statements of one graph, each indented two spaces; ids start with ``prefix``."""
+    lines: list[str] = []
     producer: dict[str, str] = {}
     types: dict[str, TensorType] = dict(fn.types())
     for k, p in enumerate(fn.params):
-        producer[p.name] = f"in{k}"
-        lines.append(f'  in{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(p.name, p.type)}];')
+        producer[p.name] = f"{prefix}in{k}"
+        lines.append(f'  {prefix}in{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(p.name, p.type)}];')
     for k, c in enumerate(fn.constants):
-        producer[c.name] = f"const{k}"
+        producer[c.name] = f"{prefix}const{k}"
         lines.append(
-            f'  const{k} [shape=note, fillcolor="#f3f4f6", label={_two(c.name + " (const)", c.type)}];'
+            f'  {prefix}const{k} [shape=note, fillcolor="#f3f4f6", label={_two(c.name + " (const)", c.type)}];'
         )
     edges: list[str] = []
     counter = [0]
@@ -64,7 +102,7 @@ def dot_function(fn: Function) -> str:
                 callee = node.callee
                 fill_c, border = colours[callee.backend or ""]
                 title = f"@{callee.backend}" + (f" {callee.name}" if callee.name else "")
-                cluster = f"cluster_{counter[0]}"
+                cluster = f"cluster_{prefix}{counter[0]}"
                 counter[0] += 1
                 lines.append(f"{indent}subgraph {cluster} {{")
                 lines.append(
@@ -73,7 +111,7 @@ def dot_function(fn: Function) -> str:
                 inner = {p.name: scope[p.name] for p in callee.params}
                 inner_types = dict(callee.types())
                 for j, c in enumerate(callee.constants):
-                    cid = f"c{counter[0]}_{j}"
+                    cid = f"{prefix}c{counter[0]}_{j}"
                     inner[c.name] = cid
                     lines.append(
                         f'{indent}  {cid} [shape=note, fillcolor="#f3f4f6", label={_two(c.name + " (const)", c.type)}];'
@@ -87,7 +125,7 @@ def dot_function(fn: Function) -> str:
                 for out, result in zip(node.outputs, callee.outputs):
                     scope[out] = inner[result]
                 continue
-            nid = f"n{counter[0]}"
+            nid = f"{prefix}n{counter[0]}"
             counter[0] += 1
             label = node.op if node.name.startswith(ANON_PREFIX) else f"{node.name} = {node.op}"
             attrs = ", ".join(f"{k}={v}" for k, v in node.attrs)
@@ -103,12 +141,7 @@ def dot_function(fn: Function) -> str:
     emit_nodes(fn, producer, "  ", "#ffffff")
     for k, name in enumerate(fn.outputs):
         lines.append(
-            f'  out{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(f"output {k}", types[name])}];'
+            f'  {prefix}out{k} [shape=ellipse, fillcolor="#f3f4f6", label={_two(f"output {k}", types[name])}];'
         )
-        edges.append(f"  {producer[name]} -> out{k} [label={_quote(str(types[name]))}];")
-    lines += edges
-    if colours:
-        legend = ", ".join(f"@{b}" for b in colours)
-        lines.append(f"  label={_quote(f'{fn.name}: {legend}; white boxes run on the host')}; labelloc=b;")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        edges.append(f"  {producer[name]} -> {prefix}out{k} [label={_quote(str(types[name]))}];")
+    return lines + edges

@@ -36,7 +36,7 @@ from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .c_text import c_string, comment, function_origin, origin
 from .engine_header import element_values, header_text, wrap_list
 from .engine_plan import EnginePlan, plan
@@ -58,8 +58,8 @@ def generate(
     plans = [plan(fn, spec) for fn in externals]
     _check_names(plans, spec)
     assert spec.header is not None
-    header = Artifact(spec.header, header_text(spec, values), "header", spec.name)
-    module = Artifact(f"{spec.name}.cc", module_text(plans, spec, values), "module", spec.name)
+    header = Artifact(spec.header, header_text(spec, values), Role.HEADER, spec.name)
+    module = Artifact(f"{spec.name}.cc", module_text(plans, spec, values), Role.MODULE, spec.name)
     return (module, header)
 
 

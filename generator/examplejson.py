@@ -32,7 +32,7 @@ from byoc.ir import CALL_OP, Function
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.bindings import TokenBinding
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 
 PRINTER_INDENT = "  "
 """The indentation :func:`print_subgraph` writes, replaced by the ``indent`` option."""
@@ -44,7 +44,7 @@ def generate(
     to_token = {op: b.name for op, b in spec.ops.items() if isinstance(b, TokenBinding)}
     indent = " " * int(options.get("indent", 2))
     text = "".join(subgraph_text(fn, to_token, spec.name, indent) for fn in externals)
-    return (Artifact(f"{spec.name}.examplejson", text, "module", spec.name),)
+    return (Artifact(f"{spec.name}.examplejson", text, Role.MODULE, spec.name),)
 
 
 def subgraph_text(

@@ -49,7 +49,7 @@ from byoc.errors import Location
 from byoc.grammar.graph_printer import print_function
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, TensorType
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .json_codegen import Inline, dumps
 from .memory_plan import MemoryPlan, ScheduledOp, plan_memory
 
@@ -94,10 +94,10 @@ def generate(
     artifacts = []
     for fn in hosts:
         hg = host_graph(fn, taken, counter)
-        artifacts.append(Artifact(f"{fn.name}.graph.json", dumps(hg.graph, indent), "host_graph"))
+        artifacts.append(Artifact(f"{fn.name}.graph.json", dumps(hg.graph, indent), Role.HOST_GRAPH))
         text = host_functions_text(fn, hg.units)
         if text:
-            artifacts.append(Artifact(f"{fn.name}.host.graph", text, "host_functions"))
+            artifacts.append(Artifact(f"{fn.name}.host.graph", text, Role.HOST_FUNCTIONS))
     return tuple(artifacts)
 
 

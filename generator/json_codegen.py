@@ -54,7 +54,7 @@ from byoc.ir import CALL_OP, AttrValue, Function, TensorType
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.bindings import KernelBinding
 
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 
 FORMAT = "byoc-json-runtime"
 VERSION = 1
@@ -79,7 +79,7 @@ def generate(
         "const_values": const_values,
     }
     indent = int(options.get("indent", 2))
-    return (Artifact(f"{spec.name}.json", dumps(document, indent), "module", spec.name),)
+    return (Artifact(f"{spec.name}.json", dumps(document, indent), Role.MODULE, spec.name),)
 
 
 def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dict[str, Any]]:

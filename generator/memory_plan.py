@@ -53,9 +53,6 @@ class MemoryPlan:
     storage: Mapping[Hashable, int]
     buffers: tuple[Buffer, ...]
 
-    def storage_id(self, value: Hashable) -> int:
-        return self.storage[value]
-
     @property
     def reused(self) -> int:
         """How many values got a buffer that an earlier value had used."""

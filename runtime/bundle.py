@@ -2,8 +2,8 @@
 
 A bundle is a zip archive with a ``manifest.json`` and plain members:
 
-* ``manifest.json``: ``{"format": "byoc-bundle", "version": 1, "byoc": <version>,
-  "graphs": [...], "modules": [...], "members": {name: {"sha256", "size"}}}``;
+* ``manifest.json``: a :class:`~byoc.runtime.manifest.Manifest` (format, version,
+  graphs, modules, and every member's size and sha256);
 * the host graphs (``<graph>.graph.json``) and host functions (``<graph>.host.graph``);
 * each backend's module: compiled libraries (``lib<backend>.so``) with their
   generated sources, or the JSON / ExampleJSON text the interpreters run;
@@ -23,43 +23,34 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 import zipfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from byoc.atomic import write_file
 from byoc.errors import RuntimeFailure
 
-FORMAT = "byoc-bundle"
-VERSION = 1
-MANIFEST = "manifest.json"
+from .manifest import MANIFEST, Manifest
+
 MAX_MEMBER_BYTES = 1 << 31
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
 
 
-def write_bundle(path: str | Path, manifest: Mapping[str, Any], members: Mapping[str, bytes]) -> None:
-    """Write ``members`` and a manifest recording their sizes and digests, atomically."""
+def write_bundle(path: str | Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
+    """Write ``members`` and the manifest recording their sizes and digests, atomically."""
     for name in members:
         _check_name(name)
-    full = dict(manifest)
-    full["format"], full["version"] = FORMAT, VERSION
-    full["members"] = {
-        name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-        for name, data in sorted(members.items())
-    }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(_info(MANIFEST), json.dumps(full, indent=2, sort_keys=True) + "\n")
+        archive.writestr(_info(MANIFEST), manifest.with_members(members).to_json())
         for name, data in sorted(members.items()):
             archive.writestr(_info(name), data)
     write_file(path, buffer.getvalue())
 
 
-def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+def read_bundle(path: str | Path) -> tuple[Manifest, dict[str, bytes]]:
     """The manifest and every member of a bundle, verified; raises RuntimeFailure."""
     where = str(path)
     try:
@@ -73,8 +64,8 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             raise RuntimeFailure(
                 f"{where} has no {MANIFEST}", hint="is this a .byoc bundle written by `byoc build`?"
             )
-        manifest = _manifest(archive.read(MANIFEST), where)
-        listed = manifest["members"]
+        manifest = Manifest.from_json(archive.read(MANIFEST), where)
+        listed = manifest.members
         for name in names:
             if name != MANIFEST and name not in listed:
                 raise RuntimeFailure(f"{where}: member {name!r} is not listed in the manifest")
@@ -83,11 +74,10 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             _check_name(name, where)
             if name not in names:
                 raise RuntimeFailure(f"{where}: the manifest lists {name!r}, but the bundle lacks it")
-            size = int(record["size"])
-            if archive.getinfo(name).file_size != size or size > MAX_MEMBER_BYTES:
+            if archive.getinfo(name).file_size != record.size or record.size > MAX_MEMBER_BYTES:
                 raise RuntimeFailure(f"{where}: member {name!r} has the wrong size")
             data = archive.read(name)
-            if hashlib.sha256(data).hexdigest() != record["sha256"]:
+            if hashlib.sha256(data).hexdigest() != record.sha256:
                 raise RuntimeFailure(
                     f"{where}: member {name!r} fails its sha256 check; the bundle is corrupt"
                 )
@@ -111,26 +101,6 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             hint="the file is truncated or corrupt; rebuild it with `byoc build`",
         ) from None
     return manifest, members
-
-
-def _manifest(data: bytes, where: str) -> dict[str, Any]:
-    try:
-        manifest = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: too deep
-        raise RuntimeFailure(f"{where}: {MANIFEST} is not valid JSON ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise RuntimeFailure(
-            f"{where} is not a byoc bundle (format {manifest.get('format') if isinstance(manifest, dict) else None!r})"
-        )
-    if manifest.get("version") != VERSION:
-        raise RuntimeFailure(
-            f"{where} has bundle version {manifest.get('version')!r}; this byoc reads version {VERSION}",
-            hint="rebuild the bundle with this byoc",
-        )
-    for key, kind in (("members", dict), ("graphs", list), ("modules", list)):
-        if not isinstance(manifest.get(key), kind):
-            raise RuntimeFailure(f"{where}: {MANIFEST} lacks a valid {key!r}")
-    return manifest
 
 
 def _check_name(name: str, where: str = "bundle") -> None:

@@ -4,8 +4,6 @@ catalog's numpy references."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from byoc.catalog import Catalog
@@ -59,12 +57,3 @@ class HostModule:
             raise RuntimeFailure(
                 f"no host function {symbol!r}", hint=f"known: {', '.join(self.functions)}"
             ) from None
-
-
-def host_module(texts: Sequence[tuple[str, str]], catalog: Catalog) -> HostModule | None:
-    """One HostModule over several ``(name, text)`` host-function files, or None."""
-    if not texts:
-        return None
-    return HostModule(
-        "\n".join(text for _, text in texts), catalog, file=texts[0][0] if len(texts) == 1 else None
-    )

@@ -18,43 +18,42 @@ import numpy as np
 from byoc.atomic import write_file
 from byoc.catalog import Catalog
 from byoc.errors import RuntimeFailure, UsageError
-from byoc.ir import DTYPES, TensorType
 
 from .build import cache_dir
 from .bundle import read_bundle, write_bundle
 from .executor import GraphExecutor
 from .host_module import HostModule
-from .interface import Module, Signature
+from .interface import Module
+from .manifest import ExampleJsonEntry, JsonEntry, LibraryEntry, Manifest, ModuleEntry
 
 
 class Model:
     """Run with ``model(**inputs)`` (one graph) or ``model.run(graph, **inputs)``."""
 
     def __init__(
-        self, manifest: Mapping[str, Any], members: Mapping[str, bytes], catalog: Catalog | None = None
+        self, manifest: Manifest, members: Mapping[str, bytes], catalog: Catalog | None = None
     ) -> None:
         from byoc.spec import load_catalog
 
-        self.manifest = dict(manifest)
+        self.manifest = manifest
         self.members = dict(members)
         catalog = catalog or load_catalog()
-        try:
-            self.modules: list[Module] = [_module(m, self.members, catalog) for m in manifest["modules"]]
-            self.graphs: dict[str, GraphExecutor] = {}
-            for g in manifest["graphs"]:
-                modules = list(self.modules)
-                if g.get("host_functions"):
-                    text = _text(self.members, g["host_functions"])
-                    modules.insert(0, HostModule(text, catalog, file=g["host_functions"]))
-                self.graphs[str(g["name"])] = GraphExecutor(
-                    _text(self.members, g["host_graph"]), modules, name=str(g["name"])
-                )
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a hand-edited manifest
-            raise RuntimeFailure(f"the manifest is incomplete: {type(exc).__name__}: {exc}") from None
+        self.modules: list[Module] = [_module(m, self.members, catalog) for m in manifest.modules]
+        self.graphs: dict[str, GraphExecutor] = {}
+        for g in manifest.graphs:
+            modules = list(self.modules)
+            if g.host_functions is not None:
+                text = self.text(g.host_functions)
+                modules.insert(0, HostModule(text, catalog, file=g.host_functions))
+            self.graphs[g.name] = GraphExecutor(self.text(g.host_graph), modules, name=g.name)
 
     @property
     def graph_names(self) -> tuple[str, ...]:
         return tuple(self.graphs)
+
+    def text(self, member: str) -> str:
+        """The text of ``member`` (a host graph, a JSON module, the source graph)."""
+        return _text(self.members, member)
 
     def executor(self, graph: str | None = None) -> GraphExecutor:
         if graph is None:
@@ -77,8 +76,7 @@ class Model:
 
     def save(self, path: str | Path) -> None:
         """Write the model as a ``.byoc`` bundle."""
-        manifest = {k: v for k, v in self.manifest.items() if k not in ("members", "format", "version")}
-        write_bundle(path, manifest, self.members)
+        write_bundle(path, self.manifest, self.members)
 
 
 def load(path: str | Path, catalog: Catalog | None = None) -> Model:
@@ -90,59 +88,38 @@ def load(path: str | Path, catalog: Catalog | None = None) -> Model:
 # ---------------------------------------------------------------------------- parts
 
 
-def signature_to_json(sig: Signature) -> dict[str, list]:
-    return {
-        "inputs": [[t.dtype, list(t.shape)] for t in sig.inputs],
-        "outputs": [[t.dtype, list(t.shape)] for t in sig.outputs],
-    }
-
-
-def signature_from_json(data: Mapping[str, Any]) -> Signature:
-    def types(items: Any) -> tuple[TensorType, ...]:
-        out = []
-        for dtype, shape in items:
-            if dtype not in DTYPES or any(int(d) < 0 for d in shape):
-                raise RuntimeFailure(f"invalid tensor type {dtype}{shape} in the manifest")
-            out.append(TensorType(tuple(int(d) for d in shape), str(dtype)))
-        return tuple(out)
-
-    return Signature(types(data["inputs"]), types(data["outputs"]))
+def _member(members: Mapping[str, bytes], name: str) -> bytes:
+    try:
+        return members[name]
+    except KeyError:
+        raise RuntimeFailure(f"the manifest names {name!r}, which is missing") from None
 
 
 def _text(members: Mapping[str, bytes], name: str) -> str:
     try:
-        return members[name].decode("utf-8")
-    except KeyError:
-        raise RuntimeFailure(f"the manifest names {name!r}, which is missing") from None
+        return _member(members, name).decode("utf-8")
     except UnicodeDecodeError:
         raise RuntimeFailure(f"{name} is not UTF-8 text") from None
 
 
-def _module(entry: Mapping[str, Any], members: Mapping[str, bytes], catalog: Catalog) -> Module:
-    kind = entry["kind"]
-    if kind == "library":
+def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) -> Module:
+    if isinstance(entry, LibraryEntry):
         from .module import LibraryModule
 
-        signatures = {sym: signature_from_json(sig) for sym, sig in entry["functions"].items()}
-        return LibraryModule(_materialise(members, entry["file"]), signatures)
-    if kind == "json":
+        return LibraryModule(_materialise(members, entry.file), entry.functions)
+    if isinstance(entry, JsonEntry):
         from .json_module import JsonRuntimeModule
 
-        return JsonRuntimeModule.from_text(
-            _text(members, entry["file"]), catalog=catalog, kernels=entry["kernels"]
-        )
-    if kind == "examplejson":
-        from .examplejson_module import ExampleJsonModule
+        return JsonRuntimeModule.from_text(_text(members, entry.file), catalog=catalog, kernels=entry.kernels)
+    assert isinstance(entry, ExampleJsonEntry), entry
+    from .examplejson_module import ExampleJsonModule
 
-        return ExampleJsonModule.from_text(
-            _text(members, entry["file"]), tokens=entry["tokens"], catalog=catalog
-        )
-    raise RuntimeFailure(f"unknown module kind {kind!r} in the manifest")
+    return ExampleJsonModule.from_text(_text(members, entry.file), tokens=entry.tokens, catalog=catalog)
 
 
 def _materialise(members: Mapping[str, bytes], name: str) -> Path:
     """A file holding member ``name`` (a shared library), content-addressed in the cache."""
-    data = members[name]
+    data = _member(members, name)
     digest = hashlib.sha256(data).hexdigest()
     target = cache_dir() / "bundles" / digest[:2] / digest / name
     try:

@@ -141,6 +141,9 @@ class BackendSpec:
     """Whether the backend's code broadcasts inputs to the output shape (numpy's rule)."""
     source: str | None = field(default=None, compare=False)
     """The spec file this was loaded from."""
+    display_path: str | None = field(default=None, compare=False)
+    """How generated files name the spec (set by the spec search): relative to the
+    search directory it was found in, so the text is the same on every machine."""
     loc: Location | None = field(default=None, compare=False, repr=False)
 
     def supports(self, op: str, dtype: str | None = None, rank: int | None = None) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,20 +35,24 @@ SpecPath = str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None
 
 def spec_dirs(spec_path: SpecPath = None, *, env: bool = True) -> list[Path]:
     """The directories searched for backend specs, in order (see the module doc)."""
-    dirs: list[Path] = []
+    return [d for d, _ in _search_dirs(spec_path, env)]
+
+
+def _search_dirs(spec_path: SpecPath, env: bool) -> list[tuple[Path, str | None]]:
+    """The search directories, each with where it came from (None: shipped)."""
+    dirs: list[tuple[Path, str | None]] = []
     given = [spec_path] if isinstance(spec_path, (str, os.PathLike)) else list(spec_path or ())
     for d in given:
-        dirs.append(_directory(d, "--spec-path"))
+        dirs.append((_directory(d, "--spec-path"), "--spec-path"))
     if env:
         for d in os.environ.get(ENV_VAR, "").split(os.pathsep):
             if d.strip():
-                dirs.append(_directory(d, ENV_VAR))
-    dirs.append(SHIPPED_BACKENDS)
-    unique: list[Path] = []
-    for d in dirs:
-        if d not in unique:
-            unique.append(d)
-    return unique
+                dirs.append((_directory(d, ENV_VAR), f"${ENV_VAR}"))
+    dirs.append((SHIPPED_BACKENDS, None))
+    unique: dict[Path, str | None] = {}
+    for d, origin in dirs:
+        unique.setdefault(d, origin)
+    return list(unique.items())
 
 
 def _directory(d: str | os.PathLike[str], source: str) -> Path:
@@ -60,18 +65,36 @@ def _directory(d: str | os.PathLike[str], source: str) -> Path:
     return path.resolve()
 
 
-def find_backends(spec_path: SpecPath = None) -> dict[str, Path]:
-    """Every backend name on the search path and the file that defines it, sorted by name."""
-    found: dict[str, Path] = {}
-    for d in spec_dirs(spec_path):
+def display_path(path: str | os.PathLike[str], origin: str | None = None) -> str:
+    """How generated files name the spec file ``path``, the same on every machine:
+    ``spec/backends/<name>.yaml (shipped with byoc)``, else relative to the directory
+    it was found in, e.g. ``my_specs/<name>.yaml (from --spec-path)``."""
+    p = Path(path)
+    try:
+        return f"spec/backends/{p.resolve().relative_to(SHIPPED_BACKENDS.resolve())} (shipped with byoc)"
+    except ValueError:
+        pass
+    shown = f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+    return f"{shown} (from {origin})" if origin else shown
+
+
+def _search(spec_path: SpecPath) -> dict[str, tuple[Path, str]]:
+    """Every backend name on the search path: its file and display path, sorted by name."""
+    found: dict[str, tuple[Path, str]] = {}
+    for d, origin in _search_dirs(spec_path, True):
         for f in sorted(d.glob(f"*{SUFFIX}")):
-            if f.is_file():
-                found.setdefault(f.stem, f)
+            if f.is_file() and f.stem not in found:
+                found[f.stem] = (f, display_path(f, origin))
     return dict(sorted(found.items()))
 
 
-def find_backend(name: str, spec_path: SpecPath = None) -> Path:
-    found = find_backends(spec_path)
+def find_backends(spec_path: SpecPath = None) -> dict[str, Path]:
+    """Every backend name on the search path and the file that defines it, sorted by name."""
+    return {name: f for name, (f, _) in _search(spec_path).items()}
+
+
+def _find(name: str, spec_path: SpecPath) -> tuple[Path, str]:
+    found = _search(spec_path)
     if name not in found:
         raise UsageError(
             f"unknown backend {name!r}",
@@ -85,24 +108,31 @@ def load_backend(name: str, spec_path: SpecPath = None, *, catalog: Catalog | No
 
     With the shipped catalog, results are cached per file and modification time.
     """
-    return load_backend_path(find_backend(name, spec_path), catalog=catalog)
+    path, shown = _find(name, spec_path)
+    return load_backend_path(path, catalog=catalog, shown_as=shown)
 
 
-def load_backend_path(path: str | Path, *, catalog: Catalog | None = None) -> BackendSpec:
-    """Load one spec file; cached per file and modification time unless ``catalog`` is given."""
+def load_backend_path(
+    path: str | Path, *, catalog: Catalog | None = None, shown_as: str | None = None
+) -> BackendSpec:
+    """Load one spec file; cached per file and modification time unless ``catalog`` is given.
+
+    ``shown_as`` is the spec's ``display_path`` (default: :func:`display_path` of ``path``).
+    """
+    shown = shown_as or display_path(path)
     if catalog is not None:
-        return load_backend_file(path, catalog)
+        return replace(load_backend_file(path, catalog), display_path=shown)
     p = Path(path)
     try:
         mtime = p.stat().st_mtime_ns
     except OSError:
         raise UsageError(f"cannot read spec file {str(p)!r}") from None
-    return _load_cached(str(p), mtime)
+    return _load_cached(str(p), mtime, shown)
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, mtime_ns: int) -> BackendSpec:
-    return load_backend_file(path)
+def _load_cached(path: str, mtime_ns: int, shown: str) -> BackendSpec:
+    return replace(load_backend_file(path), display_path=shown)
 
 
 def list_backends(spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> list[BackendSpec]:
@@ -113,7 +143,7 @@ def list_backends(spec_path: SpecPath = None, *, catalog: Catalog | None = None)
 __all__: Sequence[str] = (
     "ENV_VAR",
     "SHIPPED_BACKENDS",
-    "find_backend",
+    "display_path",
     "find_backends",
     "list_backends",
     "load_backend",

@@ -24,7 +24,7 @@ from byoc.errors import BuildError, GraphError, ParseError, RuntimeFailure, Spec
 BAD = DATA / "bad"
 CASES_FILE = BAD / "cases.yaml"
 KINDS = {
-    cls.__name__: cls.kind
+    cls.__name__: cls.title
     for cls in (ParseError, GraphError, SpecError, UsageError, BuildError, RuntimeFailure)
 }
 ARGPARSE = "argparse"

@@ -19,6 +19,7 @@ import byoc.runtime
 from byoc import cli
 from byoc.building import build
 from byoc.runtime.bundle import read_bundle
+from byoc.runtime.manifest import MANIFEST, GraphEntry, LibraryEntry, Manifest
 
 
 @pytest.fixture
@@ -64,18 +65,31 @@ def test_fresh_builds_save_identical_bytes(bundle, tmp_path):
 
 def test_contents(bundle):
     manifest, members = read_bundle(bundle)
-    assert manifest["format"] == "byoc-bundle" and manifest["version"] == 1
-    assert set(manifest["members"]) == set(members)
-    for name, record in manifest["members"].items():
-        assert record["size"] == len(members[name])
-        assert record["sha256"] == hashlib.sha256(members[name]).hexdigest()
+    raw = json.loads(dict(entries(bundle))[MANIFEST])
+    assert raw["format"] == "byoc-bundle" and raw["version"] == 1
+    assert set(manifest.members) == set(members) == set(raw["members"])
+    for name, record in manifest.members.items():
+        assert record.size == len(members[name])
+        assert record.sha256 == hashlib.sha256(members[name]).hexdigest()
     assert {"main.graph.json", "main.host.graph", "source.graph"} <= set(members)
-    (module,) = manifest["modules"]
-    if module["kind"] == "library":
-        assert module["file"] in members and all(s in members for s in module["sources"])
-        assert len(members[module["file"]]) > 0
+    assert manifest.source == "source.graph"
+    assert manifest.graphs == (GraphEntry("main", "main.graph.json", "main.host.graph"),)
+    (module,) = manifest.modules
+    if isinstance(module, LibraryEntry):
+        assert module.file in members and all(s in members for s in module.sources)
+        assert len(members[module.file]) > 0
+        assert raw["modules"][0]["kind"] == "library"
     else:
-        assert "const_values" in json.loads(members[module["file"]])
+        assert "const_values" in json.loads(members[module.file])
+        assert raw["modules"][0]["kind"] == module.module_format.value
+
+
+def test_manifest_json_round_trip(bundle):
+    """The typed manifest writes the very JSON it was read from."""
+    manifest, _ = read_bundle(bundle)
+    text = dict(entries(bundle))[MANIFEST].decode()
+    assert manifest.to_json() == text
+    assert Manifest.from_json(text, "again") == manifest
 
 
 def test_cli_build_then_run(bundle, tmp_path, capsys):

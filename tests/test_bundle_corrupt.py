@@ -286,6 +286,22 @@ def test_duplicate_member(bundle, tmp_path, capsys):
         (lambda m: m["graphs"][0].pop("host_graph"), ["manifest is incomplete"]),
         (lambda m: m["graphs"][0].update(host_functions="source.graph"), ["main"]),
         (lambda m: m["graphs"][0].update(host_graph="source.graph"), ["not valid JSON"]),
+        (
+            lambda m: m["graphs"][0].update(name=7),
+            ["manifest is incomplete", "graphs[0]: 'name' is not a string"],
+        ),
+        (
+            lambda m: m["modules"][0].update(backend=None),
+            ["manifest is incomplete", "modules[0] has no 'backend'"],
+        ),
+        (lambda m: m.pop("source"), ["manifest is incomplete", "manifest.json has no 'source'"]),
+        (
+            lambda m: m["members"]["source.graph"].update(size="366"),
+            ["'source.graph'", "'size' is not an integer"],
+        ),
+        (lambda m: m["members"]["source.graph"].update(size=-1), ["'source.graph'", "'size' is negative"]),
+        (lambda m: m["members"]["source.graph"].pop("sha256"), ["'source.graph'", "has no 'sha256'"]),
+        (lambda m: m.update(version=True), ["bundle version True"]),
     ],
 )
 def test_inconsistent_manifest(bundle, tmp_path, capsys, edit, words):

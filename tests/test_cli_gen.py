@@ -10,6 +10,7 @@ from conftest import EXAMPLES
 
 from byoc.atomic import MARKER
 from byoc.cli import main
+from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 
 WHOLE = EXAMPLES / "guide_whole_graph.graph"
 
@@ -115,3 +116,30 @@ def test_unwritable_output_is_a_clear_error(tmp_path, capsys):
     assert "cannot create" in err and "Traceback" not in err
     code, _, err = run(["gen", WHOLE, "-o", blocker], capsys)
     assert code == 2 and "exists and is not a directory" in err
+
+
+SMALL = "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  return relu(add(x, y))\n}\n"
+
+
+@pytest.mark.parametrize("kind", ["ccompiler", "fused"])
+def test_user_spec_is_named_relative_to_its_search_directory(kind, tmp_path, capsys, golden, monkeypatch):
+    """A spec from a --spec-path directory is named relative to that directory, so
+    the generated text is the same on every machine (the golden holds no tmp path)."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)  # the graph's own locations are relative too
+    specs = tmp_path / "my_specs"
+    specs.mkdir()
+    text = (SHIPPED_BACKENDS / f"{kind}.yaml").read_text(encoding="utf-8")
+    (specs / f"my_{kind}.yaml").write_text(text.replace(f"name: {kind} ", f"name: my_{kind} ", 1))
+    (tmp_path / "small.graph").write_text(SMALL)
+    code, out, err = run(["gen", "small.graph", "--spec-path", specs, "--backend", f"my_{kind}"], capsys)
+    assert code == 0, err
+    assert f"from the backend spec my_specs/my_{kind}.yaml (from --spec-path)" in out
+    assert str(tmp_path) not in out and str(specs.resolve()) not in out
+    assert out == golden("c")
+    # found through $BYOC_SPEC_PATH instead, the header says so
+    monkeypatch.setenv(ENV_VAR, str(specs))
+    code, out, err = run(["gen", "small.graph", "--backend", f"my_{kind}"], capsys)
+    assert code == 0, err
+    assert f"from the backend spec my_specs/my_{kind}.yaml (from ${ENV_VAR})" in out
+    assert str(tmp_path) not in out

@@ -216,6 +216,63 @@ def test_dot_errors(capsys):
     assert rc == 2 and "--option does not change partitioning" in err
 
 
+TWO_GRAPHS = """\
+graph first(x: float32[4], y: float32[4]) {
+  a = add(x, y)
+  return relu(a)
+}
+
+graph second(x: float32[3], y: float32[3]) {
+  k = const float32[3] [1, 2, 3]
+  return add(x, y), negative(k)
+}
+"""
+
+
+def test_two_graphs_are_one_digraph(capsys, tmp_path):
+    path = tmp_path / "two.graph"
+    path.write_text(TWO_GRAPHS)
+    text = dot_of(capsys, path, "--backend", "ccompiler")
+    check_dot_syntax(text)
+    assert text.count("digraph ") == 1 and text.startswith('digraph "graphs" {\n')
+    # one cluster per graph, labelled with its name, holding that graph's nodes
+    assert re.findall(r"subgraph (cluster_g\d+) \{\n\s+label=\"(\w+)", text) == [
+        ("cluster_g0", "first"),
+        ("cluster_g1", "second"),
+    ]
+    first, second = text.split("subgraph cluster_g1 {")
+    assert 'label="@ccompiler ccompiler_0"' in first and "g0_in1" in first and "g1_" not in first
+    assert 'label="@ccompiler ccompiler_1"' in second and "g1_const0" in second and "g0_" not in second
+    # every node id is defined once, however many graphs use the same names
+    ids = re.findall(r"^\s+(\w+) \[", text, flags=re.M)
+    assert len(ids) == len(set(ids)) and {"g0_in0", "g1_in0", "g0_out0", "g1_out1"} <= set(ids)
+    # a one-graph program keeps its own digraph, without the prefixes
+    program = parse_file(path)
+    single = dot_program(type(program)(program.functions[1:]))
+    assert single.startswith('digraph "second" {') and "g1_" not in single and "cluster_g" not in single
+
+
+@needs_graphviz
+def test_two_graphs_svg(capsys, tmp_path):
+    path = tmp_path / "two.graph"
+    path.write_text(TWO_GRAPHS)
+    out = tmp_path / "two.svg"
+    rc, stdout, err = run_cli(capsys, "dot", path, "--backend", "ccompiler", "-o", out)
+    assert rc == 0 and err == "" and stdout == f"wrote {out}\n"
+    root = ET.parse(out).getroot()  # one well-formed document, not two concatenated ones
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    titles = [t.text for t in root.iterfind(".//svg:g[@class='cluster']/svg:title", ns)]
+    assert titles[:1] == ["cluster_g0"] and "cluster_g1" in titles
+    labels = [t.text for t in root.iterfind(".//svg:text", ns)]
+    assert "first: @ccompiler; white boxes run on the host" in labels
+    assert "second: @ccompiler; white boxes run on the host" in labels
+    png = tmp_path / "two.png"
+    assert run_cli(capsys, "dot", path, "-o", png)[0] == 0
+    data = png.read_bytes()  # one PNG: one signature, one end chunk
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.count(b"\x89PNG") == 1
+    assert data.count(b"IEND") == 1
+
+
 # ------------------------------------------------------------------ determinism
 
 

@@ -61,7 +61,7 @@ def calls(monkeypatch) -> list[tuple[dict[str, np.ndarray], tuple[np.ndarray, ..
 def test_guide_whole_graph_api(backend, guide_files):
     model = build(guide_files[backend])
     assert model.graph_names == ("main",)
-    assert [m["backend"] for m in model.manifest["modules"]] == [backend]
+    assert [m.backend for m in model.manifest.modules] == [backend]
     for seed in (0, 1):
         inputs = guide_inputs(seed)
         assert_guide_output(model(**inputs), inputs)

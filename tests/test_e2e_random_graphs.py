@@ -223,7 +223,7 @@ def test_mixed_backends_in_one_graph(capsys, tmp_path):
     rc, out, err = run_cli(capsys, "run", graph)
     assert_run_ok(rc, out, err)
     model = build(graph)
-    assert sorted(m["backend"] for m in model.manifest["modules"]) == sorted(BACKENDS)
+    assert sorted(m.backend for m in model.manifest.modules) == sorted(BACKENDS)
     rng = np.random.default_rng(0)
     x, y = (rng.uniform(-2, 2, (4, 3)).astype(np.float32) for _ in range(2))
     a = x + y

@@ -199,7 +199,7 @@ def test_malformed_input(case: Case):
     # Every error can show where it is.
     rendered = exc.render()
     assert f"--> <string>:{case.line}:{case.column}" in rendered
-    assert rendered.splitlines()[0] == f"{exc.kind}: {exc.message}"
+    assert rendered.splitlines()[0] == f"{exc.title}: {exc.message}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -76,9 +76,9 @@ def test_guide_plain_graph_ccompiler_partition():
 
 def test_guide_plain_graph_ccompiler_runs():
     model = build(PLAIN_GRAPH, backends=["ccompiler"])
-    (module,) = model.manifest["modules"]
-    assert module["backend"] == "ccompiler"
-    assert sorted(module["functions"]) == ["ccompiler_0", "ccompiler_1", "ccompiler_2"]
+    (module,) = model.manifest.modules
+    assert module.backend == "ccompiler"
+    assert sorted(module.functions) == ["ccompiler_0", "ccompiler_1", "ccompiler_2"]
     inputs = guide_inputs(3)
     (out,) = model(**inputs)
     np.testing.assert_allclose(out, guide_expected(inputs), rtol=1e-6, atol=1e-6)
@@ -135,7 +135,7 @@ def test_first_backend_wins():
     assert [b for b, *_ in summary(reverse.functions[0])] == ["json"]
     # a backend named twice counts once
     twice = build(PLAIN_GRAPH, backends=["ccompiler", "json", "ccompiler"])
-    assert [m["backend"] for m in twice.manifest["modules"]] == ["ccompiler", "json"]
+    assert [m.backend for m in twice.manifest.modules] == ["ccompiler", "json"]
     inputs = guide_inputs(1)
     np.testing.assert_allclose(twice(**inputs)[0], guide_expected(inputs), rtol=1e-6)
 

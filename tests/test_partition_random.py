@@ -208,6 +208,6 @@ def test_random_partitions_run(text, backends, seed):
         return
     options = {"engine.opt_level": "0"} if "engine" in used else None
     model = build(original, backends=backends, options=options, language="graph")
-    assert {m["backend"] for m in model.manifest["modules"]} == used
+    assert {m.backend for m in model.manifest.modules} == used
     inputs = random_inputs(original.functions[0], seed)
     assert_same(model(**inputs), evaluate(original.functions[0], inputs), err_msg=text)

@@ -18,6 +18,7 @@ from conftest import DATA, GUIDE_WHOLE_GRAPH, random_array
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import ByocError, RuntimeFailure
+from byoc.generator.artifacts import Role
 from byoc.generator.pipeline import generate
 from byoc.runtime.build import build_artifacts
 from byoc.runtime.interface import Signature, call
@@ -53,7 +54,7 @@ class Built:
         generated = generate(program, load_catalog(), load_backend)
         lowered, artifacts = generated.lowered, generated.artifacts
         mine = [a for a in artifacts if a.backend == backend]
-        main = next(a.name for a in mine if a.role == "module")
+        main = next(a.name for a in mine if a.role is Role.MODULE)
         spec = load_backend(backend)
         self.path = build_artifacts(
             {a.name: a.text for a in mine}, main, spec.compile, spec.template_values(), cache=cache

@@ -1,0 +1,312 @@
+"""The manifest of a built model: its graphs, its modules and its member files.
+
+A build (:func:`byoc.build`) makes a :class:`Manifest`; a ``.byoc`` bundle stores it
+as ``manifest.json`` (:meth:`Manifest.to_json`, sorted keys, two-space indent) and
+loading reads it back with :meth:`Manifest.from_json`, which checks every field and
+raises :class:`~byoc.errors.RuntimeFailure` for anything missing or mistyped, so the
+rest of the runtime works with typed entries only. The JSON, version 1::
+
+    {"format": "byoc-bundle", "version": 1, "byoc": "<byoc version>",
+     "source": "source.graph",
+     "graphs": [{"name": "main", "host_graph": "main.graph.json",
+                 "host_functions": "main.host.graph" or null}],
+     "modules": [{"backend": "ccompiler", "kind": "library", "file": "libccompiler.so",
+                  "sources": ["ccompiler.c"],
+                  "functions": {"<symbol>": {"inputs": [["float32", [3, 4]]], "outputs": [...]}}},
+                 {"backend": "json", "kind": "json", "file": "json.json", "kernels": {...}},
+                 {"backend": "examplejson", "kind": "examplejson", "file": "...", "tokens": {...}}],
+     "members": {"<name>": {"sha256": "<hex>", "size": <bytes>}}}
+
+A module's ``"kind"`` key holds its :class:`ModuleFormat` (how the runtime loads
+it), not the backend's codegen kind; the key keeps its name so that version-1
+bundles stay readable.
+
+This module never imports ``byoc.generator``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, ClassVar
+
+from byoc.errors import RuntimeFailure
+from byoc.ir import DTYPES, TensorType
+
+from .interface import Signature
+
+FORMAT = "byoc-bundle"
+VERSION = 1
+MANIFEST = "manifest.json"
+
+
+class ModuleFormat(Enum):
+    """How the runtime loads a module (the manifest's module ``"kind"``)."""
+
+    LIBRARY = "library"
+    """A compiled shared library, called through tvm_ffi."""
+    JSON = "json"
+    """JSON text that the JSON interpreter runs."""
+    EXAMPLEJSON = "examplejson"
+    """ExampleJSON text that the ExampleJSON interpreter runs."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """The size and sha256 of one member file, as the manifest records them."""
+
+    sha256: str
+    size: int
+
+    @classmethod
+    def of(cls, data: bytes) -> Member:
+        return cls(hashlib.sha256(data).hexdigest(), len(data))
+
+
+@dataclass(frozen=True)
+class GraphEntry:
+    """One graph: its host graph (graph-executor JSON) and host functions, by member name."""
+
+    name: str
+    host_graph: str
+    host_functions: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "host_graph": self.host_graph, "host_functions": self.host_functions}
+
+    @classmethod
+    def from_json(cls, fields: _Fields) -> GraphEntry:
+        return cls(
+            fields.text("name"), fields.text("host_graph"), fields.text("host_functions", optional=True)
+        )
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    """A backend compiled into the shared library ``file``; ``functions`` gives every
+    exported symbol with its signature, ``sources`` the members holding the generated
+    code it was built from (for the reader: running needs only the library)."""
+
+    module_format: ClassVar[ModuleFormat] = ModuleFormat.LIBRARY
+    backend: str
+    file: str
+    functions: Mapping[str, Signature]
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        functions = {sym: _signature_to_json(sig) for sym, sig in self.functions.items()}
+        return {**_common(self), "sources": list(self.sources), "functions": functions}
+
+    @classmethod
+    def from_json(cls, fields: _Fields) -> LibraryEntry:
+        functions = fields.object("functions")
+        signatures = {
+            sym: _signature(fields.nested(sig, f"function {sym!r}")) for sym, sig in functions.items()
+        }
+        sources = fields.texts("sources") if "sources" in fields.data else ()
+        return cls(fields.text("backend"), fields.text("file"), signatures, sources)
+
+
+@dataclass(frozen=True)
+class JsonEntry:
+    """A backend's JSON module ``file``; ``kernels`` maps its kernel names to catalog ops."""
+
+    module_format: ClassVar[ModuleFormat] = ModuleFormat.JSON
+    backend: str
+    file: str
+    kernels: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**_common(self), "kernels": dict(self.kernels)}
+
+    @classmethod
+    def from_json(cls, fields: _Fields) -> JsonEntry:
+        return cls(fields.text("backend"), fields.text("file"), fields.text_map("kernels"))
+
+
+@dataclass(frozen=True)
+class ExampleJsonEntry:
+    """A backend's ExampleJSON module ``file``; ``tokens`` maps its op tokens to catalog ops."""
+
+    module_format: ClassVar[ModuleFormat] = ModuleFormat.EXAMPLEJSON
+    backend: str
+    file: str
+    tokens: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**_common(self), "tokens": dict(self.tokens)}
+
+    @classmethod
+    def from_json(cls, fields: _Fields) -> ExampleJsonEntry:
+        return cls(fields.text("backend"), fields.text("file"), fields.text_map("tokens"))
+
+
+ModuleEntry = LibraryEntry | JsonEntry | ExampleJsonEntry
+"""One module of a manifest; its type says its :class:`ModuleFormat`."""
+
+ENTRY_TYPES: dict[str, type[ModuleEntry]] = {
+    t.module_format.value: t for t in (LibraryEntry, JsonEntry, ExampleJsonEntry)
+}
+"""The entry type of each module format, by its name in the JSON."""
+
+
+def _common(entry: ModuleEntry) -> dict[str, Any]:
+    """The keys every module has; ``kind`` is the module format (see the module doc)."""
+    return {"backend": entry.backend, "kind": entry.module_format.value, "file": entry.file}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a built model holds; ``members`` is filled in when it is written
+    (:meth:`with_members`) or read back from a bundle."""
+
+    byoc: str
+    """The byoc version that built it."""
+    source: str
+    """The member holding the program as parsed, in DSL form."""
+    graphs: tuple[GraphEntry, ...]
+    modules: tuple[ModuleEntry, ...]
+    members: Mapping[str, Member] = field(default_factory=dict)
+
+    def with_members(self, members: Mapping[str, bytes]) -> Manifest:
+        """This manifest recording the size and digest of every one of ``members``."""
+        return replace(self, members={name: Member.of(data) for name, data in sorted(members.items())})
+
+    def to_json(self) -> str:
+        data = {
+            "format": FORMAT,
+            "version": VERSION,
+            "byoc": self.byoc,
+            "source": self.source,
+            "graphs": [g.to_json() for g in self.graphs],
+            "modules": [m.to_json() for m in self.modules],
+            "members": {name: {"sha256": m.sha256, "size": m.size} for name, m in self.members.items()},
+        }
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, data: bytes | str, where: str) -> Manifest:
+        """The manifest in ``data`` (from the bundle ``where``), every field checked."""
+        try:
+            raw = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: too deep
+            raise RuntimeFailure(f"{where}: {MANIFEST} is not valid JSON ({exc})") from None
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+            found = raw.get("format") if isinstance(raw, dict) else None
+            raise RuntimeFailure(f"{where} is not a byoc bundle (format {found!r})")
+        if raw.get("version") != VERSION or isinstance(raw.get("version"), bool):
+            raise RuntimeFailure(
+                f"{where} has bundle version {raw.get('version')!r}; this byoc reads version {VERSION}",
+                hint="rebuild the bundle with this byoc",
+            )
+        for key, kind in (("members", dict), ("graphs", list), ("modules", list)):
+            if not isinstance(raw.get(key), kind):
+                raise RuntimeFailure(f"{where}: {MANIFEST} lacks a valid {key!r}")
+        top = _Fields(raw, MANIFEST, where)
+        return cls(
+            byoc=top.text("byoc"),
+            source=top.text("source"),
+            graphs=tuple(
+                GraphEntry.from_json(top.nested(g, f"graphs[{k}]")) for k, g in enumerate(raw["graphs"])
+            ),
+            modules=tuple(_module(top.nested(m, f"modules[{k}]")) for k, m in enumerate(raw["modules"])),
+            members={name: _member(top.nested(r, f"member {name!r}")) for name, r in raw["members"].items()},
+        )
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """One JSON object of the manifest, read field by field; ``what`` names it in errors."""
+
+    data: Mapping[str, Any]
+    what: str
+    where: str
+
+    def incomplete(self, detail: str) -> RuntimeFailure:
+        return RuntimeFailure(
+            f"{self.where}: the manifest is incomplete: {detail}",
+            hint="the bundle was edited or damaged; rebuild it with `byoc build`",
+        )
+
+    def nested(self, value: Any, what: str) -> _Fields:
+        if not isinstance(value, dict):
+            raise self.incomplete(f"{what} is not an object")
+        return _Fields(value, what, self.where)
+
+    def get(self, key: str, kind: type, noun: str, *, optional: bool = False) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if optional:
+                return None
+            raise self.incomplete(f"{self.what} has no {key!r}")
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise self.incomplete(f"{self.what}: {key!r} is not {noun}")
+        return value
+
+    def text(self, key: str, *, optional: bool = False) -> Any:
+        return self.get(key, str, "a string", optional=optional)
+
+    def integer(self, key: str) -> int:
+        return self.get(key, int, "an integer")
+
+    def object(self, key: str) -> dict[str, Any]:
+        return self.get(key, dict, "an object")
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        items = self.get(key, list, "a list of strings")
+        if not all(isinstance(item, str) for item in items):
+            raise self.incomplete(f"{self.what}: {key!r} is not a list of strings")
+        return tuple(items)
+
+    def text_map(self, key: str) -> dict[str, str]:
+        items = self.object(key)
+        if not all(isinstance(value, str) for value in items.values()):
+            raise self.incomplete(f"{self.what}: {key!r} does not map names to strings")
+        return dict(items)
+
+
+def _module(fields: _Fields) -> ModuleEntry:
+    name = fields.text("kind")
+    entry_type = ENTRY_TYPES.get(name)
+    if entry_type is None:
+        raise RuntimeFailure(f"{fields.where}: unknown module kind {name!r} in the manifest")
+    return entry_type.from_json(fields)
+
+
+def _member(fields: _Fields) -> Member:
+    size = fields.integer("size")
+    if size < 0:
+        raise fields.incomplete(f"{fields.what}: 'size' is negative")
+    return Member(fields.text("sha256"), size)
+
+
+def _signature_to_json(sig: Signature) -> dict[str, list]:
+    return {
+        "inputs": [[t.dtype, list(t.shape)] for t in sig.inputs],
+        "outputs": [[t.dtype, list(t.shape)] for t in sig.outputs],
+    }
+
+
+def _signature(fields: _Fields) -> Signature:
+    def types(key: str) -> tuple[TensorType, ...]:
+        out = []
+        for item in fields.get(key, list, "a list of [dtype, shape] pairs"):
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+                raise fields.incomplete(f"{fields.what}: {key!r} holds something other than [dtype, shape]")
+            dtype, shape = item
+            if (
+                not isinstance(dtype, str)
+                or dtype not in DTYPES
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+            ):
+                raise RuntimeFailure(f"{fields.where}: invalid tensor type {dtype}{shape} in the manifest")
+            out.append(TensorType(tuple(shape), dtype))
+        return tuple(out)
+
+    return Signature(types("inputs"), types("outputs"))
