@@ -75,8 +75,11 @@ def broadcasting_graphs(draw):
                 partners.append((b, tuple(np.broadcast_shapes(a_shape, values[b][0]))))
             except ValueError:
                 pass
+        leaves = [p for p in partners if values[p[0]][2]]
+        if op == "divide" and not leaves:  # no leaf broadcasts with a: divide by nothing safe
+            op = "add"
         if op == "divide":  # only by leaves, which are never 0, so no NaN reaches maximum
-            partners = [p for p in partners if values[p[0]][2]]
+            partners = leaves
         b, out = draw(st.sampled_from(partners))
         b_bound = values[b][1]
         if op == "multiply" and a_bound * b_bound > LIMIT:
