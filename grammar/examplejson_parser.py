@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 
-from lark import Token, Transformer
+from lark import Token
 
 from byoc.builder import DECLARED, OP, FunctionBuilder, Naming
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import MAX_ELEMENTS, MAX_NAME_LENGTH, Function, Program, TensorType, shape_problem
 
-from .lark_support import SourceLines, check_name_lengths, decode, make_parser, run_parser
+from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode, run_parser
 
 DTYPE = "float32"
 """ExampleJSON carries no dtype; every tensor is float32, as in the guide."""
@@ -53,19 +53,16 @@ _LONG_WORDS = re.compile(rf"(?<![A-Za-z0-9_])([A-Za-z0-9_]{{{MAX_NAME_LENGTH + 1
 """A name or number longer than MAX_NAME_LENGTH (ExampleJSON has no comments or strings)."""
 
 
-class _Reader(Transformer):
-    """Lark callbacks: builds IR as rules reduce (no parse tree)."""
+class _Reader:
+    """Lark's callbacks for one parse (see :class:`~.lark_support.ReaderParser`):
+    builds IR as rules reduce (no parse tree)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset(None, None, DEFAULT_TOKENS, None)
-
-    def reset(self, file, catalog, tokens, source) -> None:
+    def __init__(self, file: str | None, catalog: Catalog, tokens: Mapping[str, str], source: str) -> None:
         self.file = file
         self.catalog = catalog
         self.tokens = tokens
         self.source = source
-        self.lines = SourceLines(source or "")
+        self.lines = SourceLines(source)
         self.shapes: dict[str, TensorType] = {}
 
     # ---- helpers
@@ -231,15 +228,7 @@ def _name(ident: str) -> str:
     return NAME_PREFIX + (ident if ident[0] != "0" or len(ident) == 1 else ident.lstrip("0") or "0")
 
 
-_reader = _Reader()
-_parser = None
-
-
-def _get_parser():
-    global _parser
-    if _parser is None:
-        _parser = make_parser("examplejson.lark", _reader)
-    return _parser
+_parser = ReaderParser("examplejson.lark", _Reader)
 
 
 def parse_examplejson(
@@ -253,8 +242,8 @@ def parse_examplejson(
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_WORDS, "name or number")
     body = text if text.endswith("\n") else text + "\n"
-    _reader.reset(file, catalog, tokens or DEFAULT_TOKENS, text)
-    functions = run_parser(_get_parser().parse, body, file, DESCRIBE)
+    reader = _Reader(file, catalog, tokens or DEFAULT_TOKENS, text)
+    functions = run_parser(partial(_parser.parse, reader=reader), body, file, DESCRIBE)
     if not functions:
         raise ParseError(
             "no subgraph found",

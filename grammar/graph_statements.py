@@ -33,9 +33,7 @@ STATEMENT = rf"{_IDENT}[ \t]*=[ \t]*{_IDENT}[ \t]*\([ \t]*{_ARGS}\)(?:\s|#[^\n]*
 """One plain statement with the blank space and comments after it. ``graph.lark``
 embeds this text in its SIMPLE_ASSIGNS terminal (a test keeps the two equal)."""
 
-_STATEMENT = re.compile(
-    rf"({_IDENT})[ \t]*=[ \t]*({_IDENT})[ \t]*\([ \t]*({_ARGS})\)(?:\s|#[^\n]*)*"
-)
+_STATEMENT = re.compile(rf"({_IDENT})[ \t]*=[ \t]*({_IDENT})[ \t]*\([ \t]*({_ARGS})\)(?:\s|#[^\n]*)*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ARG_PARTS = re.compile(rf"({_IDENT})[ \t]*(?:(\()[ \t]*({_NAMES})\))?")
 """An argument: its name, and for a nested call its "(" and argument names."""
