@@ -126,7 +126,6 @@ class _Reader:
                 last = self._op_lines(fb, item)
             else:
                 self._input_lines(fb, item)
-            fb.settle()
         if last is None:
             raise GraphError(
                 f"subgraph {header} has no op lines",

@@ -320,7 +320,6 @@ class _Emitter:
         for st in body:
             if type(st) is Token:
                 add_statements(fb, st, self.file)
-                fb.settle()
             elif type(st) is Assign:
                 self.assign(fb, st)
             else:
