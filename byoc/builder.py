@@ -108,7 +108,9 @@ class FunctionBuilder:
         self._anon = 0
         self._infer_cache: dict[tuple, tuple[Attrs, TensorType, tuple[TensorType]]] = {}
         """(op, input types, given attrs) -> (normalized attrs, output type, and a 1-tuple
-        of it that every such node shares: most nodes have one output)."""
+        of it that every such node shares: most nodes have one output). Sharing it saves
+        a tuple per node, one the young collections would scan: 1.5-2.5% of a
+        100k-line parse in paired rounds."""
         self.captures: list[tuple[str, Location]] = []
         self.bindings: tuple[str, ...] = ()
         self._function: Function | None = None
@@ -168,13 +170,8 @@ class FunctionBuilder:
         locate: Locator | None = None,
         declared: TensorType | None = None,
     ) -> None:
-        defined, locs = self.defined, self._locs
         for out in outputs:
-            if out in defined:
-                self._define(out, loc, "node")  # raises the duplicate-name error
-            defined[out] = len(locs)
-            locs.append(loc)
-            self._types.append(None)
+            self._define(out, loc, "node")
         self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
