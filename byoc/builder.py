@@ -71,8 +71,9 @@ class Naming:
 class FunctionBuilder:
     """Collects one function's statements; ``finish`` validates and orders them.
 
-    A region body is a nested builder (``region=True``): names it uses but does not
-    define are captured from the enclosing function and become its parameters.
+    A region body is a nested builder, closed with :meth:`close_region` and added to
+    the enclosing one with :meth:`add_region`: names it uses but does not define are
+    captured from the enclosing function and become its parameters.
     """
 
     def __init__(
@@ -83,7 +84,6 @@ class FunctionBuilder:
         *,
         source: str | None = None,
         backend: str | None = None,
-        region: bool = False,
         naming: Naming | None = None,
         locator: LineLocator | None = None,
     ) -> None:
@@ -92,7 +92,6 @@ class FunctionBuilder:
         self.loc = loc
         self.source = source
         self.backend = backend
-        self.is_region = region
         self.naming = naming or Naming()
         self.locator = locator
         self.params: list[Param] = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from functools import partial
-from pathlib import Path
 
 from lark import Token
 
@@ -261,12 +260,3 @@ def parse_examplejson(
             )
         names[fn.name] = fn
     return Program(tuple(functions))
-
-
-def parse_examplejson_file(path: str | Path, catalog: Catalog, **kwargs) -> Program:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
-    return parse_examplejson(data, catalog, file=str(p), **kwargs)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 from lark import Token
@@ -37,9 +36,6 @@ from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode,
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
-
-RESERVED = ("graph", "return", "const", "as")
-"""Words that cannot name a value, a graph or an op."""
 
 DESCRIBE = {
     "GRAPH": "`graph`",
@@ -336,7 +332,6 @@ class _Emitter:
                 rhs.loc,
                 source=self.source,
                 backend=rhs.backend,
-                region=True,
                 locator=self.locator,
             )
             results = self.statements(body, rhs.body)
@@ -423,12 +418,3 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     except RecursionError:
         raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
     return Program(tuple(functions))
-
-
-def parse_graph_file(path: str | Path, catalog: Catalog) -> Program:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
-    return parse_graph(data, catalog, file=str(p))
