@@ -31,17 +31,14 @@ from byoc.ir import (
     shape_problem,
 )
 
-from .graph_statements import add_statements, locate_in_call
+from .graph_statements import KEYWORDS, TERMINALS, add_statements, locate_in_call
 from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode, run_parser
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
 
 DESCRIBE = {
-    "GRAPH": "`graph`",
-    "RETURN": "`return`",
-    "CONST": "`const`",
-    "AS": "`as`",
+    **{word.upper(): f"`{word}`" for word in KEYWORDS},
     "AT": "`@`",
     "NAME": "a name",
     "NAME_EQ": "`name =`",
@@ -386,7 +383,7 @@ def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
 
 # ------------------------------------------------------------------- public
 
-_parser = ReaderParser("graph.lark", _Reader)
+_parser = ReaderParser("graph.lark", _Reader, TERMINALS)
 
 
 def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:

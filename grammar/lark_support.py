@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from functools import cache, partial
 from pathlib import Path
+from string import Template
 from types import SimpleNamespace
 
 from lark import Lark
@@ -32,7 +33,8 @@ def grammar_text(name: str) -> str:
 class ReaderParser:
     """A grammar's tree-less LALR parser whose callbacks go to a reader made per parse.
 
-    ``reader`` is a class whose public methods are named after the grammar's rules and
+    ``grammar`` names a ``.lark`` file of this folder; each ``$NAME`` in it is replaced
+    by ``terminals[NAME]``. ``reader`` is a class whose public methods are named after the grammar's rules and
     terminals (helpers start with ``_``); Lark calls them as it reduces each rule or
     reads each terminal. :meth:`parse` takes a fresh reader object for each text, so
     nothing of one parse is seen by another.
@@ -44,8 +46,8 @@ class ReaderParser:
     to that thread's current reader.
     """
 
-    def __init__(self, grammar: str, reader: type) -> None:
-        self.grammar = grammar
+    def __init__(self, grammar: str, reader: type, terminals: Mapping[str, str] | None = None) -> None:
+        self.grammar = Template(grammar_text(grammar)).substitute(terminals or {})
         self.reader = reader
         self.callbacks = {
             name: f for name, f in vars(reader).items() if not name.startswith("_") and callable(f)
@@ -60,7 +62,7 @@ class ReaderParser:
             local.current = SimpleNamespace(reader=None)
             routes = {name: partial(_route, local.current, f) for name, f in self.callbacks.items()}
             local.lark = Lark(
-                grammar_text(self.grammar),
+                self.grammar,
                 parser="lalr",
                 lexer="contextual",
                 transformer=SimpleNamespace(**routes),
