@@ -30,9 +30,6 @@ NAME_PREFIX = "v"
 IDS = Naming("id", lambda name: name[len(NAME_PREFIX) :] if name.startswith(NAME_PREFIX) else name)
 """Messages speak of ExampleJSON's ids as the text writes them: ``id '7'``, not ``v7``."""
 
-DEFAULT_TOKENS: Mapping[str, str] = {"add": "add", "sub": "subtract", "mul": "multiply"}
-"""The guide's op tokens; used when no examplejson backend spec is given."""
-
 DESCRIBE = {
     "HEADER": "a subgraph name",
     "INPUT_LINE": "an `input` line",
@@ -233,14 +230,17 @@ def parse_examplejson(
     data: str | bytes,
     catalog: Catalog,
     *,
+    tokens: Mapping[str, str],
     file: str | None = None,
-    tokens: Mapping[str, str] | None = None,
 ) -> Program:
-    """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph."""
+    """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph.
+
+    ``tokens`` maps op tokens to catalog ops; an examplejson backend spec provides
+    them (:func:`byoc.api.examplejson_tokens`)."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_WORDS, "name or number")
     body = text if text.endswith("\n") else text + "\n"
-    reader = _Reader(file, catalog, tokens or DEFAULT_TOKENS, text)
+    reader = _Reader(file, catalog, tokens, text)
     functions = run_parser(partial(_parser.parse, reader=reader), body, file, DESCRIBE)
     if not functions:
         raise ParseError(
