@@ -71,8 +71,9 @@ class Naming:
 class FunctionBuilder:
     """Collects one function's statements; ``finish`` validates and orders them.
 
-    A region body is a nested builder (``region=True``): names it uses but does not
-    define are captured from the enclosing function and become its parameters.
+    A region body is a nested builder, closed with :meth:`close_region` and added to
+    the enclosing one with :meth:`add_region`: names it uses but does not define are
+    captured from the enclosing function and become its parameters.
     """
 
     def __init__(
@@ -83,7 +84,6 @@ class FunctionBuilder:
         *,
         source: str | None = None,
         backend: str | None = None,
-        region: bool = False,
         naming: Naming | None = None,
         locator: LineLocator | None = None,
     ) -> None:
@@ -92,7 +92,6 @@ class FunctionBuilder:
         self.loc = loc
         self.source = source
         self.backend = backend
-        self.is_region = region
         self.naming = naming or Naming()
         self.locator = locator
         self.params: list[Param] = []
@@ -103,16 +102,14 @@ class FunctionBuilder:
         self._locs: list[Location | None] = []
         self._types: list[TensorType | None] = []
         """The type of every defined name by definition number; None until known."""
-        self._nodes: list[Node] = []
-        """The typed nodes of ``statements[:_next]``, typed in source order."""
-        self._next = 0
-        self._settle_failed = False
         self.kinds: dict[str, str] = {}
         """The kind of every defined name that is not a node (parameter, constant, ...)."""
         self._anon = 0
         self._infer_cache: dict[tuple, tuple[Attrs, TensorType, tuple[TensorType]]] = {}
         """(op, input types, given attrs) -> (normalized attrs, output type, and a 1-tuple
-        of it that every such node shares: most nodes have one output)."""
+        of it that every such node shares: most nodes have one output). Sharing it saves
+        a tuple per node, one the young collections would scan: 1.5-2.5% of a
+        100k-line parse in paired rounds."""
         self.captures: list[tuple[str, Location]] = []
         self.bindings: tuple[str, ...] = ()
         self._function: Function | None = None
@@ -172,13 +169,8 @@ class FunctionBuilder:
         locate: Locator | None = None,
         declared: TensorType | None = None,
     ) -> None:
-        defined, locs = self.defined, self._locs
         for out in outputs:
-            if out in defined:
-                self._define(out, loc, "node")  # raises the duplicate-name error
-            defined[out] = len(locs)
-            locs.append(loc)
-            self._types.append(None)
+            self._define(out, loc, "node")
         self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
@@ -212,7 +204,7 @@ class FunctionBuilder:
         for name, loc in outputs:
             if name not in self.defined:
                 raise self._undefined(name, loc)
-        nodes = self._nodes if self._type_in_order(final=True) else None
+        nodes = self._typed_in_source_order()
         if nodes is None:  # a name is used before its definition: sort, or report the cycle
             types: dict[str, TensorType] = {p.name: p.type for p in self.params}
             types.update((c.name, c.type) for c in self.constants)
@@ -333,55 +325,29 @@ class FunctionBuilder:
             st.inputs = tuple(rename.get(n, n) for n in st.inputs)
         return order, [(rename.get(n, n), loc) for n, loc in outputs]
 
-    def settle(self) -> None:
-        """Type the statements read so far, while they are still in the CPU's caches.
-
-        Front ends call this after each batch of statements they read. It does, in
-        source order, what ``finish`` would do first anyway, and stops without raising
-        at the first statement it cannot type yet: a region (typed once the enclosing
-        body is complete), an input not typed yet, or an error. ``finish`` resumes
-        there, so it meets that error again and reports it in its usual order.
-
-        On a 100k-line text this matters: typing each batch right after reading it
-        keeps the growth of parse time with text size close to linear (see the
-        README's "Parse speed")."""
-        if self._settle_failed:  # the error stays until finish reports it
-            return
-        try:
-            self._type_in_order(final=False)
-        except GraphError:
-            self._settle_failed = True
-
-    def _type_in_order(self, final: bool) -> bool:
-        """Type statements in source order from ``_next``; True once all are typed.
+    def _typed_in_source_order(self) -> list[Node] | None:
+        """Every statement's typed node, in source order; None at the first statement
+        that uses a name not typed yet (defined further down, or not at all), after
+        which ``finish`` sorts.
 
         This is the common case, and one pass: the list of types by definition
         number doubles as the record of what is typed so far, so no ordering pass
-        and no second table keyed by name are needed. False means it stopped early:
-        at a region when not ``final``, or at a statement that uses a name not typed
-        yet (defined further down, or not at all), after which ``finish`` sorts.
+        and no second table keyed by name are needed.
         """
-        defined, types, statements, nodes = self.defined, self._types, self.statements, self._nodes
-        i = self._next
-        try:
-            while i < len(statements):
-                st = statements[i]
-                if st.region is not None and not final:
-                    return False
-                try:
-                    input_types = tuple([types[defined[name]] for name in st.inputs])
-                except KeyError:  # undefined: the ordering pass reports it, located
-                    return False
-                node = self._typed_node(st, input_types)  # type: ignore[arg-type]
-                if node is None:  # an input is defined further down
-                    return False
-                for name, t in zip(node.outputs, node.types):
-                    types[defined[name]] = t
-                nodes.append(node)
-                i += 1
-        finally:
-            self._next = i
-        return True
+        defined, types = self.defined, self._types
+        nodes: list[Node] = []
+        for st in self.statements:
+            try:
+                input_types = tuple([types[defined[name]] for name in st.inputs])
+            except KeyError:  # undefined: the ordering pass reports it, located
+                return None
+            node = self._typed_node(st, input_types)  # type: ignore[arg-type]
+            if node is None:  # an input is defined further down
+                return None
+            for name, t in zip(node.outputs, node.types):
+                types[defined[name]] = t
+            nodes.append(node)
+        return nodes
 
     def _typed_node(self, st: _Statement, input_types: tuple[TensorType | None, ...]) -> Node | None:
         """The typed node of ``st``, or None if an input's type is not known yet (a None

@@ -19,29 +19,57 @@ the collector is switched off for the duration instead.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 
 _NEVER = 1 << 30
-"""A third threshold that is never reached: no automatic full collection."""
+"""A third threshold that is never reached: no automatic full collections."""
+
+_lock = threading.Lock()
+_depth = 0
+"""How many bodies, in all threads, are inside a pause now."""
+
+
+def _nothing() -> None:
+    pass
+
+
+_undo: Callable[[], None] = _nothing
+"""What ends the pause under way: set by the first body to enter, run by the last to leave."""
 
 
 @contextmanager
 def full_collections_deferred() -> Iterator[None]:
-    """Run the body with automatic full collections deferred (see the module doc)."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], _NEVER)
-    if gc.get_threshold()[2] == _NEVER:
-        try:
-            yield
-        finally:
-            gc.set_threshold(*thresholds)
-        return
-    gc.set_threshold(*thresholds)  # an incremental collector: no generations to hold back
-    enabled = gc.isenabled()
-    gc.disable()
+    """Run the body with automatic full collections deferred (see the module doc).
+
+    Re-entrant and thread-safe: the collector is one per process, so the first body
+    to enter (in any thread) changes its settings and the last one to leave restores
+    them; bodies that overlap share one pause."""
+    global _depth, _undo
+    with _lock:
+        if _depth == 0:
+            _undo = _defer()
+        _depth += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                _undo()
+                _undo = _nothing
+
+
+def _defer() -> Callable[[], None]:
+    """Defer full collections now; return what restores the collector's settings."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], _NEVER)
+    if gc.get_threshold()[2] == _NEVER:
+        return partial(gc.set_threshold, *thresholds)
+    gc.set_threshold(*thresholds)  # an incremental collector: no generations to hold back
+    if not gc.isenabled():
+        return _nothing
+    gc.disable()
+    return gc.enable

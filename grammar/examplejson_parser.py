@@ -11,16 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from functools import partial
-from pathlib import Path
 
-from lark import Token, Transformer
+from lark import Token
 
 from byoc.builder import DECLARED, OP, FunctionBuilder, Naming
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.ir import MAX_ELEMENTS, MAX_NAME_LENGTH, Function, Program, TensorType, shape_problem
 
-from .lark_support import SourceLines, check_name_lengths, decode, make_parser, run_parser
+from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode, run_parser
 
 DTYPE = "float32"
 """ExampleJSON carries no dtype; every tensor is float32, as in the guide."""
@@ -30,9 +29,6 @@ NAME_PREFIX = "v"
 
 IDS = Naming("id", lambda name: name[len(NAME_PREFIX) :] if name.startswith(NAME_PREFIX) else name)
 """Messages speak of ExampleJSON's ids as the text writes them: ``id '7'``, not ``v7``."""
-
-DEFAULT_TOKENS: Mapping[str, str] = {"add": "add", "sub": "subtract", "mul": "multiply"}
-"""The guide's op tokens; used when no examplejson backend spec is given."""
 
 DESCRIBE = {
     "HEADER": "a subgraph name",
@@ -53,19 +49,16 @@ _LONG_WORDS = re.compile(rf"(?<![A-Za-z0-9_])([A-Za-z0-9_]{{{MAX_NAME_LENGTH + 1
 """A name or number longer than MAX_NAME_LENGTH (ExampleJSON has no comments or strings)."""
 
 
-class _Reader(Transformer):
-    """Lark callbacks: builds IR as rules reduce (no parse tree)."""
+class _Reader:
+    """Lark's callbacks for one parse (see :class:`~.lark_support.ReaderParser`):
+    builds IR as rules reduce (no parse tree)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.reset(None, None, DEFAULT_TOKENS, None)
-
-    def reset(self, file, catalog, tokens, source) -> None:
+    def __init__(self, file: str | None, catalog: Catalog, tokens: Mapping[str, str], source: str) -> None:
         self.file = file
         self.catalog = catalog
         self.tokens = tokens
         self.source = source
-        self.lines = SourceLines(source or "")
+        self.lines = SourceLines(source)
         self.shapes: dict[str, TensorType] = {}
 
     # ---- helpers
@@ -129,7 +122,6 @@ class _Reader(Transformer):
                 last = self._op_lines(fb, item)
             else:
                 self._input_lines(fb, item)
-            fb.settle()
         if last is None:
             raise GraphError(
                 f"subgraph {header} has no op lines",
@@ -231,30 +223,25 @@ def _name(ident: str) -> str:
     return NAME_PREFIX + (ident if ident[0] != "0" or len(ident) == 1 else ident.lstrip("0") or "0")
 
 
-_reader = _Reader()
-_parser = None
-
-
-def _get_parser():
-    global _parser
-    if _parser is None:
-        _parser = make_parser("examplejson.lark", _reader)
-    return _parser
+_parser = ReaderParser("examplejson.lark", _Reader)
 
 
 def parse_examplejson(
     data: str | bytes,
     catalog: Catalog,
     *,
+    tokens: Mapping[str, str],
     file: str | None = None,
-    tokens: Mapping[str, str] | None = None,
 ) -> Program:
-    """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph."""
+    """Parse ExampleJSON text (or bytes) into a Program, one Function per subgraph.
+
+    ``tokens`` maps op tokens to catalog ops; an examplejson backend spec provides
+    them (:func:`byoc.api.examplejson_tokens`)."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_WORDS, "name or number")
     body = text if text.endswith("\n") else text + "\n"
-    _reader.reset(file, catalog, tokens or DEFAULT_TOKENS, text)
-    functions = run_parser(_get_parser().parse, body, file, DESCRIBE)
+    reader = _Reader(file, catalog, tokens, text)
+    functions = run_parser(partial(_parser.parse, reader=reader), body, file, DESCRIBE)
     if not functions:
         raise ParseError(
             "no subgraph found",
@@ -273,12 +260,3 @@ def parse_examplejson(
             )
         names[fn.name] = fn
     return Program(tuple(functions))
-
-
-def parse_examplejson_file(path: str | Path, catalog: Catalog, **kwargs) -> Program:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
-    return parse_examplejson(data, catalog, file=str(p), **kwargs)

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from byoc.errors import UsageError
 from byoc.ir import CALL_OP, Function, Program
 
-from .examplejson_parser import DEFAULT_TOKENS, DTYPE
+from .examplejson_parser import DTYPE
 
 _ID_NAME = re.compile(r"v(0|[1-9][0-9]*)\Z")
 
 
-def print_examplejson(program: Program, tokens: Mapping[str, str] | None = None) -> str:
+def print_examplejson(program: Program, tokens: Mapping[str, str]) -> str:
     """``tokens`` maps op tokens to catalog ops, as the parser takes it."""
-    to_token = {op: token for token, op in (tokens or DEFAULT_TOKENS).items()}
+    to_token = {op: token for token, op in tokens.items()}
     return "".join(print_subgraph(fn, to_token) for fn in program.functions)
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import numpy as np
-from lark import Token, Transformer
+from lark import Token
 
 from byoc.builder import OP, FunctionBuilder
 from byoc.catalog import Catalog
@@ -32,20 +31,14 @@ from byoc.ir import (
     shape_problem,
 )
 
-from .graph_statements import add_statements, locate_in_call
-from .lark_support import SourceLines, check_name_lengths, decode, make_parser, run_parser
+from .graph_statements import KEYWORDS, TERMINALS, add_statements, locate_in_call
+from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode, run_parser
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
 
-RESERVED = ("graph", "return", "const", "as")
-"""Words that cannot name a value, a graph or an op."""
-
 DESCRIBE = {
-    "GRAPH": "`graph`",
-    "RETURN": "`return`",
-    "CONST": "`const`",
-    "AS": "`as`",
+    **{word.upper(): f"`{word}`" for word in KEYWORDS},
     "AT": "`@`",
     "NAME": "a name",
     "NAME_EQ": "`name =`",
@@ -122,16 +115,16 @@ class Return:
 # ---------------------------------------------------------------- callbacks
 
 
-class _Reader(Transformer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.file: str | None = None
+class _Reader:
+    """Lark's callbacks for one parse (see :class:`~.lark_support.ReaderParser`)."""
 
-    def loc(self, tok: Token) -> Location:
+    __slots__ = ("file",)
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+
+    def _loc(self, tok: Token) -> Location:
         return Location(self.file, tok.line, tok.column)
-
-    def NAME(self, tok: Token) -> Token:
-        return tok
 
     def start(self, children):
         return children
@@ -140,37 +133,37 @@ class _Reader(Transformer):
         keyword, name, *rest = c
         body = rest[-1]
         params = [p for p in rest[:-1] if p is not None]
-        return ("graph", str(name), self.loc(name), params, body)
+        return ("graph", str(name), self._loc(name), params, body)
 
     def param(self, c):
         name, type_ = c
-        return (str(name), type_, self.loc(name))
+        return (str(name), type_, self._loc(name))
 
     def tensor_type(self, c):
         dtype, *dims = c
         if dtype not in DTYPES:
             raise ParseError(
                 f"unknown dtype {str(dtype)!r}",
-                self.loc(dtype),
+                self._loc(dtype),
                 hint=f"byoc supports {', '.join(DTYPES)}",
             )
-        shape = tuple(self.dim(d) for d in dims if d is not None)
+        shape = tuple(self._dim(d) for d in dims if d is not None)
         problem = shape_problem(shape)
         if problem is not None:
             raise GraphError(
                 f"type {dtype}[{', '.join(map(str, shape))}] is too large: {problem}",
-                self.loc(dtype),
+                self._loc(dtype),
                 hint="byoc's tensors have at most 2**48 elements",
             )
         return TensorType(shape, str(dtype))
 
-    def dim(self, tok: Token) -> int:
+    def _dim(self, tok: Token) -> int:
         digits = tok.value.lstrip("0") or "0"
         if len(digits) > MAX_INT_DIGITS or int(digits) > MAX_ELEMENTS:
             shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits):,} digits)"
             raise GraphError(
                 f"dimension {shown} is larger than the limit of 2**48 elements",
-                self.loc(tok),
+                self._loc(tok),
                 hint="byoc's tensors have at most 2**48 elements",
             )
         return int(digits)
@@ -180,19 +173,19 @@ class _Reader(Transformer):
 
     def assign(self, c):
         *names, last, rhs = c
-        targets = [(str(n), self.loc(n)) for n in names]
-        targets.append((_name_of(last), self.loc(last)))
+        targets = [(str(n), self._loc(n)) for n in names]
+        targets.append((_name_of(last), self._loc(last)))
         return Assign(tuple(targets), _as_expr(self, rhs), targets[0][1])
 
     def region(self, c):
         at, backend, *rest = c
         body = rest[-1]
         symbol = rest[1] if len(rest) == 3 else None
-        return Region(str(backend), None if symbol is None else str(symbol), body, self.loc(at))
+        return Region(str(backend), None if symbol is None else str(symbol), body, self._loc(at))
 
     def constant(self, c):
         keyword, type_, values = c
-        loc = self.loc(keyword)
+        loc = self._loc(keyword)
         if type_.size > MAX_CONSTANT_ELEMENTS:
             raise GraphError(
                 f"constant of type {type_} has {type_.size:,} elements; the limit is {MAX_CONSTANT_ELEMENTS:,}",
@@ -227,7 +220,7 @@ class _Reader(Transformer):
 
     def return_stmt(self, c):
         keyword, *values = c
-        return Return(tuple(_as_expr(self, v) for v in values if v is not None), self.loc(keyword))
+        return Return(tuple(_as_expr(self, v) for v in values if v is not None), self._loc(keyword))
 
     def call(self, c):
         name, *items = c
@@ -245,11 +238,11 @@ class _Reader(Transformer):
                         hint="put the inputs first, then the attributes",
                     )
                 args.append(_as_expr(self, item))
-        return Call(str(name), tuple(args), tuple(attrs), self.loc(name))
+        return Call(str(name), tuple(args), tuple(attrs), self._loc(name))
 
     def kwarg(self, c):
         key, value = c
-        return (_name_of(key), _attr_value(self, value), self.loc(key))
+        return (_name_of(key), _attr_value(self, value), self._loc(key))
 
     def int_list(self, c):
         return tuple(int(v) for v in c if v is not None)
@@ -258,7 +251,7 @@ class _Reader(Transformer):
         if len(tok) > MAX_INT_DIGITS:
             raise GraphError(
                 f"integer literal of {len(tok):,} characters is out of range for every dtype",
-                self.loc(tok),
+                self._loc(tok),
                 hint="integers are at most 64-bit",
             )
         return int(tok)
@@ -273,11 +266,11 @@ def _name_of(tok: Token) -> str:
 
 
 def _as_expr(reader: _Reader, item):
-    return Ref(str(item), reader.loc(item)) if isinstance(item, Token) else item
+    return Ref(str(item), reader._loc(item)) if isinstance(item, Token) else item
 
 
 def _expr_loc(reader: _Reader, item) -> Location:
-    return reader.loc(item) if isinstance(item, Token) else item.loc
+    return reader._loc(item) if isinstance(item, Token) else item.loc
 
 
 def _attr_value(reader: _Reader, value) -> AttrValue:
@@ -286,12 +279,12 @@ def _attr_value(reader: _Reader, value) -> AttrValue:
             try:
                 return bytes(value.value[1:-1], "utf-8").decode("unicode_escape")
             except UnicodeDecodeError as exc:
-                raise ParseError(f"bad escape in string: {exc.reason}", reader.loc(value)) from None
+                raise ParseError(f"bad escape in string: {exc.reason}", reader._loc(value)) from None
         if value.value in ("true", "false"):
             return value.value == "true"
         raise ParseError(
             f"unexpected name {value.value!r} as an attribute value",
-            reader.loc(value),
+            reader._loc(value),
             hint="attribute values are numbers, strings, true/false or [int, ...]",
         )
     return value
@@ -320,7 +313,6 @@ class _Emitter:
         for st in body:
             if type(st) is Token:
                 add_statements(fb, st, self.file)
-                fb.settle()
             elif type(st) is Assign:
                 self.assign(fb, st)
             else:
@@ -337,7 +329,6 @@ class _Emitter:
                 rhs.loc,
                 source=self.source,
                 backend=rhs.backend,
-                region=True,
                 locator=self.locator,
             )
             results = self.statements(body, rhs.body)
@@ -392,23 +383,14 @@ def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
 
 # ------------------------------------------------------------------- public
 
-_reader = _Reader()
-_parser = None
-
-
-def _get_parser():
-    global _parser
-    if _parser is None:
-        _parser = make_parser("graph.lark", _reader)
-    return _parser
+_parser = ReaderParser("graph.lark", _Reader, TERMINALS)
 
 
 def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:
     """Parse DSL text (or bytes) into a Program, one Function per ``graph``."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_NAMES)
-    _reader.file = file
-    records = run_parser(_get_parser().parse, text, file, DESCRIBE)
+    records = run_parser(partial(_parser.parse, reader=_Reader(file)), text, file, DESCRIBE)
     if not records:
         raise ParseError(
             "no graph found",
@@ -433,12 +415,3 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     except RecursionError:
         raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
     return Program(tuple(functions))
-
-
-def parse_graph_file(path: str | Path, catalog: Catalog) -> Program:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read {p}: {exc.strerror}", Location(str(p), 1, 1)) from None
-    return parse_graph(data, catalog, file=str(p))

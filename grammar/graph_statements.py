@@ -7,6 +7,10 @@ token with the regexes below and feeds a :class:`~byoc.builder.FunctionBuilder`
 exactly what the word-level rules would have fed it: the same nodes, in the same
 order, with the same anonymous names for nested calls and the same locations.
 
+The DSL's keywords and the terminals that must not match them are defined here
+once (:data:`KEYWORDS`, :data:`TERMINALS`); the parser fills them into ``graph.lark``
+when it loads the grammar.
+
 Nothing is kept per statement for error messages: the builder's ``locator``
 (:func:`locate_in_call`) reads the statement again from the source, on error only.
 """
@@ -23,19 +27,36 @@ from byoc.errors import Location
 
 from .lark_support import SourceLines
 
-_RESERVED = r"(?!(?:graph|return|const|as)\b)"
-_IDENT = rf"{_RESERVED}[A-Za-z_][A-Za-z0-9_]*"
+KEYWORDS = ("graph", "return", "const", "as")
+"""The DSL's keywords. No statement can bind one (SIMPLE_ASSIGNS and NAME_EQ, below,
+exclude them), so no node, constant or region output is called by one."""
+
+_NOT_KEYWORD = rf"(?!(?:{'|'.join(KEYWORDS)})\b)"
+_IDENT = rf"{_NOT_KEYWORD}[A-Za-z_][A-Za-z0-9_]*"
 _NAMES = rf"(?:{_IDENT}(?:[ \t]*,[ \t]*{_IDENT})*[ \t]*)?"
 _ARG = rf"{_IDENT}(?:[ \t]*\([ \t]*{_NAMES}\))?"
 _ARGS = rf"(?:{_ARG}(?:[ \t]*,[ \t]*{_ARG})*[ \t]*)?"
 
-STATEMENT = rf"{_IDENT}[ \t]*=[ \t]*{_IDENT}[ \t]*\([ \t]*{_ARGS}\)(?:\s|#[^\n]*)*"
-"""One plain statement with the blank space and comments after it. ``graph.lark``
-embeds this text in its SIMPLE_ASSIGNS terminal (a test keeps the two equal)."""
 
-_STATEMENT = re.compile(
-    rf"({_IDENT})[ \t]*=[ \t]*({_IDENT})[ \t]*\([ \t]*({_ARGS})\)(?:\s|#[^\n]*)*"
-)
+def _statement(target: str, op: str, args: str) -> str:
+    """A plain statement and the blank space and comments after it, from patterns of its
+    three parts: the grammar's terminal and the splitting regex differ only in groups."""
+    return rf"{target}[ \t]*=[ \t]*{op}[ \t]*\([ \t]*{args}\)(?:\s|#[^\n]*)*"
+
+
+STATEMENT = _statement(_IDENT, _IDENT, _ARGS)
+"""One plain statement with the blank space and comments after it."""
+
+TERMINALS = {
+    "KEYWORDS": "\n".join(f'{word.upper()}: "{word}"' for word in KEYWORDS),
+    "SIMPLE_ASSIGNS": rf"/(?:{STATEMENT}){{1,256}}/",
+    "NAME_EQ": rf"/{_IDENT}\s*=/",
+}
+"""What graph.lark's placeholders stand for: a terminal per keyword (GRAPH for
+``graph``), up to 256 plain statements in a row, and a name that is not a keyword
+followed by "=" (a statement's target or a keyword argument's name)."""
+
+_STATEMENT = re.compile(_statement(f"({_IDENT})", f"({_IDENT})", f"({_ARGS})"))
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ARG_PARTS = re.compile(rf"({_IDENT})[ \t]*(?:(\()[ \t]*({_NAMES})\))?")
 """An argument: its name, and for a nested call its "(" and argument names."""

@@ -1,17 +1,21 @@
-"""Shared Lark plumbing for both languages: loading grammars once, turning Lark's
-exceptions into located :class:`~byoc.errors.ParseError` s with readable
-"expected ..." lists, and deferring full garbage collections while a large text is
-parsed (it otherwise re-scans the growing IR and makes parsing super-linear).
+"""Shared Lark plumbing for both languages: a parser per grammar whose callbacks
+go to a fresh reader object per parse, turning Lark's exceptions into located
+:class:`~byoc.errors.ParseError` s with readable "expected ..." lists, and deferring
+full garbage collections while a large text is parsed (it otherwise re-scans the
+growing IR and makes parsing super-linear).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
+from string import Template
+from types import SimpleNamespace
 
-from lark import Lark, Transformer
+from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from byoc.errors import ByocError, Location, ParseError
@@ -26,16 +30,55 @@ def grammar_text(name: str) -> str:
     return (GRAMMAR_DIR / name).read_text(encoding="utf-8")
 
 
-def make_parser(name: str, transformer: Transformer) -> Lark:
-    """A tree-less LALR parser: ``transformer`` runs as each rule is reduced."""
-    return Lark(
-        grammar_text(name),
-        parser="lalr",
-        lexer="contextual",
-        transformer=transformer,
-        propagate_positions=False,
-        maybe_placeholders=False,
-    )
+class ReaderParser:
+    """A grammar's tree-less LALR parser whose callbacks go to a reader made per parse.
+
+    ``grammar`` names a ``.lark`` file of this folder; each ``$NAME`` in it is replaced
+    by ``terminals[NAME]``. ``reader`` is a class whose public methods are named after the grammar's rules and
+    terminals (helpers start with ``_``); Lark calls them as it reduces each rule or
+    reads each terminal. :meth:`parse` takes a fresh reader object for each text, so
+    nothing of one parse is seen by another.
+
+    Lark binds a parser's callbacks once, when it builds the parser, and its lexers
+    build their scanners, terminal callbacks included, lazily on first use and without
+    a lock: one Lark parser is not safe to share between threads. Each thread builds
+    its own on its first parse (tens of milliseconds), whose callbacks pass each value
+    to that thread's current reader.
+    """
+
+    def __init__(self, grammar: str, reader: type, terminals: Mapping[str, str] | None = None) -> None:
+        self.grammar = Template(grammar_text(grammar)).substitute(terminals or {})
+        self.reader = reader
+        self.callbacks = {
+            name: f for name, f in vars(reader).items() if not name.startswith("_") and callable(f)
+        }
+        self._local = threading.local()
+
+    def parse(self, text: str, reader: object) -> object:
+        """Parse ``text`` with the callbacks of ``reader``, an instance of the reader class."""
+        assert type(reader) is self.reader
+        local = self._local
+        if not hasattr(local, "lark"):
+            local.current = SimpleNamespace(reader=None)
+            routes = {name: partial(_route, local.current, f) for name, f in self.callbacks.items()}
+            local.lark = Lark(
+                self.grammar,
+                parser="lalr",
+                lexer="contextual",
+                transformer=SimpleNamespace(**routes),
+                propagate_positions=False,
+                maybe_placeholders=False,
+            )
+        current = local.current
+        outer, current.reader = current.reader, reader
+        try:
+            return local.lark.parse(text)
+        finally:
+            current.reader = outer
+
+
+def _route(current: SimpleNamespace, callback: Callable, value: object) -> object:
+    return callback(current.reader, value)
 
 
 def decode(data: bytes | str, file: str | None) -> str:

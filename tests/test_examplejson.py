@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import GUIDE_SUBGRAPH, TVM_EXTERNAL_RUNTIME, parse_ejson_text, parse_graph_text, roundtrip
 
-from byoc.api import parse_file, print_program
+from byoc.api import examplejson_tokens, parse_file, print_program
 from byoc.errors import GraphError
 from byoc.grammar.examplejson_parser import parse_examplejson
 from byoc.ir import Program, TensorType
@@ -143,7 +143,7 @@ def test_custom_op_tokens(catalog):
     program = parse_examplejson(text, catalog, tokens={"plus": "add", "relu": "relu"})
     assert [n.op for n in program.functions[0].nodes] == ["add", "relu"]
     with pytest.raises(GraphError, match="unknown op token 'plus'"):
-        parse_examplejson(text, catalog)
+        parse_examplejson(text, catalog, tokens=examplejson_tokens())
 
 
 def test_printer_reproduces_the_guide_text_exactly():

@@ -6,6 +6,8 @@ import pytest
 from conftest import GUIDE_WHOLE_GRAPH, parse_graph_text, roundtrip
 
 from byoc.api import parse_file, print_program
+from byoc.errors import ParseError
+from byoc.grammar.graph_statements import KEYWORDS
 from byoc.ir import ANON_PREFIX, CALL_OP, TensorType
 from byoc.validate import validate_program
 
@@ -326,3 +328,21 @@ def test_printed_text_is_a_fixed_point(guide):
     text = print_program(guide, "graph")
     assert print_program(parse_graph_text(text), "graph") == text
     assert text.endswith("}\n")
+
+
+@pytest.mark.parametrize("word", KEYWORDS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "graph main(x: float32[2]) {{\n  {w} = add(x, x)\n  return {w}\n}}\n",
+        "graph main(x: float32[2]) {{\n  {w} = add(x, x, )\n  return {w}\n}}\n",
+        "graph main(x: float32[2]) {{\n  a, {w} = @ccompiler {{\n    return x, x\n  }}\n  return a\n}}\n",
+        "graph main(x: float32[2]) {{\n  {w} = const float32[2] 1\n  return x\n}}\n",
+    ],
+    ids=["fast-path statement", "word-level statement", "region output", "constant"],
+)
+def test_keywords_cannot_be_assigned(word, text):
+    """No statement binds a keyword; a longer name that starts with one is an ordinary name."""
+    with pytest.raises(ParseError):
+        parse_graph_text(text.format(w=word))
+    parse_graph_text(text.format(w=f"{word}_1"))

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from byoc.errors import GraphError, ParseError
-from grammar.graph_statements import STATEMENT
-from grammar.lark_support import GRAMMAR_DIR
+from byoc.grammar.graph_parser import _parser
+from byoc.grammar.graph_statements import KEYWORDS, STATEMENT
+from byoc.grammar.lark_support import GRAMMAR_DIR
 
 UNARY = ("negative", "relu", "copy")
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
@@ -25,10 +26,17 @@ PARAMS = ("x", "y", "z")
 HEADER = "graph main(x: float32[2, 3], y: float32[2, 3], z: float32[2, 3]) {"
 
 
-def test_the_grammar_terminal_is_the_statement_regex():
-    grammar = (GRAMMAR_DIR / "graph.lark").read_text(encoding="utf-8")
-    line = next(ln for ln in grammar.splitlines() if ln.startswith("SIMPLE_ASSIGNS"))
-    assert line == "SIMPLE_ASSIGNS.3: /(?:" + STATEMENT + "){1,256}/"
+def test_the_grammar_takes_its_keywords_and_statement_terminal_from_python():
+    """graph.lark spells out neither the keywords nor the statement regex; the
+    parser's grammar has them from graph_statements."""
+    lines = (GRAMMAR_DIR / "graph.lark").read_text(encoding="utf-8").splitlines()
+    rules = "\n".join(ln for ln in lines if not ln.lstrip().startswith("//"))
+    assert not [word for word in KEYWORDS if f'"{word}"' in rules or f"{word}|" in rules]
+    loaded = _parser.grammar.splitlines()
+    assert "SIMPLE_ASSIGNS.3: /(?:" + STATEMENT + "){1,256}/" in loaded
+    assert [f'{word.upper()}: "{word}"' for word in KEYWORDS] == [
+        ln for ln in loaded if ln.split(":")[0] in {w.upper() for w in KEYWORDS}
+    ]
 
 
 # ------------------------------------------------------------ a text generator

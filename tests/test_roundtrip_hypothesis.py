@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import byoc.spec
 from byoc.api import parse, print_program
 from byoc.errors import ByocError
+from byoc.grammar.graph_statements import KEYWORDS
 from byoc.ir import Program, TensorType
 from byoc.validate import validate_program
 
@@ -298,7 +299,7 @@ SEEDS = {
 
 PIECES = st.sampled_from(
     list('abcdefgilmnoprstuvx_019 \t\n\r()[]{},:=@#.+-eE"\\$%é')
-    + ["graph", "return", "const", "as", "input", "inputs:", "shape:", "add", "sub", "float32", "\n  "]
+    + [*KEYWORDS, "input", "inputs:", "shape:", "add", "sub", "float32", "\n  "]
 )
 FRAGMENTS = st.lists(PIECES, max_size=40).map("".join)
 """Random text made of characters and words that both grammars use."""
