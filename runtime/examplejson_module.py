@@ -47,7 +47,7 @@ from byoc.grammar.lark_support import decode
 from byoc.ir import CALL_OP, Function
 
 from .interface import PackedFunction, Signature
-from .interpreter import InterpreterPlan, InterpreterStep
+from .interpreter import InterpreterPlan, InterpreterStep, read_module_file
 from .spec_tables import spec_table
 
 MAGIC = b"BYOCEJSN"
@@ -101,11 +101,7 @@ class ExampleJsonModule:
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ExampleJsonModule:
         """The module of an ``.examplejson`` file; keyword arguments as for :meth:`from_text`."""
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise RuntimeFailure(f"cannot read {path}: {exc.strerror}") from None
-        return cls.from_text(data, file=str(path), **kwargs)
+        return cls.from_text(read_module_file(path), file=str(path), **kwargs)
 
     # ------------------------------------------------------------------ the module API
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,3 +109,11 @@ def as_array(arg: Any, what: str, t: TensorType, *, output: bool = False) -> np.
     if output and not array.flags.writeable:
         raise RuntimeFailure(f"{what} is read-only", hint="outputs are written in place")
     return array
+
+
+def read_module_file(path: str | Path) -> bytes:
+    """The bytes of an interpreted module's file; a RuntimeFailure if it cannot be read."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise RuntimeFailure(f"cannot read {path}: {exc.strerror}") from None

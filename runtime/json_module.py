@@ -34,7 +34,7 @@ from byoc.catalog import Catalog
 from byoc.errors import Location, RuntimeFailure
 
 from .interface import PackedFunction, Signature
-from .interpreter import InterpreterPlan
+from .interpreter import InterpreterPlan, read_module_file
 from .json_loader import GraphLoader, check_header
 from .spec_tables import spec_table
 
@@ -105,11 +105,7 @@ class JsonRuntimeModule:
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> JsonRuntimeModule:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise RuntimeFailure(f"cannot read {path}: {exc.strerror}") from None
-        return cls.from_text(data, file=str(path), **kwargs)
+        return cls.from_text(read_module_file(path), file=str(path), **kwargs)
 
     def save(self) -> bytes:
         """The module document as UTF-8 JSON; :meth:`from_text` loads it back."""
