@@ -3,7 +3,7 @@ per shape of mapping. A kind (:mod:`byoc.spec.codegen_kind`) loads the bindings 
 specs; its generator reads them.
 
 - :class:`MacroBinding` (c_source): a C macro per rank, with a default and vars.
-- :class:`LayerBinding` (engine): an engine layer per rank.
+- :class:`LayerBinding` (engine): an engine layer per rank, with a default.
 - :class:`ExpressionBinding` (c_fused): a C expression over ``${x0}``, ``${x1}``, ...
 - :class:`TokenBinding` (examplejson) and :class:`KernelBinding` (json): a name.
 """
@@ -75,7 +75,8 @@ class MacroBinding(RankedBinding):
 
 @dataclass(frozen=True, slots=True)
 class LayerBinding(RankedBinding):
-    """engine: engine layers by rank (no default: a layer has one rank)."""
+    """engine: engine layers by rank; ``default`` names the layer for the other ranks
+    (a layer that serves several ranks)."""
 
 
 @dataclass(frozen=True, slots=True)
