@@ -56,7 +56,7 @@ class RankedBinding(OpBinding):
     def describe(self) -> str:
         parts = [f"rank {r}: {name}" for r, name in self.by_rank.items()]
         if self.default is not None:
-            parts.append(f"other ranks: {self.default}")
+            parts.append(f"{'other ranks' if parts else 'any rank'}: {self.default}")
         return "; ".join(parts)
 
 
