@@ -494,6 +494,8 @@ def test_layer_of_several_ranks(tmp_path, catalog):
     assert spec.layers["add_nd"].ranks == (0, 1, 3) and spec.layers["add_2d"].ranks == (2,)
     assert [spec.ops["add"].construct(r) for r in spec.ranks] == ["add_nd", "add_nd", "add_2d", "add_nd"]
     assert all(spec.supports("add", "float32", r) for r in spec.ranks)
+    assert spec.ops["add"].describe() == "rank 2: add_2d; other ranks: add_nd"
+    assert load_backend("engine").ops["divide"].describe() == "any rank: div_nd"
     header = header_text(spec, spec.template_values())
     assert '{"add_2d", &add_2d, 2, {2}},' in header and '{"add_nd", &add_nd, 2, {0, 1, 3}},' in header
     assert "layer add_nd (mini.yaml:16): 2 input(s), ranks 0, 1, 3" in header
