@@ -3,7 +3,8 @@ generates ``gcc_engine.h``: everything in it comes from the backend spec.
 
 Layout: an include guard, the spec's ``prelude``, every macro as a ``#define``, one
 macro use per layer (its kernel), then the spec's ``engine`` code with
-``${layer_table}`` replaced by one ``layer_entry`` per layer.
+``${layer_table}`` replaced by one ``layer_entry`` per layer. A layer's ``${ranks}``
+is its ranks, comma-separated (``2``, or ``0, 1, 2, ...`` for a rank-generic one).
 """
 
 from __future__ import annotations
@@ -94,11 +95,21 @@ def _define(macro: MacroDef, values: Mapping[str, object]) -> str:
 
 
 def _layer_values(layer: LayerDef, base: Mapping[str, object]) -> dict[str, object]:
-    return {**base, **layer.vars, "layer": layer.name, "inputs": layer.inputs, "rank": layer.rank}
+    """The placeholders of a layer's macro arguments and table entry: ``${rank}`` only
+    for a layer of one rank (the loader rejects it elsewhere), ``${ranks}`` for all."""
+    values = {**base, **layer.vars, "layer": layer.name, "inputs": layer.inputs, "ranks": _ranks(layer)}
+    if len(layer.ranks) == 1:
+        values["rank"] = layer.ranks[0]
+    return values
+
+
+def _ranks(layer: LayerDef) -> str:
+    return ", ".join(map(str, layer.ranks))
 
 
 def _layer_use(layer: LayerDef, macro: MacroDef, base: Mapping[str, object]) -> str:
-    note = f"layer {layer.name} ({spec_place(layer.loc)}): {layer.inputs} input(s), rank {layer.rank}"
+    ranks = f"rank {layer.ranks[0]}" if len(layer.ranks) == 1 else f"ranks {_ranks(layer)}"
+    note = f"layer {layer.name} ({spec_place(layer.loc)}): {layer.inputs} input(s), {ranks}"
     if layer.doc:
         note += f"; {layer.doc}"
     args = ", ".join(macro.arguments(_layer_values(layer, base)))

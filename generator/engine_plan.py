@@ -160,7 +160,7 @@ def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str) -> LayerD
         )
     name = binding.construct(t.rank)
     if name is None or t.rank not in spec.ranks:
-        ranks = ", ".join(str(r) for r in binding.by_rank)
+        ranks = ", ".join(str(r) for r in spec.ranks if binding.supports(r))
         raise GraphError(
             f"backend {spec.name} has no layer for {node.op} at rank {t.rank} ({t})",
             where,

@@ -106,12 +106,14 @@ class MacroDef:
 
 @dataclass(frozen=True, slots=True)
 class LayerDef:
-    """An engine layer: a kernel expanded from ``macro``, with ``inputs`` inputs of ``rank``."""
+    """An engine layer: a kernel expanded from ``macro``, with ``inputs`` inputs, that
+    the engine runs on tensors of any of ``ranks`` (ascending; one rank, or several
+    for a rank-generic kernel)."""
 
     name: str
     macro: str
     inputs: int
-    rank: int
+    ranks: tuple[int, ...]
     vars: Mapping[str, str] = field(default_factory=frozen_map)
     doc: str = ""
     loc: Location | None = field(default=None, compare=False, repr=False)

@@ -3,7 +3,7 @@ per shape of mapping. A kind (:mod:`byoc.spec.codegen_kind`) loads the bindings 
 specs; its generator reads them.
 
 - :class:`MacroBinding` (c_source): a C macro per rank, with a default and vars.
-- :class:`LayerBinding` (engine): an engine layer per rank.
+- :class:`LayerBinding` (engine): an engine layer per rank, with a default.
 - :class:`ExpressionBinding` (c_fused): a C expression over ``${x0}``, ``${x1}``, ...
 - :class:`TokenBinding` (examplejson) and :class:`KernelBinding` (json): a name.
 """
@@ -56,7 +56,7 @@ class RankedBinding(OpBinding):
     def describe(self) -> str:
         parts = [f"rank {r}: {name}" for r, name in self.by_rank.items()]
         if self.default is not None:
-            parts.append(f"other ranks: {self.default}")
+            parts.append(f"{'other ranks' if parts else 'any rank'}: {self.default}")
         return "; ".join(parts)
 
 
@@ -75,7 +75,8 @@ class MacroBinding(RankedBinding):
 
 @dataclass(frozen=True, slots=True)
 class LayerBinding(RankedBinding):
-    """engine: engine layers by rank (no default: a layer has one rank)."""
+    """engine: engine layers by rank; ``default`` names the layer for the other ranks
+    (a layer that serves several ranks)."""
 
 
 @dataclass(frozen=True, slots=True)

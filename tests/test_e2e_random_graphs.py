@@ -35,7 +35,8 @@ CAPS = {
     "ccompiler": Caps(ALL_DTYPES, (1, 2, 3, 4), ARITH),
     "json": Caps(ALL_DTYPES, (1, 2, 3, 4), (*ARITH, "maximum", "minimum", *UNARY)),
     "examplejson": Caps(("float32",), (1, 2, 3, 4), ARITH, constants=False, outputs=1),
-    "engine": Caps(("float32",), (2,), ARITH, opt="0"),  # -O0: a C++ compile per example
+    # -O0: a C++ compile per example
+    "engine": Caps(("float32",), (1, 2, 3, 4), (*ARITH, "maximum", "minimum", *UNARY), opt="0"),
 }
 # How many random graphs each test runs (one C or C++ compile per new graph).
 RANDOM_EXAMPLES = {"ccompiler": 60, "json": 80, "examplejson": 40, "engine": 8, "ccompiler+json": 25}

@@ -3,9 +3,10 @@
 Every golden graph is generated, compared with its snapshot under
 tests/golden/test_gen_engine/, compiled under -std=c++17 -Wall -Wextra -Werror,
 loaded with tvm_ffi and run on seeded random arrays against the numpy reference.
-The shipped engine spec runs float32 at rank 2 only; the N-D and float64 graphs run
-on temporary specs that extend a copy of it (YAML only, no Python), and on the
-shipped spec they must fail with a located GraphError.
+The shipped engine spec runs float32 at every rank 0..8: the test's 2-D layers at
+rank 2, and elsewhere one rank-generic layer per elementwise op (a layer that
+declares several ranks). Spec edits (per-rank layers, float64) run on temporary
+specs that extend a copy of the shipped one (YAML only, no Python).
 """
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ from conftest import DATA, EXAMPLES, TESTS, random_array
 from ruamel.yaml import YAML
 
 from byoc.api import evaluate, load_backend, parse
-from byoc.errors import GraphError
+from byoc.errors import GraphError, SpecError
 from byoc.generator import generator_for
 from byoc.generator.artifacts import Artifact
+from byoc.generator.engine_header import header_text
 from byoc.generator.lowering import lower, offload_whole
 from byoc.ir import Function, Program
-from byoc.spec import KINDS
+from byoc.spec import KINDS, load_backend_file
 from byoc.spec.backend import BackendSpec
 
 ROOT = TESTS.parent
 SHIPPED_SPEC = ROOT / "spec" / "backends" / "engine.yaml"
 GEN = DATA / "gen"
 
-GRAPHS = ("guide_subgraph", "whole_graph", "constants", "multi_output", "dag")
+GRAPHS = ("guide_subgraph", "whole_graph", "constants", "multi_output", "dag", "nd")
 SEEDS = {"guide_subgraph": ("subgraph_0",), "tvm_external_runtime": ("json_rt_0", "json_rt_1")}
 """examples/<name>.examplejson -> its subgraphs, each exported under its own name."""
 
@@ -106,8 +108,10 @@ def run_and_compare(externals, artifacts, out_dir: Path, rng, catalog) -> None:
 
 def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
     """A copy of the shipped engine.yaml, edited with ruamel.yaml's round trip (which
-    keeps comments and key order), loaded from its own spec directory."""
+    keeps comments and key order; no line wrapping, so that spec line numbers in the
+    header stay those of the shipped spec), loaded from its own spec directory."""
     yaml = YAML()
+    yaml.width = 4096
     data = yaml.load(SHIPPED_SPEC.read_text())
     edit(data)
     spec_dir = tmp_path / "specs"
@@ -118,7 +122,7 @@ def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
 
 
 ND_MACRO = """\
-static inline void p_ID_(const int64_t* dims, const ${ctype}* const* in, ${ctype}* out) {
+static inline void p_ID_(const int64_t* dims, int64_t, const ${ctype}* const* in, ${ctype}* out) {
   int64_t size = 1;
   for (int64_t d = 0; d < p_RANK_; ++d) size *= dims[d];
   for (int64_t k = 0; k < size; ++k) out[k] = in[0][k] p_OP_ in[1][k];
@@ -129,9 +133,9 @@ OPERATORS = {"add": ("add", "+"), "subtract": ("sub", "-"), "multiply": ("mul", 
 
 
 def add_ranks(data: dict, ranks: tuple[int, ...]) -> None:
-    """Extend the spec with a flattened elementwise layer per op at each of ``ranks``."""
-    data["ranks"] = [2, *ranks]
-    data["macros"]["BINARY_OP_ND"] = {
+    """Give each op a layer of its own at each of ``ranks`` (one rank per layer, whose
+    macro argument uses ${rank}), in place of the shipped rank-generic layers."""
+    data["macros"]["BINARY_OP_RANK"] = {
         "params": {"p_ID_": "${layer}", "p_OP_": "${operator}", "p_RANK_": "${rank}"},
         "body": ND_MACRO,
     }
@@ -139,7 +143,7 @@ def add_ranks(data: dict, ranks: tuple[int, ...]) -> None:
         for rank in ranks:
             layer = f"{short}_{rank}d"
             data["layers"][layer] = {
-                "macro": "BINARY_OP_ND",
+                "macro": "BINARY_OP_RANK",
                 "inputs": 2,
                 "rank": rank,
                 "vars": {"operator": operator},
@@ -194,7 +198,43 @@ def test_examplejson_seed(name, golden, catalog, rng, tmp_path):
     run_and_compare(externals, artifacts, tmp_path, rng, catalog)
 
 
+RANK3 = """\
+graph main(x: float32[2, 3, 4], y: float32[2, 3, 4], z: float32[2, 3, 4]) {
+  s, t = @engine {
+    a = add(x, y)
+    d = divide(subtract(a, z), y)
+    return relu(maximum(d, negative(x))), minimum(multiply(a, z), copy(y))
+  }
+  return s, t
+}
+"""
+
+
+def test_rank3_graph(golden, catalog, rng, tmp_path):
+    """Every op of the shipped spec at rank 3, on its rank-generic layers."""
+    externals, artifacts = generate(parse(RANK3, "graph", file="rank3.graph"), catalog)
+    module, header = split(artifacts)
+    assert module.text == golden("cc")
+    # The header depends on the spec only: its golden is test_engine_header.h.
+    assert header.text == split(generate(graph_program("guide_subgraph"), catalog)[1])[1].text
+    layers = [line.split('"')[1].split(";")[0] for line in module.text.splitlines() if ';2 3 4\\n"' in line]
+    assert layers == [
+        "add_nd",
+        "sub_nd",
+        "div_nd",
+        "neg_nd",
+        "max_nd",
+        "relu_nd",
+        "mul_nd",
+        "copy_nd",
+        "min_nd",
+    ]
+    run_and_compare(externals, artifacts, tmp_path, rng, catalog)
+
+
 def test_nd_on_extended_spec(golden, catalog, rng, tmp_path):
+    """Layers of one rank each, added by a spec edit, take precedence over the
+    rank-generic default at their ranks."""
     loader = nd_spec(tmp_path)
     externals, artifacts = generate(graph_program("nd"), catalog, loader)
     module, header = split(artifacts)
@@ -297,16 +337,12 @@ def test_engine_error_is_raised(catalog, rng, tmp_path):
 # ------------------------------------------------------------------ graphs the engine cannot run
 
 
-@pytest.mark.parametrize(
-    ("name", "fragment"),
-    [("nd", "return multiply(add(a, b), b)"), ("float64", "return multiply(subtract(x, y), add(x, y))")],
-)
-def test_shipped_spec_rejects_unsupported_graphs(name, fragment, catalog):
+def test_shipped_spec_rejects_float64(catalog):
     with pytest.raises(GraphError) as info:
-        generate(graph_program(name), catalog)
+        generate(graph_program("float64"), catalog)
     loc = info.value.location
-    assert loc is not None and loc.file == f"tests/data/gen/{name}.graph"
-    assert loc.line == line_of(GEN / f"{name}.graph", fragment)
+    assert loc is not None and loc.file == "tests/data/gen/float64.graph"
+    assert loc.line == line_of(GEN / "float64.graph", "return multiply(subtract(x, y), add(x, y))")
     assert "engine" in info.value.message
 
 
@@ -317,9 +353,14 @@ REJECTED = {
         "cannot broadcast",
     ),
     "missing op": (
-        "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @engine {\n    return divide(x, y)\n  }\n  return s\n}\n",
+        "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @engine {\n    return concatenate(x, y)\n  }\n  return s\n}\n",
         3,
-        "no op 'divide'",
+        "no op 'concatenate'",
+    ),
+    "rank 9": (
+        "graph main(x: float32[1, 1, 1, 1, 1, 1, 1, 2, 2]) {\n  s = @engine {\n    return add(x, x)\n  }\n  return s\n}\n",
+        3,
+        r"cannot run add on float32\[1, 1, 1, 1, 1, 1, 1, 2, 2\]",
     ),
     "int32": (
         "graph main(x: int32[2, 3], y: int32[2, 3]) {\n  s = @engine {\n    return add(x, y)\n  }\n  return s\n}\n",
@@ -350,6 +391,7 @@ def test_rank_without_layer_on_extended_spec(catalog, tmp_path):
     def edit(data: dict) -> None:
         add_ranks(data, (1,))
         del data["ops"]["multiply"]["layers"][1]
+        del data["ops"]["multiply"]["layers"]["default"]
 
     text = "graph main(x: float32[5]) {\n  s = @engine {\n    return multiply(add(x, x), x)\n  }\n  return s\n}\n"
     with pytest.raises(GraphError, match="multiply") as info:
@@ -409,3 +451,94 @@ def test_options_reach_the_templates(catalog, tmp_path):
     assert "// opt_level 3" in module.text
     module, _ = split(generate(graph_program("dag"), catalog, loader)[1])
     assert "// opt_level 2" in module.text
+
+
+# ------------------------------------------------------------------ spec: layers of several ranks
+
+MINI = """\
+version: 1
+name: mini
+kind: engine
+dtypes: [float32]
+ranks: [0, 1, 2, 3]
+compile: {language: c++}
+macros:
+  FLAT:
+    params: {p_ID_: "${layer}", p_OP_: "${operator}"}
+    body: |
+      inline void p_ID_(const int64_t*, int64_t n, const ${ctype}* const* in, ${ctype}* out) {
+        for (int64_t k = 0; k < n; ++k) out[k] = in[0][k] p_OP_ in[1][k];
+      }
+layers:
+  add_2d: {macro: FLAT, inputs: 2, rank: 2, vars: {operator: "+"}}
+  add_nd: {macro: FLAT, inputs: 2, ranks: [0, 1, 3], vars: {operator: "+"}}
+ops:
+  add: {layers: {2: add_2d, default: add_nd}}
+graph_line: "${layer};${output};${inputs};${dims}"
+layer_entry: '{"${layer}", &${layer}, ${inputs}, {${ranks}}},'
+invoke: "return Engine().run(${graph}, {${args}});"
+engine: |
+  ${layer_table}
+"""
+
+
+def mini_spec(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    assert MINI.count(old) == 1 or not old
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINI.replace(old, new) if old else MINI)
+    return path
+
+
+def test_layer_of_several_ranks(tmp_path, catalog):
+    spec = load_backend_file(mini_spec(tmp_path))
+    assert spec.layers["add_nd"].ranks == (0, 1, 3) and spec.layers["add_2d"].ranks == (2,)
+    assert [spec.ops["add"].construct(r) for r in spec.ranks] == ["add_nd", "add_nd", "add_2d", "add_nd"]
+    assert all(spec.supports("add", "float32", r) for r in spec.ranks)
+    assert spec.ops["add"].describe() == "rank 2: add_2d; other ranks: add_nd"
+    assert load_backend("engine").ops["divide"].describe() == "any rank: div_nd"
+    header = header_text(spec, spec.template_values())
+    assert '{"add_2d", &add_2d, 2, {2}},' in header and '{"add_nd", &add_nd, 2, {0, 1, 3}},' in header
+    assert "layer add_nd (mini.yaml:16): 2 input(s), ranks 0, 1, 3" in header
+
+
+# (old text, new text, line, column, message fragment)
+# fmt: off
+SPEC_ERRORS = {
+    "rank and ranks": ("rank: 2, vars", "rank: 2, ranks: [2], vars", 15, 45, "exactly one of `rank` and `ranks`"),
+    "neither": ("inputs: 2, rank: 2, ", "inputs: 2, ", 15, 11, "exactly one of `rank` and `ranks`"),
+    "ranks not a list": ("ranks: [0, 1, 3]", "ranks: 3", 16, 43, "ranks must be a list"),
+    "empty ranks": ("ranks: [0, 1, 3]", "ranks: []", 16, 43, "ranks must list at least one rank"),
+    "undeclared rank": ("ranks: [0, 1, 3]", "ranks: [0, 1, 5]", 16, 50, "rank 5 is not one of this backend's ranks"),
+    "repeated rank": ("ranks: [0, 1, 3]", "ranks: [0, 1, 1]", 16, 50, "rank 1 is listed twice"),
+    "rank not an int": ("ranks: [0, 1, 3]", "ranks: [0, one, 3]", 16, 47, "a rank must be an integer"),
+    "default misses a rank": ("ranks: [0, 1, 3]", "ranks: [0, 3]", 18, 38, "layer add_nd serves ranks 0, 3, not 1"),
+    "explicit rank not served": ("{2: add_2d,", "{2: add_nd,", 18, 21, "layer add_nd serves ranks 0, 1, 3, not 2"),
+    "rank in layer_entry": ("{${ranks}}}", "${rank}}", 20, 50, "layer_entry uses ${rank}, but layer add_nd serves several ranks"),
+    "rank in macro argument": ('p_OP_: "${operator}"}', 'p_OP_: "${operator} ${rank}"}', 16, 43,
+                               "layer add_nd serves several ranks, but the argument of p_OP_ in its macro FLAT uses ${rank}"),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("case", SPEC_ERRORS)
+def test_layer_ranks_errors_are_located(case, tmp_path):
+    old, new, line, column, message = SPEC_ERRORS[case]
+    path = mini_spec(tmp_path, old, new)
+    with pytest.raises(SpecError) as info:
+        load_backend_file(path)
+    err = info.value
+    assert message in err.message, err.render()
+    assert err.location is not None
+    assert (err.location.file, err.location.line, err.location.column) == (str(path), line, column), (
+        err.render()
+    )
+
+
+def test_one_rank_layers_keep_rank_placeholder(tmp_path):
+    """``${rank}`` stays valid in layer_entry and macro arguments while every layer has one rank."""
+    text = MINI.replace("ranks: [0, 1, 3]", "rank: 3").replace("{${ranks}}}", "${rank}}")
+    path = tmp_path / "mini.yaml"
+    path.write_text(text.replace("ranks: [0, 1, 2, 3]", "ranks: [2, 3]"))
+    spec = load_backend_file(path)
+    header = header_text(spec, spec.template_values())
+    assert '{"add_2d", &add_2d, 2, 2},' in header and '{"add_nd", &add_nd, 2, 3},' in header

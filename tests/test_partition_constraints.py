@@ -190,18 +190,21 @@ def test_broadcasting_only_where_declared(backends, placement):
 
 def test_dtype_and_rank_decide_too():
     text = """\
-    graph main(a: int32[2, 2], b: int32[2, 2], x: float32[2, 2, 2], y: float32[2, 2, 2]) {
+    graph main(a: int32[2, 2], b: int32[2, 2], x: float32[2, 2, 2], y: float32[2, 2, 2],
+               z: float32[1, 1, 1, 1, 1, 1, 1, 1, 2]) {
       i = add(a, b)
       f = subtract(x, y)
-      return i, f
+      g = multiply(z, z)
+      return i, f, g
     }
     """
-    # engine: float32 and rank 2 only; examplejson: float32 only
-    assert [b for b, *_ in summary(part(text, "engine").functions[0])] == [None, None]
-    assert [b for b, *_ in summary(part(text, "examplejson").functions[0])] == [None, "examplejson"]
+    # engine and examplejson: float32 only; every backend: ranks 0 to 8 (z has rank 9)
+    assert [b for b, *_ in summary(part(text, "engine").functions[0])] == [None, "engine", None]
+    assert [b for b, *_ in summary(part(text, "examplejson").functions[0])] == [None, "examplejson", None]
     assert [b for b, *_ in summary(part(text, "engine", "examplejson", "ccompiler").functions[0])] == [
         "ccompiler",
-        "examplejson",
+        "engine",  # the first backend listed that takes it
+        None,
     ]
 
 

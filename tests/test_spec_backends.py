@@ -116,13 +116,27 @@ def test_option_values_reject_unknown_and_bad_values():
 
 def test_engine_holds_layers_and_engine_code():
     spec = load_backend("engine")
-    assert spec.kind.name == "engine" and spec.dtypes == ("float32",) and spec.ranks == (2,)
-    assert list(spec.layers) == ["add_2d", "sub_2d", "mul_2d"]
-    assert {op: b.construct(2) for op, b in spec.ops.items()} == {
+    assert spec.kind.name == "engine" and spec.dtypes == ("float32",) and spec.ranks == tuple(range(9))
+    assert list(spec.layers)[:3] == ["add_2d", "sub_2d", "mul_2d"]
+    assert {op: b.construct(2) for op, b in list(spec.ops.items())[:3]} == {
         "add": "add_2d",
         "subtract": "sub_2d",
         "multiply": "mul_2d",
     }
+    # every other rank: one rank-generic layer per op
+    for rank in (0, 1, 3, 8):
+        assert {op: b.construct(rank) for op, b in spec.ops.items()} == {
+            "add": "add_nd",
+            "subtract": "sub_nd",
+            "multiply": "mul_nd",
+            "divide": "div_nd",
+            "maximum": "max_nd",
+            "minimum": "min_nd",
+            "negative": "neg_nd",
+            "relu": "relu_nd",
+            "copy": "copy_nd",
+        }
+    assert spec.layers["add_nd"].ranks == spec.ranks and spec.layers["add_2d"].ranks == (2,)
     assert spec.header == "gcc_engine.h"
     assert "class Engine" in spec.templates["engine"]
     assert "${layer_table}" in spec.templates["engine"]
@@ -148,7 +162,11 @@ def test_supports_checks_op_dtype_and_rank():
     assert spec.supports("add", "float32", 2)
     assert not spec.supports("divide", "float32", 2)
     assert not spec.supports("add", "float32", 9)
-    assert not load_backend("engine").supports("add", "float32", 1)
+    engine = load_backend("engine")
+    assert engine.supports("add", "float32", 1) and engine.supports("relu", "float32", 0)
+    assert not engine.supports("add", "float32", 9)
+    assert not engine.supports("add", "int32", 1)
+    assert not engine.supports("concatenate", "float32", 1)
 
 
 def test_spec_model_is_frozen():

@@ -103,7 +103,7 @@ def test_backends_lists_all_five(capsys):
     assert [line.split()[0] for line in lines[1:]] == list(SHIPPED_NAMES)
     rows = {line.split()[0]: line for line in lines[1:]}
     assert "c_source" in rows["ccompiler"] and "add, subtract, multiply" in rows["ccompiler"]
-    assert rows["engine"].split()[1:4] == ["engine", "float32", "2"]
+    assert rows["engine"].split()[1:4] == ["engine", "float32", "0-8"]
     assert "0-8" in rows["json"] and "concatenate" in rows["json"]
 
 
