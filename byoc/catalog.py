@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .ast_lock import PYTHON_AST_LOCK
 from .errors import Location
 from .ir import Attrs, AttrValue, TensorType
 from .value_types import VALUE_TYPES, ValueType
@@ -257,7 +258,8 @@ def compile_reference(text: str, arity: int | None, attr_names: Sequence[str]) -
     ``eval``-ed. Raises RuleError with the 0-based column of the offending part.
     """
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with PYTHON_AST_LOCK:
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise RuleError(f"invalid reference expression: {exc.msg}", column=(exc.offset or 1) - 1) from None
     attrs = set(attr_names)

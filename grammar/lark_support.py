@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from byoc.ast_lock import PYTHON_AST_LOCK
 from byoc.errors import ByocError, Location, ParseError
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import MAX_NAME_LENGTH
@@ -61,14 +62,15 @@ class ReaderParser:
         if not hasattr(local, "lark"):
             local.current = SimpleNamespace(reader=None)
             routes = {name: partial(_route, local.current, f) for name, f in self.callbacks.items()}
-            local.lark = Lark(
-                self.grammar,
-                parser="lalr",
-                lexer="contextual",
-                transformer=SimpleNamespace(**routes),
-                propagate_positions=False,
-                maybe_placeholders=False,
-            )
+            with PYTHON_AST_LOCK:  # Lark reads the grammar's literals with ast.literal_eval
+                local.lark = Lark(
+                    self.grammar,
+                    parser="lalr",
+                    lexer="contextual",
+                    transformer=SimpleNamespace(**routes),
+                    propagate_positions=False,
+                    maybe_placeholders=False,
+                )
         current = local.current
         outer, current.reader = current.reader, reader
         try:

@@ -138,3 +138,39 @@ def test_threads_parse_their_own_texts(threads, busy_switching, catalog):
     gc.set_threshold(*before)  # so that a failure here leaves later tests a normal collector
     # The first few misplaced locations, how many there are, and the collector's thresholds.
     assert (problems[:3], len(problems), after) == ([], 0, before)
+
+
+@pytest.mark.parametrize("threads", [8])
+def test_threads_build_their_parsers_at_once(threads):
+    """Each thread builds its own Lark parser on its first parse. Lark reads the
+    grammar's literals with ``ast.literal_eval``, which CPython 3.11 cannot run in two
+    threads at once ("AST constructor recursion depth mismatch"), so the builds must
+    not overlap. Fresh threads, started together, each parse once, in many rounds."""
+    texts = [_fast_dsl(f"g{k}", 0) for k in range(threads)]
+    errors: list[str] = []
+
+    def first_parse(k: int, start: threading.Barrier) -> None:
+        start.wait()
+        try:
+            byoc.parse(texts[k], "graph", file=f"fresh{k}.graph")
+            byoc.parse(_examplejson(f"e{k}", 0), "examplejson", file=f"fresh{k}.examplejson")
+        except Exception as exc:  # noqa: BLE001 - the test reports any failure
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(15):
+            _round(threads, first_parse)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+def _round(threads: int, first_parse) -> None:
+    start = threading.Barrier(threads)
+    workers = [threading.Thread(target=first_parse, args=(k, start)) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
