@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .catalog import Catalog, RuleError, infer_type, normalize_attrs
-from .errors import GraphError, Location
+from .errors import GraphError, Location, close_names
 from .ir import (
     ANON_PREFIX,
     CALL_OP,
@@ -380,7 +380,7 @@ class FunctionBuilder:
     def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
         op = self.catalog.get(st.op)
         if op is None:
-            close = difflib.get_close_matches(st.op, list(self.catalog), 1)
+            close = close_names(st.op, self.catalog)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
             raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()

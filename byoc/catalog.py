@@ -291,6 +291,11 @@ def kernel_reference(name: str, min_inputs: int, variadic: bool, attr_names: Seq
     if fn is None:
         raise RuleError(f"unknown reference kernel {name!r}", hint=f"kernels: {', '.join(sorted(kernels))}")
     signature = inspect.signature(fn)
+    if str(signature.return_annotation).startswith("tuple"):
+        raise RuleError(
+            f"kernel {name} returns several outputs; a catalog op has one",
+            hint="a node of byoc's IR carries one output per catalog op",
+        )
     probe = [None] * (min_inputs + (1 if variadic else 0))
     try:
         signature.bind(*probe, **dict.fromkeys(attr_names))

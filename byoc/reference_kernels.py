@@ -412,13 +412,13 @@ _ERFC = np.frompyfunc(math.erfc, 1, 1)
 
 def erf(x) -> np.ndarray:
     """math.erf per element (within an ulp or so; numpy has no erf and scipy is not a dependency)."""
-    return _ERF(_f64(x)).astype(np.float64)
+    return np.asarray(_ERF(_f64(x)), dtype=np.float64)  # a 0-d input gives a Python float
 
 
 def gelu(x) -> np.ndarray:
     """x * Phi(x) = x/2 * erfc(-x/sqrt(2)); erfc keeps the tail for x << 0 where 1 + erf(x) cancels."""
     x = _f64(x)
-    return 0.5 * x * _ERFC(-x / math.sqrt(2.0)).astype(np.float64)
+    return 0.5 * x * np.asarray(_ERFC(-x / math.sqrt(2.0)), dtype=np.float64)
 
 
 def relu(x) -> np.ndarray:
