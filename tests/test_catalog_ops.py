@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from catalog_cases import CASES, OpCase, graph_text
+from conftest import EXAMPLES, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import byoc
 import byoc.spec
-from byoc.api import parse, print_program
+from byoc.api import parse, parse_file, print_program
 from byoc.building import build
 from byoc.errors import GraphError
 
@@ -31,6 +32,13 @@ HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 def test_every_catalog_op_has_a_case():
     assert set(CASES) == set(CATALOG)
     assert len(CATALOG) >= 60
+
+
+def test_json_maps_every_op_and_fused_every_attribute_free_elementwise_one():
+    assert set(byoc.load_backend("json").ops) == set(CATALOG)
+    fusable = {n for n, op in CATALOG.items() if op.rule.elementwise and op.c and not op.attrs}
+    assert set(byoc.load_backend("fused").ops) == fusable
+    assert {"exp", "tanh", "erf", "gelu", "where", "power"} <= fusable
 
 
 def check(out: np.ndarray, expected: np.ndarray) -> None:
@@ -95,3 +103,52 @@ def test_json_backend_and_host_run_the_op(op, data):
         (got,) = build(parse(text, "graph"))(**inputs)
         np.testing.assert_array_equal(got, want, err_msg=text)
 
+
+# ------------------------------------------------------------------ the network examples
+
+
+@pytest.mark.parametrize("name", ["resnet_basic_block", "mlp"])
+def test_network_examples_run_on_the_json_backend(name, capsys):
+    rc, out, err = run_cli(capsys, "run", EXAMPLES / f"{name}.graph", "--backend", "json", "--seed", "3")
+    assert rc == 0, err
+    assert "result: every output matches the numpy reference" in out
+
+
+def test_resnet_basic_block_is_the_residual_formula(rng):
+    fn = parse_file(EXAMPLES / "resnet_basic_block.graph").functions[0]
+    inputs = {p.name: rng.standard_normal(p.type.shape).astype(p.type.dtype) for p in fn.params}
+    consts = {c.name: np.array(c.values, np.float64) for c in fn.constants}
+    x = inputs["x"].astype(np.float64)
+
+    def conv3x3(v, w):  # zero padding 1, stride 1, as a sum over the 9 taps
+        padded = np.pad(v, [(0, 0), (0, 0), (1, 1), (1, 1)])
+        out = np.zeros((v.shape[0], w.shape[0], *v.shape[2:]))
+        for i, j in np.ndindex(3, 3):
+            window = padded[:, :, i : i + v.shape[2], j : j + v.shape[3]]
+            out += np.einsum("nchw,mc->nmhw", window, w[:, :, i, j].astype(np.float64))
+        return out
+
+    def bn(v, k):
+        per = (1, -1, 1, 1)
+        scale, bias = (inputs[f"{p}{k}"].astype(np.float64).reshape(per) for p in ("scale", "bias"))
+        mean, var = consts[f"mean{k}"].reshape(per), consts[f"var{k}"].reshape(per)
+        return (v - mean) / np.sqrt(var + 1e-5) * scale + bias
+
+    h = np.maximum(bn(conv3x3(x, inputs["w1"]), 1), 0)
+    want = np.maximum(bn(conv3x3(h, inputs["w2"]), 2) + x, 0)
+    (got,) = byoc.evaluate(fn, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_mlp_rows_are_probabilities(rng):
+    fn = parse_file(EXAMPLES / "mlp.graph").functions[0]
+    inputs = {p.name: rng.standard_normal(p.type.shape).astype(p.type.dtype) for p in fn.params}
+    (got,) = byoc.evaluate(fn, inputs)
+    assert got.shape == (4, 10) and got.dtype == np.float32
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-6)
+    w = {k: v.astype(np.float64) for k, v in inputs.items()}
+    h = np.maximum(w["x"] @ w["w1"].T + w["b1"], 0)
+    h = np.maximum(h @ w["w2"].T + w["b2"], 0)
+    logits = h @ w["w3"].T + w["b3"]
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
