@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .catalog import Catalog, RuleError, infer_type, normalize_attrs
-from .errors import GraphError, Location
+from .errors import GraphError, Location, close_names
 from .ir import (
     ANON_PREFIX,
     CALL_OP,
@@ -359,7 +359,8 @@ class FunctionBuilder:
             callee = st.region._finish_region(input_types, self.defined)
             out_types = callee.output_types
             return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
-        key = (st.op, input_types, tuple([(k, v) for k, v, _ in st.attrs]) if st.attrs else ())
+        # The attribute values' types are part of the key: 1, 1.0 and True are equal in Python.
+        key = (st.op, input_types, tuple([(k, type(v), v) for k, v, _ in st.attrs]) if st.attrs else ())
         cached = self._infer_cache.get(key)
         if cached is None:
             if None in input_types:
@@ -379,7 +380,7 @@ class FunctionBuilder:
     def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
         op = self.catalog.get(st.op)
         if op is None:
-            close = difflib.get_close_matches(st.op, list(self.catalog), 1)
+            close = close_names(st.op, self.catalog)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
             raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
@@ -387,7 +388,8 @@ class FunctionBuilder:
             out = infer_type(op, input_types, attrs)
         except RuleError as exc:
             args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
-            raise self.error(f"{st.op}({args}): {exc.message}", self.where(st, OP), hint=exc.hint) from None
+            where = self._attr_loc(st, exc.key) or self.where(st, OP)
+            raise self.error(f"{st.op}({args}): {exc.message}", where, hint=exc.hint) from None
         problem = shape_problem(out.shape)
         if problem is not None:  # e.g. concatenating tensors near the limit
             raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
@@ -397,8 +399,12 @@ class FunctionBuilder:
         try:
             return normalize_attrs(op, [(k, v) for k, v, _ in st.attrs])
         except RuleError as exc:
-            where = next((at for k, _, at in reversed(st.attrs) if k == exc.key), None)
-            raise self.error(exc.message, where or st.loc, hint=exc.hint) from None
+            raise self.error(exc.message, self._attr_loc(st, exc.key) or st.loc, hint=exc.hint) from None
+
+    @staticmethod
+    def _attr_loc(st: _Statement, key: str | None) -> Location | None:
+        """Where the text gives attribute ``key`` (its last mention), if it does."""
+        return next((at for k, _, at in reversed(st.attrs) if k == key), None)
 
 
 def _clipped(items: list[str], keep: int = 6) -> list[str]:

@@ -1,38 +1,45 @@
 """The op catalog's model: what an op is, how its output type follows from its
-inputs, and how its numpy reference is computed.
+inputs, and how its reference is computed.
 
 The catalog's *data* lives in ``spec/ops.yaml`` and is loaded by :mod:`byoc.spec`;
-this module holds only the generic machinery (shape rules, attribute checking and
-the reference-expression compiler) so that no op is hard-coded in Python.
+this module holds only the generic machinery (attribute checking, the
+reference-expression compiler and the lookup of reference kernels), and
+:mod:`byoc.shape_rules` the shape rules, so that no op is hard-coded in Python.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
+from functools import partial
 
 import numpy as np
 
+from . import reference_kernels
 from .ast_lock import PYTHON_AST_LOCK
 from .errors import Location
 from .ir import Attrs, AttrValue, TensorType
+from .shape_rules import SHAPE_RULES, RuleError, ShapeRule, broadcast_shapes
 from .value_types import VALUE_TYPES, ValueType
 
-
-class RuleError(Exception):
-    """A shape rule, attribute or reference check failed; the caller adds a location."""
-
-    def __init__(
-        self, message: str, hint: str | None = None, column: int = 0, key: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.column = column
-        self.key = key
-        """The attribute the error is about, when there is one."""
+__all__ = [
+    "SHAPE_RULES",
+    "AttrDef",
+    "Catalog",
+    "OpDef",
+    "RuleError",
+    "ShapeRule",
+    "broadcast_shapes",
+    "check_attr_value",
+    "compile_reference",
+    "evaluate_op",
+    "infer_type",
+    "kernel_reference",
+    "normalize_attrs",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +49,17 @@ class AttrDef:
     """A name of :data:`~byoc.value_types.VALUE_TYPES`."""
     default: AttrValue | None = None
     """``None`` means the attribute is required."""
+    choices: tuple[AttrValue, ...] = ()
+    """The values the attribute may take; empty means any value of its type."""
 
     @property
     def value_type(self) -> ValueType:
         return VALUE_TYPES[self.type]
 
 
-Reference = Callable[[Sequence[np.ndarray], Mapping[str, AttrValue]], np.ndarray]
+Reference = Callable[..., np.ndarray]
+"""A compiled reference: (inputs, :meth:`OpDef.kwargs` of the attributes, out=None) -> the
+result, or ``out`` holding it (an array of the result's shape that it may fill)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +73,37 @@ class OpDef:
     shape_rule: str
     dtypes: tuple[str, ...]
     attrs: tuple[AttrDef, ...]
-    numpy: str
-    """The numpy reference, as an expression over ``x0``, ``x1``, ..., ``inputs`` and the attrs."""
+    numpy: str | None
+    """The reference as a numpy expression over ``x0``, ``x1``, ..., ``inputs`` and the
+    attrs; None when the reference is a kernel (``kernel``)."""
     c: str | None
     """A C expression template over ``${x0}``, ``${x1}``, ...; only for elementwise ops."""
     doc: str = ""
+    kernel: str | None = None
+    """The reference kernel's name, when the reference is one (then ``numpy`` is None)."""
     loc: Location | None = field(default=None, compare=False, repr=False)
     reference: Reference | None = field(default=None, compare=False, repr=False)
 
     @property
     def rule(self) -> ShapeRule:
         return SHAPE_RULES[self.shape_rule]
+
+    def kwargs(self, attrs: Attrs) -> dict[str, object]:
+        """The attribute values as shape rules and reference kernels take them: a bool as
+        0 or 1, and an empty int list whose default is empty as None (the kernels' "all
+        ones", "all zeros" or "every axis")."""
+        if not attrs:
+            return {}
+        empty_default = {a.name for a in self.attrs if a.default == ()}
+        out: dict[str, object] = {}
+        for key, value in attrs:
+            if isinstance(value, bool):
+                out[key] = int(value)
+            elif value == () and key in empty_default:
+                out[key] = None
+            else:
+                out[key] = value
+        return out
 
     def arity_text(self) -> str:
         if self.max_inputs is None:
@@ -102,90 +133,6 @@ class Catalog(Mapping[str, OpDef]):
 # --------------------------------------------------------------------------- shapes
 
 
-def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """numpy's broadcasting rule; raises RuleError when the shapes do not broadcast."""
-    first = shapes[0]
-    if all(s == first for s in shapes):
-        return first
-    rank = max(len(s) for s in shapes)
-    out = []
-    for axis in range(rank):
-        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
-        dims.discard(1)
-        if len(dims) > 1:
-            raise RuleError(
-                f"shapes {' and '.join(_shape_text(s) for s in shapes)} do not broadcast",
-                hint="each axis must have equal sizes, or size 1 (numpy broadcasting)",
-            )
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return f"[{', '.join(map(str, shape))}]"
-
-
-def _same_dtype(types: Sequence[TensorType]) -> str:
-    dtype = types[0].dtype
-    for t in types[1:]:
-        if t.dtype != dtype:
-            raise RuleError(
-                f"dtype mismatch: {' and '.join(sorted({x.dtype for x in types}))}",
-                hint="all inputs of this op must have the same dtype",
-            )
-    return dtype
-
-
-def _rule_elementwise(types: Sequence[TensorType], attrs: Mapping[str, AttrValue]) -> TensorType:
-    dtype = _same_dtype(types)
-    return TensorType(broadcast_shapes([t.shape for t in types]), dtype)
-
-
-def _rule_concatenate(types: Sequence[TensorType], attrs: Mapping[str, AttrValue]) -> TensorType:
-    dtype = _same_dtype(types)
-    rank = types[0].rank
-    if rank == 0 or any(t.rank != rank for t in types):
-        raise RuleError(
-            "concatenate needs inputs of one rank >= 1, got " + ", ".join(_shape_text(t.shape) for t in types)
-        )
-    axis = int(attrs["axis"])
-    if not -rank <= axis < rank:
-        raise RuleError(f"axis {axis} is out of range for rank {rank}")
-    axis %= rank
-    for t in types[1:]:
-        for a in range(rank):
-            if a != axis and t.shape[a] != types[0].shape[a]:
-                raise RuleError(
-                    f"concatenate on axis {axis}: shapes "
-                    + " and ".join(_shape_text(x.shape) for x in types)
-                    + f" differ on axis {a}",
-                    hint="all axes but the concatenation axis must match",
-                )
-    shape = list(types[0].shape)
-    shape[axis] = sum(t.shape[axis] for t in types)
-    return TensorType(tuple(shape), dtype)
-
-
-@dataclass(frozen=True, slots=True)
-class ShapeRule:
-    """How an op's output type follows from its inputs."""
-
-    infer: Callable[[Sequence[TensorType], Mapping[str, AttrValue]], TensorType]
-    elementwise: bool
-    """True when each output element comes from the input elements at its index, the
-    inputs broadcast to the output's shape (numpy's rule): an input of another shape
-    than the output is broadcast, and one C expression per element computes the op."""
-
-
-SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
-    {
-        "elementwise": ShapeRule(_rule_elementwise, elementwise=True),
-        "concatenate": ShapeRule(_rule_concatenate, elementwise=False),
-    }
-)
-"""Shape rules usable in ops.yaml: ``elementwise`` (numpy broadcasting) and ``concatenate``."""
-
-
 def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorType:
     """The output type of ``op`` on inputs of ``types``; raises RuleError."""
     n = len(types)
@@ -198,7 +145,7 @@ def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorTy
                 f"{op.name} does not support dtype {t.dtype}",
                 hint=f"{op.name} supports {', '.join(op.dtypes)}",
             )
-    return op.rule.infer(types, dict(attrs))
+    return op.rule.infer(types, op.kwargs(attrs))
 
 
 # --------------------------------------------------------------------------- attrs
@@ -207,9 +154,17 @@ def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorTy
 def check_attr_value(adef: AttrDef, value: object) -> AttrValue:
     """Coerce and check one attribute value; raises RuleError."""
     try:
-        return adef.value_type.check(value)
+        checked = adef.value_type.check(value)
     except ValueError as exc:
         raise RuleError(f"attribute {adef.name} {exc}", key=adef.name) from None
+    if isinstance(checked, float) and not math.isfinite(checked):
+        raise RuleError(f"attribute {adef.name} must be a finite number, got {checked!r}", key=adef.name)
+    if adef.choices and checked not in adef.choices:
+        shown = ", ".join(map(repr, adef.choices))
+        raise RuleError(
+            f"attribute {adef.name} must be one of {shown}, got {checked!r}", hint=None, key=adef.name
+        )
+    return checked
 
 
 def normalize_attrs(op: OpDef, given: Sequence[tuple[str, AttrValue]]) -> Attrs:
@@ -237,25 +192,24 @@ def normalize_attrs(op: OpDef, given: Sequence[tuple[str, AttrValue]]) -> Attrs:
 
 # ----------------------------------------------------------------------- reference
 
-REFERENCE_ARRAY_FUNCTIONS = ("concatenate", "copy", "where", "clip", "stack")
-"""numpy functions, besides ufuncs, that a reference expression may call."""
-
 
 def _numpy_function(name: str) -> Callable[..., np.ndarray] | None:
     fn = getattr(np, name, None)
-    if isinstance(fn, np.ufunc) or name in REFERENCE_ARRAY_FUNCTIONS:
-        return fn
-    return None
+    return fn if isinstance(fn, np.ufunc) else None
 
 
 def compile_reference(text: str, arity: int | None, attr_names: Sequence[str]) -> Reference:
-    """Compile a reference expression such as ``maximum(x0, 0)`` or
-    ``concatenate(inputs, axis=axis)`` into a function of (inputs, attrs).
+    """Compile a reference expression such as ``maximum(x0, 0)`` into a function of
+    (inputs, attrs, out=None).
 
     Only a small, safe subset of Python expressions is allowed: calls of numpy
-    ufuncs and a few array functions, the names ``x0``..``x<n-1>`` (or ``inputs``,
-    the list of all inputs), attribute names, number literals, and lists. Nothing is
-    ``eval``-ed. Raises RuleError with the 0-based column of the offending part.
+    ufuncs, the names ``x0``..``x<n-1>``, attribute names and number literals.
+    Nothing is ``eval``-ed. Raises RuleError with the 0-based column of the offending
+    part. Anything beyond ufuncs is a reference kernel (:func:`kernel_reference`).
+
+    A ufunc with a float argument runs its float64 loop (``dtype=float64``), whatever
+    the inputs' float dtype; ``out``, when given, receives the outermost call's result
+    (cast to its dtype, as numpy's ufuncs cast into ``out``).
     """
     try:
         with PYTHON_AST_LOCK:
@@ -264,62 +218,112 @@ def compile_reference(text: str, arity: int | None, attr_names: Sequence[str]) -
         raise RuleError(f"invalid reference expression: {exc.msg}", column=(exc.offset or 1) - 1) from None
     attrs = set(attr_names)
 
-    def build(node: ast.AST) -> Callable[[Sequence[np.ndarray], Mapping[str, AttrValue]], object]:
+    def build(node: ast.AST) -> Callable[..., object]:
         col = getattr(node, "col_offset", 0)
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
             value = node.value
-            return lambda xs, at: value
+            return lambda xs, at, out=None: value
         if isinstance(node, ast.Name):
             name = node.id
-            if name == "inputs":
-                return lambda xs, at: list(xs)
             if name in attrs:
-                return lambda xs, at: at[name]
+                return lambda xs, at, out=None: at[name]
             if name.startswith("x") and name[1:].isdigit():
                 index = int(name[1:])
-                if arity is not None and index >= arity:
-                    raise RuleError(f"{name} is out of range for an op with {arity} inputs", column=col)
                 if arity is None:
-                    raise RuleError("a variadic op's reference must use 'inputs', not x<k>", column=col)
-                return lambda xs, at: xs[index]
+                    raise RuleError("a variadic op's reference must be a kernel", column=col)
+                if index >= arity:
+                    raise RuleError(f"{name} is out of range for an op with {arity} inputs", column=col)
+                return lambda xs, at, out=None: xs[index]
             raise RuleError(
                 f"unknown name {name!r} in reference expression",
-                hint="use x0, x1, ..., inputs, or an attribute name",
+                hint="use x0, x1, ... or an attribute name",
                 column=col,
             )
-        if isinstance(node, ast.List):
-            items = [build(e) for e in node.elts]
-            return lambda xs, at: [f(xs, at) for f in items]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             fn = _numpy_function(node.func.id)
             if fn is None:
                 raise RuleError(
-                    f"{node.func.id!r} is not a numpy ufunc or an allowed array function",
-                    hint="allowed: any numpy ufunc, " + ", ".join(REFERENCE_ARRAY_FUNCTIONS),
+                    f"{node.func.id!r} is not a numpy ufunc",
+                    hint="a numpy expression calls ufuncs only; name a reference kernel with `kernel:`",
                     column=col,
                 )
+            if node.keywords:
+                raise RuleError("keyword arguments are not allowed in a reference expression", column=col)
             args = [build(a) for a in node.args]
-            kwargs = {k.arg: build(k.value) for k in node.keywords if k.arg}
-            if len(kwargs) != len(node.keywords):
-                raise RuleError("**kwargs are not allowed in a reference expression", column=col)
-            return lambda xs, at: fn(*(a(xs, at) for a in args), **{k: v(xs, at) for k, v in kwargs.items()})
+            return partial(_call_ufunc, fn, args)
         raise RuleError(
             f"{type(node).__name__} is not allowed in a reference expression",
-            hint="write a call of numpy functions over x0, x1, ..., inputs, attributes and numbers",
+            hint="write a call of numpy ufuncs over x0, x1, ..., attributes and numbers",
             column=col,
         )
 
     body = build(tree.body)
 
-    def reference(inputs: Sequence[np.ndarray], attrs_: Mapping[str, AttrValue]) -> np.ndarray:
-        return np.asarray(body(inputs, attrs_))
+    def reference(
+        inputs: Sequence[np.ndarray], kwargs: Mapping[str, object], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        return np.asarray(body(inputs, kwargs, out))
+
+    return reference
+
+
+def _call_ufunc(fn: np.ufunc, args: Sequence[Callable[..., object]], xs, at, out=None) -> object:
+    values = [a(xs, at) for a in args]
+    floats = any(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in values)
+    if out is None:
+        return fn(*values, dtype=np.float64) if floats else fn(*values)
+    return fn(*values, dtype=np.float64, out=out) if floats else fn(*values, out=out)
+
+
+def _kernels() -> dict[str, Callable[..., np.ndarray]]:
+    """The public functions of :mod:`byoc.reference_kernels`, by name."""
+    return {
+        name: fn
+        for name, fn in vars(reference_kernels).items()
+        if inspect.isfunction(fn) and fn.__module__ == reference_kernels.__name__ and not name.startswith("_")
+    }
+
+
+def kernel_reference(name: str, min_inputs: int, variadic: bool, attr_names: Sequence[str]) -> Reference:
+    """The reference that calls kernel ``name`` of :mod:`byoc.reference_kernels` with the
+    inputs positionally and the attributes as keyword arguments. Raises RuleError when
+    there is no such kernel or it cannot take those inputs and attributes."""
+    kernels = _kernels()
+    fn = kernels.get(name)
+    if fn is None:
+        raise RuleError(f"unknown reference kernel {name!r}", hint=f"kernels: {', '.join(sorted(kernels))}")
+    signature = inspect.signature(fn)
+    if str(signature.return_annotation).startswith("tuple"):
+        raise RuleError(
+            f"kernel {name} returns several outputs; a catalog op has one",
+            hint="a node of byoc's IR carries one output per catalog op",
+        )
+    probe = [None] * (min_inputs + (1 if variadic else 0))
+    try:
+        signature.bind(*probe, **dict.fromkeys(attr_names))
+    except TypeError as exc:
+        raise RuleError(
+            f"kernel {name}{signature} cannot take {len(probe)} input(s) and the attributes "
+            f"{', '.join(attr_names) or '(none)'}: {exc}"
+        ) from None
+
+    def reference(
+        inputs: Sequence[np.ndarray], kwargs: Mapping[str, object], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        return fn(*inputs, **kwargs)
 
     return reference
 
 
 def evaluate_op(op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
-    """Run the op's numpy reference and cast the result to the node's dtype."""
+    """Run the op's reference and cast the result to the node's dtype.
+
+    Float inputs are computed in float64 (ufuncs run their float64 loop; the reference
+    kernels convert), so a float32 result is the float64 one rounded once, as C's
+    ``(float)exp((double)x)``; for the basic arithmetic ops that equals numpy's float32
+    result bit for bit. Integer inputs keep their dtype (and numpy's wrap-around)."""
     assert op.reference is not None, f"op {op.name} was not compiled"
-    result = op.reference(inputs, dict(attrs))
+    target = np.empty(out.shape, out.dtype) if op.rule.elementwise else None
+    result = op.reference(inputs, op.kwargs(attrs), target)
     # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
     return np.asarray(result, dtype=out.dtype, order="C")

@@ -138,14 +138,27 @@ def _cmd_ops(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     rows = [("op", "inputs", "shape rule", "dtypes", "attributes")]
     for op in catalog.values():
-        attrs = ", ".join(
-            f"{a.name}: {a.type}" + (f" = {a.default}" if a.default is not None else "") for a in op.attrs
-        )
+        attrs = ", ".join(_attr_text(a) for a in op.attrs)
         rows.append((op.name, op.arity_text(), op.shape_rule, ", ".join(op.dtypes), attrs or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
     return 0
+
+
+def _attr_text(adef) -> str:
+    """``name: type = default`` as the DSL spells the default, then ``(choice|...)``."""
+    from .value_types import value_text
+
+    def spelled(value) -> str:
+        return f'"{value}"' if isinstance(value, str) else value_text(value)
+
+    text = f"{adef.name}: {adef.type}"
+    if adef.default is not None:
+        text += f" = {spelled(adef.default)}"
+    if adef.choices:
+        text += f" ({'|'.join(map(spelled, adef.choices))})"
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,9 @@ without a traceback.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,3 +145,11 @@ class RuntimeFailure(ByocError):
     """Loading or running generated code failed: bad arguments, corrupt bundles."""
 
     title = "runtime error"
+
+
+def close_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``candidates`` close to ``name``, for a "did you mean" hint: the
+    closest first, and among those, the ones with ``name``'s first letter (a typo
+    mostly keeps it: ``ad`` is ``add`` rather than ``pad``)."""
+    close = difflib.get_close_matches(name, list(candidates), n)
+    return sorted(close, key=lambda c: c[:1] != name[:1])

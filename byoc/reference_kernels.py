@@ -7,7 +7,7 @@ byoc.shape_functions, so an invalid combination raises ValueError naming the att
 
 Dtypes: arithmetic kernels compute in float64 and return float64, whatever the input dtype; the
 caller casts to the graph's dtype. Data-movement kernels (pad, gather, slice, split, concatenate,
-reshape, flatten, transpose, squeeze, unsqueeze, expand) return the input dtype unchanged.
+reshape, flatten, transpose, squeeze, unsqueeze, expand, where) return the input dtype unchanged.
 
 Speed: convolutions are im2col (a strided window view copied once) and one batched matmul over the
 groups; pooling reduces a window view; erf and gelu call math.erf / math.erfc per element
@@ -253,6 +253,14 @@ def batch_norm(x, scale, bias, mean, var, *, epsilon: float = 1e-5) -> np.ndarra
     return (x - mean) * (scale / np.sqrt(var + epsilon)) + bias
 
 
+def bias_add(x, bias, *, axis: int = 1) -> np.ndarray:
+    """x + bias along ``axis`` (Relay's bias_add), in float64."""
+    sf.bias_add(np.shape(x), np.shape(bias), axis=axis)
+    x = _f64(x)
+    a = sf.normalize_axis(axis, x.ndim, "bias_add")
+    return x + _f64(bias).reshape((-1,) + (1,) * (x.ndim - 1 - a))
+
+
 def softmax(x, *, axis: int = -1) -> np.ndarray:
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
     sf.softmax(np.shape(x), axis=axis)
@@ -321,9 +329,9 @@ def reduce_prod(x, *, axes: Ints = None, keepdims: int = 1) -> np.ndarray:
 # -------------------------------------------------------------------------------- shape ops
 
 
-def reshape(x, shape, *, allowzero: int = 0) -> np.ndarray:
+def reshape(x, newshape, *, allowzero: int = 0) -> np.ndarray:
     """ONNX Reshape (see shape_functions.reshape)."""
-    return np.reshape(x, sf.reshape(np.shape(x), shape, allowzero=allowzero))
+    return np.reshape(x, sf.reshape(np.shape(x), newshape, allowzero=allowzero))
 
 
 def flatten(x, *, axis: int = 1) -> np.ndarray:
@@ -343,9 +351,9 @@ def unsqueeze(x, *, axes: Sequence[int]) -> np.ndarray:
     return np.reshape(x, sf.unsqueeze(np.shape(x), axes=axes))
 
 
-def expand(x, shape) -> np.ndarray:
-    """ONNX Expand: broadcast x and ``shape`` both ways (a copy, not a view)."""
-    return np.array(np.broadcast_to(x, sf.expand(np.shape(x), shape)))
+def expand(x, newshape) -> np.ndarray:
+    """ONNX Expand: broadcast x and ``newshape`` both ways (a copy, not a view)."""
+    return np.array(np.broadcast_to(x, sf.expand(np.shape(x), newshape)))
 
 
 def pad(x, *, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> np.ndarray:
@@ -386,6 +394,11 @@ def split(x, *, axis: int = 0, sizes: Ints = None, num_outputs: int | None = Non
     return tuple(np.array(p) for p in np.split(np.asarray(x), cuts, axis=axis))
 
 
+def where(condition, x, y) -> np.ndarray:
+    """x where ``condition`` is non-zero (NaN counts as non-zero, as in C), else y; numpy broadcasting."""
+    return np.where(np.asarray(condition) != 0, x, y)
+
+
 def concatenate(*xs, axis: int = 0) -> np.ndarray:
     sf.concatenate(*map(np.shape, xs), axis=axis)
     return np.concatenate(xs, axis=axis)
@@ -399,13 +412,13 @@ _ERFC = np.frompyfunc(math.erfc, 1, 1)
 
 def erf(x) -> np.ndarray:
     """math.erf per element (within an ulp or so; numpy has no erf and scipy is not a dependency)."""
-    return _ERF(_f64(x)).astype(np.float64)
+    return np.asarray(_ERF(_f64(x)), dtype=np.float64)  # a 0-d input gives a Python float
 
 
 def gelu(x) -> np.ndarray:
     """x * Phi(x) = x/2 * erfc(-x/sqrt(2)); erfc keeps the tail for x << 0 where 1 + erf(x) cancels."""
     x = _f64(x)
-    return 0.5 * x * _ERFC(-x / math.sqrt(2.0)).astype(np.float64)
+    return 0.5 * x * np.asarray(_ERFC(-x / math.sqrt(2.0)), dtype=np.float64)
 
 
 def relu(x) -> np.ndarray:

@@ -3,7 +3,9 @@
 Every function takes input shapes positionally and attributes as keyword arguments, with the same
 names and defaults as its kernel, and returns the output shape as a tuple of ints (split: a tuple of
 shapes). An invalid combination raises ValueError with a message naming the op and the attribute at
-fault. Kernels call these functions first, so a kernel rejects exactly what its shape function rejects.
+fault; when one attribute is at fault it is an :class:`AttributeProblem`, whose ``attr`` names it (so
+the op catalog can point at that attribute in the text). Kernels call these functions first, so a
+kernel rejects exactly what its shape function rejects.
 
 Conventions (ONNX's unless said): layout N, C, spatial...; ``pads`` lists the begin value of every
 axis it covers, then the end values; a negative axis counts from the end; ``None`` for strides,
@@ -20,6 +22,14 @@ from collections.abc import Sequence
 Shape = tuple[int, ...]
 
 PAD_MODES = ("constant", "reflect", "edge")
+
+
+class AttributeProblem(ValueError):
+    """An invalid value of one attribute, ``attr`` (``strides``, not ``strides[1]``)."""
+
+    def __init__(self, attr: str, message: str) -> None:
+        super().__init__(message)
+        self.attr = attr.split("[", 1)[0]
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -49,18 +59,20 @@ def _ints(
         return (default,) * count
     ints = tuple(_int(v, f"{op}: {name}") for v in values)
     if len(ints) != count:
-        raise ValueError(f"{op}: {name} has {len(ints)} values {list(ints)}, expected {count} ({per})")
+        raise AttributeProblem(
+            name, f"{op}: {name} has {len(ints)} values {list(ints)}, expected {count} ({per})"
+        )
     for i, v in enumerate(ints):
         if v < minimum:
             rule = "positive" if minimum == 1 else "non-negative"
-            raise ValueError(f"{op}: {name}[{i}] = {v} must be {rule}")
+            raise AttributeProblem(name, f"{op}: {name}[{i}] = {v} must be {rule}")
     return ints
 
 
 def _flag(value: object, name: str, op: str) -> int:
     flag = _int(value, f"{op}: {name}")
     if flag not in (0, 1):
-        raise ValueError(f"{op}: {name} = {flag} must be 0 or 1")
+        raise AttributeProblem(name, f"{op}: {name} = {flag} must be 0 or 1")
     return flag
 
 
@@ -68,7 +80,9 @@ def normalize_axis(axis: int, rank: int, op: str, name: str = "axis") -> int:
     """``axis`` in [-rank, rank) as a non-negative axis; ValueError otherwise."""
     a = _int(axis, f"{op}: {name}")
     if not -rank <= a < rank:
-        raise ValueError(f"{op}: {name} = {a} is out of range for rank {rank} (valid: {-rank}..{rank - 1})")
+        raise AttributeProblem(
+            name, f"{op}: {name} = {a} is out of range for rank {rank} (valid: {-rank}..{rank - 1})"
+        )
     return a % rank
 
 
@@ -76,7 +90,7 @@ def normalize_axes(axes: Sequence[int], rank: int, op: str, name: str = "axes") 
     """Every axis normalised; duplicates (after normalisation) are rejected."""
     out = tuple(normalize_axis(a, rank, op, f"{name}[{i}]") for i, a in enumerate(axes))
     if len(set(out)) != len(out):
-        raise ValueError(f"{op}: {name} {list(axes)} names an axis twice")
+        raise AttributeProblem(name, f"{op}: {name} {list(axes)} names an axis twice")
     return out
 
 
@@ -96,7 +110,7 @@ def _nchw(x_shape: Sequence[int], op: str) -> Shape:
 def _groups(groups: int, op: str) -> int:
     g = _int(groups, f"{op}: groups")
     if g < 1:
-        raise ValueError(f"{op}: groups = {g} must be positive")
+        raise AttributeProblem("groups", f"{op}: groups = {g} must be positive")
     return g
 
 
@@ -137,8 +151,9 @@ def conv(
     w = _shape(w_shape, f"{op}: weight shape")
     n = len(x) - 2
     if len(w) != len(x):
-        raise ValueError(
-            f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: (M, C/groups, k1..k{n})"
+        raise AttributeProblem(
+            "pads",
+            f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: (M, C/groups, k1..k{n})",
         )
     per = f"the {n} spatial axes"
     s = _ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
@@ -147,11 +162,15 @@ def conv(
     g = _groups(groups, op)
     c, m = x[1], w[0]
     if c % g:
-        raise ValueError(f"{op}: groups = {g} does not divide the {c} input channels")
+        raise AttributeProblem("groups", f"{op}: groups = {g} does not divide the {c} input channels")
     if m < 1 or m % g:
-        raise ValueError(f"{op}: groups = {g} does not divide the {m} output channels (weight shape[0])")
+        raise AttributeProblem(
+            "groups", f"{op}: groups = {g} does not divide the {m} output channels (weight shape[0])"
+        )
     if w[1] != c // g:
-        raise ValueError(f"{op}: weight shape[1] = {w[1]}, expected C/groups = {c}/{g} = {c // g}")
+        raise AttributeProblem(
+            "groups", f"{op}: weight shape[1] = {w[1]}, expected C/groups = {c}/{g} = {c // g}"
+        )
     out = []
     for i in range(n):
         k, size = w[2 + i], x[2 + i]
@@ -159,9 +178,10 @@ def conv(
             raise ValueError(f"{op}: weight shape {list(w)} has an empty kernel axis")
         extent, padded = _extent(k, d[i]), size + p[i] + p[n + i]
         if extent > padded:
-            raise ValueError(
+            raise AttributeProblem(
+                "pads",
                 f"{op}: on spatial axis {i} the kernel extent {extent} (kernel {k}, dilations[{i}] = {d[i]}) "
-                f"exceeds the padded input {padded} (input {size}, pads {p[i]} + {p[n + i]})"
+                f"exceeds the padded input {padded} (input {size}, pads {p[i]} + {p[n + i]})",
             )
         out.append((padded - extent) // s[i] + 1)
     return (x[0], m, *out)
@@ -195,7 +215,7 @@ def conv_transpose(
     g = _groups(groups, op)
     c = x[1]
     if c % g:
-        raise ValueError(f"{op}: groups = {g} does not divide the {c} input channels")
+        raise AttributeProblem("groups", f"{op}: groups = {g} does not divide the {c} input channels")
     if w[0] != c:
         raise ValueError(f"{op}: weight shape[0] = {w[0]}, expected the {c} input channels")
     if w[1] < 1:
@@ -206,14 +226,15 @@ def conv_transpose(
         if k < 1:
             raise ValueError(f"{op}: weight shape {list(w)} has an empty kernel axis")
         if op_pad[i] >= max(s[i], d[i]):
-            raise ValueError(
+            raise AttributeProblem(
+                "output_padding",
                 f"{op}: output_padding[{i}] = {op_pad[i]} must be smaller than strides[{i}] = {s[i]} "
-                f"or dilations[{i}] = {d[i]}"
+                f"or dilations[{i}] = {d[i]}",
             )
         size = s[i] * (x[2 + i] - 1) + op_pad[i] + _extent(k, d[i]) - p[i] - p[n + i]
         if size < 1:
-            raise ValueError(
-                f"{op}: pads {p[i]} + {p[n + i]} leave no output on spatial axis {i} (size {size})"
+            raise AttributeProblem(
+                "pads", f"{op}: pads {p[i]} + {p[n + i]} leave no output on spatial axis {i} (size {size})"
             )
         out.append(size)
     return (x[0], w[1] * g, *out)
@@ -227,7 +248,7 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
     n = len(x) - 2
     per = f"the {n} spatial axes"
     if kernel_shape is None:
-        raise ValueError(f"{op}: kernel_shape is required")
+        raise AttributeProblem("kernel_shape", f"{op}: kernel_shape is required")
     k = _ints(kernel_shape, "kernel_shape", n, default=1, minimum=1, op=op, per=per)
     s = _ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
     d = _ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
@@ -238,9 +259,10 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
         size, begin = x[2 + i], p[i]
         extent, padded = _extent(k[i], d[i]), size + begin + p[n + i]
         if extent > padded:
-            raise ValueError(
+            raise AttributeProblem(
+                "kernel_shape",
                 f"{op}: on spatial axis {i} the window extent {extent} (kernel_shape[{i}] = {k[i]}, "
-                f"dilations[{i}] = {d[i]}) exceeds the padded input {padded} (input {size}, pads {begin} + {p[n + i]})"
+                f"dilations[{i}] = {d[i]}) exceeds the padded input {padded} (input {size}, pads {begin} + {p[n + i]})",
             )
         count = (padded - extent + (s[i] - 1 if ceil else 0)) // s[i] + 1
         if ceil and (count - 1) * s[i] >= size + begin:
@@ -250,9 +272,10 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
             if start >= 0 and start < size:
                 continue  # its first tap is an input element
             if not any(0 <= start + j * d[i] < size for j in range(k[i])):
-                raise ValueError(
+                raise AttributeProblem(
+                    "pads",
                     f"{op}: on spatial axis {i} window {o} covers padding only (pads {begin} + {p[n + i]}, "
-                    f"kernel_shape[{i}] = {k[i]}, strides[{i}] = {s[i]}, dilations[{i}] = {d[i]})"
+                    f"kernel_shape[{i}] = {k[i]}, strides[{i}] = {s[i]}, dilations[{i}] = {d[i]})",
                 )
         out.append(count)
     return (x[0], x[1], *out)
@@ -313,13 +336,13 @@ def lrn(
 ) -> Shape:
     x = _channel_params(x_shape, op="lrn")
     if _int(size, "lrn: size") < 1:
-        raise ValueError(f"lrn: size = {size} must be positive")
+        raise AttributeProblem("size", f"lrn: size = {size} must be positive")
     return x
 
 
 def batch_norm(x_shape, scale_shape, bias_shape, mean_shape, var_shape, *, epsilon: float = 1e-5) -> Shape:
     if not epsilon >= 0:
-        raise ValueError(f"batch_norm: epsilon = {epsilon} must be non-negative")
+        raise AttributeProblem("epsilon", f"batch_norm: epsilon = {epsilon} must be non-negative")
     return _channel_params(x_shape, scale_shape, bias_shape, mean_shape, var_shape, op="batch_norm")
 
 
@@ -339,6 +362,17 @@ def prelu(x_shape: Sequence[int], slope_shape: Sequence[int]) -> Shape:
     if not fits:
         raise ValueError(
             f"prelu: slope shape {list(slope_shape)} does not broadcast to the input shape {list(x)}"
+        )
+    return x
+
+
+def bias_add(x_shape: Sequence[int], bias_shape: Sequence[int], *, axis: int = 1) -> Shape:
+    """Relay's bias_add: a bias of shape (x[axis],) added along ``axis`` of x -> x's shape."""
+    x = _shape(x_shape, "bias_add: input shape")
+    a = normalize_axis(axis, len(x), "bias_add")
+    if tuple(bias_shape) != (x[a],):
+        raise ValueError(
+            f"bias_add: bias shape {list(bias_shape)}, expected [{x[a]}] (axis {a} of the input {list(x)})"
         )
     return x
 
@@ -395,33 +429,38 @@ def reduce(x_shape: Sequence[int], *, axes: Sequence[int] | None = None, keepdim
 # -------------------------------------------------------------------------------- shape ops
 
 
-def reshape(x_shape: Sequence[int], shape: Sequence[int], *, allowzero: int = 0) -> Shape:
+def reshape(x_shape: Sequence[int], newshape: Sequence[int], *, allowzero: int = 0) -> Shape:
     """ONNX Reshape: -1 (at most one) is inferred; 0 copies the input's dimension unless allowzero."""
     x = _shape(x_shape, "reshape: input shape")
     keep_zero = _flag(allowzero, "allowzero", "reshape")
-    target = [_int(v, "reshape: shape") for v in shape]
+    target = [_int(v, "reshape: newshape") for v in newshape]
     if target.count(-1) > 1:
-        raise ValueError(f"reshape: shape {target} has more than one -1")
+        raise AttributeProblem("newshape", f"reshape: newshape {target} has more than one -1")
     for i, v in enumerate(target):
         if v < -1:
-            raise ValueError(f"reshape: shape[{i}] = {v} is negative (only -1 is allowed)")
+            raise AttributeProblem(
+                "newshape", f"reshape: newshape[{i}] = {v} is negative (only -1 is allowed)"
+            )
         if v == 0 and not keep_zero:
             if i >= len(x):
-                raise ValueError(
-                    f"reshape: shape[{i}] = 0 copies input axis {i}, but the input has rank {len(x)}"
+                raise AttributeProblem(
+                    "newshape",
+                    f"reshape: newshape[{i}] = 0 copies input axis {i}, but the input has rank {len(x)}",
                 )
             target[i] = x[i]
     total = math.prod(x)
     if -1 in target:
         known = math.prod(v for v in target if v != -1)
         if known == 0 or total % known:
-            raise ValueError(
-                f"reshape: cannot infer the -1 in {list(shape)} for {total} elements (input {list(x)})"
+            raise AttributeProblem(
+                "newshape",
+                f"reshape: cannot infer the -1 in newshape {list(newshape)} for {total} elements (input {list(x)})",
             )
         target[target.index(-1)] = total // known
     if math.prod(target) != total:
-        raise ValueError(
-            f"reshape: shape {list(shape)} holds {math.prod(target)} elements, the input {list(x)} {total}"
+        raise AttributeProblem(
+            "newshape",
+            f"reshape: newshape {list(newshape)} holds {math.prod(target)} elements, the input {list(x)} {total}",
         )
     return tuple(target)
 
@@ -431,8 +470,8 @@ def flatten(x_shape: Sequence[int], *, axis: int = 1) -> Shape:
     x = _shape(x_shape, "flatten: input shape")
     a = _int(axis, "flatten: axis")
     if not -len(x) <= a <= len(x):
-        raise ValueError(
-            f"flatten: axis = {a} is out of range for rank {len(x)} (valid: {-len(x)}..{len(x)})"
+        raise AttributeProblem(
+            "axis", f"flatten: axis = {a} is out of range for rank {len(x)} (valid: {-len(x)}..{len(x)})"
         )
     a = a + len(x) if a < 0 else a
     return (math.prod(x[:a]), math.prod(x[a:]))
@@ -445,7 +484,7 @@ def transpose(x_shape: Sequence[int], *, perm: Sequence[int] | None = None) -> S
         return x[::-1]
     order = [_int(v, "transpose: perm") for v in perm]
     if sorted(order) != list(range(len(x))):
-        raise ValueError(f"transpose: perm {order} is not a permutation of 0..{len(x) - 1}")
+        raise AttributeProblem("perm", f"transpose: perm {order} is not a permutation of 0..{len(x) - 1}")
     return tuple(x[i] for i in order)
 
 
@@ -457,7 +496,7 @@ def squeeze(x_shape: Sequence[int], *, axes: Sequence[int] | None = None) -> Sha
     gone = normalize_axes(axes, len(x), "squeeze")
     for a in gone:
         if x[a] != 1:
-            raise ValueError(f"squeeze: axis {a} has size {x[a]}, not 1 (input {list(x)})")
+            raise AttributeProblem("axes", f"squeeze: axis {a} has size {x[a]}, not 1 (input {list(x)})")
     return tuple(d for i, d in enumerate(x) if i not in gone)
 
 
@@ -470,14 +509,14 @@ def unsqueeze(x_shape: Sequence[int], *, axes: Sequence[int]) -> Shape:
     return tuple(1 if i in new else next(rest) for i in range(rank))
 
 
-def expand(x_shape: Sequence[int], shape: Sequence[int]) -> Shape:
-    """ONNX Expand: x and ``shape`` broadcast both ways."""
-    target = _shape(shape, "expand: shape")
+def expand(x_shape: Sequence[int], newshape: Sequence[int]) -> Shape:
+    """ONNX Expand: x and ``newshape`` broadcast both ways."""
+    target = _shape(newshape, "expand: newshape")
     try:
         return broadcast(x_shape, target)
     except ValueError:
-        raise ValueError(
-            f"expand: input shape {list(x_shape)} and shape {list(target)} do not broadcast"
+        raise AttributeProblem(
+            "newshape", f"expand: input shape {list(x_shape)} and newshape {list(target)} do not broadcast"
         ) from None
 
 
@@ -486,16 +525,17 @@ def pad(x_shape: Sequence[int], *, pads: Sequence[int], mode: str = "constant", 
     x = _shape(x_shape, "pad: input shape")
     p = _pads(pads, len(x), "pad", f"the {len(x)} axes")
     if mode not in PAD_MODES:
-        raise ValueError(f"pad: mode {mode!r} is not one of {', '.join(PAD_MODES)}")
+        raise AttributeProblem("mode", f"pad: mode {mode!r} is not one of {', '.join(PAD_MODES)}")
     n = len(x)
     for i, size in enumerate(x):
         widest = max(p[i], p[n + i])
         if mode == "reflect" and widest >= size and widest > 0:
-            raise ValueError(
-                f"pad: reflect pads {p[i]} + {p[n + i]} on axis {i} must be smaller than its size {size}"
+            raise AttributeProblem(
+                "pads",
+                f"pad: reflect pads {p[i]} + {p[n + i]} on axis {i} must be smaller than its size {size}",
             )
         if mode == "edge" and widest > 0 and size == 0:
-            raise ValueError(f"pad: edge pads on axis {i} need a non-empty axis")
+            raise AttributeProblem("pads", f"pad: edge pads on axis {i} need a non-empty axis")
     return tuple(size + p[i] + p[n + i] for i, size in enumerate(x))
 
 
@@ -514,20 +554,20 @@ def slice_range(size: int, start: int, end: int, step: int) -> range:
 def _slice_specs(x, starts, ends, axes, steps) -> list[tuple[int, range]]:
     op = "slice"
     if len(starts) != len(ends):
-        raise ValueError(f"{op}: starts has {len(starts)} values, ends {len(ends)}")
+        raise AttributeProblem("starts", f"{op}: starts has {len(starts)} values, ends {len(ends)}")
     count = len(starts)
     if axes is None:
         axes = list(range(count))
     if len(axes) != count:
-        raise ValueError(f"{op}: axes has {len(axes)} values, starts and ends {count}")
+        raise AttributeProblem("axes", f"{op}: axes has {len(axes)} values, starts and ends {count}")
     if steps is not None and len(steps) != count:
-        raise ValueError(f"{op}: steps has {len(steps)} values, starts and ends {count}")
+        raise AttributeProblem("steps", f"{op}: steps has {len(steps)} values, starts and ends {count}")
     norm = normalize_axes(axes, len(x), op)
     specs = []
     for i, a in enumerate(norm):
         step = 1 if steps is None else _int(steps[i], f"{op}: steps")
         if step == 0:
-            raise ValueError(f"{op}: steps[{i}] is 0")
+            raise AttributeProblem("steps", f"{op}: steps[{i}] is 0")
         start, end = _int(starts[i], f"{op}: starts"), _int(ends[i], f"{op}: ends")
         specs.append((a, slice_range(x[a], start, end, step)))
     return specs
@@ -562,21 +602,25 @@ def split_sizes(
     x = _shape(x_shape, f"{op}: input shape")
     a = normalize_axis(axis, len(x), op)
     if (sizes is None) == (num_outputs is None):
-        raise ValueError(f"{op}: give exactly one of sizes and num_outputs")
+        raise AttributeProblem("sizes", f"{op}: give exactly one of sizes and num_outputs")
     if sizes is not None:
         parts = tuple(_int(v, f"{op}: sizes") for v in sizes)
         if not parts or min(parts) < 0:
-            raise ValueError(f"{op}: sizes {list(parts)} must be non-empty and non-negative")
+            raise AttributeProblem("sizes", f"{op}: sizes {list(parts)} must be non-empty and non-negative")
         if sum(parts) != x[a]:
-            raise ValueError(f"{op}: sizes {list(parts)} add up to {sum(parts)}, axis {a} has size {x[a]}")
+            raise AttributeProblem(
+                "sizes", f"{op}: sizes {list(parts)} add up to {sum(parts)}, axis {a} has size {x[a]}"
+            )
         return parts
     n = _int(num_outputs, f"{op}: num_outputs")
     if n < 1:
-        raise ValueError(f"{op}: num_outputs = {n} must be positive")
+        raise AttributeProblem("num_outputs", f"{op}: num_outputs = {n} must be positive")
     chunk = -(-x[a] // n)
     parts = tuple(min(chunk, x[a] - i * chunk) for i in range(n))
     if min(parts) < 1:
-        raise ValueError(f"{op}: num_outputs = {n} cannot split size {x[a]} into non-empty parts of {chunk}")
+        raise AttributeProblem(
+            "num_outputs", f"{op}: num_outputs = {n} cannot split size {x[a]} into non-empty parts of {chunk}"
+        )
     return parts
 
 
@@ -598,13 +642,23 @@ def gather(x_shape: Sequence[int], indices_shape: Sequence[int], *, axis: int = 
 
 
 def concatenate(*shapes: Sequence[int], axis: int = 0) -> Shape:
-    """Same rank, same sizes except along ``axis``."""
+    """Same rank >= 1, same sizes except along ``axis``."""
     if not shapes:
         raise ValueError("concatenate: needs at least one input")
     dims = [_shape(s, "concatenate: input shape") for s in shapes]
     first = dims[0]
+    if not first:
+        raise ValueError("concatenate: inputs must have rank >= 1, input 0 is a scalar")
     a = normalize_axis(axis, len(first), "concatenate")
     for i, s in enumerate(dims[1:], 1):
-        if len(s) != len(first) or any(s[j] != first[j] for j in range(len(s)) if j != a):
-            raise ValueError(f"concatenate: input {i} has shape {list(s)}, input 0 {list(first)} (axis {a})")
+        if len(s) != len(first):
+            raise ValueError(
+                f"concatenate: input {i} has shape {list(s)} of rank {len(s)}, input 0 {list(first)}"
+            )
+        differ = [j for j in range(len(s)) if j != a and s[j] != first[j]]
+        if differ:
+            raise ValueError(
+                f"concatenate: input {i} has shape {list(s)}, input 0 {list(first)}: they differ on axis "
+                f"{differ[0]}, and only axis = {a} may differ"
+            )
     return (*first[:a], sum(s[a] for s in dims), *first[a + 1 :])

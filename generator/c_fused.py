@@ -3,7 +3,8 @@
 One C99 file per backend, holding every external function of that backend::
 
     header comment          what generated the file, from which spec, with which options
-    #include ...            the TVM FFI entry's headers (ffi_entry.includes())
+    #include ...            the TVM FFI entry's headers (ffi_entry.includes()), and <math.h>
+                            when an op expression calls a function or a constant is not finite
     prelude                 the spec's `prelude` template
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             and byoc_outputs_overlap when a wrapper checks outputs for overlap
@@ -37,6 +38,7 @@ the same input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from byoc.catalog import Catalog
@@ -83,7 +85,7 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
     parts = [
         _header(externals, spec, values),
         *([POSIX] if parallel else []),
-        ffi_entry.includes() + ("#include <math.h>\n" if any(f.non_finite for f in functions) else ""),
+        ffi_entry.includes() + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else ""),
     ]
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
@@ -97,6 +99,19 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
         parts.append(CLONES)
     parts += [f.text for f in functions]
     return "\n".join(parts)
+
+
+CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(")
+"""A function call in an op's C expression (``exp(${x0})``)."""
+
+
+def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Sequence[FusedText]) -> bool:
+    """Whether the module needs <math.h>: a constant is an infinity or NaN, or an op
+    expression that the functions use calls a function (C99's exp, tanh, erf, ...)."""
+    if any(f.non_finite for f in functions):
+        return True
+    used = {node.op for fn in externals for node in fn.nodes}
+    return any(CALL.search(binding.expression) for op, binding in spec.ops.items() if op in used)
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec, values: Mapping[str, object]) -> str:

@@ -19,13 +19,13 @@ over the spec's ``ops``. A kind overrides attributes, and the hooks
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from byoc.catalog import Catalog, OpDef
+from byoc.errors import close_names
 from byoc.ir import DTYPES
 
 from .bindings import OpBinding
@@ -146,7 +146,7 @@ class CodegenKind:
             raise doc.error("ops must map at least one catalog op", root, "ops", value=True)
         for op in node:
             if op not in catalog:
-                close = difflib.get_close_matches(str(op), list(catalog), n=3)
+                close = close_names(str(op), catalog)
                 raise doc.error(
                     f"unknown op {op!r}: it is not in the op catalog",
                     node,

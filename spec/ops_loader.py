@@ -6,7 +6,18 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from byoc.catalog import SHAPE_RULES, AttrDef, Catalog, OpDef, RuleError, compile_reference
+from byoc.catalog import (
+    SHAPE_RULES,
+    AttrDef,
+    Catalog,
+    OpDef,
+    Reference,
+    RuleError,
+    ShapeRule,
+    check_attr_value,
+    compile_reference,
+    kernel_reference,
+)
 from byoc.errors import Location
 from byoc.ir import DTYPES
 from byoc.value_types import VALUE_TYPES
@@ -18,8 +29,10 @@ SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 ARITY = re.compile(r"([0-9]+)(\+?)\Z")
 
-OP_KEYS_REQUIRED = ("inputs", "shape", "numpy")
-OP_KEYS_OPTIONAL = ("doc", "dtypes", "attrs", "c")
+OP_KEYS_REQUIRED = ("inputs", "shape")
+OP_KEYS_OPTIONAL = ("doc", "dtypes", "attrs", "numpy", "kernel", "c")
+REFERENCE_KEYS = ("numpy", "kernel")
+"""An op gives exactly one of these: a numpy expression, or a reference kernel's name."""
 
 
 @lru_cache(maxsize=8)
@@ -92,6 +105,14 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
             value=True,
             hint=f"known rules: {', '.join(SHAPE_RULES)}",
         )
+    if not SHAPE_RULES[rule].takes(min_inputs, max_inputs):
+        raise doc.error(
+            f"{what}: the shape rule {rule} takes {SHAPE_RULES[rule].arity_text()} inputs, "
+            f"but the op declares {arity_raw}",
+            node,
+            "inputs",
+            value=True,
+        )
 
     dtypes = DTYPES
     if "dtypes" in node:
@@ -106,13 +127,8 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         dtypes = tuple(d for d in DTYPES if d in seq)
 
     attrs = _load_attrs(doc, node, what) if "attrs" in node else ()
-
-    text = doc.typed(node, "numpy", str, f"{what}: numpy")
-    try:
-        reference = compile_reference(text, max_inputs, [a.name for a in attrs])
-    except RuleError as exc:
-        line, col = node.lc.value("numpy")
-        raise doc.error(f"{what}: {exc.message}", node, "numpy", value=True, hint=exc.hint) from None
+    _check_rule_attrs(doc, node, what, SHAPE_RULES[rule], attrs)
+    text, kernel, reference = _load_reference(doc, node, what, min_inputs, max_inputs, attrs)
 
     c = None
     if "c" in node:
@@ -145,9 +161,57 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         text,
         c,
         doc_text,
+        kernel,
         Location(doc.path, line + 1, col + 1),
         reference,
     )
+
+
+def _load_reference(
+    doc: YamlDoc, node, what: str, min_inputs: int, max_inputs: int | None, attrs: tuple[AttrDef, ...]
+) -> tuple[str | None, str | None, Reference]:
+    """(numpy text, kernel name, compiled reference) of the op; exactly one of the first two."""
+    given = [k for k in REFERENCE_KEYS if k in node]
+    if len(given) != 1:
+        raise doc.error(
+            f"{what}: give exactly one reference, `numpy:` or `kernel:`"
+            + (" (it gives both)" if given else ""),
+            node,
+            given[-1] if given else None,
+            hint="numpy: an expression of numpy ufuncs; kernel: a function of byoc/reference_kernels.py",
+        )
+    key = given[0]
+    text = doc.typed(node, key, str, f"{what}: {key}")
+    names = [a.name for a in attrs]
+    try:
+        if key == "numpy":
+            return text, None, compile_reference(text, max_inputs, names)
+        return None, text, kernel_reference(text, min_inputs, max_inputs is None, names)
+    except RuleError as exc:
+        raise doc.error(f"{what}: {exc.message}", node, key, value=True, hint=exc.hint) from None
+
+
+def _check_rule_attrs(doc: YamlDoc, node, what: str, rule: ShapeRule, attrs: tuple[AttrDef, ...]) -> None:
+    """The op declares every attribute its shape rule reads, with the rule's type."""
+    declared = {a.name: a for a in attrs}
+    for name, type_name in rule.attrs.items():
+        adef = declared.get(name)
+        if adef is None:
+            raise doc.error(
+                f"{what}: the shape rule {rule.name} reads the attribute {name!r}, which the op does not declare",
+                node,
+                "shape",
+                value=True,
+                hint=f"declare it under attrs: {name}: {{type: {type_name}, default: ...}}",
+            )
+        if adef.type != type_name:
+            attrs_node = node["attrs"]
+            raise doc.error(
+                f"{what}: attribute {name} must have type {type_name} (the shape rule {rule.name} reads it)",
+                attrs_node[name],
+                "type",
+                value=True,
+            )
 
 
 def _load_attrs(doc: YamlDoc, node, what: str) -> tuple[AttrDef, ...]:
@@ -161,7 +225,7 @@ def _load_attrs(doc: YamlDoc, node, what: str) -> tuple[AttrDef, ...]:
                 aname,
             )
         anode = doc.mapping(attrs_node, aname, f"{what}: attribute {aname}")
-        doc.check_keys(anode, f"attribute {aname}", ("type",), ("default",))
+        doc.check_keys(anode, f"attribute {aname}", ("type",), ("default", "choices"))
         atype = doc.typed(anode, "type", str, f"attribute {aname}: type")
         if atype not in VALUE_TYPES:
             raise doc.error(
@@ -171,13 +235,31 @@ def _load_attrs(doc: YamlDoc, node, what: str) -> tuple[AttrDef, ...]:
                 value=True,
                 hint=f"known types: {', '.join(VALUE_TYPES)}",
             )
+        choices = _load_choices(doc, anode, aname, atype) if "choices" in anode else ()
         default = None
         if "default" in anode:
             try:
-                default = VALUE_TYPES[atype].check(anode["default"])
-            except ValueError as exc:
+                default = check_attr_value(AttrDef(aname, atype, choices=choices), anode["default"])
+            except RuleError as exc:
+                message = exc.message.removeprefix(f"attribute {aname} ")
                 raise doc.error(
-                    f"attribute {aname}: the default {exc}", anode, "default", value=True
+                    f"attribute {aname}: the default {message}", anode, "default", value=True
                 ) from None
-        out.append(AttrDef(aname, atype, default))
+        out.append(AttrDef(aname, atype, default, choices))
+    return tuple(out)
+
+
+def _load_choices(doc: YamlDoc, anode, aname: str, atype: str) -> tuple:
+    seq = doc.typed(anode, "choices", list, f"attribute {aname}: choices")
+    if not seq:
+        raise doc.error(f"attribute {aname}: choices must not be empty", anode, "choices", value=True)
+    out = []
+    for i, value in enumerate(seq):
+        try:
+            out.append(check_attr_value(AttrDef(aname, atype), value))
+        except RuleError as exc:
+            message = exc.message.removeprefix(f"attribute {aname} ")
+            raise doc.error(f"attribute {aname}: choice {message}", seq, i) from None
+    if len(set(out)) != len(out):
+        raise doc.error(f"attribute {aname}: a choice is listed twice", anode, "choices", value=True)
     return tuple(out)

@@ -629,6 +629,37 @@ def test_math_tails_and_special_values():
     assert np.isnan(rk.clip(np.array([np.nan]), min=0.0, max=1.0)[0])
 
 
+def test_erf_and_gelu_of_a_scalar_are_arrays():
+    """np.frompyfunc gives a Python float for a 0-d input; the kernels still return numpy float64."""
+    for kernel in (rk.erf, rk.gelu):
+        got = kernel(np.array(0.5, np.float32))
+        assert isinstance(got, (np.ndarray, np.float64)) and got.shape == () and got.dtype == np.float64
+    assert rk.erf(np.array(0.5)) == pytest.approx(math.erf(0.5), rel=1e-15)
+
+
+@FAST
+@given(small_shape(1, 4), st.data())
+def test_bias_add_adds_along_the_axis(shape, data):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    rng = _rng(data.draw(st.integers(0, 2**32 - 1)))
+    x, bias = rng.standard_normal(shape), rng.standard_normal(shape[axis])
+    got = rk.bias_add(x, bias, axis=axis)
+    a = axis % len(shape)
+    for index in np.ndindex(*shape):
+        assert got[index] == x[index] + bias[index[a]]
+    assert got.shape == sf.bias_add(x.shape, bias.shape, axis=axis)
+
+
+def test_where_takes_nonzero_and_nan_as_true():
+    cond = np.array([0.0, -0.0, 1.0, np.nan, -2.0])
+    got = rk.where(cond, np.arange(5), np.full(5, -1))
+    assert got.tolist() == [-1, -1, 2, 3, 4]
+    assert rk.where(np.array([[1], [0]], np.int32), np.int32(7), np.zeros(3, np.int32)).tolist() == [
+        [7, 7, 7],
+        [0, 0, 0],
+    ]
+
+
 def test_prelu_broadcasts_a_per_channel_slope(rng):
     x, slope = rng.standard_normal((2, 3, 4)), np.array([0.1, 0.2, 0.3]).reshape(3, 1)
     got = rk.prelu(x, slope)
@@ -825,6 +856,8 @@ INVALID = [
     ("concatenate", "concatenate", [(2, 3), (2, 4)], [], {"axis": 0}, r"input 1 has shape \[2, 4\]"),
     ("concatenate", "concatenate", [(2, 3), (2, 4)], [], {"axis": -3}, r"out of range"),
     ("prelu", "prelu", [(2, 3), (2,)], [], {}, r"slope shape \[2\] does not broadcast"),
+    ("bias_add", "bias_add", [(2, 3), (2,)], [], {"axis": 1}, r"bias shape \[2\], expected \[3\]"),
+    ("bias_add", "bias_add", [(2, 3), (3,)], [], {"axis": 2}, r"axis = 2 is out of range for rank 2"),
 ]
 
 

@@ -207,6 +207,56 @@ def test_dsl_round_trip(text: str):
     _check_round_trip(program, "graph")
 
 
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+HUGE_INTS = st.integers(-(2**62), 2**62)
+
+
+def _float_text(draw, value: float) -> str:
+    """``value`` as the DSL may spell it: repr, exponent or fixed forms, an explicit +."""
+    forms = [repr(value), f"{value:.6f}", f"{value:+.2f}"]
+    if abs(value) < 1e300:  # rounding 1.7976931348623157e+308 to 1.798e+308 overflows to inf
+        forms.append(f"{value:.3e}")
+    if value == int(value) and abs(value) < 1e15:
+        forms.append(str(int(value)))  # an int literal for a float attribute
+    return draw(st.sampled_from(forms))
+
+
+def _ints_text(values: list[int]) -> str:
+    return "[" + ", ".join(map(str, values)) + "]"
+
+
+@st.composite
+def attribute_programs(draw) -> str:
+    """One graph whose ops take every attribute form: negative ints, int lists (empty,
+    negative, 19-digit), floats in any finite magnitude and spelling, booleans, strings."""
+    lines = [
+        f"  a = leaky_relu(x, alpha={_float_text(draw, draw(FINITE))})",
+        f"  b = clip(a, min={_float_text(draw, draw(FINITE))}, max={_float_text(draw, draw(FINITE))})",
+        f"  c = concatenate(b, x, axis={draw(st.sampled_from(['-1', '-2', '0', '+1']))})",
+        f"  d = sum(c, axes={_ints_text(draw(st.lists(st.sampled_from([0, 1, -1, -2]), unique_by=lambda a: a % 2)))}, "
+        f"keepdims={draw(st.sampled_from(['true', 'false']))})",
+        f"  e = slice(x, starts={_ints_text([draw(HUGE_INTS)])}, ends={_ints_text([draw(HUGE_INTS)])}, "
+        f"axes=[{draw(st.sampled_from(['-1', '0', '1']))}], steps=[{draw(st.integers(1, 3))}])",
+        f'  f = pad(x, pads=[1, 0, 1, 0], mode="{draw(st.sampled_from(["constant", "reflect", "edge"]))}", '
+        f"value={_float_text(draw, draw(FINITE))})",
+        f"  g = reshape(x, newshape={draw(st.sampled_from(['[-1]', '[3, -1]', '[0, 4]', '[-1, 2, 2]']))})",
+        f"  h = transpose(x, perm={draw(st.sampled_from(['[]', '[1, 0]', '[0, 1]']))})",
+    ]
+    order = draw(st.permutations(lines))
+    return "graph main(x: float64[3, 4]) {\n" + "\n".join(order) + "\n  return d, e, f, g, h\n}\n"
+
+
+@SETTINGS
+@given(attribute_programs())
+def test_dsl_attribute_forms_round_trip(text: str):
+    program = parse(text, "graph")
+    _check_round_trip(program, "graph")
+    nodes = {n.op: n for n in program.functions[0].nodes}
+    assert isinstance(nodes["sum"].attr("keepdims"), bool)
+    assert all(isinstance(v, float) for v in (nodes["clip"].attr("min"), nodes["pad"].attr("value")))
+    assert isinstance(nodes["slice"].attr("starts"), tuple)
+
+
 @SETTINGS
 @given(examplejson_programs())
 def test_examplejson_round_trip(text: str):

@@ -122,7 +122,7 @@ def test_attr_decoding_errors():
         ([["0", "1"]], "needs one value"),
         ([[0]], r"must be \[\[strings\]\]"),
         ("0", r"must be \[\[strings\]\]"),
-        ([["7"]], "axis 7 is out of range"),
+        ([["7"]], "axis = 7 is out of range"),
     ]:
         broken = copy.deepcopy(doc)
         broken["functions"]["json_0"]["graph"]["nodes"][nid]["attrs"]["axis"] = bad

@@ -1,0 +1,270 @@
+"""The shape rules of the op catalog: a small named vocabulary, implemented once.
+
+An op of ``spec/ops.yaml`` names its rule (``shape: conv``); the rule computes the op's
+output type from its input types and attributes. Most rules wrap a function of
+:mod:`byoc.shape_functions` (the shape half of the reference kernels), so an op's
+inferred shape is exactly the shape its kernel computes. A rule reads the attributes
+it lists in :attr:`ShapeRule.attrs`, each of a fixed value type; an op of the rule must
+declare them (the catalog loader checks), with any defaults it likes.
+
+A rule's failure is a :class:`RuleError`; when one attribute is at fault (a
+:class:`~byoc.shape_functions.AttributeProblem`) its ``key`` names the attribute, so the
+graph DSL puts the caret on that attribute rather than on the op.
+
+This is the one Python module that knows rule names; no op name appears in Python.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from . import shape_functions as sf
+from .ir import TensorType
+
+INDEX_DTYPES = ("int32", "int64")
+"""The dtypes of an index input (``gather``'s indices)."""
+
+
+class RuleError(Exception):
+    """A shape rule, attribute or reference check failed; the caller adds a location."""
+
+    def __init__(
+        self, message: str, hint: str | None = None, column: int = 0, key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.column = column
+        self.key = key
+        """The attribute the error is about, when there is one."""
+
+
+Kwargs = Mapping[str, object]
+"""Attribute values as rules and kernels receive them (see :meth:`byoc.catalog.OpDef.kwargs`)."""
+Infer = Callable[[Sequence[TensorType], Kwargs], TensorType]
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRule:
+    """How an op's output type follows from its inputs."""
+
+    name: str
+    infer: Infer
+    elementwise: bool
+    """True when each output element comes from the input elements at its index, the
+    inputs broadcast to the output's shape (numpy's rule): an input of another shape
+    than the output is broadcast, and one C expression per element computes the op."""
+    attrs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """The attributes the rule reads: name -> value type name (``ints``, ``int``, ...)."""
+    doc: str = ""
+    min_inputs: int = 1
+    max_inputs: int | None = None
+    """The inputs the rule takes; ``None`` means any number."""
+
+    def takes(self, min_inputs: int, max_inputs: int | None) -> bool:
+        """Whether an op of ``min_inputs`` to ``max_inputs`` inputs fits the rule."""
+        if min_inputs < self.min_inputs:
+            return False
+        return self.max_inputs is None or (max_inputs is not None and max_inputs <= self.max_inputs)
+
+    def arity_text(self) -> str:
+        if self.max_inputs is None:
+            return f"{self.min_inputs} or more"
+        return str(self.min_inputs)
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def same_dtype(types: Sequence[TensorType]) -> str:
+    """The one dtype of all inputs; raises RuleError when they differ."""
+    dtype = types[0].dtype
+    for t in types[1:]:
+        if t.dtype != dtype:
+            raise RuleError(
+                f"dtype mismatch: {' and '.join(sorted({x.dtype for x in types}))}",
+                hint="all inputs of this op must have the same dtype",
+            )
+    return dtype
+
+
+def _data_with_indices(types: Sequence[TensorType]) -> str:
+    """The first input's dtype; the second input holds indices."""
+    if types[1].dtype not in INDEX_DTYPES:
+        raise RuleError(
+            f"the indices are {types[1].dtype}, not an integer type",
+            hint=f"indices must be {' or '.join(INDEX_DTYPES)}",
+        )
+    return types[0].dtype
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """numpy's broadcasting rule; raises RuleError when the shapes do not broadcast."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    rank = max(len(s) for s in shapes)
+    out = []
+    for axis in range(rank):
+        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise RuleError(
+                f"shapes {' and '.join(_shape_text(s) for s in shapes)} do not broadcast",
+                hint="each axis must have equal sizes, or size 1 (numpy broadcasting)",
+            )
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def _elementwise(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    dtype = same_dtype(types)
+    return TensorType(broadcast_shapes([t.shape for t in types]), dtype)
+
+
+def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    dtype = same_dtype(types)
+    first = types[0].shape
+    if broadcast_shapes([t.shape for t in types]) != first:
+        raise RuleError(
+            f"shapes {' and '.join(_shape_text(t.shape) for t in types)}: the others do not broadcast "
+            f"to the first input's {_shape_text(first)}",
+            hint="the output has the first input's shape; every other input broadcasts to it",
+        )
+    return TensorType(first, dtype)
+
+
+_OP_PREFIX = re.compile(r"[a-z_]+: ")
+
+
+def _wrap(
+    name: str,
+    function: Callable[..., tuple[int, ...]],
+    attrs: Mapping[str, str],
+    doc: str,
+    dtype: Callable[[Sequence[TensorType]], str] = same_dtype,
+) -> ShapeRule:
+    """A rule computing the shape by ``function`` (of :mod:`byoc.shape_functions`), called
+    with the input shapes and the attributes ``attrs`` as keyword arguments."""
+
+    def infer(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+        out_dtype = dtype(types)
+        try:
+            shape = function(*(t.shape for t in types), **{a: kwargs[a] for a in attrs})
+        except ValueError as exc:
+            key = getattr(exc, "attr", None)
+            # The function's own name (``max_pool: ``) may not be the op's: drop it.
+            raise RuleError(
+                _OP_PREFIX.sub("", str(exc), count=1), key=key if key in attrs else None
+            ) from None
+        return TensorType(tuple(shape), out_dtype)
+
+    positional = [
+        p
+        for p in inspect.signature(function).parameters.values()
+        if p.name not in attrs and p.kind is not inspect.Parameter.KEYWORD_ONLY
+    ]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in positional)
+    count = len(positional) - variadic
+    return ShapeRule(
+        name, infer, False, MappingProxyType(dict(attrs)), doc, max(count, 1), None if variadic else count
+    )
+
+
+_SPATIAL = {"strides": "ints", "pads": "ints", "dilations": "ints"}
+
+SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
+    {
+        rule.name: rule
+        for rule in (
+            ShapeRule(
+                "elementwise", _elementwise, True, doc="numpy broadcasting of the inputs, all of one dtype"
+            ),
+            ShapeRule(
+                "unidirectional",
+                _unidirectional,
+                True,
+                doc="the first input's shape; the other inputs broadcast to it (numpy's rule)",
+            ),
+            _wrap(
+                "concatenate",
+                sf.concatenate,
+                {"axis": "int"},
+                "inputs of one rank >= 1, equal but along axis, where sizes add up",
+            ),
+            _wrap(
+                "conv",
+                sf.conv,
+                {**_SPATIAL, "groups": "int"},
+                "x (N, C, D...), w (M, C/groups, k...) -> (N, M, O...); 1-D to N-D by x's rank",
+            ),
+            _wrap(
+                "conv_transpose",
+                sf.conv_transpose,
+                {**_SPATIAL, "output_padding": "ints", "groups": "int"},
+                "x (N, C, D...), w (C, M/groups, k...) -> (N, M, O...)",
+            ),
+            _wrap(
+                "pool",
+                sf.max_pool,
+                {"kernel_shape": "ints", **_SPATIAL, "ceil_mode": "bool"},
+                "x (N, C, D...) -> (N, C, O...) over windows of kernel_shape",
+            ),
+            _wrap("global_pool", sf.global_pool, {}, "x (N, C, D...) -> (N, C, 1...)"),
+            _wrap("dense", sf.dense, {}, "x (..., in), w (units, in) -> (..., units)"),
+            _wrap("matmul", sf.matmul, {}, "numpy.matmul's shapes (batch axes broadcast)"),
+            _wrap("bias_add", sf.bias_add, {"axis": "int"}, "x, and a bias of shape (x[axis],) -> x's shape"),
+            _wrap(
+                "batch_norm",
+                sf.batch_norm,
+                {"epsilon": "float"},
+                "x (N, C, ...) and four parameters of shape (C,) -> x's shape",
+            ),
+            _wrap("lrn", sf.lrn, {"size": "int"}, "x (N, C, ...) -> x's shape; a window of size channels"),
+            _wrap("softmax", sf.softmax, {"axis": "int"}, "x's shape; axis in range"),
+            _wrap(
+                "reduce",
+                sf.reduce,
+                {"axes": "ints", "keepdims": "bool"},
+                "x without axes (every axis when empty), or with them as 1 when keepdims",
+            ),
+            _wrap(
+                "reshape",
+                sf.reshape,
+                {"newshape": "ints", "allowzero": "bool"},
+                "newshape; one -1 is inferred, 0 copies the input's size unless allowzero",
+            ),
+            _wrap("flatten", sf.flatten, {"axis": "int"}, "(prod(x[:axis]), prod(x[axis:]))"),
+            _wrap("transpose", sf.transpose, {"perm": "ints"}, "x's axes permuted by perm (empty: reversed)"),
+            _wrap("squeeze", sf.squeeze, {"axes": "ints"}, "x without axes of size 1 (empty: all of them)"),
+            _wrap("unsqueeze", sf.unsqueeze, {"axes": "ints"}, "x with size-1 axes inserted at axes"),
+            _wrap("expand", sf.expand, {"newshape": "ints"}, "x and newshape broadcast both ways"),
+            _wrap("pad", sf.pad, {"pads": "ints", "mode": "str"}, "x grown by pads (begins, then ends)"),
+            _wrap(
+                "slice",
+                sf.slice,
+                {"starts": "ints", "ends": "ints", "axes": "ints", "steps": "ints"},
+                "ONNX Slice's shape: clamped starts and ends along axes, with steps",
+            ),
+            _wrap(
+                "gather",
+                sf.gather,
+                {"axis": "int"},
+                "x[:axis] + indices + x[axis+1:]; x's dtype, integer indices",
+                dtype=_data_with_indices,
+            ),
+        )
+    }
+)
+"""Every shape rule that ops.yaml may name, by name."""

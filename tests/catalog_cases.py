@@ -1,0 +1,611 @@
+"""Hypothesis cases for every op of the catalog, each with an independently computed result.
+
+``CASES[op](dtype)`` is a strategy of :class:`OpCase`: input arrays, attributes (as the DSL
+writes them) and the expected result, computed here from definitions: Python's ``math`` per
+element, plain numpy array expressions, or the nested-loop definitions of
+tests/test_reference_kernels.py (convolutions, pooling). ``CASES`` names exactly the ops of
+spec/ops.yaml (tests/test_catalog_ops.py checks), so a new op needs a case here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+from test_reference_kernels import (
+    conv_case,
+    conv_transpose_case,
+    loop_conv,
+    loop_conv_transpose,
+    loop_pool,
+    pool_case,
+)
+
+Attr = int | float | bool | str | tuple[int, ...]
+
+
+@dataclass
+class OpCase:
+    inputs: list[np.ndarray]
+    attrs: dict[str, Attr] = field(default_factory=dict)
+    expected: np.ndarray | None = None
+    """None: the op must reject the case (``error`` is a fragment of the message)."""
+    error: str = ""
+
+
+def attr_text(value: Attr) -> str:
+    """An attribute value as the graph DSL writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(map(str, value)) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+def graph_text(op: str, case: OpCase) -> str:
+    """One graph computing ``op`` on parameters p0, p1, ... of the inputs' types."""
+    params = ", ".join(f"p{i}: {a.dtype}[{', '.join(map(str, a.shape))}]" for i, a in enumerate(case.inputs))
+    args = [f"p{i}" for i in range(len(case.inputs))] + [f"{k}={attr_text(v)}" for k, v in case.attrs.items()]
+    return f"graph main({params}) {{\n  r = {op}({', '.join(args)})\n  return r\n}}\n"
+
+
+# ------------------------------------------------------------------------------ arrays
+
+
+def _rng(draw) -> np.random.Generator:
+    return np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+
+def shapes(min_rank=0, max_rank=3, min_side=1, max_side=4):
+    return st.lists(st.integers(min_side, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
+
+
+def array(rng: np.random.Generator, shape, dtype: str, low=-3.0, high=3.0) -> np.ndarray:
+    if dtype.startswith("int"):
+        return rng.integers(int(low) - 2, int(high) + 3, size=shape).astype(dtype)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _per_element(fn: Callable[[float], float], x: np.ndarray) -> np.ndarray:
+    flat = [fn(float(v)) for v in np.asarray(x, np.float64).ravel()]
+    return np.array(flat, dtype=np.float64).reshape(x.shape)
+
+
+@st.composite
+def broadcast_pair(draw):
+    """Two shapes that broadcast (numpy's rule), in either order."""
+    a = draw(shapes())
+    keep = draw(st.integers(0, len(a)))
+    b = tuple(1 if draw(st.booleans()) else d for d in a[len(a) - keep :])
+    return (a, b) if draw(st.booleans()) else (b, a)
+
+
+# ------------------------------------------------------------------- elementwise ops
+
+
+def _gelu(v: float) -> float:
+    return 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
+
+
+def _softplus(v: float) -> float:
+    return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
+
+
+UNARY: dict[str, tuple[Callable[[float], float], float, float]] = {
+    # op: (definition, lowest input, highest input)
+    "negative": (lambda v: -v, -3, 3),
+    "relu": (lambda v: v if v > 0 else 0.0, -3, 3),
+    "copy": (lambda v: v, -3, 3),
+    "exp": (math.exp, -20, 20),
+    "log": (math.log, 0.01, 50),
+    "sqrt": (math.sqrt, 0, 50),
+    "rsqrt": (lambda v: 1 / math.sqrt(v), 0.01, 50),
+    "square": (lambda v: v * v, -3, 3),
+    "abs": (abs, -3, 3),
+    "sign": (lambda v: float((v > 0) - (v < 0)), -3, 3),
+    "floor": (math.floor, -3, 3),
+    "ceil": (math.ceil, -3, 3),
+    "reciprocal": (lambda v: 1 / v, 0.1, 5),
+    "sin": (math.sin, -7, 7),
+    "cos": (math.cos, -7, 7),
+    "tanh": (math.tanh, -5, 5),
+    "sigmoid": (lambda v: 1 / (1 + math.exp(-v)), -30, 30),
+    "erf": (math.erf, -4, 4),
+    "gelu": (_gelu, -6, 6),
+    "softplus": (_softplus, -40, 40),
+    "softsign": (lambda v: v / (1 + abs(v)), -5, 5),
+}
+"""Unary ops without attributes, by their scalar definition."""
+
+
+def _unary(op: str):
+    fn, low, high = UNARY[op]
+
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        x = array(_rng(draw), draw(shapes()), dtype, low, high)
+        if dtype.startswith("int"):
+            return OpCase([x], expected=np.vectorize(lambda v: int(fn(int(v))), otypes=[np.int64])(x))
+        return OpCase([x], expected=_per_element(fn, x))
+
+    return case
+
+
+def _attr_unary(definition, attrs):
+    """A unary op with float attributes: ``attrs`` draws them, ``definition(v, **attrs)``."""
+
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        x = array(_rng(draw), draw(shapes()), dtype, -4, 4)
+        values = draw(attrs)
+        return OpCase([x], values, _per_element(lambda v: definition(v, **values), x))
+
+    return case
+
+
+_ALPHA = st.floats(0.0, 2.0).map(lambda v: round(v, 3))
+
+
+def _clip_bounds():
+    return st.tuples(st.floats(-3, 3), st.floats(-3, 3)).map(lambda p: {"min": p[0], "max": p[1]})
+
+
+def _clip(v: float, **bounds: float) -> float:
+    """ONNX Clip: min(max(v, min), max), so a min above max gives max."""
+    low = bounds["min"] if v < bounds["min"] else v
+    return bounds["max"] if low > bounds["max"] else low
+
+
+def _leaky_relu(v: float, alpha: float) -> float:
+    return v if v >= 0 else alpha * v
+
+
+def _elu(v: float, alpha: float) -> float:
+    return v if v > 0 else alpha * math.expm1(v)
+
+
+def _selu(v: float, alpha: float, gamma: float) -> float:
+    return gamma * _elu(v, alpha)
+
+
+def _hard_sigmoid(v: float, alpha: float, beta: float) -> float:
+    return min(1.0, max(0.0, alpha * v + beta))
+
+
+def _floats(*names: str):
+    return st.fixed_dictionaries({name: _ALPHA for name in names})
+
+
+ATTR_UNARY = {
+    "clip": _attr_unary(_clip, _clip_bounds()),
+    "leaky_relu": _attr_unary(_leaky_relu, _floats("alpha")),
+    "elu": _attr_unary(_elu, _floats("alpha")),
+    "selu": _attr_unary(_selu, _floats("alpha", "gamma")),
+    "hard_sigmoid": _attr_unary(_hard_sigmoid, _floats("alpha", "beta")),
+}
+
+
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+    "maximum": lambda a, b: np.where(a > b, a, b),
+    "minimum": lambda a, b: np.where(a < b, a, b),
+    "power": lambda a, b: np.vectorize(math.pow, otypes=[np.float64])(a, b),
+}
+"""Broadcasting binary ops, on float64 (or the integer dtype) arrays."""
+
+
+def _binary(op: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        rng = _rng(draw)
+        sa, sb = draw(broadcast_pair())
+        low = 0.1 if op == "power" else -3
+        a, b = array(rng, sa, dtype, low, 3), array(rng, sb, dtype, -3, 3)
+        if op == "divide":
+            b[np.abs(b) < 0.1] = 0.5
+        wide = [x if dtype.startswith("int") else x.astype(np.float64) for x in (a, b)]
+        return OpCase([a, b], expected=BINARY[op](*wide))
+
+    return case
+
+
+@st.composite
+def where_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    sc, sx = draw(broadcast_pair())
+    c = array(rng, sc, dtype, -1, 1)
+    c[rng.random(sc) < 0.4] = 0
+    x, y = array(rng, sx, dtype), array(rng, sc, dtype)
+    out = np.broadcast_shapes(sc, sx)
+    flat = zip(*(np.broadcast_to(a, out).ravel() for a in (c, x, y)))
+    expected = np.array([xv if cv != 0 else yv for cv, xv, yv in flat], dtype=x.dtype).reshape(out)
+    return OpCase([c, x, y], expected=expected)
+
+
+@st.composite
+def prelu_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = draw(shapes(1, 4))
+    slope_shape = tuple(d if draw(st.booleans()) else 1 for d in shape[draw(st.integers(0, len(shape))) :])
+    x, slope = array(rng, shape, dtype), array(rng, slope_shape, dtype)
+    s = np.broadcast_to(slope.astype(np.float64), shape)
+    expected = np.array([v if v >= 0 else k * v for v, k in zip(x.astype(np.float64).ravel(), s.ravel())])
+    return OpCase([x, slope], expected=expected.reshape(shape))
+
+
+@st.composite
+def concatenate_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = list(draw(shapes(1, 3)))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        shape[axis] = draw(st.integers(1, 3))
+        parts.append(array(rng, tuple(shape), dtype))
+    attrs = {} if axis == 0 and draw(st.booleans()) else {"axis": axis}
+    rows = [list(np.moveaxis(p, axis, 0)) for p in parts]
+    expected = np.moveaxis(np.array([r for rs in rows for r in rs]), 0, axis)
+    return OpCase(parts, attrs, expected)
+
+
+# ---------------------------------------------------------------- networks' ops
+
+
+def _maybe_default(draw, attrs: dict, name: str, default_value) -> None:
+    """Drop ``attrs[name]`` (or write it as []) when it equals what an empty list means."""
+    if list(attrs[name]) == list(default_value) and draw(st.booleans()):
+        if draw(st.booleans()):
+            del attrs[name]
+        else:
+            attrs[name] = []
+
+
+def _as(dtype: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    return [a.astype(dtype) for a in arrays]
+
+
+@st.composite
+def conv_op_case(draw, dtype: str) -> OpCase:
+    x, w, attrs = draw(conv_case())
+    x, w = _as(dtype, x, w)
+    expected = loop_conv(x.astype(np.float64), w.astype(np.float64), **attrs)
+    n = x.ndim - 2
+    attrs = dict(attrs)
+    _maybe_default(draw, attrs, "strides", [1] * n)
+    _maybe_default(draw, attrs, "dilations", [1] * n)
+    _maybe_default(draw, attrs, "pads", [0] * 2 * n)
+    if attrs["groups"] == 1 and draw(st.booleans()):
+        del attrs["groups"]
+    return OpCase([x, w], attrs, expected)
+
+
+@st.composite
+def conv_transpose_op_case(draw, dtype: str) -> OpCase:
+    x, w, attrs = draw(conv_transpose_case())
+    x, w = _as(dtype, x, w)
+    expected = loop_conv_transpose(x.astype(np.float64), w.astype(np.float64), **attrs)
+    attrs = dict(attrs)
+    _maybe_default(draw, attrs, "output_padding", [0] * (x.ndim - 2))
+    return OpCase([x, w], attrs, expected)
+
+
+def _pool(kind: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        x, attrs = draw(pool_case())
+        (x,) = _as(dtype, x)
+        attrs = {**attrs, "ceil_mode": bool(attrs["ceil_mode"])}
+        if kind == "avg":
+            attrs["count_include_pad"] = draw(st.booleans())
+        expected = loop_pool(x.astype(np.float64), kind=kind, **attrs)
+        if expected is None:
+            return OpCase([x], attrs, None, "covers padding only")
+        return OpCase([x], attrs, expected)
+
+    return case
+
+
+def _global_pool(reduce: Callable[..., np.ndarray]):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        x = array(_rng(draw), draw(shapes(3, 5)), dtype)
+        axes = tuple(range(2, x.ndim))
+        return OpCase([x], expected=reduce(x.astype(np.float64), axis=axes, keepdims=True))
+
+    return case
+
+
+@st.composite
+def dense_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = draw(shapes(1, 3))
+    x, w = array(rng, shape, dtype), array(rng, (draw(st.integers(1, 4)), shape[-1]), dtype)
+    expected = np.einsum("...i,ui->...u", x.astype(np.float64), w.astype(np.float64))
+    return OpCase([x, w], expected=expected)
+
+
+@st.composite
+def matmul_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    ba, bb = draw(broadcast_pair())
+    m, k, n = (draw(st.integers(1, 3)) for _ in range(3))
+    a, b = array(rng, (*ba, m, k), dtype), array(rng, (*bb, k, n), dtype)
+    expected = np.einsum("...ij,...jk->...ik", a.astype(np.float64), b.astype(np.float64))
+    return OpCase([a, b], expected=expected)
+
+
+@st.composite
+def bias_add_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = draw(shapes(1, 4))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    x, b = array(rng, shape, dtype), array(rng, (shape[axis],), dtype)
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    attrs = {} if axis == 1 and draw(st.booleans()) else {"axis": axis}
+    return OpCase([x, b], attrs, x.astype(np.float64) + b.astype(np.float64).reshape(view))
+
+
+@st.composite
+def batch_norm_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = draw(shapes(2, 4))
+    c = shape[1]
+    x = array(rng, shape, dtype)
+    scale, bias, mean = (array(rng, (c,), dtype) for _ in range(3))
+    var = array(rng, (c,), dtype, 0.1, 2.0)
+    epsilon = draw(st.sampled_from([1e-5, 0.001, 0.5]))
+    per = (1, c) + (1,) * (len(shape) - 2)
+    s, b, m, v = (p.astype(np.float64).reshape(per) for p in (scale, bias, mean, var))
+    expected = (x.astype(np.float64) - m) / np.sqrt(v + epsilon) * s + b
+    return OpCase([x, scale, bias, mean, var], {"epsilon": epsilon}, expected)
+
+
+@st.composite
+def lrn_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(3, 4))
+    x = array(_rng(draw), shape, dtype)
+    size = draw(st.integers(1, shape[1] + 1))
+    alpha, beta, bias = draw(st.sampled_from([1e-4, 0.3])), draw(st.sampled_from([0.75, 0.5])), 2.0
+    wide = x.astype(np.float64)
+    expected = np.empty_like(wide)
+    channels = shape[1]
+    for c in range(channels):
+        lo, hi = max(0, c - (size - 1) // 2), min(channels - 1, c + math.ceil((size - 1) / 2))
+        square_sum = (wide[:, lo : hi + 1] ** 2).sum(axis=1)
+        expected[:, c] = wide[:, c] / (bias + alpha / size * square_sum) ** beta
+    return OpCase([x], {"size": size, "alpha": alpha, "beta": beta, "bias": bias}, expected)
+
+
+def _softmax(log: bool):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        shape = draw(shapes(1, 3))
+        x = array(_rng(draw), shape, dtype, -10, 10)
+        axis = draw(st.integers(-len(shape), len(shape) - 1))
+        wide = x.astype(np.float64)
+        e = np.exp(wide - wide.max(axis=axis, keepdims=True))
+        total = e.sum(axis=axis, keepdims=True)
+        expected = np.log(e / total) if log else e / total
+        attrs = {} if axis == -1 and draw(st.booleans()) else {"axis": axis}
+        return OpCase([x], attrs, expected)
+
+    return case
+
+
+def _reduce(fn: Callable[..., np.ndarray]):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        shape = draw(shapes(1, 4))
+        x = array(_rng(draw), shape, dtype, 0.5, 2.0)
+        chosen = draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)))
+        axes = [a - len(shape) if draw(st.booleans()) else a for a in chosen]
+        keepdims = draw(st.booleans())
+        expected = fn(x.astype(np.float64), axis=tuple(chosen) or None, keepdims=keepdims)
+        return OpCase([x], {"axes": tuple(axes), "keepdims": keepdims}, np.asarray(expected))
+
+    return case
+
+
+@st.composite
+def reshape_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(0, 4))
+    x = array(_rng(draw), shape, dtype)
+    factors = [p for d in shape for p in _prime_factors(d)]
+    order = draw(st.permutations(factors)) if factors else []
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(order) - 1)), max_size=3))) if order else []
+    target = [math.prod(order[a:b]) for a, b in itertools.pairwise([0, *cuts, len(order)])] if order else []
+    target += [1] * draw(st.integers(0, 1))
+    if target and draw(st.booleans()):
+        target[draw(st.integers(0, len(target) - 1))] = -1
+    return OpCase([x], {"newshape": tuple(target)}, x.reshape(target))
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
+@st.composite
+def flatten_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(0, 4))
+    x = array(_rng(draw), shape, dtype)
+    axis = draw(st.integers(-len(shape), len(shape)))
+    a = axis + len(shape) if axis < 0 else axis
+    expected = x.reshape(math.prod(shape[:a]), math.prod(shape[a:]))
+    return OpCase([x], {"axis": axis}, expected)
+
+
+@st.composite
+def transpose_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(0, 4))
+    x = array(_rng(draw), shape, dtype)
+    perm = list(draw(st.permutations(range(len(shape))))) if draw(st.booleans()) else []
+    order = perm or list(range(len(shape)))[::-1]
+    out = [shape[p] for p in order]
+    expected = np.empty(out, dtype=x.dtype)
+    for i in np.ndindex(*out):
+        source = [0] * len(shape)
+        for k, p in enumerate(order):  # output axis k is input axis p
+            source[p] = i[k]
+        expected[i] = x[tuple(source)]
+    return OpCase([x], {"perm": tuple(perm)}, expected)
+
+
+@st.composite
+def squeeze_case(draw, dtype: str) -> OpCase:
+    shape = draw(st.lists(st.sampled_from([1, 1, 2, 3]), max_size=4).map(tuple))
+    x = array(_rng(draw), shape, dtype)
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    axes = draw(st.lists(st.sampled_from(ones), unique=True)) if ones else []
+    gone = set(axes) if axes else set(ones)
+    axes = [a - len(shape) if draw(st.booleans()) else a for a in axes]
+    return OpCase([x], {"axes": tuple(axes)}, x.reshape([d for i, d in enumerate(shape) if i not in gone]))
+
+
+@st.composite
+def unsqueeze_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(0, 3))
+    x = array(_rng(draw), shape, dtype)
+    count = draw(st.integers(1, 2))
+    rank = len(shape) + count
+    new = draw(st.lists(st.integers(0, rank - 1), min_size=count, max_size=count, unique=True))
+    rest = iter(shape)
+    target = [1 if i in new else next(rest) for i in range(rank)]
+    axes = [a - rank if draw(st.booleans()) else a for a in new]
+    return OpCase([x], {"axes": tuple(axes)}, x.reshape(target))
+
+
+@st.composite
+def expand_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(0, 3))
+    x = array(_rng(draw), shape, dtype)
+    target = [draw(st.integers(1, 3)) if d == 1 else draw(st.sampled_from([1, d])) for d in shape]
+    target = [draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2)))] + target
+    out = [max(a, b) for a, b in zip([1] * (len(target) - len(shape)) + list(shape), target)]
+    expected = np.empty(out, dtype=x.dtype)
+    lead = len(out) - len(shape)
+    for i in np.ndindex(*out):
+        expected[i] = x[tuple(0 if d == 1 else j for j, d in zip(i[lead:], shape))]
+    return OpCase([x], {"newshape": tuple(target)}, expected)
+
+
+@st.composite
+def pad_case(draw, dtype: str) -> OpCase:
+    shape = draw(shapes(1, 3))
+    x = array(_rng(draw), shape, dtype)
+    mode = draw(st.sampled_from(["constant", "reflect", "edge"]))
+    top = [d - 1 if mode == "reflect" else 2 for d in shape]
+    pads = [draw(st.integers(0, min(2, t))) for t in top] + [draw(st.integers(0, min(2, t))) for t in top]
+    value = float(draw(st.integers(-3, 3)))
+    n = len(shape)
+    out = [d + pads[i] + pads[n + i] for i, d in enumerate(shape)]
+    expected = np.full(out, value, dtype=x.dtype)
+    for i in np.ndindex(*out):
+        src = []
+        for a, j in enumerate(i):
+            k = j - pads[a]
+            if mode == "edge":
+                k = min(max(k, 0), shape[a] - 1)
+            elif mode == "reflect":
+                k = -k if k < 0 else (2 * (shape[a] - 1) - k if k >= shape[a] else k)
+            src.append(k)
+        if all(0 <= k < d for k, d in zip(src, shape)):
+            expected[i] = x[tuple(src)]
+    attrs = {"pads": tuple(pads)}
+    if mode != "constant" or draw(st.booleans()):
+        attrs["mode"] = mode
+    if mode == "constant" and (value != 0 or draw(st.booleans())):
+        attrs["value"] = value
+    return OpCase([x], attrs, expected)
+
+
+@st.composite
+def slice_case(draw, dtype: str) -> OpCase:
+    """Positive steps, where ONNX's clamping is Python's."""
+    shape = draw(shapes(1, 3))
+    x = array(_rng(draw), shape, dtype)
+    explicit = draw(st.booleans())
+    axes = draw(st.lists(st.integers(0, len(shape) - 1), unique=True, min_size=1)) if explicit else None
+    covered = axes if axes is not None else list(range(draw(st.integers(1, len(shape)))))
+    starts = [draw(st.integers(-shape[a] - 1, shape[a] + 1)) for a in covered]
+    ends = [draw(st.integers(-shape[a] - 1, shape[a] + 1)) for a in covered]
+    steps = [draw(st.integers(1, 3)) for _ in covered]
+    index = [slice(None)] * len(shape)
+    for a, s, e, k in zip(covered, starts, ends, steps):
+        index[a] = slice(s, e, k)
+    attrs: dict[str, Attr] = {"starts": tuple(starts), "ends": tuple(ends)}
+    if axes is not None:
+        attrs["axes"] = tuple(a - len(shape) if draw(st.booleans()) else a for a in axes)
+    if any(k != 1 for k in steps) or draw(st.booleans()):
+        attrs["steps"] = tuple(steps)
+    return OpCase([x], attrs, x[tuple(index)])
+
+
+@st.composite
+def gather_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    shape = draw(shapes(1, 3))
+    x = array(rng, shape, dtype)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    a, size = axis % len(shape), shape[axis]
+    idx = rng.integers(-size, size, size=draw(shapes(0, 2))).astype(draw(st.sampled_from(["int32", "int64"])))
+    out = (*shape[:a], *idx.shape, *shape[a + 1 :])
+    expected = np.empty(out, dtype=x.dtype)
+    for o in np.ndindex(*out):
+        k = int(idx[o[a : a + idx.ndim]]) % size
+        expected[o] = x[(*o[:a], k, *o[a + idx.ndim :])]
+    return OpCase([x, idx], {"axis": axis}, expected)
+
+
+# ------------------------------------------------------------------------------ the table
+
+CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
+    **{op: _unary(op) for op in UNARY},
+    **ATTR_UNARY,
+    **{op: _binary(op) for op in BINARY},
+    "where": where_case,
+    "prelu": prelu_case,
+    "concatenate": concatenate_case,
+    "conv": conv_op_case,
+    "conv_transpose": conv_transpose_op_case,
+    "max_pool": _pool("max"),
+    "avg_pool": _pool("avg"),
+    "global_avg_pool": _global_pool(np.mean),
+    "global_max_pool": _global_pool(np.max),
+    "dense": dense_case,
+    "matmul": matmul_case,
+    "bias_add": bias_add_case,
+    "batch_norm": batch_norm_case,
+    "lrn": lrn_case,
+    "softmax": _softmax(log=False),
+    "log_softmax": _softmax(log=True),
+    "sum": _reduce(np.sum),
+    "mean": _reduce(np.mean),
+    "max": _reduce(np.max),
+    "min": _reduce(np.min),
+    "prod": _reduce(np.prod),
+    "reshape": reshape_case,
+    "flatten": flatten_case,
+    "transpose": transpose_case,
+    "squeeze": squeeze_case,
+    "unsqueeze": unsqueeze_case,
+    "expand": expand_case,
+    "pad": pad_case,
+    "slice": slice_case,
+    "gather": gather_case,
+}
