@@ -156,6 +156,16 @@ def _pool_layout(x_shape, out_shape, kernel, strides, pads, dilations):
     return begin, end
 
 
+def _pool_operands(x, out_shape, kernel_shape, strides, pads, dilations):
+    """x in float64, its spatial rank n, the filled-in strides, dilations and pads, and
+    the padding (begin, end) each spatial axis needs for the windows of ``out_shape``."""
+    x = _f64(x)
+    n = x.ndim - 2
+    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
+    begin, end = _pool_layout(x.shape, out_shape, kernel_shape, strides, pads, dilations)
+    return x, n, strides, dilations, pads, begin, end
+
+
 def max_pool(
     x, *, kernel_shape, strides: Ints = None, pads: Ints = None, dilations: Ints = None, ceil_mode: int = 0
 ):
@@ -168,10 +178,9 @@ def max_pool(
         dilations=dilations,
         ceil_mode=ceil_mode,
     )
-    x = _f64(x)
-    n = x.ndim - 2
-    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
-    begin, end = _pool_layout(x.shape, out_shape, kernel_shape, strides, pads, dilations)
+    x, n, strides, dilations, pads, begin, end = _pool_operands(
+        x, out_shape, kernel_shape, strides, pads, dilations
+    )
     view = _windows(_pad_spatial(x, begin, end, -np.inf), kernel_shape, strides, dilations, out_shape[2:])
     return view.max(axis=tuple(range(2 + n, 2 + 2 * n)))
 
@@ -197,10 +206,9 @@ def avg_pool(
         ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
     )
-    x = _f64(x)
-    n = x.ndim - 2
-    strides, dilations, pads = _spatial_attrs(n, strides, dilations, pads)
-    begin, end = _pool_layout(x.shape, out_shape, kernel_shape, strides, pads, dilations)
+    x, n, strides, dilations, pads, begin, end = _pool_operands(
+        x, out_shape, kernel_shape, strides, pads, dilations
+    )
     axes = tuple(range(2 + n, 2 + 2 * n))
     out = out_shape[2:]
     total = _windows(_pad_spatial(x, begin, end, 0.0), kernel_shape, strides, dilations, out).sum(axis=axes)

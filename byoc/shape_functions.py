@@ -147,19 +147,9 @@ def conv(
 ) -> Shape:
     """x (N, C, D1..Dn), w (M, C/groups, k1..kn) -> (N, M, O1..On)."""
     op = "conv"
-    x = _nchw(x_shape, op)
-    w = _shape(w_shape, f"{op}: weight shape")
-    n = len(x) - 2
-    if len(w) != len(x):
-        raise AttributeProblem(
-            "pads",
-            f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: (M, C/groups, k1..k{n})",
-        )
-    per = f"the {n} spatial axes"
-    s = _ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
-    d = _ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
-    p = _pads(pads, n, op, per)
-    g = _groups(groups, op)
+    x, w, n, s, d, p, g = _conv_operands(
+        op, x_shape, w_shape, "(M, C/groups, k1..k{n})", strides, dilations, pads, groups
+    )
     c, m = x[1], w[0]
     if c % g:
         raise AttributeProblem("groups", f"{op}: groups = {g} does not divide the {c} input channels")
@@ -187,6 +177,22 @@ def conv(
     return (x[0], m, *out)
 
 
+def _conv_operands(op: str, x_shape, w_shape, layout: str, strides, dilations, pads, groups):
+    """The checked operands of a convolution: x, w, the spatial rank n, strides,
+    dilations, pads and groups. ``layout`` describes the weight, with ``{n}`` for n."""
+    x = _nchw(x_shape, op)
+    w = _shape(w_shape, f"{op}: weight shape")
+    n = len(x) - 2
+    if len(w) != len(x):
+        raise ValueError(
+            f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: {layout.format(n=n)}"
+        )
+    per = f"the {n} spatial axes"
+    s = _ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
+    d = _ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
+    return x, w, n, s, d, _pads(pads, n, op, per), _groups(groups, op)
+
+
 def conv_transpose(
     x_shape: Sequence[int],
     w_shape: Sequence[int],
@@ -200,19 +206,12 @@ def conv_transpose(
     """x (N, C, D1..Dn), w (C, M/groups, k1..kn) -> (N, M, O1..On) with ONNX's
     Oi = strides*(Di-1) + output_padding + (ki-1)*dilations + 1 - pad_begin - pad_end."""
     op = "conv_transpose"
-    x = _nchw(x_shape, op)
-    w = _shape(w_shape, f"{op}: weight shape")
-    n = len(x) - 2
-    if len(w) != len(x):
-        raise ValueError(
-            f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: (C, M/groups, k1..k{n})"
-        )
-    per = f"the {n} spatial axes"
-    s = _ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
-    d = _ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
-    op_pad = _ints(output_padding, "output_padding", n, default=0, minimum=0, op=op, per=per)
-    p = _pads(pads, n, op, per)
-    g = _groups(groups, op)
+    x, w, n, s, d, p, g = _conv_operands(
+        op, x_shape, w_shape, "(C, M/groups, k1..k{n})", strides, dilations, pads, groups
+    )
+    op_pad = _ints(
+        output_padding, "output_padding", n, default=0, minimum=0, op=op, per=f"the {n} spatial axes"
+    )
     c = x[1]
     if c % g:
         raise AttributeProblem("groups", f"{op}: groups = {g} does not divide the {c} input channels")
