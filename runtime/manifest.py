@@ -111,37 +111,38 @@ class LibraryEntry:
 
 
 @dataclass(frozen=True)
-class JsonEntry:
-    """A backend's JSON module ``file``; ``kernels`` maps its kernel names to catalog ops."""
+class InterpretedEntry:
+    """A backend's interpreted module ``file``; ``op_names`` maps the names its text uses
+    for ops (kernel names, op tokens) to catalog ops, stored under :attr:`names_key`."""
 
-    module_format: ClassVar[ModuleFormat] = ModuleFormat.JSON
+    module_format: ClassVar[ModuleFormat]
+    names_key: ClassVar[str]
     backend: str
     file: str
-    kernels: Mapping[str, str]
+    op_names: Mapping[str, str]
 
     def to_json(self) -> dict[str, Any]:
-        return {**_common(self), "kernels": dict(self.kernels)}
+        return {**_common(self), self.names_key: dict(self.op_names)}
 
     @classmethod
-    def from_json(cls, fields: _Fields) -> JsonEntry:
-        return cls(fields.text("backend"), fields.text("file"), fields.text_map("kernels"))
+    def from_json(cls, fields: _Fields) -> InterpretedEntry:
+        return cls(fields.text("backend"), fields.text("file"), fields.text_map(cls.names_key))
 
 
 @dataclass(frozen=True)
-class ExampleJsonEntry:
-    """A backend's ExampleJSON module ``file``; ``tokens`` maps its op tokens to catalog ops."""
+class JsonEntry(InterpretedEntry):
+    """A JSON module; its kernel names map to catalog ops."""
+
+    module_format: ClassVar[ModuleFormat] = ModuleFormat.JSON
+    names_key: ClassVar[str] = "kernels"
+
+
+@dataclass(frozen=True)
+class ExampleJsonEntry(InterpretedEntry):
+    """An ExampleJSON module; its op tokens map to catalog ops."""
 
     module_format: ClassVar[ModuleFormat] = ModuleFormat.EXAMPLEJSON
-    backend: str
-    file: str
-    tokens: Mapping[str, str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {**_common(self), "tokens": dict(self.tokens)}
-
-    @classmethod
-    def from_json(cls, fields: _Fields) -> ExampleJsonEntry:
-        return cls(fields.text("backend"), fields.text("file"), fields.text_map("tokens"))
+    names_key: ClassVar[str] = "tokens"
 
 
 ModuleEntry = LibraryEntry | JsonEntry | ExampleJsonEntry

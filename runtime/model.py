@@ -110,11 +110,13 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
     if isinstance(entry, JsonEntry):
         from .json_module import JsonRuntimeModule
 
-        return JsonRuntimeModule.from_text(_text(members, entry.file), catalog=catalog, kernels=entry.kernels)
+        return JsonRuntimeModule.from_text(
+            _text(members, entry.file), catalog=catalog, kernels=entry.op_names
+        )
     assert isinstance(entry, ExampleJsonEntry), entry
     from .examplejson_module import ExampleJsonModule
 
-    return ExampleJsonModule.from_text(_text(members, entry.file), tokens=entry.tokens, catalog=catalog)
+    return ExampleJsonModule.from_text(_text(members, entry.file), tokens=entry.op_names, catalog=catalog)
 
 
 def _materialise(members: Mapping[str, bytes], name: str) -> Path:
