@@ -7,12 +7,14 @@ outputs = byoc.evaluate(program.functions[0], {"x": x, "w0": w0, ...})
 spec = byoc.load_backend("ccompiler", spec_path=["my_specs"])
 
 ``spec_path`` is a directory, or a list of them, searched for ``<backend>.yaml``
-before ``$BYOC_SPEC_PATH`` and the shipped specs (see :mod:`byoc.spec.search`).
+before ``$BYOC_SPEC_PATH`` and the shipped specs (see :mod:`byoc.spec.search`); the
+``ops.yaml`` of those directories extend the op catalog, for parsing, evaluating and
+checking backend specs alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,18 +35,29 @@ EXAMPLEJSON_BACKEND = "examplejson"
 EXTENSIONS = {".graph": "graph", ".examplejson": "examplejson", ".ejson": "examplejson"}
 
 
-def load_catalog(path: str | Path | None = None) -> Catalog:
-    """The op catalog: the shipped ``spec/ops.yaml`` unless ``path`` is given."""
+def load_catalog(path: str | Path | None = None, *, spec_path: SpecPath = None) -> Catalog:
+    """The op catalog: the shipped ``spec/ops.yaml`` extended by the ``ops.yaml`` of each
+    directory of the spec search path (``spec_path``, then ``$BYOC_SPEC_PATH``); or,
+    when ``path`` is given, that complete catalog file alone."""
     from byoc.spec import load_catalog as _load
+    from byoc.spec import load_catalog_on_path
 
-    return _load(path)
+    return _load(path) if path is not None else load_catalog_on_path(spec_path)
 
 
-def load_backend(name: str, spec_path: SpecPath = None) -> BackendSpec:
-    """The validated backend spec ``name``, from the spec search path."""
+def load_backend(name: str, spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> BackendSpec:
+    """The validated backend spec ``name``, from the spec search path, checked against
+    ``catalog`` (default: the catalog of the same path)."""
     from byoc.spec import load_backend as _load
 
-    return _load(name, spec_path)
+    return _load(name, spec_path, catalog=catalog)
+
+
+def backend_loader(
+    spec_path: SpecPath = None, catalog: Catalog | None = None
+) -> Callable[[str], BackendSpec]:
+    """:func:`load_backend` bound to one search path and catalog, as the generator takes it."""
+    return lambda name: load_backend(name, spec_path, catalog=catalog)
 
 
 def list_backends(spec_path: SpecPath = None) -> list[BackendSpec]:
@@ -91,10 +104,11 @@ def parse(
 ) -> Program:
     """Parse DSL or ExampleJSON text into a validated Program.
 
+    Ops come from ``catalog`` (default: the catalog of the spec search path).
     ExampleJSON op tokens come from the backend spec ``examplejson_backend``, found
     on the spec search path.
     """
-    catalog = catalog or load_catalog()
+    catalog = catalog or load_catalog(spec_path=spec_path)
     language = language_of(file or "", language)
     if language == "graph":
         from .grammar.graph_parser import parse_graph
@@ -147,9 +161,15 @@ def print_program(
 
 
 def evaluate(
-    fn: Function, inputs: Mapping[str, np.ndarray], catalog: Catalog | None = None
+    fn: Function,
+    inputs: Mapping[str, np.ndarray],
+    catalog: Catalog | None = None,
+    *,
+    spec_path: SpecPath = None,
 ) -> tuple[np.ndarray, ...]:
-    """Run ``fn`` with the op catalog's numpy references; the oracle for every backend."""
+    """Run ``fn`` with the op catalog's numpy references; the oracle for every backend.
+
+    ``catalog`` defaults to the catalog of the spec search path."""
     from .reference import evaluate as _evaluate
 
-    return _evaluate(fn, inputs, catalog or load_catalog())
+    return _evaluate(fn, inputs, catalog or load_catalog(spec_path=spec_path))

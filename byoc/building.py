@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
+USER_CATALOG_MEMBER = "user_ops"
+"""The user op catalogs of a build are saved as members ``user_ops_1.yaml``, ... in search order."""
 
 
 @dataclass
@@ -83,16 +85,14 @@ def build(
     timings: Timings | None = None,
 ):
     """Build a runnable Model from a file path or a parsed Program (see module doc)."""
-    from .api import load_backend, load_catalog, parse_file, print_program
+    from .api import backend_loader, load_catalog, parse_file, print_program
     from .generator.pipeline import generate
     from .runtime import Model
     from .runtime.manifest import GraphEntry, Manifest
 
     timings = timings or Timings()
-    catalog = catalog or load_catalog()
-
-    def loader(name: str):
-        return load_backend(name, spec_path=spec_path)
+    catalog = catalog or load_catalog(spec_path=spec_path)
+    loader = backend_loader(spec_path, catalog)
 
     with timings.measure("parse"):
         if isinstance(source, Program):
@@ -101,7 +101,7 @@ def build(
             from .api import language_of
 
             lang = language_of(source, language)
-            program = parse_file(source, lang, spec_path=spec_path)
+            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path)
         offloaded = offload(program, lang, backends, loader, catalog)
 
     with timings.measure("generate"):
@@ -109,6 +109,8 @@ def build(
         lowered, artifacts = generated.lowered, generated.artifacts
     members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
     members[SOURCE_MEMBER] = print_program(program, "graph").encode("utf-8")
+    catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
+    members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):
         modules = tuple(
             _package_module(name, spec, artifacts, lowered, generated.options[name], members)
@@ -122,7 +124,9 @@ def build(
         )
         for fn in lowered.hosts
     )
-    manifest = Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
+    manifest = Manifest(
+        byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules, catalogs=catalogs
+    )
     with timings.measure("load"):
         return Model(manifest, members, catalog)
 

@@ -29,6 +29,7 @@ __all__ = [
     "SHAPE_RULES",
     "AttrDef",
     "Catalog",
+    "CatalogFile",
     "OpDef",
     "RuleError",
     "ShapeRule",
@@ -113,12 +114,39 @@ class OpDef:
         return f"{self.min_inputs} to {self.max_inputs}"
 
 
-class Catalog(Mapping[str, OpDef]):
-    """An immutable mapping from op name to :class:`OpDef`."""
+@dataclass(frozen=True, slots=True)
+class CatalogFile:
+    """One user op catalog merged into a :class:`Catalog`: its path (as errors name it)
+    and its text, which a bundle carries so that it runs where the file is absent."""
 
-    def __init__(self, ops: Mapping[str, OpDef], source: str | None = None) -> None:
+    path: str
+    text: str
+
+
+class Catalog(Mapping[str, OpDef]):
+    """An immutable mapping from op name to :class:`OpDef`.
+
+    ``key`` identifies the content it was loaded from (a digest of the YAML texts), so
+    that whatever is cached per catalog stays correct when a catalog file changes;
+    empty for a catalog built in code. ``user_files`` are the user catalogs merged over
+    the shipped one, in search order, and ``doc_locations`` where a user catalog
+    changed the doc of an op defined elsewhere.
+    """
+
+    def __init__(
+        self,
+        ops: Mapping[str, OpDef],
+        source: str | None = None,
+        *,
+        key: str = "",
+        user_files: Sequence[CatalogFile] = (),
+        doc_locations: Mapping[str, Location] | None = None,
+    ) -> None:
         self._ops = dict(ops)
         self.source = source
+        self.key = key
+        self.user_files = tuple(user_files)
+        self.doc_locations = dict(doc_locations or {})
 
     def __getitem__(self, name: str) -> OpDef:
         return self._ops[name]

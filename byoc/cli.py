@@ -4,7 +4,7 @@ Every subcommand lives in a small function; errors derived from ByocError print
 as located messages with a caret excerpt (no traceback) and exit with status 2.
 ``--debug`` shows the traceback as well. ``--spec-path DIR`` (repeatable) works on
 every command, before or after the command name. The spec commands (``check``,
-``backends``) live in :mod:`byoc.cli_spec`.
+``backends``) live in :mod:`byoc.cli_spec`, ``ops`` in :mod:`byoc.cli_ops`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .cli_gen import add_commands as add_gen_commands
+from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
 from .cli_spec import add_commands as add_spec_commands
@@ -31,13 +32,15 @@ examples:
   byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
 
 spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated by
-':'), then the shipped spec/backends/. The first <name>.yaml found wins.
+':'), then the shipped spec/backends/. The first <name>.yaml found wins. The ops.yaml
+of each directory extends the op catalog (spec/ops.yaml) for every command.
 
 exit status: 0 on success, 2 on bad input (a located error is printed)
 """
 
 SPEC_PATH_HELP = (
-    "also search DIR for backend specs (<name>.yaml), before $BYOC_SPEC_PATH and the shipped ones; repeatable"
+    "also search DIR for backend specs (<name>.yaml), before $BYOC_SPEC_PATH and the shipped ones, "
+    "and extend the op catalog by DIR/ops.yaml; repeatable"
 )
 
 
@@ -107,15 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=_cmd_parse)
 
-    o = sub.add_parser(
-        "ops",
-        parents=parents,
-        help="list the op catalog",
-        description="List every op of the catalog (spec/ops.yaml): inputs, shape rule, dtypes, attributes.",
-        epilog="examples:\n  byoc ops\n  byoc backends        # which backend runs which op\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    o.set_defaults(run=_cmd_ops)
+    add_ops_commands(sub, parents)
     add_spec_commands(sub, parents)
     add_gen_commands(sub, parents)
     add_run_commands(sub, parents)
@@ -130,35 +125,6 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     program = parse_file(args.file, source, spec_path=args.spec_path)
     sys.stdout.write(print_program(program, args.to or source, spec_path=args.spec_path))
     return 0
-
-
-def _cmd_ops(args: argparse.Namespace) -> int:
-    from .api import load_catalog
-
-    catalog = load_catalog()
-    rows = [("op", "inputs", "shape rule", "dtypes", "attributes")]
-    for op in catalog.values():
-        attrs = ", ".join(_attr_text(a) for a in op.attrs)
-        rows.append((op.name, op.arity_text(), op.shape_rule, ", ".join(op.dtypes), attrs or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
-    return 0
-
-
-def _attr_text(adef) -> str:
-    """``name: type = default`` as the DSL spells the default, then ``(choice|...)``."""
-    from .value_types import value_text
-
-    def spelled(value) -> str:
-        return f'"{value}"' if isinstance(value, str) else value_text(value)
-
-    text = f"{adef.name}: {adef.type}"
-    if adef.default is not None:
-        text += f" = {spelled(adef.default)}"
-    if adef.choices:
-        text += f" ({'|'.join(map(spelled, adef.choices))})"
-    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

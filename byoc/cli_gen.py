@@ -78,30 +78,19 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def prepare(args: argparse.Namespace):
-    """Parse FILE and make every offloaded part explicit."""
-    from .api import language_of, load_backend, parse_file
-    from .building import offload
-
-    language = language_of(args.file, args.source_language)
-    program = parse_file(args.file, language, spec_path=args.spec_path)
-    return offload(program, language, args.backend, lambda name: load_backend(name, spec_path=args.spec_path))
-
-
 def _cmd_gen(args: argparse.Namespace) -> int:
-    from .api import load_backend, load_catalog
+    from .api import backend_loader, language_of, load_catalog, parse_file
     from .atomic import write_directory
+    from .building import offload
     from .generator.artifacts import Role
     from .generator.pipeline import generate
 
-    program = prepare(args)
-    catalog = load_catalog()
-    artifacts = generate(
-        program,
-        catalog,
-        lambda name: load_backend(name, spec_path=args.spec_path),
-        parse_options(args.option),
-    ).artifacts
+    catalog = load_catalog(spec_path=args.spec_path)
+    loader = backend_loader(args.spec_path, catalog)
+    language = language_of(args.file, args.source_language)
+    program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
+    program = offload(program, language, args.backend, loader, catalog)
+    artifacts = generate(program, catalog, loader, parse_options(args.option)).artifacts
     if args.output is None:
         main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)

@@ -63,40 +63,40 @@ def add_commands(sub, parents) -> None:
     d.set_defaults(run=_cmd_dot)
 
 
-def _partitioned(args: argparse.Namespace):
-    from .api import language_of, load_backend, parse_file
+def _partitioned(args: argparse.Namespace, catalog):
+    from .api import backend_loader, language_of, parse_file
     from .generator.partition import partition
 
     language = language_of(args.file, args.source_language)
-    program = parse_file(args.file, language, spec_path=args.spec_path)
+    program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
     if args.option:
         raise UsageError("--option does not change partitioning", hint="pass options to gen, build or run")
     if args.backend:
-        program = partition(
-            program, [load_backend(b, spec_path=args.spec_path) for b in dict.fromkeys(args.backend)]
-        )
+        loader = backend_loader(args.spec_path, catalog)
+        program = partition(program, [loader(b) for b in dict.fromkeys(args.backend)], catalog)
     return program
 
 
 def _cmd_partition(args: argparse.Namespace) -> int:
-    from .api import print_program
+    from .api import load_catalog, print_program
 
     if not args.backend:
         raise UsageError("name at least one --backend to partition for", hint="`byoc backends` lists them")
-    sys.stdout.write(print_program(_partitioned(args), "graph"))
+    sys.stdout.write(print_program(_partitioned(args, load_catalog(spec_path=args.spec_path)), "graph"))
     return 0
 
 
 def _cmd_dot(args: argparse.Namespace) -> int:
-    from .api import load_backend, load_catalog
+    from .api import backend_loader, load_catalog
     from .atomic import write_file
     from .generator.dot import dot_program
     from .generator.lowering import lower
 
-    program = _partitioned(args)
+    catalog = load_catalog(spec_path=args.spec_path)
+    program = _partitioned(args, catalog)
     has_regions = any(n.callee is not None for fn in program.functions for n in fn.nodes)
     if has_regions:  # show the exported symbols the regions get
-        lowered = lower(program, lambda name: load_backend(name, spec_path=args.spec_path), load_catalog())
+        lowered = lower(program, backend_loader(args.spec_path, catalog), catalog)
         program = type(program)(lowered.hosts)
     text = dot_program(program)
     out = args.output

@@ -130,22 +130,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     timings = Timings()
-    catalog = load_catalog()
     if str(args.file).endswith(".byoc"):
         if args.backend or args.option:
             raise UsageError(
                 "--backend and --option do not apply to a built bundle", hint="rebuild it with `byoc build`"
             )
         with timings.measure("load"):
-            model = load(args.file, catalog)
-            source = model.manifest.source
+            model = load(args.file)  # with the op catalog the bundle was built with
+            catalog, source = model.catalog, model.manifest.source
             program = parse(model.text(source), "graph", file=f"{args.file}:{source}", catalog=catalog)
     else:
         from .api import language_of, parse_file
 
+        catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
         with timings.measure("parse"):
-            program = parse_file(args.file, language, spec_path=args.spec_path)
+            program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
         model = build(
             program,
             backends=args.backend,

@@ -20,9 +20,12 @@ examples:
   byoc check my_specs/                     every *.yaml of a directory
   byoc check                               the catalog and every spec on the search path
 
-A file with a `kind:` or `name:` key is a backend spec; any other is an op catalog.
-Each valid file prints `<file>: ok`; each invalid one prints its first error, located
-at file:line:column with the offending line. spec/README.md documents both formats.
+A file with a `kind:` or `name:` key is a backend spec, checked against the op
+catalog of its directory and the search path; `ops.yaml` outside the shipped spec/
+is a spec directory's op catalog, which may add ops and change the doc of shipped
+ones; any other file is a complete op catalog. Each valid file prints `<file>: ok`;
+each invalid one prints its first error, located at file:line:column with the
+offending line. spec/README.md documents both formats.
 
 exit status: 0 if every file is valid, 2 otherwise
 """
@@ -71,7 +74,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     status = 0
     for path in spec_files(args.specs, args.spec_path):
         try:
-            check_spec_file(path)
+            check_spec_file(path, spec_path=args.spec_path)
         except ByocError as exc:
             sys.stderr.write(exc.render() + "\n")
             status = 2
@@ -81,18 +84,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from .spec import find_backends, load_backend
+    from .spec import find_backends, load_backend, load_catalog_on_path
     from .spec.search import load_backend_path
 
+    catalog = load_catalog_on_path(args.spec_path)
     if args.name is not None:
-        sys.stdout.write(describe(load_backend(args.name, args.spec_path)))
+        sys.stdout.write(describe(load_backend(args.name, args.spec_path, catalog=catalog)))
         return 0
     found = find_backends(args.spec_path)
     rows = [("backend", "kind", "dtypes", "ranks", "ops")]
     status = 0
     for path in found.values():
         try:
-            spec = load_backend_path(path)
+            spec = load_backend_path(path, catalog=catalog)
         except ByocError as exc:
             sys.stderr.write(exc.render() + "\n")
             status = 2

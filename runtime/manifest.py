@@ -15,7 +15,12 @@ rest of the runtime works with typed entries only. The JSON, version 1::
                   "functions": {"<symbol>": {"inputs": [["float32", [3, 4]]], "outputs": [...]}}},
                  {"backend": "json", "kind": "json", "file": "json.json", "kernels": {...}},
                  {"backend": "examplejson", "kind": "examplejson", "file": "...", "tokens": {...}}],
-     "members": {"<name>": {"sha256": "<hex>", "size": <bytes>}}}
+     "members": {"<name>": {"sha256": "<hex>", "size": <bytes>}},
+     "catalogs": ["user_ops_1.yaml", ...]}
+
+``"catalogs"`` (present only when the build used user op catalogs) names the members
+holding them, in search order: the model's op catalog is the shipped one extended by
+them, so a bundle with a user's ops runs where their spec directory is absent.
 
 A module's ``"kind"`` key holds its :class:`ModuleFormat` (how the runtime loads
 it), not the backend's codegen kind; the key keeps its name so that version-1
@@ -171,6 +176,8 @@ class Manifest:
     graphs: tuple[GraphEntry, ...]
     modules: tuple[ModuleEntry, ...]
     members: Mapping[str, Member] = field(default_factory=dict)
+    catalogs: tuple[str, ...] = ()
+    """The members holding the user op catalogs of the build, in search order."""
 
     def with_members(self, members: Mapping[str, bytes]) -> Manifest:
         """This manifest recording the size and digest of every one of ``members``."""
@@ -186,6 +193,8 @@ class Manifest:
             "modules": [m.to_json() for m in self.modules],
             "members": {name: {"sha256": m.sha256, "size": m.size} for name, m in self.members.items()},
         }
+        if self.catalogs:
+            data["catalogs"] = list(self.catalogs)
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     @classmethod
@@ -215,6 +224,7 @@ class Manifest:
             ),
             modules=tuple(_module(top.nested(m, f"modules[{k}]")) for k, m in enumerate(raw["modules"])),
             members={name: _member(top.nested(r, f"member {name!r}")) for name, r in raw["members"].items()},
+            catalogs=top.texts("catalogs") if "catalogs" in raw else (),
         )
 
 

@@ -33,11 +33,12 @@ class Model:
     def __init__(
         self, manifest: Manifest, members: Mapping[str, bytes], catalog: Catalog | None = None
     ) -> None:
-        from byoc.spec import load_catalog
-
+        """``catalog`` defaults to the shipped one extended by the bundle's user catalogs."""
         self.manifest = manifest
         self.members = dict(members)
-        catalog = catalog or load_catalog()
+        catalog = catalog or _catalog(manifest, self.members)
+        self.catalog = catalog
+        """The op catalog the model runs its host ops and interpreted modules with."""
         self.modules: list[Module] = [_module(m, self.members, catalog) for m in manifest.modules]
         self.graphs: dict[str, GraphExecutor] = {}
         for g in manifest.graphs:
@@ -100,6 +101,14 @@ def _text(members: Mapping[str, bytes], name: str) -> str:
         return _member(members, name).decode("utf-8")
     except UnicodeDecodeError:
         raise RuntimeFailure(f"{name} is not UTF-8 text") from None
+
+
+def _catalog(manifest: Manifest, members: Mapping[str, bytes]) -> Catalog:
+    """The shipped op catalog, extended by the user catalogs the build saved as members."""
+    from byoc.catalog import CatalogFile
+    from byoc.spec import merge_catalogs
+
+    return merge_catalogs([CatalogFile(name, _text(members, name)) for name in manifest.catalogs])
 
 
 def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) -> Module:

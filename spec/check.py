@@ -9,25 +9,49 @@ from byoc.catalog import Catalog
 from byoc.errors import UsageError
 
 from .backend_loader import is_backend_doc, load_backend_doc
-from .ops_loader import SHIPPED_OPS, load_catalog_text
-from .search import SpecPath, spec_dirs
+from .ops_loader import SHIPPED_OPS, USER_CATALOG, load_catalog_text, load_user_catalogs
+from .search import SpecPath, catalog_files, spec_dirs
 from .yaml_doc import YamlDoc
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
 
-def check_spec_file(path: str | Path, catalog: Catalog | None = None) -> str:
+def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_path: SpecPath = None) -> str:
     """Validate one spec file; return what it is (for the ``ok`` line) or raise SpecError.
 
-    A file with a ``kind`` or ``name`` key is a backend spec, checked against
-    ``catalog`` (default: the shipped one); any other file is an op catalog.
+    - A file named ``ops.yaml``, other than the shipped one, is a spec directory's op
+      catalog: checked as an extension of the shipped catalog, with the catalogs of
+      the search path after it.
+    - A file with a ``kind`` or ``name`` key is a backend spec, checked against
+      ``catalog`` (default: the shipped one extended by the ``ops.yaml`` beside the
+      file and those of the search path).
+    - Any other file is a complete op catalog.
     """
-    doc = YamlDoc(path)
+    p = Path(path)
+    if p.name == USER_CATALOG and not _same_file(p, SHIPPED_OPS):
+        merged = load_user_catalogs(_first(p, catalog_files(spec_path)))
+        added = sum(1 for op in merged.values() if op.loc is not None and op.loc.file == str(p))
+        documented = sum(1 for loc in merged.doc_locations.values() if loc.file == str(p))
+        return f"op catalog of a spec directory (adds {added} op(s), changes the doc of {documented})"
+    doc = YamlDoc(p)
     if is_backend_doc(doc):
+        if catalog is None:
+            beside = p.parent / USER_CATALOG
+            on_path = catalog_files(spec_path)
+            catalog = load_user_catalogs(_first(beside, on_path) if beside.is_file() else on_path)
         spec = load_backend_doc(doc, catalog)
         return f"backend {spec.name} ({spec.kind.name}, {len(spec.ops)} ops)"
     ops = load_catalog_text(doc)
     return f"op catalog ({len(ops)} ops)"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve()
+
+
+def _first(path: Path, others: list[Path]) -> list[Path]:
+    """``path``, then ``others`` without it."""
+    return [path, *(f for f in others if not _same_file(f, path))]
 
 
 def spec_files(paths: Iterable[str | Path], spec_path: SpecPath = None) -> list[Path]:

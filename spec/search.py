@@ -7,16 +7,19 @@ The search path is, in order:
    ``os.pathsep`` (``:`` on POSIX);
 3. the shipped ``spec/backends/``.
 
-Every ``*.yaml`` file of a directory is a backend spec named by its file name. The
-first directory that has a name wins, so a user's ``ccompiler.yaml`` replaces the
-shipped one.
+Every ``*.yaml`` file of a directory is a backend spec named by its file name, except
+``ops.yaml``, the directory's op catalog. The first directory that has a name wins,
+so a user's ``ccompiler.yaml`` replaces the shipped one. The op catalog of a search
+path (:func:`load_catalog_on_path`) is the shipped ``spec/ops.yaml`` extended by the
+``ops.yaml`` of every directory, in the same order; backend specs found on a path are
+checked against it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from byoc.errors import UsageError
 
 from .backend import BackendSpec
 from .backend_loader import load_backend_file
+from .ops_loader import USER_CATALOG, load_catalog, load_user_catalogs
 
 SHIPPED_BACKENDS = Path(__file__).with_name("backends")
 ENV_VAR = "BYOC_SPEC_PATH"
@@ -83,7 +87,7 @@ def _search(spec_path: SpecPath) -> dict[str, tuple[Path, str]]:
     found: dict[str, tuple[Path, str]] = {}
     for d, origin in _search_dirs(spec_path, True):
         for f in sorted(d.glob(f"*{SUFFIX}")):
-            if f.is_file() and f.stem not in found:
+            if f.is_file() and f.name != USER_CATALOG and f.stem not in found:
                 found[f.stem] = (f, display_path(f, origin))
     return dict(sorted(found.items()))
 
@@ -103,50 +107,76 @@ def _find(name: str, spec_path: SpecPath) -> tuple[Path, str]:
     return found[name]
 
 
-def load_backend(name: str, spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> BackendSpec:
-    """The validated backend spec ``name``, from the first directory of the search path that has it.
+def catalog_files(spec_path: SpecPath = None) -> list[Path]:
+    """The user op catalogs (``ops.yaml``) of the search path's directories, in search order."""
+    return [d / USER_CATALOG for d, _ in _search_dirs(spec_path, True) if (d / USER_CATALOG).is_file()]
 
-    With the shipped catalog, results are cached per file and modification time.
-    """
+
+def load_catalog_on_path(spec_path: SpecPath = None) -> Catalog:
+    """The op catalog of the search path: the shipped one extended by :func:`catalog_files`."""
+    return load_user_catalogs(catalog_files(spec_path))
+
+
+def load_backend(name: str, spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> BackendSpec:
+    """The validated backend spec ``name``, from the first directory of the search path that has it,
+    checked against ``catalog`` (default: :func:`load_catalog_on_path` of the same path)."""
     path, shown = _find(name, spec_path)
+    if catalog is None:
+        catalog = load_catalog_on_path(spec_path)
     return load_backend_path(path, catalog=catalog, shown_as=shown)
 
 
 def load_backend_path(
     path: str | Path, *, catalog: Catalog | None = None, shown_as: str | None = None
 ) -> BackendSpec:
-    """Load one spec file; cached per file and modification time unless ``catalog`` is given.
+    """Load one spec file, checked against ``catalog`` (default: the shipped one).
 
-    ``shown_as`` is the spec's ``display_path`` (default: :func:`display_path` of ``path``).
+    Cached per file, modification time and catalog content (:attr:`Catalog.key`); a
+    catalog built in code (no key) is not cached. ``shown_as`` is the spec's
+    ``display_path`` (default: :func:`display_path` of ``path``).
     """
     shown = shown_as or display_path(path)
-    if catalog is not None:
+    catalog = load_catalog() if catalog is None else catalog
+    if not catalog.key:
         return replace(load_backend_file(path, catalog), display_path=shown)
     p = Path(path)
     try:
         mtime = p.stat().st_mtime_ns
     except OSError:
         raise UsageError(f"cannot read spec file {str(p)!r}") from None
-    return _load_cached(str(p), mtime, shown)
+    return _load_cached(str(p), mtime, shown, _Keyed(catalog.key, catalog))
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """A catalog as a cache key: by its content digest alone."""
+
+    key: str
+    catalog: Catalog = field(compare=False, hash=False)
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, mtime_ns: int, shown: str) -> BackendSpec:
-    return replace(load_backend_file(path), display_path=shown)
+def _load_cached(path: str, mtime_ns: int, shown: str, catalog: _Keyed) -> BackendSpec:
+    return replace(load_backend_file(path, catalog.catalog), display_path=shown)
 
 
 def list_backends(spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> list[BackendSpec]:
-    """Every backend on the search path, validated, sorted by name; raises on the first bad one."""
+    """Every backend on the search path, validated (against ``catalog``, default the path's),
+    sorted by name; raises on the first bad one."""
+    if catalog is None:
+        catalog = load_catalog_on_path(spec_path)
     return [load_backend_path(p, catalog=catalog) for p in find_backends(spec_path).values()]
 
 
 __all__: Sequence[str] = (
     "ENV_VAR",
     "SHIPPED_BACKENDS",
+    "catalog_files",
     "display_path",
     "find_backends",
     "list_backends",
     "load_backend",
+    "load_catalog_on_path",
     "load_backend_path",
     "spec_dirs",
 )

@@ -35,20 +35,25 @@ def round_trip_yaml() -> YAML:
     return yaml
 
 
+def read_spec_text(path: str | Path) -> str:
+    """The text of a spec file; a located SpecError if it cannot be read or is not UTF-8."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file: {exc.strerror}", Location(str(path), 1, 1)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"spec file is not UTF-8 ({exc.reason})", Location(str(path), 1, 1)) from None
+
+
 class YamlDoc:
     """A parsed YAML file plus the helpers to point at its keys and values."""
 
     def __init__(self, path: str | Path, text: str | None = None) -> None:
         self.path = str(path)
         if text is None:
-            try:
-                raw = Path(path).read_bytes()
-            except OSError as exc:
-                raise SpecError(f"cannot read spec file: {exc.strerror}", Location(self.path, 1, 1)) from None
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise SpecError(f"spec file is not UTF-8 ({exc.reason})", Location(self.path, 1, 1)) from None
+            text = read_spec_text(path)
         self.text = text
         try:
             self.root = round_trip_yaml().load(text)

@@ -1,0 +1,126 @@
+"""``byoc ops``: the op catalog, shipped and the user's, as a table or op by op."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import Location, UsageError, close_names
+
+if TYPE_CHECKING:
+    from .catalog import AttrDef, Catalog, OpDef
+
+OPS_EPILOG = """\
+examples:
+  byoc ops                                 every op: inputs, shape rule, dtypes, attributes
+  byoc ops conv relu                       those ops in detail: doc, reference, C expression
+  byoc --spec-path my_specs ops            with the ops of my_specs/ops.yaml
+  byoc backends                            which backend runs which op
+
+The catalog is the shipped spec/ops.yaml extended by the ops.yaml of each spec
+directory: the --spec-path directories, then $BYOC_SPEC_PATH (separated by ':').
+A user catalog may add ops and change the doc of shipped ones (an entry with only
+`doc:`). When one is on the path, the table gains a `from` column: `byoc` for a
+shipped op, else the catalog file that defines it, and `doc: FILE` where a user
+catalog changed an op's doc. spec/README.md documents the format.
+"""
+
+
+def add_commands(sub, parents) -> None:
+    o = sub.add_parser(
+        "ops",
+        parents=parents,
+        help="list the op catalog",
+        description=(
+            "List every op of the catalog (spec/ops.yaml and the ops.yaml of each spec directory): "
+            "inputs, shape rule, dtypes, attributes. With NAMEs, show those ops in detail."
+        ),
+        epilog=OPS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    o.add_argument("names", nargs="*", metavar="NAME", help="show these ops in detail")
+    o.set_defaults(run=_cmd_ops)
+
+
+def _cmd_ops(args: argparse.Namespace) -> int:
+    from .api import load_catalog
+
+    catalog = load_catalog(spec_path=args.spec_path)
+    if args.names:
+        for name in args.names:
+            sys.stdout.write(_describe(_op(catalog, name), catalog))
+        return 0
+    extended = bool(catalog.user_files)
+    rows = [("op", "inputs", "shape rule", "dtypes") + (("from",) if extended else ()) + ("attributes",)]
+    for op in catalog.values():
+        attrs = ", ".join(_attr_text(a) for a in op.attrs) or "-"
+        origin = (_origin(op, catalog),) if extended else ()
+        rows.append((op.name, op.arity_text(), op.shape_rule, ", ".join(op.dtypes)) + origin + (attrs,))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
+    return 0
+
+
+def _op(catalog: Catalog, name: str) -> OpDef:
+    if name not in catalog:
+        close = close_names(name, catalog)
+        raise UsageError(
+            f"unknown op {name!r}",
+            hint=f"did you mean {close[0]!r}?" if close else "`byoc ops` lists the catalog",
+        )
+    return catalog[name]
+
+
+def _origin(op: OpDef, catalog: Catalog) -> str:
+    """``byoc`` for a shipped op, else the user catalog defining it; then where its doc came from."""
+    from .spec.search import display_path
+
+    user = {f.path for f in catalog.user_files}
+    text = display_path(op.loc.file) if op.loc is not None and op.loc.file in user else "byoc"
+    if op.name in catalog.doc_locations:
+        text += f"; doc: {display_path(catalog.doc_locations[op.name].file)}"
+    return text
+
+
+def _describe(op: OpDef, catalog: Catalog) -> str:
+    lines = [f"{op.name}: defined at {_place(op.loc)}", f"  doc:        {op.doc or '-'}"]
+    if op.name in catalog.doc_locations:
+        lines[-1] += f"  (from {_place(catalog.doc_locations[op.name])})"
+    lines += [
+        f"  inputs:     {op.arity_text()}",
+        f"  shape rule: {op.shape_rule}",
+        f"  dtypes:     {', '.join(op.dtypes)}",
+        f"  attributes: {', '.join(_attr_text(a) for a in op.attrs) or '-'}",
+        f"  reference:  {f'numpy {op.numpy}' if op.numpy is not None else f'kernel {op.kernel}'}",
+        f"  C:          {op.c or '-'}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _place(loc: Location | None) -> str:
+    """``file:line``; the shipped catalog as ``spec/ops.yaml:line (shipped with byoc)``."""
+    from .spec import SHIPPED_OPS
+
+    if loc is None:
+        return "(built in code)"
+    if Path(loc.file).resolve() == SHIPPED_OPS.resolve():
+        return f"spec/ops.yaml:{loc.line} (shipped with byoc)"
+    return f"{loc.file}:{loc.line}"
+
+
+def _attr_text(adef: AttrDef) -> str:
+    """``name: type = default`` as the DSL spells the default, then ``(choice|...)``."""
+    from .value_types import value_text
+
+    def spelled(value) -> str:
+        return f'"{value}"' if isinstance(value, str) else value_text(value)
+
+    text = f"{adef.name}: {adef.type}"
+    if adef.default is not None:
+        text += f" = {spelled(adef.default)}"
+    if adef.choices:
+        text += f" ({'|'.join(map(spelled, adef.choices))})"
+    return text
