@@ -1,14 +1,19 @@
-"""spec/README.md's worked examples must validate as written."""
+"""spec/README.md's worked examples must validate, and run, as written."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
+
+from conftest import run_cli
+from ruamel.yaml import YAML
 
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, load_backend
 
 README = SHIPPED_BACKENDS.parent / "README.md"
 MARKER = "<!-- the block below is loaded and validated by tests/test_spec_readme.py -->"
+OWN_OP_MARKER = "<!-- the blocks below are run by tests/test_spec_readme.py -->"
 
 
 def yaml_blocks(text: str) -> list[str]:
@@ -40,3 +45,64 @@ def test_add_op_example_validates(tmp_path, monkeypatch):
     spec = load_backend("ccompiler", spec_path=[Path(tmp_path)])
     assert list(spec.ops) == ["add", "subtract", "multiply", "divide", "maximum"]
     assert spec.ops["maximum"].construct(3) == "CSOURCE_MAX_ND"
+
+
+def own_op_example(tmp_path: Path) -> tuple[Path, Path]:
+    """The "op of your own" example's files, as its commands make them: ``my_specs/`` with
+    the README's ``ops.yaml`` and a copy of the shipped fused.yaml with ``cube: {}`` under
+    its ``ops:``, and ``cube.graph``."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(OWN_OP_MARKER) : text.index("## Worked example: adding a backend")]
+    catalog = yaml_blocks(section)[0]
+    graph = re.findall(r"```\n(graph .*?)```", section, flags=re.S)[0]
+    specs = tmp_path / "my_specs"
+    specs.mkdir()
+    (specs / "ops.yaml").write_text(catalog, encoding="utf-8")
+    yaml = YAML(typ="rt")
+    fused = yaml.load(SHIPPED_BACKENDS / "fused.yaml")
+    fused["ops"]["cube"] = {}
+    with (specs / "fused.yaml").open("w", encoding="utf-8") as out:
+        yaml.dump(fused, out)
+    (tmp_path / "cube.graph").write_text(graph, encoding="utf-8")
+    return specs, tmp_path / "cube.graph"
+
+
+def test_own_op_example_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    specs, graph = own_op_example(tmp_path)
+
+    status, out, err = run_cli(capsys, "check", specs)
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [f"{specs / 'fused.yaml'}: ok", f"{specs / 'ops.yaml'}: ok"]
+
+    status, out, _ = run_cli(capsys, "--spec-path", specs, "ops")
+    assert status == 0
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    assert "from" in rows["op"].split()
+    assert "my_specs/ops.yaml" in rows["cube"] and "byoc" not in rows["cube"]
+    assert "byoc; doc: my_specs/ops.yaml" in rows["relu"]
+    assert "byoc" in rows["add"] and "my_specs" not in rows["add"]
+
+    status, out, _ = run_cli(capsys, "--spec-path", specs, "ops", "cube", "relu")
+    assert status == 0
+    assert "doc:        The cube of each element, x0 * x0 * x0." in out
+    assert "on our NPU the activation unit clamps it" in out
+
+    status, out, _ = run_cli(capsys, "gen", graph, "--spec-path", specs, "--backend", "fused")
+    assert status == 0  # one region: cube's catalog C expression, fused between subtract and relu
+    assert "= cube(...) at" in out
+    assert "= relu(...) at" in out
+
+    status, out, _ = run_cli(capsys, "run", graph, "--spec-path", specs, "--backend", "fused")
+    assert status == 0, out
+    assert "(backends: fused)" in out
+    assert "result: every output matches the numpy reference" in out
+
+    bundle = tmp_path / "cube.byoc"
+    status, _, _ = run_cli(capsys, "build", graph, "--spec-path", specs, "--backend", "fused", "-o", bundle)
+    assert status == 0
+    shutil.rmtree(specs)  # the bundle carries the catalog it was built with
+    status, out, _ = run_cli(capsys, "run", bundle)
+    assert status == 0, out
+    assert "result: every output matches the numpy reference" in out
