@@ -208,3 +208,22 @@ def test_a_bundle_without_user_ops_has_no_catalogs_key(tmp_path):
     with zipfile.ZipFile(path) as archive:
         assert "catalogs" not in json.loads(archive.read("manifest.json"))
     assert byoc.runtime.load(path).catalog is load_catalog()
+
+
+def test_a_manifest_naming_a_missing_or_mistyped_catalog_is_refused(tmp_path):
+    from dataclasses import replace
+
+    from byoc.errors import RuntimeFailure
+    from byoc.runtime import Model
+    from byoc.runtime.manifest import Manifest
+
+    a = user_dir(tmp_path, "a", {"cube": unary(CUBE)})
+    with_op("json", a, "cube", {"kernel": "cube"})
+    (tmp_path / "g.graph").write_text(GRAPH, encoding="utf-8")
+    model = byoc.build(tmp_path / "g.graph", spec_path=[str(a)])
+    with pytest.raises(RuntimeFailure, match="'absent.yaml', which is missing"):
+        Model(replace(model.manifest, catalogs=("absent.yaml",)), model.members)
+    data = json.loads(model.manifest.with_members(model.members).to_json())
+    data["catalogs"] = "user_ops_1.yaml"
+    with pytest.raises(RuntimeFailure, match="'catalogs' is not a list of strings"):
+        Manifest.from_json(json.dumps(data), "g.byoc")
