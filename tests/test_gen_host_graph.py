@@ -42,12 +42,26 @@ graph main(x: float32[4, 4], y: float32[4, 4]) {
   return g, k
 }
 """
+# A split on the host whose parts go to a region, to another host op and to the
+# result (one part unused), and a split inside a region whose parts are used inside
+# it and returned.
+SPLIT = """\
+graph main(x: float32[4, 6], y: float32[4, 2]) {
+  a, b, c, d = split(relu(x), axis=1, sizes=[2, 2, 1, 1])
+  s, p = @json {
+    q, r = split(add(a, y), axis=0)
+    return concatenate(r, q, axis=0), q
+  }
+  return multiply(b, s), c, p
+}
+"""
 HOST_GRAPHS = {
     "whole_graph": lambda: gen_program("whole_graph"),
     "multi_output": lambda: gen_program("multi_output"),
     "dag": lambda: gen_program("dag"),
     "constants": lambda: gen_program("constants"),
     "mixed": lambda: parse(MIXED, "graph", file="mixed.graph"),
+    "split": lambda: parse(SPLIT, "graph", file="split.graph"),
 }
 
 
@@ -133,7 +147,7 @@ def test_host_graph(name, golden, rng):
     check_runs(HOST_GRAPHS[name](), rng)
 
 
-@pytest.mark.parametrize("name", ["whole_graph", "mixed"])
+@pytest.mark.parametrize("name", ["whole_graph", "mixed", "split"])
 def test_host_functions(name, golden):
     _, artifacts = build(HOST_GRAPHS[name]())
     functions = artifacts["main.host.graph"]
