@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .catalog import Catalog, RuleError, infer_type, normalize_attrs
+from .catalog import Catalog, RuleError, infer_types, normalize_attrs
 from .errors import GraphError, Location, close_names
 from .ir import (
     ANON_PREFIX,
@@ -105,11 +105,11 @@ class FunctionBuilder:
         self.kinds: dict[str, str] = {}
         """The kind of every defined name that is not a node (parameter, constant, ...)."""
         self._anon = 0
-        self._infer_cache: dict[tuple, tuple[Attrs, TensorType, tuple[TensorType]]] = {}
-        """(op, input types, given attrs) -> (normalized attrs, output type, and a 1-tuple
-        of it that every such node shares: most nodes have one output). Sharing it saves
-        a tuple per node, one the young collections would scan: 1.5-2.5% of a
-        100k-line parse in paired rounds."""
+        self._infer_cache: dict[tuple, tuple[Attrs, tuple[TensorType, ...]]] = {}
+        """(op, input types, given attrs, output count) -> (normalized attrs, output
+        types), a tuple that every such node shares. Sharing it saves a tuple per node,
+        one the young collections would scan: 1.5-2.5% of a 100k-line parse in paired
+        rounds."""
         self.captures: list[tuple[str, Location]] = []
         self.bindings: tuple[str, ...] = ()
         self._function: Function | None = None
@@ -360,40 +360,54 @@ class FunctionBuilder:
             out_types = callee.output_types
             return Node(st.outputs, CALL_OP, st.inputs, out_types, (), callee, st.loc)
         # The attribute values' types are part of the key: 1, 1.0 and True are equal in Python.
-        key = (st.op, input_types, tuple([(k, type(v), v) for k, v, _ in st.attrs]) if st.attrs else ())
+        key = (
+            st.op,
+            input_types,
+            tuple([(k, type(v), v) for k, v, _ in st.attrs]) if st.attrs else (),
+            len(st.outputs),
+        )
         cached = self._infer_cache.get(key)
         if cached is None:
             if None in input_types:
                 return None
-            attrs, out = self._infer(st, input_types)  # type: ignore[arg-type]
-            cached = self._infer_cache[key] = (attrs, out, (out,))
-        attrs, out, single = cached
+            cached = self._infer_cache[key] = self._infer(st, input_types)  # type: ignore[arg-type]
+        attrs, out_types = cached
         declared = st.declared
-        if declared is not None and declared is not out and declared != out:
+        if declared is not None and declared is not out_types[0] and declared != out_types[0]:
+            out = out_types[0]
             raise self.error(
                 f"shape mismatch: {st.op} gives {out} here, but the text declares {declared}",
                 self.where(st, DECLARED),
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
-        return Node(st.outputs, st.op, st.inputs, single, attrs, None, st.loc)
+        return Node(st.outputs, st.op, st.inputs, out_types, attrs, None, st.loc)
 
-    def _infer(self, st: _Statement, input_types: tuple[TensorType, ...]) -> tuple[Attrs, TensorType]:
+    def _infer(
+        self, st: _Statement, input_types: tuple[TensorType, ...]
+    ) -> tuple[Attrs, tuple[TensorType, ...]]:
         op = self.catalog.get(st.op)
         if op is None:
             close = close_names(st.op, self.catalog)
             hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
             raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
+        if op.several_outputs and st.outputs[0].startswith(ANON_PREFIX):
+            raise self.error(
+                f"{st.op} has several outputs, so it cannot be used inside an expression",
+                self.where(st, OP),
+                hint=f"bind its outputs first, `a, b = {st.op}(...)`, then use the names",
+            )
         attrs = self._attrs(op, st) if st.attrs or op.attrs else ()
         try:
-            out = infer_type(op, input_types, attrs)
+            out_types = infer_types(op, input_types, attrs, len(st.outputs))
         except RuleError as exc:
             args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
             where = self._attr_loc(st, exc.key) or self.where(st, OP)
             raise self.error(f"{st.op}({args}): {exc.message}", where, hint=exc.hint) from None
-        problem = shape_problem(out.shape)
-        if problem is not None:  # e.g. concatenating tensors near the limit
-            raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
-        return attrs, out
+        for out in out_types:
+            problem = shape_problem(out.shape)
+            if problem is not None:  # e.g. concatenating tensors near the limit
+                raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
+        return attrs, out_types
 
     def _attrs(self, op, st: _Statement) -> Attrs:
         try:

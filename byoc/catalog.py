@@ -22,7 +22,7 @@ from . import reference_kernels
 from .ast_lock import PYTHON_AST_LOCK
 from .errors import Location
 from .ir import Attrs, AttrValue, TensorType
-from .shape_rules import SHAPE_RULES, RuleError, ShapeRule, broadcast_shapes
+from .shape_rules import OUTPUT_COUNT, SHAPE_RULES, RuleError, ShapeRule, broadcast_shapes, count_text
 from .value_types import VALUE_TYPES, ValueType
 
 __all__ = [
@@ -36,8 +36,11 @@ __all__ = [
     "broadcast_shapes",
     "check_attr_value",
     "compile_reference",
+    "count_text",
     "evaluate_op",
+    "evaluate_outputs",
     "infer_type",
+    "infer_types",
     "kernel_reference",
     "normalize_attrs",
 ]
@@ -84,6 +87,15 @@ class OpDef:
     """The reference kernel's name, when the reference is one (then ``numpy`` is None)."""
     loc: Location | None = field(default=None, compare=False, repr=False)
     reference: Reference | None = field(default=None, compare=False, repr=False)
+    min_outputs: int = 1
+    max_outputs: int | None = 1
+    """The outputs a node of the op defines; ``None`` means any number (a node's
+    count is the number of names the text binds)."""
+
+    @property
+    def several_outputs(self) -> bool:
+        """Whether a node of the op may define more than one output."""
+        return self.max_outputs != 1
 
     @property
     def rule(self) -> ShapeRule:
@@ -109,9 +121,10 @@ class OpDef:
     def arity_text(self) -> str:
         if self.max_inputs is None:
             return f"at least {self.min_inputs}"
-        if self.max_inputs == self.min_inputs:
-            return str(self.min_inputs)
-        return f"{self.min_inputs} to {self.max_inputs}"
+        return count_text(self.min_inputs, self.max_inputs)
+
+    def outputs_text(self) -> str:
+        return count_text(self.min_outputs, self.max_outputs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +175,15 @@ class Catalog(Mapping[str, OpDef]):
 
 
 def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorType:
-    """The output type of ``op`` on inputs of ``types``; raises RuleError."""
+    """The output type of a one-output node of ``op`` on inputs of ``types``; raises RuleError."""
+    return infer_types(op, types, attrs)[0]
+
+
+def infer_types(
+    op: OpDef, types: Sequence[TensorType], attrs: Attrs, count: int = 1
+) -> tuple[TensorType, ...]:
+    """The types of the ``count`` outputs of a node of ``op`` on inputs of ``types``;
+    raises RuleError."""
     n = len(types)
     if n < op.min_inputs or (op.max_inputs is not None and n > op.max_inputs):
         noun = "input" if op.arity_text() == "1" else "inputs"
@@ -173,7 +194,15 @@ def infer_type(op: OpDef, types: Sequence[TensorType], attrs: Attrs) -> TensorTy
                 f"{op.name} does not support dtype {t.dtype}",
                 hint=f"{op.name} supports {', '.join(op.dtypes)}",
             )
-    return op.rule.infer(types, op.kwargs(attrs))
+    if count < op.min_outputs or (op.max_outputs is not None and count > op.max_outputs):
+        noun = "output" if op.outputs_text() == "1" else "outputs"
+        raise RuleError(
+            f"{op.name} gives {op.outputs_text()} {noun}, but the node has {count}",
+            hint=f"bind one name per output: `a, b = {op.name}(...)`"
+            if op.several_outputs
+            else f"bind one name: `y = {op.name}(...)`",
+        )
+    return op.rule.infer_outputs(types, op.kwargs(attrs), count)
 
 
 # --------------------------------------------------------------------------- attrs
@@ -312,27 +341,40 @@ def _kernels() -> dict[str, Callable[..., np.ndarray]]:
     }
 
 
-def kernel_reference(name: str, min_inputs: int, variadic: bool, attr_names: Sequence[str]) -> Reference:
+def kernel_reference(
+    name: str, min_inputs: int, variadic: bool, attr_names: Sequence[str], several: bool = False
+) -> Reference:
     """The reference that calls kernel ``name`` of :mod:`byoc.reference_kernels` with the
     inputs positionally and the attributes as keyword arguments. Raises RuleError when
-    there is no such kernel or it cannot take those inputs and attributes."""
+    there is no such kernel or it cannot take those inputs and attributes.
+
+    The kernel of an op of ``several`` outputs returns a tuple and is also told how
+    many outputs the node has, as the keyword ``num_outputs``; any other returns one
+    array."""
     kernels = _kernels()
     fn = kernels.get(name)
     if fn is None:
         raise RuleError(f"unknown reference kernel {name!r}", hint=f"kernels: {', '.join(sorted(kernels))}")
     signature = inspect.signature(fn)
-    if str(signature.return_annotation).startswith("tuple"):
+    returns_tuple = str(signature.return_annotation).startswith("tuple")
+    if returns_tuple and not several:
         raise RuleError(
-            f"kernel {name} returns several outputs; a catalog op has one",
-            hint="a node of byoc's IR carries one output per catalog op",
+            f"kernel {name} returns several outputs; the op declares one",
+            hint="declare the op's outputs, `outputs: 1+`, with a shape rule of several outputs",
+        )
+    if several and not returns_tuple:
+        raise RuleError(
+            f"kernel {name} returns one output; the op declares several",
+            hint="an op of several outputs needs a kernel that returns a tuple of arrays",
         )
     probe = [None] * (min_inputs + (1 if variadic else 0))
+    keywords = (*attr_names, OUTPUT_COUNT) if several else tuple(attr_names)
     try:
-        signature.bind(*probe, **dict.fromkeys(attr_names))
+        signature.bind(*probe, **dict.fromkeys(keywords))
     except TypeError as exc:
         raise RuleError(
             f"kernel {name}{signature} cannot take {len(probe)} input(s) and the attributes "
-            f"{', '.join(attr_names) or '(none)'}: {exc}"
+            f"{', '.join(keywords) or '(none)'}: {exc}"
         ) from None
 
     def reference(
@@ -355,3 +397,15 @@ def evaluate_op(op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, out: Tens
     result = op.reference(inputs, op.kwargs(attrs), target)
     # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
     return np.asarray(result, dtype=out.dtype, order="C")
+
+
+def evaluate_outputs(
+    op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, types: Sequence[TensorType]
+) -> tuple[np.ndarray, ...]:
+    """Every output of a node of ``op`` whose outputs have ``types``, as :func:`evaluate_op`
+    computes one: the reference kernel of an op of several outputs is told their number."""
+    if not op.several_outputs:
+        return (evaluate_op(op, inputs, attrs, types[0]),)
+    assert op.reference is not None, f"op {op.name} was not compiled"
+    results = op.reference(inputs, {**op.kwargs(attrs), OUTPUT_COUNT: len(types)})
+    return tuple(np.asarray(r, dtype=t.dtype, order="C") for r, t in zip(results, types, strict=True))

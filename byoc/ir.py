@@ -111,8 +111,9 @@ class Constant:
 class Node:
     """One op application.
 
-    ``outputs`` are the names this node defines (one for every catalog op; a call
-    defines one per callee output), and ``types`` their tensor types.
+    ``outputs`` are the names this node defines (one for most catalog ops, one per
+    part for an op of several outputs such as ``a, b = split(x)``; a call defines one
+    per callee output), and ``types`` their tensor types.
     ``attrs`` holds every attribute of the op, defaults filled in, in catalog order.
     """
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .catalog import Catalog, evaluate_op
+from .catalog import Catalog, evaluate_outputs
 from .errors import UsageError
 from .ir import CALL_OP, Function
 
@@ -32,7 +32,7 @@ def evaluate(fn: Function, inputs: Mapping[str, np.ndarray], catalog: Catalog) -
         if node.op == CALL_OP:
             assert node.callee is not None
             results = evaluate(node.callee, dict(zip(node.inputs, args)), catalog)
-            env.update(zip(node.outputs, results))
         else:
-            env[node.name] = evaluate_op(catalog[node.op], args, node.attrs, node.type)
+            results = evaluate_outputs(catalog[node.op], args, node.attrs, node.types)
+        env.update(zip(node.outputs, results))
     return tuple(env[name] for name in fn.outputs)

@@ -27,9 +27,10 @@ PAD_MODES = ("constant", "reflect", "edge")
 class AttributeProblem(ValueError):
     """An invalid value of one attribute, ``attr`` (``strides``, not ``strides[1]``)."""
 
-    def __init__(self, attr: str, message: str) -> None:
+    def __init__(self, attr: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.attr = attr.split("[", 1)[0]
+        self.hint = hint
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -596,16 +597,23 @@ def split_sizes(
     x_shape, *, axis: int = 0, sizes: Sequence[int] | None = None, num_outputs: int | None = None
 ) -> Shape:
     """The part sizes along ``axis``: ``sizes`` as given (they must add up to the axis), or ``num_outputs``
-    parts of ceil(size / num_outputs), the last one smaller (ONNX 18); every part non-empty."""
+    parts of ceil(size / num_outputs), the last one smaller (ONNX 18); every part of those non-empty. Given
+    both, ``sizes`` must have ``num_outputs`` values (a graph node passes its output count)."""
     op = "split"
     x = _shape(x_shape, f"{op}: input shape")
     a = normalize_axis(axis, len(x), op)
-    if (sizes is None) == (num_outputs is None):
-        raise AttributeProblem("sizes", f"{op}: give exactly one of sizes and num_outputs")
+    if sizes is None and num_outputs is None:
+        raise AttributeProblem("sizes", f"{op}: give sizes, num_outputs or both")
     if sizes is not None:
         parts = tuple(_int(v, f"{op}: sizes") for v in sizes)
         if not parts or min(parts) < 0:
             raise AttributeProblem("sizes", f"{op}: sizes {list(parts)} must be non-empty and non-negative")
+        if num_outputs is not None and len(parts) != num_outputs:
+            raise AttributeProblem(
+                "sizes",
+                f"{op}: sizes {list(parts)} give {len(parts)} parts, but there are {num_outputs} outputs",
+                hint=f"give one size per output, or bind {len(parts)} names",
+            )
         if sum(parts) != x[a]:
             raise AttributeProblem(
                 "sizes", f"{op}: sizes {list(parts)} add up to {sum(parts)}, axis {a} has size {x[a]}"
@@ -618,7 +626,9 @@ def split_sizes(
     parts = tuple(min(chunk, x[a] - i * chunk) for i in range(n))
     if min(parts) < 1:
         raise AttributeProblem(
-            "num_outputs", f"{op}: num_outputs = {n} cannot split size {x[a]} into non-empty parts of {chunk}"
+            "num_outputs",
+            f"{op}: {n} outputs cannot split size {x[a]} into non-empty parts of {chunk}",
+            hint="bind fewer names, or give the part sizes with sizes=[...]",
         )
     return parts
 

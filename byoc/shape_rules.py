@@ -45,7 +45,27 @@ class RuleError(Exception):
 
 Kwargs = Mapping[str, object]
 """Attribute values as rules and kernels receive them (see :meth:`byoc.catalog.OpDef.kwargs`)."""
-Infer = Callable[[Sequence[TensorType], Kwargs], TensorType]
+Infer = Callable[[Sequence[TensorType], Kwargs], TensorType | tuple[TensorType, ...]]
+"""A rule's inference: one type, or for a rule of several outputs a tuple of them."""
+
+OUTPUT_COUNT = "num_outputs"
+"""The keyword that tells a rule of several outputs, and its reference kernel, how many
+outputs the node has (a node's output count comes from the names the text binds)."""
+
+
+def count_text(low: int, high: int | None) -> str:
+    """A count range in words: ``2``, ``2 or more``, ``1 to 3``."""
+    if high is None:
+        return f"{low} or more"
+    return str(low) if low == high else f"{low} to {high}"
+
+
+def count_within(low: int, high: int | None, outer_low: int, outer_high: int | None) -> bool:
+    """Whether the count range ``low``..``high`` lies inside ``outer_low``..``outer_high``
+    (``None``: no upper bound)."""
+    if low < outer_low:
+        return False
+    return outer_high is None or (high is not None and high <= outer_high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +84,29 @@ class ShapeRule:
     min_inputs: int = 1
     max_inputs: int | None = None
     """The inputs the rule takes; ``None`` means any number."""
+    min_outputs: int = 1
+    max_outputs: int | None = 1
+    """The outputs the rule gives. A rule of several outputs (``max_outputs`` not 1) is
+    told their number as the keyword :data:`OUTPUT_COUNT` and infers a tuple of types."""
 
     def takes(self, min_inputs: int, max_inputs: int | None) -> bool:
         """Whether an op of ``min_inputs`` to ``max_inputs`` inputs fits the rule."""
-        if min_inputs < self.min_inputs:
-            return False
-        return self.max_inputs is None or (max_inputs is not None and max_inputs <= self.max_inputs)
+        return count_within(min_inputs, max_inputs, self.min_inputs, self.max_inputs)
+
+    def gives(self, min_outputs: int, max_outputs: int | None) -> bool:
+        """Whether an op of ``min_outputs`` to ``max_outputs`` outputs fits the rule."""
+        return count_within(min_outputs, max_outputs, self.min_outputs, self.max_outputs)
 
     def arity_text(self) -> str:
-        if self.max_inputs is None:
-            return f"{self.min_inputs} or more"
-        return str(self.min_inputs)
+        return count_text(self.min_inputs, self.max_inputs)
+
+    def infer_outputs(
+        self, types: Sequence[TensorType], kwargs: Kwargs, count: int
+    ) -> tuple[TensorType, ...]:
+        """The types of a node's ``count`` outputs."""
+        if self.max_outputs == 1:
+            return (self.infer(types, kwargs),)  # type: ignore[return-value]
+        return self.infer(types, {**kwargs, OUTPUT_COUNT: count})  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- dtypes
@@ -154,31 +186,46 @@ def _wrap(
     attrs: Mapping[str, str],
     doc: str,
     dtype: Callable[[Sequence[TensorType]], str] = same_dtype,
+    several: bool = False,
 ) -> ShapeRule:
     """A rule computing the shape by ``function`` (of :mod:`byoc.shape_functions`), called
-    with the input shapes and the attributes ``attrs`` as keyword arguments."""
+    with the input shapes and the attributes ``attrs`` as keyword arguments. With
+    ``several``, the function also takes :data:`OUTPUT_COUNT` and returns one shape per
+    output, and the rule gives one output or more."""
+    read = (*attrs, OUTPUT_COUNT) if several else tuple(attrs)
 
-    def infer(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    def infer(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType | tuple[TensorType, ...]:
         out_dtype = dtype(types)
         try:
-            shape = function(*(t.shape for t in types), **{a: kwargs[a] for a in attrs})
+            shape = function(*(t.shape for t in types), **{a: kwargs[a] for a in read})
         except ValueError as exc:
             key = getattr(exc, "attr", None)
             # The function's own name (``max_pool: ``) may not be the op's: drop it.
             raise RuleError(
-                _OP_PREFIX.sub("", str(exc), count=1), key=key if key in attrs else None
+                _OP_PREFIX.sub("", str(exc), count=1),
+                hint=getattr(exc, "hint", None),
+                key=key if key in attrs else None,
             ) from None
+        if several:
+            return tuple(TensorType(tuple(s), out_dtype) for s in shape)
         return TensorType(tuple(shape), out_dtype)
 
     positional = [
         p
         for p in inspect.signature(function).parameters.values()
-        if p.name not in attrs and p.kind is not inspect.Parameter.KEYWORD_ONLY
+        if p.name not in read and p.kind is not inspect.Parameter.KEYWORD_ONLY
     ]
     variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in positional)
     count = len(positional) - variadic
     return ShapeRule(
-        name, infer, False, MappingProxyType(dict(attrs)), doc, max(count, 1), None if variadic else count
+        name,
+        infer,
+        False,
+        MappingProxyType(dict(attrs)),
+        doc,
+        max(count, 1),
+        None if variadic else count,
+        max_outputs=None if several else 1,
     )
 
 
@@ -256,6 +303,13 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 sf.slice,
                 {"starts": "ints", "ends": "ints", "axes": "ints", "steps": "ints"},
                 "ONNX Slice's shape: clamped starts and ends along axes, with steps",
+            ),
+            _wrap(
+                "split",
+                sf.split,
+                {"axis": "int", "sizes": "ints"},
+                "one part per output along axis: of sizes, or equal parts (the last smaller)",
+                several=True,
             ),
             _wrap(
                 "gather",

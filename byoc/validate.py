@@ -8,7 +8,7 @@ callees, and every type equal to what the op catalog infers.
 
 from __future__ import annotations
 
-from .catalog import Catalog, RuleError, infer_type, normalize_attrs
+from .catalog import Catalog, RuleError, infer_types, normalize_attrs
 from .errors import GraphError
 from .ir import CALL_OP, DTYPES, Function, Program, TensorType, shape_problem
 
@@ -67,7 +67,7 @@ def validate_function(fn: Function, catalog: Catalog) -> None:
                     raise GraphError(
                         f"{node.name}: attrs must list every attribute in catalog order", node.loc
                     )
-                expected = (infer_type(op, inputs, node.attrs),)
+                expected = infer_types(op, inputs, node.attrs, len(node.outputs))
             except RuleError as exc:
                 raise GraphError(f"{node.name}: {exc.message}", node.loc, hint=exc.hint) from None
         if node.types != expected or len(node.outputs) != len(expected):

@@ -127,7 +127,7 @@ def _body(fn: Function, colours: dict[str, tuple[str, str]], prefix: str) -> lis
                 continue
             nid = f"{prefix}n{counter[0]}"
             counter[0] += 1
-            label = node.op if node.name.startswith(ANON_PREFIX) else f"{node.name} = {node.op}"
+            label = node.op if node.name.startswith(ANON_PREFIX) else f"{', '.join(node.outputs)} = {node.op}"
             attrs = ", ".join(f"{k}={v}" for k, v in node.attrs)
             if attrs:
                 label += f"\n{attrs}"

@@ -44,10 +44,10 @@ def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog |
 
 def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType], catalog: Catalog) -> bool:
     """Whether ``spec`` can run ``node`` (see the module docstring, step 1)."""
-    if node.op == CALL_OP or len(node.outputs) != 1:
+    if node.op == CALL_OP:
         return False
     out, opdef = node.type, catalog.get(node.op)
-    if opdef is None or not spec.supports(node.op, out.dtype, out.rank):
+    if opdef is None or not all(spec.supports(node.op, t.dtype, t.rank) for t in node.types):
         return False
     broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
     for name in node.inputs:

@@ -341,15 +341,16 @@ class _Emitter:
             body.close_region(results)
             fb.add_region(names, body, st.loc)
             return
-        if len(names) > 1:
+        if type(rhs) is Call:
+            self.call(fb, rhs, names, st.loc)
+        elif len(names) > 1:
             raise GraphError(
-                f"only a region can bind several names; this binds {', '.join(names)}",
+                f"only a region or an op of several outputs can bind several names; this binds {', '.join(names)}",
                 st.targets[1][1],
+                hint="bind one name here",
             )
-        if type(rhs) is Const:
+        elif type(rhs) is Const:
             fb.add_constant(names[0], rhs.type, rhs.values, st.loc)
-        elif type(rhs) is Call:
-            self.call(fb, rhs, names[0], st.loc)
         else:
             raise GraphError(
                 f"`{names[0]} = {rhs.name}` only renames a value",
@@ -362,19 +363,21 @@ class _Emitter:
             return e.name, e.loc
         return self.call(fb, e, None, e.loc), e.loc
 
-    def call(self, fb: FunctionBuilder, c: Call, target: str | None, loc: Location) -> str:
+    def call(self, fb: FunctionBuilder, c: Call, targets: tuple[str, ...] | None, loc: Location) -> str:
+        """Add the node of call ``c``, bound to ``targets`` (None: a nested call, named
+        anonymously); return its first output's name."""
         inputs = [self.expr(fb, a) for a in c.args]
-        name = target if target is not None else fb.anonymous()
+        names = targets if targets is not None else (fb.anonymous(),)
         locs = [where for _, where in inputs]
         fb.add_node(
-            (name,),
+            names,
             c.op,
             tuple(n for n, _ in inputs),
             loc,
             attrs=c.attrs,
             locate=partial(_listed_location, locs, c.loc),
         )
-        return name
+        return names[0]
 
 
 def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:

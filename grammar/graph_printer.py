@@ -39,7 +39,10 @@ def _body(fn: Function, depth: int, lines: list[str]) -> None:
     anon = {
         node.name: node
         for node in fn.nodes
-        if node.name.startswith(ANON_PREFIX) and node.op != CALL_OP and uses[node.name] == 1
+        if node.name.startswith(ANON_PREFIX)
+        and node.op != CALL_OP
+        and len(node.outputs) == 1
+        and uses[node.name] == 1
     }
     for c in fn.constants:
         lines.append(f"{pad}{c.name} = {_constant(c)}")

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from byoc.catalog import Catalog, evaluate_op
+from byoc.catalog import Catalog, evaluate_outputs
 from byoc.errors import ByocError, RuntimeFailure
 from byoc.grammar.examplejson_parser import parse_examplejson
 from byoc.grammar.lark_support import decode
@@ -195,10 +195,10 @@ def function_plan(fn: Function, catalog: Catalog) -> tuple[InterpreterPlan, tupl
     for node in fn.nodes:
         if node.op == CALL_OP or len(node.outputs) != 1:
             raise RuntimeFailure(f"{fn.name}: node {node.name} is not a catalog op")
-        kernel = partial(evaluate_op, catalog[node.op], attrs=node.attrs, out=node.type)
+        kernel = partial(evaluate_outputs, catalog[node.op], attrs=node.attrs, types=node.types)
         inputs = tuple(slots[name] for name in node.inputs)
         slots[node.name] = len(slots)
-        steps.append(InterpreterStep(kernel, inputs, slots[node.name]))
+        steps.append(InterpreterStep(kernel, inputs, (slots[node.name],)))
     consts = tuple(np.array(c.values, dtype=c.type.dtype).reshape(c.type.shape) for c in fn.constants)
     for array in consts:
         array.flags.writeable = False

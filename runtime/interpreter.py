@@ -1,8 +1,8 @@
 """The numpy interpreter core shared by the ExampleJSON and JSON runtime modules.
 
 A function is precompiled once, at load time, into a :class:`InterpreterPlan`: a flat list of
-*entries* (TVM's data entries) and a list of :class:`InterpreterStep` s, each computing one
-entry with a catalog op's numpy kernel from other entries. A call checks its
+*entries* (TVM's data entries) and a list of :class:`InterpreterStep` s, each computing the
+entries of one node's outputs with a catalog op's numpy kernel from other entries. A call checks its
 arguments the way the generated TVM FFI entries do (count, dtype, shape; outputs
 C-contiguous and writeable), binds them to entries, runs the steps and copies the
 results into the caller's output arrays.
@@ -22,17 +22,17 @@ from byoc.ir import TensorType
 
 from .interface import Signature
 
-Kernel = Callable[[list[np.ndarray]], np.ndarray]
-"""A step's computation: the input entries' arrays in, a new array out."""
+Kernel = Callable[[list[np.ndarray]], Sequence[np.ndarray]]
+"""A step's computation: the input entries' arrays in, one new array per output out."""
 
 
 @dataclass(frozen=True, slots=True)
 class InterpreterStep:
-    """Compute entry ``output`` by ``kernel`` of the entries ``inputs``."""
+    """Compute the entries ``outputs`` by ``kernel`` of the entries ``inputs``."""
 
     kernel: Kernel
     inputs: tuple[int, ...]
-    output: int
+    outputs: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,9 @@ class InterpreterPlan:
             env[slot] = value
         for k, step in enumerate(self.steps):
             try:
-                env[step.output] = step.kernel([env[i] for i in step.inputs])
+                results = step.kernel([env[i] for i in step.inputs])
+                for slot, value in zip(step.outputs, results, strict=True):
+                    env[slot] = value
             except (ArithmeticError, ValueError, TypeError, MemoryError) as exc:
                 raise RuntimeFailure(f"{self.symbol}: step {k} failed: {exc}") from exc
         results = [env[slot] for slot in self.output_slots]

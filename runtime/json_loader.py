@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from byoc.catalog import Catalog, RuleError, evaluate_op, infer_type, normalize_attrs
+from byoc.catalog import Catalog, RuleError, evaluate_outputs, infer_types, normalize_attrs
 from byoc.errors import RuntimeFailure
 from byoc.ir import DTYPES, TensorType
 
@@ -68,7 +68,9 @@ class GraphLoader:
             raise self.fail(f"key {key!r} is missing or not a {kind.__name__}", nid)
         return value
 
-    def load(self, symbol: str, entry: Any, values: Mapping[str, Any]) -> tuple[InterpreterPlan, tuple[str, ...]]:
+    def load(
+        self, symbol: str, entry: Any, values: Mapping[str, Any]
+    ) -> tuple[InterpreterPlan, tuple[str, ...]]:
         if self.get(entry, "symbol", str) != symbol:
             raise self.fail(f"its symbol is {entry['symbol']!r}, not its key")
         names = self.get(entry, "const_names", list)
@@ -81,7 +83,7 @@ class GraphLoader:
             op = self.get(node, "op", str, nid)
             self.get(node, "name", str, nid)
             types.append(self.node_types(node, nid))
-            if len(types[nid]) != 1:
+            if len(types[nid]) != 1 and op != "kernel":
                 raise self.fail(f"a {op} node has one output, this one declares {len(types[nid])}", nid)
             if op == "kernel":
                 steps.append(self.kernel(node, nid, types, row_ptr))
@@ -153,19 +155,24 @@ class GraphLoader:
             self.entry(r, f"input {k}", types, nid) for k, r in enumerate(self.get(node, "inputs", list, nid))
         ]
         attrs = node["attrs"]
-        for key, want in (("num_inputs", len(refs)), ("num_outputs", 1)):
+        declared = types[nid]
+        for key, want in (("num_inputs", len(refs)), ("num_outputs", len(declared))):
             if key in attrs and attrs[key] != str(want):
                 raise self.fail(f"{key} is {attrs[key]!r}, but the node has {want}", nid)
         try:
             given = [(a.name, _attr_value(a.type, attrs[a.name])) for a in op.attrs if a.name in attrs]
             op_attrs = normalize_attrs(op, given)
-            out = infer_type(op, [types[n][i] for n, i in refs], op_attrs)
+            out = infer_types(op, [types[n][i] for n, i in refs], op_attrs, len(declared))
         except (RuleError, ValueError, TypeError) as exc:
             raise self.fail(f"kernel {name}: {getattr(exc, 'message', exc)}", nid) from None
-        if out != types[nid][0]:
-            raise self.fail(f"kernel {name} computes {out}, the node declares {types[nid][0]}", nid)
-        fn = partial(evaluate_op, op, attrs=op_attrs, out=out)
-        return InterpreterStep(fn, tuple(row_ptr[n] + i for n, i in refs), row_ptr[nid])
+        if out != declared:
+            shown = ", ".join(map(str, out))
+            raise self.fail(
+                f"kernel {name} computes {shown}, the node declares {', '.join(map(str, declared))}", nid
+            )
+        fn = partial(evaluate_outputs, op, attrs=op_attrs, types=out)
+        slots = tuple(range(row_ptr[nid], row_ptr[nid] + len(out)))
+        return InterpreterStep(fn, tuple(row_ptr[n] + i for n, i in refs), slots)
 
     def check_value(self, name: str, values: Mapping[str, Any], t: TensorType, nid: int) -> None:
         value = values.get(name)

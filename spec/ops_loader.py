@@ -27,6 +27,7 @@ from byoc.catalog import (
     ShapeRule,
     check_attr_value,
     compile_reference,
+    count_text,
     kernel_reference,
 )
 from byoc.errors import Location, SpecError
@@ -43,7 +44,7 @@ OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 ARITY = re.compile(r"([0-9]+)(\+?)\Z")
 
 OP_KEYS_REQUIRED = ("inputs", "shape")
-OP_KEYS_OPTIONAL = ("doc", "dtypes", "attrs", "numpy", "kernel", "c")
+OP_KEYS_OPTIONAL = ("doc", "outputs", "dtypes", "attrs", "numpy", "kernel", "c")
 REFERENCE_KEYS = ("numpy", "kernel")
 """An op gives exactly one of these: a numpy expression, or a reference kernel's name."""
 
@@ -233,9 +234,12 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
             raise doc.error(f"{what}: a dtype is listed twice", node, "dtypes", value=True)
         dtypes = tuple(d for d in DTYPES if d in seq)
 
+    outputs = _load_outputs(doc, node, what, SHAPE_RULES[rule]) if "outputs" in node else (1, 1)
     attrs = _load_attrs(doc, node, what) if "attrs" in node else ()
     _check_rule_attrs(doc, node, what, SHAPE_RULES[rule], attrs)
-    text, kernel, reference = _load_reference(doc, node, what, min_inputs, max_inputs, attrs)
+    text, kernel, reference = _load_reference(
+        doc, node, what, min_inputs, max_inputs, attrs, outputs != (1, 1)
+    )
 
     c = None
     if "c" in node:
@@ -271,11 +275,18 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         kernel,
         Location(doc.path, line + 1, col + 1),
         reference,
+        *outputs,
     )
 
 
 def _load_reference(
-    doc: YamlDoc, node, what: str, min_inputs: int, max_inputs: int | None, attrs: tuple[AttrDef, ...]
+    doc: YamlDoc,
+    node,
+    what: str,
+    min_inputs: int,
+    max_inputs: int | None,
+    attrs: tuple[AttrDef, ...],
+    several: bool = False,
 ) -> tuple[str | None, str | None, Reference]:
     """(numpy text, kernel name, compiled reference) of the op; exactly one of the first two."""
     given = [k for k in REFERENCE_KEYS if k in node]
@@ -291,9 +302,11 @@ def _load_reference(
     text = doc.typed(node, key, str, f"{what}: {key}")
     names = [a.name for a in attrs]
     try:
-        if key == "numpy":
+        if key == "numpy" and not several:
             return text, None, compile_reference(text, max_inputs, names)
-        return None, text, kernel_reference(text, min_inputs, max_inputs is None, names)
+        if key == "numpy":
+            raise RuleError("an op of several outputs needs a reference kernel that returns them")
+        return None, text, kernel_reference(text, min_inputs, max_inputs is None, names, several)
     except RuleError as exc:
         raise doc.error(f"{what}: {exc.message}", node, key, value=True, hint=exc.hint) from None
 
@@ -370,3 +383,30 @@ def _load_choices(doc: YamlDoc, anode, aname: str, atype: str) -> tuple:
     if len(set(out)) != len(out):
         raise doc.error(f"attribute {aname}: a choice is listed twice", anode, "choices", value=True)
     return tuple(out)
+
+
+def _load_outputs(doc: YamlDoc, node, what: str, rule: ShapeRule) -> tuple[int, int | None]:
+    """The op's ``outputs:``, an int or ``"N+"`` like ``inputs:``, within its rule's."""
+    raw = node["outputs"]
+    match = ARITY.match(str(raw)) if isinstance(raw, (int, str)) and not isinstance(raw, bool) else None
+    if match is None or int(match.group(1)) < 1:
+        raise doc.error(
+            f"{what}: outputs must be a positive integer or 'N+' (N or more), got {raw!r}",
+            node,
+            "outputs",
+            value=True,
+        )
+    low = int(match.group(1))
+    high = None if match.group(2) else low
+    if not rule.gives(low, high):
+        gives = count_text(rule.min_outputs, rule.max_outputs)
+        raise doc.error(
+            f"{what}: the shape rule {rule.name} gives {gives} output{'' if gives == '1' else 's'}, "
+            f"but the op declares {raw}",
+            node,
+            "outputs",
+            value=True,
+            hint="rules of several outputs: "
+            + ", ".join(r.name for r in SHAPE_RULES.values() if r.max_outputs != 1),
+        )
+    return low, high

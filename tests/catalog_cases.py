@@ -32,9 +32,21 @@ Attr = int | float | bool | str | tuple[int, ...]
 class OpCase:
     inputs: list[np.ndarray]
     attrs: dict[str, Attr] = field(default_factory=dict)
-    expected: np.ndarray | None = None
-    """None: the op must reject the case (``error`` is a fragment of the message)."""
+    expected: np.ndarray | tuple[np.ndarray, ...] | None = None
+    """None: the op must reject the case (``error`` is a fragment of the message); a tuple
+    for an op of several outputs, one array per output."""
     error: str = ""
+
+    @property
+    def outputs(self) -> tuple[np.ndarray, ...]:
+        """The expected outputs, one or several."""
+        return self.expected if isinstance(self.expected, tuple) else (self.expected,)
+
+    def targets(self) -> str:
+        """The names the case's node binds: ``r``, or ``r0, r1, ...`` for several outputs."""
+        if not isinstance(self.expected, tuple):
+            return "r"
+        return ", ".join(f"r{k}" for k in range(len(self.expected)))
 
 
 def attr_text(value: Attr) -> str:
@@ -48,11 +60,20 @@ def attr_text(value: Attr) -> str:
     return repr(value)
 
 
-def graph_text(op: str, case: OpCase) -> str:
-    """One graph computing ``op`` on parameters p0, p1, ... of the inputs' types."""
+def call_text(op: str, case: OpCase, first: str = "p0") -> str:
+    """``op(p0, p1, ..., key=value, ...)``; ``first`` names the first input."""
+    names = [first] + [f"p{i}" for i in range(1, len(case.inputs))]
+    args = names[: len(case.inputs)] + [f"{k}={attr_text(v)}" for k, v in case.attrs.items()]
+    return f"{op}({', '.join(args)})"
+
+
+def graph_text(op: str, case: OpCase, body: list[str] | None = None) -> str:
+    """One graph computing ``op`` on parameters p0, p1, ... of the inputs' types; ``body``
+    replaces the statement that binds the case's targets."""
     params = ", ".join(f"p{i}: {a.dtype}[{', '.join(map(str, a.shape))}]" for i, a in enumerate(case.inputs))
-    args = [f"p{i}" for i in range(len(case.inputs))] + [f"{k}={attr_text(v)}" for k, v in case.attrs.items()]
-    return f"graph main({params}) {{\n  r = {op}({', '.join(args)})\n  return r\n}}\n"
+    lines = body if body is not None else [f"{case.targets()} = {call_text(op, case)}"]
+    statements = "".join(f"  {line}\n" for line in lines)
+    return f"graph main({params}) {{\n{statements}  return {case.targets()}\n}}\n"
 
 
 # ------------------------------------------------------------------------------ arrays
@@ -572,6 +593,27 @@ def gather_case(draw, dtype: str) -> OpCase:
     return OpCase([x, idx], {"axis": axis}, expected)
 
 
+@st.composite
+def split_case(draw, dtype: str) -> OpCase:
+    """Given sizes (some may be 0), or equal parts of ceil(size / n), the last one smaller;
+    the parts are numpy.split's at the running sums of the sizes."""
+    shape = draw(shapes(1, 3, max_side=6))
+    x = array(_rng(draw), shape, dtype)
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    size = shape[axis]
+    attrs: dict[str, Attr] = {"axis": axis} if axis != 0 or draw(st.booleans()) else {}
+    if draw(st.booleans()):
+        sizes = draw(st.lists(st.integers(0, size), min_size=1, max_size=4).filter(lambda s: sum(s) <= size))
+        sizes[-1] += size - sum(sizes)
+        attrs["sizes"] = tuple(sizes)
+    else:
+        n = draw(st.integers(1, size).filter(lambda n: (n - 1) * -(-size // n) < size))
+        chunk = -(-size // n)
+        sizes = [chunk] * (n - 1) + [size - chunk * (n - 1)]
+    cuts = list(itertools.accumulate(sizes))[:-1]
+    return OpCase([x], attrs, tuple(np.split(x, cuts, axis=axis)))
+
+
 # ------------------------------------------------------------------------------ the table
 
 CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
@@ -607,5 +649,6 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     "expand": expand_case,
     "pad": pad_case,
     "slice": slice_case,
+    "split": split_case,
     "gather": gather_case,
 }

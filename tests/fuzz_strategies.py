@@ -84,9 +84,12 @@ def fuzz_settings(ci: int, *, compiled: bool = False) -> settings:
 # ----------------------------------------------------------- random region graphs
 
 ELEMENTWISE = ("add", "subtract", "multiply", "maximum", "minimum", "negative", "relu", "copy")
-"""The ops the differential fuzz draws from (divide is left out: a random divisor
-near zero makes float comparisons meaningless; concatenate is covered by the
-partitioning and e2e tests)."""
+"""The ops the differential fuzz draws from, deliberately a fixed list: region_graphs
+works out each one's bound on |value|, so integer results never overflow and compare
+bit for bit (divide is left out: a random divisor near zero makes float comparisons
+meaningless; concatenate is covered by the partitioning and e2e tests). Caps keeps
+those the backend's spec maps; tests/test_e2e_random_catalog.py draws from the whole
+catalog instead."""
 UNARY = ("negative", "relu", "copy")
 LIMIT = 2**20
 """A bound on every value's magnitude, so integer results never overflow."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from catalog_cases import CASES, OpCase, graph_text
+from catalog_cases import CASES, OpCase, call_text, graph_text
 from conftest import EXAMPLES, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -71,23 +71,28 @@ def test_reference_matches_the_definition(op, dtype, data):
         return
     program = parse(text, "graph")
     fn = program.functions[0]
-    (out,) = byoc.evaluate(fn, _inputs(case))
-    t = fn.output_types[0]
-    assert out.shape == t.shape == np.shape(case.expected)
-    assert out.dtype == np.dtype(t.dtype) == np.dtype(dtype)
-    check(out, np.asarray(case.expected))
+    outs = byoc.evaluate(fn, _inputs(case))
+    assert len(outs) == len(fn.output_types) == len(case.outputs)
+    for out, t, expected in zip(outs, fn.output_types, case.outputs):
+        assert out.shape == t.shape == np.shape(expected)
+        assert out.dtype == np.dtype(t.dtype) == np.dtype(dtype)
+        check(out, np.asarray(expected))
     assert parse(print_program(program, "graph"), "graph") == program
 
 
 def _on_json(op: str, case: OpCase) -> str:
     """The op inside an @json region."""
-    return graph_text(op, case).replace(f"r = {op}(", f"r = @json {{ return {op}(").replace(")\n", ") }\n", 1)
+    names = case.targets()
+    return graph_text(
+        op, case, [f"{names} = @json {{", f"  {names} = {call_text(op, case)}", f"  return {names}", "}"]
+    )
 
 
 def _on_host(op: str, case: OpCase) -> str:
     """The op on the host, its first input coming out of an @json region."""
-    text = graph_text(op, case).replace(f"r = {op}(p0", f"r = {op}(q0")
-    return text.replace("  r = ", "  q0 = @json { return copy(p0) }\n  r = ", 1)
+    return graph_text(
+        op, case, ["q0 = @json { return copy(p0) }", f"{case.targets()} = {call_text(op, case, 'q0')}"]
+    )
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -98,10 +103,12 @@ def test_json_backend_and_host_run_the_op(op, data):
     if case.expected is None:
         return
     inputs = _inputs(case)
-    (want,) = byoc.evaluate(parse(graph_text(op, case), "graph").functions[0], inputs)
+    want = byoc.evaluate(parse(graph_text(op, case), "graph").functions[0], inputs)
     for text in (_on_json(op, case), _on_host(op, case)):
-        (got,) = build(parse(text, "graph"))(**inputs)
-        np.testing.assert_array_equal(got, want, err_msg=text)
+        got = build(parse(text, "graph"))(**inputs)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w, err_msg=text)
 
 
 # ------------------------------------------------------------------ the network examples

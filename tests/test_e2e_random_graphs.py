@@ -13,10 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import byoc.runtime
-from byoc.api import evaluate, parse
+from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 
 # ------------------------------------------------------------------ random graphs
+
+
+CATALOG = load_catalog()
 
 
 class Caps:
@@ -29,19 +32,38 @@ class Caps:
 
 
 ALL_DTYPES = ("float32", "float64", "int32", "int64")
-ARITH = ("add", "subtract", "multiply")
-UNARY = ("negative", "relu", "copy")
+BOUNDED = ("add", "subtract", "multiply", "maximum", "minimum", "negative", "relu", "copy")
+"""The ops these graphs are drawn from, deliberately: binary_op below works out each
+one's bound on |value| (a sum, a product), so integer results never overflow and
+compare bit for bit. Which of them a backend gets is what its spec maps."""
+UNARY = tuple(op for op in BOUNDED if CATALOG[op].max_inputs == 1)
+
+
+def caps_of(name: str, opt: str | None = None) -> Caps:
+    """A backend's Caps from its spec: its dtypes, ranks 1-4, the BOUNDED ops it maps,
+    and what its kind allows (constants in a region, results per region)."""
+    spec = load_backend(name)
+    return Caps(
+        tuple(spec.dtypes),
+        tuple(r for r in (1, 2, 3, 4) if r in spec.ranks),
+        tuple(op for op in BOUNDED if op in spec.ops),
+        constants=spec.kind.constants,
+        outputs=spec.kind.max_outputs or 3,
+        opt=opt,
+    )
+
+
 CAPS = {
-    "ccompiler": Caps(ALL_DTYPES, (1, 2, 3, 4), ARITH),
-    "json": Caps(ALL_DTYPES, (1, 2, 3, 4), (*ARITH, "maximum", "minimum", *UNARY)),
-    "examplejson": Caps(("float32",), (1, 2, 3, 4), ARITH, constants=False, outputs=1),
-    # -O0: a C++ compile per example
-    "engine": Caps(("float32",), (1, 2, 3, 4), (*ARITH, "maximum", "minimum", *UNARY), opt="0"),
+    "ccompiler": caps_of("ccompiler"),
+    "json": caps_of("json"),
+    "examplejson": caps_of("examplejson"),
+    "engine": caps_of("engine", opt="0"),  # -O0: a C++ compile per example
 }
 # How many random graphs each test runs (one C or C++ compile per new graph).
 RANDOM_EXAMPLES = {"ccompiler": 60, "json": 80, "examplejson": 40, "engine": 8, "ccompiler+json": 25}
 LIMIT = 2**20  # bound on every value's magnitude, so that integers never overflow
 HOST_OPS = ("add", "subtract", "maximum", "negative")
+"""Host ops between regions; deliberately these, whose bound is the sum of their inputs'."""
 
 
 @st.composite

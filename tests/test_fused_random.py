@@ -17,6 +17,9 @@ from byoc.ir import CALL_OP, DTYPES
 BACKEND = "fused"
 
 
+# Deliberately these ops: the graphs below work out each one's bound on |value| (and
+# keep divisors away from zero), so integer results never overflow and compare bit for
+# bit. The whole catalog on fused is tests/test_e2e_random_catalog.py's.
 UNARY = ("relu", "negative", "copy")
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum", "divide")
 LIMIT = 2**20  # bound on magnitudes, so that no value overflows (wrapping is tested above)

@@ -25,6 +25,8 @@ from byoc.validate import validate_program
 
 # ------------------------------------------------------------------ random graphs
 
+# Deliberately these ops: random_programs works out each one's bound on |value|, so
+# integer results never overflow and compare bit for bit across the C backends.
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
 UNARY = ("relu", "negative", "copy")
 LIMIT = 2**20  # bound on every value's magnitude, so that integers never overflow

@@ -109,8 +109,10 @@ def _same_typed(draw, scope: _Scope, t: TensorType, fallback: str, depth: int) -
 def _body(draw, scope: _Scope, names: _Names, indent: str, depth: int, n_outputs: int) -> list[str]:
     lines: list[str] = []
     for _ in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(("node", "node", "node", "const", "region")))
-        if kind == "const":
+        kind = draw(st.sampled_from(("node", "node", "node", "const", "region", "split")))
+        if kind == "split":
+            lines.append(indent + _split(draw, scope, names))
+        elif kind == "const":
             t = draw(tensor_types)
             name = names.fresh()
             if t.size != 1 and draw(st.booleans()):
@@ -142,6 +144,30 @@ def _body(draw, scope: _Scope, names: _Names, indent: str, depth: int, n_outputs
     outputs = [_expr(draw, scope, names, 2) for _ in range(n_outputs)]
     lines.append(_Return(f"{indent}return {', '.join(x for x, _ in outputs)}", [t for _, t in outputs]))
     return lines
+
+
+def _split(draw, scope: _Scope, names: _Names) -> str:
+    """``a, b, ... = split(expr, ...)``: given sizes, or equal parts from the target count."""
+    text, t = _expr(draw, scope, names, 1)
+    if t.rank == 0:
+        text, t = f"unsqueeze({text}, axes=[0])", TensorType((1,), t.dtype)
+    axis = draw(st.integers(-t.rank, t.rank - 1))
+    size = t.shape[axis]
+    if size and draw(st.booleans()):
+        count = draw(st.integers(1, size).filter(lambda n: (n - 1) * -(-size // n) < size))
+        chunk = -(-size // count)
+        sizes = [chunk] * (count - 1) + [size - chunk * (count - 1)]
+        attrs = f", axis={axis}"
+    else:
+        sizes = draw(st.lists(st.integers(0, size), min_size=1, max_size=3).filter(lambda v: sum(v) <= size))
+        sizes[-1] += size - sum(sizes)
+        attrs = f", axis={axis}, sizes=[{', '.join(map(str, sizes))}]"
+    targets = [names.fresh() for _ in sizes]
+    for name, part in zip(targets, sizes):
+        shape = list(t.shape)
+        shape[axis] = part
+        scope.values.append((name, TensorType(tuple(shape), t.dtype)))
+    return f"{', '.join(targets)} = split({text}{attrs})"
 
 
 class _Return(str):

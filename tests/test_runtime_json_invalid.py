@@ -98,7 +98,15 @@ INVALID = {
         lambda doc: edit(f"{NODES}/3/attrs/dtype", [["float32", "float32"]])(
             edit(f"{NODES}/3/attrs/shape", [[[2, 3], [2, 3]]])(doc)
         ),
-        "node 3: a kernel node has one output, this one declares 2",
+        "node 3: num_outputs is '1', but the node has 2",
+    ),
+    "kernel of one output": (
+        lambda doc: edit(f"{NODES}/3/attrs/num_outputs", "2")(
+            edit(f"{NODES}/3/attrs/dtype", [["float32", "float32"]])(
+                edit(f"{NODES}/3/attrs/shape", [[[2, 3], [2, 3]]])(doc)
+            )
+        ),
+        "node 3: kernel multiply: multiply gives 1 output, but the node has 2",
     ),
     "no heads": (edit(f"{FN}/graph/heads", None), "key 'heads' is missing"),
 }

@@ -69,12 +69,14 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "expand",
         "pad",
         "slice",
+        "split",
         "gather",
     }
     assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == {"elementwise", "unidirectional"}
     assert all(rule.name == name and rule.doc for name, rule in SHAPE_RULES.items())
     assert (SHAPE_RULES["batch_norm"].min_inputs, SHAPE_RULES["batch_norm"].max_inputs) == (5, 5)
     assert (SHAPE_RULES["concatenate"].min_inputs, SHAPE_RULES["concatenate"].max_inputs) == (1, None)
+    assert {n for n, r in SHAPE_RULES.items() if r.max_outputs != 1} == {"split"}
     assert dict(SHAPE_RULES["pool"].attrs) == {
         "kernel_shape": "ints",
         "strides": "ints",
@@ -148,8 +150,11 @@ def test_kernel_references_are_checked_when_the_catalog_loads():
         kernel_reference("relu", 1, False, ["alpha"])
     with pytest.raises(RuleError, match="cannot take 1 input"):
         kernel_reference("dense", 1, False, [])
-    with pytest.raises(RuleError, match="returns several outputs"):
+    with pytest.raises(RuleError, match="returns several outputs; the op declares one"):
         kernel_reference("split", 1, False, ["axis"])
+    with pytest.raises(RuleError, match="returns one output; the op declares several"):
+        kernel_reference("relu", 1, False, [], several=True)
+    kernel_reference("split", 1, False, ["axis", "sizes"], several=True)
     with pytest.raises(RuleError, match="_windows"):  # private helpers are not kernels
         kernel_reference("_windows", 1, False, [])
 
