@@ -184,7 +184,7 @@ class MacroKind(CodegenKind):
                     f"{what}: var {name!r} would hide the attribute placeholder ${{{name}}} of {op.name}",
                     vnode,
                     name,
-                    hint=f"the attributes give {attribute_placeholders(op)}; pick another name",
+                    hint=f"the attribute placeholders of {op.name}: {attribute_placeholders(op)}; pick another name",
                 )
             value = vnode[name]
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -323,7 +323,11 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
                 value=True,
                 hint=f"a rank-{low[0]} tensor has {have}; map this rank to another macro",
             )
-        attrs = f"; its attributes give {attribute_placeholders(use.op)}" if use.op is not None else ""
+        attrs = (
+            f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
+            if use.op
+            else ""
+        )
         raise doc.error(
             f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{ph.name}}}, "
             f"but {use.user} has no var {ph.name!r}"

@@ -68,4 +68,4 @@ def attribute_of(op: OpDef, name: str) -> tuple[AttrDef, int | None] | None:
 def attribute_placeholders(op: OpDef) -> str:
     """The attribute placeholders of ``op``, for hints."""
     shown = [f"${{{a.name}}}" + (f", ${{{a.name}0}}, ..." if a.type == "ints" else "") for a in op.attrs]
-    return ", ".join(shown) if shown else f"{op.name} has no attributes"
+    return ", ".join(shown) if shown else "none (it has no attributes)"
