@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from byoc.catalog import OpDef
-from byoc.shape_rules import SHAPE_RULES
 
 from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
-from .kind_macros import DEFAULT_RANK_KEY, MacroKind, MacroUse
+from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
 from .yaml_doc import YamlDoc
 
 
@@ -26,10 +25,7 @@ class CSourceKind(MacroKind):
     structure_required = ("macros",)
     op_required = ("macros",)
     op_optional = ("vars",)
-    # A kernel takes a fixed number of input pointers and reads their extents and the
-    # op's attributes from its macro arguments: every rule but the variadic ones whose
-    # inputs differ in shape (an elementwise op of several arities maps each to a macro).
-    shape_rules = tuple(n for n, r in SHAPE_RULES.items() if r.elementwise or r.max_inputs is not None)
+    shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
     macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape")

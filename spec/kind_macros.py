@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from byoc.attr_values import ints_length
 from byoc.catalog import OpDef
+from byoc.shape_rules import SHAPE_RULES
 
 from .backend import MacroDef
 from .bindings import frozen_map
@@ -28,6 +29,12 @@ from .yaml_doc import YamlDoc
 
 DEFAULT_RANK_KEY = "default"
 """The key of an op's rank mapping that serves every other declared rank."""
+
+FIXED_ARITY_RULES = tuple(n for n, r in SHAPE_RULES.items() if r.elementwise or r.max_inputs is not None)
+"""The shape rules a macro kernel can implement: it takes a fixed number of input
+pointers and learns their extents and the op's attributes itself, so every rule but
+the variadic ones whose inputs differ in shape (an elementwise op of several arities
+maps each arity to its own macro or layer)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from byoc.generator.partition import partition
 from byoc.spec import load_catalog
 
 CATALOG = load_catalog()
+BACKENDS = ["ccompiler", "engine"]
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 """Each example compiles a library: shrinking one would take minutes, and the failing
 example's cases are printed in full anyway."""
@@ -88,7 +89,7 @@ def run_cases(backend: str, cases: list[tuple[str, OpCase]]) -> None:
         check_close(out, np.asarray(ref, dtype=np.float64) if out.dtype.kind == "f" else ref)
 
 
-@pytest.mark.parametrize("backend", ["ccompiler"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=3, deadline=None, suppress_health_check=HEALTH, phases=NO_SHRINK)
 @given(data=st.data())
 def test_every_mapped_op_matches_its_definition(backend, data):
@@ -106,7 +107,7 @@ graph main(x: float32[1, 2, 7], w: float32[3, 2, 3], y: float32[1, 2, 6, 6], v: 
 """
 
 
-@pytest.mark.parametrize("backend", ["ccompiler"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_rank_without_a_macro_stays_on_the_host(backend):
     spec = byoc.load_backend(backend)
     (fn,) = partition(parse(CONV1D, "graph"), [spec], CATALOG).functions
@@ -114,7 +115,7 @@ def test_a_rank_without_a_macro_stays_on_the_host(backend):
     assert [n.op for n in fn.nodes[1].callee.nodes] == ["conv"]
 
 
-@pytest.mark.parametrize("backend", ["ccompiler"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_rank_without_a_macro_in_an_explicit_region_is_located(backend):
     text = CONV1D.replace(
         "a = conv(x, w, strides=[2])", f"a = @{backend} {{ return conv(x, w, strides=[2]) }}"
