@@ -99,10 +99,14 @@ class MacroKind(CodegenKind):
         for mname, macro in draft.macros.items():
             pnode = draft.macro_params[mname]
             users = [u.op for u in uses if u.macro == mname and u.op is not None]
+            unused = self.op_args and not any(u.macro == mname for u in uses)
 
-            def accept(name: str, users=users) -> bool:
-                return self.op_args and (
-                    input_ref(name) is not None or any(attribute_of(op, name) for op in users)
+            def accept(name: str, users=users, unused=unused) -> bool:
+                # A macro no op uses is never expanded: its vars and attributes are
+                # whatever the op mapped to it later will supply (a trimmed copy of a spec).
+                return unused or (
+                    self.op_args
+                    and (input_ref(name) is not None or any(attribute_of(op, name) for op in users))
                 )
 
             args[mname] = []
