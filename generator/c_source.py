@@ -39,15 +39,17 @@ def generate(
     options: Mapping[str, OptionValue],
 ) -> tuple[Artifact, ...]:
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
-    del catalog  # the spec's macros say everything; the catalog is for other kinds
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
+    text = module_text(externals, spec, catalog, options)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),)
 
 
-def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
+def module_text(
+    externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
+) -> str:
     values = spec.template_values({**spec.option_values(), **options})
-    functions = [function_text(fn, spec, values) for fn in externals]
+    functions = [function_text(fn, spec, catalog, values) for fn in externals]
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
     taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
     check_reserved_names(externals, taken)

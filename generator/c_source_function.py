@@ -30,12 +30,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from byoc.catalog import Catalog
 from byoc.errors import GraphError
 from byoc.ir import C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
+from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
     block_comment,
     comment,
@@ -62,11 +64,14 @@ class FunctionText:
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
 
 
-def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object]) -> FunctionText:
+def function_text(
+    fn: Function, spec: BackendSpec, catalog: Catalog, values: Mapping[str, object]
+) -> FunctionText:
     """``fn``'s constants, kernels, body, wrapper and exported entry.
 
     ``values`` holds the placeholders common to every template of the spec (the
-    backend's name, symbol prefix and option values).
+    backend's name, symbol prefix and option values); ``catalog`` gives each op's
+    attributes their kernel values.
     """
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
@@ -113,7 +118,7 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     kernels: list[str] = []
     buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
-    uses: dict[tuple[str, TensorType], tuple[str, str]] = {}
+    uses: dict[tuple[object, ...], tuple[str, str]] = {}
     steps = [
         ScheduledOp(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)
     ]
@@ -123,12 +128,14 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     for k, node in enumerate(fn.nodes):
         kernel = f"{sym}_{k}"
         ins = node_inputs[k]
-        macro = _macro(node, spec, [types[i] for i in ins])
-        cached = uses.get((node.op, node.type))
+        in_types = tuple(types[i] for i in ins)
+        key = (node.op, node.type, in_types, node.attrs)
+        cached = uses.get(key)
         if cached is None:
-            # Rendered once per op and type, with a stand-in for the kernel's name.
-            args = macro.arguments(_macro_values(values, spec, node, SYMBOL))
-            cached = uses[node.op, node.type] = (f"{macro.name}({', '.join(args)})", str(node.type))
+            # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
+            macro = _macro(node, spec, catalog, in_types)
+            args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
+            cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
         use, type_text = cached
         kernels.append(
             f"{comment(f'{kernel}: {origin(node)}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n"
@@ -165,8 +172,11 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
 # ------------------------------------------------------------------------- kernels
 
 
-def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> MacroDef:
-    """The spec macro for ``node``; raises GraphError when it cannot serve the node."""
+def _macro(node: Node, spec: BackendSpec, catalog: Catalog, input_types: Sequence[TensorType]) -> MacroDef:
+    """The spec macro for ``node``; raises GraphError when it cannot serve the node.
+
+    The inputs of an elementwise op must have its output's type (the macros do not
+    broadcast); a macro of another rule reads each input's extents itself."""
     t = node.type
     binding = spec.ops.get(node.op)
     name = binding.construct(t.rank) if isinstance(binding, MacroBinding) else None
@@ -182,6 +192,9 @@ def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> 
             f"macro {name} of backend {spec.name} takes {macro.inputs} input(s), but {node.op} has {len(node.inputs)}",
             node.loc,
         )
+    check_input_axes(node, macro, input_types, spec.name)
+    if not catalog[node.op].rule.elementwise:
+        return macro
     for name_in, given in zip(node.inputs, input_types):
         if given.shape != t.shape or given.dtype != t.dtype:
             raise GraphError(
@@ -194,12 +207,21 @@ def _macro(node: Node, spec: BackendSpec, input_types: Sequence[TensorType]) -> 
 
 
 def _macro_values(
-    common: Mapping[str, object], spec: BackendSpec, node: Node, kernel: str
+    common: Mapping[str, object],
+    spec: BackendSpec,
+    catalog: Catalog,
+    node: Node,
+    input_types: Sequence[TensorType],
 ) -> dict[str, object]:
+    """Every placeholder of a macro argument for ``node``: byoc's own names win over an
+    attribute of the same name (``lrn``'s ``size`` is ``${size}``, the element count)."""
     t = node.type
     values = dict(common)
+    values.update(op_values(node, catalog[node.op], input_types))
     values.update(spec.ops[node.op].vars)
-    values.update(symbol=kernel, ctype=C_TYPES[t.dtype], dtype=t.dtype, rank=t.rank, size=t.size)
+    values.update(
+        symbol=SYMBOL, ctype=C_TYPES[t.dtype], dtype=t.dtype, rank=t.rank, size=t.size, shape=c_list(t.shape)
+    )
     values.update((f"dim{a}", extent) for a, extent in enumerate(t.shape))
     return values
 

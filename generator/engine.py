@@ -30,13 +30,14 @@ import numpy as np
 
 from byoc.catalog import Catalog
 from byoc.errors import GraphError
-from byoc.ir import Constant, Function
+from byoc.ir import AttrValue, Constant, Function
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
 from .artifacts import Artifact, Role
+from .c_source_values import c_value
 from .c_text import c_string, comment, function_origin, origin
 from .engine_header import element_values, header_text, wrap_list
 from .engine_plan import EnginePlan, plan
@@ -49,13 +50,12 @@ def generate(
     externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
 ) -> tuple[Artifact, ...]:
     """The engine header and the module of ``externals`` (all of backend ``spec``)."""
-    del catalog  # the layers come from the spec; the catalog was checked by lowering
     if not isinstance(spec.kind, EngineKind):
         raise ValueError(f"backend {spec.name} is a {spec.kind.name} backend, not an engine one")
     if not externals:
         return ()
     values = spec.template_values(spec.option_values(dict(options)))
-    plans = [plan(fn, spec) for fn in externals]
+    plans = [plan(fn, spec, catalog) for fn in externals]
     _check_names(plans, spec)
     assert spec.header is not None
     header = Artifact(spec.header, header_text(spec, values), Role.HEADER, spec.name)
@@ -190,7 +190,15 @@ def _line_values(layer, values: Mapping[str, object]) -> dict[str, object]:
         "inputs": " ".join(map(str, layer.inputs)),
         "dims": " ".join(map(str, layer.dims)),
         "rank": len(layer.dims),
+        "in_dims": ",".join(" ".join(map(str, dims)) for dims in layer.in_dims),
+        "attrs": " ".join(f"{name}={_attr_text(value)}" for name, value in layer.attrs.items()),
     }
+
+
+def _attr_text(value: AttrValue) -> str:
+    """An attribute value in a layer line: a list's values separated by ``,``, a bool as
+    1 or 0, a float as its exact shortest decimal (``repr``)."""
+    return ",".join(map(str, value)) if isinstance(value, tuple) else c_value(value)
 
 
 def _graph_literal(lines: Sequence[str], indent: str) -> str:

@@ -15,17 +15,20 @@ Outputs that no layer writes (a parameter or constant returned as is, or a value
 returned twice) become copies that the generated wrapper makes after the engine ran.
 
 Everything the engine cannot run is a located GraphError: an op without a layer at
-its rank, a dtype other than the backend's one, a layer arity mismatch, or inputs
-whose shape differs from the output's (engine layers get the output's extents only,
-so they cannot broadcast).
+its rank, a dtype other than the backend's one, a layer arity mismatch, or inputs of
+an elementwise op whose shape differs from the output's (engine layers do not
+broadcast). A layer line carries each input's extents and the op's attributes as
+the kernel uses them (:func:`byoc.attr_values.resolve`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from byoc.attr_values import resolve
+from byoc.catalog import Catalog
 from byoc.errors import GraphError
-from byoc.ir import CALL_OP, Constant, Function, Node, Param, TensorType
+from byoc.ir import CALL_OP, AttrValue, Constant, Function, Node, Param, TensorType
 from byoc.spec.backend import BackendSpec, LayerDef
 from byoc.spec.bindings import LayerBinding
 
@@ -41,6 +44,9 @@ class PlannedLayer:
     output: int
     inputs: tuple[int, ...]
     dims: tuple[int, ...]
+    in_dims: tuple[tuple[int, ...], ...]
+    attrs: dict[str, AttrValue]
+    """The op's attributes as the kernel uses them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +76,7 @@ class EnginePlan:
         return len(self.fn.params) + len(self.fn.outputs) + len(self.constants)
 
 
-def plan(fn: Function, spec: BackendSpec) -> EnginePlan:
+def plan(fn: Function, spec: BackendSpec, catalog: Catalog) -> EnginePlan:
     """The layer graph of ``fn`` on ``spec``'s engine; raises a located GraphError."""
     dtype = spec.dtypes[0]
     _check_values(fn, spec, dtype)
@@ -96,15 +102,23 @@ def plan(fn: Function, spec: BackendSpec) -> EnginePlan:
     first_intermediate = n_in + n_out + len(constants)
     intermediate: dict[int, int] = {}  # plan buffer -> engine id, in order of first use
     layers: list[PlannedLayer] = []
+    types = fn.types()
     for node in fn.nodes:
-        layer = _layer_of(node, fn, spec, dtype)
+        layer = _layer_of(node, fn, spec, dtype, catalog)
         if not node.type.size:
             continue
         if node.name in first_output:
             out = n_in + first_output[node.name]
         else:
             out = intermediate.setdefault(memory.storage[node.name], first_intermediate + len(intermediate))
-        layers.append(PlannedLayer(node, layer, out, tuple(ids[i] for i in node.inputs), node.type.shape))
+        in_types = [types[i] for i in node.inputs]
+        attrs = resolve(catalog[node.op], in_types, node.attrs)
+        in_dims = tuple(t.shape for t in in_types)
+        layers.append(
+            PlannedLayer(
+                node, layer, out, tuple(ids[i] for i in node.inputs), node.type.shape, in_dims, attrs
+            )
+        )
         ids[node.name] = out
 
     copies = []
@@ -144,7 +158,7 @@ def _check_values(fn: Function, spec: BackendSpec, dtype: str) -> None:
             )
 
 
-def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str) -> LayerDef:
+def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str, catalog: Catalog) -> LayerDef:
     where = node.loc or fn.loc
     if node.op == CALL_OP:
         raise GraphError("a region cannot contain another region", where, hint="move the inner region out")
@@ -179,7 +193,7 @@ def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str) -> LayerD
             where,
         )
     types = fn.types()
-    for arg in node.inputs:
+    for arg in node.inputs if catalog[node.op].rule.elementwise else ():
         if types[arg] != t:
             raise GraphError(
                 f"backend {spec.name} cannot broadcast: input {_shown(arg)} of {node.op} is {types[arg]}, its output {t}",

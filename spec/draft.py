@@ -3,9 +3,11 @@ of the spec, the placeholder check of templates, and the C-name check."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from byoc.catalog import OpDef
 
 from .backend import LayerDef, MacroDef, OptionDef
 from .bindings import OpBinding
@@ -29,12 +31,24 @@ class SpecDraft:
     header: str | None = None
     macro_params: dict[str, Any] = field(default_factory=dict)
     """The YAML ``params`` mapping of each macro, to locate errors in its arguments."""
+    opdefs: dict[str, OpDef] = field(default_factory=dict)
+    """The catalog op of each mapped op, for kinds whose checks need its attributes."""
 
 
 def check_template(
-    doc: YamlDoc, node: Any, key: Any, what: str, names: Iterable[str], *, dims: bool = False
+    doc: YamlDoc,
+    node: Any,
+    key: Any,
+    what: str,
+    names: Iterable[str],
+    *,
+    dims: bool = False,
+    accept: Callable[[str], bool] | None = None,
+    more: str = "",
 ) -> tuple[Placeholder, ...]:
-    """Check the placeholders of the template ``node[key]`` against ``names``."""
+    """Check the placeholders of the template ``node[key]`` against ``names``, and
+    ``${dim<k>}`` when ``dims``, and any name ``accept`` takes (its kinds are listed in
+    the hint by ``more``)."""
     text = node[key]
     allowed = set(names)
     try:
@@ -44,12 +58,14 @@ def check_template(
             f"{what}: {exc.message}", doc.at_offset(node, key, exc.offset), hint=exc.hint
         ) from None
     for p in found:
-        if p.name not in allowed and not (dims and DIM_PLACEHOLDER.match(p.name)):
+        if p.name in allowed or (dims and DIM_PLACEHOLDER.match(p.name)):
+            continue
+        if accept is None or not accept(p.name):
             shown = ", ".join("${" + n + "}" for n in sorted(allowed)) or "none"
             raise doc.error_at(
                 f"undefined placeholder ${{{p.name}}} in {what}",
                 doc.at_offset(node, key, p.offset),
-                hint=f"defined here: {shown}" + (", ${dim0}, ${dim1}, ..." if dims else ""),
+                hint=f"defined here: {shown}" + (", ${dim0}, ${dim1}, ..." if dims else "") + more,
             )
     return found
 

@@ -9,7 +9,7 @@ from byoc.catalog import OpDef
 from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
-from .kind_macros import DEFAULT_RANK_KEY, MacroKind, MacroUse
+from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
 from .yaml_doc import YamlDoc
 
 
@@ -25,12 +25,13 @@ class CSourceKind(MacroKind):
     structure_required = ("macros",)
     op_required = ("macros",)
     op_optional = ("vars",)
-    shape_rules = ("elementwise",)
+    shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
-    macro_args = ("symbol", "ctype", "dtype", "rank", "size")
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape")
     macro_inputs = True
     dims = True
+    op_args = True
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> MacroBinding:
         what, onode = f"op {op}", node[op]
@@ -46,7 +47,8 @@ class CSourceKind(MacroKind):
                     value=True,
                     hint="map the op to a macro with its number of inputs",
                 )
-        ovars = self.load_vars(doc, onode, what, draft) if "vars" in onode else {}
+        ovars = self.load_vars(doc, onode, what, draft, opdef) if "vars" in onode else {}
+        draft.opdefs[op] = opdef
         return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
 
     def macro_uses(self, doc: YamlDoc, draft: SpecDraft) -> list[MacroUse]:
@@ -54,8 +56,9 @@ class CSourceKind(MacroKind):
         for op, b in draft.ops.items():
             assert isinstance(b, MacroBinding)
             rnode = doc.root["ops"][op]["macros"]
-            uses += [MacroUse(f"op {op}", m, b.vars, (r,), rnode, r) for r, m in b.by_rank.items()]
+            opdef = draft.opdefs[op]
+            uses += [MacroUse(f"op {op}", m, b.vars, (r,), rnode, r, opdef) for r, m in b.by_rank.items()]
             if b.default is not None:
                 others = tuple(r for r in draft.ranks if r not in b.by_rank)
-                uses.append(MacroUse(f"op {op}", b.default, b.vars, others, rnode, DEFAULT_RANK_KEY))
+                uses.append(MacroUse(f"op {op}", b.default, b.vars, others, rnode, DEFAULT_RANK_KEY, opdef))
         return uses

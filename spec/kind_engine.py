@@ -19,7 +19,7 @@ from .backend import LayerDef
 from .bindings import LayerBinding, frozen_map
 from .codegen_kind import CodegenKind, Slot
 from .draft import SpecDraft, c_name, known
-from .kind_macros import DEFAULT_RANK_KEY, MacroKind, MacroUse
+from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
 from .template import placeholders
 from .yaml_doc import YamlDoc
 
@@ -53,7 +53,7 @@ class EngineKind(MacroKind):
         Slot(
             "graph_line",
             "one line of the layer graph that the generated code passes to the engine",
-            ("layer", "output", "inputs", "dims", "rank"),
+            ("layer", "output", "inputs", "dims", "rank", "in_dims", "attrs"),
             required=True,
         ),
         Slot(
@@ -66,7 +66,7 @@ class EngineKind(MacroKind):
     structure_required = ("macros", "layers")
     structure_optional = ("header",)
     op_required = ("layers",)
-    shape_rules = ("elementwise",)
+    shape_rules = FIXED_ARITY_RULES  # layers read input extents and attributes from their line
     construct = "layers"
     default_rank = True
     macro_args = ("layer", "ctype", "dtype", "rank", "inputs")

@@ -3,8 +3,8 @@
 Ops map to constructs by rank: straight to macros (c_source), or to engine layers
 that each expand one macro (engine). This module loads the macros, the rank
 mappings and the vars, and checks that every placeholder of every macro argument is
-supplied wherever the macro is used: by byoc, by an option, or by the vars of the op
-or layer.
+supplied wherever the macro is used: by byoc, by an option, by the vars of the op
+or layer, and (c_source, :mod:`.macro_args`) by the op's inputs and attributes.
 """
 
 from __future__ import annotations
@@ -14,16 +14,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from byoc.attr_values import ints_length
+from byoc.catalog import OpDef
+from byoc.shape_rules import SHAPE_RULES
+
 from .backend import MacroDef
 from .bindings import frozen_map
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
+from .macro_args import attribute_of, attribute_placeholders, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .template import PLACEHOLDER_NAME, Placeholder
 from .yaml_doc import YamlDoc
 
 DEFAULT_RANK_KEY = "default"
 """The key of an op's rank mapping that serves every other declared rank."""
+
+FIXED_ARITY_RULES = tuple(n for n, r in SHAPE_RULES.items() if r.elementwise or r.max_inputs is not None)
+"""The shape rules a macro kernel can implement: it takes a fixed number of input
+pointers and learns their extents and the op's attributes itself, so every rule but
+the variadic ones whose inputs differ in shape (an elementwise op of several arities
+maps each arity to its own macro or layer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,8 @@ class MacroUse:
     ranks: tuple[int, ...] | None
     node: Any
     key: Any
+    op: OpDef | None = None
+    """The catalog op, when the user is one (c_source): its attributes are placeholders."""
 
 
 class MacroKind(CodegenKind):
@@ -56,9 +69,19 @@ class MacroKind(CodegenKind):
     """True when each macro declares how many inputs its kernel takes (ops use macros directly)."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
+    op_args: ClassVar[bool] = False
+    """Whether macro arguments may use the inputs' extents (``${in0_dim0}``, ...) and the
+    attributes of the op using the macro (``${groups}``, ``${strides0}``, ...)."""
 
     def placeholders(self) -> set[str]:
         return super().placeholders() | set(self.macro_args) | set(self.macro_body)
+
+    def reserves(self, name: str) -> bool:
+        if super().reserves(name):
+            return True
+        return (self.dims and DIM_PLACEHOLDER.match(name) is not None) or (
+            self.op_args and input_ref(name) is not None
+        )
 
     def load_structure(self, doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
         super().load_structure(doc, root, draft)
@@ -69,12 +92,25 @@ class MacroKind(CodegenKind):
         uses = self.macro_uses(doc, draft)
         builtin = set(COMMON_PLACEHOLDERS) | set(draft.options) | set(self.macro_args)
         all_vars = set().union(*(u.vars for u in uses))
+        more = (
+            ", ${in0_dim0}, ${in0_shape}, ... and the attributes of the ops using it" if self.op_args else ""
+        )
         args: dict[str, list[tuple[str, Placeholder]]] = {}
         for mname, macro in draft.macros.items():
             pnode = draft.macro_params[mname]
-            args[mname] = [
-                (param, ph)
-                for param in macro.params
+            users = [u.op for u in uses if u.macro == mname and u.op is not None]
+            unused = self.op_args and not any(u.macro == mname for u in uses)
+
+            def accept(name: str, users=users, unused=unused) -> bool:
+                # A macro no op uses is never expanded: its vars and attributes are
+                # whatever the op mapped to it later will supply (a trimmed copy of a spec).
+                return unused or (
+                    self.op_args
+                    and (input_ref(name) is not None or any(attribute_of(op, name) for op in users))
+                )
+
+            args[mname] = []
+            for param in macro.params:
                 for ph in check_template(
                     doc,
                     pnode,
@@ -82,8 +118,11 @@ class MacroKind(CodegenKind):
                     f"the argument of {param} in macro {mname}",
                     builtin | all_vars,
                     dims=self.dims,
-                )
-            ]
+                    accept=accept,
+                    more=more,
+                ):
+                    _check_input_index(doc, pnode, param, ph, macro)
+                    args[mname].append((param, ph))
         for use in uses:
             _check_use(doc, use, args[use.macro], builtin)
 
@@ -134,7 +173,9 @@ class MacroKind(CodegenKind):
             )
             draft.macro_params[name] = params
 
-    def load_vars(self, doc: YamlDoc, node: Any, what: str, draft: SpecDraft) -> dict[str, str]:
+    def load_vars(
+        self, doc: YamlDoc, node: Any, what: str, draft: SpecDraft, op: OpDef | None = None
+    ) -> dict[str, str]:
         """The ``vars`` of an op or a layer: its own values of macro-argument placeholders."""
         vnode = doc.mapping(node, "vars", f"{what}: vars")
         reserved = self.placeholders() | set(draft.options)
@@ -142,12 +183,19 @@ class MacroKind(CodegenKind):
         for name in vnode:
             if not isinstance(name, str) or not PLACEHOLDER_NAME.match(name):
                 raise doc.error(f"{what}: var name {name!r} is not an identifier", vnode, name)
-            if name in reserved or DIM_PLACEHOLDER.match(name):
+            if name in reserved or self.reserves(name):
                 raise doc.error(
                     f"{what}: var {name!r} would hide a placeholder of the same name",
                     vnode,
                     name,
                     hint="byoc or an option already supplies ${" + name + "}; pick another name",
+                )
+            if self.op_args and op is not None and attribute_of(op, name) is not None:
+                raise doc.error(
+                    f"{what}: var {name!r} would hide the attribute placeholder ${{{name}}} of {op.name}",
+                    vnode,
+                    name,
+                    hint=f"the attribute placeholders of {op.name}: {attribute_placeholders(op)}; pick another name",
                 )
             value = vnode[name]
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -217,10 +265,62 @@ def _check_body_lines(doc: YamlDoc, mnode, what: str) -> None:
         offset += len(line) + 1
 
 
+def _check_input_index(doc: YamlDoc, pnode: Any, param: str, ph: Placeholder, macro: MacroDef) -> None:
+    """``${in<k>_...}`` needs a kernel of more than k inputs."""
+    ref = input_ref(ph.name)
+    if ref is None or macro.inputs is None or ref.index < macro.inputs:
+        return
+    names = ", ".join(f"in{k}" for k in range(macro.inputs))
+    raise doc.error_at(
+        f"${{{ph.name}}} in the argument of {param} in macro {macro.name}: the kernel takes "
+        f"{macro.inputs} input(s), {names}",
+        doc.at_offset(pnode, param, ph.offset),
+        hint=f"inputs count from 0: use ${{in0_...}} to ${{in{macro.inputs - 1}_...}}",
+    )
+
+
+def _check_attribute(doc: YamlDoc, use: MacroUse, param: str, name: str) -> bool:
+    """Whether ``${name}`` is an attribute of the op of ``use``; a value ``${<attr><j>}``
+    of an ints attribute must exist at every rank the use serves."""
+    found = attribute_of(use.op, name) if use.op is not None else None
+    if found is None:
+        return False
+    adef, index = found
+    if index is None or use.ranks is None:
+        return True
+    assert use.op is not None
+    for rank in use.ranks:
+        length = ints_length(use.op, adef.name, rank)
+        if length is None:
+            raise doc.error(
+                f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{name}}}, "
+                f"but how many values {adef.name} has does not follow from the rank",
+                use.node,
+                use.key,
+                value=True,
+                hint=f"pass the whole list, ${{{adef.name}}} (parenthesised, one macro argument)",
+            )
+        if index >= length:
+            have = ", ".join(f"${{{adef.name}{j}}}" for j in range(length)) or "no values"
+            raise doc.error(
+                f"{use.user} uses macro {use.macro} at rank {rank}, but its argument {param} "
+                f"needs ${{{name}}}",
+                use.node,
+                use.key,
+                value=True,
+                hint=f"at rank {rank} {adef.name} has {length} value(s): {have}; map this rank to another macro",
+            )
+    return True
+
+
 def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]], builtin: set[str]) -> None:
     for param, ph in args:
         dim = DIM_PLACEHOLDER.match(ph.name)
         if ph.name in builtin or (ph.name in use.vars and not dim):
+            continue
+        if use.op is not None and (
+            input_ref(ph.name) is not None or _check_attribute(doc, use, param, ph.name)
+        ):
             continue
         if dim and use.ranks is not None:
             low = [r for r in use.ranks if int(dim.group(1)) >= r]
@@ -234,11 +334,17 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
                 value=True,
                 hint=f"a rank-{low[0]} tensor has {have}; map this rank to another macro",
             )
+        attrs = (
+            f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
+            if use.op
+            else ""
+        )
         raise doc.error(
             f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{ph.name}}}, "
-            f"but {use.user} has no var {ph.name!r}",
+            f"but {use.user} has no var {ph.name!r}"
+            + (" and no such attribute" if use.op is not None else ""),
             use.node,
             use.key,
             value=True,
-            hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}",
+            hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}{attrs}",
         )

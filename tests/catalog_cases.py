@@ -295,8 +295,8 @@ def _as(dtype: str, *arrays: np.ndarray) -> list[np.ndarray]:
 
 
 @st.composite
-def conv_op_case(draw, dtype: str) -> OpCase:
-    x, w, attrs = draw(conv_case())
+def conv_op_case(draw, dtype: str, spatial: int | None = None) -> OpCase:
+    x, w, attrs = draw(conv_case(spatial))
     x, w = _as(dtype, x, w)
     expected = loop_conv(x.astype(np.float64), w.astype(np.float64), **attrs)
     n = x.ndim - 2
@@ -321,8 +321,8 @@ def conv_transpose_op_case(draw, dtype: str) -> OpCase:
 
 def _pool(kind: str):
     @st.composite
-    def case(draw, dtype: str) -> OpCase:
-        x, attrs = draw(pool_case())
+    def case(draw, dtype: str, spatial: int | None = None) -> OpCase:
+        x, attrs = draw(pool_case(spatial))
         (x,) = _as(dtype, x)
         attrs = {**attrs, "ceil_mode": bool(attrs["ceil_mode"])}
         if kind == "avg":
@@ -346,18 +346,18 @@ def _global_pool(reduce: Callable[..., np.ndarray]):
 
 
 @st.composite
-def dense_case(draw, dtype: str) -> OpCase:
+def dense_case(draw, dtype: str, rank: int | None = None) -> OpCase:
     rng = _rng(draw)
-    shape = draw(shapes(1, 3))
+    shape = draw(shapes(rank or 1, rank or 3))
     x, w = array(rng, shape, dtype), array(rng, (draw(st.integers(1, 4)), shape[-1]), dtype)
     expected = np.einsum("...i,ui->...u", x.astype(np.float64), w.astype(np.float64))
     return OpCase([x, w], expected=expected)
 
 
 @st.composite
-def matmul_case(draw, dtype: str) -> OpCase:
+def matmul_case(draw, dtype: str, batched: bool = True) -> OpCase:
     rng = _rng(draw)
-    ba, bb = draw(broadcast_pair())
+    ba, bb = draw(broadcast_pair()) if batched else ((), ())
     m, k, n = (draw(st.integers(1, 3)) for _ in range(3))
     a, b = array(rng, (*ba, m, k), dtype), array(rng, (*bb, k, n), dtype)
     expected = np.einsum("...ij,...jk->...ik", a.astype(np.float64), b.astype(np.float64))

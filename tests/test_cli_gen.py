@@ -65,10 +65,10 @@ def test_regenerating_replaces_only_byoc_output(tmp_path, capsys):
 
 def test_error_leaves_no_output(tmp_path, capsys):
     bad = tmp_path / "bad.graph"
-    bad.write_text("graph main(x: float32[4]) {\n  s = @ccompiler { return relu(x) }\n  return s\n}\n")
+    bad.write_text("graph main(x: float32[4]) {\n  s = @ccompiler { return negative(x) }\n  return s\n}\n")
     code, out, err = run(["gen", bad, "-o", tmp_path / "out"], capsys)
     assert code == 2 and out == ""
-    assert "backend ccompiler has no op 'relu'" in err and "bad.graph:2:" in err
+    assert "backend ccompiler has no op 'negative'" in err and "bad.graph:2:" in err
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["bad.graph"]
 

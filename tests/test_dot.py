@@ -29,7 +29,7 @@ MIXED = """\
 graph main(x: float32[4, 3], y: float32[4, 3], bias: float32[3]) {
   k = const float32[3] [1, 2, 3]
   a = add(x, y)
-  b = relu(a)
+  b = abs(a)
   c = add(multiply(b, y), bias)
   d = concatenate(a, c, axis=1)
   return d, negative(k)
@@ -219,7 +219,7 @@ def test_dot_errors(capsys):
 TWO_GRAPHS = """\
 graph first(x: float32[4], y: float32[4]) {
   a = add(x, y)
-  return relu(a)
+  return abs(a)
 }
 
 graph second(x: float32[3], y: float32[3]) {

@@ -27,6 +27,7 @@ from byoc.errors import GraphError
 from byoc.generator import generator_for
 from byoc.generator.c_text import c_literals
 from byoc.generator.lowering import lower, offload_whole
+from byoc.generator.partition import partition
 from byoc.ir import Constant, Function, Node, Param, TensorType
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 
@@ -73,7 +74,13 @@ graph main(a: int32[2, 3], b: int32[2, 3], c: int64[5], d: float64[], e: float32
 }
 """
 
-CASES = [g.stem for g in GEN] + list(EJSON) + ["edge"]
+# The shipped networks, partitioned automatically onto ccompiler: every op goes there.
+NETWORKS = {
+    "net_resnet_basic_block": EXAMPLES / "resnet_basic_block.graph",
+    "net_mlp": EXAMPLES / "mlp.graph",
+}
+
+CASES = [g.stem for g in GEN] + list(EJSON) + ["edge"] + list(NETWORKS)
 RTOL = {"float32": 1e-6, "float64": 1e-12}
 
 
@@ -89,6 +96,10 @@ def externals_of(case: str, loader=load_backend) -> tuple[Function, ...]:
         program = offload_whole(parse(path.read_bytes(), "examplejson", file=label(path)), BACKEND)
     elif case == "edge":
         program = parse(EDGE, "graph", file="edge.graph")
+    elif case in NETWORKS:
+        path = NETWORKS[case]
+        source = parse(path.read_text(), "graph", file=label(path))
+        program = partition(source, [load_backend(BACKEND)], load_catalog())
     else:
         path = DATA / "gen" / f"{case}.graph"
         program = parse(path.read_text().replace("@BACKEND", f"@{BACKEND}"), "graph", file=label(path))
@@ -146,6 +157,27 @@ def test_compiles_and_matches_reference(case, compiled, rng):
     assert externals
     for fn in externals:
         check_against_reference(module, fn, rng)
+
+
+@pytest.mark.parametrize("case", list(NETWORKS))
+def test_networks_run_every_op_on_ccompiler(case):
+    """conv, batch_norm, dense, bias_add and softmax are offloaded, not left on the host."""
+    (fn,) = externals_of(case)
+    ops = {node.op for node in fn.nodes}
+    want = (
+        {"conv", "batch_norm", "relu", "add"}
+        if "resnet" in case
+        else {"dense", "bias_add", "relu", "softmax"}
+    )
+    assert ops == want
+    text = generate((fn,))
+    macros = (
+        ("CSOURCE_CONV2D(", "CSOURCE_BATCH_NORM(")
+        if "resnet" in case
+        else ("CSOURCE_DENSE_2D(", "CSOURCE_SOFTMAX(")
+    )
+    for macro in macros:
+        assert f"\n{macro}{fn.name}_" in text
 
 
 def test_examplejson_symbols_are_the_subgraph_names(compiled):
@@ -326,7 +358,10 @@ def test_no_externals_no_artifact():
 def test_deterministic_in_process_and_across_processes():
     first = generate(externals_of("whole_graph"))
     assert generate(externals_of("whole_graph")) == first
-    assert text_in_fresh_process("test_gen_c_source", "t.generate(t.externals_of('whole_graph'))", "12345") == first
+    assert (
+        text_in_fresh_process("test_gen_c_source", "t.generate(t.externals_of('whole_graph'))", "12345")
+        == first
+    )
 
 
 def test_editing_one_macro_changes_only_its_lines(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ from byoc.generator import generator_for
 from byoc.generator.artifacts import Artifact
 from byoc.generator.engine_header import header_text
 from byoc.generator.lowering import lower, offload_whole
+from byoc.generator.partition import partition
 from byoc.ir import Function, Program
 from byoc.spec import KINDS, load_backend_file
 from byoc.spec.backend import BackendSpec
@@ -122,9 +123,9 @@ def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
 
 
 ND_MACRO = """\
-static inline void p_ID_(const int64_t* dims, int64_t, const ${ctype}* const* in, ${ctype}* out) {
+static inline void p_ID_(const byoc_engine::LayerArgs& args, const ${ctype}* const* in, ${ctype}* out) {
   int64_t size = 1;
-  for (int64_t d = 0; d < p_RANK_; ++d) size *= dims[d];
+  for (int64_t d = 0; d < p_RANK_; ++d) size *= args.dims[d];
   for (int64_t k = 0; k < size; ++k) out[k] = in[0][k] p_OP_ in[1][k];
 }
 """
@@ -217,7 +218,8 @@ def test_rank3_graph(golden, catalog, rng, tmp_path):
     assert module.text == golden("cc")
     # The header depends on the spec only: its golden is test_engine_header.h.
     assert header.text == split(generate(graph_program("guide_subgraph"), catalog)[1])[1].text
-    layers = [line.split('"')[1].split(";")[0] for line in module.text.splitlines() if ';2 3 4\\n"' in line]
+    fields = [line.split('"')[1].split(";") for line in module.text.splitlines() if ";2 3 4;" in line]
+    layers = [f[0] for f in fields if f[3] == "2 3 4"]
     assert layers == [
         "add_nd",
         "sub_nd",
@@ -229,6 +231,29 @@ def test_rank3_graph(golden, catalog, rng, tmp_path):
         "copy_nd",
         "min_nd",
     ]
+    run_and_compare(externals, artifacts, tmp_path, rng, catalog)
+
+
+NETWORKS = {
+    "resnet_basic_block": {"conv", "batch_norm", "relu", "add"},
+    "mlp": {"dense", "bias_add", "relu", "softmax"},
+}
+"""The shipped networks, and the ops that run on the engine: all of them."""
+
+
+@pytest.mark.parametrize("name", list(NETWORKS))
+def test_network(name, golden, catalog, rng, tmp_path):
+    """The network partitioned automatically onto the engine: conv2d and dense layers
+    read their input extents and attributes from the layer line."""
+    path = EXAMPLES / f"{name}.graph"
+    source = parse(path.read_text(), "graph", file=f"examples/{name}.graph")
+    program = partition(source, [load_backend("engine")], catalog)
+    (host,) = program.functions
+    assert [n.op for n in host.nodes] == ["call"]
+    assert {n.op for n in host.nodes[0].callee.nodes} == NETWORKS[name]
+    externals, artifacts = generate(program, catalog)
+    module, _ = split(artifacts)
+    assert module.text == golden("cc")
     run_and_compare(externals, artifacts, tmp_path, rng, catalog)
 
 

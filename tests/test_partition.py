@@ -188,7 +188,7 @@ SNAPSHOT_GRAPHS = {
 graph main(x: float32[4], y: float32[4]) {
   a = add(x, y)
   b = subtract(a, y)
-  c = relu(a)
+  c = abs(a)
   d = negative(b)
   return c, d, multiply(a, b)
 }

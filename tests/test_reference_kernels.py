@@ -117,10 +117,11 @@ def loop_pool(x, *, kind, kernel_shape, strides, pads, dilations, ceil_mode, cou
 
 
 @st.composite
-def window_case(draw, *, grow=0, pads_below_extent=False):
+def window_case(draw, *, grow=0, pads_below_extent=False, spatial=None):
     """(spatial rank, kernel, strides, dilations, pads, input sizes) with the kernel inside the padded
-    input; ``grow`` raises the size bound, ``pads_below_extent`` keeps every pad under the window extent."""
-    nsp = draw(st.integers(1, 3))
+    input; ``grow`` raises the size bound, ``pads_below_extent`` keeps every pad under the window extent;
+    ``spatial`` fixes the spatial rank (else 1 to 3)."""
+    nsp = draw(st.integers(1, 3)) if spatial is None else spatial
     top = MAX_SIZE[nsp] + grow
     kernel = [draw(st.integers(1, 3 if nsp < 3 else 2)) for _ in range(nsp)]
     strides = [draw(st.integers(1, 3)) for _ in range(nsp)]
@@ -136,8 +137,8 @@ def window_case(draw, *, grow=0, pads_below_extent=False):
 
 
 @st.composite
-def conv_case(draw):
-    nsp, kernel, strides, dilations, pads, sizes = draw(window_case())
+def conv_case(draw, spatial=None):
+    nsp, kernel, strides, dilations, pads, sizes = draw(window_case(spatial=spatial))
     groups = draw(st.integers(1, 3))
     cg, mg, batch = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     rng = _rng(draw(st.integers(0, 2**32 - 1)))
@@ -178,9 +179,9 @@ def conv_transpose_case(draw, *, padding_below_stride=False):
 
 
 @st.composite
-def pool_case(draw):
+def pool_case(draw, spatial=None):
     nsp, kernel, strides, dilations, pads, sizes = draw(
-        window_case(grow=2, pads_below_extent=draw(st.booleans()))
+        window_case(grow=2, pads_below_extent=draw(st.booleans()), spatial=spatial)
     )
     rng = _rng(draw(st.integers(0, 2**32 - 1)))
     x = rng.standard_normal((draw(st.integers(1, 2)), draw(st.integers(1, 2)), *sizes))

@@ -79,7 +79,7 @@ def test_edit_keeps_key_order(edited):
     before = yaml.load(SHIPPED_CCOMPILER.read_text(encoding="utf-8"))
     after = yaml.load(edited.read_text(encoding="utf-8"))
     assert list(after) == list(before)
-    assert list(after["ops"]) == ["add", "subtract", "multiply", "divide"]
+    assert list(after["ops"]) == [*before["ops"], "divide"]
     assert list(after["macros"]) == list(before["macros"])
     assert list(after["macros"]["CSOURCE_BINARY_OP_2D"]["params"]) == [
         "p_ID_",
@@ -112,4 +112,4 @@ def test_edited_spec_passes_byoc_check(edited, capsys):
 def test_edited_spec_is_listed_with_divide(edited, capsys):
     assert main(["--spec-path", str(edited.parent), "backends"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("ccompiler"))
-    assert row.endswith("add, subtract, multiply, divide")
+    assert "add, subtract, multiply, " in row and row.endswith(", divide")

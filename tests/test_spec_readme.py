@@ -43,7 +43,8 @@ def test_add_op_example_validates(tmp_path, monkeypatch):
     )
     (tmp_path / "ccompiler.yaml").write_text(text + divide + op, encoding="utf-8")
     spec = load_backend("ccompiler", spec_path=[Path(tmp_path)])
-    assert list(spec.ops) == ["add", "subtract", "multiply", "divide", "maximum"]
+    assert list(spec.ops)[:3] == ["add", "subtract", "multiply"]
+    assert list(spec.ops)[-2:] == ["divide", "maximum"]
     assert spec.ops["maximum"].construct(3) == "CSOURCE_MAX_ND"
 
 

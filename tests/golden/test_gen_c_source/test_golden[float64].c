@@ -13,7 +13,10 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 
+#include <math.h>
 #include <stdint.h>
+
+#define CSOURCE_ITEMS(...) __VA_ARGS__
 
 #define CSOURCE_BINARY_OP_1D(p_ID_, p_OP_, p_DIM1_, p_DTYPE_) \
 static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
@@ -36,6 +39,186 @@ static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
 static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
   for (int64_t k = 0; k < p_SIZE_; ++k) { \
     out[k] = a[k] p_OP_ b[k]; \
+  } \
+}
+
+#define CSOURCE_UNARY_OP_ND(p_ID_, p_EXPR_, p_SIZE_, p_DTYPE_) \
+static void p_ID_(const p_DTYPE_* a, p_DTYPE_* out) { \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    const p_DTYPE_ v = a[k]; \
+    out[k] = (p_DTYPE_)p_EXPR_; \
+  } \
+}
+
+/* conv2d: x (N, C, H, W) by w (M, C/groups, KH, KW), NCHW, cross-correlation */
+#define CSOURCE_CONV2D(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_G_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, p_DTYPE_* out) { \
+  const int64_t cg = p_C_ / p_G_; \
+  const int64_t mg = p_M_ / p_G_; \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const p_DTYPE_* xg = x + (n * p_C_ + m / mg * cg) * p_H_ * p_W_; \
+      const p_DTYPE_* wm = w + m * cg * p_KH_ * p_KW_; \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < cg; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)xg[(c * p_H_ + ih) * p_W_ + iw] * (double)wm[(c * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          out[((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow] = (p_DTYPE_)acc; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* dense: x (B, K) times w (U, K) transposed */
+#define CSOURCE_DENSE_2D(p_ID_, p_DTYPE_, p_B_, p_K_, p_U_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, p_DTYPE_* out) { \
+  for (int64_t b = 0; b < p_B_; ++b) { \
+    for (int64_t u = 0; u < p_U_; ++u) { \
+      double acc = 0.0; \
+      for (int64_t k = 0; k < p_K_; ++k) acc += (double)x[b * p_K_ + k] * (double)w[u * p_K_ + k]; \
+      out[b * p_U_ + u] = (p_DTYPE_)acc; \
+    } \
+  } \
+}
+
+/* matmul: a (M, K) times b (K, N) */
+#define CSOURCE_MATMUL_2D(p_ID_, p_DTYPE_, p_M_, p_K_, p_N_) \
+static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
+  for (int64_t i = 0; i < p_M_; ++i) { \
+    for (int64_t j = 0; j < p_N_; ++j) { \
+      double acc = 0.0; \
+      for (int64_t k = 0; k < p_K_; ++k) acc += (double)a[i * p_K_ + k] * (double)b[k * p_N_ + j]; \
+      out[i * p_N_ + j] = (p_DTYPE_)acc; \
+    } \
+  } \
+}
+
+#define CSOURCE_MAX_POOL2D(p_ID_, p_DTYPE_, p_NC_, p_H_, p_W_, p_OH_, p_OW_, p_KH_, p_KW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_) \
+static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
+  for (int64_t nc = 0; nc < p_NC_; ++nc) { \
+    const p_DTYPE_* plane = x + nc * p_H_ * p_W_; \
+    for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+      for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+        p_DTYPE_ best = 0; \
+        int found = 0; \
+        for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+          const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+          if (ih < 0 || ih >= p_H_) continue; \
+          for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+            const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+            if (iw < 0 || iw >= p_W_) continue; \
+            const p_DTYPE_ v = plane[ih * p_W_ + iw]; \
+            if (!found || v > best || v != v) best = v;  /* a NaN wins, as in numpy */ \
+            found = 1; \
+          } \
+        } \
+        out[(nc * p_OH_ + oh) * p_OW_ + ow] = best; \
+      } \
+    } \
+  } \
+}
+
+#define CSOURCE_AVG_POOL2D(p_ID_, p_DTYPE_, p_NC_, p_H_, p_W_, p_OH_, p_OW_, p_KH_, p_KW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_PB_, p_PR_, p_PAD_) \
+static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
+  for (int64_t nc = 0; nc < p_NC_; ++nc) { \
+    const p_DTYPE_* plane = x + nc * p_H_ * p_W_; \
+    for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+      for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+        double sum = 0.0; \
+        int64_t count = 0; \
+        for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+          const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+          for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+            const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+            const int inside = ih >= 0 && ih < p_H_ && iw >= 0 && iw < p_W_; \
+            const int padded = ih >= -p_PT_ && ih < p_H_ + p_PB_ && iw >= -p_PL_ && iw < p_W_ + p_PR_; \
+            if (inside) sum += (double)plane[ih * p_W_ + iw]; \
+            if (p_PAD_ ? padded : inside) ++count; \
+          } \
+        } \
+        out[(nc * p_OH_ + oh) * p_OW_ + ow] = (p_DTYPE_)(sum / (double)count); \
+      } \
+    } \
+  } \
+}
+
+/* global pooling: ${reduce} folds each value v of an (N, C) plane into acc; ${finish} ends it (plane: the count) */
+#define CSOURCE_GLOBAL_POOL(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_REDUCE_, p_FINISH_) \
+static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
+  static const int64_t dims[] = {CSOURCE_ITEMS p_SHAPE_}; \
+  int64_t plane = 1; \
+  for (int r = 2; r < p_RANK_; ++r) plane *= dims[r]; \
+  for (int64_t nc = 0; nc < dims[0] * dims[1]; ++nc) { \
+    const p_DTYPE_* xs = x + nc * plane; \
+    double acc = (double)xs[0]; \
+    for (int64_t i = 1; i < plane; ++i) { \
+      const double v = (double)xs[i]; \
+      acc = p_REDUCE_; \
+    } \
+    out[nc] = (p_DTYPE_)p_FINISH_; \
+  } \
+}
+
+/* inference batch_norm over channel axis 1: (x - mean) * (scale / sqrt(var + epsilon)) + bias */
+#define CSOURCE_BATCH_NORM(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_SIZE_, p_EPS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* scale, const p_DTYPE_* bias, \
+                  const p_DTYPE_* mean, const p_DTYPE_* var, p_DTYPE_* out) { \
+  static const int64_t dims[] = {CSOURCE_ITEMS p_SHAPE_}; \
+  int64_t inner = 1; \
+  for (int r = 2; r < p_RANK_; ++r) inner *= dims[r]; \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    const int64_t c = k / inner % dims[1]; \
+    const double factor = (double)scale[c] / sqrt((double)var[c] + p_EPS_); \
+    out[k] = (p_DTYPE_)(((double)x[k] - (double)mean[c]) * factor + (double)bias[c]); \
+  } \
+}
+
+/* bias_add: x plus b[i] along axis */
+#define CSOURCE_BIAS_ADD(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_SIZE_, p_AXIS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* b, p_DTYPE_* out) { \
+  static const int64_t dims[] = {CSOURCE_ITEMS p_SHAPE_}; \
+  int64_t inner = 1; \
+  for (int r = p_AXIS_ + 1; r < p_RANK_; ++r) inner *= dims[r]; \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    out[k] = (p_DTYPE_)((double)x[k] + (double)b[k / inner % dims[p_AXIS_]]); \
+  } \
+}
+
+/* softmax along axis, shifted by the maximum; ${result} over z = x - max and sum = the sum of exp(z) */
+#define CSOURCE_SOFTMAX(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_AXIS_, p_RESULT_) \
+static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
+  static const int64_t dims[] = {CSOURCE_ITEMS p_SHAPE_}; \
+  int64_t outer = 1; \
+  int64_t inner = 1; \
+  const int64_t n = dims[p_AXIS_]; \
+  for (int r = 0; r < p_AXIS_; ++r) outer *= dims[r]; \
+  for (int r = p_AXIS_ + 1; r < p_RANK_; ++r) inner *= dims[r]; \
+  for (int64_t o = 0; o < outer; ++o) { \
+    for (int64_t i = 0; i < inner && n > 0; ++i) { \
+      const p_DTYPE_* xs = x + o * n * inner + i; \
+      p_DTYPE_* ys = out + o * n * inner + i; \
+      double top = (double)xs[0]; \
+      for (int64_t k = 1; k < n; ++k) { \
+        if ((double)xs[k * inner] > top) top = (double)xs[k * inner]; \
+      } \
+      double sum = 0.0; \
+      for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \
+      for (int64_t k = 0; k < n; ++k) { \
+        const double z = (double)xs[k * inner] - top; \
+        ys[k * inner] = (p_DTYPE_)p_RESULT_; \
+      } \
+    } \
   } \
 }
 

@@ -136,10 +136,10 @@ extern "C" const char* engine_0_(
     float* out4,
     float* out5) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;4;0 1;3 2\n"
-                    "sub_2d;10;4 9;3 2\n"
-                    "mul_2d;7;10 4;3 2\n"
-                    "add_0d;8;2 2;\n", {arg0, arg1, arg2, out0, out1, out2, out3, out4, out5, const_cast<float*>(engine_0_c0)});
+  return engine.run("add_2d;4;0 1;3 2;3 2,3 2;\n"
+                    "sub_2d;10;4 9;3 2;3 2,3 2;\n"
+                    "mul_2d;7;10 4;3 2;3 2,3 2;\n"
+                    "add_0d;8;2 2;;,;\n", {arg0, arg1, arg2, out0, out1, out2, out3, out4, out5, const_cast<float*>(engine_0_c0)});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

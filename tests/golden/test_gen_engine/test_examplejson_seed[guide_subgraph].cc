@@ -125,9 +125,9 @@ extern "C" const char* subgraph_0_(
     float* arg3,
     float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;5;0 1;10 10\n"
-                    "sub_2d;6;5 2;10 10\n"
-                    "mul_2d;4;6 3;10 10\n", {arg0, arg1, arg2, arg3, out0});
+  return engine.run("add_2d;5;0 1;10 10;10 10,10 10;\n"
+                    "sub_2d;6;5 2;10 10;10 10,10 10;\n"
+                    "mul_2d;4;6 3;10 10;10 10,10 10;\n", {arg0, arg1, arg2, arg3, out0});
 }
 
 /* subgraph_0_wrapper_: runs subgraph_0_ on the data of its tensors (checked by __tvm_ffi_subgraph_0);

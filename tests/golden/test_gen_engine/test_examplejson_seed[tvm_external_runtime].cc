@@ -120,9 +120,9 @@ static void* byoc_data(const DLTensor* t) {
      mul_2d -> 4: v6 = multiply(...) at examples/tvm_external_runtime.examplejson:8:1 */
 extern "C" const char* json_rt_0_(float* arg0, float* arg1, float* arg2, float* arg3, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;5;0 1;10 10\n"
-                    "sub_2d;6;5 2;10 10\n"
-                    "mul_2d;4;6 3;10 10\n", {arg0, arg1, arg2, arg3, out0});
+  return engine.run("add_2d;5;0 1;10 10;10 10,10 10;\n"
+                    "sub_2d;6;5 2;10 10;10 10,10 10;\n"
+                    "mul_2d;4;6 3;10 10;10 10,10 10;\n", {arg0, arg1, arg2, arg3, out0});
 }
 
 /* json_rt_0_wrapper_: runs json_rt_0_ on the data of its tensors (checked by __tvm_ffi_json_rt_0);
@@ -186,9 +186,9 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_json_rt_0(void* self, const TVMFFIAn
      mul_2d -> 4: v6 = multiply(...) at examples/tvm_external_runtime.examplejson:17:1 */
 extern "C" const char* json_rt_1_(float* arg0, float* arg1, float* arg2, float* arg3, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;5;0 1;10 10\n"
-                    "sub_2d;6;5 2;10 10\n"
-                    "mul_2d;4;6 3;10 10\n", {arg0, arg1, arg2, arg3, out0});
+  return engine.run("add_2d;5;0 1;10 10;10 10,10 10;\n"
+                    "sub_2d;6;5 2;10 10;10 10,10 10;\n"
+                    "mul_2d;4;6 3;10 10;10 10,10 10;\n", {arg0, arg1, arg2, arg3, out0});
 }
 
 /* json_rt_1_wrapper_: runs json_rt_1_ on the data of its tensors (checked by __tvm_ffi_json_rt_1);

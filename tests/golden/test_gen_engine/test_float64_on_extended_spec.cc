@@ -120,9 +120,9 @@ static void* byoc_data(const DLTensor* t) {
      mul_2d -> 2: (nested call) = multiply(...) at tests/data/gen/float64.graph:4:12 */
 extern "C" const char* engine_0_(double* arg0, double* arg1, double* out0) {
   byoc_engine::Engine engine;
-  return engine.run("sub_2d;3;0 1;4 5\n"
-                    "add_2d;4;0 1;4 5\n"
-                    "mul_2d;2;3 4;4 5\n", {arg0, arg1, out0});
+  return engine.run("sub_2d;3;0 1;4 5;4 5,4 5;\n"
+                    "add_2d;4;0 1;4 5;4 5,4 5;\n"
+                    "mul_2d;2;3 4;4 5;4 5,4 5;\n", {arg0, arg1, out0});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

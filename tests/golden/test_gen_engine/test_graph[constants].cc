@@ -124,8 +124,8 @@ static const float engine_0_c0[6] = {
      mul_2d -> 1: (nested call) = multiply(...) at tests/data/gen/constants.graph:5:12 */
 extern "C" const char* engine_0_(float* arg0, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;3;0 2;2 3\n"
-                    "mul_2d;1;3 2;2 3\n", {arg0, out0, const_cast<float*>(engine_0_c0)});
+  return engine.run("add_2d;3;0 2;2 3;2 3,2 3;\n"
+                    "mul_2d;1;3 2;2 3;2 3,2 3;\n", {arg0, out0, const_cast<float*>(engine_0_c0)});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

@@ -121,10 +121,10 @@ static void* byoc_data(const DLTensor* t) {
      mul_2d -> 2: (nested call) = multiply(...) at tests/data/gen/dag.graph:7:12 */
 extern "C" const char* engine_0_(float* arg0, float* arg1, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;3;0 1;4 4\n"
-                    "mul_2d;4;3 0;4 4\n"
-                    "sub_2d;5;3 1;4 4\n"
-                    "mul_2d;2;4 5;4 4\n", {arg0, arg1, out0});
+  return engine.run("add_2d;3;0 1;4 4;4 4,4 4;\n"
+                    "mul_2d;4;3 0;4 4;4 4,4 4;\n"
+                    "sub_2d;5;3 1;4 4;4 4,4 4;\n"
+                    "mul_2d;2;4 5;4 4;4 4,4 4;\n", {arg0, arg1, out0});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

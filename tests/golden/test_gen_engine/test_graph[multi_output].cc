@@ -120,9 +120,9 @@ static void* byoc_data(const DLTensor* t) {
      mul_2d -> 3: (nested call) = multiply(...) at tests/data/gen/multi_output.graph:6:15 */
 extern "C" const char* engine_0_(float* arg0, float* arg1, float* out0, float* out1) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;2;0 1;3 4\n"
-                    "sub_2d;4;0 1;3 4\n"
-                    "mul_2d;3;2 4;3 4\n", {arg0, arg1, out0, out1});
+  return engine.run("add_2d;2;0 1;3 4;3 4,3 4;\n"
+                    "sub_2d;4;0 1;3 4;3 4,3 4;\n"
+                    "mul_2d;3;2 4;3 4;3 4,3 4;\n", {arg0, arg1, out0, out1});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

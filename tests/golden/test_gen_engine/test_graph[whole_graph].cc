@@ -120,9 +120,9 @@ static void* byoc_data(const DLTensor* t) {
      mul_2d -> 4: (nested call) = multiply(...) at tests/data/gen/whole_graph.graph:10:12 */
 extern "C" const char* engine_0_(float* arg0, float* arg1, float* arg2, float* arg3, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;5;0 1;10 10\n"
-                    "sub_2d;6;5 2;10 10\n"
-                    "mul_2d;4;6 3;10 10\n", {arg0, arg1, arg2, arg3, out0});
+  return engine.run("add_2d;5;0 1;10 10;10 10,10 10;\n"
+                    "sub_2d;6;5 2;10 10;10 10,10 10;\n"
+                    "mul_2d;4;6 3;10 10;10 10,10 10;\n", {arg0, arg1, arg2, arg3, out0});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);
@@ -186,9 +186,9 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_engine_0(void* self, const TVMFFIAny
      mul_2d -> 4: (nested call) = multiply(...) at tests/data/gen/whole_graph.graph:14:12 */
 extern "C" const char* engine_1_(float* arg0, float* arg1, float* arg2, float* arg3, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_2d;5;0 1;10 10\n"
-                    "sub_2d;6;5 2;10 10\n"
-                    "mul_2d;4;6 3;10 10\n", {arg0, arg1, arg2, arg3, out0});
+  return engine.run("add_2d;5;0 1;10 10;10 10,10 10;\n"
+                    "sub_2d;6;5 2;10 10;10 10,10 10;\n"
+                    "mul_2d;4;6 3;10 10;10 10,10 10;\n", {arg0, arg1, arg2, arg3, out0});
 }
 
 /* engine_1_wrapper_: runs engine_1_ on the data of its tensors (checked by __tvm_ffi_engine_1);

@@ -119,8 +119,8 @@ static void* byoc_data(const DLTensor* t) {
      mul_1d -> 2: (nested call) = multiply(...) at tests/data/gen/nd.graph:5:12 */
 extern "C" const char* engine_0_(float* arg0, float* arg1, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("add_1d;3;0 1;7\n"
-                    "mul_1d;2;3 1;7\n", {arg0, arg1, out0});
+  return engine.run("add_1d;3;0 1;7;7,7;\n"
+                    "mul_1d;2;3 1;7;7,7;\n", {arg0, arg1, out0});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);
@@ -169,7 +169,7 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_engine_0(void* self, const TVMFFIAny
      sub_3d -> 2: (nested call) = subtract(...) at tests/data/gen/nd.graph:8:12 */
 extern "C" const char* engine_1_(float* arg0, float* arg1, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("sub_3d;2;0 1;2 3 4\n", {arg0, arg1, out0});
+  return engine.run("sub_3d;2;0 1;2 3 4;2 3 4,2 3 4;\n", {arg0, arg1, out0});
 }
 
 /* engine_1_wrapper_: runs engine_1_ on the data of its tensors (checked by __tvm_ffi_engine_1);
@@ -219,8 +219,8 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_engine_1(void* self, const TVMFFIAny
      add_4d -> 2: (nested call) = add(...) at tests/data/gen/nd.graph:11:12 */
 extern "C" const char* engine_2_(float* arg0, float* arg1, float* out0) {
   byoc_engine::Engine engine;
-  return engine.run("mul_4d;3;0 1;2 1 3 2\n"
-                    "add_4d;2;3 0;2 1 3 2\n", {arg0, arg1, out0});
+  return engine.run("mul_4d;3;0 1;2 1 3 2;2 1 3 2,2 1 3 2;\n"
+                    "add_4d;2;3 0;2 1 3 2;2 1 3 2,2 1 3 2;\n", {arg0, arg1, out0});
 }
 
 /* engine_2_wrapper_: runs engine_2_ on the data of its tensors (checked by __tvm_ffi_engine_2);

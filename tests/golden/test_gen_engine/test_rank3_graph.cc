@@ -126,15 +126,15 @@ static void* byoc_data(const DLTensor* t) {
      min_nd -> 4: (nested call) = minimum(...) at rank3.graph:5:43 */
 extern "C" const char* engine_0_(float* arg0, float* arg1, float* arg2, float* out0, float* out1) {
   byoc_engine::Engine engine;
-  return engine.run("add_nd;5;0 1;2 3 4\n"
-                    "sub_nd;6;5 2;2 3 4\n"
-                    "div_nd;7;6 1;2 3 4\n"
-                    "neg_nd;6;0;2 3 4\n"
-                    "max_nd;8;7 6;2 3 4\n"
-                    "relu_nd;3;8;2 3 4\n"
-                    "mul_nd;6;5 2;2 3 4\n"
-                    "copy_nd;5;1;2 3 4\n"
-                    "min_nd;4;6 5;2 3 4\n", {arg0, arg1, arg2, out0, out1});
+  return engine.run("add_nd;5;0 1;2 3 4;2 3 4,2 3 4;\n"
+                    "sub_nd;6;5 2;2 3 4;2 3 4,2 3 4;\n"
+                    "div_nd;7;6 1;2 3 4;2 3 4,2 3 4;\n"
+                    "neg_nd;6;0;2 3 4;2 3 4;\n"
+                    "max_nd;8;7 6;2 3 4;2 3 4,2 3 4;\n"
+                    "relu_nd;3;8;2 3 4;2 3 4;\n"
+                    "mul_nd;6;5 2;2 3 4;2 3 4,2 3 4;\n"
+                    "copy_nd;5;1;2 3 4;2 3 4;\n"
+                    "min_nd;4;6 5;2 3 4;2 3 4,2 3 4;\n", {arg0, arg1, arg2, out0, out1});
 }
 
 /* engine_0_wrapper_: runs engine_0_ on the data of its tensors (checked by __tvm_ffi_engine_0);

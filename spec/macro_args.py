@@ -1,0 +1,71 @@
+"""What the placeholders of a ``c_source`` macro argument stand for, besides byoc's
+fixed names and the vars: the extents of the inputs and the op's attributes.
+
+- ``${in<k>_dim<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``, ``${in<k>_shape}``,
+  ``${in<k>_ctype}``, ``${in<k>_dtype}``: input ``k``'s extent ``j``, rank, element
+  count, shape and element type (0-based, as the kernel's ``in0``, ``in1``, ...
+  pointers are);
+- ``${<attr>}``: the op's attribute ``attr`` as the kernel uses it
+  (:func:`byoc.attr_values.resolve`): an int, a float (an exact C double literal), a
+  bool (``1`` / ``0``), a string, or an ints list as one parenthesised argument,
+  ``(1, 1)``;
+- ``${<attr><j>}``: value ``j`` of an ints attribute whose length follows from the
+  rank (``${strides0}``, ``${pads3}``).
+
+Lists (``${shape}``, ``${in<k>_shape}``, an ints attribute) render in parentheses so
+that their commas stay inside one macro argument; a body expands one with a variadic
+helper macro of the prelude (``#define LIST(...) __VA_ARGS__``, then
+``{LIST p_SHAPE_}``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from byoc.catalog import AttrDef, OpDef
+
+INPUT_PLACEHOLDER = re.compile(r"in(0|[1-9][0-9]*)_(?:dim(0|[1-9][0-9]*)|(rank|size|shape|ctype|dtype))\Z")
+"""``${in<k>_dim<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``, ``${in<k>_shape}``,
+``${in<k>_ctype}``, ``${in<k>_dtype}``."""
+
+_ELEMENT = re.compile(r"([a-z_][a-z0-9_]*?)(0|[1-9][0-9]*)\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class InputRef:
+    """``${in<index>_<what>}``; ``axis`` is set when ``what`` is ``dim``."""
+
+    index: int
+    what: str
+    axis: int | None = None
+
+
+def input_ref(name: str) -> InputRef | None:
+    """What an input placeholder names, or None when ``name`` is not one."""
+    m = INPUT_PLACEHOLDER.match(name)
+    if m is None:
+        return None
+    if m.group(2) is not None:
+        return InputRef(int(m.group(1)), "dim", int(m.group(2)))
+    return InputRef(int(m.group(1)), m.group(3))
+
+
+def attribute_of(op: OpDef, name: str) -> tuple[AttrDef, int | None] | None:
+    """The attribute of ``op`` that ``${name}`` stands for, with the index of one value
+    of an ints attribute (``strides1`` -> strides, 1); None when it names none."""
+    for a in op.attrs:
+        if a.name == name:
+            return a, None
+    m = _ELEMENT.match(name)
+    if m is not None:
+        for a in op.attrs:
+            if a.name == m.group(1) and a.type == "ints":
+                return a, int(m.group(2))
+    return None
+
+
+def attribute_placeholders(op: OpDef) -> str:
+    """The attribute placeholders of ``op``, for hints."""
+    shown = [f"${{{a.name}}}" + (f", ${{{a.name}0}}, ..." if a.type == "ints" else "") for a in op.attrs]
+    return ", ".join(shown) if shown else "none (it has no attributes)"
