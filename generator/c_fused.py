@@ -44,6 +44,8 @@ from collections.abc import Mapping, Sequence
 from byoc.catalog import Catalog
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.bindings import ExpressionBinding, OpBinding
+from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
 from . import ffi_entry
@@ -71,15 +73,18 @@ def generate(
     options: Mapping[str, OptionValue],
 ) -> tuple[Artifact, ...]:
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
-    del catalog  # the spec's op bindings already hold each op's C expression
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
+    return (
+        Artifact(f"{spec.name}.c", module_text(externals, spec, options, catalog), Role.MODULE, spec.name),
+    )
 
 
-def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
+def module_text(
+    externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue], catalog: Catalog
+) -> str:
     values = spec.template_values({**spec.option_values(), **options})
-    functions: list[FusedText] = [function_text(fn, spec, values) for fn in externals]
+    functions: list[FusedText] = [function_text(fn, spec, values, catalog) for fn in externals]
     check_reserved_names(externals, {h: f"the helper {h}" for h in HELPERS})
     parallel = any(f.parallel for f in functions)
     parts = [
@@ -101,8 +106,8 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
     return "\n".join(parts)
 
 
-CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(")
-"""A function call in an op's C expression (``exp(${x0})``)."""
+CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")
+"""A function call in an op's C template (``exp(${x0})``), or a <math.h> constant."""
 
 
 def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Sequence[FusedText]) -> bool:
@@ -111,7 +116,18 @@ def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Seq
     if any(f.non_finite for f in functions):
         return True
     used = {node.op for fn in externals for node in fn.nodes}
-    return any(CALL.search(binding.expression) for op, binding in spec.ops.items() if op in used)
+    return any(
+        CALL.search(text) for op, binding in spec.ops.items() if op in used for text in _templates(binding)
+    )
+
+
+def _templates(binding: OpBinding) -> tuple[str, ...]:
+    """The C templates of an op's binding."""
+    if isinstance(binding, ExpressionBinding):
+        return (binding.expression,)
+    if isinstance(binding, ReductionBinding):
+        return (binding.result, *(t for a in binding.accumulators for t in (a.init, a.update)))
+    return ()
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec, values: Mapping[str, object]) -> str:
