@@ -91,7 +91,10 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5) -> 
         }
     floor = size_rounds(time_floor, sizes, repeats)
     results["ir_floor"] = {
-        "sizes": {n: {"median_s": statistics.median(t), "lines_per_s": n / statistics.median(t)} for n, t in floor.items()},
+        "sizes": {
+            n: {"median_s": statistics.median(t), "lines_per_s": n / statistics.median(t)}
+            for n, t in floor.items()
+        },
         "growth": growth_steps(sizes, floor)[-1]["growth"],
     }
     return results

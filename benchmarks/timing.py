@@ -77,7 +77,9 @@ GROWTH_SLACK = 1.1
 """Linear growth: time may grow at most 1.1x as fast as the input (10x lines -> 11x)."""
 
 
-def size_rounds(time_once: Callable[[int], float], sizes: tuple[int, ...], rounds: int) -> dict[int, list[float]]:
+def size_rounds(
+    time_once: Callable[[int], float], sizes: tuple[int, ...], rounds: int
+) -> dict[int, list[float]]:
     """``time_once(n)`` for every size, ``rounds`` times, interleaved: each round times
     every size once, in turn, so that a load that comes and goes on this shared
     machine hits all sizes alike instead of whichever size was being measured then."""
@@ -191,11 +193,17 @@ def growth_main(
     (``python -m benchmarks parse`` and ``codegen``); exits 1 when a target is missed."""
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks {suite}", description=description)
     ap.add_argument(
-        "--repeats", type=int, help="rounds (default 7, --quick 2); each round times every size once; medians are reported"
+        "--repeats",
+        type=int,
+        help="rounds (default 7, --quick 2); each round times every size once; medians are reported",
     )
-    ap.add_argument("--sizes", type=int, nargs="+", help=f"{unit} counts (default 1000 10000 100000; --quick 1000 10000)")
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", help=f"{unit} counts (default 1000 10000 100000; --quick 1000 10000)"
+    )
     ap.add_argument("--quick", action="store_true", help="a smoke run: fewer repeats, no 100k size")
-    ap.add_argument("--json", default=default_json, help=f"where to write the JSON results (default {default_json})")
+    ap.add_argument(
+        "--json", default=default_json, help=f"where to write the JSON results (default {default_json})"
+    )
     args = ap.parse_args(argv)
     sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
     results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))

@@ -25,6 +25,7 @@ appear in comments.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -111,6 +112,9 @@ def function_text(
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values))
+        used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
+        body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
+        body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
         parallel = nested.parallel
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))

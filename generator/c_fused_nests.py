@@ -293,14 +293,17 @@ def _passes(binding: ReductionBinding) -> list[list]:
 
 
 def _reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
-    """The reduction loops around ``body``, two spaces per level; a level of extent 1
-    has no loop, and a block keeps its locals when the outermost has none."""
+    """The reduction loops around ``body``, two spaces per level. A level of extent 1
+    has no loop; when one with steps comes before any loop, everything sits in a
+    ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
+    locals to itself)."""
     lines: list[str] = []
     indent = ""
     closing: list[str] = []
-    if levels and levels[0].extent == 1 and levels[0].steps:
-        lines.append("{")
-        closing.append("}")
+    first_loop = next((k for k, lv in enumerate(levels) if lv.extent != 1), len(levels))
+    if any(lv.steps for lv in levels[:first_loop]):
+        lines.append("do { /* a single point: `continue` skips it */")
+        closing.append("} while (0);")
         indent = "  "
     for lv in levels:
         if lv.extent != 1:

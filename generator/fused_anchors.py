@@ -131,6 +131,16 @@ def _skip(test: str | None) -> tuple[str, ...]:
     return () if test is None else (f"if ({test}) continue;",)
 
 
+def _index_local(local: str, expr: str, low: int, high: int, size: int) -> tuple[str, ...]:
+    """The steps that set ``local`` to ``expr`` (which ranges over ``low..high``) and
+    skip the point when it falls outside the input's ``size``; none when the input has
+    extent 1 and nothing can fall outside (an element's index along it is then 0)."""
+    test = _outside(local, low, high, size)
+    if size == 1 and test is None:
+        return ()
+    return (f"const int64_t {local} = {expr};", *_skip(test))
+
+
 class _Counters:
     """Reduction counters ``r0``, ``r1``, ...; ``0`` for an extent of 1 (no loop)."""
 
@@ -163,8 +173,8 @@ def _conv(site: Site) -> Anchor:
         r = counter(w.shape[2 + j])
         index = affine([(site.var[2 + j], s[j]), (r, d[j])], -p[j])  # type: ignore[index]
         high = (site.out.shape[2 + j] - 1) * s[j] + (w.shape[2 + j] - 1) * d[j] - p[j]  # type: ignore[index]
-        test = _outside(f"ix{2 + j}", -p[j], high, x.shape[2 + j])  # type: ignore[index]
-        levels.append(Level(r, w.shape[2 + j], (f"const int64_t ix{2 + j} = {index};", *_skip(test))))
+        steps = _index_local(f"ix{2 + j}", index, -p[j], high, x.shape[2 + j])  # type: ignore[index]
+        levels.append(Level(r, w.shape[2 + j], steps))
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
     reads = (
@@ -195,15 +205,14 @@ def _conv_transpose(site: Site) -> Anchor:
         high = site.out.shape[2 + j] - 1 + p[j]  # type: ignore[index]
         local = f"ix{2 + j}"
         if stride == 1:
-            steps = (f"const int64_t {local} = {shifted};", *_skip(_outside(local, low, high, size)))
+            steps = _index_local(local, shifted, low, high, size)
         else:
             t = f"q{2 + j}"
             skip = f"{t} < 0 || {t} % {stride} != 0" if low < 0 else f"{t} % {stride} != 0"
             steps = (
                 f"const int64_t {t} = {shifted};",
                 f"if ({skip}) continue;",
-                f"const int64_t {local} = {t} / {stride};",
-                *_skip(_outside(local, 0, high // stride, size)),
+                *_index_local(local, f"{t} / {stride}", 0, high // stride, size),
             )
         levels.append(Level(r, k, steps))
     spatial = [f"ix{2 + j}" for j in range(n)]
@@ -226,8 +235,8 @@ def _pool(site: Site) -> Anchor:
         out, size = site.out.shape[2 + j], x.shape[2 + j]
         index = affine([(site.var[2 + j], s[j]), (r, d[j])], -p[j])  # type: ignore[index]
         high = (out - 1) * s[j] + (k[j] - 1) * d[j] - p[j]  # type: ignore[index]
-        test = _outside(f"ix{2 + j}", -p[j], high, size)  # type: ignore[index]
-        levels.append(Level(r, k[j], (f"const int64_t ix{2 + j} = {index};", *_skip(test))))  # type: ignore[index]
+        steps = _index_local(f"ix{2 + j}", index, -p[j], high, size)  # type: ignore[index]
+        levels.append(Level(r, k[j], steps))  # type: ignore[index]
         counts.append(_padded_taps(site.var[2 + j], out, k[j], s[j], d[j], size + p[j] + p[n + j]))  # type: ignore[index]
     reads = (element(site.arrays[0], [site.var[0], site.var[1], *(f"ix{2 + j}" for j in range(n))], x.shape),)
     window = " * ".join(str(c) for c in counts if c != "1") or "1"
@@ -288,8 +297,7 @@ def _lrn(site: Site) -> Anchor:
     before = (size - 1) // 2
     r = _Counters()(size)
     index = affine([(site.var[1], 1), (r, 1)], -before)
-    test = _outside("ic", -before, x.shape[1] - 1 + size - 1 - before, x.shape[1])
-    level = Level(r, size, (f"const int64_t ic = {index};", *_skip(test)))
+    level = Level(r, size, _index_local("ic", index, -before, x.shape[1] - 1 + size - 1 - before, x.shape[1]))
     reads = (element(site.arrays[0], [site.var[0], "ic", *site.var[2:]], x.shape),)
     return Anchor((level,), reads, size)
 
@@ -370,6 +378,9 @@ def _pad(site: Site) -> Anchor:
         begin, size, var = pads[a], x.shape[a], site.var[a]  # type: ignore[index]
         if begin == 0 and pads[x.rank + a] == 0 or site.out.shape[a] == 0:  # type: ignore[index]
             index.append(var)
+            continue
+        if size == 1 and mode != "constant":  # every element repeats the one input element
+            index.append("0")
             continue
         local = f"{site.prefix}_ix{a}"
         shifted = affine([(var, 1)], -begin)

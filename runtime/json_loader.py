@@ -68,7 +68,9 @@ class GraphLoader:
             raise self.fail(f"key {key!r} is missing or not a {kind.__name__}", nid)
         return value
 
-    def load(self, symbol: str, entry: Any, values: Mapping[str, Any]) -> tuple[InterpreterPlan, tuple[str, ...]]:
+    def load(
+        self, symbol: str, entry: Any, values: Mapping[str, Any]
+    ) -> tuple[InterpreterPlan, tuple[str, ...]]:
         if self.get(entry, "symbol", str) != symbol:
             raise self.fail(f"its symbol is {entry['symbol']!r}, not its key")
         names = self.get(entry, "const_names", list)

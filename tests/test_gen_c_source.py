@@ -326,7 +326,10 @@ def test_no_externals_no_artifact():
 def test_deterministic_in_process_and_across_processes():
     first = generate(externals_of("whole_graph"))
     assert generate(externals_of("whole_graph")) == first
-    assert text_in_fresh_process("test_gen_c_source", "t.generate(t.externals_of('whole_graph'))", "12345") == first
+    assert (
+        text_in_fresh_process("test_gen_c_source", "t.generate(t.externals_of('whole_graph'))", "12345")
+        == first
+    )
 
 
 def test_editing_one_macro_changes_only_its_lines(tmp_path, monkeypatch):

@@ -88,7 +88,9 @@ def test_a_step_never_writes_a_buffer_it_reads(case):
 
 def test_a_chain_ping_pongs_between_two_buffers():
     t = TensorType((8, 8), "float32")
-    steps = [ScheduledOp(("x",), ("a",))] + [ScheduledOp((f"{c}",), (f"{n}",)) for c, n in zip("abcdef", "bcdefg")]
+    steps = [ScheduledOp(("x",), ("a",))] + [
+        ScheduledOp((f"{c}",), (f"{n}",)) for c, n in zip("abcdef", "bcdefg")
+    ]
     types = {name: t for name in "xabcdefg"}
     plan = plan_memory(["x"], steps, types, ["g"])
     assert [plan.storage[v] for v in "xabcdefg"] == [0, 1, 2, 1, 2, 1, 2, 3]
