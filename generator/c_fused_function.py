@@ -3,7 +3,9 @@
 For a function (a region) with symbol ``<sym>`` it writes:
 
 - ``<sym>_const_<j>``: each constant it uses, as a ``static const`` C array;
-- ``<sym>_``: the fused body. Its pointers are ``restrict``-qualified. Outputs are
+- ``<sym>_``: the fused body. A region with anchors (conv, dense, ...) is planned
+  by :mod:`byoc.generator.c_fused_nests`; an elementwise one as follows. Its
+  pointers are ``restrict``-qualified. Outputs are
   grouped by shape; each group gets one loop nest over its shape
   (:mod:`byoc.generator.fused_loops`: one flat loop when no operand broadcasts), and
   in it every node the group's outputs need is a scalar local,

@@ -2,8 +2,9 @@
    from the backend spec spec/backends/fused.yaml (shipped with byoc); options: target_clones=true, vectorize=false, openmp_threshold=0.
    Do not edit: change the spec or the graph, and generate again.
 
-   Each region is fused into one loop per output shape over restrict pointers; ops are
-   the C expressions of the spec (by default the op catalog's, spec/ops.yaml).
+   An elementwise region is fused into one loop per output shape over restrict pointers;
+   any other into one loop nest per anchor op (conv, dense, pool, ...) with the elementwise
+   ops after it fused in. The C is the spec's: expressions, accumulators and results.
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
      fused_0: region @fused at examples/resnet_basic_block.graph:15:23 */
