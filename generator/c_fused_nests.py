@@ -85,7 +85,10 @@ def plan_nests(fn: Function, spec: BackendSpec) -> tuple[list[Nest], dict[str, i
     """The nests of ``fn`` (see the module doc, step 1), and the nest of each node's value."""
     nests: list[Nest] = []
     nest_of: dict[str, int] = {}
+    live = _live(fn)
     for k, node in enumerate(fn.nodes):
+        if node.name not in live:
+            continue  # dead code: a value nothing returns needs no loop
         producers = [nest_of[n] for n in node.inputs if n in nest_of]
         latest = max(producers, default=None)
         if is_anchor(node, spec) or latest is None or nests[latest].shape != node.type.shape:
@@ -94,6 +97,19 @@ def plan_nests(fn: Function, spec: BackendSpec) -> tuple[list[Nest], dict[str, i
         nests[latest].members.append(k)
         nest_of[node.name] = latest
     return nests, nest_of
+
+
+def _live(fn: Function) -> set[str]:
+    """The values the outputs depend on."""
+    producer = {node.name: node for node in fn.nodes}
+    live: set[str] = set()
+    todo = list(fn.outputs)
+    while todo:
+        name = todo.pop()
+        if name not in live:
+            live.add(name)
+            todo.extend(producer[name].inputs if name in producer else ())
+    return live
 
 
 def anchored_body(
@@ -112,6 +128,8 @@ def anchored_body(
     for o, name in enumerate(fn.outputs):
         stored.setdefault(name, []).append(f"out{o}")
     for node in fn.nodes:
+        if node.name not in nest_of:
+            continue
         for name in node.inputs:
             if name in nest_of and (is_anchor(node, spec) or nest_of[name] != nest_of[node.name]):
                 stored.setdefault(name, [])

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.building import build
 from byoc.errors import ByocError, GraphError
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
@@ -393,3 +394,19 @@ def test_partition_keeps_unmapped_ops_on_the_host(tmp_path):
     with pytest.raises(GraphError, match="backend fused has no op .softmax.") as info:
         lower(parse(explicit, "graph", file="e.graph"), lambda name: spec, load_catalog())
     assert (info.value.location.line, info.value.location.column) == (2, 23)
+
+
+def test_dead_values_of_an_anchored_region_get_no_loop():
+    text = (
+        "graph main(p: float32[2]) {\n"
+        "  y = @fused {\n    v = concatenate(p, p)\n    dead = concatenate(v, v)\n    return relu(v)\n  }\n"
+        "  return y\n}\n"
+    )
+    program = parse(text, "graph", file="dead.graph")
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    spec = load_backend(BACKEND)
+    (artifact,) = generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values())
+X
+    p = np.array([-1.0, 2.0], np.float32)
+    (got,) = build(program)(p=p)
+    np.testing.assert_array_equal(got, np.maximum(np.concatenate([p, p]), 0))
