@@ -11,11 +11,12 @@ One C99 file per backend, holding every external function of that backend::
     per function <sym>:     constants, the fused body <sym>_, <sym>_wrapper_, the exported
                             entry __tvm_ffi_<sym> (generator/c_fused_function.py)
 
-The body of a region is one loop nest per distinct output shape (one flat loop when
-nothing broadcasts; :mod:`byoc.generator.fused_loops`), in which every op is a scalar
-local built from the op's C expression: the spec's ``c`` for it, else the op
+The body of an elementwise region is one loop nest per distinct output shape (one flat
+loop when nothing broadcasts; :mod:`byoc.generator.fused_loops`), in which every op is
+a scalar local built from the op's C expression: the spec's ``c`` for it, else the op
 catalog's. Pointers are ``restrict``; intermediate values never leave registers, so
-there is no buffer, no workspace and no allocation per call (nor at all).
+there is no buffer and no allocation. Any other region is one loop nest per anchor op
+with its elementwise consumers fused in (:mod:`byoc.generator.c_fused_nests`).
 
 Options (the spec declares them; see spec/backends/fused.yaml, which also records what
 each measured and why its default is what it is):
@@ -44,11 +45,14 @@ from collections.abc import Mapping, Sequence
 from byoc.catalog import Catalog
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.bindings import ExpressionBinding, OpBinding
+from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
 from . import ffi_entry
 from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
+from .c_fused_nests import needs_nests
 from .c_fused_support import CLONES, OVERLAPS, PARALLEL, POSIX, option_summary
 from .c_source import spec_source
 from .c_text import block_comment, check_reserved_names, function_origin
@@ -71,19 +75,22 @@ def generate(
     options: Mapping[str, OptionValue],
 ) -> tuple[Artifact, ...]:
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
-    del catalog  # the spec's op bindings already hold each op's C expression
     if not externals:
         return ()
-    return (Artifact(f"{spec.name}.c", module_text(externals, spec, options), Role.MODULE, spec.name),)
+    return (
+        Artifact(f"{spec.name}.c", module_text(externals, spec, options, catalog), Role.MODULE, spec.name),
+    )
 
 
-def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue]) -> str:
+def module_text(
+    externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue], catalog: Catalog
+) -> str:
     values = spec.template_values({**spec.option_values(), **options})
-    functions: list[FusedText] = [function_text(fn, spec, values) for fn in externals]
+    functions: list[FusedText] = [function_text(fn, spec, values, catalog) for fn in externals]
     check_reserved_names(externals, {h: f"the helper {h}" for h in HELPERS})
     parallel = any(f.parallel for f in functions)
     parts = [
-        _header(externals, spec, values),
+        _header(externals, spec, values, catalog),
         *([POSIX] if parallel else []),
         ffi_entry.includes() + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else ""),
     ]
@@ -101,8 +108,8 @@ def module_text(externals: Sequence[Function], spec: BackendSpec, options: Mappi
     return "\n".join(parts)
 
 
-CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(")
-"""A function call in an op's C expression (``exp(${x0})``)."""
+CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")
+"""A function call in an op's C template (``exp(${x0})``), or a <math.h> constant."""
 
 
 def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Sequence[FusedText]) -> bool:
@@ -111,17 +118,43 @@ def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Seq
     if any(f.non_finite for f in functions):
         return True
     used = {node.op for fn in externals for node in fn.nodes}
-    return any(CALL.search(binding.expression) for op, binding in spec.ops.items() if op in used)
+    return any(
+        CALL.search(text) for op, binding in spec.ops.items() if op in used for text in _templates(binding)
+    )
 
 
-def _header(externals: Sequence[Function], spec: BackendSpec, values: Mapping[str, object]) -> str:
+def _templates(binding: OpBinding) -> tuple[str, ...]:
+    """The C templates of an op's binding."""
+    if isinstance(binding, ExpressionBinding):
+        return (binding.expression,)
+    if isinstance(binding, ReductionBinding):
+        return (binding.result, *(t for a in binding.accumulators for t in (a.init, a.update)))
+    return ()
+
+
+def _layout(externals: Sequence[Function], catalog: Catalog) -> list[str]:
+    """How the functions are laid out, for the header."""
+    if not any(needs_nests(fn, catalog) for fn in externals):
+        return [
+            "Each region is fused into one loop per output shape over restrict pointers; ops are",
+            "the C expressions of the spec (by default the op catalog's, spec/ops.yaml).",
+        ]
+    return [
+        "An elementwise region is fused into one loop per output shape over restrict pointers;",
+        "any other into one loop nest per anchor op (conv, dense, pool, ...) with the elementwise",
+        "ops after it fused in. The C is the spec's: expressions, accumulators and results.",
+    ]
+
+
+def _header(
+    externals: Sequence[Function], spec: BackendSpec, values: Mapping[str, object], catalog: Catalog
+) -> str:
     lines = [
         f"Generated by byoc (generator/c_fused.py, codegen kind {spec.kind}) for backend {spec.name},",
         f"from the backend spec {spec_source(spec)}; options: {option_summary(values)}.",
         "Do not edit: change the spec or the graph, and generate again.",
         "",
-        "Each region is fused into one loop per output shape over restrict pointers; ops are",
-        "the C expressions of the spec (by default the op catalog's, spec/ops.yaml).",
+        *_layout(externals, catalog),
         "",
         "Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):",
     ]

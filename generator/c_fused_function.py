@@ -3,7 +3,9 @@
 For a function (a region) with symbol ``<sym>`` it writes:
 
 - ``<sym>_const_<j>``: each constant it uses, as a ``static const`` C array;
-- ``<sym>_``: the fused body. Its pointers are ``restrict``-qualified. Outputs are
+- ``<sym>_``: the fused body. A region with anchors (conv, dense, ...) is planned
+  by :mod:`byoc.generator.c_fused_nests`; an elementwise one as follows. Its
+  pointers are ``restrict``-qualified. Outputs are
   grouped by shape; each group gets one loop nest over its shape
   (:mod:`byoc.generator.fused_loops`: one flat loop when no operand broadcasts), and
   in it every node the group's outputs need is a scalar local,
@@ -25,9 +27,12 @@ appear in comments.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from byoc.attr_values import resolve
+from byoc.catalog import Catalog
 from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
@@ -35,6 +40,7 @@ from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.template import render
 
 from . import ffi_entry
+from .c_fused_nests import Body, anchored_body, needs_nests
 from .c_fused_support import pragmas
 from .c_text import (
     block_comment,
@@ -46,6 +52,7 @@ from .c_text import (
     origin,
     value_label,
 )
+from .fused_anchors import c_attributes
 from .fused_loops import Loops, plan_loops
 
 
@@ -73,7 +80,9 @@ class _Value:
     """The index of the node that computes it; None for a parameter or constant."""
 
 
-def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object]) -> FusedText:
+def function_text(
+    fn: Function, spec: BackendSpec, values: Mapping[str, object], catalog: Catalog
+) -> FusedText:
     """``fn``'s constants, fused body, wrapper and exported entry (see the module doc).
 
     ``values`` holds the common placeholders and the backend's option values.
@@ -101,21 +110,33 @@ def function_text(fn: Function, spec: BackendSpec, values: Mapping[str, object])
     body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed]
     body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
     parallel = False
-    for shape, outs in groups.items():
-        lines, in_parallel = _group(fn, table, shape, outs, spec, values, block=len(groups) > 1)
-        body += lines
-        parallel |= in_parallel
+    clones = bool(values.get("target_clones"))
+    if needs_nests(fn, catalog):
+        leaves = {name: v.c_name for name, v in table.items() if v.node is None}
+        nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values))
+        used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
+        body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
+        body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
+        parallel = nested.parallel
+        body_text = _status_body(fn, sym, nested, body, clones)
+        status = (nested.can_fail, bool(nested.buffers))
+    else:
+        for shape, outs in groups.items():
+            lines, in_parallel = _group(fn, table, shape, outs, spec, values, catalog, block=len(groups) > 1)
+            body += lines
+            parallel |= in_parallel
+        body_text = _body(fn, sym, groups, body, clones)
+        status = (False, False)
 
     parts = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n", *const_text]
-    parts.append(_body(fn, sym, groups, body, bool(values.get("target_clones"))))
-    wrapper, checks = _wrapper(fn, sym)
+    parts.append(body_text)
+    wrapper, checks = _wrapper(fn, sym, *status)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
     return FusedText("\n".join(parts), non_finite, checks, parallel)
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:
-    binding = spec.ops.get(node.op)
-    if not isinstance(binding, ExpressionBinding):
+    if node.op not in spec.ops:
         raise GraphError(
             f"backend {spec.name} has no C expression for {node.op}",
             node.loc,
@@ -148,6 +169,7 @@ def _group(
     outs: Sequence[int],
     spec: BackendSpec,
     values: Mapping[str, object],
+    catalog: Catalog,
     *,
     block: bool,
 ) -> tuple[list[str], bool]:
@@ -174,8 +196,11 @@ def _group(
         args = {f"x{j}": operand(n) for j, n in enumerate(node.inputs)}
         ctype = C_TYPES[node.type.dtype]
         binding = spec.ops[node.op]
-        assert isinstance(binding, ExpressionBinding)  # _check_node checked every node
-        expression = render(binding.expression, {**values, "ctype": ctype, "dtype": node.type.dtype, **args})
+        assert isinstance(binding, ExpressionBinding)  # needs_nests() took every other region
+        attrs = c_attributes(resolve(catalog[node.op], [table[n].type for n in node.inputs], node.attrs))
+        expression = render(
+            binding.expression, {**values, "ctype": ctype, "dtype": node.type.dtype, **attrs, **args}
+        )
         levels[depth[v.name]].append(f"const {ctype} {v.c_name} = {expression}; {comment(origin(node))}")
     index = loops.index(shape)
     levels[-1] += [f"out{o}[{index}] = {operand(fn.outputs[o])};" for o in outs]
@@ -270,8 +295,48 @@ def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], cl
     )
 
 
-def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
-    """The wrapper's text, and whether it checks overlaps (and so needs OVERLAPS)."""
+def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clones: bool) -> str:
+    """The body of a region with anchors: buffers, the nests, and the status."""
+    params = [f"const {C_TYPES[p.type.dtype]}* restrict in{i}" for i, p in enumerate(fn.params)]
+    params += [f"{C_TYPES[t.dtype]}* restrict out{i}" for i, t in enumerate(fn.output_types)]
+    status = nested.can_fail or bool(nested.buffers)
+    note = [
+        f"{sym}_: the body of {function_origin(fn)}, in {nested.nests} loop nest(s):",
+        "one per anchor op, with the elementwise ops after it fused in, and",
+        f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads.",
+    ]
+    if status:
+        fails = ["1 when an allocation fails"] * bool(nested.buffers) + [
+            "2 when a gather index is out of range"
+        ] * nested.can_fail
+        note.append(f"Returns 0, or {' or '.join(fails)}.")
+    note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
+    note += [
+        f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, fn.output_types))
+    ]
+    lines = [block_comment(note), *(["byoc_simd_clones"] if clones else [])]
+    lines.append(item_list(f"static {'int' if status else 'void'} {sym}_(", params, ") {"))
+    lines += [f"  {C_TYPES[t.dtype]}* {buf} = NULL;" for buf, t, _ in nested.buffers]
+    if status:
+        lines.append("  int status = 1;")
+    for buf, t, label in nested.buffers:
+        ctype = C_TYPES[t.dtype]
+        lines.append(
+            f"  {buf} = ({ctype}*)malloc(sizeof({ctype}) * {max(t.size, 1)}); {comment('holds ' + label)}"
+        )
+        lines.append(f"  if ({buf} == NULL) goto done;")
+    lines += [*head, *nested.statements]
+    if status:
+        lines += ["  status = 0;", "done:"]
+        lines += [f"  free({buf});" for buf, _, _ in nested.buffers]
+        lines.append("  return status;")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = False) -> tuple[str, bool]:
+    """The wrapper's text, and whether it checks overlaps (and so needs OVERLAPS).
+    With ``can_fail`` or ``allocates`` the body returns a status, which it raises."""
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     lines = [
@@ -306,5 +371,15 @@ def _wrapper(fn: Function, sym: str) -> tuple[str, bool]:
         lines.append(f'    return byoc_raise("ValueError", {message});')
         lines.append("  }")
     call = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
-    lines += [item_list(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
+    if not (can_fail or allocates):
+        lines += [item_list(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
+        return "\n".join(lines), checks
+    lines.append(item_list(f"  const int status = {sym}_(", call, ");"))
+    if allocates:
+        message = c_string(f"{sym}: cannot allocate the intermediate buffers")
+        lines += ["  if (status == 1) {", f'    return byoc_raise("MemoryError", {message});', "  }"]
+    if can_fail:
+        message = c_string(f"{sym}: a gather index is out of range for its axis")
+        lines += ["  if (status == 2) {", f'    return byoc_raise("ValueError", {message});', "  }"]
+    lines += ["  return 0;", "}", ""]
     return "\n".join(lines), checks

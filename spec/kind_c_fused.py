@@ -1,34 +1,119 @@
-"""The ``c_fused`` kind: C99 with each region fused into one loop per output shape,
-from the ops' C expressions."""
+"""The ``c_fused`` kind: C99 with each region fused into loop nests, from C templates.
+
+An op maps to one of three bindings, by its catalog shape rule:
+
+- **expression** rules (:data:`EXPRESSION_RULES`: elementwise ops and the channel-wise
+  ``bias_add`` and ``batch_norm``): ``c``, a C expression over ``${x0}``, ``${x1}``, ...
+  (one scalar of each input) and the op's attributes; the spec's, else the catalog's;
+- **reduction** rules (:data:`REDUCTION_RULES`: convolutions, pooling, dense, matmul,
+  lrn, softmax, reductions): ``reduce``, accumulators each with an ``init`` and an
+  ``update`` over ``${x0}``, ``${x1}``, ... at one point of the rule's reduction space,
+  and ``result``, the op's value from the accumulators;
+- **movement** rules (:data:`MOVEMENT_RULES`: reshape, transpose, slice, pad, gather,
+  concatenate, ...): ``{}``; the rule says where each output element comes from.
+
+The loop structure of each rule is the generator's (``byoc.generator.fused_anchors``);
+what an op computes is data.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from byoc.catalog import OpDef
 
-from .bindings import ExpressionBinding
+from .bindings import ExpressionBinding, OpBinding
 from .codegen_kind import CodegenKind, Slot
-from .draft import SpecDraft, check_template
+from .draft import SpecDraft, c_name, check_template
 from .names import COMMON_PLACEHOLDERS, INPUT_PLACEHOLDER
 from .yaml_doc import YamlDoc
 
+EXPRESSION_RULES = ("elementwise", "unidirectional", "bias_add", "batch_norm")
+"""Rules whose ops compute each output element from the input elements at its index
+(a channel-wise parameter indexed along its axis): one C expression."""
+REDUCTION_RULES = (
+    "conv",
+    "conv_transpose",
+    "pool",
+    "global_pool",
+    "dense",
+    "matmul",
+    "lrn",
+    "softmax",
+    "reduce",
+)
+"""Rules whose ops accumulate over a reduction space per output element."""
+POINTWISE_RESULT_RULES = ("lrn", "softmax")
+"""Reduction rules whose output has the input's shape: ``result`` may read ``${x0}``
+at the output element's own index."""
+MOVEMENT_RULES = (
+    "concatenate",
+    "reshape",
+    "flatten",
+    "transpose",
+    "squeeze",
+    "unsqueeze",
+    "expand",
+    "pad",
+    "slice",
+    "gather",
+)
+"""Rules whose ops copy input elements (or a pad value) to other places."""
+RESULT_PLACEHOLDERS = ("window",)
+"""Placeholders of ``result`` besides the accumulators: ``${window}``, the number of
+points of the reduction space (for a pool: of the window inside the padded input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Accumulator:
+    """One accumulator of a reduction op: a double, set to ``init``, then ``update``
+    at every point of the reduction space (skipping a pool's padding)."""
+
+    name: str
+    init: str
+    update: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionBinding(OpBinding):
+    """c_fused, reduction rules: accumulators, and the result over them."""
+
+    accumulators: tuple[Accumulator, ...]
+    result: str
+
+    def describe(self) -> str:
+        accs = ", ".join(f"{a.name} = {a.init}; {a.update}" for a in self.accumulators)
+        return f"reduce {accs}; result {self.result}"
+
+
+@dataclass(frozen=True, slots=True)
+class MovementBinding(OpBinding):
+    """c_fused, movement rules: the rule's own element mapping."""
+
+    def describe(self) -> str:
+        return "data movement"
+
+
+def attribute_names(opdef: OpDef) -> list[str]:
+    """The attributes a template of ``opdef`` may use: the scalar ones (int, float, bool)."""
+    return [a.name for a in opdef.attrs if a.type in ("int", "float", "bool")]
+
 
 class CFusedKind(CodegenKind):
-    """Ops map to C expression templates over ``${x0}``, ``${x1}``, ...: the op's ``c``
-    in the spec, else the catalog's."""
+    """Ops map to C templates (see the module doc)."""
 
     __slots__ = ()
     name = "c_fused"
-    doc = "C99 source: each region fused into one loop per output shape, from the ops' C expressions"
+    doc = "C99 source: each region fused into loop nests, elementwise ops into their producer's loop"
     language = "c"
     generator = "c_fused"
     templates = (Slot("prelude", "C text placed once, after the includes (helpers for op expressions)", ()),)
-    op_optional = ("c",)
-    shape_rules = ("elementwise",)
-    attrs = False
+    op_optional = ("c", "reduce", "result")
+    shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES
+    attrs = True
     options: Mapping[str, str] = MappingProxyType(
         {"target_clones": "bool", "vectorize": "bool", "openmp_threshold": "int"}
     )
@@ -38,15 +123,39 @@ class CFusedKind(CodegenKind):
     reserved_more = ", x0, x1, ..."
 
     def placeholders(self) -> set[str]:
-        return super().placeholders() | set(self.expression_placeholders)
+        return super().placeholders() | set(self.expression_placeholders) | set(RESULT_PLACEHOLDERS)
 
     def reserves(self, name: str) -> bool:
         return super().reserves(name) or INPUT_PLACEHOLDER.match(name) is not None
 
-    def load_binding(
-        self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft
-    ) -> ExpressionBinding:
-        return ExpressionBinding(op, self._expression(doc, node, op, opdef, draft), loc=doc.at(node, op))
+    def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> OpBinding:
+        onode = node[op]
+        rule = opdef.shape_rule
+        wanted = (
+            {"c"} if rule in EXPRESSION_RULES else {"reduce", "result"} if rule in REDUCTION_RULES else set()
+        )
+        for key in onode:
+            if key not in wanted:
+                raise doc.error(
+                    f"op {op}: {key} does not apply to a {rule} op",
+                    onode,
+                    key,
+                    hint=_keys_hint(rule),
+                )
+        if rule in EXPRESSION_RULES:
+            return ExpressionBinding(op, self._expression(doc, node, op, opdef, draft), loc=doc.at(node, op))
+        if rule in REDUCTION_RULES:
+            return self._reduction(doc, node, op, opdef, draft)
+        return MovementBinding(op, loc=doc.at(node, op))
+
+    def _names(self, opdef: OpDef, draft: SpecDraft) -> set[str]:
+        """Placeholders every template of ``opdef`` may use."""
+        return (
+            set(COMMON_PLACEHOLDERS)
+            | set(draft.options)
+            | set(self.expression_placeholders)
+            | set(attribute_names(opdef))
+        )
 
     def _expression(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> str:
         """The C expression of ``op``: the spec's ``c``, checked, else the catalog's."""
@@ -68,20 +177,77 @@ class CFusedKind(CodegenKind):
                     hint='give one here: `c: "..."` over ${x0}, ${x1}, ...',
                 )
             return opdef.c
-        text = doc.typed(onode, "c", str, f"{what}: c")
-        inputs = [f"x{i}" for i in range(opdef.max_inputs)]
-        names = (
-            set(COMMON_PLACEHOLDERS) | set(draft.options) | set(self.expression_placeholders) | set(inputs)
+        inputs = {f"x{i}" for i in range(opdef.max_inputs)}
+        return self._one_line(
+            doc, onode, "c", f"{what}: the C expression", self._names(opdef, draft) | inputs
         )
+
+    def _one_line(self, doc: YamlDoc, node: Any, key: str, what: str, names: set[str]) -> str:
+        """``node[key]``: a one-line C expression over ``names``."""
+        text = doc.typed(node, key, str, what)
         if not text.strip():
-            raise doc.error(f"{what}: the C expression is empty", onode, "c", value=True)
+            raise doc.error(f"{what} is empty", node, key, value=True)
         body = text.strip()
         for bad, why in ((";", "a C expression, not a statement"), ("\n", "one line")):
             if bad in body:
                 raise doc.error_at(
-                    f"{what}: the C expression must be {why}",
-                    doc.at_offset(onode, "c", text.index(body) + body.index(bad)),
+                    f"{what} must be {why}",
+                    doc.at_offset(node, key, text.index(body) + body.index(bad)),
                     hint='for example c: "${x0} + ${x1}"; put helper functions in `prelude`',
                 )
-        check_template(doc, onode, "c", f"the C expression of {what}", names)
+        check_template(doc, node, key, what, names)
         return str(body)
+
+    def _reduction(
+        self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft
+    ) -> ReductionBinding:
+        onode = node[op]
+        what = f"op {op}"
+        for key in ("reduce", "result"):
+            if key not in onode:
+                raise doc.error(
+                    f"{what}: a {opdef.shape_rule} op needs `{key}`",
+                    node,
+                    op,
+                    hint=_keys_hint(opdef.shape_rule),
+                )
+        base = self._names(opdef, draft)
+        inputs = {f"x{i}" for i in range(opdef.max_inputs or 0)}
+        accs = doc.mapping(onode, "reduce", f"{what}: reduce")
+        if not accs:
+            raise doc.error(f"{what}: reduce needs at least one accumulator", onode, "reduce", value=True)
+        accumulators: list[Accumulator] = []
+        for name in accs:
+            c_name(doc, accs, name, f"{what}: the accumulator")
+            if name in base or name in inputs or name in RESULT_PLACEHOLDERS:
+                raise doc.error(
+                    f"{what}: the accumulator {name!r} is named like a placeholder",
+                    accs,
+                    name,
+                    hint="rename it",
+                )
+            entry = doc.mapping(accs, name, f"{what}: accumulator {name}")
+            doc.check_keys(entry, f"{what}: accumulator {name}", ("init", "update"), ())
+            earlier = {a.name for a in accumulators}
+            init = self._one_line(doc, entry, "init", f"{what}: the init of accumulator {name}", base)
+            update = self._one_line(
+                doc,
+                entry,
+                "update",
+                f"{what}: the update of accumulator {name}",
+                base | inputs | earlier | {name},
+            )
+            accumulators.append(Accumulator(str(name), init, update))
+        names = base | {a.name for a in accumulators} | set(RESULT_PLACEHOLDERS)
+        if opdef.shape_rule in POINTWISE_RESULT_RULES:
+            names |= inputs
+        result = self._one_line(doc, onode, "result", f"{what}: the result", names)
+        return ReductionBinding(op, tuple(accumulators), result, loc=doc.at(node, op))
+
+
+def _keys_hint(rule: str) -> str:
+    if rule in EXPRESSION_RULES:
+        return "a c_fused op of this rule takes `c` (or `{}` for the catalog's C expression)"
+    if rule in REDUCTION_RULES:
+        return "a c_fused op of this rule takes `reduce: {acc: {init: ..., update: ...}}` and `result`"
+    return "a c_fused data-movement op takes no keys: `{}`"

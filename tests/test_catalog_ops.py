@@ -34,11 +34,9 @@ def test_every_catalog_op_has_a_case():
     assert len(CATALOG) >= 60
 
 
-def test_json_maps_every_op_and_fused_every_attribute_free_elementwise_one():
+def test_json_and_fused_map_every_op():
     assert set(byoc.load_backend("json").ops) == set(CATALOG)
-    fusable = {n for n, op in CATALOG.items() if op.rule.elementwise and op.c and not op.attrs}
-    assert set(byoc.load_backend("fused").ops) == fusable
-    assert {"exp", "tanh", "erf", "gelu", "where", "power"} <= fusable
+    assert set(byoc.load_backend("fused").ops) == set(CATALOG)
 
 
 def check(out: np.ndarray, expected: np.ndarray) -> None:

@@ -217,7 +217,24 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
         ("  copy: {}\n", '  copy: {c: "${x0};"}\n', "must be a C expression, not a statement", ";"),
         ("  copy: {}\n", '  copy: {c: "  "}\n', "the C expression is empty", '"  "'),
         ("  copy: {}\n", "  copy: {token: cp}\n", "unknown key 'token'", "token"),
-        ("  copy: {}\n", "  copy: {}\n  concatenate: {}\n", "cannot implement concatenate", "concatenate"),
+        (
+            '  sum:\n    reduce: {total: {init: "0", update: "${total} + ${x0}"}}\n    result: "${total}"\n',
+            '  sum: {c: "${x0}"}\n',
+            "c does not apply to a reduce op",
+            "c",
+        ),
+        (
+            "  dense: *dot\n",
+            '  dense: {reduce: {acc: {init: "0", update: "${acc} + ${x2}"}}, result: "${acc}"}\n',
+            "undefined placeholder ${x2}",
+            "${x2}",
+        ),
+        (
+            "  dense: *dot\n",
+            '  dense: {reduce: {acc: {init: "0", update: "${acc}"}}, result: "${x0}"}\n',
+            "undefined placeholder ${x0} in op dense: the result",
+            "${x0}",
+        ),
         (
             "  vectorize:\n",
             "  x0: {type: int, default: 0}\n  vectorize:\n",
@@ -237,7 +254,18 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
             None,
         ),
     ],
-    ids=["placeholder", "statement", "empty", "key", "concatenate", "x0_option", "option_type", "str_flags"],
+    ids=[
+        "placeholder",
+        "statement",
+        "empty",
+        "key",
+        "c_on_reduce",
+        "update",
+        "result",
+        "x0_option",
+        "option_type",
+        "str_flags",
+    ],
 )
 def test_bad_c_fused_specs_are_located_errors(tmp_path, old, new, message, at):
     path = user_spec(tmp_path, old, new)
@@ -258,7 +286,7 @@ def test_option_flags_take_int_options(tmp_path):
     """An int option's flags are added when it is not 0 (openmp_threshold's -fopenmp)."""
     spec = load_backend(BACKEND)
     assert spec.compile.option_flags == {"openmp_threshold": ("-fopenmp",)}
-    assert check_spec_file(SHIPPED_SPEC) == "backend fused (c_fused, 29 ops)"
+    assert check_spec_file(SHIPPED_SPEC) == "backend fused (c_fused, 63 ops)"
 
 
 # ------------------------------------------------------------------------ CLI

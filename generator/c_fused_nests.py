@@ -1,0 +1,381 @@
+"""The body of a ``c_fused`` region that holds anchors: one loop nest per anchor, with
+its elementwise consumers fused into it.
+
+A region whose ops are all elementwise keeps the flat loops of
+:mod:`byoc.generator.c_fused_function`. Any other region is planned here:
+
+1. **Nests.** Walking the nodes in order, an *anchor* (a node of a reduction or
+   movement rule, :mod:`byoc.generator.fused_anchors`) starts a nest over its output
+   shape. An expression node (elementwise, or channel-wise like ``bias_add`` and
+   ``batch_norm``, whose parameters are indexed by their axis's counter) joins the
+   latest nest among its producers when it has that nest's shape, and otherwise starts
+   a nest of its own. So conv → batch_norm → relu, or dense → bias_add → relu, is ONE
+   loop nest: the anchor's accumulator becomes ``t<k>``, the epilogue ops scalar
+   locals computed from it, and only the last value is stored.
+2. **Memory.** A value read by another nest (an anchor reads its inputs at other
+   indices) or returned by the region is stored: into its output, else into an
+   intermediate buffer ``tmp<k>`` that the body allocates (``malloc``) and frees. The
+   body then returns a status, 1 when an allocation fails (the wrapper raises
+   MemoryError) and 2 when a gather index is out of range (ValueError).
+3. **Loops.** An anchor's nest loops over every output axis of extent > 1 (row-major;
+   softmax's axis innermost); a nest without an anchor merges axes as the flat loops
+   do. Every statement is placed at the outermost loop whose counters it uses, so a
+   softmax's maximum and sum are computed once per row, and a per-channel value once
+   per channel. Accumulators are ``double``, as the reference computes in float64, and
+   each value is rounded to its dtype once, as the reference's result is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from byoc.attr_values import resolve
+from byoc.catalog import Catalog
+from byoc.ir import C_TYPES, Function, Node, TensorType
+from byoc.spec.backend import BackendSpec
+from byoc.spec.bindings import ExpressionBinding
+from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
+from byoc.spec.template import placeholders, render
+
+from .c_fused_support import pragmas
+from .c_text import comment, origin, value_label
+from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
+from .fused_loops import Loops, plan_loops
+
+FAIL = "{ status = 2; goto done; }"
+"""The statement that reports a gather index out of range."""
+
+
+@dataclass
+class Nest:
+    """The nodes computed in one loop nest: an anchor (``head``) or none, then the
+    expression nodes fused after it, in source order."""
+
+    shape: tuple[int, ...]
+    head: int | None
+    members: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """The statements of an anchored body, and what its function and module need."""
+
+    statements: list[str]
+    buffers: list[tuple[str, TensorType, str]]
+    """Each intermediate buffer: C name, type, the value it holds."""
+    can_fail: bool
+    parallel: bool
+    nests: int
+
+
+def needs_nests(fn: Function, catalog: Catalog) -> bool:
+    """Whether ``fn`` holds an op that is not elementwise (its rule broadcasts nothing
+    the flat loops can index): then its body is planned here."""
+    return any(not catalog[node.op].rule.elementwise for node in fn.nodes)
+
+
+def is_anchor(node: Node, spec: BackendSpec) -> bool:
+    return not isinstance(spec.ops[node.op], ExpressionBinding)
+
+
+def plan_nests(fn: Function, spec: BackendSpec) -> tuple[list[Nest], dict[str, int]]:
+    """The nests of ``fn`` (see the module doc, step 1), and the nest of each node's value."""
+    nests: list[Nest] = []
+    nest_of: dict[str, int] = {}
+    live = _live(fn)
+    for k, node in enumerate(fn.nodes):
+        if node.name not in live:
+            continue  # dead code: a value nothing returns needs no loop
+        producers = [nest_of[n] for n in node.inputs if n in nest_of]
+        latest = max(producers, default=None)
+        if is_anchor(node, spec) or latest is None or nests[latest].shape != node.type.shape:
+            nests.append(Nest(node.type.shape, k if is_anchor(node, spec) else None))
+            latest = len(nests) - 1
+        nests[latest].members.append(k)
+        nest_of[node.name] = latest
+    return nests, nest_of
+
+
+def _live(fn: Function) -> set[str]:
+    """The values the outputs depend on."""
+    producer = {node.name: node for node in fn.nodes}
+    live: set[str] = set()
+    todo = list(fn.outputs)
+    while todo:
+        name = todo.pop()
+        if name not in live:
+            live.add(name)
+            todo.extend(producer[name].inputs if name in producer else ())
+    return live
+
+
+def anchored_body(
+    fn: Function,
+    spec: BackendSpec,
+    catalog: Catalog,
+    values: Mapping[str, object],
+    leaves: Mapping[str, str],
+    threshold: int,
+) -> Body:
+    """The statements of ``fn``'s body; ``leaves`` maps each parameter and constant to
+    its C array."""
+    nests, nest_of = plan_nests(fn, spec)
+    index_of = {node.name: k for k, node in enumerate(fn.nodes)}
+    stored: dict[str, list[str]] = {}
+    for o, name in enumerate(fn.outputs):
+        stored.setdefault(name, []).append(f"out{o}")
+    for node in fn.nodes:
+        if node.name not in nest_of:
+            continue
+        for name in node.inputs:
+            if name in nest_of and (is_anchor(node, spec) or nest_of[name] != nest_of[node.name]):
+                stored.setdefault(name, [])
+    buffers = []
+    for node in fn.nodes:
+        if node.name in stored and not stored[node.name]:
+            buf = f"tmp{index_of[node.name]}"
+            stored[node.name].append(buf)
+            buffers.append((buf, node.type, value_label(node.name)))
+    arrays = {**leaves, **{name: places[0] for name, places in stored.items() if places}}
+
+    statements: list[str] = []
+    can_fail = parallel = False
+    writer = _NestWriter(fn, spec, catalog, values, arrays, stored, threshold)
+    for n, nest in enumerate(nests):
+        lines, fails, par = writer.nest(n, nest)
+        statements += lines
+        can_fail |= fails
+        parallel |= par
+    copies = [o for o, name in enumerate(fn.outputs) if name not in nest_of]
+    for o in copies:  # an output that is a parameter or constant
+        statements += writer.copy(o, fn.outputs[o], fn.output_types[o])
+    return Body(statements, buffers, can_fail, parallel, len(nests) + len(copies))
+
+
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+class _NestWriter:
+    """Writes the loop nests of one function."""
+
+    def __init__(self, fn, spec, catalog, values, arrays, stored, threshold) -> None:
+        self.fn: Function = fn
+        self.spec: BackendSpec = spec
+        self.catalog: Catalog = catalog
+        self.values: Mapping[str, object] = values
+        self.arrays: Mapping[str, str] = arrays
+        self.stored: Mapping[str, list[str]] = stored
+        self.threshold: int = threshold
+        self.types = fn.types()
+        self.c_name = {node.name: f"t{k}" for k, node in enumerate(fn.nodes)}
+
+    # ------------------------------------------------------------ one nest
+
+    def nest(self, n: int, nest: Nest) -> tuple[list[str], bool, bool]:
+        fn, head = self.fn, nest.head
+        names = [fn.nodes[k].name for k in nest.members]
+        label = f"nest {n}: " + ", ".join(
+            f"{self.c_name[x]} {fn.nodes[k].op}" for x, k in zip(names, nest.members)
+        )
+        if math.prod(nest.shape) == 0:
+            return (
+                [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"],
+                False,
+                False,
+            )
+        in_nest = set(names)
+        if head is not None:
+            node = fn.nodes[head]
+            attrs = self._attrs(node)
+            order = loop_order(self.catalog[node.op].shape_rule, node.type, attrs)
+            loops = Loops(nest.shape, tuple((a,) for a in order if nest.shape[a] != 1))
+        else:
+            views = [
+                view
+                for k in nest.members
+                for name, view in zip(fn.nodes[k].inputs, self._views(fn.nodes[k]))
+                if name not in in_nest
+            ]
+            loops = plan_loops(nest.shape, views)
+        placed = _Placement(loops)
+        fails = False
+        for k in nest.members:
+            node = fn.nodes[k]
+            if k == head:
+                fails |= self._anchor(node, loops, placed)
+            else:
+                self._expression(node, loops, placed, in_nest)
+        for name in names:
+            for dest in self.stored.get(name, ()):
+                placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
+        parallel = not fails and bool(loops.axes) and 0 < self.threshold <= loops.size
+        simd = bool(self.values.get("vectorize")) and head is None
+        how = f"{len(loops.axes)} nested loop(s) {list(loops.extents)}" if loops.axes else "no loop"
+        return placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd), fails, parallel
+
+    def copy(self, o: int, name: str, t: TensorType) -> list[str]:
+        loops = plan_loops(t.shape, [t.shape])
+        placed = _Placement(loops)
+        index = loops.index(t.shape)
+        placed.store(f"out{o}[{index}] = {self.arrays[name]}[{index}];")
+        return placed.lines(f"out{o}: a copy of {value_label(name)}", False, False)
+
+    # ------------------------------------------------------------ statements
+
+    def _attrs(self, node: Node) -> dict:
+        return resolve(self.catalog[node.op], [self.types[n] for n in node.inputs], node.attrs)
+
+    def _views(self, node: Node) -> tuple[tuple[int, ...], ...]:
+        rule = self.catalog[node.op].shape_rule
+        return operand_shapes(rule, [self.types[n] for n in node.inputs], self._attrs(node))
+
+    def _template_values(self, node: Node) -> dict[str, object]:
+        return {
+            **self.values,
+            "ctype": C_TYPES[node.type.dtype],
+            "dtype": node.type.dtype,
+            **c_attributes(self._attrs(node)),
+        }
+
+    def _expression(self, node: Node, loops: Loops, placed: _Placement, in_nest: set[str]) -> None:
+        binding = self.spec.ops[node.op]
+        assert isinstance(binding, ExpressionBinding)
+        args = {}
+        for j, (name, view) in enumerate(zip(node.inputs, self._views(node))):
+            args[f"x{j}"] = (
+                self.c_name[name] if name in in_nest else f"{self.arrays[name]}[{loops.index(view)}]"
+            )
+        text = render(binding.expression, {**self._template_values(node), **args})
+        c = self.c_name[node.name]
+        placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
+
+    def _anchor(self, node: Node, loops: Loops, placed: _Placement) -> bool:
+        """Place the statements of anchor ``node``; whether it can fail."""
+        c = self.c_name[node.name]
+        var = [loops.variables[p] for p in range(len(loops.axes))]
+        axis_var = ["0"] * node.type.rank
+        for p, group in enumerate(loops.axes):
+            axis_var[group[0]] = var[p]
+        rule = self.catalog[node.op].shape_rule
+        site = Site(
+            node.type,
+            tuple(self.types[n] for n in node.inputs),
+            self._attrs(node),
+            tuple(axis_var),
+            tuple(self.arrays[n] for n in node.inputs),
+            C_TYPES[node.type.dtype],
+            c,
+            FAIL,
+        )
+        anchor = RULES[rule](site)
+        ctype = C_TYPES[node.type.dtype]
+        note = comment(origin(node))
+        if rule not in REDUCTION_RULES:
+            for step in anchor.steps:
+                placed.add(step, "", defines=_defined(step))
+            placed.add(f"const {ctype} {c} = {anchor.value};", note, defines=c)
+            return anchor.can_fail
+        binding = self.spec.ops[node.op]
+        assert isinstance(binding, ReductionBinding)
+        base = self._template_values(node)
+        accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
+        for group in _passes(binding):
+            decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
+            updates = []
+            for a in group:
+                args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
+                updates.append(f"{accs[a.name]} = {render(a.update, args)};")
+            text = "\n".join([*decls, *_reduction_loops(anchor.levels, updates)])
+            placed.add(text, "", defines=tuple(accs[a.name] for a in group))
+        result_args = {**base, **accs, "window": str(anchor.window)}
+        result_args.update(
+            (f"x{j}", element(site.arrays[j], axis_var, t.shape)) for j, t in enumerate(site.ins)
+        )
+        placed.add(f"const {ctype} {c} = {render(binding.result, result_args)};", note, defines=c)
+        return False
+
+
+def _passes(binding: ReductionBinding) -> list[list]:
+    """The accumulators in loops over the reduction space: one loop for all, but an
+    accumulator whose update reads an earlier one's final value starts a new loop."""
+    groups: list[list] = []
+    for a in binding.accumulators:
+        used = {p.name for p in placeholders(a.update)}
+        if not groups or used & {b.name for g in groups for b in g}:
+            groups.append([])
+        groups[-1].append(a)
+    return groups
+
+
+def _reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
+    """The reduction loops around ``body``, two spaces per level. A level of extent 1
+    has no loop; when one with steps comes before any loop, everything sits in a
+    ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
+    locals to itself)."""
+    lines: list[str] = []
+    indent = ""
+    closing: list[str] = []
+    first_loop = next((k for k, lv in enumerate(levels) if lv.extent != 1), len(levels))
+    if any(lv.steps for lv in levels[:first_loop]):
+        lines.append("do { /* a single point: `continue` skips it */")
+        closing.append("} while (0);")
+        indent = "  "
+    for lv in levels:
+        if lv.extent != 1:
+            lines.append(f"{indent}for (int64_t {lv.var} = 0; {lv.var} < {lv.extent}; ++{lv.var}) {{")
+            closing.append(f"{indent}}}")
+            indent += "  "
+        lines += [indent + s for s in lv.steps]
+    lines += [indent + s for s in body]
+    return lines + list(reversed(closing))
+
+
+def _defined(step: str) -> tuple[str, ...]:
+    match = re.match(r"const int64_t (\w+) =", step)
+    return (match.group(1),) if match else ()
+
+
+class _Placement:
+    """Statements at the outermost loop level whose counters (and locals) they use."""
+
+    def __init__(self, loops: Loops) -> None:
+        self.loops = loops
+        self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
+        self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
+
+    def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
+        used = [self.depth.get(w, 0) for w in _IDENTIFIER.findall(code)]
+        level = max(used, default=0)
+        lines = code.split("\n")
+        if note:
+            lines[-1] += f" {note}"
+        self.levels[level].append("\n".join(lines))
+        for name in (defines,) if isinstance(defines, str) else defines:
+            self.depth[name] = level
+
+    def store(self, code: str) -> None:
+        """A store writes every element: innermost, after everything it reads."""
+        self.levels[-1].append(code)
+
+    def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
+        out = ["  {", f"    {comment(label)}"]
+        indent = "    "
+        out += _indented(self.levels[0], indent)
+        loops = self.loops
+        for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
+            out += pragmas(parallel and k == 0, simd and k == len(loops.axes) - 1)
+            out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
+            indent += "  "
+            out += _indented(self.levels[k + 1], indent)
+        for _ in loops.axes:
+            indent = indent[:-2]
+            out.append(f"{indent}}}")
+        out.append("  }")
+        return out
+
+
+def _indented(statements: Sequence[str], indent: str) -> list[str]:
+    return [indent + line for s in statements for line in s.split("\n")]
