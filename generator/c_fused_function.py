@@ -94,7 +94,8 @@ def function_text(
         table[p.name] = _Value(p.name, p.type, f"in{i}")
     for k, node in enumerate(fn.nodes):
         _check_node(node, spec)
-        table[node.name] = _Value(node.name, node.type, f"t{k}", k)
+        for name, t in zip(node.outputs, node.types):  # several for split, which only nests compute
+            table[name] = _Value(name, t, f"t{k}", k)
     groups: dict[tuple[int, ...], list[int]] = {}
     for o, t in enumerate(fn.output_types):
         groups.setdefault(t.shape, []).append(o)

@@ -6,7 +6,7 @@ A region whose ops are all elementwise keeps the flat loops of
 
 1. **Nests.** Walking the nodes in order, an *anchor* (a node of a reduction or
    movement rule, :mod:`byoc.generator.fused_anchors`) starts a nest over its output
-   shape. An expression node (elementwise, or channel-wise like ``bias_add`` and
+   shape; a node of several outputs (split) is one anchor per output, :class:`Piece`. An expression node (elementwise, or channel-wise like ``bias_add`` and
    ``batch_norm``, whose parameters are indexed by their axis's counter) joins the
    latest nest among its producers when it has that nest's shape, and otherwise starts
    a nest of its own. So conv → batch_norm → relu, or dense → bias_add → relu, is ONE
@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from byoc.attr_values import resolve
 from byoc.catalog import Catalog
@@ -49,10 +49,38 @@ FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
 
 
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One output of a node, the planner's unit: a node of one output is one piece; a
+    node of several outputs (split) is one per output, each computed in its own nest."""
+
+    node: Node
+    """The node, with only this output (``node.name``, ``node.type``)."""
+    index: int
+    """The node's index in the function."""
+    part: int
+    """Which of the node's outputs this is."""
+    parts: tuple[TensorType, ...]
+    """The types of all the node's outputs."""
+    c_name: str
+    """``t<index>``, or ``t<index>_<part>`` for a node of several outputs."""
+
+
+def pieces(fn: Function) -> list[Piece]:
+    """The pieces of ``fn``'s nodes, in order."""
+    out = []
+    for k, node in enumerate(fn.nodes):
+        several = len(node.outputs) > 1
+        for j, (name, t) in enumerate(zip(node.outputs, node.types)):
+            one = replace(node, outputs=(name,), types=(t,)) if several else node
+            out.append(Piece(one, k, j, node.types, f"t{k}_{j}" if several else f"t{k}"))
+    return out
+
+
 @dataclass
 class Nest:
-    """The nodes computed in one loop nest: an anchor (``head``) or none, then the
-    expression nodes fused after it, in source order."""
+    """The pieces computed in one loop nest (indices into :func:`pieces`): an anchor
+    (``head``) or none, then the expression nodes fused after it, in source order."""
 
     shape: tuple[int, ...]
     head: int | None
@@ -81,12 +109,16 @@ def is_anchor(node: Node, spec: BackendSpec) -> bool:
     return not isinstance(spec.ops[node.op], ExpressionBinding)
 
 
-def plan_nests(fn: Function, spec: BackendSpec) -> tuple[list[Nest], dict[str, int]]:
-    """The nests of ``fn`` (see the module doc, step 1), and the nest of each node's value."""
+def plan_nests(
+    units: Sequence[Piece], outputs: Sequence[str], spec: BackendSpec
+) -> tuple[list[Nest], dict[str, int]]:
+    """The nests of a function's pieces ``units`` (see the module doc, step 1), and the
+    nest of each value."""
     nests: list[Nest] = []
     nest_of: dict[str, int] = {}
-    live = _live(fn)
-    for k, node in enumerate(fn.nodes):
+    live = _live(units, outputs)
+    for k, piece in enumerate(units):
+        node = piece.node
         if node.name not in live:
             continue  # dead code: a value nothing returns needs no loop
         producers = [nest_of[n] for n in node.inputs if n in nest_of]
@@ -99,11 +131,11 @@ def plan_nests(fn: Function, spec: BackendSpec) -> tuple[list[Nest], dict[str, i
     return nests, nest_of
 
 
-def _live(fn: Function) -> set[str]:
+def _live(units: Sequence[Piece], outputs: Sequence[str]) -> set[str]:
     """The values the outputs depend on."""
-    producer = {node.name: node for node in fn.nodes}
+    producer = {piece.node.name: piece.node for piece in units}
     live: set[str] = set()
-    todo = list(fn.outputs)
+    todo = list(outputs)
     while todo:
         name = todo.pop()
         if name not in live:
@@ -122,28 +154,29 @@ def anchored_body(
 ) -> Body:
     """The statements of ``fn``'s body; ``leaves`` maps each parameter and constant to
     its C array."""
-    nests, nest_of = plan_nests(fn, spec)
-    index_of = {node.name: k for k, node in enumerate(fn.nodes)}
+    units = pieces(fn)
+    nests, nest_of = plan_nests(units, fn.outputs, spec)
     stored: dict[str, list[str]] = {}
     for o, name in enumerate(fn.outputs):
         stored.setdefault(name, []).append(f"out{o}")
-    for node in fn.nodes:
+    for node in (piece.node for piece in units):
         if node.name not in nest_of:
             continue
         for name in node.inputs:
             if name in nest_of and (is_anchor(node, spec) or nest_of[name] != nest_of[node.name]):
                 stored.setdefault(name, [])
     buffers = []
-    for node in fn.nodes:
-        if node.name in stored and not stored[node.name]:
-            buf = f"tmp{index_of[node.name]}"
-            stored[node.name].append(buf)
-            buffers.append((buf, node.type, value_label(node.name)))
+    for piece in units:
+        name = piece.node.name
+        if name in stored and not stored[name]:
+            buf = "tmp" + piece.c_name[1:]
+            stored[name].append(buf)
+            buffers.append((buf, piece.node.type, value_label(name)))
     arrays = {**leaves, **{name: places[0] for name, places in stored.items() if places}}
 
     statements: list[str] = []
     can_fail = parallel = False
-    writer = _NestWriter(fn, spec, catalog, values, arrays, stored, threshold)
+    writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold)
     for n, nest in enumerate(nests):
         lines, fails, par = writer.nest(n, nest)
         statements += lines
@@ -161,8 +194,8 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 class _NestWriter:
     """Writes the loop nests of one function."""
 
-    def __init__(self, fn, spec, catalog, values, arrays, stored, threshold) -> None:
-        self.fn: Function = fn
+    def __init__(self, fn: Function, units, spec, catalog, values, arrays, stored, threshold) -> None:
+        self.units: Sequence[Piece] = units
         self.spec: BackendSpec = spec
         self.catalog: Catalog = catalog
         self.values: Mapping[str, object] = values
@@ -170,16 +203,14 @@ class _NestWriter:
         self.stored: Mapping[str, list[str]] = stored
         self.threshold: int = threshold
         self.types = fn.types()
-        self.c_name = {node.name: f"t{k}" for k, node in enumerate(fn.nodes)}
+        self.c_name = {piece.node.name: piece.c_name for piece in units}
 
     # ------------------------------------------------------------ one nest
 
     def nest(self, n: int, nest: Nest) -> tuple[list[str], bool, bool]:
-        fn, head = self.fn, nest.head
-        names = [fn.nodes[k].name for k in nest.members]
-        label = f"nest {n}: " + ", ".join(
-            f"{self.c_name[x]} {fn.nodes[k].op}" for x, k in zip(names, nest.members)
-        )
+        units, head = self.units, nest.head
+        names = [units[k].node.name for k in nest.members]
+        label = f"nest {n}: " + ", ".join(f"{units[k].c_name} {units[k].node.op}" for k in nest.members)
         if math.prod(nest.shape) == 0:
             return (
                 [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"],
@@ -188,7 +219,7 @@ class _NestWriter:
             )
         in_nest = set(names)
         if head is not None:
-            node = fn.nodes[head]
+            node = units[head].node
             attrs = self._attrs(node)
             order = loop_order(self.catalog[node.op].shape_rule, node.type, attrs)
             loops = Loops(nest.shape, tuple((a,) for a in order if nest.shape[a] != 1))
@@ -196,18 +227,17 @@ class _NestWriter:
             views = [
                 view
                 for k in nest.members
-                for name, view in zip(fn.nodes[k].inputs, self._views(fn.nodes[k]))
+                for name, view in zip(units[k].node.inputs, self._views(units[k].node))
                 if name not in in_nest
             ]
             loops = plan_loops(nest.shape, views)
         placed = _Placement(loops)
         fails = False
         for k in nest.members:
-            node = fn.nodes[k]
             if k == head:
-                fails |= self._anchor(node, loops, placed)
+                fails |= self._anchor(units[k], loops, placed)
             else:
-                self._expression(node, loops, placed, in_nest)
+                self._expression(units[k].node, loops, placed, in_nest)
         for name in names:
             for dest in self.stored.get(name, ()):
                 placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
@@ -252,9 +282,9 @@ class _NestWriter:
         c = self.c_name[node.name]
         placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
 
-    def _anchor(self, node: Node, loops: Loops, placed: _Placement) -> bool:
-        """Place the statements of anchor ``node``; whether it can fail."""
-        c = self.c_name[node.name]
+    def _anchor(self, piece: Piece, loops: Loops, placed: _Placement) -> bool:
+        """Place the statements of anchor ``piece``; whether it can fail."""
+        node, c = piece.node, piece.c_name
         var = [loops.variables[p] for p in range(len(loops.axes))]
         axis_var = ["0"] * node.type.rank
         for p, group in enumerate(loops.axes):
@@ -269,6 +299,8 @@ class _NestWriter:
             C_TYPES[node.type.dtype],
             c,
             FAIL,
+            piece.part,
+            piece.parts,
         )
         anchor = RULES[rule](site)
         ctype = C_TYPES[node.type.dtype]

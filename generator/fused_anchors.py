@@ -10,8 +10,9 @@ indices. For each rule this module says, in C, for one output element:
   input is read at a point of the reduction space, and ``${window}``. What is
   accumulated, and how the result follows, is the op's data (``reduce`` and ``result``
   in the backend spec);
-- movement rules (reshape, transpose, slice, pad, gather, concatenate, ...): index
-  locals, and the C value of the element (an input element, or a pad value).
+- movement rules (reshape, transpose, slice, pad, gather, concatenate, split, ...):
+  index locals, and the C value of the element (an input element, or a pad value).
+  A rule of several outputs (split) is asked for one output at a time.
 
 Output index ``o`` is given per axis as the C name of its loop counter (``"0"`` for an
 axis of extent 1, which has no loop); inputs by the C names of their arrays, which are
@@ -79,6 +80,10 @@ class Site:
     """Prefix of the index locals at the nest's level (the node's C name)."""
     fail: str
     """The C statement that reports an index out of range."""
+    part: int = 0
+    """Which output of the node ``out`` is (a rule of several outputs: split)."""
+    parts: tuple[TensorType, ...] = ()
+    """The types of all the node's outputs, ``out`` among them at ``part``."""
 
 
 # ------------------------------------------------------------------- C index text
@@ -91,10 +96,14 @@ def _wrap(expr: str) -> str:
 
 
 def affine(terms: Sequence[tuple[str, int]], const: int = 0) -> str:
-    """``sum(coef * expr) + const`` as C, leaving out zero terms: ``i2 * 2 + r1 - 1``."""
+    """``sum(coef * expr) + const`` as C, leaving out zero terms and folding number
+    terms into the constant: ``i2 * 2 + r1 - 1``."""
     parts: list[str] = []
     for expr, coef in terms:
-        if expr == "0" or coef == 0:
+        if expr.isdigit():
+            const += int(expr) * coef
+            continue
+        if coef == 0:
             continue
         text = expr if abs(coef) == 1 else f"{_wrap(expr)} * {abs(coef)}"
         if coef < 0:
@@ -442,6 +451,15 @@ def _concatenate(site: Site) -> Anchor:
     return Anchor(value=value)
 
 
+def _split(site: Site) -> Anchor:
+    """Output ``part`` is the input from the sum of the earlier parts' sizes along ``axis``."""
+    axis = int(site.attrs["axis"])  # type: ignore[arg-type]
+    offset = sum(t.shape[axis] for t in site.parts[: site.part])
+    index = list(site.var)
+    index[axis] = affine([(site.var[axis], 1)], offset)
+    return Anchor(value=element(site.arrays[0], index, site.ins[0].shape))
+
+
 RULES: Mapping[str, Callable[[Site], Anchor]] = {
     "conv": _conv,
     "conv_transpose": _conv_transpose,
@@ -462,6 +480,7 @@ RULES: Mapping[str, Callable[[Site], Anchor]] = {
     "pad": _pad,
     "gather": _gather,
     "concatenate": _concatenate,
+    "split": _split,
 }
 """The index algebra of every anchor rule of the c_fused kind."""
 

@@ -10,7 +10,7 @@ An op maps to one of three bindings, by its catalog shape rule:
   ``update`` over ``${x0}``, ``${x1}``, ... at one point of the rule's reduction space,
   and ``result``, the op's value from the accumulators;
 - **movement** rules (:data:`MOVEMENT_RULES`: reshape, transpose, slice, pad, gather,
-  concatenate, ...): ``{}``; the rule says where each output element comes from.
+  concatenate, split, ...): ``{}``; the rule says where each output element comes from.
 
 The loop structure of each rule is the generator's (``byoc.generator.fused_anchors``);
 what an op computes is data.
@@ -60,8 +60,10 @@ MOVEMENT_RULES = (
     "pad",
     "slice",
     "gather",
+    "split",
 )
-"""Rules whose ops copy input elements (or a pad value) to other places."""
+"""Rules whose ops copy input elements (or a pad value) to other places; split gives
+each of its outputs from its own part of the input."""
 RESULT_PLACEHOLDERS = ("window",)
 """Placeholders of ``result`` besides the accumulators: ``${window}``, the number of
 points of the reduction space (for a pool: of the window inside the padded input)."""

@@ -42,11 +42,27 @@ def ints(values) -> str:
     return "[" + ", ".join(map(str, values)) + "]"
 
 
+def body_lines(expr: str) -> list[str]:
+    """A case's region body: ``expr`` is an expression, or statements ending in a
+    ``return`` (one per line; a node of several outputs needs its names bound)."""
+    return expr.split("\n") if "return " in expr else [f"return {expr}"]
+
+
+def output_count(expr: str) -> int:
+    """The values the body returns: the commas outside parentheses and brackets, plus one."""
+    depth, count = 0, 1
+    for char in body_lines(expr)[-1]:
+        depth += (char in "([") - (char in ")]")
+        count += char == "," and depth == 0
+    return count
+
+
 def case_ok(params: list[tuple[str, str, tuple]], expr: str) -> bool:
     """Whether the catalog accepts ``expr`` on ``params`` (name, dtype, shape)."""
     args = ", ".join(f"{n}: {d}[{shape_text(s)}]" for n, d, s in params)
+    body = "".join(f"  {line}\n" for line in body_lines(expr))
     try:
-        parse(f"graph g({args}) {{\n  return {expr}\n}}\n", "graph", file="case.graph")
+        parse(f"graph g({args}) {{\n{body}}}\n", "graph", file="case.graph")
     except ByocError:
         return False
     return True
@@ -64,8 +80,9 @@ def run_batch(cases, tmp_path, *, exact: bool = False) -> int:
         for name, dtype, shape in params:
             args.append(f"{name}_{k}: {dtype}[{shape_text(shape)}]")
             renamed = _rename(renamed, name, f"{name}_{k}")
-        lines.append(f"  r{k} = @{BACKEND} {{ return {renamed} }}")
-        outs.append(f"r{k}")
+        names = ", ".join(f"r{k}_{j}" for j in range(output_count(expr)))
+        lines += [f"  {names} = @{BACKEND} {{", *(f"    {line}" for line in body_lines(renamed)), "  }"]
+        outs.append(names)
     text = f"graph main({', '.join(args)}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(outs)}\n}}\n"
     program = parse(text, "graph", file="batch.graph")
     externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
@@ -259,6 +276,34 @@ def movement_case(draw):
 
 
 @st.composite
+def split_case(draw):
+    """split into 1-3 parts (some possibly empty, or equal parts from the output count),
+    each returned as it is or through an elementwise op, and two equal parts added
+    (one of them is then read by another nest, from a buffer)."""
+    dtype = draw(st.sampled_from(["float32", "float64", "int32", "int64"]))
+    rank = draw(st.integers(1, 4))
+    shape = [draw(small) for _ in range(rank)]
+    axis = draw(st.integers(-rank, rank - 1))
+    count = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        sizes = [draw(st.integers(0, 3)) for _ in range(count)]
+        shape[axis] = sum(sizes)
+        attrs = f"axis={axis}, sizes={ints(sizes)}"
+    else:
+        sizes = None
+        attrs = f"axis={axis}"
+    parts = [f"s{j}" for j in range(count)]
+    outs = [
+        draw(st.sampled_from(["{}", "relu({})", "multiply({}, {})", "negative({})"])).format(p, p)
+        for p in parts
+    ]
+    if count > 1 and sizes is not None and sizes[0] == sizes[1] and draw(st.booleans()):
+        outs.append("add(s0, s1)")
+    body = f"{', '.join(parts)} = split(x, {attrs})\nreturn {', '.join(outs)}"
+    return [("x", dtype, tuple(shape))], body
+
+
+@st.composite
 def gather_case(draw):
     dtype = draw(st.sampled_from(["float32", "int64"]))
     rank = draw(st.integers(1, 3))
@@ -323,9 +368,10 @@ def fused_chain_case(draw):
         linear_case(),
         movement_case(),
         gather_case(),
+        split_case(),
         fused_chain_case(),
     ],
-    ids=["conv", "pool", "reduction", "linear", "movement", "gather", "fused_chain"],
+    ids=["conv", "pool", "reduction", "linear", "movement", "gather", "split", "fused_chain"],
 )
 def test_anchor_rules_match_the_reference(strategy, tmp_path_factory):
     ran = []

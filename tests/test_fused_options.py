@@ -286,7 +286,7 @@ def test_option_flags_take_int_options(tmp_path):
     """An int option's flags are added when it is not 0 (openmp_threshold's -fopenmp)."""
     spec = load_backend(BACKEND)
     assert spec.compile.option_flags == {"openmp_threshold": ("-fopenmp",)}
-    assert check_spec_file(SHIPPED_SPEC) == "backend fused (c_fused, 63 ops)"
+    assert check_spec_file(SHIPPED_SPEC) == f"backend fused (c_fused, {len(load_catalog())} ops)"  # every op
 
 
 # ------------------------------------------------------------------------ CLI

@@ -89,11 +89,26 @@ graph main(x: float32[1, 3, 6, 6], w: float32[4, 3, 3, 3], b: float32[4]) {
 }
 """
 
+# split, a node of three outputs: one loop nest per part, each reading the input at its
+# offset; relu and add fused into a part's nest; add(c, d) reads c from another nest,
+# so c is also stored in a buffer.
+SPLIT = """\
+graph main(x: float32[2, 6, 3], b: float32[3]) {
+  y, z, w = @fused {
+    a, c, d = split(x, axis=1, sizes=[1, 2, 3])
+    e, f = split(d, axis=-2)
+    return a, relu(add(c, b)), add(c, f)
+  }
+  return y, z, w
+}
+"""
+
 EXTRA = {
     "bias_add_relu": BIAS_ADD_RELU,
     "broadcast_mix": BROADCAST_MIX,
     "chain64": chain_graph(),
     "conv_bias_relu": CONV_BIAS_RELU,
+    "split": SPLIT,
 }
 PARTITIONED = ("resnet_basic_block", "mlp")
 """Examples offloaded by ``--backend fused`` (automatic partitioning)."""

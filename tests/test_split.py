@@ -1,7 +1,6 @@
 """split, the catalog's op of several outputs, through every layer: the DSL binds one
-name per part, the reference evaluator, partitioning (a split inside a json region
-whose parts are used inside and outside it; on the host when the backend is a C
-one), the JSON codegen (one kernel node of several outputs, golden) and its runtime,
+name per part, the reference evaluator, partitioning (a split inside a json or fused region
+whose parts are used inside and outside it; on the host for ccompiler and engine), the JSON codegen (one kernel node of several outputs, golden) and its runtime,
 bundles, ``byoc dot`` and ``byoc run``. The op against numpy.split on random shapes is
 tests/test_catalog_ops.py's (tests/catalog_cases.py, ``split_case``); the host graph's
 golden is tests/test_gen_host_graph.py's ``split``."""
@@ -114,13 +113,14 @@ def test_validate_checks_the_output_count():
 # ---------------------------------------------------------------- partitioning
 
 
-def test_a_split_joins_a_json_region_and_stays_on_the_host_for_c_backends():
+def test_a_split_joins_a_json_or_fused_region_and_stays_on_the_host_for_the_others():
     program = parse(GRAPH, "graph", file="split.graph")
-    (on_json,) = partition(program, [load_backend("json")]).functions[0].nodes
-    assert on_json.callee is not None and on_json.callee.backend == "json"
-    assert "split" in [n.op for n in on_json.callee.nodes]
-    assert on_json.outputs == ("a", "multiply_0")  # a part returned from the region
-    for backend in ("ccompiler", "fused", "engine"):
+    for backend in ("json", "fused"):
+        (region,) = partition(program, [load_backend(backend)]).functions[0].nodes
+        assert region.callee is not None and region.callee.backend == backend
+        assert "split" in [n.op for n in region.callee.nodes]
+        assert region.outputs == ("a", "multiply_0")  # a part returned from the region
+    for backend in ("ccompiler", "engine"):
         assert "split" not in load_backend(backend).ops
         fn = partition(program, [load_backend(backend)]).functions[0]
         assert "split" in [n.op for n in fn.nodes], backend  # on the host
