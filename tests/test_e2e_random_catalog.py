@@ -457,14 +457,13 @@ def catalog_graphs(draw, backend: str) -> RandomGraph:
 
 
 def check_close(got: np.ndarray, want: np.ndarray, text: str) -> None:
-    """``got`` equals the reference within the dtype's tolerance wherever the reference
-    is finite. Where a domain error or an overflow made it NaN or infinite (log of a
-    negative, a power that overflows), no value is claimed: numpy's ``maximum`` and the
-    catalog's C comparisons disagree on NaN (relu(NaN) is NaN in numpy, 0 in C), which
-    is IEEE detail, not what this test is about."""
+    """``got`` equals the reference: NaN exactly where it is NaN (a domain error, the log
+    of a negative, or a NaN carried on through maximum, relu, a max pool, ...), the same
+    infinities (an overflow), and the finite values within the dtype's tolerance."""
     assert got.dtype == want.dtype and got.shape == want.shape, text
     rtol, atol = TOLERANCE[str(want.dtype)]
     finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=text)  # NaN equals NaN here
     scale = max(1.0, float(np.abs(want[finite]).max())) if finite.any() else 1.0
     np.testing.assert_allclose(got[finite], want[finite], rtol=rtol, atol=atol * scale, err_msg=text)
 

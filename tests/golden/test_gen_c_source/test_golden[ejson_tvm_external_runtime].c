@@ -211,7 +211,8 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
       p_DTYPE_* ys = out + o * n * inner + i; \
       double top = (double)xs[0]; \
       for (int64_t k = 1; k < n; ++k) { \
-        if ((double)xs[k * inner] > top) top = (double)xs[k * inner]; \
+        const double v = (double)xs[k * inner]; \
+        if (v > top || v != v) top = v;  /* a NaN wins, as in numpy */ \
       } \
       double sum = 0.0; \
       for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \

@@ -210,7 +210,8 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
       p_DTYPE_* ys = out + o * n * inner + i; \
       double top = (double)xs[0]; \
       for (int64_t k = 1; k < n; ++k) { \
-        if ((double)xs[k * inner] > top) top = (double)xs[k * inner]; \
+        const double v = (double)xs[k * inner]; \
+        if (v > top || v != v) top = v;  /* a NaN wins, as in numpy */ \
       } \
       double sum = 0.0; \
       for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \
@@ -328,7 +329,7 @@ CSOURCE_DENSE_2D(ccompiler_0_0, float, 4, 64, 32)
 CSOURCE_BIAS_ADD(ccompiler_0_1, float, (4, 32), 2, 128, 1)
 
 /* ccompiler_0_2: h1 = relu(...) at examples/mlp.graph:9:3, float32[4, 32] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_2, (v > 0 ? v : 0), 128, float)
+CSOURCE_UNARY_OP_ND(ccompiler_0_2, (v > 0 || v != v ? v : 0), 128, float)
 
 /* ccompiler_0_3: (nested call) = dense(...) at examples/mlp.graph:10:22, float32[4, 32] */
 CSOURCE_DENSE_2D(ccompiler_0_3, float, 4, 32, 32)
@@ -337,7 +338,7 @@ CSOURCE_DENSE_2D(ccompiler_0_3, float, 4, 32, 32)
 CSOURCE_BIAS_ADD(ccompiler_0_4, float, (4, 32), 2, 128, 1)
 
 /* ccompiler_0_5: h2 = relu(...) at examples/mlp.graph:10:3, float32[4, 32] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_5, (v > 0 ? v : 0), 128, float)
+CSOURCE_UNARY_OP_ND(ccompiler_0_5, (v > 0 || v != v ? v : 0), 128, float)
 
 /* ccompiler_0_6: (nested call) = dense(...) at examples/mlp.graph:11:27, float32[4, 10] */
 CSOURCE_DENSE_2D(ccompiler_0_6, float, 4, 32, 10)

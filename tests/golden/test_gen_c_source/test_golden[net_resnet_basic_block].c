@@ -210,7 +210,8 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
       p_DTYPE_* ys = out + o * n * inner + i; \
       double top = (double)xs[0]; \
       for (int64_t k = 1; k < n; ++k) { \
-        if ((double)xs[k * inner] > top) top = (double)xs[k * inner]; \
+        const double v = (double)xs[k * inner]; \
+        if (v > top || v != v) top = v;  /* a NaN wins, as in numpy */ \
       } \
       double sum = 0.0; \
       for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \
@@ -340,7 +341,7 @@ CSOURCE_CONV2D(ccompiler_0_0, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 
 CSOURCE_BATCH_NORM(ccompiler_0_1, float, (1, 8, 16, 16), 4, 2048, 1e-05)
 
 /* ccompiler_0_2: h = relu(...) at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_2, (v > 0 ? v : 0), 2048, float)
+CSOURCE_UNARY_OP_ND(ccompiler_0_2, (v > 0 || v != v ? v : 0), 2048, float)
 
 /* ccompiler_0_3: (nested call) = conv(...) at examples/resnet_basic_block.graph:16:18, float32[1, 8, 16, 16] */
 CSOURCE_CONV2D(ccompiler_0_3, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1)
@@ -352,7 +353,7 @@ CSOURCE_BATCH_NORM(ccompiler_0_4, float, (1, 8, 16, 16), 4, 2048, 1e-05)
 CSOURCE_BINARY_OP_ND(ccompiler_0_5, +, 2048, float)
 
 /* ccompiler_0_6: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_6, (v > 0 ? v : 0), 2048, float)
+CSOURCE_UNARY_OP_ND(ccompiler_0_6, (v > 0 || v != v ? v : 0), 2048, float)
 
 /* ccompiler_0_: the body of region @ccompiler at examples/resnet_basic_block.graph:15:23,
    with 7 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:

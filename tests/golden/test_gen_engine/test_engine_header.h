@@ -196,70 +196,73 @@ static inline void p_ID_(const byoc_engine::LayerArgs& args, const float* const*
 }
 
 /* macro SOFTMAX (engine.yaml:284) */
-#define SOFTMAX(p_ID_, p_RESULT_)                                                                      \
-static inline void p_ID_(const byoc_engine::LayerArgs& args, const float* const* in, float* out) {     \
-  const int64_t axis = args.iattr("axis");                                                             \
-  const int64_t n = args.dims[axis];                                                                   \
-  int64_t outer = 1, inner = 1;                                                                        \
-  for (int64_t r = 0; r < axis; ++r) outer *= args.dims[r];                                            \
-  for (size_t r = axis + 1; r < args.dims.size(); ++r) inner *= args.dims[r];                          \
-  for (int64_t o = 0; o < outer && n > 0; ++o) {                                                       \
-    for (int64_t i = 0; i < inner; ++i) {                                                              \
-      const float* xs = in[0] + o * n * inner + i;                                                     \
-      float* ys = out + o * n * inner + i;                                                             \
-      double top = double(xs[0]);                                                                      \
-      for (int64_t k = 1; k < n; ++k) top = double(xs[k * inner]) > top ? double(xs[k * inner]) : top; \
-      double sum = 0.0;                                                                                \
-      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(xs[k * inner]) - top);                    \
-      for (int64_t k = 0; k < n; ++k) {                                                                \
-        const double z = double(xs[k * inner]) - top;                                                  \
-        ys[k * inner] = static_cast<float>(p_RESULT_);                                                 \
-      }                                                                                                \
-    }                                                                                                  \
-  }                                                                                                    \
+#define SOFTMAX(p_ID_, p_RESULT_)                                                                  \
+static inline void p_ID_(const byoc_engine::LayerArgs& args, const float* const* in, float* out) { \
+  const int64_t axis = args.iattr("axis");                                                         \
+  const int64_t n = args.dims[axis];                                                               \
+  int64_t outer = 1, inner = 1;                                                                    \
+  for (int64_t r = 0; r < axis; ++r) outer *= args.dims[r];                                        \
+  for (size_t r = axis + 1; r < args.dims.size(); ++r) inner *= args.dims[r];                      \
+  for (int64_t o = 0; o < outer && n > 0; ++o) {                                                   \
+    for (int64_t i = 0; i < inner; ++i) {                                                          \
+      const float* xs = in[0] + o * n * inner + i;                                                 \
+      float* ys = out + o * n * inner + i;                                                         \
+      double top = double(xs[0]);                                                                  \
+      for (int64_t k = 1; k < n; ++k) {                                                            \
+        const double v = double(xs[k * inner]);                                                    \
+        if (v > top || std::isnan(v)) top = v;  /* a NaN wins, as in numpy */                      \
+      }                                                                                            \
+      double sum = 0.0;                                                                            \
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(double(xs[k * inner]) - top);                \
+      for (int64_t k = 0; k < n; ++k) {                                                            \
+        const double z = double(xs[k * inner]) - top;                                              \
+        ys[k * inner] = static_cast<float>(p_RESULT_);                                             \
+      }                                                                                            \
+    }                                                                                              \
+  }                                                                                                \
 }
 
-/* layer add_2d (engine.yaml:314): 2 input(s), rank 2 */
+/* layer add_2d (engine.yaml:317): 2 input(s), rank 2 */
 GCC_BINARY_OP_2D(add_2d, +)
-/* layer sub_2d (engine.yaml:315): 2 input(s), rank 2 */
+/* layer sub_2d (engine.yaml:318): 2 input(s), rank 2 */
 GCC_BINARY_OP_2D(sub_2d, -)
-/* layer mul_2d (engine.yaml:316): 2 input(s), rank 2 */
+/* layer mul_2d (engine.yaml:319): 2 input(s), rank 2 */
 GCC_BINARY_OP_2D(mul_2d, *)
-/* layer add_nd (engine.yaml:317): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer add_nd (engine.yaml:320): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BINARY_OP_ND(add_nd, x + y)
-/* layer sub_nd (engine.yaml:318): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer sub_nd (engine.yaml:321): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BINARY_OP_ND(sub_nd, x - y)
-/* layer mul_nd (engine.yaml:319): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer mul_nd (engine.yaml:322): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BINARY_OP_ND(mul_nd, x * y)
-/* layer div_nd (engine.yaml:320): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer div_nd (engine.yaml:323): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BINARY_OP_ND(div_nd, x / y)
-/* layer max_nd (engine.yaml:321): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
-BINARY_OP_ND(max_nd, x > y ? x : y)
-/* layer min_nd (engine.yaml:322): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
-BINARY_OP_ND(min_nd, x < y ? x : y)
-/* layer neg_nd (engine.yaml:323): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer max_nd (engine.yaml:324): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+BINARY_OP_ND(max_nd, x > y || std::isnan(x) ? x : y)
+/* layer min_nd (engine.yaml:325): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+BINARY_OP_ND(min_nd, x < y || std::isnan(x) ? x : y)
+/* layer neg_nd (engine.yaml:326): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 UNARY_OP_ND(neg_nd, -x)
-/* layer relu_nd (engine.yaml:324): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
-UNARY_OP_ND(relu_nd, x > 0 ? x : 0)
-/* layer copy_nd (engine.yaml:325): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer relu_nd (engine.yaml:327): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+UNARY_OP_ND(relu_nd, x > 0 || std::isnan(x) ? x : 0)
+/* layer copy_nd (engine.yaml:328): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 UNARY_OP_ND(copy_nd, x)
-/* layer conv2d (engine.yaml:326): 2 input(s), rank 4 */
+/* layer conv2d (engine.yaml:329): 2 input(s), rank 4 */
 CONV2D(conv2d)
-/* layer dense (engine.yaml:327): 2 input(s), rank 2 */
+/* layer dense (engine.yaml:330): 2 input(s), rank 2 */
 DENSE(dense)
-/* layer max_pool2d (engine.yaml:328): 1 input(s), rank 4 */
+/* layer max_pool2d (engine.yaml:331): 1 input(s), rank 4 */
 POOL2D(max_pool2d, false)
-/* layer avg_pool2d (engine.yaml:329): 1 input(s), rank 4 */
+/* layer avg_pool2d (engine.yaml:332): 1 input(s), rank 4 */
 POOL2D(avg_pool2d, true)
-/* layer global_avg_pool (engine.yaml:330): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer global_avg_pool (engine.yaml:333): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 GLOBAL_AVG_POOL(global_avg_pool)
-/* layer batch_norm (engine.yaml:331): 5 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer batch_norm (engine.yaml:334): 5 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BATCH_NORM(batch_norm)
-/* layer bias_add (engine.yaml:332): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer bias_add (engine.yaml:335): 2 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 BIAS_ADD(bias_add)
-/* layer softmax (engine.yaml:333): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer softmax (engine.yaml:336): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 SOFTMAX(softmax, (std::exp(z) / sum))
-/* layer log_softmax (engine.yaml:334): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
+/* layer log_softmax (engine.yaml:337): 1 input(s), ranks 0, 1, 2, 3, 4, 5, 6, 7, 8 */
 SOFTMAX(log_softmax, (z - std::log(sum)))
 
 namespace byoc_engine {

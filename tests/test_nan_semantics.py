@@ -1,0 +1,105 @@
+"""NaN and infinities through the C backends: every op they map computes what the numpy
+reference does, NaN for NaN included (numpy's maximum, minimum and relu propagate a NaN
+from either operand; a max pool or max reduction over a window holding a NaN is NaN).
+
+Each op runs in a region of ``fused``, ``ccompiler`` and ``engine`` (for the ops and
+dtypes the backend maps) on inputs holding NaN, +inf, -inf, signed zeros and finite
+values, every special value meeting every other in the binary ops, and is compared
+with byoc's reference: NaN where the reference has NaN, the same infinities, and the
+finite values within rounding (assert_allclose treats NaN as equal to NaN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from byoc.api import evaluate, load_backend, parse
+from byoc.building import build
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 0.25])
+BACKENDS = ("fused", "ccompiler", "engine")
+DTYPES = ("float32", "float64")
+
+UNARY = [
+    "relu(x)",
+    "abs(x)",
+    "sign(x)",
+    "negative(x)",
+    "copy(x)",
+    "square(x)",
+    "exp(x)",
+    "tanh(x)",
+    "sigmoid(x)",
+    "softplus(x)",
+    "softsign(x)",
+    "gelu(x)",
+    "erf(x)",
+    "floor(x)",
+    "ceil(x)",
+    "elu(x)",
+    "selu(x)",
+    "leaky_relu(x, alpha=0.1)",
+    "hard_sigmoid(x)",
+    "clip(x, min=-1.0, max=1.0)",
+]
+BINARY = ["maximum(x, y)", "minimum(x, y)", "add(x, y)", "multiply(x, y)", "prelu(x, y)"]
+WINDOWS = [
+    "max_pool(w, kernel_shape=[2, 2])",
+    "max_pool(w, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1])",
+    "global_max_pool(w)",
+    "global_avg_pool(w)",
+    "max(w, axes=[3])",
+    "min(w, axes=[2, 3])",
+    "sum(w, axes=[1])",
+    "softmax(w, axis=-1)",
+    "log_softmax(w, axis=1)",
+]
+
+
+def inputs(dtype: str) -> dict[str, np.ndarray]:
+    """x and y: every pair of special values (8 x 8); w: (2, 2, 4, 4), a NaN in some
+    windows and rows, infinities of both signs in others, and rows of finite values."""
+    x = np.repeat(SPECIALS, SPECIALS.size).reshape(8, 8)
+    y = np.tile(SPECIALS, SPECIALS.size).reshape(8, 8)
+    w = np.linspace(-3.0, 3.0, 64).reshape(2, 2, 4, 4)
+    w[0, 0, 0, 1] = np.nan
+    w[0, 1, 2, 2] = np.inf
+    w[1, 0, 3, 0] = -np.inf
+    w[1, 1, 1, 3] = np.nan
+    w[1, 1, 2, 1] = np.inf
+    return {k: v.astype(dtype) for k, v in {"x": x, "y": y, "w": w}.items()}
+
+
+def op_of(expr: str) -> str:
+    return expr.split("(", 1)[0]
+
+
+CASES = [
+    pytest.param(backend, dtype, expr, id=f"{backend}-{dtype}-{expr}")
+    for backend in BACKENDS
+    for dtype in DTYPES
+    for expr in UNARY + BINARY + WINDOWS
+    if op_of(expr) in load_backend(backend).ops and dtype in load_backend(backend).dtypes
+]
+
+
+@pytest.mark.parametrize(("backend", "dtype", "expr"), CASES)
+def test_special_values_match_the_reference(backend, dtype, expr):
+    args = inputs(dtype)
+    used = [name for name in args if f"({name}" in expr or f" {name})" in expr]
+    params = ", ".join(f"{n}: {dtype}[{', '.join(map(str, args[n].shape))}]" for n in used)
+    text = f"graph main({params}) {{\n  r = @{backend} {{ return {expr} }}\n  return r\n}}\n"
+    program = parse(text, "graph", file="nan.graph")
+    feed = {n: args[n] for n in used}
+    (got,) = build(program)(**feed)
+    (want,) = evaluate(program.functions[0], feed)
+    assert np.isnan(want).any()  # the case reaches a NaN
+    tol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{backend} {expr} {dtype}")
+
+
+def test_every_backend_is_exercised():
+    ran = {backend for backend, _, _ in (c.values for c in CASES)}
+    assert ran == set(BACKENDS)
+    assert {"maximum(x, y)", "relu(x)"} <= {expr for b, _, expr in (c.values for c in CASES) if b == "fused"}
