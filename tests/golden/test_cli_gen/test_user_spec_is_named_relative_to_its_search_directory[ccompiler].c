@@ -210,7 +210,8 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
       p_DTYPE_* ys = out + o * n * inner + i; \
       double top = (double)xs[0]; \
       for (int64_t k = 1; k < n; ++k) { \
-        if ((double)xs[k * inner] > top) top = (double)xs[k * inner]; \
+        const double v = (double)xs[k * inner]; \
+        if (v > top || v != v) top = v;  /* a NaN wins, as in numpy */ \
       } \
       double sum = 0.0; \
       for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \
@@ -325,7 +326,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
 CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, float)
 
 /* ccompiler_0_1: relu_0 = relu(...) at small.graph:2:10, float32[2, 3] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_1, (v > 0 ? v : 0), 6, float)
+CSOURCE_UNARY_OP_ND(ccompiler_0_1, (v > 0 || v != v ? v : 0), 6, float)
 
 /* ccompiler_0_: the body of region @my_ccompiler at small.graph:2:15,
    with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
