@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import byoc
+from byoc.ir import is_integer
 
 FUZZ_ENV = "BYOC_FUZZ_EXAMPLES"
 COMPILED_DIVISOR = 20
@@ -151,7 +152,7 @@ def region_graphs(draw, caps: Caps):
             shape = variant()
             size = int(np.prod(shape))
             values = draw(st.lists(st.integers(-6, 6), min_size=size, max_size=size))
-            items = [f"{v / 2}" for v in values] if dtype.startswith("float") else [str(v) for v in values]
+            items = [f"{v / 2}" for v in values] if not is_integer(dtype) else [str(v) for v in values]
             name = f"k{next(counter)}"
             body.append(f"{name} = const {text(shape)} [{', '.join(items)}]")
             scope[name] = (shape, 6)
@@ -228,7 +229,7 @@ def region_graphs(draw, caps: Caps):
     head = ", ".join(f"{n}: {text(s)}" for n, s in params.items())
     graph = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         inputs = {n: rng.integers(-9, 10, size=s).astype(dtype) for n, s in params.items()}
     else:
         inputs = {n: rng.uniform(-9, 9, size=s).astype(dtype) for n, s in params.items()}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from byoc.api import evaluate, load_backend, parse
 from byoc.building import build
 from byoc.generator.partition import partition
-from byoc.ir import CALL_OP, DTYPES
+from byoc.ir import CALL_OP, DTYPES, is_integer
 
 BACKEND = "fused"
 
@@ -71,7 +71,7 @@ def broadcasting_graphs(draw):
             lines.append(f"v{k} = {draw(st.sampled_from(UNARY))}({a})")
             values[f"v{k}"] = (a_shape, a_bound, False)
             continue
-        op = draw(st.sampled_from(BINARY if dtype.startswith("float") else BINARY[:-1]))
+        op = draw(st.sampled_from(BINARY if not is_integer(dtype) else BINARY[:-1]))
         partners = []
         for b in names:
             try:
