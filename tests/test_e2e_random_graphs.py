@@ -164,7 +164,7 @@ def _check_random_graph(text: str, inputs: dict[str, np.ndarray], bundle_dir: Pa
     for g, w, a in zip(got, want, again):
         assert g.dtype == w.dtype and g.shape == w.shape, text
         np.testing.assert_array_equal(g, a)
-        if g.dtype.kind == "i":
+        if g.dtype.kind in "iu":
             np.testing.assert_array_equal(g, w, err_msg=text)
         else:
             rtol = 1e-6 if g.dtype == np.float32 else 1e-14

@@ -260,7 +260,8 @@ def test_plan_loops_index_is_numpy_broadcasting():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_op_at_every_dtype(dtype, tmp_path, rng):
     ops = ["add", "subtract", "multiply", "maximum", "minimum"]
-    unary = ["negative", "relu", "copy"]
+    catalog = load_catalog()
+    unary = [op for op in ("negative", "relu", "copy") if dtype in catalog[op].dtypes]  # relu: no uint8
     if not is_integer(dtype):
         ops.append("divide")
     lines = [f"graph main(a: {dtype}[2, 3, 4], b: {dtype}[3, 1], c: {dtype}[]) {{", "  r = @fused {"]
@@ -275,7 +276,7 @@ def test_every_op_at_every_dtype(dtype, tmp_path, rng):
     lines += [f"    return add({', add('.join(names[:-1])}, {names[-1]}{')' * (len(names) - 1)}", "  }"]
     lines += ["  return r", "}"]
     program = parse("\n".join(lines), "graph", file=f"{dtype}.graph")
-    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    (fn,) = lower(program, load_backend, catalog).externals_for(BACKEND)
     check_against_reference(compile_text(generate([fn]), tmp_path), fn, rng)
 
 
