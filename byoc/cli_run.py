@@ -10,6 +10,7 @@ import numpy as np
 
 from .cli_gen import add_graph_arguments, parse_options
 from .errors import UsageError
+from .ir import is_integer
 
 RUN_EPILOG = """\
 examples:
@@ -189,8 +190,10 @@ def _inputs(executor, graph: str, supplied, seed: int, qualified: bool) -> dict[
     for name in executor.input_names:
         t = executor.input_type(name)
         if supplied is None:
-            if t.dtype.startswith("int"):
-                inputs[name] = rng.integers(-100, 100, size=t.shape).astype(t.dtype)
+            if is_integer(t.dtype):  # small values, within every integer dtype's range
+                info = np.iinfo(t.dtype)
+                low, high = max(-100, int(info.min)), min(100, int(info.max))
+                inputs[name] = rng.integers(low, high, size=t.shape, endpoint=True).astype(t.dtype)
             else:
                 inputs[name] = rng.uniform(-2.0, 2.0, size=t.shape).astype(t.dtype)
             continue

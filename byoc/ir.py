@@ -29,13 +29,35 @@ from math import prod
 
 from .errors import Location
 
-DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64")
+DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64", "int8", "uint8")
 """The element types byoc supports, in a stable order."""
 
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8}
+OP_DEFAULT_DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64")
+"""The dtypes of a catalog op that lists none. The 8-bit ones are opt-in: an op
+takes ``int8`` or ``uint8`` only where its catalog entry says so, since arithmetic
+that is exact in 32 bits wraps in 8 and a C expression such as ``x < 0`` is always
+false (a ``-Wtype-limits`` warning) on an unsigned type."""
 
-C_TYPES: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t"}
+INTEGER_DTYPES: tuple[str, ...] = ("int32", "int64", "int8", "uint8")
+"""The dtypes whose values are integers (their constants take integer literals)."""
+
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+
+C_TYPES: dict[str, str] = {
+    "float32": "float",
+    "float64": "double",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+}
 """The C (and C++) element type of each dtype; the value of a template's ``${ctype}``."""
+
+
+def is_integer(dtype: str) -> bool:
+    """Whether ``dtype`` holds integers (see :data:`INTEGER_DTYPES`)."""
+    return dtype in INTEGER_DTYPES
+
 
 CALL_OP = "call"
 """The op of a node that runs a callee function (a backend region)."""

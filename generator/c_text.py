@@ -10,13 +10,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node
+from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_integer
 
 DLPACK_CODES = {
     "float32": ("kDLFloat", 32),
     "float64": ("kDLFloat", 64),
     "int32": ("kDLInt", 32),
     "int64": ("kDLInt", 64),
+    "int8": ("kDLInt", 8),
+    "uint8": ("kDLUInt", 8),
 }
 """dtype -> (DLPack type code, bits)."""
 
@@ -179,14 +181,16 @@ def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bo
     The values are converted as the reference does (``np.array(values, dtype)``), then
     written in the shortest form that reads back as exactly that value: ``0.1f`` for a
     float32 (numpy's shortest round-trip digits), ``0.1`` for a float64, plain decimal
-    integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type).
+    integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type; the
+    8-bit types' values, ``-128`` included, are plain ``int`` literals).
     """
     array = np.array(values, dtype=dtype).reshape(-1)
     out: list[str] = []
     special = False
-    if dtype in INT_MIN_TEXT:
+    if is_integer(dtype):
         low = int(np.iinfo(dtype).min)
-        return [INT_MIN_TEXT[dtype] if int(v) == low else str(int(v)) for v in array.tolist()], False
+        named = INT_MIN_TEXT.get(dtype)
+        return [named if named and int(v) == low else str(int(v)) for v in array.tolist()], False
     suffix = "f" if dtype == "float32" else ""
     for v in array:
         x = float(v)

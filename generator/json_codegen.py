@@ -50,7 +50,7 @@ from typing import Any
 
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location
-from byoc.ir import CALL_OP, AttrValue, Function, TensorType
+from byoc.ir import CALL_OP, AttrValue, Function, TensorType, is_integer
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.bindings import KernelBinding
 
@@ -161,7 +161,7 @@ def _attr_strings(value: AttrValue) -> list[str]:
 
 
 def _values(values: Sequence[int | float], dtype: str) -> list[int | float]:
-    if dtype.startswith("float"):
+    if not is_integer(dtype):
         return [float(v) for v in values]
     return [int(v) for v in values]
 

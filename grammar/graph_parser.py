@@ -28,6 +28,7 @@ from byoc.ir import (
     Function,
     Program,
     TensorType,
+    is_integer,
     shape_problem,
 )
 
@@ -200,9 +201,10 @@ class _Reader:
                 loc,
                 hint="give one value per element in row-major order, or a single value to fill it",
             )
-        if type_.dtype.startswith("int"):
+        integer = is_integer(type_.dtype)
+        if integer:
             if any(isinstance(v, float) for v in values):
-                raise GraphError(f"an {type_.dtype} constant takes integers only", loc)
+                raise GraphError(f"{_article(type_.dtype)} {type_.dtype} constant takes integers only", loc)
             info = np.iinfo(type_.dtype)
             low, high = int(info.min), int(info.max)
         else:
@@ -210,8 +212,12 @@ class _Reader:
             low = -high
         bad = next((v for v in values if not low <= v <= high), None)
         if bad is not None:
-            raise GraphError(f"constant value {bad!r} is out of range for {type_.dtype}", loc)
-        if type_.dtype.startswith("int"):
+            raise GraphError(
+                f"constant value {bad!r} is out of range for {type_.dtype}",
+                loc,
+                hint=f"{type_.dtype} values lie in [{low:g}, {high:g}]",
+            )
+        if integer:
             return Const(type_, tuple(values), loc)
         return Const(type_, tuple(float(v) for v in values), loc)
 
@@ -258,6 +264,11 @@ class _Reader:
 
     def SIGNED_FLOAT(self, tok):
         return float(tok)
+
+
+def _article(word: str) -> str:
+    """The article before a dtype's name: an int8, a uint8, a float32."""
+    return "an" if word.startswith("int") else "a"
 
 
 def _name_of(tok: Token) -> str:

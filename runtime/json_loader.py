@@ -23,7 +23,7 @@ import numpy as np
 
 from byoc.catalog import Catalog, RuleError, evaluate_outputs, infer_types, normalize_attrs
 from byoc.errors import RuntimeFailure
-from byoc.ir import DTYPES, TensorType
+from byoc.ir import DTYPES, TensorType, is_integer
 
 from .interface import Signature
 from .interpreter import InterpreterPlan, InterpreterStep
@@ -183,7 +183,7 @@ class GraphLoader:
             raise self.fail(f"const_values[{name!r}] is not of the node's type {t}", nid)
         if not isinstance(data, list) or len(data) != prod(t.shape):
             raise self.fail(f"const_values[{name!r}] needs {prod(t.shape)} data values", nid)
-        if t.dtype.startswith("int"):
+        if is_integer(t.dtype):
             low, high = np.iinfo(t.dtype).min, np.iinfo(t.dtype).max
             ok = all(_is_int(x) and low <= x <= high for x in data)
         else:

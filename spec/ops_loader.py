@@ -31,7 +31,7 @@ from byoc.catalog import (
     kernel_reference,
 )
 from byoc.errors import Location, SpecError
-from byoc.ir import DTYPES
+from byoc.ir import DTYPES, OP_DEFAULT_DTYPES
 from byoc.value_types import VALUE_TYPES
 
 from .template import TemplateSyntaxError, placeholders
@@ -222,7 +222,7 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
             value=True,
         )
 
-    dtypes = DTYPES
+    dtypes = OP_DEFAULT_DTYPES
     if "dtypes" in node:
         seq = doc.typed(node, "dtypes", list, f"{what}: dtypes")
         for i, d in enumerate(seq):

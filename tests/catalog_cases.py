@@ -25,6 +25,8 @@ from test_reference_kernels import (
     pool_case,
 )
 
+from byoc.ir import is_integer
+
 Attr = int | float | bool | str | tuple[int, ...]
 
 
@@ -88,7 +90,7 @@ def shapes(min_rank=0, max_rank=3, min_side=1, max_side=4):
 
 
 def array(rng: np.random.Generator, shape, dtype: str, low=-3.0, high=3.0) -> np.ndarray:
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         return rng.integers(int(low) - 2, int(high) + 3, size=shape).astype(dtype)
     return rng.uniform(low, high, size=shape).astype(dtype)
 
@@ -151,7 +153,7 @@ def _unary(op: str):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
         x = array(_rng(draw), draw(shapes()), dtype, low, high)
-        if dtype.startswith("int"):
+        if is_integer(dtype):
             return OpCase([x], expected=np.vectorize(lambda v: int(fn(int(v))), otypes=[np.int64])(x))
         return OpCase([x], expected=_per_element(fn, x))
 
@@ -233,7 +235,7 @@ def _binary(op: str):
         a, b = array(rng, sa, dtype, low, 3), array(rng, sb, dtype, -3, 3)
         if op == "divide":
             b[np.abs(b) < 0.1] = 0.5
-        wide = [x if dtype.startswith("int") else x.astype(np.float64) for x in (a, b)]
+        wide = [x if is_integer(dtype) else x.astype(np.float64) for x in (a, b)]
         return OpCase([a, b], expected=BINARY[op](*wide))
 
     return case

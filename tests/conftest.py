@@ -16,7 +16,7 @@ import byoc.spec
 from byoc import cli
 from byoc.api import parse, print_program
 from byoc.catalog import Catalog
-from byoc.ir import Program
+from byoc.ir import Program, is_integer
 
 TESTS = Path(__file__).parent
 DATA = TESTS / "data"
@@ -52,7 +52,7 @@ def roundtrip(program: Program, language: str) -> Program:
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Random values of ``dtype``; integers avoid 0 so that they can be divisors."""
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         values = rng.integers(-50, 50, size=shape)
         values[values == 0] = 7
         return values.astype(dtype)

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import byoc
+from byoc.ir import is_integer
 
 FUZZ_ENV = "BYOC_FUZZ_EXAMPLES"
 COMPILED_DIVISOR = 20
@@ -92,7 +93,12 @@ those the backend's spec maps; tests/test_e2e_random_catalog.py draws from the w
 catalog instead."""
 UNARY = ("negative", "relu", "copy")
 LIMIT = 2**20
-"""A bound on every value's magnitude, so integer results never overflow."""
+"""A bound on every value's magnitude, so int32 and int64 results never overflow. int8
+and uint8 results do wrap around, in the reference as in C (each value is stored in
+its own type), so they still compare bit for bit."""
+
+
+CATALOG = byoc.load_catalog()
 
 
 class Caps:
@@ -111,7 +117,9 @@ class Caps:
         self.spec = spec
 
     def supports(self, op: str, dtype: str, rank: int) -> bool:
-        return self.spec.supports(op, dtype, rank)
+        """Whether the spec maps ``op`` at ``dtype`` and ``rank`` and the catalog's op takes
+        ``dtype`` (relu takes no uint8, whichever backend maps it)."""
+        return self.spec.supports(op, dtype, rank) and dtype in CATALOG[op].dtypes
 
 
 @st.composite
@@ -150,8 +158,10 @@ def region_graphs(draw, caps: Caps):
         if caps.constants and draw(st.booleans()):
             shape = variant()
             size = int(np.prod(shape))
-            values = draw(st.lists(st.integers(-6, 6), min_size=size, max_size=size))
-            items = [f"{v / 2}" for v in values] if dtype.startswith("float") else [str(v) for v in values]
+            values = draw(
+                st.lists(st.integers(0 if dtype == "uint8" else -6, 6), min_size=size, max_size=size)
+            )
+            items = [f"{v / 2}" for v in values] if not is_integer(dtype) else [str(v) for v in values]
             name = f"k{next(counter)}"
             body.append(f"{name} = const {text(shape)} [{', '.join(items)}]")
             scope[name] = (shape, 6)
@@ -228,7 +238,7 @@ def region_graphs(draw, caps: Caps):
     head = ", ".join(f"{n}: {text(s)}" for n, s in params.items())
     graph = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         inputs = {n: rng.integers(-9, 10, size=s).astype(dtype) for n, s in params.items()}
     else:
         inputs = {n: rng.uniform(-9, 9, size=s).astype(dtype) for n, s in params.items()}
@@ -243,7 +253,7 @@ def assert_matches_reference(graph: str, inputs, model) -> None:
     assert len(got) == len(want), graph
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, graph
-        if g.dtype.kind == "i":
+        if g.dtype.kind in "iu":
             np.testing.assert_array_equal(g, w, err_msg=graph)
         else:
             rtol = 1e-6 if g.dtype == np.float32 else 1e-14

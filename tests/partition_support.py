@@ -14,7 +14,7 @@ from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
-from byoc.ir import Function, Program
+from byoc.ir import Function, Program, is_integer
 from byoc.validate import validate_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,7 +150,7 @@ def random_inputs(fn: Function, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     out = {}
     for p in fn.params:
-        if p.type.dtype.startswith("int"):
+        if is_integer(p.type.dtype):
             out[p.name] = rng.integers(-9, 10, size=p.type.shape).astype(p.type.dtype)
         else:
             out[p.name] = rng.uniform(-3, 3, size=p.type.shape).astype(p.type.dtype)

@@ -33,7 +33,7 @@ from byoc.api import parse
 from byoc.building import build
 from byoc.catalog import OpDef, RuleError, infer_types, normalize_attrs
 from byoc.generator.partition import partition
-from byoc.ir import TensorType
+from byoc.ir import TensorType, is_integer
 
 CATALOG = byoc.load_catalog()
 SPECS = {spec.name: spec for spec in byoc.list_backends()}
@@ -449,7 +449,7 @@ def catalog_graphs(draw, backend: str) -> RandomGraph:
     inputs = {}
     for p in d.params:
         t = p.value.type
-        if t.dtype.startswith("int"):
+        if is_integer(t.dtype):
             inputs[p.value.name] = rng.integers(int(p.low), int(p.high) + 1, size=t.shape).astype(t.dtype)
         else:
             inputs[p.value.name] = rng.uniform(p.low, p.high, size=t.shape).astype(t.dtype)

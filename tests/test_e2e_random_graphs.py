@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import byoc.runtime
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
+from byoc.ir import is_integer
 
 # ------------------------------------------------------------------ random graphs
 
@@ -97,7 +98,7 @@ def random_graphs(draw, backends: tuple[str, ...]):
         if caps.constants and draw(st.booleans()):
             name = f"k{next(counter)}"
             values = draw(st.lists(st.integers(-6, 6), min_size=size, max_size=size))
-            texts = [f"{v / 2}" for v in values] if dtype.startswith("float") else map(str, values)
+            texts = [f"{v / 2}" for v in values] if not is_integer(dtype) else map(str, values)
             body.append(f"{name} = const {type_text} [{', '.join(texts)}]")
             scope[name] = 6
         defined = []
@@ -143,7 +144,7 @@ def random_graphs(draw, backends: tuple[str, ...]):
     text = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
 
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         inputs = {p: rng.integers(-9, 10, size=shape).astype(dtype) for p in params}
     else:
         inputs = {p: rng.uniform(-9, 9, size=shape).astype(dtype) for p in params}
@@ -163,7 +164,7 @@ def _check_random_graph(text: str, inputs: dict[str, np.ndarray], bundle_dir: Pa
     for g, w, a in zip(got, want, again):
         assert g.dtype == w.dtype and g.shape == w.shape, text
         np.testing.assert_array_equal(g, a)
-        if g.dtype.kind == "i":
+        if g.dtype.kind in "iu":
             np.testing.assert_array_equal(g, w, err_msg=text)
         else:
             rtol = 1e-6 if g.dtype == np.float32 else 1e-14

@@ -9,10 +9,10 @@ from conftest import random_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from byoc.api import evaluate, load_backend, parse
+from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.generator.partition import partition
-from byoc.ir import CALL_OP, DTYPES
+from byoc.ir import CALL_OP, DTYPES, is_integer
 
 BACKEND = "fused"
 
@@ -22,7 +22,8 @@ BACKEND = "fused"
 # bit. The whole catalog on fused is tests/test_e2e_random_catalog.py's.
 UNARY = ("relu", "negative", "copy")
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum", "divide")
-LIMIT = 2**20  # bound on magnitudes, so that no value overflows (wrapping is tested above)
+LIMIT = 2**20  # bound on magnitudes, so that no int32/int64 value overflows (wrapping is tested
+# in test_gen_fused.py); int8 and uint8 values do wrap, as they do in numpy
 
 
 @st.composite
@@ -30,6 +31,8 @@ def broadcasting_graphs(draw):
     """DSL text of a random plain graph of elementwise ops with numpy broadcasting, at
     one dtype and rank 0 to 4, with constants and sometimes a concatenate (host)."""
     dtype = draw(st.sampled_from(DTYPES))
+    unary = [op for op in UNARY if dtype in load_catalog()[op].dtypes]  # relu takes no uint8
+    small = [-3, -2, -1, 1, 2, 3] if dtype != "uint8" else [1, 2, 3, 254, 255]
     rank = draw(st.integers(0, 4))
     shape = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
     values: dict[str, tuple[tuple[int, ...], int, bool]] = {}  # name -> (shape, bound, is a leaf)
@@ -50,11 +53,7 @@ def broadcasting_graphs(draw):
         values[f"p{k}"] = (s, 50, True)  # conftest.random_array: |v| < 50, never 0
     if draw(st.booleans()):
         s = some_shape()
-        numbers = draw(
-            st.lists(
-                st.sampled_from([-3, -2, -1, 1, 2, 3]), min_size=int(np.prod(s)), max_size=int(np.prod(s))
-            )
-        )
+        numbers = draw(st.lists(st.sampled_from(small), min_size=int(np.prod(s)), max_size=int(np.prod(s))))
         lines.append(f"k0 = const {type_text(s)} [{', '.join(map(str, numbers))}]")
         values["k0"] = (s, 3, True)
     count = draw(st.integers(1, 8))
@@ -68,10 +67,10 @@ def broadcasting_graphs(draw):
             values[f"v{k}"] = ((a_shape[0] * 2, *a_shape[1:]), a_bound, False)
             continue
         if choice <= 3:
-            lines.append(f"v{k} = {draw(st.sampled_from(UNARY))}({a})")
+            lines.append(f"v{k} = {draw(st.sampled_from(unary))}({a})")
             values[f"v{k}"] = (a_shape, a_bound, False)
             continue
-        op = draw(st.sampled_from(BINARY if dtype.startswith("float") else BINARY[:-1]))
+        op = draw(st.sampled_from(BINARY if not is_integer(dtype) else BINARY[:-1]))
         partners = []
         for b in names:
             try:

@@ -30,7 +30,7 @@ from byoc.generator.artifacts import Artifact
 from byoc.generator.engine_header import header_text
 from byoc.generator.lowering import lower, offload_whole
 from byoc.generator.partition import partition
-from byoc.ir import Function, Program
+from byoc.ir import Function, Program, is_integer
 from byoc.spec import KINDS, load_backend_file
 from byoc.spec.backend import BackendSpec
 
@@ -88,7 +88,7 @@ def empty_outputs(fn: Function) -> list[np.ndarray]:
     """Output arrays that are wrong until written (NaN for floats)."""
     outs = []
     for t in fn.output_types:
-        fill = np.nan if t.dtype.startswith("float") else 0
+        fill = np.nan if not is_integer(t.dtype) else 0
         outs.append(np.full(t.shape, fill, dtype=t.dtype))
     return outs
 

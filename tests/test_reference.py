@@ -11,6 +11,7 @@ import byoc
 import byoc.spec
 from byoc.api import parse_file
 from byoc.errors import ByocError, UsageError
+from byoc.ir import is_integer
 
 # Every op's reference against an independent computation: tests/test_catalog_ops.py,
 # over the ops of the catalog (tests/catalog_cases.py holds one case per op).
@@ -27,7 +28,7 @@ def _check(actual: np.ndarray, expected: np.ndarray, dtype: str) -> None:
     expected = np.asarray(expected).astype(dtype)
     assert actual.dtype == np.dtype(dtype)
     assert actual.shape == expected.shape
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         np.testing.assert_array_equal(actual, expected)
     else:
         np.testing.assert_allclose(actual, expected, rtol=1e-6 if dtype == "float32" else 1e-12)

@@ -15,7 +15,7 @@ import byoc.spec
 from byoc.api import parse, print_program
 from byoc.errors import ByocError
 from byoc.grammar.graph_statements import KEYWORDS
-from byoc.ir import Program, TensorType
+from byoc.ir import Program, TensorType, is_integer
 from byoc.validate import validate_program
 
 CATALOG = byoc.spec.load_catalog()
@@ -57,7 +57,7 @@ tensor_types = st.builds(TensorType, st.one_of(nonzero_shapes, shapes), st.sampl
 
 
 def _number_text(draw, dtype: str) -> str:
-    if dtype.startswith("int"):
+    if is_integer(dtype):
         bound = 2**31 - 1 if dtype == "int32" else 2**63 - 1
         value = draw(st.one_of(st.integers(-1000, 1000), st.integers(-bound - 1, bound)))
         return draw(st.sampled_from([str(value), f"+{value}" if value >= 0 else str(value)]))
@@ -80,7 +80,7 @@ def _expr(draw, scope: _Scope, names: _Names, depth: int) -> tuple[str, TensorTy
     if kind == "unary":
         return f"{draw(st.sampled_from(UNARY))}({text})", t
     if kind == "binary" or t.rank == 0:
-        ops = BINARY + (FLOAT_ONLY_BINARY if t.dtype.startswith("float") else ())
+        ops = BINARY + (FLOAT_ONLY_BINARY if not is_integer(t.dtype) else ())
         right = _same_typed(draw, scope, t, text, depth - 1)
         args = [text, right] if draw(st.booleans()) else [right, text]
         return f"{draw(st.sampled_from(ops))}({', '.join(args)})", t
@@ -101,7 +101,7 @@ def _same_typed(draw, scope: _Scope, t: TensorType, fallback: str, depth: int) -
         return text
     if draw(st.booleans()):
         return f"{draw(st.sampled_from(UNARY))}({text})"
-    ops = BINARY + (FLOAT_ONLY_BINARY if t.dtype.startswith("float") else ())
+    ops = BINARY + (FLOAT_ONLY_BINARY if not is_integer(t.dtype) else ())
     other = _same_typed(draw, scope, t, fallback, depth - 1)
     return f"{draw(st.sampled_from(ops))}({text}, {other})"
 
@@ -352,7 +352,7 @@ def test_dsl_use_before_definition(text: str, data):
 
 
 def _random(rng: np.random.Generator, t: TensorType) -> np.ndarray:
-    if t.dtype.startswith("int"):
+    if is_integer(t.dtype):
         return rng.integers(-9, 10, size=t.shape).astype(t.dtype)
     return rng.standard_normal(t.shape).astype(t.dtype)
 

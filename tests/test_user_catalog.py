@@ -149,7 +149,7 @@ def test_ops_shows_a_from_column_only_with_a_user_catalog(tmp_path, capsys):
     assert status == 0 and "from" not in out.splitlines()[0].split()
     a = user_dir(tmp_path, "a", {"cube": unary(CUBE)})
     status, out, _ = run_cli(capsys, "ops", "--spec-path", a)
-    rows = {line.split()[0]: line.split("  ") for line in out.splitlines()}
+    rows = {line.split()[0]: [c.strip() for c in line.split("  ")] for line in out.splitlines()}
     assert status == 0 and "from" in rows["op"] and "a/ops.yaml" in rows["cube"]
     status, _, err = run_cli(capsys, "ops", "cub", "--spec-path", a)
     assert status == 2 and "unknown op 'cub'" in err and "did you mean 'cube'?" in err

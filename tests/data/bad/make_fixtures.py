@@ -31,6 +31,12 @@ graph main(x: float32[2, 2], y: float32[2, 2]) {
 }
 """
 """The graph the --inputs cases run: no compiler needed (a JSON-runtime region)."""
+NPZ_UINT8_GRAPH = """\
+graph main(img: uint8[2, 3]) {
+  s = @json { return transpose(img, perm=[1, 0]) }
+  return s
+}
+"""
 
 
 def fixture(fn: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -198,8 +204,10 @@ def spec_long_key(d: Path) -> None:
 # ---------------------------------------------------------- --inputs npz files
 
 
-def _npz(d: Path, arrays: dict[str, np.ndarray], *, allow_pickle: bool = False) -> None:
-    (d / "g.graph").write_text(NPZ_GRAPH)
+def _npz(
+    d: Path, arrays: dict[str, np.ndarray], *, allow_pickle: bool = False, graph: str = NPZ_GRAPH
+) -> None:
+    (d / "g.graph").write_text(graph)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays, allow_pickle=allow_pickle)
     (d / "inputs.npz").write_bytes(buffer.getvalue())
@@ -227,6 +235,12 @@ def npz_wrong_shape(d: Path) -> None:
 @fixture
 def npz_wrong_dtype(d: Path) -> None:
     _npz(d, {**_ok_arrays(), "x": np.ones((2, 2), np.float64)})
+
+
+@fixture
+def npz_int8_for_uint8(d: Path) -> None:
+    """Signed bytes for an unsigned-byte input: same size, different dtype."""
+    _npz(d, {"img": np.ones((2, 3), np.int8)}, graph=NPZ_UINT8_GRAPH)
 
 
 @fixture
