@@ -17,13 +17,16 @@ This is the one Python module that knows rule names; no op name appears in Pytho
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+import numpy as np
+
 from . import shape_functions as sf
-from .ir import TensorType
+from .ir import TensorType, is_integer
 
 INDEX_DTYPES = ("int32", "int64")
 """The dtypes of an index input (``gather``'s indices)."""
@@ -177,6 +180,32 @@ def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return TensorType(first, dtype)
 
 
+def _fill_checked(rule: ShapeRule, key: str) -> ShapeRule:
+    """``rule``, also checking that its float attribute ``key`` (a fill value) is
+    representable in the output's dtype: an integer in range for an integer tensor.
+    C converts an out-of-range float to an integer type with undefined behaviour, and
+    numpy wraps or rounds; neither is a result to offer."""
+    inner = rule.infer
+
+    def infer(types: Sequence[TensorType], kwargs: Kwargs):
+        out = inner(types, kwargs)
+        dtype = out[0].dtype if isinstance(out, tuple) else out.dtype
+        value = kwargs[key]
+        if is_integer(dtype):
+            info = np.iinfo(dtype)
+            low, high = int(info.min), int(info.max)
+            fits = isinstance(value, (int, float)) and math.isfinite(value) and value == int(value)
+            if not fits or not low <= int(value) <= high:
+                raise RuleError(
+                    f"{key} {value!r} cannot fill a {dtype} tensor",
+                    hint=f"give a whole number in [{low}, {high}] for {dtype} data",
+                    key=key,
+                )
+        return out
+
+    return replace(rule, infer=infer)
+
+
 _OP_PREFIX = re.compile(r"[a-z_]+: ")
 
 
@@ -297,7 +326,15 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             _wrap("squeeze", sf.squeeze, {"axes": "ints"}, "x without axes of size 1 (empty: all of them)"),
             _wrap("unsqueeze", sf.unsqueeze, {"axes": "ints"}, "x with size-1 axes inserted at axes"),
             _wrap("expand", sf.expand, {"newshape": "ints"}, "x and newshape broadcast both ways"),
-            _wrap("pad", sf.pad, {"pads": "ints", "mode": "str"}, "x grown by pads (begins, then ends)"),
+            _fill_checked(
+                _wrap(
+                    "pad",
+                    sf.pad,
+                    {"pads": "ints", "mode": "str", "value": "float"},
+                    "x grown by pads (begins, then ends); value must fit the dtype",
+                ),
+                "value",
+            ),
             _wrap(
                 "slice",
                 sf.slice,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import DATA, GUIDE_SUBGRAPH, TVM_EXTERNAL_RUNTIME, random_array
 
+import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import ByocError, GraphError
 from byoc.generator import generator_for
@@ -167,3 +168,38 @@ def test_deterministic():
 def test_errors_are_byoc_errors_not_crashes():
     with pytest.raises(ByocError):
         generate(lower(gen_program("constants", "json"), load_backend, load_catalog()).externals)
+
+
+def test_offers_every_attribute_free_op():
+    """A line of ExampleJSON has no place for attributes or a second output, and the
+    format has no dtype (float32): every other op of the catalog is offered."""
+    wanted = {
+        op.name
+        for op in load_catalog().values()
+        if not op.attrs and op.max_outputs == 1 and "float32" in op.dtypes
+    }
+    assert set(load_backend("examplejson").ops) == wanted
+
+
+def test_network_ops_run_through_the_interpreter(tmp_path, rng):
+    """dense, a broadcast bias, tanh and matmul in one ExampleJSON subgraph, run by the
+    examplejson module against the reference."""
+    source = tmp_path / "mlp.examplejson"
+    source.write_text(
+        "subgraph_0\n"
+        "  input 0 4 8\n"
+        "  input 1 3 8\n"
+        "  input 2 3\n"
+        "  input 3 3 5\n"
+        "  dense 4 inputs: 0 1 shape: 4 3\n"
+        "  add 5 inputs: 4 2 shape: 4 3\n"
+        "  tanh 6 inputs: 5 shape: 4 3\n"
+        "  matmul 7 inputs: 6 3 shape: 4 5\n"
+    )
+    model = byoc.build(str(source), backends=["examplejson"])
+    args = [random_array(rng, shape, "float32") for shape in ((4, 8), (3, 8), (3,), (3, 5))]
+    fn = parse(source.read_bytes(), "examplejson", file=source.name).functions[0]
+    named = {p.name: a for p, a in zip(fn.params, args)}
+    (got,) = model(**named)
+    (want,) = evaluate(fn, named)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

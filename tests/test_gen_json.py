@@ -1,7 +1,8 @@
 """The json codegen: every external function as a graph in TVM's JSON-runtime schema,
-one module document per backend. Goldens for every shared graph and both example
-ExampleJSON files; the schema is checked structurally, and a small numpy interpreter of the JSON
-(written here, independent of the generator) must agree with the reference."""
+one module document per backend. Goldens for every shared graph, both example
+ExampleJSON files and both example networks; the schema is checked structurally, and
+a small numpy interpreter of the JSON (written here, independent of the generator)
+must agree with the reference."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import DATA, GUIDE_SUBGRAPH, TVM_EXTERNAL_RUNTIME, random_array
+from conftest import DATA, EXAMPLES, GUIDE_SUBGRAPH, TVM_EXTERNAL_RUNTIME, random_array
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.catalog import evaluate_op
@@ -108,10 +109,20 @@ def interpret(document: dict, symbol: str, args: list[np.ndarray]) -> list[np.nd
         else:
             op = catalog[kernels[node["name"]]]
             xs = [data[row_ptr[src] + index] for src, index, _ in node["inputs"]]
-            op_attrs = tuple((a.name, int(attrs[a.name][0][0])) for a in op.attrs)
+            op_attrs = tuple((a.name, _decode(a.type, attrs[a.name][0])) for a in op.attrs)
             out = TensorType(tuple(attrs["shape"][0][0]), attrs["dtype"][0][0])
             data[row_ptr[nid]] = evaluate_op(op, xs, op_attrs, out)
     return [data[row_ptr[nid] + index] for nid, index, _ in graph["heads"]]
+
+
+def _decode(kind: str, strings: list[str]):
+    """An op attribute from the strings TVM's attribute extractor writes."""
+    if kind == "ints":
+        return tuple(int(v) for v in strings)
+    (text,) = strings
+    if kind == "bool":
+        return {"1": True, "0": False}[text]
+    return {"int": int, "float": float, "str": str}[kind](text)
 
 
 def check_numerics(text: str, externals, rng) -> None:
@@ -133,6 +144,20 @@ def test_gen_graph(name, golden, rng):
     text, externals = module_for(gen_program(name))
     assert text == golden("json")
     check_numerics(text, externals, rng)
+
+
+@pytest.mark.parametrize("name", ["resnet_basic_block", "mlp"])
+def test_example_network(name, golden, rng):
+    """The shipped networks, every op offloaded: conv, batch_norm, dense and softmax
+    nodes carry their attributes as strings, and the interpreter above reads them back."""
+    path = EXAMPLES / f"{name}.graph"
+    text, externals = module_for(offload_whole(parse(path.read_text(), "graph", file=path.name), BACKEND))
+    assert text == golden("json")
+    check_numerics(text, externals, rng)
+    kernels = [
+        n for n in json.loads(text)["functions"][externals[0].name]["graph"]["nodes"] if n["op"] == "kernel"
+    ]
+    assert len(kernels) == len(externals[0].nodes)
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
