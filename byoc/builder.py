@@ -25,6 +25,7 @@ from .ir import (
     Node,
     Param,
     TensorType,
+    WeightsSource,
     shape_problem,
 )
 
@@ -154,9 +155,16 @@ class FunctionBuilder:
         self._define(name, loc, "parameter", type_)
         self.params.append(Param(name, type_, loc))
 
-    def add_constant(self, name: str, type_: TensorType, values: tuple, loc: Location | None) -> None:
+    def add_constant(
+        self,
+        name: str,
+        type_: TensorType,
+        values: tuple,
+        loc: Location | None,
+        source: WeightsSource | None = None,
+    ) -> None:
         self._define(name, loc, "constant", type_)
-        self.constants.append(Constant(name, type_, values, loc))
+        self.constants.append(Constant(name, type_, values, loc, source))
 
     def add_node(
         self,

@@ -10,6 +10,7 @@ import numpy as np
 
 from .cli_gen import add_graph_arguments, parse_options
 from .errors import UsageError
+from .npz_files import read_npz
 from .ir import is_integer
 
 RUN_EPILOG = """\
@@ -228,24 +229,7 @@ def _check_unused(supplied, model, qualified: bool) -> None:
 
 
 def _load_inputs(path: str) -> dict[str, np.ndarray]:
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not hasattr(data, "files"):  # a .npy file: one plain array, not a context manager
-            raise UsageError(
-                f"--inputs {path} is a single array, not an .npz archive", hint="save with np.savez"
-            )
-        with data:
-            return {key: data[key] for key in data.files}
-    except UsageError:
-        raise
-    except ValueError as exc:
-        raise UsageError(
-            f"--inputs {path}: {exc}", hint="byoc never unpickles; save plain arrays with np.savez"
-        ) from None
-    except (OSError, EOFError) as exc:
-        raise UsageError(f"--inputs {path}: cannot read it as .npz ({exc})") from None
-    except Exception as exc:  # zipfile and numpy's format module raise assorted errors on corrupt files
-        raise UsageError(f"--inputs {path} is not a valid .npz file ({type(exc).__name__}: {exc})") from None
+    return read_npz(path, f"--inputs {path}", UsageError)
 
 
 def _report(graph, inputs, outputs, expected, args) -> int:

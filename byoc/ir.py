@@ -120,13 +120,30 @@ class Param:
 
 
 @dataclass(frozen=True, slots=True)
+class WeightsSource:
+    """Where an external constant's values came from: entry ``entry`` of the weights
+    file ``file`` (a ``.npz`` archive, named as the graph text names it, relative to
+    the graph file), whose SHA-256 digest is ``sha256``."""
+
+    file: str
+    sha256: str
+    entry: str
+
+
+@dataclass(frozen=True, slots=True)
 class Constant:
-    """A named constant tensor. ``values`` is flat, in row-major (C) order."""
+    """A named constant tensor. ``values`` is flat, in row-major (C) order.
+
+    ``source`` says where the values were read from, for an external constant
+    (``const float32[64] weights["conv1.w"]``); the printer writes that reference
+    back instead of the values. Like ``loc``, it takes no part in equality: the
+    values are the constant."""
 
     name: str
     type: TensorType
     values: tuple[int | float, ...]
     loc: Location | None = field(default=None, compare=False, repr=False)
+    source: WeightsSource | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

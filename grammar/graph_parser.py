@@ -34,6 +34,7 @@ from byoc.ir import (
 
 from .graph_statements import KEYWORDS, TERMINALS, add_statements, locate_in_call
 from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode, run_parser
+from .weights_file import WeightsFile, no_weights_file
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
 """Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
@@ -90,6 +91,22 @@ class Const:
     type: TensorType
     values: tuple
     loc: Location
+    entry: str | None = None  # an external constant: the weights file's entry
+    entry_loc: Location | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsRef:
+    entry: str
+    loc: Location
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsDecl:
+    file: str
+    sha256: str
+    file_loc: Location
+    sha_loc: Location
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +146,29 @@ class _Reader:
 
     def start(self, children):
         return children
+
+    def weights_decl(self, c):
+        keyword, file, word, digest = c
+        for tok, want in ((keyword, "weights"), (word, "sha256")):
+            if tok.value != want:
+                raise ParseError(
+                    f"unexpected name {tok.value!r}; expected `{want}`",
+                    self._loc(tok),
+                    hint='a weights declaration reads: weights "FILE.npz" sha256 "DIGEST"',
+                )
+        return WeightsDecl(
+            _string(self, file), _string(self, digest), self._loc(file), self._loc(digest)
+        )
+
+    def weights_ref(self, c):
+        word, entry = c
+        if word.value != "weights":
+            raise ParseError(
+                f"unexpected name {word.value!r} as a constant's values",
+                self._loc(word),
+                hint='give a number, [numbers] or weights["ENTRY"]',
+            )
+        return WeightsRef(_string(self, entry), self._loc(entry))
 
     def graph(self, c):
         keyword, name, *rest = c
@@ -193,6 +233,8 @@ class _Reader:
                 loc,
                 hint="pass large tensors as graph parameters instead",
             )
+        if type(values) is WeightsRef:
+            return Const(type_, (), loc, values.entry, values.loc)
         if len(values) == 1 and type_.size != 1:
             values = values * type_.size  # a single value fills the tensor
         if len(values) != type_.size:
@@ -284,13 +326,18 @@ def _expr_loc(reader: _Reader, item) -> Location:
     return reader._loc(item) if isinstance(item, Token) else item.loc
 
 
+def _string(reader: _Reader, tok: Token) -> str:
+    """The text of a STRING token, its escapes decoded."""
+    try:
+        return bytes(tok.value[1:-1], "utf-8").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"bad escape in string: {exc.reason}", reader._loc(tok)) from None
+
+
 def _attr_value(reader: _Reader, value) -> AttrValue:
     if isinstance(value, Token):
         if value.type == "STRING":
-            try:
-                return bytes(value.value[1:-1], "utf-8").decode("unicode_escape")
-            except UnicodeDecodeError as exc:
-                raise ParseError(f"bad escape in string: {exc.reason}", reader._loc(value)) from None
+            return _string(reader, value)
         if value.value in ("true", "false"):
             return value.value == "true"
         raise ParseError(
@@ -307,10 +354,11 @@ def _attr_value(reader: _Reader, value) -> AttrValue:
 class _Emitter:
     """Feeds statement records into builders, flattening nested calls."""
 
-    def __init__(self, catalog: Catalog, file: str | None, source: str) -> None:
+    def __init__(self, catalog: Catalog, file: str | None, source: str, weights: WeightsFile | None) -> None:
         self.catalog = catalog
         self.file = file
         self.source = source
+        self.weights = weights
         self.locator = partial(locate_in_call, SourceLines(source))
 
     def function(self, name: str, loc: Location, params, body) -> Function:
@@ -360,6 +408,11 @@ class _Emitter:
                 st.targets[1][1],
                 hint="bind one name here",
             )
+        elif type(rhs) is Const and rhs.entry is not None:
+            if self.weights is None:
+                raise no_weights_file(rhs.entry_loc)
+            values, source = self.weights.values(rhs.entry, rhs.type, rhs.entry_loc)
+            fb.add_constant(names[0], rhs.type, values, st.loc, source)
         elif type(rhs) is Const:
             fb.add_constant(names[0], rhs.type, rhs.values, st.loc)
         else:
@@ -405,6 +458,13 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_NAMES)
     records = run_parser(partial(_parser.parse, reader=_Reader(file)), text, file, DESCRIBE)
+    weights = None
+    if records and type(records[0]) is WeightsDecl:
+        decl = records.pop(0)
+        try:
+            weights = WeightsFile(decl.file, decl.sha256, file, decl.file_loc, decl.sha_loc)
+        except (GraphError, ParseError) as exc:
+            raise exc.with_source(text) from None
     if not records:
         raise ParseError(
             "no graph found",
@@ -412,7 +472,7 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
             hint="start with `graph main(x: float32[4]) { ... }`",
             source=text,
         )
-    emitter = _Emitter(catalog, file, text)
+    emitter = _Emitter(catalog, file, text, weights)
     functions: list[Function] = []
     seen: dict[str, Location] = {}
     try:

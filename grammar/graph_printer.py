@@ -9,13 +9,49 @@ from __future__ import annotations
 from collections import Counter
 
 from byoc.errors import UsageError
-from byoc.ir import ANON_PREFIX, CALL_OP, AttrValue, Constant, Function, Node, Program, TensorType
+from byoc.ir import (
+    ANON_PREFIX,
+    CALL_OP,
+    AttrValue,
+    Constant,
+    Function,
+    Node,
+    Program,
+    TensorType,
+    WeightsSource,
+)
 
 INDENT = "  "
 
 
 def print_graph(program: Program) -> str:
-    return "\n".join(print_function(fn) for fn in program.functions)
+    """The text of ``program``: its weights declaration, if a constant is external, then
+    its graphs."""
+    head = weights_declaration(program)
+    return head + "\n".join(print_function(fn) for fn in program.functions)
+
+
+def weights_declaration(program: Program) -> str:
+    """``weights "FILE" sha256 "DIGEST"`` and a blank line, or "" if every constant is
+    inline. A text declares one weights file, so the constants must share theirs."""
+    files = {(s.file, s.sha256) for s in _sources(program.functions)}
+    if not files:
+        return ""
+    if len(files) > 1:
+        raise UsageError(
+            f"the program's constants come from {len(files)} weights files; a graph text declares one",
+            hint="merge the weights into one .npz file",
+        )
+    file, digest = files.pop()
+    return f"weights {_attr(file)} sha256 {_attr(digest)}\n\n"
+
+
+def _sources(functions) -> list[WeightsSource]:
+    found = []
+    for fn in functions:
+        found += [c.source for c in fn.constants if c.source is not None]
+        found += _sources(fn.regions())
+    return found
 
 
 def print_function(fn: Function) -> str:
@@ -89,6 +125,8 @@ def _attr(value: AttrValue) -> str:
 
 
 def _constant(c: Constant) -> str:
+    if c.source is not None:
+        return f"const {format_type(c.type)} weights[{_attr(c.source.entry)}]"
     values = c.values
     if values and all(v == values[0] for v in values) and len(values) > 1:
         shown = _number(values[0])

@@ -11,6 +11,7 @@ Run as a script to write every fixture for a look at it:
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import pickle
@@ -534,6 +535,63 @@ def cli_fifo_output(d: Path) -> None:
 @fixture
 def cli_bundle(d: Path) -> None:
     (d / "model.byoc").write_bytes(valid_bundle())
+
+
+# ------------------------------------------------------------------ graph DSL: external weights
+
+WEIGHTS_GRAPH = """\
+weights "w.npz" sha256 "{digest}"
+graph main(x: float32[2, 3]) {{
+  k = const {type} weights["{entry}"]
+  return add(x, k)
+}}
+"""
+
+
+def _weights(d: Path, digest: str | None = None, type_: str = "float32[2, 3]", entry: str = "k", **arrays):
+    """w.npz holding ``arrays`` (default: k, a float32[2, 3]) and w.graph reading entry
+    ``entry`` as ``type_``, declaring ``digest`` (default: the file's own)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **(arrays or {"k": np.arange(6, dtype=np.float32).reshape(2, 3)}))
+    (d / "w.npz").write_bytes(buffer.getvalue())
+    digest = digest or hashlib.sha256(buffer.getvalue()).hexdigest()
+    (d / "w.graph").write_text(WEIGHTS_GRAPH.format(digest=digest, type=type_, entry=entry))
+
+
+@fixture
+def weights_missing_file(d: Path) -> None:
+    _weights(d)
+    (d / "w.npz").unlink()
+
+
+@fixture
+def weights_checksum_mismatch(d: Path) -> None:
+    _weights(d, digest="0" * 64)
+
+
+@fixture
+def weights_missing_entry(d: Path) -> None:
+    _weights(d, entry="conv1.weight")
+
+
+@fixture
+def weights_wrong_dtype(d: Path) -> None:
+    _weights(d, k=np.zeros((2, 3), np.float64))
+
+
+@fixture
+def weights_wrong_shape(d: Path) -> None:
+    _weights(d, k=np.zeros((3, 2), np.float32))
+
+
+@fixture
+def weights_pickled(d: Path) -> None:
+    _weights(d, k=np.array([{"a": 1}, None], dtype=object))
+
+
+@fixture
+def weights_not_a_digest(d: Path) -> None:
+    _weights(d, digest="9f2c")
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,94 @@
+"""A graph's weights file: the ``.npz`` sidecar that external constants name.
+
+    weights "resnet.npz" sha256 "9f2c..."        # once, before the graphs
+    graph main(x: float32[1, 3, 8, 8]) {
+      w = const float32[4, 3, 3, 3] weights["conv1.weight"]
+      ...
+
+The file is found relative to the graph file (the working directory for text
+without a file), its SHA-256 digest must be the declared one, and it is read with
+``allow_pickle=False`` when the first constant names it. Each entry must have the
+dtype and shape its constant declares. Every failure is a located GraphError.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from byoc.errors import GraphError, Location, ParseError
+from byoc.ir import TensorType, WeightsSource
+from byoc.npz_files import read_npz, sha256_hex
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class WeightsFile:
+    """The weights declaration of one graph text, and its archive once read."""
+
+    def __init__(self, file: str, sha256: str, graph_file: str | None, file_loc: Location, sha_loc: Location):
+        if not SHA256.fullmatch(sha256):
+            raise ParseError(
+                f"{sha256!r} is not a SHA-256 digest",
+                sha_loc,
+                hint="write the file's digest as 64 lowercase hex digits (sha256sum FILE)",
+            )
+        self.file = file
+        self.sha256 = sha256
+        base = Path(graph_file).parent if graph_file and not graph_file.startswith("<") else Path(".")
+        self.path = base / file
+        self.file_loc = file_loc
+        self.sha_loc = sha_loc
+        self._arrays: dict[str, np.ndarray] | None = None
+
+    def _error(self, at: Location):
+        return lambda message, hint=None: GraphError(message, at, hint=hint)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if self._arrays is None:
+            try:
+                data = self.path.read_bytes()
+            except OSError as exc:
+                raise GraphError(
+                    f"cannot read weights file {str(self.path)!r}: {exc.strerror or exc}",
+                    self.file_loc,
+                    hint="the weights file is found relative to the graph file",
+                ) from None
+            digest = sha256_hex(data)
+            if digest != self.sha256:
+                raise GraphError(
+                    f"weights file {str(self.path)!r} has SHA-256 {digest}, but the graph declares {self.sha256}",
+                    self.sha_loc,
+                    hint="the weights changed since the graph was written; re-import the model, "
+                    "or declare the new digest if the change is intended",
+                )
+            self._arrays = read_npz(str(self.path), f"weights file {str(self.path)!r}", self._error(self.file_loc))
+        return self._arrays
+
+    def values(self, entry: str, type_: TensorType, loc: Location) -> tuple[tuple, WeightsSource]:
+        """The flat values of ``entry``, checked against the constant's declared type."""
+        arrays = self.arrays()
+        array = arrays.get(entry)
+        if array is None:
+            shown = ", ".join(repr(k) for k in sorted(arrays)[:8]) or "none"
+            raise GraphError(
+                f"weights file {self.file!r} has no entry {entry!r}", loc, hint=f"its entries: {shown}"
+            )
+        got = f"{array.dtype}[{', '.join(map(str, array.shape))}]"
+        if array.dtype != np.dtype(type_.dtype) or array.shape != type_.shape:
+            raise GraphError(
+                f"weights entry {entry!r} is {got}, but the constant declares {type_}",
+                loc,
+                hint=f"declare it as `const {got} weights[{entry!r}]`".replace("'", '"'),
+            )
+        return tuple(array.ravel().tolist()), WeightsSource(self.file, self.sha256, entry)
+
+
+def no_weights_file(loc: Location) -> GraphError:
+    return GraphError(
+        "weights[...] names an entry, but the text declares no weights file",
+        loc,
+        hint='declare it before the graphs: weights "FILE.npz" sha256 "DIGEST"',
+    )
