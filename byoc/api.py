@@ -149,12 +149,16 @@ def print_program(
     *,
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
+    inline_weights: bool = False,
 ) -> str:
-    """Print a Program as DSL or ExampleJSON text (tokens from ``examplejson_backend``)."""
+    """Print a Program as DSL or ExampleJSON text (tokens from ``examplejson_backend``).
+
+    External constants print as ``weights["entry"]`` references to their weights file,
+    unless ``inline_weights`` asks for their values (a text that stands alone)."""
     if language_of("", language) == "graph":
         from .grammar.graph_printer import print_graph
 
-        return print_graph(program)
+        return print_graph(program, inline_weights=inline_weights)
     from .grammar.examplejson_printer import print_examplejson
 
     return print_examplejson(program, examplejson_tokens(spec_path, examplejson_backend))

@@ -108,7 +108,8 @@ def build(
         generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
     members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
-    members[SOURCE_MEMBER] = print_program(program, "graph").encode("utf-8")
+    # the bundle's copy of the source stands alone: external weights are written out
+    members[SOURCE_MEMBER] = print_program(program, "graph", inline_weights=True).encode("utf-8")
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):

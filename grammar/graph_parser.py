@@ -156,9 +156,7 @@ class _Reader:
                     self._loc(tok),
                     hint='a weights declaration reads: weights "FILE.npz" sha256 "DIGEST"',
                 )
-        return WeightsDecl(
-            _string(self, file), _string(self, digest), self._loc(file), self._loc(digest)
-        )
+        return WeightsDecl(_string(self, file), _string(self, digest), self._loc(file), self._loc(digest))
 
     def weights_ref(self, c):
         word, entry = c

@@ -24,11 +24,13 @@ from byoc.ir import (
 INDENT = "  "
 
 
-def print_graph(program: Program) -> str:
+def print_graph(program: Program, *, inline_weights: bool = False) -> str:
     """The text of ``program``: its weights declaration, if a constant is external, then
-    its graphs."""
-    head = weights_declaration(program)
-    return head + "\n".join(print_function(fn) for fn in program.functions)
+    its graphs. With ``inline_weights`` every constant is written out as values, so the
+    text stands alone (a bundle's copy of the source does)."""
+    head = "" if inline_weights else weights_declaration(program)
+    external = bool(head)
+    return head + "\n".join(print_function(fn, external=external) for fn in program.functions)
 
 
 def weights_declaration(program: Program) -> str:
@@ -54,12 +56,14 @@ def _sources(functions) -> list[WeightsSource]:
     return found
 
 
-def print_function(fn: Function) -> str:
+def print_function(fn: Function, *, external: bool = False) -> str:
+    """One graph's text. An external constant is written as ``weights["entry"]`` only
+    when ``external`` (the caller prints the declaration); else as its values."""
     if fn.name is None:
         raise UsageError("a top-level graph needs a name")
     params = ", ".join(f"{p.name}: {format_type(p.type)}" for p in fn.params)
     lines = [f"graph {fn.name}({params}) {{"]
-    _body(fn, 1, lines)
+    _body(fn, 1, lines, external)
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -68,7 +72,7 @@ def format_type(t: TensorType) -> str:
     return f"{t.dtype}[{', '.join(map(str, t.shape))}]"
 
 
-def _body(fn: Function, depth: int, lines: list[str]) -> None:
+def _body(fn: Function, depth: int, lines: list[str], external: bool) -> None:
     pad = INDENT * depth
     uses = Counter(name for node in fn.nodes for name in node.inputs)
     uses.update(fn.outputs)
@@ -81,7 +85,7 @@ def _body(fn: Function, depth: int, lines: list[str]) -> None:
         and uses[node.name] == 1
     }
     for c in fn.constants:
-        lines.append(f"{pad}{c.name} = {_constant(c)}")
+        lines.append(f"{pad}{c.name} = {_constant(c, external)}")
     for node in fn.nodes:
         if node.name in anon:
             continue
@@ -91,7 +95,7 @@ def _body(fn: Function, depth: int, lines: list[str]) -> None:
             callee = node.callee
             symbol = f" as {callee.name}" if callee.name is not None else ""
             lines.append(f"{pad}{targets} = @{callee.backend}{symbol} {{")
-            _body(callee, depth + 1, lines)
+            _body(callee, depth + 1, lines, external)
             lines.append(f"{pad}}}")
         else:
             lines.append(f"{pad}{targets} = {_call(node, anon)}")
@@ -124,8 +128,8 @@ def _attr(value: AttrValue) -> str:
     return repr(value)
 
 
-def _constant(c: Constant) -> str:
-    if c.source is not None:
+def _constant(c: Constant, external: bool) -> str:
+    if external and c.source is not None:
         return f"const {format_type(c.type)} weights[{_attr(c.source.entry)}]"
     values = c.values
     if values and all(v == values[0] for v in values) and len(values) > 1:

@@ -64,7 +64,9 @@ class WeightsFile:
                     hint="the weights changed since the graph was written; re-import the model, "
                     "or declare the new digest if the change is intended",
                 )
-            self._arrays = read_npz(str(self.path), f"weights file {str(self.path)!r}", self._error(self.file_loc))
+            self._arrays = read_npz(
+                str(self.path), f"weights file {str(self.path)!r}", self._error(self.file_loc)
+            )
         return self._arrays
 
     def values(self, entry: str, type_: TensorType, loc: Location) -> tuple[tuple, WeightsSource]:
