@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .cli_gen import add_commands as add_gen_commands
+from .cli_import import add_commands as add_import_commands
 from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
@@ -30,6 +31,7 @@ examples:
   byoc backends
   byoc check spec/backends/*.yaml
   byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
+  byoc import model.onnx -o models            # models/model.graph + models/model.npz
 
 spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated by
 ':'), then the shipped spec/backends/. The first <name>.yaml found wins. The ops.yaml
@@ -115,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     add_gen_commands(sub, parents)
     add_run_commands(sub, parents)
     add_partition_commands(sub, parents)
+    add_import_commands(sub, parents)
     return top
 
 

@@ -1,0 +1,645 @@
+"""ONNX nodes to catalog ops: the :class:`Importer` that walks a model's nodes, and
+the table (:data:`HANDLERS`) of how each ONNX op becomes byoc statements.
+
+The catalog follows ONNX's conventions (layouts, ``pads`` as begins then ends,
+Reshape's 0 and -1, Split, Slice, Gather), so most handlers only rename the op and
+its attributes; the rest compose several ops (Gemm, Softmax before opset 13) or
+compute what ONNX leaves implicit (``auto_pad``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import GraphError
+from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, number, require_onnx
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
+"""Ops of constants that are not constants: never folded."""
+
+
+class Importer:
+    """One model's import: known constants, value types, and the statements so far."""
+
+    def __init__(self, model, shapes: dict[str, tuple[int, ...]], path: str) -> None:
+        onnx = require_onnx()
+        self.onnx = onnx
+        self.path = path
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+        graph = model.graph
+        self.consts: dict[str, np.ndarray] = {
+            t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer
+        }
+        self.inputs = [i for i in graph.input if i.name not in self.consts]
+        self._fix_input_shapes(shapes)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        except Exception as exc:
+            raise GraphError(f"ONNX shape inference failed on {path}: {str(exc).splitlines()[0]}") from None
+        self.types: dict[str, tuple[tuple[int, ...] | None, np.dtype]] = {}
+        for v in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
+            self.types[v.name] = _value_type(onnx, v)
+        self.graph = graph
+        self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        self.names = Names()
+        self.lines: list[str] = []
+        self.arrays: dict[str, np.ndarray] = {}
+        self.emitted: dict[str, str] = {}  # ONNX name -> DSL identifier of a value in the text
+        self.node = None
+        self.index = 0
+
+    # ------------------------------------------------------------ model inputs
+
+    def _fix_input_shapes(self, shapes: dict[str, tuple[int, ...]]) -> None:
+        names = {i.name for i in self.inputs}
+        unknown = sorted(set(shapes) - names)
+        if unknown:
+            raise GraphError(
+                f"--shape names {', '.join(map(repr, unknown))}, which the model does not take",
+                hint=f"the model's inputs: {', '.join(sorted(names))}",
+            )
+        for value in self.inputs:
+            dims = value.type.tensor_type.shape.dim
+            if value.name in shapes:
+                wanted = shapes[value.name]
+                if len(wanted) != len(dims):
+                    raise GraphError(
+                        f"--shape gives input {value.name!r} {len(wanted)} dimensions, but it has {len(dims)}"
+                    )
+                for d, v in zip(dims, wanted):
+                    d.Clear()
+                    d.dim_value = v
+            for k, d in enumerate(dims):
+                if not d.HasField("dim_value"):
+                    shown = ",".join(str(x.dim_value) if x.HasField("dim_value") else "1" for x in dims)
+                    raise GraphError(
+                        f"input {value.name!r} has a dynamic dimension {k}"
+                        + (f" ({d.dim_param!r})" if d.dim_param else ""),
+                        hint=f"byoc needs static shapes: pass --shape {value.name}={shown}",
+                    )
+
+    # ------------------------------------------------------------ running
+
+    def run(self) -> tuple[str, dict[str, np.ndarray]]:
+        params = []
+        for value in self.inputs:
+            shape, dtype = _value_type(self.onnx, value)
+            ident = self.names(value.name)
+            self.emitted[value.name] = ident
+            params.append(f"{ident}: {dsl_dtype(dtype, f'input {value.name!r}')}{_dims(shape)}")
+        for index, node in enumerate(self.graph.node):
+            self.node, self.index = node, index
+            if node.domain not in ("", "ai.onnx"):
+                raise self.unsupported(f"op domain {node.domain!r}")
+            if self.foldable(node):
+                self.fold(node)
+                continue
+            handler = HANDLERS.get(node.op_type)
+            if handler is None:
+                raise self.unsupported("this op")
+            handler(self, node)
+        outputs = [self.value(o.name) for o in self.graph.output]
+        body = "\n".join(self.lines)
+        text = f"graph main({', '.join(params)}) {{\n{body}\n  return {', '.join(outputs)}\n}}\n"
+        return text, self.arrays
+
+    def foldable(self, node) -> bool:
+        """Whether ``node`` computes a constant: Shape of a static tensor, Constant, or
+        any deterministic op of constants only."""
+        inputs = [i for i in node.input if i]
+        if node.op_type in ("Shape", "Size"):
+            return inputs[0] in self.consts or self.types.get(inputs[0], (None, None))[0] is not None
+        if not inputs:
+            return node.op_type == "Constant"
+        return node.op_type not in RANDOM and all(i in self.consts for i in inputs)
+
+    def fold(self, node) -> None:
+        """Compute ``node`` now, with ONNX's reference evaluator, as a constant."""
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {}
+        for name in node.input:
+            if name in self.consts:
+                feeds[name] = self.consts[name]
+            elif name:  # Shape of a static tensor: any array of its shape and dtype
+                shape, dtype = self.types[name]
+                feeds[name] = np.zeros(shape, dtype)
+        try:
+            results = ReferenceEvaluator(node).run(None, feeds)
+        except Exception as exc:
+            raise self.unsupported(f"folding it at import ({type(exc).__name__}: {exc})") from None
+        for name, value in zip(node.output, results):
+            self.consts[name] = np.asarray(value)
+
+    # ------------------------------------------------------------ helpers for handlers
+
+    def unsupported(self, what: str, hint: str | None = None) -> GraphError:
+        node = self.node
+        return GraphError(
+            f"ONNX node {self.index} ({node.op_type} {node.name!r}, opset {self.opset}): "
+            f"byoc does not support {what}",
+            hint=hint or "byoc imports the ONNX ops its catalog has (`byoc ops` lists them)",
+        )
+
+    def attr(self, name: str, default=None):
+        for a in self.node.attribute:
+            if a.name == name:
+                value = self.onnx.helper.get_attribute_value(a)
+                return value.decode("utf-8") if isinstance(value, bytes) else value
+        return default
+
+    def check_attrs(self, node, allowed: set[str]) -> None:
+        for a in node.attribute:
+            if a.name not in allowed:
+                raise self.unsupported(f"its attribute {a.name!r}")
+
+    def const_input(self, k: int, what: str) -> np.ndarray | None:
+        """Input ``k`` of the node as a constant (None when absent); a non-constant is an error."""
+        node = self.node
+        if k >= len(node.input) or not node.input[k]:
+            return None
+        if node.input[k] not in self.consts:
+            raise self.unsupported(f"a {what} computed at run time (input {k}, {node.input[k]!r})")
+        return self.consts[node.input[k]]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        if name in self.consts:
+            return self.consts[name].shape
+        shape, _ = self.types.get(name, (None, None))
+        if shape is None:
+            raise self.unsupported(f"a value of unknown shape ({name!r})")
+        return shape
+
+    def value(self, name: str) -> str:
+        """The DSL identifier of ONNX value ``name``, writing a constant on first use."""
+        found = self.emitted.get(name)
+        if found is not None:
+            return found
+        if name not in self.consts:
+            raise GraphError(f"ONNX value {name!r} is used but never defined")
+        return self.constant(self.consts[name], name)
+
+    def constant(self, array: np.ndarray, name: str) -> str:
+        ident = self.names(name)
+        array = np.ascontiguousarray(array)
+        type_ = f"{dsl_dtype(array.dtype, f'constant {name!r}')}{_dims(array.shape)}"
+        if array.size <= INLINE_ELEMENTS:
+            values = "[" + ", ".join(number(v) for v in array.ravel().tolist()) + "]"
+        else:
+            entry = name if name not in self.arrays else ident
+            self.arrays[entry] = array
+            values = f"weights[{_string(entry)}]"
+        self.lines.append(f"  {ident} = const {type_} {values}")
+        self.emitted[name] = ident
+        return ident
+
+    def scalar(self, value: float, like: str) -> str:
+        """A rank-0 constant of the dtype of ONNX value ``like``."""
+        dtype = self.types.get(like, (None, np.dtype(np.float32)))[1]
+        if like in self.consts:
+            dtype = self.consts[like].dtype
+        return self.constant(np.asarray(value, dtype), self.names.fresh("k"))
+
+    def emit(self, op: str, inputs: list[str], attrs: dict | None = None, out: str | None = None) -> str:
+        """``out = op(inputs, attrs)``; ``out`` is an ONNX name (bound) or None (a fresh one)."""
+        ident = self.names(out) if out is not None else self.names.fresh("t")
+        args = list(inputs) + [f"{k}={_attr(v)}" for k, v in (attrs or {}).items()]
+        self.lines.append(f"  {ident} = {op}({', '.join(args)})")
+        if out is not None:
+            self.emitted[out] = ident
+        return ident
+
+    def alias(self, onnx_name: str, ident: str) -> None:
+        self.emitted[onnx_name] = ident
+
+
+def _value_type(onnx, value):
+    t = value.type.tensor_type
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)) if t.elem_type else None
+    if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
+        return None, dtype
+    return tuple(d.dim_value for d in t.shape.dim), dtype
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _string(text: str) -> str:
+    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+
+
+def _attr(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(str(int(x)) for x in v) + "]"
+    if isinstance(v, str):
+        return _string(v)
+    return number(v)
+
+
+# ---------------------------------------------------------------- the handlers
+
+Handler = Callable[[Importer, object], None]
+HANDLERS: dict[str, Handler] = {}
+
+
+def _unary(op: str, attrs: dict[str, tuple[str, float]] | None = None) -> Handler:
+    """An elementwise op of one input; ``attrs`` maps ONNX attribute -> (byoc name, default)."""
+
+    def handle(imp: Importer, node) -> None:
+        imp.check_attrs(node, set(attrs or ()))
+        values = {name: float(imp.attr(key, default)) for key, (name, default) in (attrs or {}).items()}
+        imp.emit(op, [imp.value(node.input[0])], values, node.output[0])
+
+    return handle
+
+
+def _binary(op: str) -> Handler:
+    """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain."""
+
+    def handle(imp: Importer, node) -> None:
+        imp.check_attrs(node, set())
+        names = [imp.value(i) for i in node.input]
+        if len(names) == 1:
+            imp.emit("copy", names, out=node.output[0])
+            return
+        result = names[0]
+        for k, other in enumerate(names[1:], start=2):
+            result = imp.emit(op, [result, other], out=node.output[0] if k == len(names) else None)
+
+    return handle
+
+
+def _pass_through(imp: Importer, node) -> None:
+    """Identity, and Dropout in inference (its mask output must be unused)."""
+    if any(o in imp.used for o in node.output[1:]):
+        raise imp.unsupported("Dropout's mask output")
+    imp.alias(node.output[0], imp.value(node.input[0]))
+
+
+def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = False) -> list[int]:
+    """``pads`` for the node's ``auto_pad`` (or its own ``pads`` when NOTSET)."""
+    auto = imp.attr("auto_pad", "NOTSET")
+    rank = len(kernel)
+    if auto == "NOTSET":
+        return list(imp.attr("pads", [0] * (2 * rank)))
+    if auto == "VALID":
+        return [0] * (2 * rank)
+    if auto not in ("SAME_UPPER", "SAME_LOWER") or transpose:
+        raise imp.unsupported(f"auto_pad={auto}")
+    spatial = imp.shape(imp.node.input[0])[2:]
+    begins, ends = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        out = math.ceil(size / s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else large)
+        ends.append(large if auto == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _conv(transpose: bool) -> Handler:
+    def handle(imp: Importer, node) -> None:
+        allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
+        imp.check_attrs(node, allowed | ({"output_padding"} if transpose else set()))
+        weight_shape = imp.shape(node.input[1])
+        kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
+        rank = len(kernel)
+        strides = list(imp.attr("strides", [1] * rank))
+        dilations = list(imp.attr("dilations", [1] * rank))
+        attrs = {
+            "strides": strides,
+            "pads": _auto_pads(imp, kernel, strides, dilations, transpose),
+            "dilations": dilations,
+            "groups": int(imp.attr("group", 1)),
+        }
+        if transpose:
+            attrs["output_padding"] = list(imp.attr("output_padding", [0] * rank))
+        op = "conv_transpose" if transpose else "conv"
+        x, w = imp.value(node.input[0]), imp.value(node.input[1])
+        has_bias = len(node.input) > 2 and node.input[2]
+        y = imp.emit(op, [x, w], attrs, None if has_bias else node.output[0])
+        if has_bias:
+            imp.emit("bias_add", [y, imp.value(node.input[2])], {"axis": 1}, node.output[0])
+
+    return handle
+
+
+def _gemm(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"alpha", "beta", "transA", "transB", "broadcast"})
+    alpha, beta = float(imp.attr("alpha", 1.0)), float(imp.attr("beta", 1.0))
+    a = imp.value(node.input[0])
+    if imp.attr("transA", 0):
+        a = imp.emit("transpose", [a], {"perm": [1, 0]})
+    b = imp.value(node.input[1])
+    has_c = len(node.input) > 2 and node.input[2] and beta != 0.0
+    last = None if (alpha != 1.0 or has_c) else node.output[0]
+    y = imp.emit("dense" if imp.attr("transB", 0) else "matmul", [a, b], out=last)
+    if alpha != 1.0:
+        y = imp.emit("multiply", [y, imp.scalar(alpha, node.input[0])], out=None if has_c else node.output[0])
+    if has_c:
+        c_name = node.input[2]
+        if beta == 1.0:
+            c = imp.value(c_name)
+        elif c_name in imp.consts:
+            c = imp.constant(
+                imp.consts[c_name] * np.asarray(beta, imp.consts[c_name].dtype), c_name + "_beta"
+            )
+        else:
+            c = imp.emit("multiply", [imp.value(c_name), imp.scalar(beta, c_name)])
+        imp.emit("add", [y, c], out=node.output[0])
+
+
+def _matmul(imp: Importer, node) -> None:
+    imp.check_attrs(node, set())
+    imp.emit("matmul", [imp.value(node.input[0]), imp.value(node.input[1])], out=node.output[0])
+
+
+def _clip(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"min", "max"})
+    low = imp.attr("min", -FLOAT32_MAX)
+    high = imp.attr("max", FLOAT32_MAX)
+    given_low, given_high = imp.const_input(1, "Clip minimum"), imp.const_input(2, "Clip maximum")
+    low = float(given_low) if given_low is not None else float(low)
+    high = float(given_high) if given_high is not None else float(high)
+    imp.emit("clip", [imp.value(node.input[0])], {"min": low, "max": high}, node.output[0])
+
+
+def _batch_norm(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"epsilon", "momentum", "spatial", "is_test", "training_mode"})
+    if imp.attr("training_mode", 0) or any(o in imp.used for o in node.output[1:]):
+        raise imp.unsupported("BatchNormalization in training mode")
+    if imp.attr("spatial", 1) != 1:
+        raise imp.unsupported("BatchNormalization with spatial=0")
+    inputs = [imp.value(i) for i in node.input[:5]]
+    imp.emit("batch_norm", inputs, {"epsilon": float(imp.attr("epsilon", 1e-5))}, node.output[0])
+
+
+def _lrn(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"size", "alpha", "beta", "bias"})
+    attrs = {
+        "size": int(imp.attr("size")),
+        "alpha": float(imp.attr("alpha", 1e-4)),
+        "beta": float(imp.attr("beta", 0.75)),
+        "bias": float(imp.attr("bias", 1.0)),
+    }
+    imp.emit("lrn", [imp.value(node.input[0])], attrs, node.output[0])
+
+
+def _pool(op: str) -> Handler:
+    def handle(imp: Importer, node) -> None:
+        average = op == "avg_pool"
+        allowed = {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "storage_order", "dilations"}
+        imp.check_attrs(node, allowed | ({"count_include_pad"} if average else set()))
+        if imp.attr("storage_order", 0) != 0 or any(o in imp.used for o in node.output[1:]):
+            raise imp.unsupported("MaxPool's indices (storage_order, a second output)")
+        kernel = list(imp.attr("kernel_shape"))
+        rank = len(kernel)
+        strides = list(imp.attr("strides", [1] * rank))
+        dilations = list(imp.attr("dilations", [1] * rank))
+        attrs = {
+            "kernel_shape": kernel,
+            "strides": strides,
+            "pads": _auto_pads(imp, kernel, strides, dilations),
+            "dilations": dilations,
+            "ceil_mode": bool(imp.attr("ceil_mode", 0)),
+        }
+        if average:
+            if dilations != [1] * rank:
+                raise imp.unsupported("AveragePool with dilations")
+            del attrs["dilations"]
+            attrs["count_include_pad"] = bool(imp.attr("count_include_pad", 0))
+        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
+
+    return handle
+
+
+def _softmax(op: str) -> Handler:
+    """Softmax and LogSoftmax: one axis from opset 13; before it, over the input
+    flattened to 2-D at ``axis`` (default 1), which is a reshape around the op."""
+
+    def handle(imp: Importer, node) -> None:
+        imp.check_attrs(node, {"axis"})
+        x = imp.value(node.input[0])
+        shape = imp.shape(node.input[0])
+        if imp.opset >= 13:
+            imp.emit(op, [x], {"axis": int(imp.attr("axis", -1))}, node.output[0])
+            return
+        axis = int(imp.attr("axis", 1)) % max(len(shape), 1)
+        if axis == len(shape) - 1:
+            imp.emit(op, [x], {"axis": -1}, node.output[0])
+            return
+        flat = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+        y = imp.emit(op, [imp.emit("reshape", [x], {"newshape": flat})], {"axis": 1})
+        imp.emit("reshape", [y], {"newshape": list(shape)}, node.output[0])
+
+    return handle
+
+
+def _reshape(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"allowzero", "shape"})
+    shape = imp.attr("shape") if imp.opset < 5 else imp.const_input(1, "Reshape shape")
+    attrs = {"newshape": [int(v) for v in np.ravel(shape)], "allowzero": bool(imp.attr("allowzero", 0))}
+    imp.emit("reshape", [imp.value(node.input[0])], attrs, node.output[0])
+
+
+def _flatten(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"axis"})
+    axis = int(imp.attr("axis", 1)) % (len(imp.shape(node.input[0])) + 1)
+    imp.emit("flatten", [imp.value(node.input[0])], {"axis": axis}, node.output[0])
+
+
+def _transpose(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"perm"})
+    perm = imp.attr("perm")
+    attrs = {"perm": list(perm)} if perm is not None else {}
+    imp.emit("transpose", [imp.value(node.input[0])], attrs, node.output[0])
+
+
+def _axes(imp: Importer, node, since: int) -> list[int] | None:
+    """Axes from the attribute (before opset ``since``) or the second input."""
+    if imp.opset < since:
+        axes = imp.attr("axes")
+    else:
+        axes = imp.const_input(1, "axes")
+    return None if axes is None else [int(a) for a in np.ravel(axes)]
+
+
+def _squeeze(op: str) -> Handler:
+    def handle(imp: Importer, node) -> None:
+        imp.check_attrs(node, {"axes"})
+        axes = _axes(imp, node, 13)
+        attrs = {"axes": axes} if axes is not None else {}
+        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
+
+    return handle
+
+
+def _expand(imp: Importer, node) -> None:
+    imp.check_attrs(node, set())
+    shape = [int(v) for v in imp.const_input(1, "Expand shape")]
+    imp.emit("expand", [imp.value(node.input[0])], {"newshape": shape}, node.output[0])
+
+
+def _pad(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"mode", "pads", "value", "paddings"})
+    mode = imp.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        raise imp.unsupported(f"Pad mode {mode!r}")
+    if imp.opset < 11:
+        pads, value = imp.attr("pads", imp.attr("paddings")), float(imp.attr("value", 0.0))
+    else:
+        if len(node.input) > 3 and node.input[3]:
+            raise imp.unsupported("Pad's axes input")
+        pads = imp.const_input(1, "Pad pads")
+        given = imp.const_input(2, "Pad value")
+        value = float(np.ravel(given)[0]) if given is not None else 0.0
+    attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
+    imp.emit("pad", [imp.value(node.input[0])], attrs, node.output[0])
+
+
+def _slice(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"starts", "ends", "axes"})
+    shape = imp.shape(node.input[0])
+    if imp.opset < 10:
+        starts, ends, axes, steps = imp.attr("starts"), imp.attr("ends"), imp.attr("axes"), None
+    else:
+        starts, ends = imp.const_input(1, "Slice starts"), imp.const_input(2, "Slice ends")
+        axes, steps = imp.const_input(3, "Slice axes"), imp.const_input(4, "Slice steps")
+    axes = list(range(len(np.ravel(starts)))) if axes is None else [int(a) for a in np.ravel(axes)]
+    sizes = [shape[a % len(shape)] for a in axes]
+    # ONNX clamps starts and ends to the axis; clamp them here so that INT64_MAX fits every dtype
+    starts = [int(min(max(int(s), -d - 1), d)) for s, d in zip(np.ravel(starts), sizes)]
+    ends = [int(min(max(int(e), -d - 1), d)) for e, d in zip(np.ravel(ends), sizes)]
+    attrs = {"starts": starts, "ends": ends, "axes": axes}
+    if steps is not None:
+        attrs["steps"] = [int(s) for s in np.ravel(steps)]
+    imp.emit("slice", [imp.value(node.input[0])], attrs, node.output[0])
+
+
+def _split(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"axis", "split", "num_outputs"})
+    axis = int(imp.attr("axis", 0))
+    sizes = imp.attr("split") if imp.opset < 13 else imp.const_input(1, "Split sizes")
+    attrs = {"axis": axis}
+    if sizes is not None:
+        attrs["sizes"] = [int(s) for s in np.ravel(sizes)]
+    elif imp.attr("num_outputs") is None or imp.shape(node.input[0])[axis] % len(node.output):
+        attrs["sizes"] = _even_split(imp.shape(node.input[0])[axis], len(node.output))
+    targets = [imp.names(o) for o in node.output]
+    args = ", ".join([imp.value(node.input[0])] + [f"{k}={_attr(v)}" for k, v in attrs.items()])
+    imp.lines.append(f"  {', '.join(targets)} = split({args})")
+    for o, t in zip(node.output, targets):
+        imp.alias(o, t)
+
+
+def _even_split(size: int, parts: int) -> list[int]:
+    """ONNX's parts of ``size`` in ``parts``: equal, the last one smaller."""
+    each = math.ceil(size / parts)
+    return [min(each, size - k * each) for k in range(parts)]
+
+
+def _gather(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"axis"})
+    inputs = [imp.value(node.input[0]), imp.value(node.input[1])]
+    imp.emit("gather", inputs, {"axis": int(imp.attr("axis", 0))}, node.output[0])
+
+
+def _concat(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"axis"})
+    inputs = [imp.value(i) for i in node.input]
+    imp.emit("concatenate", inputs, {"axis": int(imp.attr("axis"))}, node.output[0])
+
+
+def _reduce(op: str, axes_input_since: int) -> Handler:
+    def handle(imp: Importer, node) -> None:
+        imp.check_attrs(node, {"axes", "keepdims", "noop_with_empty_axes"})
+        axes = _axes(imp, node, axes_input_since)
+        if not axes and imp.attr("noop_with_empty_axes", 0):
+            imp.alias(node.output[0], imp.value(node.input[0]))
+            return
+        attrs = {"axes": axes or [], "keepdims": bool(imp.attr("keepdims", 1))}
+        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
+
+    return handle
+
+
+def _where(imp: Importer, node) -> None:
+    imp.check_attrs(node, set())
+    condition = imp.const_input(0, "Where condition (byoc has no bool tensors)")
+    x_dtype = imp.consts[node.input[1]].dtype if node.input[1] in imp.consts else imp.types[node.input[1]][1]
+    c = imp.constant(condition.astype(x_dtype), node.input[0] + "_mask")
+    imp.emit("where", [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
+
+
+def _cast(imp: Importer, node) -> None:
+    imp.check_attrs(node, {"to", "saturate"})
+    target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
+    source = imp.types.get(node.input[0], (None, None))[1]
+    if source != target:
+        raise imp.unsupported(f"a Cast from {source} to {target} at run time")
+    imp.alias(node.output[0], imp.value(node.input[0]))
+
+
+UNARY = {
+    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+    "Reciprocal": "reciprocal", "Abs": "abs", "Neg": "negative", "Floor": "floor", "Ceil": "ceil",
+    "Sign": "sign", "Erf": "erf", "Softplus": "softplus", "Softsign": "softsign",
+}  # fmt: skip
+BINARY = {
+    "Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
+    "Max": "maximum", "Min": "minimum", "Sum": "add",
+}  # fmt: skip
+HANDLERS.update({name: _unary(op) for name, op in UNARY.items()})
+HANDLERS.update({name: _binary(op) for name, op in BINARY.items()})
+HANDLERS.update(
+    {
+        "LeakyRelu": _unary("leaky_relu", {"alpha": ("alpha", 0.01)}),
+        "Elu": _unary("elu", {"alpha": ("alpha", 1.0)}),
+        "Selu": _unary(
+            "selu",
+            {"alpha": ("alpha", 1.67326319217681884765625), "gamma": ("gamma", 1.05070102214813232421875)},
+        ),
+        "HardSigmoid": _unary("hard_sigmoid", {"alpha": ("alpha", 0.2), "beta": ("beta", 0.5)}),
+        "PRelu": _binary("prelu"),
+        "Identity": _pass_through,
+        "Dropout": _pass_through,
+        "Conv": _conv(transpose=False),
+        "ConvTranspose": _conv(transpose=True),
+        "Gemm": _gemm,
+        "MatMul": _matmul,
+        "Clip": _clip,
+        "BatchNormalization": _batch_norm,
+        "LRN": _lrn,
+        "MaxPool": _pool("max_pool"),
+        "AveragePool": _pool("avg_pool"),
+        "GlobalAveragePool": _unary("global_avg_pool"),
+        "GlobalMaxPool": _unary("global_max_pool"),
+        "Softmax": _softmax("softmax"),
+        "LogSoftmax": _softmax("log_softmax"),
+        "Reshape": _reshape,
+        "Flatten": _flatten,
+        "Transpose": _transpose,
+        "Squeeze": _squeeze("squeeze"),
+        "Unsqueeze": _squeeze("unsqueeze"),
+        "Expand": _expand,
+        "Pad": _pad,
+        "Slice": _slice,
+        "Split": _split,
+        "Gather": _gather,
+        "Concat": _concat,
+        "ReduceSum": _reduce("sum", 13),
+        "ReduceMean": _reduce("mean", 18),
+        "ReduceMax": _reduce("max", 18),
+        "ReduceMin": _reduce("min", 18),
+        "ReduceProd": _reduce("prod", 18),
+        "Where": _where,
+        "Cast": _cast,
+    }
+)
