@@ -10,8 +10,8 @@ import numpy as np
 
 from .cli_gen import add_graph_arguments, parse_options
 from .errors import UsageError
-from .npz_files import read_npz
 from .ir import is_integer
+from .npz_files import read_npz
 
 RUN_EPILOG = """\
 examples:

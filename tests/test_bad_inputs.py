@@ -28,13 +28,14 @@ KINDS = {
     for cls in (ParseError, GraphError, SpecError, UsageError, BuildError, RuntimeFailure)
 }
 ARGPARSE = "argparse"
-SURFACES = ("graph", "examplejson", "spec", "cli", "npz", "bundle")
+SURFACES = ("graph", "examplejson", "spec", "cli", "npz", "bundle", "onnx")
 DEFAULT_ARGV = {
     "graph": ["parse", "{file}"],
     "examplejson": ["parse", "{file}"],
     "spec": ["check", "{file}"],
     "npz": ["run", "g.graph", "--inputs", "{file}"],
     "bundle": ["run", "{file}"],
+    "onnx": ["import", "{file}"],
 }
 FIELDS = {"id", "surface", "file", "make", "input", "argv", "error", "at", "at_file", "message"}
 TIMEOUT = 120

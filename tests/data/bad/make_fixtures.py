@@ -594,6 +594,153 @@ def weights_not_a_digest(d: Path) -> None:
     _weights(d, digest="9f2c")
 
 
+# ------------------------------------------------------------------ ONNX models (byoc import)
+
+
+def _onnx_model(
+    d: Path,
+    nodes,
+    inputs=(("x", [2, 3]),),
+    initializers=(),
+    opset: int = 13,
+    check: bool = True,
+    output=(1, None),
+):
+    """m.onnx: a graph of ``nodes`` from float inputs to the last node's first output,
+    of ``output`` (an ONNX element type and a shape; None: inferred)."""
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, 1, s) for n, s in inputs],
+        [helper.make_tensor_value_info(nodes[-1].output[0], *output)],
+        list(initializers),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    if check:
+        model = onnx.shape_inference.infer_shapes(model)
+    (d / "m.onnx").write_bytes(model.SerializeToString())
+
+
+def _node(op: str, inputs=("x",), outputs=("y",), name: str = "n0", **attrs):
+    from onnx import helper
+
+    return helper.make_node(op, list(inputs), list(outputs), name=name, **attrs)
+
+
+def _int64(values, name: str):
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.asarray(values, np.int64), name)
+
+
+@fixture
+def onnx_truncated(d: Path) -> None:
+    _onnx_model(d, [_node("Relu")])
+    data = (d / "m.onnx").read_bytes()
+    (d / "m.onnx").write_bytes(data[: len(data) // 2])
+
+
+@fixture
+def onnx_garbage(d: Path) -> None:
+    (d / "m.onnx").write_bytes(b"\xff" * 64)
+
+
+@fixture
+def onnx_unsupported_op(d: Path) -> None:
+    _onnx_model(d, [_node("Relu", outputs=("r",), name="first"), _node("Hardmax", ("r",), name="hm")])
+
+
+@fixture
+def onnx_unsupported_attribute(d: Path) -> None:
+    _onnx_model(d, [_node("Pad", ("x", "pads"), mode="wrap")], initializers=[_int64([0, 1, 0, 1], "pads")])
+
+
+@fixture
+def onnx_dynamic_dimension(d: Path) -> None:
+    _onnx_model(d, [_node("Relu")], inputs=(("x", ["batch", 3]),))
+
+
+@fixture
+def onnx_custom_domain(d: Path) -> None:
+    from onnx import helper
+
+    node = helper.make_node("Fancy", ["x"], ["y"], name="custom", domain="com.example")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", 1, [2])],
+        [helper.make_tensor_value_info("y", 1, [2])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)]
+    )
+    (d / "m.onnx").write_bytes(model.SerializeToString())
+
+
+@fixture
+def onnx_runtime_reshape_shape(d: Path) -> None:
+    _onnx_model(d, [_node("Reshape", ("x", "s"))], inputs=(("x", [2, 3]), ("s", [2])), output=(1, [3, 2]))
+
+
+@fixture
+def onnx_training_batchnorm(d: Path) -> None:
+    from onnx import numpy_helper
+
+    inits = [numpy_helper.from_array(np.ones(3, np.float32), n) for n in ("s", "b", "m", "v")]
+    _onnx_model(
+        d,
+        [_node("BatchNormalization", ("x", "s", "b", "m", "v"), ("y", "mean", "var"), training_mode=1)],
+        inputs=(("x", [2, 3]),),
+        initializers=inits,
+        opset=15,
+    )
+
+
+@fixture
+def onnx_runtime_cast(d: Path) -> None:
+    from onnx import TensorProto
+
+    _onnx_model(d, [_node("Cast", to=TensorProto.INT32)], output=(TensorProto.INT32, [2, 3]))
+
+
+@fixture
+def onnx_bool_input(d: Path) -> None:
+    from onnx import helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Not", ["x"], ["y"], name="not")],
+        "g",
+        [helper.make_tensor_value_info("x", 9, [2])],
+        [helper.make_tensor_value_info("y", 9, [2])],
+    )
+    (d / "m.onnx").write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    )
+
+
+@fixture
+def onnx_invalid_graph(d: Path) -> None:
+    _onnx_model(d, [_node("Relu", ("nowhere",))], check=False)
+
+
+@fixture
+def onnx_dropout_mask_used(d: Path) -> None:
+    _onnx_model(
+        d,
+        [_node("Dropout", outputs=("y", "mask")), _node("Identity", ("mask",), ("z",), name="n1")],
+        opset=12,
+        output=(9, [2, 3]),
+    )
+
+
+@fixture
+def onnx_shape_for_unknown_input(d: Path) -> None:
+    _onnx_model(d, [_node("Relu")])
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else Path("bad-fixtures")
     for name, make in FIXTURES.items():
