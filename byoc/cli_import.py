@@ -53,8 +53,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
     imported = import_onnx(args.model, shapes, weights_file=f"{stem}.npz")
     graph, weights = out / f"{stem}.graph", out / f"{stem}.npz"
     write_file(weights, imported.weights)  # first: the graph names the weights' digest
+    # checked by the parser like any graph before it is written: an importer mistake is
+    # an error here, not a broken model.graph
+    parse(imported.text, file=str(graph), spec_path=args.spec_path)
     write_file(graph, imported.text)
-    parse(graph.read_bytes(), file=str(graph), spec_path=args.spec_path)  # the result is a valid graph
     sys.stdout.write(
         f"wrote {graph} ({imported.text.count(chr(10))} lines) and {weights} "
         f"({imported.entries} array(s), {len(imported.weights):,} bytes)\n"

@@ -1,7 +1,9 @@
 """ONNX nodes to catalog ops: the :class:`Importer` that walks a model's nodes, and
-the table (:data:`HANDLERS`) of how each ONNX op becomes byoc statements.
+the handlers (:data:`KINDS`) that turn a node into byoc statements.
 
-The catalog follows ONNX's conventions (layouts, ``pads`` as begins then ends,
+Which catalog op each ONNX op becomes is data, ``onnx_ops.yaml``; a handler here
+reads the node's inputs and attributes for one kind of op. The catalog follows
+ONNX's conventions (layouts, ``pads`` as begins then ends,
 Reshape's 0 and -1, Split, Slice, Gather), so most handlers only rename the op and
 its attributes; the rest compose several ops (Gemm, Softmax before opset 13) or
 compute what ONNX leaves implicit (``auto_pad``).
@@ -10,14 +12,16 @@ compute what ONNX leaves implicit (``auto_pad``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from .errors import GraphError
 from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, number, require_onnx
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
 """Ops of constants that are not constants: never folded."""
 
@@ -98,10 +102,10 @@ class Importer:
             if self.foldable(node):
                 self.fold(node)
                 continue
-            handler = HANDLERS.get(node.op_type)
-            if handler is None:
+            row = onnx_ops().get(node.op_type)
+            if row is None:
                 raise self.unsupported("this op")
-            handler(self, node)
+            KINDS[row.kind](self, node, row)
         outputs = [self.value(o.name) for o in self.graph.output]
         body = "\n".join(self.lines)
         text = f"graph main({', '.join(params)}) {{\n{body}\n  return {', '.join(outputs)}\n}}\n"
@@ -245,38 +249,42 @@ def _attr(v) -> str:
 
 # ---------------------------------------------------------------- the handlers
 
-Handler = Callable[[Importer, object], None]
-HANDLERS: dict[str, Handler] = {}
+
+@dataclass(frozen=True)
+class OnnxOp:
+    """One row of onnx_ops.yaml: the handler ``kind``, the catalog ``op`` it emits and
+    the further ops of its ``roles``; ``attrs`` and ``axes_input_since`` as documented there."""
+
+    kind: str
+    op: str | None = None
+    roles: Mapping[str, str] = field(default_factory=dict)
+    attrs: Mapping[str, tuple[str, float]] = field(default_factory=dict)
+    axes_input_since: int = 1
 
 
-def _unary(op: str, attrs: dict[str, tuple[str, float]] | None = None) -> Handler:
+Handler = Callable[[Importer, object, OnnxOp], None]
+
+
+def _unary(imp: Importer, node, e: OnnxOp) -> None:
     """An elementwise op of one input; ``attrs`` maps ONNX attribute -> (byoc name, default)."""
-
-    def handle(imp: Importer, node) -> None:
-        imp.check_attrs(node, set(attrs or ()))
-        values = {name: float(imp.attr(key, default)) for key, (name, default) in (attrs or {}).items()}
-        imp.emit(op, [imp.value(node.input[0])], values, node.output[0])
-
-    return handle
+    imp.check_attrs(node, set(e.attrs))
+    values = {name: float(imp.attr(key, default)) for key, (name, default) in e.attrs.items()}
+    imp.emit(e.op, [imp.value(node.input[0])], values, node.output[0])
 
 
-def _binary(op: str) -> Handler:
+def _binary(imp: Importer, node, e: OnnxOp) -> None:
     """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain."""
-
-    def handle(imp: Importer, node) -> None:
-        imp.check_attrs(node, set())
-        names = [imp.value(i) for i in node.input]
-        if len(names) == 1:
-            imp.emit("copy", names, out=node.output[0])
-            return
-        result = names[0]
-        for k, other in enumerate(names[1:], start=2):
-            result = imp.emit(op, [result, other], out=node.output[0] if k == len(names) else None)
-
-    return handle
+    imp.check_attrs(node, set())
+    names = [imp.value(i) for i in node.input]
+    if len(names) == 1:
+        imp.emit(e.roles["single"], names, out=node.output[0])
+        return
+    result = names[0]
+    for k, other in enumerate(names[1:], start=2):
+        result = imp.emit(e.op, [result, other], out=node.output[0] if k == len(names) else None)
 
 
-def _pass_through(imp: Importer, node) -> None:
+def _pass_through(imp: Importer, node, e: OnnxOp) -> None:
     """Identity, and Dropout in inference (its mask output must be unused)."""
     if any(o in imp.used for o in node.output[1:]):
         raise imp.unsupported("Dropout's mask output")
@@ -305,7 +313,7 @@ def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = Fals
 
 
 def _conv(transpose: bool) -> Handler:
-    def handle(imp: Importer, node) -> None:
+    def handle(imp: Importer, node, e: OnnxOp) -> None:
         allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
         imp.check_attrs(node, allowed | ({"output_padding"} if transpose else set()))
         weight_shape = imp.shape(node.input[1])
@@ -321,28 +329,29 @@ def _conv(transpose: bool) -> Handler:
         }
         if transpose:
             attrs["output_padding"] = list(imp.attr("output_padding", [0] * rank))
-        op = "conv_transpose" if transpose else "conv"
         x, w = imp.value(node.input[0]), imp.value(node.input[1])
         has_bias = len(node.input) > 2 and node.input[2]
-        y = imp.emit(op, [x, w], attrs, None if has_bias else node.output[0])
+        y = imp.emit(e.op, [x, w], attrs, None if has_bias else node.output[0])
         if has_bias:
-            imp.emit("bias_add", [y, imp.value(node.input[2])], {"axis": 1}, node.output[0])
+            imp.emit(e.roles["bias"], [y, imp.value(node.input[2])], {"axis": 1}, node.output[0])
 
     return handle
 
 
-def _gemm(imp: Importer, node) -> None:
+def _gemm(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"alpha", "beta", "transA", "transB", "broadcast"})
     alpha, beta = float(imp.attr("alpha", 1.0)), float(imp.attr("beta", 1.0))
     a = imp.value(node.input[0])
     if imp.attr("transA", 0):
-        a = imp.emit("transpose", [a], {"perm": [1, 0]})
+        a = imp.emit(e.roles["flip"], [a], {"perm": [1, 0]})
     b = imp.value(node.input[1])
     has_c = len(node.input) > 2 and node.input[2] and beta != 0.0
     last = None if (alpha != 1.0 or has_c) else node.output[0]
-    y = imp.emit("dense" if imp.attr("transB", 0) else "matmul", [a, b], out=last)
+    y = imp.emit(e.roles["times_transposed" if imp.attr("transB", 0) else "times"], [a, b], out=last)
     if alpha != 1.0:
-        y = imp.emit("multiply", [y, imp.scalar(alpha, node.input[0])], out=None if has_c else node.output[0])
+        y = imp.emit(
+            e.roles["scale"], [y, imp.scalar(alpha, node.input[0])], out=None if has_c else node.output[0]
+        )
     if has_c:
         c_name = node.input[2]
         if beta == 1.0:
@@ -352,36 +361,37 @@ def _gemm(imp: Importer, node) -> None:
                 imp.consts[c_name] * np.asarray(beta, imp.consts[c_name].dtype), c_name + "_beta"
             )
         else:
-            c = imp.emit("multiply", [imp.value(c_name), imp.scalar(beta, c_name)])
-        imp.emit("add", [y, c], out=node.output[0])
+            c = imp.emit(e.roles["scale"], [imp.value(c_name), imp.scalar(beta, c_name)])
+        imp.emit(e.roles["plus"], [y, c], out=node.output[0])
 
 
-def _matmul(imp: Importer, node) -> None:
+def _matmul(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
-    imp.emit("matmul", [imp.value(node.input[0]), imp.value(node.input[1])], out=node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0]), imp.value(node.input[1])], out=node.output[0])
 
 
-def _clip(imp: Importer, node) -> None:
-    imp.check_attrs(node, {"min", "max"})
-    low = imp.attr("min", -FLOAT32_MAX)
-    high = imp.attr("max", FLOAT32_MAX)
-    given_low, given_high = imp.const_input(1, "Clip minimum"), imp.const_input(2, "Clip maximum")
-    low = float(given_low) if given_low is not None else float(low)
-    high = float(given_high) if given_high is not None else float(high)
-    imp.emit("clip", [imp.value(node.input[0])], {"min": low, "max": high}, node.output[0])
+def _clip(imp: Importer, node, e: OnnxOp) -> None:
+    """Clip's bounds: ``attrs`` lists them in input order (input 1, then 2); before
+    opset 11 they are attributes of those names, from it optional constant inputs."""
+    imp.check_attrs(node, set(e.attrs))
+    bounds = {}
+    for k, (key, (name, default)) in enumerate(e.attrs.items(), start=1):
+        given = imp.const_input(k, f"Clip {key}")
+        bounds[name] = float(np.ravel(given)[0]) if given is not None else float(imp.attr(key, default))
+    imp.emit(e.op, [imp.value(node.input[0])], bounds, node.output[0])
 
 
-def _batch_norm(imp: Importer, node) -> None:
+def _batch_norm(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"epsilon", "momentum", "spatial", "is_test", "training_mode"})
     if imp.attr("training_mode", 0) or any(o in imp.used for o in node.output[1:]):
         raise imp.unsupported("BatchNormalization in training mode")
     if imp.attr("spatial", 1) != 1:
         raise imp.unsupported("BatchNormalization with spatial=0")
     inputs = [imp.value(i) for i in node.input[:5]]
-    imp.emit("batch_norm", inputs, {"epsilon": float(imp.attr("epsilon", 1e-5))}, node.output[0])
+    imp.emit(e.op, inputs, {"epsilon": float(imp.attr("epsilon", 1e-5))}, node.output[0])
 
 
-def _lrn(imp: Importer, node) -> None:
+def _lrn(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"size", "alpha", "beta", "bias"})
     attrs = {
         "size": int(imp.attr("size")),
@@ -389,12 +399,11 @@ def _lrn(imp: Importer, node) -> None:
         "beta": float(imp.attr("beta", 0.75)),
         "bias": float(imp.attr("bias", 1.0)),
     }
-    imp.emit("lrn", [imp.value(node.input[0])], attrs, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _pool(op: str) -> Handler:
-    def handle(imp: Importer, node) -> None:
-        average = op == "avg_pool"
+def _pool(average: bool) -> Handler:
+    def handle(imp: Importer, node, e: OnnxOp) -> None:
         allowed = {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "storage_order", "dilations"}
         imp.check_attrs(node, allowed | ({"count_include_pad"} if average else set()))
         if imp.attr("storage_order", 0) != 0 or any(o in imp.used for o in node.output[1:]):
@@ -415,51 +424,47 @@ def _pool(op: str) -> Handler:
                 raise imp.unsupported("AveragePool with dilations")
             del attrs["dilations"]
             attrs["count_include_pad"] = bool(imp.attr("count_include_pad", 0))
-        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
+        imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
     return handle
 
 
-def _softmax(op: str) -> Handler:
+def _softmax(imp: Importer, node, e: OnnxOp) -> None:
     """Softmax and LogSoftmax: one axis from opset 13; before it, over the input
     flattened to 2-D at ``axis`` (default 1), which is a reshape around the op."""
-
-    def handle(imp: Importer, node) -> None:
-        imp.check_attrs(node, {"axis"})
-        x = imp.value(node.input[0])
-        shape = imp.shape(node.input[0])
-        if imp.opset >= 13:
-            imp.emit(op, [x], {"axis": int(imp.attr("axis", -1))}, node.output[0])
-            return
-        axis = int(imp.attr("axis", 1)) % max(len(shape), 1)
-        if axis == len(shape) - 1:
-            imp.emit(op, [x], {"axis": -1}, node.output[0])
-            return
-        flat = [math.prod(shape[:axis]), math.prod(shape[axis:])]
-        y = imp.emit(op, [imp.emit("reshape", [x], {"newshape": flat})], {"axis": 1})
-        imp.emit("reshape", [y], {"newshape": list(shape)}, node.output[0])
-
-    return handle
+    imp.check_attrs(node, {"axis"})
+    x = imp.value(node.input[0])
+    shape = imp.shape(node.input[0])
+    if imp.opset >= 13:
+        imp.emit(e.op, [x], {"axis": int(imp.attr("axis", -1))}, node.output[0])
+        return
+    axis = int(imp.attr("axis", 1)) % max(len(shape), 1)
+    if axis == len(shape) - 1:
+        imp.emit(e.op, [x], {"axis": -1}, node.output[0])
+        return
+    flat = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+    y = imp.emit(e.op, [imp.emit(e.roles["flat"], [x], {"newshape": flat})], {"axis": 1})
+    imp.emit(e.roles["flat"], [y], {"newshape": list(shape)}, node.output[0])
 
 
-def _reshape(imp: Importer, node) -> None:
+def _reshape(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"allowzero", "shape"})
     shape = imp.attr("shape") if imp.opset < 5 else imp.const_input(1, "Reshape shape")
     attrs = {"newshape": [int(v) for v in np.ravel(shape)], "allowzero": bool(imp.attr("allowzero", 0))}
-    imp.emit("reshape", [imp.value(node.input[0])], attrs, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _flatten(imp: Importer, node) -> None:
+def _flatten(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis"})
     axis = int(imp.attr("axis", 1)) % (len(imp.shape(node.input[0])) + 1)
-    imp.emit("flatten", [imp.value(node.input[0])], {"axis": axis}, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], {"axis": axis}, node.output[0])
 
 
-def _transpose(imp: Importer, node) -> None:
+def _transpose(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"perm"})
     perm = imp.attr("perm")
     attrs = {"perm": list(perm)} if perm is not None else {}
-    imp.emit("transpose", [imp.value(node.input[0])], attrs, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
 def _axes(imp: Importer, node, since: int) -> list[int] | None:
@@ -471,23 +476,21 @@ def _axes(imp: Importer, node, since: int) -> list[int] | None:
     return None if axes is None else [int(a) for a in np.ravel(axes)]
 
 
-def _squeeze(op: str) -> Handler:
-    def handle(imp: Importer, node) -> None:
-        imp.check_attrs(node, {"axes"})
-        axes = _axes(imp, node, 13)
-        attrs = {"axes": axes} if axes is not None else {}
-        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
-
-    return handle
+def _squeeze(imp: Importer, node, e: OnnxOp) -> None:
+    """Squeeze and Unsqueeze: axes as an attribute before opset 13, an input from it."""
+    imp.check_attrs(node, {"axes"})
+    axes = _axes(imp, node, 13)
+    attrs = {"axes": axes} if axes is not None else {}
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _expand(imp: Importer, node) -> None:
+def _expand(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
     shape = [int(v) for v in imp.const_input(1, "Expand shape")]
-    imp.emit("expand", [imp.value(node.input[0])], {"newshape": shape}, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], {"newshape": shape}, node.output[0])
 
 
-def _pad(imp: Importer, node) -> None:
+def _pad(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"mode", "pads", "value", "paddings"})
     mode = imp.attr("mode", "constant")
     if mode not in ("constant", "reflect", "edge"):
@@ -501,10 +504,10 @@ def _pad(imp: Importer, node) -> None:
         given = imp.const_input(2, "Pad value")
         value = float(np.ravel(given)[0]) if given is not None else 0.0
     attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
-    imp.emit("pad", [imp.value(node.input[0])], attrs, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _slice(imp: Importer, node) -> None:
+def _slice(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"starts", "ends", "axes"})
     shape = imp.shape(node.input[0])
     if imp.opset < 10:
@@ -520,10 +523,10 @@ def _slice(imp: Importer, node) -> None:
     attrs = {"starts": starts, "ends": ends, "axes": axes}
     if steps is not None:
         attrs["steps"] = [int(s) for s in np.ravel(steps)]
-    imp.emit("slice", [imp.value(node.input[0])], attrs, node.output[0])
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _split(imp: Importer, node) -> None:
+def _split(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis", "split", "num_outputs"})
     axis = int(imp.attr("axis", 0))
     sizes = imp.attr("split") if imp.opset < 13 else imp.const_input(1, "Split sizes")
@@ -534,7 +537,7 @@ def _split(imp: Importer, node) -> None:
         attrs["sizes"] = _even_split(imp.shape(node.input[0])[axis], len(node.output))
     targets = [imp.names(o) for o in node.output]
     args = ", ".join([imp.value(node.input[0])] + [f"{k}={_attr(v)}" for k, v in attrs.items()])
-    imp.lines.append(f"  {', '.join(targets)} = split({args})")
+    imp.lines.append(f"  {', '.join(targets)} = {e.op}({args})")
     for o, t in zip(node.output, targets):
         imp.alias(o, t)
 
@@ -545,40 +548,37 @@ def _even_split(size: int, parts: int) -> list[int]:
     return [min(each, size - k * each) for k in range(parts)]
 
 
-def _gather(imp: Importer, node) -> None:
+def _gather(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis"})
     inputs = [imp.value(node.input[0]), imp.value(node.input[1])]
-    imp.emit("gather", inputs, {"axis": int(imp.attr("axis", 0))}, node.output[0])
+    imp.emit(e.op, inputs, {"axis": int(imp.attr("axis", 0))}, node.output[0])
 
 
-def _concat(imp: Importer, node) -> None:
+def _concat(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis"})
     inputs = [imp.value(i) for i in node.input]
-    imp.emit("concatenate", inputs, {"axis": int(imp.attr("axis"))}, node.output[0])
+    imp.emit(e.op, inputs, {"axis": int(imp.attr("axis"))}, node.output[0])
 
 
-def _reduce(op: str, axes_input_since: int) -> Handler:
-    def handle(imp: Importer, node) -> None:
-        imp.check_attrs(node, {"axes", "keepdims", "noop_with_empty_axes"})
-        axes = _axes(imp, node, axes_input_since)
-        if not axes and imp.attr("noop_with_empty_axes", 0):
-            imp.alias(node.output[0], imp.value(node.input[0]))
-            return
-        attrs = {"axes": axes or [], "keepdims": bool(imp.attr("keepdims", 1))}
-        imp.emit(op, [imp.value(node.input[0])], attrs, node.output[0])
-
-    return handle
+def _reduce(imp: Importer, node, e: OnnxOp) -> None:
+    imp.check_attrs(node, {"axes", "keepdims", "noop_with_empty_axes"})
+    axes = _axes(imp, node, e.axes_input_since)
+    if not axes and imp.attr("noop_with_empty_axes", 0):
+        imp.alias(node.output[0], imp.value(node.input[0]))
+        return
+    attrs = {"axes": axes or [], "keepdims": bool(imp.attr("keepdims", 1))}
+    imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
 
-def _where(imp: Importer, node) -> None:
+def _where(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
     condition = imp.const_input(0, "Where condition (byoc has no bool tensors)")
     x_dtype = imp.consts[node.input[1]].dtype if node.input[1] in imp.consts else imp.types[node.input[1]][1]
     c = imp.constant(condition.astype(x_dtype), node.input[0] + "_mask")
-    imp.emit("where", [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
+    imp.emit(e.op, [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
 
 
-def _cast(imp: Importer, node) -> None:
+def _cast(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"to", "saturate"})
     target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
     source = imp.types.get(node.input[0], (None, None))[1]
@@ -587,59 +587,48 @@ def _cast(imp: Importer, node) -> None:
     imp.alias(node.output[0], imp.value(node.input[0]))
 
 
-UNARY = {
-    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
-    "Reciprocal": "reciprocal", "Abs": "abs", "Neg": "negative", "Floor": "floor", "Ceil": "ceil",
-    "Sign": "sign", "Erf": "erf", "Softplus": "softplus", "Softsign": "softsign",
-}  # fmt: skip
-BINARY = {
-    "Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
-    "Max": "maximum", "Min": "minimum", "Sum": "add",
-}  # fmt: skip
-HANDLERS.update({name: _unary(op) for name, op in UNARY.items()})
-HANDLERS.update({name: _binary(op) for name, op in BINARY.items()})
-HANDLERS.update(
-    {
-        "LeakyRelu": _unary("leaky_relu", {"alpha": ("alpha", 0.01)}),
-        "Elu": _unary("elu", {"alpha": ("alpha", 1.0)}),
-        "Selu": _unary(
-            "selu",
-            {"alpha": ("alpha", 1.67326319217681884765625), "gamma": ("gamma", 1.05070102214813232421875)},
-        ),
-        "HardSigmoid": _unary("hard_sigmoid", {"alpha": ("alpha", 0.2), "beta": ("beta", 0.5)}),
-        "PRelu": _binary("prelu"),
-        "Identity": _pass_through,
-        "Dropout": _pass_through,
-        "Conv": _conv(transpose=False),
-        "ConvTranspose": _conv(transpose=True),
-        "Gemm": _gemm,
-        "MatMul": _matmul,
-        "Clip": _clip,
-        "BatchNormalization": _batch_norm,
-        "LRN": _lrn,
-        "MaxPool": _pool("max_pool"),
-        "AveragePool": _pool("avg_pool"),
-        "GlobalAveragePool": _unary("global_avg_pool"),
-        "GlobalMaxPool": _unary("global_max_pool"),
-        "Softmax": _softmax("softmax"),
-        "LogSoftmax": _softmax("log_softmax"),
-        "Reshape": _reshape,
-        "Flatten": _flatten,
-        "Transpose": _transpose,
-        "Squeeze": _squeeze("squeeze"),
-        "Unsqueeze": _squeeze("unsqueeze"),
-        "Expand": _expand,
-        "Pad": _pad,
-        "Slice": _slice,
-        "Split": _split,
-        "Gather": _gather,
-        "Concat": _concat,
-        "ReduceSum": _reduce("sum", 13),
-        "ReduceMean": _reduce("mean", 18),
-        "ReduceMax": _reduce("max", 18),
-        "ReduceMin": _reduce("min", 18),
-        "ReduceProd": _reduce("prod", 18),
-        "Where": _where,
-        "Cast": _cast,
-    }
-)
+KINDS: dict[str, Handler] = {
+    "unary": _unary,
+    "binary": _binary,
+    "pass_through": _pass_through,
+    "conv": _conv(transpose=False),
+    "conv_transpose": _conv(transpose=True),
+    "gemm": _gemm,
+    "matmul": _matmul,
+    "bounded": _clip,
+    "batch_norm": _batch_norm,
+    "lrn": _lrn,
+    "window_max": _pool(average=False),
+    "window_mean": _pool(average=True),
+    "softmax": _softmax,
+    "reshape": _reshape,
+    "flatten": _flatten,
+    "transpose": _transpose,
+    "squeeze": _squeeze,
+    "expand": _expand,
+    "pad": _pad,
+    "slice": _slice,
+    "split": _split,
+    "gather": _gather,
+    "concat": _concat,
+    "reduce": _reduce,
+    "select": _where,
+    "cast": _cast,
+}
+"""The handlers that onnx_ops.yaml's ``kind`` names."""
+
+
+@cache
+def onnx_ops() -> dict[str, OnnxOp]:
+    """onnx_ops.yaml, read once: ONNX op type -> its row."""
+    from ruamel.yaml import YAML
+
+    table = YAML(typ="safe").load((Path(__file__).parent / "onnx_ops.yaml").read_text(encoding="utf-8"))
+    rows = {}
+    for name, row in table.items():
+        attrs = {k: (v[0], float(v[1])) for k, v in row.get("attrs", {}).items()}
+        rows[name] = OnnxOp(
+            row["kind"], row.get("op"), row.get("roles", {}), attrs, row.get("axes_input_since", 1)
+        )
+        assert rows[name].kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
+    return rows

@@ -267,3 +267,43 @@ def test_light_squeezenet_matches_the_output_shipped_with_it(tmp_path):
     feeds = {param.name: (np.arange(n).reshape(param.type.shape) / n).astype(np.float32)}
     expected = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / "light_squeezenet_output_0.pb")))
     check_backends(graph, feeds, [expected], rtol=1e-3, atol=1e-5)
+
+
+def test_attribute_forms_of_opset_9(tmp_path):
+    """Before opsets 10, 11 and 13, Slice, Pad, Clip, Split, Unsqueeze and ReduceSum take
+    attributes where later opsets take inputs."""
+    nodes = [
+        helper.make_node("Slice", ["x"], ["a"], starts=[0, 1], ends=[2, 100], axes=[0, 1]),
+        helper.make_node("Pad", ["x"], ["b"], pads=[1, 0, 0, 2], mode="edge"),
+        helper.make_node("Clip", ["x"], ["c"], min=-0.3),
+        helper.make_node("Split", ["x"], ["d0", "d1"], axis=1, split=[1, 3]),
+        helper.make_node("Unsqueeze", ["d1"], ["e"], axes=[0]),
+        helper.make_node("ReduceSum", ["x"], ["f"], axes=[1], keepdims=1),
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(x(3, 4), "k")),
+        helper.make_node("Mul", ["x", "k"], ["g"]),
+        helper.make_node(
+            "ConstantOfShape", ["shape"], ["h"], value=numpy_helper.from_array(np.asarray([0.25], np.float32))
+        ),
+        helper.make_node("Sub", ["x", "h"], ["i"]),
+    ]
+    m = model(
+        nodes, [("x", [3, 4])], ["a", "b", "c", "d0", "e", "f", "g", "i"], [ints([3, 4], "shape")], opset=9
+    )
+    run_case(m, {"x": x(3, 4)}, tmp_path)
+
+
+def test_more_elementwise_ops_and_a_runtime_gather(tmp_path):
+    unary = ["Sigmoid", "Exp", "Neg", "Floor", "Ceil", "Sign", "Softplus", "Reciprocal", "Relu"]
+    nodes = [helper.make_node(op, ["x"], [op.lower()]) for op in unary]
+    nodes += [
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("Log", ["ax"], ["log"]),
+        helper.make_node("Pow", ["ax", "half"], ["pow"]),
+        helper.make_node("Min", ["x", "ax", "exp"], ["min"]),
+        helper.make_node("Gather", ["x", "rows"], ["gather"], axis=0),
+        helper.make_node("Cast", ["x"], ["cast"], to=FLOAT),
+        helper.make_node("Sum", ["cast"], ["single"]),
+    ]
+    inits = [numpy_helper.from_array(np.asarray(0.5, np.float32), "half"), ints([[2, 0], [1, 1]], "rows")]
+    outputs = [op.lower() for op in unary] + ["log", "pow", "min", "gather", "single"]
+    run_case(model(nodes, [("x", [3, 4])], outputs, inits), {"x": x(3, 4)}, tmp_path)

@@ -1,0 +1,36 @@
+"""onnx is an optional dependency: without it, ``byoc import`` is a clean usage error
+naming the extra to install, and nothing else of byoc imports onnx."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+
+BLOCK_ONNX = "import sys; sys.modules['onnx'] = None; "  # `import onnx` now raises ImportError
+
+
+def run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BLOCK_ONNX + code], capture_output=True, text=True)
+
+
+def test_import_without_onnx_names_the_extra(tmp_path):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"\x08\x07")
+    out = run(f"from byoc.cli import main; sys.exit(main(['import', {str(model)!r}]))")
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("usage error: importing ONNX models needs the onnx package")
+    assert "pip install 'byoc[onnx]'" in out.stderr
+
+
+def test_the_rest_of_byoc_works_without_onnx():
+    code = (
+        "import byoc, numpy as np; "
+        "p = byoc.parse('graph main(x: float32[2]) { return relu(x) }'); "
+        "print(byoc.evaluate(p.functions[0], {'x': np.array([-1, 2], np.float32)})[0].tolist())"
+    )
+    out = run(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(np.maximum(np.array([-1, 2], np.float32), 0).tolist())
