@@ -122,9 +122,11 @@ class Importer:
         return node.op_type not in RANDOM and all(i in self.consts for i in inputs)
 
     def fold(self, node) -> None:
-        """Compute ``node`` now, with ONNX's reference evaluator, as a constant."""
+        """Compute ``node`` now, with ONNX's reference evaluator at the model's opset, as
+        a constant."""
         from onnx.reference import ReferenceEvaluator
 
+        helper = self.onnx.helper
         feeds = {}
         for name in node.input:
             if name in self.consts:
@@ -132,11 +134,21 @@ class Importer:
             elif name:  # Shape of a static tensor: any array of its shape and dtype
                 shape, dtype = self.types[name]
                 feeds[name] = np.zeros(shape, dtype)
+        graph = helper.make_graph(
+            [node],
+            "fold",
+            [
+                helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                for n, a in feeds.items()
+            ],
+            [helper.make_empty_tensor_value_info(o) for o in node.output if o],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
         try:
-            results = ReferenceEvaluator(node).run(None, feeds)
+            results = ReferenceEvaluator(model).run(None, feeds)
         except Exception as exc:
             raise self.unsupported(f"folding it at import ({type(exc).__name__}: {exc})") from None
-        for name, value in zip(node.output, results):
+        for name, value in zip([o for o in node.output if o], results):
             self.consts[name] = np.asarray(value)
 
     # ------------------------------------------------------------ helpers for handlers

@@ -119,6 +119,14 @@ def test_conv_batchnorm_relu(tmp_path):
     graph = run_case(model(nodes, [("x", [1, 3, 7, 7])], ["r", "z"], inits), {"x": x(1, 3, 7, 7)}, tmp_path)
     text = graph.read_text()
     assert 'weights "model.npz" sha256 "' in text and 'weights["w"]' in text
+    for backend in ("json", "fused"):  # the command line: run and compare with the reference
+        out = subprocess.run(
+            [sys.executable, "-m", "byoc", "run", str(graph), "--backend", backend],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.count(" ok") == 2 and "MISMATCH" not in out.stdout, out.stdout
 
 
 def test_gemm_transposes_alpha_and_beta(tmp_path):
