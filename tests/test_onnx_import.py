@@ -264,16 +264,19 @@ def test_a_dynamic_dimension_is_fixed_by_shape(tmp_path):
     run_case(m, {"x": x(3, 4)}, tmp_path, "--shape", "x=3,4")
 
 
-def test_light_squeezenet_matches_the_output_shipped_with_it(tmp_path):
-    """The wheel's light SqueezeNet: its input is the BackendTest's (arange / n), its
-    expected output the shipped output_0.pb."""
-    m = onnx.load(LIGHT / "light_squeezenet.onnx")
+@pytest.mark.parametrize("name", ["light_squeezenet", "light_shufflenet"])
+def test_a_light_real_model_matches_the_output_shipped_with_it(tmp_path, name):
+    """The wheel's light SqueezeNet (ConstantOfShape weights, Dropout, Concat, global
+    pooling) and ShuffleNet (BatchNormalization, Transpose and Reshape channel shuffles,
+    Sum, Gemm): the input is the BackendTest's (arange / n), the expected output the
+    shipped output_0.pb."""
+    m = onnx.load(LIGHT / f"{name}.onnx")
     graph = import_model(m, tmp_path)
     program = byoc.parse_file(graph)
     (param,) = program.functions[0].params
     n = param.type.size
     feeds = {param.name: (np.arange(n).reshape(param.type.shape) / n).astype(np.float32)}
-    expected = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / "light_squeezenet_output_0.pb")))
+    expected = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / f"{name}_output_0.pb")))
     check_backends(graph, feeds, [expected], rtol=1e-3, atol=1e-5)
 
 
