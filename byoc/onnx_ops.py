@@ -203,7 +203,7 @@ class Importer:
         ident = self.names(name)
         array = np.ascontiguousarray(array)
         type_ = f"{dsl_dtype(array.dtype, f'constant {name!r}')}{_dims(array.shape)}"
-        if array.size <= INLINE_ELEMENTS:
+        if array.size <= INLINE_ELEMENTS and (array.dtype.kind in "iub" or np.isfinite(array).all()):
             values = "[" + ", ".join(number(v) for v in array.ravel().tolist()) + "]"
         else:
             entry = name if name not in self.arrays else ident
