@@ -48,6 +48,12 @@ class WeightsFile:
 
     def arrays(self) -> dict[str, np.ndarray]:
         if self._arrays is None:
+            if self.path.exists() and not self.path.is_file():  # /dev/zero would never end
+                raise GraphError(
+                    f"weights file {str(self.path)!r} is not a regular file",
+                    self.file_loc,
+                    hint="name an .npz file written by np.savez or byoc import",
+                )
             try:
                 data = self.path.read_bytes()
             except OSError as exc:

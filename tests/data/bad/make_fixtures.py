@@ -590,6 +590,13 @@ def weights_pickled(d: Path) -> None:
 
 
 @fixture
+def weights_device(d: Path) -> None:
+    """A weights file that is a device: reading /dev/zero would never end."""
+    (d / "w.graph").write_text(WEIGHTS_GRAPH.format(digest="0" * 64, type="float32[2, 3]", entry="k"))
+    (d / "w.graph").write_text((d / "w.graph").read_text().replace('"w.npz"', '"/dev/zero"'))
+
+
+@fixture
 def weights_not_a_digest(d: Path) -> None:
     _weights(d, digest="9f2c")
 
