@@ -5,9 +5,12 @@ machine's memory system. What that system attains depends on the access pattern 
 the thread count, so the bound is the fastest of four measurements over exactly the
 bytes the kernel moves: a copy (``d[i] = s[i]``: half of the bytes read, half
 written) and a streaming triad (``a[i] = b[i] + s * c[i]``: two thirds read, one
-third written), each on 1 thread and on 2 (OpenMP). They run as a tiny C library
-compiled by byoc's own toolchain (``runtime.build``, -O3 -march=native) and called
-through ctypes, which releases the GIL.
+third written), each on 1 thread and on 2. They run as a tiny C library compiled by
+byoc's own toolchain (``runtime.build``, -O3 -march=native) and called through
+ctypes, which releases the GIL: the 2-thread probes give each of two Python threads
+half of the arrays. (An OpenMP ``parallel for`` was tried first: on this shared
+2-core machine its sleeping workers woke a scheduler tick late, and the 2-thread
+probes took 10-12 ms for 21 MB.)
 
 Where those bytes live decides what "memory speed" means: a working set that fits in
 the last-level cache streams from cache, not from DRAM. :func:`residency` compares
@@ -17,7 +20,9 @@ the bytes moved with the cache sizes the kernel reports.
 from __future__ import annotations
 
 import ctypes
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,18 +33,15 @@ HARNESS = r"""
 /* benchmarks/memory_bound.py: the memory-speed probes (copy and streaming triad). */
 #include <stddef.h>
 
-void bench_copy(float *restrict d, const float *restrict s, long n, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+void bench_copy(float *restrict d, const float *restrict s, long n) {
   for (long i = 0; i < n; ++i) d[i] = s[i];
 }
 
-void bench_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, long n,
-                 int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+void bench_triad(float *restrict a, const float *restrict b, const float *restrict c, float s, long n) {
   for (long i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 """
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-Wall", "-Wextra", "-Werror")
+FLAGS = ("-O3", "-march=native", "-Wall", "-Wextra", "-Werror")
 THREADS = (1, 2)
 CACHE_ROOT = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -50,8 +52,8 @@ def harness() -> ctypes.CDLL:
 
     chain = toolchain("c", "cc", "c99", FLAGS)
     lib = ctypes.CDLL(str(build_library({"memory_bound.c": HARNESS}, "memory_bound.c", chain)))
-    lib.bench_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int]
-    lib.bench_triad.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_long, ctypes.c_int]
+    lib.bench_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+    lib.bench_triad.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_float, ctypes.c_long]
     lib.bench_copy.restype = lib.bench_triad.restype = None
     return lib
 
@@ -83,36 +85,50 @@ def residency(nbytes: int, caches: dict[str, int]) -> str:
     return "DRAM" if caches else "unknown"
 
 
+def _split_call(
+    fn: Any, arrays: list[np.ndarray], scalars: tuple, threads: int, pool: ThreadPoolExecutor
+) -> Any:
+    """A zero-argument call of ``fn(*pointers, *scalars, n)`` over ``arrays``, split
+    into ``threads`` equal parts run at once (one on the calling thread)."""
+    parts = []
+    for chunk in zip(*(np.array_split(a, threads) for a in arrays)):
+        parts.append((*(c.ctypes.data for c in chunk), *scalars, chunk[0].size))
+    if threads == 1:
+        return lambda: fn(*parts[0])
+
+    def run() -> None:
+        futures = [pool.submit(fn, *args) for args in parts[1:]]
+        fn(*parts[0])
+        for future in futures:
+            future.result()
+
+    return run
+
+
 def bound_systems(w: Workload, lib: ctypes.CDLL) -> list[System]:
     """The four probes over ``w.bytes_moved`` bytes; the fastest is the bound."""
     total = w.bytes_moved
     n_copy = max(total // 8, 1)  # two arrays of float32
     n_triad = max(total // 12, 1)  # three arrays of float32
-    src, dst = np.ones(n_copy, np.float32), np.empty(n_copy, np.float32)
-    b, c, a = np.ones(n_triad, np.float32), np.full(n_triad, 0.5, np.float32), np.empty(n_triad, np.float32)
-    ns = {
-        "copy": lib.bench_copy,
-        "triad": lib.bench_triad,
-        "d": dst.ctypes.data,
-        "s": src.ctypes.data,
-        "a": a.ctypes.data,
-        "b": b.ctypes.data,
-        "c": c.ctypes.data,
-        "n_copy": n_copy,
-        "n_triad": n_triad,
-        "keep": (src, dst, a, b, c),  # the arrays live as long as the benches
-    }
+    copy_arrays = [np.empty(n_copy, np.float32), np.ones(n_copy, np.float32)]
+    triad_arrays = [
+        np.empty(n_triad, np.float32),
+        np.ones(n_triad, np.float32),
+        np.full(n_triad, 0.5, np.float32),
+    ]
+    pool = ThreadPoolExecutor(max(THREADS) - 1, thread_name_prefix="bench-memory")
     systems = []
     for threads in THREADS:
-        for probe, stmt, moved in (
-            ("copy", f"copy(d, s, n_copy, {threads})", 8 * n_copy),
-            ("triad", f"triad(a, b, c, 3.0, n_triad, {threads})", 12 * n_triad),
+        for probe, fn, arrays, scalars, moved in (
+            ("copy", lib.bench_copy, copy_arrays, (), 8 * n_copy),
+            ("triad", lib.bench_triad, triad_arrays, (3.0,), 12 * n_triad),
         ):
+            call = _split_call(fn, arrays, scalars, threads, pool)
             systems.append(
                 System(
                     f"memory bound: {probe} of {megabytes(moved)}, {threads} thread{'s' * (threads > 1)}",
                     "bound",
-                    Bench(stmt, ns),
+                    Bench("f()", {"f": call, "keep": arrays}),  # the arrays live as long as the bench
                     path=f"bound_{probe}_{threads}",
                     info={"probe": probe, "threads": threads, "probe_bytes_moved": moved},
                 )
