@@ -7,7 +7,8 @@ a short smoke run (fewer repeats). Options other than `--quick` belong to one su
 Benchmarks measure; unit tests never time anything. Each suite prints a markdown
 table and writes JSON under benchmarks/results/ (kernels also a PNG chart when
 matplotlib is installed); a full run also writes benchmarks/results/summary.json.
-Exit status 1 when a measured target is missed.
+Exit status 1 when a measured target is missed or a system fails to build, to run or
+to compute the right result (a peer that is not installed is skipped).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def summary(names: list[str], elapsed: float) -> str:
                 value = kernel_report._target_value(t) if name == "kernels" else f"{t['value']:.3f} s"
                 state = kernel_report.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")
                 rows.append((name, t["target"], value, state))
+            for f in data.get("failures", []):
+                rows.append((name, f"{f['system']} on {f['workload']} is measured", f["error"], "FAILED"))
         elif name == "parse":
             for lang, r in data["languages"].items():
                 last = list(r["sizes"])[-1]

@@ -12,56 +12,59 @@ from .timing import fmt_ratio, fmt_time
 
 
 def evaluate_targets(results: dict[str, Any], tiny: bool) -> list[dict[str, Any]]:
-    """The kernel targets, each measured, with met True/False (None: not measurable)."""
+    """The kernel targets, each measured, with met True/False (None: not evaluated on
+    --tiny sizes, or the peer it compares with is not installed). A target whose own
+    system (or the bound) could not be measured is missed, with the reason in note."""
     wl = results["workloads"]
     targets = []
-    label = FUSED
     for key, metric, op, limit, text in TARGETS:
-        t = {
-            "target": text,
-            "workload": key,
-            "system": f"{label} prepared",
-            "metric": metric,
-            "op": op,
-            "limit": limit,
-        }
+        system = f"{FUSED} prepared"
+        t = {"target": text, "workload": key, "system": system, "metric": metric, "op": op, "limit": limit}
         t.update(value=None, met=None, note="")
         workload = wl.get(key)
-        row = workload["systems"].get(f"{label} prepared") if workload else None
+        row = workload["systems"].get(system) if workload else None
+        if workload is not None:
+            t["residency"] = workload.get("residency")
         if tiny:
             t["note"] = "not evaluated on --tiny sizes"
         elif workload is None:
             t["note"] = "workload not run"
         elif row is None:
-            reason = workload["not_applicable"].get(label)
-            t["note"] = f"{label}: {reason}" if reason else f"no backend named {label!r} was found"
-        elif row["correct"] is False:
-            t["note"] = "wrong result"
+            why = workload["failed"].get(system) or workload["failed"].get(FUSED)
+            why = why or workload["not_applicable"].get(FUSED) or f"no backend named {FUSED!r} was found"
+            t.update(met=False, note=f"{system} not measured: {why}")
+        elif metric == "x_bound" and row["x_bound"] is None:
+            t.update(met=False, note="the memory bound was not measured")
+        elif metric == "vs_numexpr" and "numexpr" not in workload["systems"]:
+            why = workload["skipped"].get("numexpr") or workload["failed"].get("numexpr", "not measured")
+            t.update(met=None if "numexpr" in workload["skipped"] else False, note=f"numexpr: {why}")
         else:
-            value = None
-            if metric == "x_bound":
-                value = row["x_bound"]
-            elif metric == "vs_numpy":
-                value = row["speedup_vs_numpy"]
-            elif metric == "vs_numexpr":
-                ne = workload["systems"].get("numexpr")
-                value = ne["median_s"] / row["median_s"] if ne else None
-                if ne is None:
-                    t["note"] = workload["skipped"].get("numexpr", "numexpr not measured")
-            if value is not None:
-                t["value"] = value
-                t["met"] = bool(
-                    value <= limit if op == "<=" else value >= limit if op == ">=" else value > limit
-                )
+            value = {
+                "x_bound": row["x_bound"],
+                "vs_numpy": row["speedup_vs_numpy"],
+                "vs_numexpr": workload["systems"]["numexpr"]["median_s"] / row["median_s"],
+            }[metric]
+            t["value"] = value
+            t["met"] = bool(value <= limit if op == "<=" else value >= limit if op == ">=" else value > limit)
         targets.append(t)
     return targets
+
+
+def failures(results: dict[str, Any]) -> list[dict[str, str]]:
+    """Every system that failed to build, to run or to compute the right result, per
+    workload: each one fails the suite (a peer that is not installed is only skipped)."""
+    return [
+        {"workload": key, "system": system, "error": error}
+        for key, w in results["workloads"].items()
+        for system, error in w["failed"].items()
+    ]
 
 
 def _target_value(t: dict[str, Any]) -> str:
     if t["value"] is None:
         return "-"
     if t["metric"] == "x_bound":
-        return f"{t['value']:.2f}x the bound"
+        return f"{t['value']:.2f}x the {t.get('residency') or 'memory'} bound"
     other = "numexpr" if t["metric"] == "vs_numexpr" else "numpy eager"
     return f"{t['value']:.2f}x faster than {other}"
 
@@ -69,7 +72,9 @@ def _target_value(t: dict[str, Any]) -> str:
 def status(t: dict[str, Any]) -> str:
     if t["met"] is None:
         return f"n/a ({t['note']})" if t["note"] else "n/a"
-    return "met" if t["met"] else "MISSED"
+    if t["met"]:
+        return "met"
+    return f"MISSED ({t['note']})" if t["note"] else "MISSED"
 
 
 # ------------------------------------------------------------------------- printing
@@ -87,11 +92,13 @@ def markdown(results: dict[str, Any]) -> str:
         head = f"### {key}: {w['title']}\n\n{w['shape']}"
         if w["bound_s"]:
             head += (
-                f"; {megabytes(w['bytes_moved'])} read + written; bound {fmt_time(w['bound_s'])} "
-                f"({w['bound_gb_per_s']:.1f} GB/s)"
+                f"; {megabytes(w['bytes_moved'])} read + written, {w['residency']}-resident; "
+                f"memory bound {fmt_time(w['bound_s'])} ({w['bound_gb_per_s']:.1f} GB/s, "
+                f"{w['bound_system'].removeprefix('memory bound: ')})"
             )
         out += [head, ""]
-        out.append("| system | median | IQR | speedup vs numpy eager | x bound | check | target |")
+        bound = f"x {w['residency']} bound" if w["bound_s"] else "x bound"
+        out.append(f"| system | median | IQR | speedup vs numpy eager | {bound} | check | target |")
         out.append("| --- | ---: | ---: | ---: | ---: | --- | --- |")
         for name, r in w["systems"].items():
             if r["group"] == "ffi":
@@ -108,6 +115,8 @@ def markdown(results: dict[str, Any]) -> str:
             out.append("\nnot expressible by: " + "; ".join(notes))
         if w["skipped"]:
             out.append("skipped peers: " + "; ".join(f"{k}: {v}" for k, v in w["skipped"].items()))
+        if w["failed"]:
+            out.append("FAILED: " + "; ".join(f"{k}: {v}" for k, v in w["failed"].items()))
         out.append("")
     co = results.get("call_overhead")
     if co and co["backends"]:
@@ -129,12 +138,22 @@ def markdown(results: dict[str, Any]) -> str:
     out += ["### kernel targets", "", "| target | measured | status |", "| --- | --- | --- |"]
     for t in results["targets"]:
         out.append(f"| {t['target']} | {_target_value(t)} | {status(t)} |")
+    if results["failures"]:
+        out += [
+            "",
+            "### failures (each fails the suite)",
+            "",
+            "| workload | system | error |",
+            "| --- | --- | --- |",
+        ]
+        out += [f"| {f['workload']} | {f['system']} | {f['error']} |" for f in results["failures"]]
     m = results["machine"]
     p = results["peers"]
+    caches = ", ".join(f"{k} {megabytes(v)}" for k, v in m.get("caches", {}).items())
     out.append(
-        f"\n{m['cpu']}, {m['cores']} cores; {m['compiler']}; numpy {m['numpy']}, "
-        f"numexpr {p['numexpr'] or 'absent'} ({p['numexpr_threads'] or '-'} threads), TVM {p['tvm'] or 'absent'}; "
-        f"{results['rounds']} rounds, medians"
+        f"\n{m['cpu']}, {m['cores']} cores ({caches}); {m['compiler']}; numpy {m['numpy']}, "
+        f"numexpr {p['numexpr'] or 'absent'} ({p['numexpr_threads'] or '-'} threads), TVM {p['tvm'] or 'absent'}, "
+        f"ONNX Runtime {p['onnxruntime'] or 'absent'}; {results['rounds']} rounds, medians"
     )
     return "\n".join(out)
 

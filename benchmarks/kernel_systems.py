@@ -1,16 +1,16 @@
 """Who runs each kernel workload: byoc backends (prepared and checked calls, raw
-tvm_ffi), peers (numpy, numexpr, TVM) and the bandwidth bound."""
+tvm_ffi) and peers (numpy, numexpr, TVM, ONNX Runtime). The memory bound is in
+memory_bound.py."""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from . import peers
-from .kernel_workloads import System, Workload, describe_error, first_line, megabytes
+from .kernel_workloads import System, Workload, describe_error, first_line
 from .timing import Bench
 
 # -------------------------------------------------------------------------- systems
@@ -29,14 +29,19 @@ def backend_names() -> tuple[list[str], str | None]:
 def byoc_systems(
     w: Workload, label: str, backend: str, options: dict[str, str], catalog: Any
 ) -> tuple[list[System], str | None]:
-    """The systems of one byoc backend for ``w``, or ([], why it does not apply)."""
+    """The systems of one byoc backend for ``w``, or ([], why it cannot express ``w``).
+
+    Only a GraphError (the spec has no such op, dtype, rank or broadcast) means "not
+    expressible"; any other error, a failed build above all, propagates: a byoc
+    backend is never optional."""
     import byoc.api as api
     from byoc.building import build
+    from byoc.errors import GraphError
 
     try:
         program = api.parse(w.text(backend), "graph", catalog=catalog)
         model = build(program, options=options or None, catalog=catalog)
-    except Exception as exc:  # ByocError when it cannot express w; anything else is reported too
+    except GraphError as exc:
         return [], first_line(exc)
     inputs = w.inputs
     if w.whole_graph:
@@ -154,7 +159,9 @@ def nop_system(n_args: int) -> System | None:
     )
 
 
-def peer_systems(w: Workload, skipped: dict[str, str]) -> list[System]:
+def peer_systems(w: Workload, skipped: dict[str, str], failed: dict[str, str]) -> list[System]:
+    """numpy (always), then numexpr, TVM and ONNX Runtime where installed. A peer that
+    is not installed goes to ``skipped``; one that fails to build goes to ``failed``."""
     inputs = w.inputs
     expected = w.expected()
     systems = [
@@ -202,66 +209,60 @@ def peer_systems(w: Workload, skipped: dict[str, str]) -> list[System]:
                 path="numexpr",
             )
         )
-    tvm, reason = peers.tvm_module()
-    if tvm is None:
-        skipped["TVM relax llvm"] = reason
-    else:
+    fn = None
+    for name, make, (_, why) in (
+        ("TVM", _tvm_systems, peers.tvm_module()),
+        ("ONNX Runtime", _ort_systems, peers.ort_module()),
+    ):
+        if why is not None:
+            skipped[name] = why
+            continue
         import byoc.api as api
 
+        fn = fn or api.parse(w.text("json"), "graph").functions[0]
         try:
-            fn = api.parse(w.text("json"), "graph").functions[0]
-            main = peers.tvm_build(fn)
-            names = [p.name for p in fn.params]
-            tensors = peers.tvm_tensors(inputs, names)
-            args = [f"a{i}" for i in range(len(tensors))]
-            systems.append(
-                System(
-                    "TVM relax llvm",
-                    "peer",
-                    Bench(f"f({', '.join(args)})", {"f": main, **dict(zip(args, tensors))}),
-                    lambda: main(*tensors).numpy(),
-                    path="tvm",
-                    info={"tvm": tvm.__version__},
-                )
-            )
-        except Exception as exc:
-            skipped["TVM relax llvm"] = f"build failed: {describe_error(exc)}"
+            systems += make(w, fn, expected)
+        except Exception as exc:  # installed, but cannot build this workload: a failure
+            failed[name] = f"build failed: {describe_error(exc)}"
     return systems
 
 
-def bound_systems(w: Workload) -> list[System]:
-    """np.copyto over two arrays holding, together, the bytes the kernel moves: on one
-    thread, and split over every core (Python threads; numpy copies without the GIL).
-    The faster of the two is the bound."""
-    n = max(w.bytes_moved // 8, 1)
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    size = megabytes(2 * n * 4)
-    systems = [
-        System(
-            f"bandwidth bound: copy of {size}, 1 thread",
-            "bound",
-            Bench("np.copyto(dst, src)", {"np": np, "src": src, "dst": dst}),
-            path="bound",
-            info={"copy_bytes_moved": 2 * n * 4, "threads": 1},
+def _tvm_systems(w: Workload, fn: Any, expected: np.ndarray) -> list[System]:
+    names = [p.name for p in fn.params]
+    tensors = peers.tvm_tensors(w.inputs, names)
+    args = [f"a{i}" for i in range(len(tensors))]
+    systems = []
+    for config, tuned in (("default", False), ("tuned", True)):
+        main = peers.tvm_build(fn, tuned)
+        systems.append(
+            System(
+                f"TVM relax ({config})",
+                "peer",
+                Bench(f"f({', '.join(args)})", {"f": main, **dict(zip(args, tensors))}),
+                lambda main=main: main(*tensors).numpy(),
+                path=f"tvm_{config}",
+            )
         )
-    ]
-    threads = os.cpu_count() or 1
-    if threads > 1:
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="bench-copy")
-        chunks = list(zip(np.array_split(dst, threads), np.array_split(src, threads)))
+    return systems
 
-        def copy_all() -> None:
-            for future in [pool.submit(np.copyto, d, s) for d, s in chunks]:
-                future.result()
+
+def _ort_systems(w: Workload, fn: Any, expected: np.ndarray) -> list[System]:
+    systems = []
+    for threads in sorted({1, os.cpu_count() or 1}):
+        out = np.empty_like(expected)
+        run = peers.ort_runner(fn, w.inputs, out, threads)
+
+        def result(run=run, out=out) -> np.ndarray:
+            run()
+            return out.copy()
 
         systems.append(
             System(
-                f"bandwidth bound: copy of {size}, {threads} threads",
-                "bound",
-                Bench.of(copy_all),
-                path="bound_threads",
-                info={"copy_bytes_moved": 2 * n * 4, "threads": threads},
+                f"ONNX Runtime ({threads} thread{'s' * (threads > 1)}, IO binding)",
+                "peer",
+                Bench.of(run),
+                result,
+                path=f"ort_{threads}",
             )
         )
     return systems

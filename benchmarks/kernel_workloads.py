@@ -22,7 +22,7 @@ FUSED = "fused"
 """The backend the kernel speed targets are about (it may not exist yet)."""
 DEFAULT_JSON = "benchmarks/results/kernels.json"
 TARGETS = (  # the kernel targets, on FUSED's prepared call: (workload, metric, op, limit, text)
-    ("subgraph_4096", "x_bound", "<=", 1.10, "fused on 4096x4096: at most 1.10x the bandwidth bound"),
+    ("subgraph_4096", "x_bound", "<=", 1.10, "fused on 4096x4096: at most 1.10x the memory bound"),
     ("subgraph_4096", "vs_numpy", ">=", 1.4, "fused on 4096x4096: at least 1.4x faster than numpy eager"),
     ("subgraph_4096", "vs_numexpr", ">", 1.0, "fused on 4096x4096: faster than numexpr"),
     ("chain64", "vs_numpy", ">=", 5.0, "fused on the 64-op chain: at least 5x faster than numpy eager"),
@@ -40,7 +40,7 @@ class Workload:
     numpy_eager: str  # the plain numpy expression over the inputs
     numpy_out: str | None  # the same with out= into the preallocated output `o`
     numexpr: str | None
-    bandwidth: bool  # whether the bandwidth bound applies (large, memory-bound)
+    bandwidth: bool  # whether the memory bound applies (large, memory-bound)
     whole_graph: bool = False
     skip_numexpr: str = ""
     expected_nbytes: int = 0
@@ -138,6 +138,8 @@ def make_workloads(tiny: bool, chain_shape: tuple[int, int] | None = None) -> li
             {**arrays((rows, cols), "x"), **arrays((cols,), "bias")},
             "np.maximum(x + bias, 0)",
             "np.add(x, bias, out=o); np.maximum(o, 0, out=o)",
+            # numexpr's fastest form: its maximum(x + bias, 0) computes in float64 (it
+            # returns float64 for float32 inputs) and measured 1.35x slower than this.
             "where(x + bias > 0, x + bias, 0)",
             bandwidth=True,
         ),

@@ -1,5 +1,5 @@
-"""Kernel speed: every byoc backend against numpy, numexpr, TVM and the memory-bandwidth
-bound, all measured in one run.
+"""Kernel speed: every byoc backend against numpy, numexpr, TVM, ONNX Runtime and the
+best attainable memory speed, all measured in one run.
 
 Workloads (float32):
 
@@ -13,17 +13,19 @@ Workloads (float32):
 
 Systems: every backend that ``byoc.api.list_backends()`` finds (so new ones join by
 themselves), each in its own explicit region holding the whole workload; a backend
-that cannot express a workload is listed as not applicable, with the reason.
-Compiled backends are timed through ``module.prepare(symbol, *arrays)`` (the kernel
-timing) and through ``module.get_function(symbol)`` (the checked, normal path);
-interpreters through ``get_function``. Peers: numpy eager (the plain expression),
-numpy with ``out=`` into preallocated buffers, numexpr and TVM relax (llvm) when
-importable, and the bandwidth bound: ``np.copyto`` over two arrays that together
-hold as many bytes as the kernel reads and writes, on one thread and split over
-every core; the faster of the two is the bound.
+whose spec cannot express a workload (a GraphError) is listed as not applicable, with
+the reason. Compiled backends are timed through ``module.prepare(symbol, *arrays)``
+(the kernel timing) and through ``module.get_function(symbol)`` (the checked, normal
+path); interpreters through ``get_function``. Peers (benchmarks/peers.py): numpy eager
+(the plain expression), numpy with ``out=`` into preallocated buffers, numexpr, TVM
+relax (default and tuned) and ONNX Runtime (1 and 2 threads) when installed. The
+memory bound (benchmarks/memory_bound.py) is the fastest of a copy and a streaming
+triad over the bytes the kernel moves, on 1 and 2 threads.
 
-Every system's output is checked against numpy's before it is timed. Figures are
-medians over interleaved, rotating rounds (see benchmarks/timing.py).
+Every system's output is checked against numpy's before it is timed. A byoc backend
+or an installed peer that fails to build, to run or to compute the right result is a
+failure: it is listed with its error and the suite exits 1. Figures are medians over
+interleaved, rotating rounds (see benchmarks/timing.py).
 """
 
 from __future__ import annotations
@@ -34,25 +36,27 @@ from typing import Any
 
 import numpy as np
 
-from . import peers
-from .kernel_report import chart, evaluate_targets, markdown
-from .kernel_systems import backend_names, bound_systems, byoc_systems, nop_system, peer_systems
+from . import memory_bound, peers
+from .kernel_report import chart, evaluate_targets, failures, markdown
+from .kernel_systems import backend_names, byoc_systems, nop_system, peer_systems
 from .kernel_workloads import DEFAULT_JSON, System, describe_error, make_workloads
 from .timing import machine, measure, write_results
 
 # -------------------------------------------------------------------------- running
 
 
-def run_workload(w, variants, catalog, rounds, min_batch_s, log) -> dict[str, Any]:
+def run_workload(w, variants, catalog, rounds, min_batch_s, log, probes) -> dict[str, Any]:
     log(f"[kernels] {w.key}: building")
     systems: list[System] = []
     not_applicable: dict[str, str] = {}
     skipped: dict[str, str] = {}
+    failed: dict[str, str] = {}
     for label, backend, options in variants:
         try:
             found, reason = byoc_systems(w, label, backend, options, catalog)
-        except Exception as exc:  # built, but could not be bound or called: report it
-            found, reason = [], describe_error(exc)
+        except Exception as exc:  # a failed build, or built but not callable: a failure
+            found, reason = [], None
+            failed[label] = describe_error(exc)
         systems += found
         if reason:
             not_applicable[label] = reason
@@ -60,34 +64,18 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log) -> dict[str, An
         nop = nop_system(len(w.inputs) + 1)
         if nop:
             systems.append(nop)
-    systems += peer_systems(w, skipped)
+    systems += peer_systems(w, skipped, failed)
+    caches = memory_bound.cache_sizes()
     if w.bandwidth:
-        systems += bound_systems(w)
-    expected = w.expected()
-    checks: dict[str, dict[str, Any]] = {}
-    failed: dict[str, str] = {}
-    for s in systems:
-        if s.output is None:
-            continue
-        try:
-            got = np.asarray(s.output())
-        except Exception as exc:  # a system that cannot run is reported, not timed
-            failed[s.name] = describe_error(exc)
-            continue
-        ok = got.shape == expected.shape and got.dtype == expected.dtype
-        err = (
-            float(np.max(np.abs(got.astype(np.float64) - expected))) if got.shape == expected.shape else None
-        )
-        scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
-        ok = ok and err is not None and err <= 1e-4 * scale
-        checks[s.name] = {"correct": bool(ok), "max_abs_error": err}
+        systems += memory_bound.bound_systems(w, probes)
+    checks = check_outputs(systems, w.expected(), failed)
     systems = [s for s in systems if s.name not in failed]
-    not_applicable.update({f"{name} (failed to run)": why for name, why in failed.items()})
     log(f"[kernels] {w.key}: timing {len(systems)} systems x {rounds} rounds")
     stats = measure({s.name: s.bench for s in systems}, rounds, min_batch_s)
     numpy_t = stats["numpy eager"]["median_s"]
-    bounds = [stats[s.name]["median_s"] for s in systems if s.group == "bound"]
-    bound_t = min(bounds) if bounds else None
+    bounds = {s.name: stats[s.name]["median_s"] for s in systems if s.group == "bound"}
+    bound_name = min(bounds, key=bounds.get) if bounds else None
+    bound_t = bounds[bound_name] if bound_name else None
     rows = {}
     for s in systems:
         st = stats[s.name]
@@ -106,12 +94,38 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log) -> dict[str, An
         "title": w.title,
         "shape": w.shape,
         "bytes_moved": w.bytes_moved,
+        "residency": memory_bound.residency(w.bytes_moved, caches) if w.bandwidth else None,
+        "bound_system": bound_name,
         "bound_s": bound_t,
         "bound_gb_per_s": w.bytes_moved / bound_t / 1e9 if bound_t else None,
         "systems": rows,
         "not_applicable": not_applicable,
         "skipped": skipped,
+        "failed": failed,
     }
+
+
+def check_outputs(systems: list[System], expected: np.ndarray, failed: dict[str, str]) -> dict[str, Any]:
+    """Run every system that has an output once and compare it with numpy's; a system
+    that raises or computes a wrong result goes to ``failed`` and is not timed."""
+    checks: dict[str, dict[str, Any]] = {}
+    for s in systems:
+        if s.output is None:
+            continue
+        try:
+            got = np.asarray(s.output())
+        except Exception as exc:  # a system that cannot run is a failure, not timed
+            failed[s.name] = describe_error(exc)
+            continue
+        same_shape = got.shape == expected.shape
+        err = float(np.max(np.abs(got.astype(np.float64) - expected))) if same_shape and got.size else None
+        scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
+        ok = same_shape and got.dtype == expected.dtype and (err is None or err <= 1e-4 * scale)
+        checks[s.name] = {"correct": bool(ok), "max_abs_error": err}
+        if not ok:
+            why = f"max abs error {err:.3g}" if err is not None else f"got {got.dtype}{list(got.shape)}"
+            failed[s.name] = f"wrong result: {why}, expected {expected.dtype}{list(expected.shape)}"
+    return checks
 
 
 def call_overhead(result: dict[str, Any]) -> dict[str, Any]:
@@ -164,19 +178,21 @@ def run(
         "mode": {"quick": quick, "tiny": tiny},
         "rounds": rounds,
         "min_batch_s": min_batch_s,
-        "machine": machine(),
+        "machine": {**machine(), "caches": memory_bound.cache_sizes()},
         "peers": peers.versions(),
         "backends": names,
         "backends_error": list_error,
         "workloads": {},
     }
+    probes = memory_bound.harness()
     for w in make_workloads(tiny, chain_shape):
         if only and w.key not in only:
             continue
-        results["workloads"][w.key] = run_workload(w, variants, catalog, rounds, min_batch_s, log)
+        results["workloads"][w.key] = run_workload(w, variants, catalog, rounds, min_batch_s, log, probes)
     if "subgraph_10" in results["workloads"]:
         results["call_overhead"] = call_overhead(results["workloads"]["subgraph_10"])
     results["targets"] = evaluate_targets(results, tiny)
+    results["failures"] = failures(results)
     return results
 
 
@@ -212,4 +228,4 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_chart:
         png = chart(results, out.with_suffix(".png"))
         print(f"wrote {png}" if png else "no chart: matplotlib is not installed")
-    return 1 if any(t["met"] is False for t in results["targets"]) else 0
+    return 1 if results["failures"] or any(t["met"] is False for t in results["targets"]) else 0

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = {"subgraph_10", "subgraph_4096", "chain64", "bias_relu", "whole_graph"}
 
@@ -35,7 +37,21 @@ def test_kernels_suite_quick_tiny_writes_json(tmp_path):
     assert data["suite"] == "kernels" and data["mode"] == {"quick": True, "tiny": True}
     assert set(data["workloads"]) == WORKLOADS
     for w in data["workloads"].values():
-        assert {"title", "systems", "not_applicable", "skipped", "bytes_moved", "bound_s"} <= w.keys()
+        assert {
+            "title",
+            "systems",
+            "not_applicable",
+            "skipped",
+            "failed",
+            "bytes_moved",
+            "bound_s",
+        } <= w.keys()
+        assert w["failed"] == {}
+        if w["bound_s"] is not None:  # the bound is the fastest of copy and triad on 1 and 2 threads
+            probes = {(r["probe"], r["threads"]) for r in w["systems"].values() if r["group"] == "bound"}
+            assert probes == {("copy", 1), ("copy", 2), ("triad", 1), ("triad", 2)}
+            assert w["bound_s"] == min(r["median_s"] for r in w["systems"].values() if r["group"] == "bound")
+            assert w["residency"] in ("L2", "L3", "DRAM", "unknown")
         assert "numpy eager" in w["systems"]
         for row in w["systems"].values():
             assert {"median_s", "speedup_vs_numpy", "x_bound", "group", "correct"} <= row.keys()
@@ -44,3 +60,86 @@ def test_kernels_suite_quick_tiny_writes_json(tmp_path):
         assert set(data["backends"]) <= measured | set(w["not_applicable"])
     for t in data["targets"]:
         assert {"target", "value", "met", "note"} <= t.keys()
+    assert data["failures"] == []
+
+
+def _run_kernels_in_process(tmp_path, monkeypatch, capsys) -> tuple[int, str, dict]:
+    """The kernels suite on subgraph_10 at tiny sizes, in this process (so that a test
+    can break a backend with monkeypatch): (exit status, stdout, JSON)."""
+    from benchmarks import kernels
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "kernels.json"
+    argv = [
+        "--quick",
+        "--tiny",
+        "--rounds",
+        "1",
+        "--workload",
+        "subgraph_10",
+        "--no-chart",
+        "--json",
+        str(out),
+    ]
+    status = kernels.main(argv)
+    return status, capsys.readouterr().out, json.loads(out.read_text())
+
+
+def _break_fused(monkeypatch, how: str) -> None:
+    """Make every build of the fused backend fail (``build``) or compute garbage
+    (``wrong``: its prepared call writes zeros after the kernel ran)."""
+    import byoc.building as building
+    from byoc.errors import BuildError
+
+    real_build = building.build
+
+    def broken_build(program, *args, **kwargs):
+        regions = {n.callee.backend for f in program.functions for n in f.nodes if n.callee is not None}
+        if "fused" not in regions:
+            return real_build(program, *args, **kwargs)
+        if how == "build":
+            raise BuildError("injected: cc exited with status 1")
+        model = real_build(program, *args, **kwargs)
+        for module in model.modules:
+            if hasattr(module, "prepare"):
+                real_prepare = module.prepare
+
+                def prepare(symbol, *arrays, _real=real_prepare):
+                    run = _real(symbol, *arrays)
+
+                    def garbage() -> None:
+                        run()
+                        arrays[-1].fill(0)
+
+                    return garbage
+
+                module.prepare = prepare
+        return model
+
+    monkeypatch.setattr(building, "build", broken_build)
+
+
+@pytest.mark.parametrize(
+    ("how", "system", "error"),
+    [("build", "fused", "BuildError: injected"), ("wrong", "fused prepared", "wrong result")],
+)
+def test_a_broken_fused_backend_fails_the_suite(tmp_path, monkeypatch, capsys, how, system, error):
+    _break_fused(monkeypatch, how)
+    status, stdout, data = _run_kernels_in_process(tmp_path, monkeypatch, capsys)
+    assert status == 1, stdout[-3000:]
+    failure = next(f for f in data["failures"] if f["system"] == system)
+    assert failure["workload"] == "subgraph_10" and error in failure["error"]
+    assert f"| subgraph_10 | {system} | " in stdout  # the failures table names it
+    # the other backends were still measured
+    assert "ccompiler prepared" in data["workloads"]["subgraph_10"]["systems"]
+
+
+def test_an_uninstalled_peer_is_skipped_not_failed(tmp_path, monkeypatch, capsys):
+    from benchmarks import peers
+
+    monkeypatch.setattr(peers, "ort_module", lambda: (None, "onnxruntime is not installed; pip ..."))
+    status, stdout, data = _run_kernels_in_process(tmp_path, monkeypatch, capsys)
+    assert status == 0, stdout[-3000:]
+    w = data["workloads"]["subgraph_10"]
+    assert "not installed" in w["skipped"]["ONNX Runtime"] and not data["failures"]

@@ -258,7 +258,9 @@ def movement_case(draw):
         mode = draw(st.sampled_from(["constant", "reflect", "edge"]))
         top = [max(d - 1, 0) if mode == "reflect" else 2 for d in shape] * 2
         pads = [draw(st.integers(0, t)) for t in top]
-        return x, f'pad(x, pads={ints(pads)}, mode="{mode}", value=1.5)'
+        # the fill value must fit the dtype: a whole number for integer tensors
+        fill = "1.5" if dtype.startswith("float") else "7.0"
+        return x, f'pad(x, pads={ints(pads)}, mode="{mode}", value={fill})'
     if kind == "slice":
         axes = draw(
             st.lists(st.integers(-rank, rank - 1), min_size=1, max_size=rank, unique_by=lambda a: a % rank)

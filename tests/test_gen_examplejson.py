@@ -117,7 +117,7 @@ def test_inexpressible_graphs_fail_with_a_location(name):
 @pytest.mark.parametrize(
     ("body", "words", "line"),
     [
-        ("return divide(x, y)", "no ExampleJSON token for op divide", 3),
+        ("return softmax(x, axis=1)", "no ExampleJSON token for op softmax", 3),
         ("return concatenate(x, y, axis=1)", "no ExampleJSON token for op concatenate", 3),
         ("a = add(x, y)\n    return x", "its result x is an input", 2),
     ],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from catalog_cases import BINARY
@@ -129,3 +131,19 @@ def test_evaluate_rejects_missing_and_mistyped_inputs(rng):
     with pytest.raises(UsageError, match=r"input 'y' is float32\[2\]"):
         byoc.evaluate(fn, {"x": x, "y": x[:2]})
     assert issubclass(UsageError, ByocError)
+
+
+def test_special_values_are_results_not_warnings(rng):
+    """log(-1), 0/0 and inf - inf give NaN silently, as the generated C does: a user's
+    `byoc run` with such inputs prints no numpy RuntimeWarning."""
+    fn = parse_graph_text(
+        "graph g(p: float64[3], q: float64[3]) { return subtract(divide(log(p), q), multiply(p, q)) }"
+    ).functions[0]
+    p = np.array([-1.0, 0.0, np.inf])
+    q = np.array([0.0, 0.0, np.inf])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (out,) = byoc.evaluate(fn, {"p": p, "q": q})
+    with np.errstate(all="ignore"):
+        expected = np.log(p) / q - p * q
+    np.testing.assert_array_equal(out, expected)

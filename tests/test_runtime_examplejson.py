@@ -168,9 +168,11 @@ def test_tokens_given_by_the_caller(rng):
 
 
 def test_tokens_from_a_spec_dir(tmp_path, rng):
-    """Spec-only extensibility: a `div` token added in YAML runs with no code change."""
-    spec = (SHIPPED_BACKENDS / "examplejson.yaml").read_text()
-    spec += "  divide: {token: div}\n"
+    """Spec-only extensibility: divide's token renamed to `div` in a copy of the shipped
+    YAML runs with no code change."""
+    shipped = (SHIPPED_BACKENDS / "examplejson.yaml").read_text()
+    spec = shipped.replace("  divide: {token: divide}\n", "  divide: {token: div}\n")
+    assert spec != shipped
     (tmp_path / "examplejson.yaml").write_text(spec)
     text = "q\ninput 0 4\ninput 1 4\ndiv 2 inputs: 0 1 shape: 4\n"
     module = ExampleJsonModule.from_text(text, spec_path=tmp_path)

@@ -145,7 +145,12 @@ def test_engine_holds_layers_and_engine_code():
 
 def test_examplejson_tokens_are_the_guides():
     spec = load_backend("examplejson")
-    assert spec.op_names() == {"add": "add", "sub": "subtract", "mul": "multiply"}
+    names = spec.op_names()
+    guide = {"add": "add", "sub": "subtract", "mul": "multiply"}
+    assert {token: names[token] for token in guide} == guide
+    # every other op is offered under its catalog name
+    assert all(token == op for token, op in names.items() if token not in guide)
+    assert len(names) > len(guide)
     assert not spec.compile.compiled
 
 
