@@ -391,12 +391,12 @@ def evaluate_op(op: OpDef, inputs: Sequence[np.ndarray], attrs: Attrs, out: Tens
     Float inputs are computed in float64 (ufuncs run their float64 loop; the reference
     kernels convert), so a float32 result is the float64 one rounded once, as C's
     ``(float)exp((double)x)``; for the basic arithmetic ops that equals numpy's float32
-    result bit for bit. Integer inputs keep their dtype (and numpy's wrap-around)."""
+    result bit for bit. Integer inputs keep their dtype (and numpy's wrap-around).
+    Callers that loop over a graph run the loop under ``np.errstate(all="ignore")``:
+    NaN and infinities are IEEE results, as in the generated C, not warnings."""
     assert op.reference is not None, f"op {op.name} was not compiled"
     target = np.empty(out.shape, out.dtype) if op.rule.elementwise else None
-    # NaN and infinities are IEEE results, as in the generated C, not warnings.
-    with np.errstate(all="ignore"):
-        result = op.reference(inputs, op.kwargs(attrs), target)
+    result = op.reference(inputs, op.kwargs(attrs), target)
     # Not np.ascontiguousarray: it turns a rank-0 result into shape (1,).
     return np.asarray(result, dtype=out.dtype, order="C")
 
@@ -409,6 +409,5 @@ def evaluate_outputs(
     if not op.several_outputs:
         return (evaluate_op(op, inputs, attrs, types[0]),)
     assert op.reference is not None, f"op {op.name} was not compiled"
-    with np.errstate(all="ignore"):
-        results = op.reference(inputs, {**op.kwargs(attrs), OUTPUT_COUNT: len(types)})
+    results = op.reference(inputs, {**op.kwargs(attrs), OUTPUT_COUNT: len(types)})
     return tuple(np.asarray(r, dtype=t.dtype, order="C") for r, t in zip(results, types, strict=True))

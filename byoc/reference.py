@@ -27,12 +27,14 @@ def evaluate(fn: Function, inputs: Mapping[str, np.ndarray], catalog: Catalog) -
         env[p.name] = value
     for c in fn.constants:
         env[c.name] = np.array(c.values, dtype=c.type.dtype).reshape(c.type.shape)
-    for node in fn.nodes:
-        args = [env[name] for name in node.inputs]
-        if node.op == CALL_OP:
-            assert node.callee is not None
-            results = evaluate(node.callee, dict(zip(node.inputs, args)), catalog)
-        else:
-            results = evaluate_outputs(catalog[node.op], args, node.attrs, node.types)
-        env.update(zip(node.outputs, results))
+    # NaN and infinities are IEEE results, as in the generated C, not warnings.
+    with np.errstate(all="ignore"):
+        for node in fn.nodes:
+            args = [env[name] for name in node.inputs]
+            if node.op == CALL_OP:
+                assert node.callee is not None
+                results = evaluate(node.callee, dict(zip(node.inputs, args)), catalog)
+            else:
+                results = evaluate_outputs(catalog[node.op], args, node.attrs, node.types)
+            env.update(zip(node.outputs, results))
     return tuple(env[name] for name in fn.outputs)

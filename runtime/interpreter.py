@@ -57,13 +57,15 @@ class InterpreterPlan:
         env: list[Any] = [None] * self.n_entries
         for slot, value in zip((*self.input_slots, *self.const_slots), (*inputs, *consts)):
             env[slot] = value
-        for k, step in enumerate(self.steps):
-            try:
-                results = step.kernel([env[i] for i in step.inputs])
-                for slot, value in zip(step.outputs, results, strict=True):
-                    env[slot] = value
-            except (ArithmeticError, ValueError, TypeError, MemoryError) as exc:
-                raise RuntimeFailure(f"{self.symbol}: step {k} failed: {exc}") from exc
+        # NaN and infinities are IEEE results, as in the generated C, not warnings.
+        with np.errstate(all="ignore"):
+            for k, step in enumerate(self.steps):
+                try:
+                    results = step.kernel([env[i] for i in step.inputs])
+                    for slot, value in zip(step.outputs, results, strict=True):
+                        env[slot] = value
+                except (ArithmeticError, ValueError, TypeError, MemoryError) as exc:
+                    raise RuntimeFailure(f"{self.symbol}: step {k} failed: {exc}") from exc
         results = [env[slot] for slot in self.output_slots]
         for out, value in zip(outputs, results):
             np.copyto(out, value)

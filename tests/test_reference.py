@@ -136,14 +136,16 @@ def test_evaluate_rejects_missing_and_mistyped_inputs(rng):
 def test_special_values_are_results_not_warnings(rng):
     """log(-1), 0/0 and inf - inf give NaN silently, as the generated C does: a user's
     `byoc run` with such inputs prints no numpy RuntimeWarning."""
-    fn = parse_graph_text(
-        "graph g(p: float64[3], q: float64[3]) { return subtract(divide(log(p), q), multiply(p, q)) }"
-    ).functions[0]
+    text = "graph g(p: float64[3], q: float64[3]) { return subtract(divide(log(p), q), multiply(p, q)) }"
+    fn = parse_graph_text(text).functions[0]
     p = np.array([-1.0, 0.0, np.inf])
     q = np.array([0.0, 0.0, np.inf])
+    model = byoc.build(parse_graph_text(text), backends=["json"])  # the JSON interpreter's loop
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         (out,) = byoc.evaluate(fn, {"p": p, "q": q})
+        (interpreted,) = model(p=p, q=q)
+    np.testing.assert_array_equal(interpreted, out)
     with np.errstate(all="ignore"):
         expected = np.log(p) / q - p * q
     np.testing.assert_array_equal(out, expected)
