@@ -84,28 +84,59 @@ def load_model(path: str | Path):
             f"{path} is not a valid ONNX model ({type(exc).__name__}: {exc})",
             hint="the file is truncated or not an ONNX protobuf",
         ) from None
+    return check_model(model, str(path))
+
+
+def check_model(model, where: str):
+    """``model`` if ONNX's checker accepts it; a clean error naming ``where`` if not."""
+    onnx = require_onnx()
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ParseError(f"{path} is not a valid ONNX model: {first}") from None
+        raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
     return model
 
 
 def import_onnx(
-    path: str | Path, shapes: Mapping[str, tuple[int, ...]] | None = None, weights_file: str | None = None
+    source, shapes: Mapping[str, tuple[int, ...]] | None = None, weights_file: str | None = None
 ) -> Imported:
-    """Import the model at ``path`` (see the module doc)."""
+    """Import the model ``source`` (a path, or an in-memory ``onnx.ModelProto``; see the
+    module doc)."""
     from .onnx_ops import Importer
 
-    model = load_model(path)
-    weights_file = weights_file or Path(path).with_suffix(".npz").name
-    importer = Importer(model, dict(shapes or {}), str(path))
+    if isinstance(source, (str, Path)):
+        model, where = load_model(source), str(source)
+        weights_file = weights_file or Path(source).with_suffix(".npz").name
+    else:
+        model, where = check_model(source, "<model>"), "<model>"
+        weights_file = weights_file or "model.npz"
+    importer = Importer(model, dict(shapes or {}), where)
     body, arrays = importer.run()
     data = npz_bytes(arrays)
     head = f'weights "{weights_file}" sha256 "{sha256_hex(data)}"\n\n' if arrays else ""
-    comment = f"# Imported by byoc from {Path(path).name} (ONNX opset {importer.opset}).\n"
+    comment = f"# Imported by byoc from {Path(where).name} (ONNX opset {importer.opset}).\n"
     return Imported(comment + head + body, data, weights_file, len(arrays))
+
+
+def import_program(
+    source, shapes: Mapping[str, tuple[int, ...]] | None = None, *, catalog=None, spec_path=None
+):
+    """The model ``source`` (a path or a ModelProto) imported and parsed in memory: the
+    Program that ``byoc import`` followed by parsing the written graph would give. The
+    weights file exists only while the text is parsed (the parser reads every external
+    constant then)."""
+    import tempfile
+
+    from .api import parse
+
+    stem = Path(source).stem if isinstance(source, (str, Path)) else "model"
+    imported = import_onnx(source, shapes, weights_file=f"{stem}.npz")
+    with tempfile.TemporaryDirectory(prefix="byoc-onnx-") as tmp:
+        (Path(tmp) / imported.weights_file).write_bytes(imported.weights)
+        return parse(
+            imported.text, file=str(Path(tmp) / f"{stem}.graph"), catalog=catalog, spec_path=spec_path
+        )
 
 
 class Names:
