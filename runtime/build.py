@@ -37,6 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from byoc.disk_cache import cache_dir
 from byoc.errors import BuildError
 
 if TYPE_CHECKING:
@@ -114,15 +115,6 @@ def build_artifacts(
         ) from None
     chain = toolchain(settings.language, settings.compiler, settings.std, flags, env)
     return build_library(sources, main, chain, cache=cache)
-
-
-def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The cache root: ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else ``~/.cache/byoc``."""
-    env = os.environ if env is None else env
-    if env.get("BYOC_CACHE_DIR"):
-        return Path(env["BYOC_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "byoc"
 
 
 @lru_cache(maxsize=16)
