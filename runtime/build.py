@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from byoc.disk_cache import cache_dir
+from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 
 if TYPE_CHECKING:
@@ -119,17 +119,34 @@ def build_artifacts(
 
 @lru_cache(maxsize=16)
 def compiler_version(compiler: tuple[str, ...], env_var: str = "CC") -> str:
-    """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing."""
-    if shutil.which(compiler[0]) is None:
+    """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing.
+
+    Running the compiler costs a process start in every byoc process, so the banner is
+    kept in the disk cache, keyed by the command and the resolved executable's path,
+    size and modification time: replacing or upgrading the compiler changes the key."""
+    found = shutil.which(compiler[0])
+    if found is None:
         raise BuildError(
             f"C/C++ compiler {compiler[0]!r} not found",
             hint=f"{INSTALL_HINT}, or set ${env_var} to the compiler to use",
         )
+    real = os.path.realpath(found)
     try:
-        proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
-    return proc.stdout.strip() or proc.stderr.strip()
+        stat = os.stat(real)
+    except OSError as exc:
+        raise BuildError(
+            f"cannot run {compiler[0]}: {exc.strerror or exc}", hint=f"check ${env_var}"
+        ) from None
+
+    def banner() -> str:
+        try:
+            proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
+        return proc.stdout.strip() or proc.stderr.strip()
+
+    key = entry_key("compiler", *compiler, real, str(stat.st_size), str(stat.st_mtime_ns))
+    return cached("compiler", key, banner)
 
 
 def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:

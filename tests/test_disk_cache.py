@@ -108,3 +108,19 @@ def test_the_lark_tables_are_cached_and_a_broken_cache_file_is_rebuilt(private_c
     tables.write_bytes(b"garbage")
     assert parse() == first
     assert tables.read_bytes() != b"garbage"
+
+
+def test_the_compiler_banner_is_cached_until_the_compiler_changes(private_cache, tmp_path):
+    from byoc.runtime.build import compiler_version
+
+    calls = tmp_path / "calls"
+    fake = tmp_path / "fakecc"
+    fake.write_text(f'#!/bin/sh\necho x >> "{calls}"\necho "fakecc 1.0"\n')
+    fake.chmod(0o755)
+    version = compiler_version.__wrapped__  # past the per-process lru_cache
+    assert version((str(fake),)) == "fakecc 1.0"
+    assert version((str(fake),)) == "fakecc 1.0"
+    assert calls.read_text().count("x") == 1
+    fake.write_text(f'#!/bin/sh\necho x >> "{calls}"\necho "fakecc 2.0 (upgraded)"\n')
+    assert version((str(fake),)) == "fakecc 2.0 (upgraded)"
+    assert calls.read_text().count("x") == 2
