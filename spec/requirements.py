@@ -113,9 +113,9 @@ class Requirement:
 
     name: str
     headers: tuple[str, ...]
-    """Header paths as the generated code includes them (``cblas.h``, ``oneapi/dnnl/dnnl.h``)."""
+    """Header paths as the generated code includes them (``mylib.h``, ``vendor/mylib/api.h``)."""
     libraries: tuple[str, ...]
-    """Library names as ``-l`` takes them (``scipy_openblas`` for ``libscipy_openblas.so``)."""
+    """Library names as ``-l`` takes them (``mylib`` for ``libmylib.so``)."""
     install: str
     """How to install it: the hint of every error about it."""
     finder: str
@@ -210,7 +210,7 @@ def _python_distributions(req: Requirement) -> tuple[tuple[str, ...], tuple[str,
     libs = [
         os.path.dirname(p) for n in req.libraries for p in paths if os.path.basename(p) == library_file(n)
     ]
-    # shortest first: `include/dnnl.h` before `include/oneapi/dnnl/dnnl.h` for dnnl.h
+    # shortest first: `include/api.h` before `include/vendor/mylib/api.h` for api.h
     return tuple(sorted(dict.fromkeys(include), key=len)), tuple(sorted(dict.fromkeys(libs), key=len))
 
 
@@ -277,7 +277,7 @@ def _requirement(doc: YamlDoc, node: Any, name: str) -> Requirement:
                 f"{what}: library {lib!r} is not a name as -l takes it",
                 rnode["libraries"],
                 i,
-                hint="write `m` for libm.so, `scipy_openblas` for libscipy_openblas.so",
+                hint="write `m` for libm.so, `mylib` for libmylib.so",
             )
     for i, header in enumerate(headers):
         if os.path.isabs(header) or ".." in header.split("/"):
