@@ -144,14 +144,23 @@ def _package_module(name, spec, artifacts, lowered, option_values, members: dict
         from .runtime.build import build_artifacts
 
         values = spec.template_values(option_values)
-        library = build_artifacts({a.name: a.text for a in own}, module.name, spec.compile, values)
+        linkages = [r.check(name) for r in spec.requires.values()]
+        library = build_artifacts(
+            {a.name: a.text for a in own},
+            module.name,
+            spec.compile,
+            values,
+            include_flags=[f for linkage in linkages for f in linkage.compile_flags],
+            link_flags=[f for linkage in linkages for f in linkage.link_flags],
+        )
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
         functions = {
             fn.name: Signature(tuple(p.type for p in fn.params), fn.output_types)
             for fn in lowered.externals_for(name)
         }
-        return LibraryEntry(name, lib_name, functions, sources=tuple(a.name for a in own))
+        sources = tuple(a.name for a in own)
+        return LibraryEntry(name, lib_name, functions, sources, tuple(spec.requires.values()))
     entry_type = ENTRY_TYPES.get(kind.name) if kind.name_table is not None else None
     if entry_type is None:
         raise UsageError(f"backend {name}: codegen kind {kind.name!r} cannot be built")

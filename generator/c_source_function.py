@@ -37,6 +37,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
+from .c_source_state import init_guard, state_pointer, state_text, stateful
 from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
     block_comment,
@@ -76,6 +77,10 @@ def function_text(
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
     parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
+    has_state = stateful(spec)
+    if has_state:
+        parts.append(state_text(spec, sym, values))
+        values = {**values, "state": state_pointer(sym)}
 
     # Values are numbered (parameters, constants, then nodes) and looked up by
     # number: one dict from names, then lists, so large graphs stay cache-friendly.
@@ -164,7 +169,7 @@ def function_text(
     unused_inputs = [i for i in range(len(fn.params)) if not used[i]]
     output_types = [types[v] for v in outputs]
     parts += _body(fn, sym, output_types, buffers, calls, copies, unused_inputs)
-    parts.append(_wrapper(fn, sym))
+    parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
     return FunctionText("\n".join(parts), non_finite)
 
@@ -280,7 +285,7 @@ def _holds(labels: list[str]) -> str:
     return f"holds {', '.join(labels[:3])}, ... {labels[-1]} ({len(labels)} values)"
 
 
-def _wrapper(fn: Function, sym: str) -> str:
+def _wrapper(fn: Function, sym: str, guard: list[str]) -> str:
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     types = [p.type for p in fn.params] + list(fn.output_types)
@@ -297,6 +302,7 @@ def _wrapper(fn: Function, sym: str) -> str:
         [
             block_comment(note),
             item_list(f"static int {sym}_wrapper_(", params, ") {"),
+            *guard,
             item_list(f"  if ({sym}_(", args, ") != 0) {"),
             f'    return byoc_raise("MemoryError", "{message}");',
             "  }",

@@ -3,7 +3,10 @@
 * The compiler is the language's compiler variable when set (``$CC`` for C, ``$CXX``
   for C++: :data:`byoc.spec.languages.LANGUAGES` declares them), else the spec's; its
   flags variable (``$CFLAGS``, ``$CXXFLAGS``) is appended to the spec's flags, so it wins.
-* Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``.
+* Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``. A backend's
+  libraries (its spec's ``requires:``, located by the caller) add their ``-I`` flags
+  to the compile flags and their ``-L``, ``-Wl,-rpath`` and ``-l`` flags after
+  ``-ltvm_ffi``; both are part of the cache key.
 * Libraries are cached under ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
   compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
@@ -61,6 +64,8 @@ class Toolchain:
     """A compiled language of :data:`byoc.spec.languages.LANGUAGES` (``c``, ``c++``)."""
     env_var: str
     """The environment variable that overrides the compiler (``CC``, ``CXX``)."""
+    link: tuple[str, ...] = ()
+    """Link flags after the sources (a backend's libraries: ``-L``, ``-Wl,-rpath``, ``-l``)."""
 
 
 def toolchain(
@@ -69,10 +74,11 @@ def toolchain(
     std: str | None,
     flags: Sequence[str],
     env: Mapping[str, str] | None = None,
+    link: Sequence[str] = (),
 ) -> Toolchain:
     """The toolchain for ``language``: its compiler variable (``$CC``, ``$CXX``) over
     ``spec_compiler``, then ``-std=<std>``, the spec's ``flags`` and its flags
-    variable (``$CFLAGS``, ``$CXXFLAGS``)."""
+    variable (``$CFLAGS``, ``$CXXFLAGS``); ``link`` goes after the sources."""
     from byoc.spec.languages import LANGUAGES
 
     lang = LANGUAGES.get(language)
@@ -84,7 +90,7 @@ def toolchain(
     compiler = tuple(shlex.split(override)) if override else (spec_compiler,)
     extra = tuple(shlex.split(env.get(lang.flags_env, "")))
     std_flag = (f"-std={std}",) if std else ()
-    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env)
+    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env, tuple(link))
 
 
 def build_artifacts(
@@ -93,6 +99,8 @@ def build_artifacts(
     settings: CompileSettings,
     values: Mapping[str, object],
     *,
+    include_flags: Sequence[str] = (),
+    link_flags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cache: Path | None = None,
 ) -> Path:
@@ -102,7 +110,8 @@ def build_artifacts(
 
     ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
-    the flags use only options).
+    the flags use only options). ``include_flags`` and ``link_flags`` are those of the
+    backend's located libraries (``-I...``; ``-L...``, ``-Wl,-rpath,...``, ``-l...``).
     """
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
@@ -113,7 +122,9 @@ def build_artifacts(
             f"cannot render the compile flags: {exc.args[0]}",
             hint="pass spec.template_values(options) as the values",
         ) from None
-    chain = toolchain(settings.language, settings.compiler, settings.std, flags, env)
+    chain = toolchain(
+        settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
+    )
     return build_library(sources, main, chain, cache=cache)
 
 
@@ -172,7 +183,18 @@ def build_library(
     includes, libdir, ffi_version = _tvm_ffi_paths()
     version = compiler_version(chain.compiler, chain.env_var)
     key = hashlib.sha256()
-    parts = (FORMAT, chain.language, version, ffi_version, *chain.compiler, "--", *chain.flags, "--")
+    parts = (
+        FORMAT,
+        chain.language,
+        version,
+        ffi_version,
+        *chain.compiler,
+        "--",
+        *chain.flags,
+        "--",
+        *chain.link,
+        "--",
+    )
     for part in (*parts, *includes, libdir, main):
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
@@ -228,6 +250,7 @@ def _compile(
         f"-L{libdir}",
         "-ltvm_ffi",
         f"-Wl,-rpath,{libdir}",
+        *chain.link,
     ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)

@@ -115,6 +115,7 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
     if isinstance(entry, LibraryEntry):
         from .module import LibraryModule
 
+        _load_requirements(entry)
         return LibraryModule(_materialise(members, entry.file), entry.functions)
     if isinstance(entry, JsonEntry):
         from .json_module import JsonRuntimeModule
@@ -126,6 +127,32 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
     from .examplejson_module import ExampleJsonModule
 
     return ExampleJsonModule.from_text(_text(members, entry.file), tokens=entry.op_names, catalog=catalog)
+
+
+def _load_requirements(entry: LibraryEntry) -> None:
+    """Locate the libraries ``entry`` links against on this machine and load them
+    (globally), so the library finds them wherever this machine installed them, not
+    only where the build machine had them (its rpath)."""
+    import ctypes
+
+    from byoc.spec.requirements import NotFound
+
+    for req in entry.requires:
+        try:
+            files = req.locate().files
+        except NotFound as exc:
+            raise RuntimeFailure(
+                f"backend {entry.backend} needs {req.name}, which is not installed here: {exc}",
+                hint=req.install,
+            ) from None
+        for file in files:
+            try:
+                ctypes.CDLL(file, mode=ctypes.RTLD_GLOBAL)
+            except OSError as exc:
+                raise RuntimeFailure(
+                    f"backend {entry.backend} needs {req.name}, and {file} does not load: {exc}",
+                    hint=req.install,
+                ) from None
 
 
 def _materialise(members: Mapping[str, bytes], name: str) -> Path:

@@ -20,6 +20,7 @@ from .template import render
 
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
+    from .requirements import Requirement
 
 OptionValue = int | float | bool | str
 
@@ -133,6 +134,8 @@ class BackendSpec:
     compile: CompileSettings
     options: Mapping[str, OptionDef]
     ops: Mapping[str, OpBinding]
+    requires: Mapping[str, Requirement] = field(default_factory=frozen_map)
+    """The libraries the generated code includes and links (``requires:``), by name."""
     macros: Mapping[str, MacroDef] = field(default_factory=frozen_map)
     layers: Mapping[str, LayerDef] = field(default_factory=frozen_map)
     templates: Mapping[str, str] = field(default_factory=frozen_map)

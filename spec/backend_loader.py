@@ -25,6 +25,7 @@ from .kinds import KINDS
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
+from .requirements import load_requirements
 from .yaml_doc import YamlDoc
 
 BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -62,7 +63,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         root,
         f"a {kind.name} backend spec",
         COMMON_REQUIRED + compile_key + required + ("ops",),
-        COMMON_OPTIONAL + (() if kind.compiled else ("compile",)) + optional,
+        COMMON_OPTIONAL + (("requires",) if kind.compiled else ("compile",)) + optional,
     )
     if doc.typed(root, "version", int, "version") != SCHEMA_VERSION:
         raise doc.error(
@@ -80,6 +81,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     ranks = _ranks(doc, root)
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
+    requires = load_requirements(doc, root) if "requires" in root else {}
     draft = SpecDraft(ranks, options)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
@@ -93,6 +95,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         dtypes=dtypes,
         ranks=ranks,
         compile=compile_settings,
+        requires=frozen_map(requires),
         options=frozen_map(options),
         ops=frozen_map(draft.ops),
         macros=frozen_map(draft.macros),

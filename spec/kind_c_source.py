@@ -10,6 +10,7 @@ from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
 from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
+from .template import placeholders
 from .yaml_doc import YamlDoc
 
 
@@ -21,14 +22,29 @@ class CSourceKind(MacroKind):
     doc = "C99 source: one kernel per op, expanded from the spec's C macros (the BYOC guide's C codegen)"
     language = "c"
     generator = "c_source"
-    templates = (Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),)
+    templates = (
+        Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),
+        Slot(
+            "state", "C members of each function's state struct, set up by init, read by kernels", ("symbol",)
+        ),
+        Slot(
+            "init",
+            "C statements run once per function and loaded library on `state`; return non-zero to fail",
+            ("symbol",),
+        ),
+        Slot(
+            "teardown",
+            "C statements run on `state` when the library is unloaded, after a good init",
+            ("symbol",),
+        ),
+    )
     structure_required = ("macros",)
     op_required = ("macros",)
     op_optional = ("vars",)
     shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
-    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape")
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state")
     macro_inputs = True
     dims = True
     op_args = True
@@ -50,6 +66,22 @@ class CSourceKind(MacroKind):
         ovars = self.load_vars(doc, onode, what, draft, opdef) if "vars" in onode else {}
         draft.opdefs[op] = opdef
         return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
+
+    def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
+        """Besides the macro checks: ``${state}`` only where the spec declares a state."""
+        super().check_spec(doc, draft)
+        if draft.templates.get("state", "").strip():
+            return
+        for mname, macro in draft.macros.items():
+            pnode = draft.macro_params[mname]
+            for param, text in macro.params.items():
+                found = next((p for p in placeholders(text) if p.name == "state"), None)
+                if found is not None:
+                    raise doc.error_at(
+                        f"the argument of {param} in macro {mname} uses ${{state}}, but the spec declares no state",
+                        doc.at_offset(pnode, param, found.offset),
+                        hint="add a top-level `state:` with the C members of each function's state",
+                    )
 
     def macro_uses(self, doc: YamlDoc, draft: SpecDraft) -> list[MacroUse]:
         uses: list[MacroUse] = []
