@@ -152,10 +152,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     timings = Timings()
     if str(args.file).endswith(".byoc"):
-        if args.backend or args.option or args.shape:
+        if args.backend or args.option:
             raise UsageError(
-                "--backend, --option and --shape do not apply to a built bundle",
-                hint="rebuild it with `byoc build`",
+                "--backend and --option do not apply to a built bundle", hint="rebuild it with `byoc build`"
+            )
+        if args.shape:
+            raise UsageError(
+                "--shape does not apply to a built bundle", hint="its input shapes were fixed by `byoc build`"
             )
         with timings.measure("load"):
             model = load(args.file)  # with the op catalog the bundle was built with
@@ -216,9 +219,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         write_file(args.save_outputs, npz_bytes(saved))
         sys.stdout.write(f"wrote {args.save_outputs} ({len(saved)} array(s))\n")
     if failed or failed_stored:
-        differ = [f"{failed} from the numpy reference"] if failed else []
-        differ += [f"{failed_stored} from {stored.directory}/output_*.pb"] if failed_stored else []
-        sys.stdout.write(f"result: output(s) differ: {', '.join(differ)}\n")
+        differ = [f"{failed} output(s) differ from the numpy reference"] if failed else []
+        differ += (
+            [f"{failed_stored} output(s) differ from {stored.directory}/output_*.pb"] if failed_stored else []
+        )
+        sys.stdout.write(f"result: {'; '.join(differ)}\n")
         return 1
     also = f" and {stored.directory}/output_*.pb" if stored is not None and stored.outputs else ""
     sys.stdout.write(f"result: every output matches the numpy reference{also}\n")

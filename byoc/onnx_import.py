@@ -151,25 +151,32 @@ def check_model(model, where: str):
             hint="convert it first: onnx.version_converter.convert_version(model, 13)",
         )
     initializers = {t.name for t in model.graph.initializer}
-    inputs = [("input", v) for v in model.graph.input if v.name not in initializers]
-    for role, value in (*inputs, *(("output", v) for v in model.graph.output)):
-        _check_tensor(onnx, role, value)
+    for value in model.graph.input:
+        if value.name not in initializers:
+            _check_tensor(onnx, "input", value)
+            _check_dtype(onnx, value)
+    for value in model.graph.output:  # their dtypes are the importer's to judge, at the node
+        _check_tensor(onnx, "output", value)
     return model
 
 
 def _check_tensor(onnx, role: str, value) -> None:
-    """A model input or output must be a tensor of a dtype byoc has."""
+    """A model input or output must be a tensor."""
     kind = value.type.WhichOneof("value")
     if kind != "tensor_type":
         raise GraphError(
             f"{role} {value.name!r} is a {(kind or 'untyped value').removesuffix('_type')}, not a tensor",
             hint="byoc imports models whose inputs and outputs are tensors",
         )
+
+
+def _check_dtype(onnx, value) -> None:
+    """A model input must have a dtype byoc has."""
     elem = value.type.tensor_type.elem_type
     name = onnx.TensorProto.DataType.Name(elem).lower() if elem else "undefined"
     if elem == 0 or onnx.helper.tensor_dtype_to_np_dtype(elem).name not in DTYPES:
         raise GraphError(
-            f"{role} {value.name!r} has dtype {name}, which byoc does not support",
+            f"input {value.name!r} has dtype {name}, which byoc does not support",
             hint=f"byoc supports {', '.join(DTYPES)}",
         )
 
