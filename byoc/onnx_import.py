@@ -127,7 +127,7 @@ def _load_external_data(model, directory: Path | None, where: str) -> None:
             )
         if not file.is_file():
             raise ParseError(
-                f"{what}, which is missing from {directory}", hint="copy the data file beside the model"
+                f"{what}, which is missing (no file {file})", hint="copy the data file beside the model"
             )
         try:
             load_external_data_for_tensor(tensor, str(directory))
