@@ -34,12 +34,12 @@ weights file."""
 _KEYWORDS = frozenset(("graph", "return", "const", "as", "true", "false"))
 
 
-def require_onnx():
-    """The ``onnx`` module, or a UsageError saying how to install it."""
+def require_onnx(purpose: str = "importing ONNX models"):
+    """The ``onnx`` module, or a UsageError saying how to install it for ``purpose``."""
     try:
         import onnx
     except ImportError:
-        raise UsageError("importing ONNX models needs the onnx package", hint=INSTALL_HINT) from None
+        raise UsageError(f"{purpose} needs the onnx package", hint=INSTALL_HINT) from None
     return onnx
 
 

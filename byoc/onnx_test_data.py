@@ -78,7 +78,7 @@ def _numbered(d: Path, role: str) -> list[Path]:
 
 def read_tensor(path: Path) -> np.ndarray:
     """The array of one serialised TensorProto file."""
-    onnx = require_onnx()
+    onnx = require_onnx("reading ONNX test data")
     from onnx.external_data_helper import uses_external_data
 
     where = f"--inputs {path}"
