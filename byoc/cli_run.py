@@ -203,7 +203,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             expected = evaluate(fn, inputs, catalog)
         sys.stdout.write(f"graph {name}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
         failed += _report(outputs, expected, args.rtol, args.atol)
-        if stored is not None:
+        if stored is not None and stored.outputs:
             sys.stdout.write(f"  against {stored.directory}/output_*.pb:\n")
             want = [t.array for t in stored.outputs]
             failed_stored += _report(outputs, want, _or(args.rtol, STORED_RTOL), _or(args.atol, STORED_ATOL))

@@ -100,10 +100,22 @@ def model_from_bytes(data: bytes, where: str):
 
 
 def _external_tensors(model):
-    onnx = require_onnx()
+    """The tensors of ``model`` that keep their data in a file."""
     from onnx.external_data_helper import uses_external_data
 
-    return [t for t in onnx.external_data_helper._get_all_tensors(model) if uses_external_data(t)]
+    return [t for t in _tensors(model.graph) if uses_external_data(t)]
+
+
+def _tensors(graph):
+    """Every tensor of ``graph``: initializers and node attributes, subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _tensors(sub)
 
 
 def _load_external_data(model, directory: Path | None, where: str) -> None:
@@ -153,14 +165,14 @@ def check_model(model, where: str):
     initializers = {t.name for t in model.graph.initializer}
     for value in model.graph.input:
         if value.name not in initializers:
-            _check_tensor(onnx, "input", value)
+            _check_tensor("input", value)
             _check_dtype(onnx, value)
     for value in model.graph.output:  # their dtypes are the importer's to judge, at the node
-        _check_tensor(onnx, "output", value)
+        _check_tensor("output", value)
     return model
 
 
-def _check_tensor(onnx, role: str, value) -> None:
+def _check_tensor(role: str, value) -> None:
     """A model input or output must be a tensor."""
     kind = value.type.WhichOneof("value")
     if kind != "tensor_type":
@@ -173,8 +185,12 @@ def _check_tensor(onnx, role: str, value) -> None:
 def _check_dtype(onnx, value) -> None:
     """A model input must have a dtype byoc has."""
     elem = value.type.tensor_type.elem_type
-    name = onnx.TensorProto.DataType.Name(elem).lower() if elem else "undefined"
-    if elem == 0 or onnx.helper.tensor_dtype_to_np_dtype(elem).name not in DTYPES:
+    try:
+        name = onnx.TensorProto.DataType.Name(elem).lower()
+        supported = elem != 0 and onnx.helper.tensor_dtype_to_np_dtype(elem).name in DTYPES
+    except (ValueError, KeyError):  # an element type this onnx does not know
+        name, supported = f"<element type {elem}>", False
+    if not supported:
         raise GraphError(
             f"input {value.name!r} has dtype {name}, which byoc does not support",
             hint=f"byoc supports {', '.join(DTYPES)}",

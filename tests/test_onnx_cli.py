@@ -262,3 +262,32 @@ def test_the_example_script_regenerates_the_example(tmp_path):
     )
     np.testing.assert_allclose(new, old, rtol=1e-5, atol=1e-7)
     assert TINY.stat().st_size < 50_000
+
+
+def test_test_data_without_outputs_compares_with_numpy_only(tmp_path, capsys):
+    data = tmp_path / "inputs_only"
+    data.mkdir()
+    shutil.copy(TINY_DATA / "input_0.pb", data)
+    rc, out, err = run_cli(capsys, "run", TINY, "--backend", "json", "--inputs", data)
+    assert rc == 0, out + err
+    assert "against" not in out
+    assert out.splitlines()[-1] == "result: every output matches the numpy reference"
+
+
+def test_save_outputs_names_the_graph_when_there_are_several(tmp_path, capsys):
+    graphs = tmp_path / "two.graph"
+    graphs.write_text(
+        "graph first(x: float32[3]) {\n  y = @json { return relu(x) }\n  return y\n}\n"
+        "graph second(x: float32[2]) {\n  y, z = @json { return exp(x), negative(x) }\n  return y, z\n}\n"
+    )
+    out_file = tmp_path / "out.npz"
+    rc, out, err = run_cli(capsys, "run", graphs, "--seed", "3", "--save-outputs", out_file)
+    assert rc == 0, out + err
+    outputs = saved(out_file)
+    assert sorted(outputs) == ["first/output_0", "second/output_0", "second/output_1"]
+    program = byoc.parse_file(graphs)
+    for fn in program.functions:  # the seeded inputs `byoc run` draws, one generator per graph
+        rng = np.random.default_rng(3)
+        inputs = {p.name: rng.uniform(-2.0, 2.0, size=p.type.shape).astype(np.float32) for p in fn.params}
+        for k, want in enumerate(byoc.evaluate(fn, inputs)):
+            np.testing.assert_allclose(outputs[f"{fn.name}/output_{k}"], want, rtol=1e-6)
