@@ -83,8 +83,11 @@ def build(
     language: str | None = None,
     catalog: Catalog | None = None,
     timings: Timings | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ):
-    """Build a runnable Model from a file path or a parsed Program (see module doc)."""
+    """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
+    ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
+    (see module doc)."""
     from .api import backend_loader, load_catalog, parse_file, print_program
     from .generator.pipeline import generate
     from .runtime import Model
@@ -101,7 +104,7 @@ def build(
             from .api import language_of
 
             lang = language_of(source, language)
-            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path)
+            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
         offloaded = offload(program, lang, backends, loader, catalog)
 
     with timings.measure("generate"):
