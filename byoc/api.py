@@ -101,19 +101,21 @@ def parse(
     catalog: Catalog | None = None,
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
+    weights_files: Mapping[str, bytes] | None = None,
 ) -> Program:
     """Parse DSL or ExampleJSON text into a validated Program.
 
     Ops come from ``catalog`` (default: the catalog of the spec search path).
     ExampleJSON op tokens come from the backend spec ``examplejson_backend``, found
-    on the spec search path.
+    on the spec search path. ``weights_files`` holds DSL weights files in memory by
+    name (a bundle's members), looked up before the file system.
     """
     catalog = catalog or load_catalog(spec_path=spec_path)
     language = language_of(file or "", language)
     if language == "graph":
         from .grammar.graph_parser import parse_graph
 
-        return parse_graph(text, catalog, file=file)
+        return parse_graph(text, catalog, file=file, weights_files=weights_files)
     from .grammar.examplejson_parser import parse_examplejson
 
     tokens = examplejson_tokens(spec_path, examplejson_backend)

@@ -35,7 +35,7 @@ from byoc.errors import RuntimeFailure
 from .manifest import MANIFEST, Manifest
 
 MAX_MEMBER_BYTES = 1 << 31
-_MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
+MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
 
 
 def write_bundle(path: str | Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
@@ -104,7 +104,7 @@ def read_bundle(path: str | Path) -> tuple[Manifest, dict[str, bytes]]:
 
 
 def _check_name(name: str, where: str = "bundle") -> None:
-    if not isinstance(name, str) or not _MEMBER_NAME.match(name) or name == MANIFEST:
+    if not isinstance(name, str) or not MEMBER_NAME.match(name) or name == MANIFEST:
         raise RuntimeFailure(
             f"{where}: invalid member name {name!r}", hint="member names are plain file names"
         )

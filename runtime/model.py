@@ -120,7 +120,7 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
         from .json_module import JsonRuntimeModule
 
         return JsonRuntimeModule.from_text(
-            _text(members, entry.file), catalog=catalog, kernels=entry.op_names
+            _text(members, entry.file), catalog=catalog, kernels=entry.op_names, files=members
         )
     assert isinstance(entry, ExampleJsonEntry), entry
     from .examplejson_module import ExampleJsonModule
