@@ -141,7 +141,7 @@ def source_members(program: Program) -> dict[str, bytes]:
     from .generator.artifacts import LARGE_CONSTANT_ELEMENTS
     from .grammar.weights_file import externalize
 
-    program, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS)
+    program, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS, sourced=True)
     members = {SOURCE_MEMBER: print_program(program, "graph").encode("utf-8")}
     if weights is not None:
         members[SOURCE_WEIGHTS_MEMBER] = weights

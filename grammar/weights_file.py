@@ -122,19 +122,24 @@ def no_weights_file(loc: Location) -> GraphError:
     )
 
 
-def externalize(program: Program, file: str, min_elements: int) -> tuple[Program, bytes | None]:
-    """``program`` with its external constants, and every one of more than
-    ``min_elements`` elements, read from one new weights file named ``file``, and that
-    file's bytes (None when no constant qualifies). Entries keep a constant's own
-    entry name, else take ``<function>/<constant>``; a name already taken by other
-    values gets a ``~<k>`` suffix. So a printed copy of the program stays text-sized
-    whatever its weights: a bundle's source, a host function with a large constant."""
+def externalize(
+    program: Program, file: str, min_elements: int, *, sourced: bool = False
+) -> tuple[Program, bytes | None]:
+    """``program`` with every constant of more than ``min_elements`` elements (and with
+    ``sourced``, every one already read from a weights file) read from one new weights
+    file named ``file``, and that file's bytes (None when no constant qualifies).
+
+    Entries keep a constant's own entry name, else take ``<function>/<constant>``; a
+    name already taken by other values gets a ``~<k>`` suffix. Every other constant
+    loses its source (it is printed as values), so the program names that one file
+    only. A printed copy of the program then stays text-sized whatever its weights:
+    a bundle's source, a host function with a large constant."""
     arrays: dict[str, np.ndarray] = {}
     entries: dict[int, str] = {}
 
     def collect(fn: Function, scope: str) -> None:
         for c in fn.constants:
-            if c.source is None and c.values.size <= min_elements:
+            if c.values.size <= min_elements and not (sourced and c.source is not None):
                 continue
             entry = base = c.source.entry if c.source is not None else f"{scope}/{c.name}"
             k = 0
@@ -156,7 +161,7 @@ def externalize(program: Program, file: str, min_elements: int) -> tuple[Program
 
     def rewrite(fn: Function) -> Function:
         constants = tuple(
-            replace(c, source=WeightsSource(file, digest, entries[id(c)])) if id(c) in entries else c
+            replace(c, source=WeightsSource(file, digest, entries[id(c)]) if id(c) in entries else None)
             for c in fn.constants
         )
         nodes = tuple(

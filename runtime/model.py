@@ -45,7 +45,7 @@ class Model:
             modules = list(self.modules)
             if g.host_functions is not None:
                 text = self.text(g.host_functions)
-                modules.insert(0, HostModule(text, catalog, file=g.host_functions))
+                modules.insert(0, HostModule(text, catalog, file=g.host_functions, files=self.members))
             self.graphs[g.name] = GraphExecutor(self.text(g.host_graph), modules, name=g.name)
 
     @property
