@@ -15,7 +15,9 @@ One module file per backend, ``<backend>.json``, holds every function of the bac
           "graph": {"nodes": [...], "arg_nodes": [...], "heads": [...], "node_row_ptr": [...]}
         }, ...
       },
-      "const_values": {"<symbol>_const_0": {"dtype": "float32", "shape": [2, 3], "data": [...]}}
+      "const_values": {"<symbol>_const_0": {"dtype": "float32", "shape": [2, 3], "data": [...]},
+                       "<symbol>_const_1": {"dtype": "float32", "shape": [512, 4096],
+                                            "file": "json.consts.npz"}}
     }
 
 ``graph`` has exactly the keys of TVM's JSON-runtime graph, in TVM's order:
