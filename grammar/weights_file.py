@@ -111,7 +111,9 @@ class WeightsFile:
                 loc,
                 hint=f"declare it as `const {got} weights[{entry!r}]`".replace("'", '"'),
             )
-        return array, WeightsSource(self.file, self.sha256, entry)
+        flat = array.reshape(-1)  # freshly read and held only here: frozen, not copied
+        flat.flags.writeable = False
+        return flat, WeightsSource(self.file, self.sha256, entry)
 
 
 def no_weights_file(loc: Location) -> GraphError:
@@ -139,8 +141,8 @@ def externalize(
 
     def collect(fn: Function, scope: str) -> None:
         for c in fn.constants:
-            if c.values.size <= min_elements and not (sourced and c.source is not None):
-                continue
+            if id(c) in entries or (c.values.size <= min_elements and not (sourced and c.source is not None)):
+                continue  # a constant shared by several functions is stored once
             entry = base = c.source.entry if c.source is not None else f"{scope}/{c.name}"
             k = 0
             while entry in arrays and not _same(arrays[entry], c.array):

@@ -8,6 +8,7 @@ source directory is gone; the build cache keys on the binary's bytes."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 
@@ -85,7 +86,7 @@ def test_golden_names_the_binary_not_the_values(backend, golden):
         document = json.loads(module.text)
         (name,) = document["const_values"]
         assert document["const_values"][name] == {"dtype": "float32", "shape": list(SHAPE), "file": blob.name}
-        with np.load(__import__("io").BytesIO(blob.data)) as archive:
+        with np.load(io.BytesIO(blob.data)) as archive:
             np.testing.assert_array_equal(archive[name], weights().reshape(SHAPE))
     else:
         assert blob.data == weights().tobytes()
@@ -123,6 +124,29 @@ def test_bundle_runs_after_the_sources_are_deleted(backend, tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["run", str(bundle)]) == 0
     assert "result: every output matches the numpy reference" in capsys.readouterr().out
+
+
+def test_a_large_host_constant_is_read_from_the_host_weights_file(golden):
+    """A large constant that a host op reads, and that a region captures: the host
+    functions name ``main.host.npz``, a member of the model, and the model runs."""
+    values = ", ".join(repr(float(v)) for v in weights())
+    text = (
+        f"graph main(x: float32[{SHAPE[0]}, {SHAPE[1]}]) {{\n"
+        f"  w = const float32[{SHAPE[0]}, {SHAPE[1]}] [{values}]\n"
+        "  y = add(x, w)\n"
+        "  s = @fused {\n    return multiply(y, w)\n  }\n"
+        "  return s\n}\n"
+    )
+    model = byoc.build(parse(text, "graph", file="host.graph"))
+    host = model.text("main.host.graph")
+    assert host == golden("graph")
+    assert 'weights "main.host.npz" sha256 "' in host and "-5.875" not in host
+    with np.load(io.BytesIO(model.members["main.host.npz"])) as archive:
+        assert archive.files == ["host_0_const/w"]  # one constant shared by two functions: stored once
+        np.testing.assert_array_equal(archive["host_0_const/w"], weights().reshape(SHAPE))
+    inputs = reference_inputs()
+    (got,) = model(**inputs)
+    np.testing.assert_allclose(got, expected(inputs), rtol=1e-6)
 
 
 def test_gen_writes_the_binary_and_the_json_module_reads_it_from_beside(tmp_path):
