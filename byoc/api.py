@@ -109,6 +109,7 @@ def parse(
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
     shapes: Shapes | None = None,
+    weights_files: Mapping[str, bytes] | None = None,
 ) -> Program:
     """Parse DSL or ExampleJSON text, or the bytes of an ONNX model, into a validated
     Program.
@@ -117,7 +118,8 @@ def parse(
     ExampleJSON op tokens come from the backend spec ``examplejson_backend``, found
     on the spec search path. ``shapes`` fixes an ONNX model's input shapes
     (``{"input": (1, 3, 224, 224)}``, as ``--shape`` does); ``file`` names the text in
-    messages.
+    messages. ``weights_files`` holds DSL weights files in memory by name (a bundle's
+    members), looked up before the file system.
     """
     catalog = catalog or load_catalog(spec_path=spec_path)
     language = language_of(file or "", language)
@@ -130,7 +132,7 @@ def parse(
     if language == "graph":
         from .grammar.graph_parser import parse_graph
 
-        return parse_graph(text, catalog, file=file)
+        return parse_graph(text, catalog, file=file, weights_files=weights_files)
     from .grammar.examplejson_parser import parse_examplejson
 
     tokens = examplejson_tokens(spec_path, examplejson_backend)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
+SOURCE_WEIGHTS_MEMBER = "source.npz"
+"""The weights file of the source member: its external and large constants' values."""
 USER_CATALOG_MEMBER = "user_ops"
 """The user op catalogs of a build are saved as members ``user_ops_1.yaml``, ... in search order."""
 
@@ -88,7 +90,7 @@ def build(
     """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
     ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
     (see module doc)."""
-    from .api import backend_loader, load_catalog, parse_file, print_program
+    from .api import backend_loader, load_catalog, parse_file
     from .generator.pipeline import generate
     from .runtime import Model
     from .runtime.manifest import GraphEntry, Manifest
@@ -110,9 +112,8 @@ def build(
     with timings.measure("generate"):
         generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
-    members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
-    # the bundle's copy of the source stands alone: external weights are written out
-    members[SOURCE_MEMBER] = print_program(program, "graph", inline_weights=True).encode("utf-8")
+    members: dict[str, bytes] = {a.name: a.payload for a in artifacts}
+    members.update(source_members(program))
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):
@@ -135,12 +136,27 @@ def build(
         return Model(manifest, members, catalog)
 
 
+def source_members(program: Program) -> dict[str, bytes]:
+    """The bundle's copy of the source, which stands alone: its external and large
+    constants are read from a weights file that is a member too, so the text stays
+    the size of the graph, whatever its weights."""
+    from .api import print_program
+    from .generator.artifacts import LARGE_CONSTANT_ELEMENTS
+    from .grammar.weights_file import externalize
+
+    program, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS, sourced=True)
+    members = {SOURCE_MEMBER: print_program(program, "graph").encode("utf-8")}
+    if weights is not None:
+        members[SOURCE_WEIGHTS_MEMBER] = weights
+    return members
+
+
 def _package_module(name, spec, artifacts, lowered, option_values, members: dict[str, bytes]) -> ModuleEntry:
     from .generator.artifacts import Role
     from .runtime.interface import Signature
     from .runtime.manifest import ENTRY_TYPES, LibraryEntry
 
-    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER)]
+    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER, Role.WEIGHTS)]
     module = next(a for a in own if a.role is Role.MODULE)
     kind = spec.kind
     if kind.compiled:
@@ -149,7 +165,7 @@ def _package_module(name, spec, artifacts, lowered, option_values, members: dict
         values = spec.template_values(option_values)
         linkages = [r.check(name) for r in spec.requires.values()]
         library = build_artifacts(
-            {a.name: a.text for a in own},
+            {a.name: a.content for a in own},
             module.name,
             spec.compile,
             values,

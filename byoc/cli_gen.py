@@ -115,7 +115,7 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)
         return 0
-    written = write_directory(args.output, {a.name: a.text for a in artifacts})
+    written = write_directory(args.output, {a.name: a.content for a in artifacts})
     for path, artifact in zip(written, artifacts):
         sys.stdout.write(
             f"wrote {path}  ({artifact.role.value}{', ' + artifact.backend if artifact.backend else ''})\n"

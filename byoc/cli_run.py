@@ -163,7 +163,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         with timings.measure("load"):
             model = load(args.file)  # with the op catalog the bundle was built with
             catalog, source = model.catalog, model.manifest.source
-            program = parse(model.text(source), "graph", file=f"{args.file}:{source}", catalog=catalog)
+            text, where = model.text(source), f"{args.file}:{source}"
+            program = parse(text, "graph", file=where, catalog=catalog, weights_files=model.members)
     else:
         from .api import language_of, parse_file
 

@@ -45,13 +45,14 @@ def generate(
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
     if not externals:
         return ()
-    text = module_text(externals, spec, catalog, options)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),)
+    text, blobs = module_text(externals, spec, catalog, options)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
 
 
 def module_text(
     externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
-) -> str:
+) -> tuple[str, list[Artifact]]:
+    """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
     functions = [function_text(fn, spec, catalog, values) for fn in externals]
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
@@ -69,7 +70,7 @@ def module_text(
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
     parts += [f.text for f in functions]
-    return "\n".join(parts)
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 
 
 def macro_definition(macro: MacroDef) -> str:

@@ -37,6 +37,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
+from .artifacts import Artifact
 from .c_source_state import init_guard, state_pointer, state_text, stateful
 from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
@@ -63,6 +64,8 @@ class FunctionText:
     text: str
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
+    blobs: tuple[Artifact, ...] = ()
+    """The binary artifacts its large constants are included from."""
 
 
 def function_text(
@@ -108,7 +111,8 @@ def function_text(
 
     # An unused constant would be an unused static array, which -Werror rejects.
     constants = [c for j, c in enumerate(fn.constants) if used[first_const + j]]
-    const_text, const_names, non_finite = constant_arrays(sym, constants)
+    arrays = constant_arrays(sym, constants, spec.name)
+    const_text, const_names, non_finite = arrays.texts, arrays.names, arrays.non_finite
     parts += const_text
     storage: list[str] = [f"in{i}" for i in range(len(fn.params))] + [""] * (len(types) - len(fn.params))
     const_storage: dict[int, str] = {}
@@ -171,7 +175,7 @@ def function_text(
     parts += _body(fn, sym, output_types, buffers, calls, copies, unused_inputs)
     parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite)
+    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs))
 
 
 # ------------------------------------------------------------------------- kernels

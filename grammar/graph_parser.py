@@ -10,6 +10,7 @@ region's body goes to a nested builder.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -37,7 +38,11 @@ from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode,
 from .weights_file import WeightsFile, no_weights_file
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
-"""Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
+"""The most elements a constant written as literal values (``[0.5, 1, ...]``) may have.
+Every literal is a token and a Python number while it is read, so a text that size is
+hundreds of megabytes of parser objects; larger values belong in a weights file
+(``weights["entry"]``), which is read as one array and has only the 2**48 limit of
+every tensor type."""
 
 DESCRIBE = {
     **{word.upper(): f"`{word}`" for word in KEYWORDS},
@@ -225,14 +230,16 @@ class _Reader:
     def constant(self, c):
         keyword, type_, values = c
         loc = self._loc(keyword)
-        if type_.size > MAX_CONSTANT_ELEMENTS:
-            raise GraphError(
-                f"constant of type {type_} has {type_.size:,} elements; the limit is {MAX_CONSTANT_ELEMENTS:,}",
-                loc,
-                hint="pass large tensors as graph parameters instead",
-            )
         if type(values) is WeightsRef:
             return Const(type_, (), loc, values.entry, values.loc)
+        if type_.size > MAX_CONSTANT_ELEMENTS:
+            raise GraphError(
+                f"constant of type {type_} has {type_.size:,} elements; the limit for literal values "
+                f"is {MAX_CONSTANT_ELEMENTS:,}",
+                loc,
+                hint='put large values in a weights file (`const T weights["entry"]`), '
+                "or pass them as graph parameters",
+            )
         if len(values) == 1 and type_.size != 1:
             values = values * type_.size  # a single value fills the tensor
         if len(values) != type_.size:
@@ -451,8 +458,16 @@ def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
 _parser = ReaderParser("graph.lark", _Reader, TERMINALS)
 
 
-def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:
-    """Parse DSL text (or bytes) into a Program, one Function per ``graph``."""
+def parse_graph(
+    data: str | bytes,
+    catalog: Catalog,
+    *,
+    file: str | None = None,
+    weights_files: Mapping[str, bytes] | None = None,
+) -> Program:
+    """Parse DSL text (or bytes) into a Program, one Function per ``graph``.
+    ``weights_files`` holds weights files by name in memory (a bundle's members),
+    looked up before the file system."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_NAMES)
     records = run_parser(partial(_parser.parse, reader=_Reader(file)), text, file, DESCRIBE)
@@ -460,7 +475,7 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     if records and type(records[0]) is WeightsDecl:
         decl = records.pop(0)
         try:
-            weights = WeightsFile(decl.file, decl.sha256, file, decl.file_loc, decl.sha_loc)
+            weights = WeightsFile(decl.file, decl.sha256, file, decl.file_loc, decl.sha_loc, weights_files)
         except (GraphError, ParseError) as exc:
             raise exc.with_source(text) from None
     if not records:

@@ -11,7 +11,9 @@
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
   compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
   ``<root>/<xx>/<key>/`` holding ``lib<main>.so``, its ``.sha256`` and ``src/`` (the
-  sources it was built from).
+  sources it was built from: the module, its headers, and the binary files of its
+  large constants, which the assembler's ``.incbin`` reads; the compiler runs in
+  ``src/``, and every file's bytes are part of the key).
 * A build happens in a private directory under ``<root>/tmp/`` that is renamed into
   place as a whole, so processes that build the same source at once never see a
   partial entry: the first rename wins and the others use its library. An entry
@@ -46,7 +48,7 @@ from byoc.errors import BuildError
 if TYPE_CHECKING:
     from byoc.spec.backend import CompileSettings
 
-FORMAT = "byoc-build-1"
+FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
 CONTEXT_LINES = 3
 MESSAGE_LINES = 20
@@ -94,7 +96,7 @@ def toolchain(
 
 
 def build_artifacts(
-    sources: Mapping[str, str],
+    sources: Mapping[str, str | bytes],
     main: str,
     settings: CompileSettings,
     values: Mapping[str, object],
@@ -105,8 +107,8 @@ def build_artifacts(
     cache: Path | None = None,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
-    headers it includes) as its spec's ``compile:`` settings say, and return the path
-    of the cached library.
+    headers it includes, or bytes its ``.incbin`` directives read) as its spec's
+    ``compile:`` settings say, and return the path of the cached library.
 
     ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
@@ -170,9 +172,10 @@ def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
 
 
 def build_library(
-    sources: Mapping[str, str], main: str, chain: Toolchain, *, cache: Path | None = None
+    sources: Mapping[str, str | bytes], main: str, chain: Toolchain, *, cache: Path | None = None
 ) -> Path:
-    """Compile ``sources[main]`` (other entries are headers it includes) into a cached
+    """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
+    of files its ``.incbin`` directives read) into a cached
     shared library and return its path. Raises BuildError with the compiler's message
     and the generated lines around the first error."""
     for name in sources:
@@ -198,7 +201,10 @@ def build_library(
     for part in (*parts, *includes, libdir, main):
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
-        key.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+        content = sources[name]
+        data = content if isinstance(content, bytes) else content.encode()
+        kind = b"b" if isinstance(content, bytes) else b"t"
+        key.update(name.encode() + b"\0" + kind + str(len(data)).encode() + b"\0" + data + b"\0")
     digest = key.hexdigest()
     root = cache if cache is not None else cache_dir()
     entry = root / digest[:2] / digest
@@ -222,7 +228,7 @@ def build_library(
 
 
 def _compile(
-    sources: Mapping[str, str],
+    sources: Mapping[str, str | bytes],
     main: str,
     chain: Toolchain,
     staging: Path,
@@ -231,14 +237,20 @@ def _compile(
     libdir: str,
 ) -> None:
     """Compile into ``staging``: ``src/`` holds the sources; the library and its
-    sha256 go next to it."""
+    sha256 go next to it. The compiler runs in ``src/``, where the assembler finds the
+    files that ``.incbin`` names (every other path on the command line is absolute)."""
     src = staging / "src"
     src.mkdir()
-    for name, text in sources.items():
-        (src / name).write_text(text, encoding="utf-8")
+    for name, content in sources.items():
+        if isinstance(content, bytes):
+            (src / name).write_bytes(content)
+        else:
+            (src / name).write_text(content, encoding="utf-8")
     out = staging / lib_name
+    first = chain.compiler[0]  # a relative path to the compiler names it from here, not from src/
+    compiler = (os.path.abspath(first) if os.sep in first else first, *chain.compiler[1:])
     cmd = [
-        *chain.compiler,
+        *compiler,
         *chain.flags,
         "-shared",
         "-fPIC",
@@ -253,7 +265,7 @@ def _compile(
         *chain.link,
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=src)
     except OSError as exc:
         raise BuildError(
             f"cannot run {chain.compiler[0]}: {exc.strerror or exc}", hint=f"check ${chain.env_var}"
@@ -305,14 +317,14 @@ def _valid(library: Path) -> bool:
 _LOCATION = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*(?P<what>fatal error|error|warning)?")
 
 
-def _excerpt(stderr: str, sources: Mapping[str, str]) -> str:
+def _excerpt(stderr: str, sources: Mapping[str, str | bytes]) -> str:
     """The compiler's first lines, plus the generated source around its first error."""
     lines = stderr.strip().splitlines()
     message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
     found: tuple[str, int] | None = None
     for line in lines:
         m = _LOCATION.match(line)
-        if m and m.group("file") in sources:
+        if m and isinstance(sources.get(m.group("file")), str):
             if found is None or (m.group("what") or "").endswith("error"):
                 found = (m.group("file"), int(m.group("line")))
             if (m.group("what") or "").endswith("error"):
@@ -320,7 +332,9 @@ def _excerpt(stderr: str, sources: Mapping[str, str]) -> str:
     if found is None:
         return message
     name, n = found
-    text = sources[name].splitlines()
+    source = sources[name]
+    assert isinstance(source, str)
+    text = source.splitlines()
     lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
     shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
     return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}"

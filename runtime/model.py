@@ -45,7 +45,7 @@ class Model:
             modules = list(self.modules)
             if g.host_functions is not None:
                 text = self.text(g.host_functions)
-                modules.insert(0, HostModule(text, catalog, file=g.host_functions))
+                modules.insert(0, HostModule(text, catalog, file=g.host_functions, files=self.members))
             self.graphs[g.name] = GraphExecutor(self.text(g.host_graph), modules, name=g.name)
 
     @property
@@ -121,7 +121,7 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
         from .json_module import JsonRuntimeModule
 
         return JsonRuntimeModule.from_text(
-            _text(members, entry.file), catalog=catalog, kernels=entry.op_names
+            _text(members, entry.file), catalog=catalog, kernels=entry.op_names, files=members
         )
     assert isinstance(entry, ExampleJsonEntry), entry
     from .examplejson_module import ExampleJsonModule

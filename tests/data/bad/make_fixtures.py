@@ -402,6 +402,17 @@ def bundle_module_names_absent_file(d: Path) -> None:
 
 
 @fixture
+def bundle_json_const_file_absent(d: Path) -> None:
+    """A JSON module whose constant names a ``.npz`` member the bundle lacks."""
+    members = _members(valid_bundle())
+    module = json.loads(members["json.json"])
+    for value in module["const_values"].values():
+        del value["data"]
+        value["file"] = "ghost.npz"
+    _edit_manifest(d, lambda m: None, extra={"json.json": json.dumps(module).encode()})
+
+
+@fixture
 def bundle_path_traversal_listed(d: Path) -> None:
     """A member ``../../x`` that the manifest lists, with its true digest."""
     _edit_manifest(d, lambda m: None, extra={"../../x": b"escape"})
