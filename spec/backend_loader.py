@@ -25,6 +25,7 @@ from .kinds import KINDS
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
+from .patterns import load_patterns
 from .yaml_doc import YamlDoc
 
 BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -80,9 +81,11 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     ranks = _ranks(doc, root)
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
-    draft = SpecDraft(ranks, options)
+    draft = SpecDraft(ranks, options, dtypes)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
+    if "patterns" in root:
+        load_patterns(doc, root, catalog, draft, kind)
     kind.check_spec(doc, draft)
     return BackendSpec(
         name=name,
@@ -98,6 +101,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         macros=frozen_map(draft.macros),
         layers=frozen_map(draft.layers),
         templates=frozen_map(draft.templates),
+        patterns=frozen_map(draft.patterns),
         header=draft.header,
         source=doc.path,
         loc=doc.at(root),
