@@ -38,7 +38,6 @@ from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .c_source_values import c_list, check_input_axes, op_values
-from .composite import GraphView, Match, composite_match, composite_values
 from .c_text import (
     block_comment,
     comment,
@@ -48,6 +47,7 @@ from .c_text import (
     origin,
     value_label,
 )
+from .composite import GraphView, Match, composite_match, composite_values
 from .memory_plan import ScheduledOp, plan_memory
 
 SYMBOL = "\0symbol\0"
