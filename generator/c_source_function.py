@@ -4,7 +4,9 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
 
 - ``<sym>_const_<j>``: each constant, as a ``static const`` C array;
 - ``<sym>_<k>``: one kernel per op node, by *using* the macro the backend spec maps
-  the op to at the rank of the node's output (``NAME(arg, arg, ...)``);
+  the op to at the rank of the node's output (``NAME(arg, arg, ...)``), and one per
+  composite, from its pattern's macro (its inputs in the pattern's order, its nodes'
+  attributes as ``${<node>.<attr>}``);
 - ``<sym>_``: the subgraph body; it allocates the intermediate buffers, calls the
   kernels in topological order and returns 0, or -1 when a buffer cannot be allocated.
   Intermediates whose lifetimes do not overlap share a buffer (the memory plan of
@@ -133,17 +135,19 @@ def function_text(
         kernel = f"{sym}_{k}"
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
-        key = (node.op, node.type, in_types, node.attrs)
-        cached = uses.get(key) if k not in composites else None
         if k in composites:
-            cached = _composite_use(node, composites[k], spec, catalog, values)
-        elif cached is None:
-            # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
-            macro = _macro(node, spec, catalog, in_types)
-            args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
-            cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
-        use, type_text = cached
-        what = composite_origin(node, composites[k]) if k in composites else origin(node)
+            use, type_text = _composite_use(node, composites[k], spec, catalog, values)
+            what = composite_origin(node, composites[k])
+        else:
+            key = (node.op, node.type, in_types, node.attrs)
+            cached = uses.get(key)
+            if cached is None:
+                # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
+                macro = _macro(node, spec, catalog, in_types)
+                args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
+                cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
+            use, type_text = cached
+            what = origin(node)
         kernels.append(f"{comment(f'{kernel}: {what}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n")
         value = base + k
         if value in first_output:

@@ -96,7 +96,9 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
                 return f"{pnode.op} of the pattern would be two different nodes"
             continue
         if gnode.op != pnode.op or len(gnode.inputs) != len(pnode.inputs) or len(gnode.outputs) != 1:
-            return f"the pattern has {pnode.op}({', '.join(pnode.inputs)}) where the graph has {gnode.op}"
+            return (
+                f"the pattern has {pnode.op} of {len(pnode.inputs)} input(s) where the graph has {gnode.op}"
+            )
         if gk in node_of.values():
             return f"{gnode.op} would be two nodes of the pattern"
         node_of[pk] = gk
@@ -162,13 +164,10 @@ def implementable(spec: BackendSpec, match: Match, view: GraphView, catalog: Cat
 
 def composite_match(call: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match | str:
     """The match of a composite call ``call`` of ``region`` (a region of ``spec``'s
-    backend) against its pattern: its body must be exactly the pattern."""
+    backend) against its pattern, which ``spec`` has: its body must be exactly the pattern."""
     callee = call.callee
     assert callee is not None and callee.composite is not None
-    pattern = spec.patterns.get(callee.composite)
-    if pattern is None:
-        known = ", ".join(spec.patterns) or "none"
-        return f"backend {spec.name} has no pattern {callee.composite!r} (its patterns: {known})"
+    pattern = spec.patterns[callee.composite]
     region_constants = {c.name for c in region.constants}
     view = GraphView.of(callee, lambda name: name in region_constants)
     if len(callee.outputs) != 1 or callee.outputs[0] not in view.producer:

@@ -186,11 +186,20 @@ def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: C
 
     assert call.callee is not None
     what = f"composite @{spec.name}.{call.callee.composite}"
+    if call.callee.composite not in spec.patterns:
+        raise GraphError(
+            f"backend {spec.name} has no pattern {call.callee.composite!r}",
+            call.loc,
+            hint=f"its patterns: {', '.join(spec.patterns) or 'none'}",
+        )
     found = composite_match(call, spec, region, catalog)
     if isinstance(found, str):
-        pattern = spec.patterns.get(call.callee.composite or "")
-        hint = f"pattern {pattern.name}: {pattern.describe()}" if pattern else None
-        raise GraphError(f"{what} does not match its pattern: {found}", call.loc, hint=hint)
+        pattern = spec.patterns[call.callee.composite]
+        raise GraphError(
+            f"{what} does not match its pattern: {found}",
+            call.loc,
+            hint=f"pattern {pattern.name}: {pattern.describe()}",
+        )
     view = GraphView.of(call.callee)
     for node in call.callee.nodes:
         if not takes_types(spec, node, view.types, catalog):

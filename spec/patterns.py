@@ -323,8 +323,9 @@ def _topological(
             return
         if state.get(name) == 1:
             cycle = path[path.index(name) :] + [name]
+            shown = [f"{by_name[n].op}(...)" if n.startswith(ANON_PREFIX) else n for n in cycle]
             raise doc.error_at(
-                f"{what}: cycle in match: " + " -> ".join(cycle),
+                f"{what}: cycle in match: " + " -> ".join(shown),
                 at(node.loc),
                 hint="a pattern is a DAG: a node cannot depend on its own result",
             )
