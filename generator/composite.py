@@ -114,6 +114,9 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
         return "two inputs of the pattern would be one value"
     nodes = tuple(node_of[k] for k in range(len(pattern.nodes)))
     members = set(nodes)
+    inner = next((v for v in value_of.values() if view.producer.get(v) in members), None)
+    if inner is not None:
+        return f"{inner}, an input of the pattern, is computed inside the match"
     for gk in nodes[:-1]:
         out = view.nodes[gk].name
         if out in view.outputs or any(c not in members for c in view.consumers.get(out, ())):
