@@ -337,7 +337,7 @@ def layer_graphs(draw):
     for i, kind in enumerate(kinds):
         constant = draw(st.booleans())
 
-        def operand(name: str, shape_: tuple[int, ...], low: float = -1.0) -> str:
+        def operand(name: str, shape_: tuple[int, ...], low: float = -1.0, constant=constant) -> str:
             if constant:
                 lines.append(f"  {name} = {_constant(rng, shape_, low)}")
             else:
