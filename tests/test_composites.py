@@ -61,7 +61,9 @@ def spec_variant(directory: Path, name: str, patterns: str | None) -> Path:
     """A copy of the shipped ccompiler spec named ``name``, with ``patterns`` (YAML text
     of the `patterns:` mapping's entries) instead of its own, or with none."""
     text = (SHIPPED_BACKENDS / "ccompiler.yaml").read_text(encoding="utf-8")
-    text = text[: text.index("\n# Composite patterns")] + "\n"
+    text = (
+        text[: text.index("\n# Composite patterns")] + text[text.index("\n# The macros, as in the guide") :]
+    )
     text = re.sub(r"(?m)^name: ccompiler", f"name: {name}", text)
     text = re.sub(r"(?m)^symbol_prefix: ccompiler", f"symbol_prefix: {name}", text)
     if patterns is not None:
