@@ -120,8 +120,11 @@ class Pattern:
         return None if found is None else (k, found[0], found[1])
 
     def describe(self) -> str:
-        ops = " -> ".join(n.op for n in self.nodes)
-        return f"{ops}; {self.binding.describe()}"
+        parts = [" -> ".join(n.op for n in self.nodes)]
+        parts += [f"when {c.text}" for c in self.conditions]
+        if self.constants:
+            parts.append(f"constant {', '.join(i for i in self.inputs if i in self.constants)}")
+        return "; ".join([*parts, self.binding.describe()])
 
 
 # ---------------------------------------------------------------------- loading

@@ -407,3 +407,13 @@ def test_an_input_computed_inside_the_match_blocks_it():
     }
     """
     assert composites(partitioned(text, "ccompiler")) == []
+
+
+def test_backends_lists_the_patterns(capsys):
+    from conftest import run_cli
+
+    status, out, _ = run_cli(capsys, "backends", "ccompiler")
+    assert status == 0
+    listed = out[out.index("  patterns (composites, matched largest first):") :].splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in listed] == list(load_backend("ccompiler").patterns)
+    assert "conv_bias_relu: conv -> bias_add -> relu; when conv.groups == 1" in out
