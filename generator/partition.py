@@ -1,5 +1,8 @@
 """Automatic partitioning, IR to IR: annotate, merge regions, partition.
 
+0. **Composites.** The backends' composite patterns are matched first, largest
+   first (:func:`merge_composites`, :mod:`byoc.generator.composite`); each match
+   becomes a composite call node, which goes to the backend of its pattern.
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
    ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if

@@ -530,5 +530,11 @@ def parse_body(
     """
     wrapped = f"{BODY_HEADER}{text}\n}}\n"
     records = run_parser(partial(_parser.parse, reader=_Reader(file)), wrapped, file, DESCRIBE)
-    ((_, _, _, _, body),) = records
+    if len(records) != 1 or type(records[0]) is not tuple:
+        raise ParseError(
+            "expected the statements of one graph body",
+            Location(file, 1, len(BODY_HEADER) + 1),
+            hint="write statements and a `return`, without `graph`, `weights` or an unmatched `}`",
+        )
+    _, _, _, _, body = records[0]
     return _Emitter(catalog, file, wrapped, None).statements(builder, body)

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from byoc.builder import OP
 from byoc.catalog import AttrDef, Catalog, OpDef
 from byoc.errors import ByocError, GraphError, Location, close_names
 from byoc.ir import ANON_PREFIX, DTYPES, AttrValue
@@ -133,13 +134,15 @@ class Pattern:
 def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, kind: CodegenKind) -> None:
     """Check the spec's ``patterns`` into ``draft.patterns``."""
     node = doc.mapping(root, "patterns", "patterns")
+    from byoc.grammar.graph_statements import KEYWORDS
+
     for name in node:
-        if not isinstance(name, str) or not PATTERN_NAME.match(name):
+        if not isinstance(name, str) or not PATTERN_NAME.match(name) or name in KEYWORDS:
             raise doc.error(
-                f"pattern name {name!r} must be lower-case letters, digits and _",
+                f"pattern name {name!r} must be lower-case letters, digits and _, and not a keyword",
                 node,
                 name,
-                hint="graphs write a composite as @backend.<pattern> { ... }",
+                hint=f"graphs write a composite as @backend.<pattern> {{ ... }}; keywords: {', '.join(KEYWORDS)}",
             )
         what = f"pattern {name}"
         pnode = doc.mapping(node, name, what)
@@ -153,8 +156,8 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
             _condition(doc, pnode["when"], i, what, nodes, handles)
             for i in range(len(doc.typed(pnode, "when", list, f"{what}: when")) if "when" in pnode else 0)
         )
-        constants = _subset(doc, pnode, "constants", what, inputs, "an input of the pattern")
-        dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend")
+        constants = _subset(doc, pnode, "constants", what, inputs, "an input of the pattern", "inputs")
+        dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
         pdoc = doc.typed(pnode, "doc", str, f"{what}: doc") if "doc" in pnode else ""
         binding = kind.load_pattern_binding(doc, node, name, len(inputs), draft)
         draft.patterns[name] = Pattern(
@@ -184,15 +187,16 @@ def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _subset(doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str) -> tuple[str, ...]:
+def _subset(
+    doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str, plural: str
+) -> tuple[str, ...]:
+    """The list ``pnode[key]``, each item one of ``allowed``."""
     if key not in pnode:
         return ()
     seq = doc.typed(pnode, key, list, f"{what}: {key}")
     for i, item in enumerate(seq):
         if item not in allowed:
-            raise doc.error(
-                f"{what}: {key}: {item!r} is not {noun}", seq, i, hint=known(f"{noun.split()[-1]}s", allowed)
-            )
+            raise doc.error(f"{what}: {key}: {item!r} is not {noun}", seq, i, hint=known(plural, allowed))
     return tuple(str(item) for item in seq)
 
 
@@ -226,7 +230,7 @@ class _MatchReader:
             close = close_names(op, self.catalog)
             raise GraphError(
                 f"unknown op {op!r}",
-                loc if locate is None else locate(-1),
+                loc if locate is None else locate(OP),
                 hint=(f"did you mean {' or '.join(close)}? " if close else "")
                 + "a pattern matches catalog ops",
             )
