@@ -90,7 +90,8 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
     Patterns are tried largest first, then in the order of ``specs`` and of each spec's
     patterns; each at every node in node order. A node joins at most one match, and a
     match is only taken when the backend can take every node's tensors and generate
-    the composite. A composite's result keeps its name (an anonymous one gets a
+    the composite, and no backend earlier in ``specs`` would run one of its nodes (the
+    order of ``specs`` is the user's preference, for composites as for single ops). A composite's result keeps its name (an anonymous one gets a
     readable name, so that the printed text reads back the same) and the nested calls
     of its body are numbered afresh, as the DSL numbers those of a nested block.
     """
@@ -102,9 +103,13 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
     if not tried:
         return fn
     view = GraphView.of(fn)
+    preferred = [
+        next((s for s, spec in enumerate(specs) if supports(spec, node, view.types, catalog)), len(specs))
+        for node in fn.nodes
+    ]
     taken: set[int] = set()
     matches: dict[int, tuple[BackendSpec, Match]] = {}
-    for _, spec, pattern in tried:
+    for (_, s, _), spec, pattern in tried:
         result_op = pattern.nodes[-1].op
         for k, node in enumerate(fn.nodes):
             if k in taken or node.op != result_op:
@@ -113,6 +118,7 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
             if (
                 isinstance(found, Match)
                 and not taken.intersection(found.nodes)
+                and all(preferred[j] >= s for j in found.nodes)
                 and all(takes_types(spec, fn.nodes[j], view.types, catalog) for j in found.nodes)
                 and implementable(spec, found, view, catalog)
             ):

@@ -417,3 +417,13 @@ def test_backends_lists_the_patterns(capsys):
     listed = out[out.index("  patterns (composites, matched largest first):") :].splitlines()[1:]
     assert [line.split(":")[0].strip() for line in listed] == list(load_backend("ccompiler").patterns)
     assert "conv_bias_relu: conv -> bias_add -> relu; when conv.groups == 1" in out
+
+
+def test_an_earlier_backend_keeps_its_ops():
+    """With fused preferred, ccompiler's patterns take no op that fused runs."""
+    text = (EXAMPLES / "resnet_basic_block.graph").read_text()
+    assert composites(partitioned(text, "fused", "ccompiler")) == []
+    assert [n for n, _ in composites(partitioned(text, "ccompiler", "fused"))] == [
+        "conv_bn_relu",
+        "conv_bn_add_relu",
+    ]
