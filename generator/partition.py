@@ -324,7 +324,7 @@ def _rename_anonymous(fn: Function, names: Set[str]) -> Function:
     if not crossing:
         return fn
     taken = set(fn.types())
-    ops = {out: _op_label(node) for node in fn.nodes for out in node.outputs}
+    ops = {out: node.op for node in fn.nodes for out in node.outputs}
     rename: dict[str, str] = {}
     for name in sorted(crossing, key=lambda n: int(n[len(ANON_PREFIX) :])):
         k = 0
@@ -336,11 +336,6 @@ def _rename_anonymous(fn: Function, names: Set[str]) -> Function:
         replace(n, outputs=_sub(n.outputs, rename), inputs=_sub(n.inputs, rename)) for n in fn.nodes
     )
     return replace(fn, nodes=nodes, outputs=_sub(fn.outputs, rename))
-
-
-def _op_label(node: Node) -> str:
-    """What a value is named after: its op, or a composite's pattern."""
-    return node.callee.composite if node.callee is not None and node.callee.composite else node.op
 
 
 def _sub(names: tuple[str, ...], rename: Mapping[str, str]) -> tuple[str, ...]:
