@@ -427,3 +427,29 @@ def test_an_earlier_backend_keeps_its_ops():
         "conv_bn_relu",
         "conv_bn_add_relu",
     ]
+
+
+@pytest.mark.parametrize(
+    ("weights", "groups", "message"),
+    [
+        ("w", 2, r"the condition conv.groups == 1 does not hold \(groups is 2\)"),
+        ("p", 1, "pattern input w must be a constant, but p is not"),
+    ],
+    ids=["groups-2", "weights-not-constant"],
+)
+def test_a_composite_written_by_hand_must_meet_its_conditions(weights, groups, message):
+    text = f"""\
+    graph main(x: float32[1, 4, 5, 5], p: float32[4, {4 // groups}, 3, 3]) {{
+      y = @ccompiler {{
+        w = const float32[4, {4 // groups}, 3, 3] 0.5
+        b = const float32[4] [1, 2, 3, 4]
+        h = @ccompiler.conv_bias_relu {{
+          return relu(bias_add(conv(x, {weights}, groups={groups}), b))
+        }}
+        return h
+      }}
+      return y
+    }}
+    """
+    with pytest.raises(GraphError, match=message):
+        lower(graph(text), load_backend, load_catalog())
