@@ -162,6 +162,9 @@ def describe(spec: BackendSpec) -> str:
     lines.append("  ops:")
     for op, b in spec.ops.items():
         lines.append(f"    {op}: {b.describe()}")
+    if spec.patterns:
+        lines.append("  patterns (composites, matched largest first):")
+        lines += [f"    {name}: {p.describe()}" for name, p in spec.patterns.items()]
     return "\n".join(lines) + "\n"
 
 

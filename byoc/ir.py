@@ -15,6 +15,10 @@ Conventions:
 * Nested calls in the DSL become nodes with anonymous names ``%<k>``. They are not
   valid DSL identifiers, so they never collide with a user's names, and the printer
   folds them back into nested calls.
+* A node whose callee has ``composite`` set is a *composite*: a small group of ops
+  that a backend spec's pattern matched and that its backend runs as one kernel
+  (TVM's ``Composite`` functions). It sits inside the region of that backend and
+  prints as ``y = @backend.pattern { ... }``.
 * Source locations never take part in equality: ``parse(print(f)) == f``.
 
 The types here are plain frozen data. Checking a function against the op catalog
@@ -252,7 +256,8 @@ class Function:
 
     ``name`` is ``None`` for a backend region that the DSL did not name; the
     generator gives it a symbol from the backend's prefix. ``backend`` is ``None``
-    for host code.
+    for host code. ``composite`` names the backend's pattern that a composite's
+    callee implements (None for every other function).
     """
 
     name: str | None
@@ -262,6 +267,7 @@ class Function:
     outputs: tuple[str, ...]
     backend: str | None = None
     loc: Location | None = field(default=None, compare=False, repr=False)
+    composite: str | None = None
 
     def types(self) -> dict[str, TensorType]:
         """Every name defined in this function, mapped to its type."""

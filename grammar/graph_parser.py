@@ -54,6 +54,7 @@ DESCRIBE = {
     "SIGNED_INT": "an integer",
     "SIGNED_FLOAT": "a number",
     "STRING": "a string",
+    "DOT": "`.`",
     "LPAR": "`(`",
     "RPAR": "`)`",
     "LBRACE": "`{`",
@@ -120,6 +121,7 @@ class Region:
     symbol: str | None
     body: tuple
     loc: Location
+    composite: str | None = None  # `@backend.pattern { ... }`: a composite inside a region
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +228,10 @@ class _Reader:
         body = rest[-1]
         symbol = rest[1] if len(rest) == 3 else None
         return Region(str(backend), None if symbol is None else str(symbol), body, self._loc(at))
+
+    def composite(self, c):
+        at, backend, pattern, body = c
+        return Region(str(backend), None, body, self._loc(at), str(pattern))
 
     def constant(self, c):
         keyword, type_, values = c
@@ -387,6 +393,8 @@ class _Emitter:
         rhs = st.rhs
         names = tuple(n for n, _ in st.targets)
         if type(rhs) is Region:
+            if rhs.composite is not None:
+                _check_composite_scope(fb, rhs)
             body = FunctionBuilder(
                 self.catalog,
                 rhs.symbol,
@@ -394,6 +402,7 @@ class _Emitter:
                 source=self.source,
                 backend=rhs.backend,
                 locator=self.locator,
+                composite=rhs.composite,
             )
             results = self.statements(body, rhs.body)
             if len(results) != len(names):
@@ -449,6 +458,22 @@ class _Emitter:
         return names[0]
 
 
+def _check_composite_scope(fb: FunctionBuilder, rhs: Region) -> None:
+    """A composite ``@b.p { }`` sits directly inside a region of backend ``b``."""
+    if fb.backend is None or fb.composite is not None:
+        raise GraphError(
+            f"composite @{rhs.backend}.{rhs.composite} is not directly inside a region",
+            rhs.loc,
+            hint=f"a composite runs inside its backend's region: put it in `@{rhs.backend} {{ ... }}`",
+        )
+    if fb.backend != rhs.backend:
+        raise GraphError(
+            f"composite @{rhs.backend}.{rhs.composite} is inside a region of backend {fb.backend}",
+            rhs.loc,
+            hint=f"a composite of {rhs.backend} runs inside an @{rhs.backend} region",
+        )
+
+
 def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
     return op if i == OP else inputs[i]
 
@@ -502,3 +527,29 @@ def parse_graph(
     except RecursionError:
         raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
     return Program(tuple(functions))
+
+
+BODY_HEADER = "graph body() {"
+"""What :func:`parse_body` puts before a body, on the body's first line."""
+
+
+def parse_body(
+    text: str, builder, catalog: Catalog, *, file: str | None = None
+) -> list[tuple[str, Location]]:
+    """Parse ``text``, the body of a graph (statements, then ``return ...``), into
+    ``builder``, which offers the :class:`~byoc.builder.FunctionBuilder` methods that
+    statements call (``add_node``, ``anonymous``, ``add_constant``); return the returned
+    names. Backend specs read a pattern's ops this way (one grammar for graphs and
+    patterns). Locations are the body's own lines; on the first line, columns count
+    from :data:`BODY_HEADER`, which the body is parsed after.
+    """
+    wrapped = f"{BODY_HEADER}{text}\n}}\n"
+    records = run_parser(partial(_parser.parse, reader=_Reader(file)), wrapped, file, DESCRIBE)
+    if len(records) != 1 or type(records[0]) is not tuple:
+        raise ParseError(
+            "expected the statements of one graph body",
+            Location(file, 1, len(BODY_HEADER) + 1),
+            hint="write statements and a `return`, without `graph`, `weights` or an unmatched `}`",
+        )
+    _, _, _, _, body = records[0]
+    return _Emitter(catalog, file, wrapped, None).statements(builder, body)

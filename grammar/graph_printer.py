@@ -97,7 +97,8 @@ def _body(fn: Function, depth: int, lines: list[str], external: bool) -> None:
             assert node.callee is not None
             callee = node.callee
             symbol = f" as {callee.name}" if callee.name is not None else ""
-            lines.append(f"{pad}{targets} = @{callee.backend}{symbol} {{")
+            pattern = f".{callee.composite}" if callee.composite is not None else ""
+            lines.append(f"{pad}{targets} = @{callee.backend}{pattern}{symbol} {{")
             _body(callee, depth + 1, lines, external)
             lines.append(f"{pad}}}")
         else:

@@ -20,6 +20,7 @@ from .template import render
 
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
+    from .patterns import Pattern
     from .requirements import Requirement
 
 OptionValue = int | float | bool | str
@@ -140,6 +141,8 @@ class BackendSpec:
     layers: Mapping[str, LayerDef] = field(default_factory=frozen_map)
     templates: Mapping[str, str] = field(default_factory=frozen_map)
     """The kind's code templates by key (``prelude``, ``engine``, ``invoke``, ...)."""
+    patterns: Mapping[str, Pattern] = field(default_factory=frozen_map)
+    """Composite patterns by name, in spec order (:mod:`byoc.spec.patterns`)."""
     header: str | None = None
     """engine kind: the file name of the generated engine header."""
     broadcast: bool = False

@@ -25,6 +25,7 @@ from .kinds import KINDS
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
+from .patterns import load_patterns
 from .requirements import load_requirements
 from .yaml_doc import YamlDoc
 
@@ -82,9 +83,11 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
     requires = load_requirements(doc, root) if "requires" in root else {}
-    draft = SpecDraft(ranks, options)
+    draft = SpecDraft(ranks, options, dtypes)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
+    if "patterns" in root:
+        load_patterns(doc, root, catalog, draft, kind)
     kind.check_spec(doc, draft)
     return BackendSpec(
         name=name,
@@ -101,6 +104,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         macros=frozen_map(draft.macros),
         layers=frozen_map(draft.layers),
         templates=frozen_map(draft.templates),
+        patterns=frozen_map(draft.patterns),
         header=draft.header,
         source=doc.path,
         loc=doc.at(root),
