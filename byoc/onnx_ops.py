@@ -232,6 +232,13 @@ class Importer:
     def alias(self, onnx_name: str, ident: str) -> None:
         self.emitted[onnx_name] = ident
 
+    def reshaped(self, name: str, shape: list[int], op: str) -> str:
+        """ONNX value ``name`` in ``shape``: a constant reshaped now, anything else by
+        the catalog op ``op`` (a row's reshape role) at run time."""
+        if name in self.consts:
+            return self.constant(self.consts[name].reshape(shape), self.names.fresh("k"))
+        return self.emit(op, [self.value(name)], {"newshape": list(shape)})
+
 
 def _value_type(onnx, value):
     t = value.type.tensor_type
@@ -285,9 +292,17 @@ def _unary(imp: Importer, node, e: OnnxOp) -> None:
 
 
 def _binary(imp: Importer, node, e: OnnxOp) -> None:
-    """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain."""
-    imp.check_attrs(node, set())
+    """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain.
+    Before opset 7, Add, Sub, Mul, Div and Pow broadcast only when ``broadcast=1``
+    says so, the second input's dimensions matching the first's from ``axis`` on
+    (default: its last ones): trailing size-1 axes make that a numpy broadcast."""
+    imp.check_attrs(node, {"broadcast", "axis"})
     names = [imp.value(i) for i in node.input]
+    if imp.attr("broadcast", 0):
+        rank, b_shape = len(imp.shape(node.input[0])), list(imp.shape(node.input[1]))
+        trailing = rank - int(imp.attr("axis", rank - len(b_shape))) - len(b_shape)
+        if trailing > 0:
+            names[1] = imp.reshaped(node.input[1], b_shape + [1] * trailing, e.roles["reshape"])
     if len(names) == 1:
         imp.emit(e.roles["single"], names, out=node.output[0])
         return
@@ -599,6 +614,67 @@ def _cast(imp: Importer, node, e: OnnxOp) -> None:
     imp.alias(node.output[0], imp.value(node.input[0]))
 
 
+def _prelu(imp: Importer, node, e: OnnxOp) -> None:
+    """PRelu; before opset 7 a slope of one dimension is per channel (axis 1), from
+    it the slope broadcasts as numpy does."""
+    imp.check_attrs(node, set())
+    x_shape, slope_shape = imp.shape(node.input[0]), imp.shape(node.input[1])
+    slope = imp.value(node.input[1])
+    if imp.opset < 7 and len(slope_shape) == 1 and slope_shape[0] > 1 and len(x_shape) > 2:
+        slope = imp.reshaped(node.input[1], [slope_shape[0]] + [1] * (len(x_shape) - 2), e.roles["reshape"])
+    imp.emit(e.op, [imp.value(node.input[0]), slope], out=node.output[0])
+
+
+def _tile(imp: Importer, node, e: OnnxOp) -> None:
+    """Tile by constant repeats: a size-1 axis before each repeated one, expanded to
+    the repeat count, then merged into it (row-major order makes that a tiling)."""
+    imp.check_attrs(node, set())
+    shape = imp.shape(node.input[0])
+    repeats = [int(r) for r in np.ravel(imp.const_input(1, "Tile repeats"))]
+    spread, expanded, merged = [], [], []
+    for size, r in zip(shape, repeats):
+        spread += [1, size] if r != 1 else [size]
+        expanded += [r, size] if r != 1 else [size]
+        merged.append(size * r)
+    x = imp.value(node.input[0])
+    spread_x = imp.emit(e.roles["reshape"], [x], {"newshape": spread})
+    wide = imp.emit(e.op, [spread_x], {"newshape": expanded})
+    imp.emit(e.roles["reshape"], [wide], {"newshape": merged}, node.output[0])
+
+
+def _instance_norm(imp: Importer, node, e: OnnxOp) -> None:
+    """InstanceNormalization: each (batch, channel) plane normalised by its own mean
+    and variance over the spatial axes, then scaled and shifted per channel."""
+    imp.check_attrs(node, {"epsilon"})
+    shape = imp.shape(node.input[0])
+    over = {"axes": list(range(2, len(shape))), "keepdims": True}
+    r = e.roles
+    x = imp.value(node.input[0])
+    centred = imp.emit(r["minus"], [x, imp.emit(e.op, [x], over)])
+    variance = imp.emit(e.op, [imp.emit(r["times"], [centred, centred])], over)
+    eps = imp.scalar(float(imp.attr("epsilon", 1e-5)), node.input[0])
+    normed = imp.emit(
+        r["times"], [centred, imp.emit(r["inverse_sqrt"], [imp.emit(r["plus"], [variance, eps])])]
+    )
+    per_channel = [shape[1]] + [1] * (len(shape) - 2)
+    scale, bias = (imp.reshaped(node.input[k], per_channel, r["reshape"]) for k in (1, 2))
+    imp.emit(r["plus"], [imp.emit(r["times"], [normed, scale]), bias], out=node.output[0])
+
+
+def _shrink(imp: Importer, node, e: OnnxOp) -> None:
+    """Shrink: 0 within [-lambd, lambd], else x moved towards 0 by bias. With
+    s = sign(x - clip(x, -lambd, lambd)) (-1, 0 or 1), that is (x - s * bias) * |s|."""
+    imp.check_attrs(node, {"bias", "lambd"})
+    r = e.roles
+    lambd = float(imp.attr("lambd", 0.5))
+    x = imp.value(node.input[0])
+    inner = imp.emit(e.op, [x], {"min": -lambd, "max": lambd})
+    side = imp.emit(r["sign"], [imp.emit(r["minus"], [x, inner])])
+    bias = imp.scalar(float(imp.attr("bias", 0.0)), node.input[0])
+    moved = imp.emit(r["minus"], [x, imp.emit(r["times"], [side, bias])])
+    imp.emit(r["times"], [moved, imp.emit(r["magnitude"], [side])], out=node.output[0])
+
+
 KINDS: dict[str, Handler] = {
     "unary": _unary,
     "binary": _binary,
@@ -626,6 +702,10 @@ KINDS: dict[str, Handler] = {
     "reduce": _reduce,
     "select": _where,
     "cast": _cast,
+    "prelu": _prelu,
+    "tile": _tile,
+    "instance_norm": _instance_norm,
+    "shrink": _shrink,
 }
 """The handlers that onnx_ops.yaml's ``kind`` names."""
 
