@@ -207,7 +207,7 @@ class ByocRep(_OnnxBackendRep):
             )
         arrays = []
         for name, dims, dtype, value in zip(names, self.input_dims, self.input_dtypes, inputs):
-            array = np.ascontiguousarray(value)
+            array = np.asarray(value, order="C")  # keeps a rank-0 array rank 0
             if dtype is not None and array.dtype != dtype:
                 raise UsageError(f"input {name!r} is {array.dtype}, but the model takes {dtype}")
             if len(array.shape) != len(dims) or any(

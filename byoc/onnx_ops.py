@@ -190,6 +190,12 @@ class Importer:
             raise self.unsupported(f"a value of unknown shape ({name!r})")
         return shape
 
+    def dtype(self, name: str) -> np.dtype | None:
+        """The dtype of ONNX value ``name`` (None when ONNX's inference does not know it)."""
+        if name in self.consts:
+            return self.consts[name].dtype
+        return self.types.get(name, (None, None))[1]
+
     def value(self, name: str) -> str:
         """The DSL identifier of ONNX value ``name``, writing a constant on first use."""
         found = self.emitted.get(name)
@@ -215,9 +221,7 @@ class Importer:
 
     def scalar(self, value: float, like: str) -> str:
         """A rank-0 constant of the dtype of ONNX value ``like``."""
-        dtype = self.types.get(like, (None, np.dtype(np.float32)))[1]
-        if like in self.consts:
-            dtype = self.consts[like].dtype
+        dtype = self.dtype(like) or np.dtype(np.float32)
         return self.constant(np.asarray(value, dtype), self.names.fresh("k"))
 
     def emit(self, op: str, inputs: list[str], attrs: dict | None = None, out: str | None = None) -> str:
@@ -318,7 +322,7 @@ def _pass_through(imp: Importer, node, e: OnnxOp) -> None:
     imp.alias(node.output[0], imp.value(node.input[0]))
 
 
-def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = False) -> list[int]:
+def _auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
     """``pads`` for the node's ``auto_pad`` (or its own ``pads`` when NOTSET)."""
     auto = imp.attr("auto_pad", "NOTSET")
     rank = len(kernel)
@@ -326,7 +330,7 @@ def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = Fals
         return list(imp.attr("pads", [0] * (2 * rank)))
     if auto == "VALID":
         return [0] * (2 * rank)
-    if auto not in ("SAME_UPPER", "SAME_LOWER") or transpose:
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise imp.unsupported(f"auto_pad={auto}")
     spatial = imp.shape(imp.node.input[0])[2:]
     begins, ends = [], []
@@ -339,23 +343,48 @@ def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = Fals
     return begins + ends
 
 
+def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int], list[int]]:
+    """ConvTranspose's ``pads`` and ``output_padding``. An ``output_shape`` (or
+    ``auto_pad`` SAME_*, whose output is input * stride) sets the pads to what that
+    size leaves over: SAME_UPPER puts the smaller half first, anything else the
+    larger; a size beyond the unpadded output is more output padding at the end."""
+    rank = len(kernel)
+    extra = list(imp.attr("output_padding", [0] * rank))
+    auto = imp.attr("auto_pad", "NOTSET")
+    wanted = imp.attr("output_shape")
+    spatial = imp.shape(imp.node.input[0])[2:]
+    if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [size * s for size, s in zip(spatial, strides)]
+    if wanted is None:
+        return _auto_pads(imp, kernel, strides, dilations), extra
+    wanted = list(wanted)[-rank:]  # spatial sizes, or the whole output shape
+    begins, ends = [], []
+    for k in range(rank):
+        full = strides[k] * (spatial[k] - 1) + extra[k] + (kernel[k] - 1) * dilations[k] + 1
+        total = full - wanted[k]
+        if total < 0:
+            extra[k] -= total
+            total = 0
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else large)
+        ends.append(large if auto == "SAME_UPPER" else small)
+    return begins + ends, extra
+
+
 def _conv(transpose: bool) -> Handler:
     def handle(imp: Importer, node, e: OnnxOp) -> None:
         allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
-        imp.check_attrs(node, allowed | ({"output_padding"} if transpose else set()))
+        imp.check_attrs(node, allowed | ({"output_padding", "output_shape"} if transpose else set()))
         weight_shape = imp.shape(node.input[1])
         kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
         rank = len(kernel)
         strides = list(imp.attr("strides", [1] * rank))
         dilations = list(imp.attr("dilations", [1] * rank))
-        attrs = {
-            "strides": strides,
-            "pads": _auto_pads(imp, kernel, strides, dilations, transpose),
-            "dilations": dilations,
-            "groups": int(imp.attr("group", 1)),
-        }
+        attrs = {"strides": strides, "pads": [], "dilations": dilations, "groups": int(imp.attr("group", 1))}
         if transpose:
-            attrs["output_padding"] = list(imp.attr("output_padding", [0] * rank))
+            attrs["pads"], attrs["output_padding"] = _transpose_pads(imp, kernel, strides, dilations)
+        else:
+            attrs["pads"] = _auto_pads(imp, kernel, strides, dilations)
         x, w = imp.value(node.input[0]), imp.value(node.input[1])
         has_bias = len(node.input) > 2 and node.input[2]
         y = imp.emit(e.op, [x, w], attrs, None if has_bias else node.output[0])
@@ -447,9 +476,6 @@ def _pool(average: bool) -> Handler:
             "ceil_mode": bool(imp.attr("ceil_mode", 0)),
         }
         if average:
-            if dilations != [1] * rank:
-                raise imp.unsupported("AveragePool with dilations")
-            del attrs["dilations"]
             attrs["count_include_pad"] = bool(imp.attr("count_include_pad", 0))
         imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
@@ -483,7 +509,8 @@ def _reshape(imp: Importer, node, e: OnnxOp) -> None:
 
 def _flatten(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis"})
-    axis = int(imp.attr("axis", 1)) % (len(imp.shape(node.input[0])) + 1)
+    axis = int(imp.attr("axis", 1))
+    axis += len(imp.shape(node.input[0])) if axis < 0 else 0  # -r..r; -1 is r - 1
     imp.emit(e.op, [imp.value(node.input[0])], {"axis": axis}, node.output[0])
 
 
@@ -600,15 +627,19 @@ def _reduce(imp: Importer, node, e: OnnxOp) -> None:
 def _where(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
     condition = imp.const_input(0, "Where condition (byoc has no bool tensors)")
-    x_dtype = imp.consts[node.input[1]].dtype if node.input[1] in imp.consts else imp.types[node.input[1]][1]
-    c = imp.constant(condition.astype(x_dtype), node.input[0] + "_mask")
+    c = imp.constant(condition.astype(imp.dtype(node.input[1])), node.input[0] + "_mask")
     imp.emit(e.op, [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
 
 
 def _cast(imp: Importer, node, e: OnnxOp) -> None:
-    imp.check_attrs(node, {"to", "saturate"})
-    target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
-    source = imp.types.get(node.input[0], (None, None))[1]
+    """Cast to ``to``, or CastLike to the dtype of input 1: byoc has no conversion op,
+    so only a cast to the dtype the value already has (a no-op) is taken."""
+    imp.check_attrs(node, {"to", "saturate", "round_mode"})
+    if len(node.input) > 1:
+        target = imp.dtype(node.input[1])
+    else:
+        target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
+    source = imp.dtype(node.input[0])
     if source != target:
         raise imp.unsupported(f"a Cast from {source} to {target} at run time")
     imp.alias(node.output[0], imp.value(node.input[0]))
