@@ -39,11 +39,20 @@ class Importer:
             t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer
         }
         self.inputs = [i for i in graph.input if i.name not in self.consts]
-        self._fix_input_shapes(shapes)
-        try:
+        declared = [onnx.ValueInfoProto() for _ in self.inputs]
+        for saved, value in zip(declared, self.inputs):
+            saved.CopyFrom(value)
+        try:  # the shapes are fixed in the caller's model for inference only (no copy of its weights)
+            self._fix_input_shapes(shapes)
+            self.input_types = [_value_type(onnx, v) for v in self.inputs]
             inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
         except Exception as exc:
+            if isinstance(exc, GraphError):
+                raise
             raise GraphError(f"ONNX shape inference failed on {path}: {str(exc).splitlines()[0]}") from None
+        finally:
+            for saved, value in zip(declared, self.inputs):
+                value.CopyFrom(saved)
         self.types: dict[str, tuple[tuple[int, ...] | None, np.dtype]] = {}
         for v in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
             self.types[v.name] = _value_type(onnx, v)
@@ -90,8 +99,7 @@ class Importer:
 
     def run(self) -> tuple[str, dict[str, np.ndarray]]:
         params = []
-        for value in self.inputs:
-            shape, dtype = _value_type(self.onnx, value)
+        for value, (shape, dtype) in zip(self.inputs, self.input_types):
             ident = self.names(value.name)
             self.emitted[value.name] = ident
             params.append(f"{ident}: {dsl_dtype(dtype, f'input {value.name!r}')}{_dims(shape)}")

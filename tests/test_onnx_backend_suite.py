@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import pytest
 
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")  # the test extra; BackendTest itself needs only onnx
+pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
