@@ -24,7 +24,7 @@ backend then is a usage error that names the extra to install.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -38,9 +38,6 @@ try:
 except ImportError:  # the classes still import; require_onnx() says how to install onnx when used
     _OnnxBackend = _OnnxBackendRep = object
 
-SETTINGS = ("backends", "host_fallback", "spec_path", "options")
-"""The keywords ``prepare`` takes besides the model and the device."""
-
 Shapes = tuple[tuple[int, ...], ...]
 
 
@@ -53,6 +50,19 @@ class Settings:
     host_fallback: bool = True
     spec_path: Any = None
     options: Mapping[str, str] | None = None
+
+
+SETTINGS = tuple(f.name for f in fields(Settings))
+"""The keywords ``prepare`` takes besides the model and the device."""
+
+
+def _check_keywords(given: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(given) - set(SETTINGS))
+    if unknown:
+        raise UsageError(
+            f"{where} got unknown keyword(s) {', '.join(unknown)}",
+            hint=f"the byoc ONNX backend takes: {', '.join(SETTINGS)}",
+        )
 
 
 def _backend_names(value) -> tuple[str, ...]:
@@ -77,12 +87,7 @@ class ByocBackend(_OnnxBackend):
     def prepare(cls, model, device: str = "CPU", **kwargs: Any) -> ByocRep:
         require_onnx()
         cls._check_device(device)
-        unknown = sorted(set(kwargs) - set(SETTINGS))
-        if unknown:
-            raise UsageError(
-                f"prepare got unknown keyword(s) {', '.join(unknown)}",
-                hint=f"the byoc ONNX backend takes: {', '.join(SETTINGS)}",
-            )
+        _check_keywords(kwargs, "prepare")
         given = {**cls.bound, **kwargs}
         settings = Settings(
             backends=_backend_names(given.get("backends")),
@@ -136,9 +141,7 @@ def backend_for(backends: str | Sequence[str], **settings: Any) -> type[ByocBack
     """A :class:`ByocBackend` subclass whose ``prepare`` offloads to ``backends`` (and
     uses the other ``settings``, keywords of ``prepare``) unless told otherwise: what
     ``onnx.backend.test.BackendTest``, which passes no byoc keywords, takes."""
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise UsageError(f"backend_for got unknown keyword(s) {', '.join(unknown)}")
+    _check_keywords(settings, "backend_for")
     names = _backend_names(backends)
     bound = {"backends": names, **settings}
     return type(f"ByocBackend_{'_'.join(names)}", (ByocBackend,), {"bound": bound, "__module__": __name__})
@@ -188,14 +191,14 @@ class ByocRep(_OnnxBackendRep):
         """The inputs in graph order, checked against the model's dtypes and static dims."""
         names = [v.name for v in self.inputs]
         if isinstance(inputs, Mapping):
+            hint = f"the model's inputs: {', '.join(names)}"
             missing = [n for n in names if n not in inputs]
+            if missing:
+                raise UsageError(f"the inputs lack {', '.join(map(repr, missing))}", hint=hint)
             extra = sorted(set(inputs) - set(names))
-            if missing or extra:
+            if extra:
                 raise UsageError(
-                    f"the inputs {'lack ' + ', '.join(map(repr, missing)) if missing else ''}"
-                    f"{' and ' if missing and extra else ''}"
-                    f"{'name ' + ', '.join(map(repr, extra)) + ', which the model does not take' if extra else ''}",
-                    hint=f"the model's inputs: {', '.join(names)}",
+                    f"the inputs name {', '.join(map(repr, extra))}, which the model does not take", hint=hint
                 )
             inputs = [inputs[n] for n in names]
         elif isinstance(inputs, np.ndarray):

@@ -433,6 +433,10 @@ def test_backend_builds_a_dynamic_model_once_per_input_shape():
         rep.run([np.zeros((3, 4))])
     with pytest.raises(UsageError, match="takes 1 input"):
         rep.run([x(3, 4), x(3, 4)])
+    with pytest.raises(UsageError, match="the inputs lack 'x'"):
+        rep.run({"y": x(3, 4)})
+    with pytest.raises(UsageError, match="the inputs name 'y', which the model does not take"):
+        rep.run({"x": x(3, 4), "y": x(3, 4)})
 
 
 def test_backend_host_fallback_and_full_offload():
