@@ -59,14 +59,13 @@ def offload(
     (annotate, merge, partition) over the given backends, in order of preference.
     """
     from .generator.lowering import offload_whole
-    from .generator.partition import partition
 
     if language == "examplejson":
         if len(backends) > 1:
             raise UsageError("an ExampleJSON subgraph goes whole to one backend; pass one --backend")
         return offload_whole(program, backends[0] if backends else "examplejson")
     if backends:
-        program = partition(program, [load_backend(name) for name in dict.fromkeys(backends)], catalog)
+        program = partition_over(program, backends, load_backend, catalog)
     if not any(n.callee is not None for fn in program.functions for n in fn.nodes):
         raise UsageError(
             "nothing is offloaded",
@@ -74,6 +73,16 @@ def offload(
             "with `name = @ccompiler { ... return ... }`",
         )
     return program
+
+
+def partition_over(
+    program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
+) -> Program:
+    """``program`` with every node that one of ``backends`` (in order of preference)
+    supports in a region of that backend; the other nodes stay on the host."""
+    from .generator.partition import partition
+
+    return partition(program, [load_backend(name) for name in dict.fromkeys(backends)], catalog)
 
 
 def build(

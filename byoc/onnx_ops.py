@@ -39,11 +39,20 @@ class Importer:
             t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer
         }
         self.inputs = [i for i in graph.input if i.name not in self.consts]
-        self._fix_input_shapes(shapes)
-        try:
+        declared = [onnx.ValueInfoProto() for _ in self.inputs]
+        for saved, value in zip(declared, self.inputs):
+            saved.CopyFrom(value)
+        try:  # the shapes are fixed in the caller's model for inference only (no copy of its weights)
+            self._fix_input_shapes(shapes)
+            self.input_types = [_value_type(onnx, v) for v in self.inputs]
             inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
         except Exception as exc:
+            if isinstance(exc, GraphError):
+                raise
             raise GraphError(f"ONNX shape inference failed on {path}: {str(exc).splitlines()[0]}") from None
+        finally:
+            for saved, value in zip(declared, self.inputs):
+                value.CopyFrom(saved)
         self.types: dict[str, tuple[tuple[int, ...] | None, np.dtype]] = {}
         for v in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
             self.types[v.name] = _value_type(onnx, v)
@@ -90,8 +99,7 @@ class Importer:
 
     def run(self) -> tuple[str, dict[str, np.ndarray]]:
         params = []
-        for value in self.inputs:
-            shape, dtype = _value_type(self.onnx, value)
+        for value, (shape, dtype) in zip(self.inputs, self.input_types):
             ident = self.names(value.name)
             self.emitted[value.name] = ident
             params.append(f"{ident}: {dsl_dtype(dtype, f'input {value.name!r}')}{_dims(shape)}")
@@ -190,6 +198,12 @@ class Importer:
             raise self.unsupported(f"a value of unknown shape ({name!r})")
         return shape
 
+    def dtype(self, name: str) -> np.dtype | None:
+        """The dtype of ONNX value ``name`` (None when ONNX's inference does not know it)."""
+        if name in self.consts:
+            return self.consts[name].dtype
+        return self.types.get(name, (None, None))[1]
+
     def value(self, name: str) -> str:
         """The DSL identifier of ONNX value ``name``, writing a constant on first use."""
         found = self.emitted.get(name)
@@ -215,9 +229,7 @@ class Importer:
 
     def scalar(self, value: float, like: str) -> str:
         """A rank-0 constant of the dtype of ONNX value ``like``."""
-        dtype = self.types.get(like, (None, np.dtype(np.float32)))[1]
-        if like in self.consts:
-            dtype = self.consts[like].dtype
+        dtype = self.dtype(like) or np.dtype(np.float32)
         return self.constant(np.asarray(value, dtype), self.names.fresh("k"))
 
     def emit(self, op: str, inputs: list[str], attrs: dict | None = None, out: str | None = None) -> str:
@@ -231,6 +243,13 @@ class Importer:
 
     def alias(self, onnx_name: str, ident: str) -> None:
         self.emitted[onnx_name] = ident
+
+    def reshaped(self, name: str, shape: list[int], op: str) -> str:
+        """ONNX value ``name`` in ``shape``: a constant reshaped now, anything else by
+        the catalog op ``op`` (a row's reshape role) at run time."""
+        if name in self.consts:
+            return self.constant(self.consts[name].reshape(shape), self.names.fresh("k"))
+        return self.emit(op, [self.value(name)], {"newshape": list(shape)})
 
 
 def _value_type(onnx, value):
@@ -285,9 +304,17 @@ def _unary(imp: Importer, node, e: OnnxOp) -> None:
 
 
 def _binary(imp: Importer, node, e: OnnxOp) -> None:
-    """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain."""
-    imp.check_attrs(node, set())
+    """An elementwise op of two inputs, or of several (Sum, Max, Min) as a chain.
+    Before opset 7, Add, Sub, Mul, Div and Pow broadcast only when ``broadcast=1``
+    says so, the second input's dimensions matching the first's from ``axis`` on
+    (default: its last ones): trailing size-1 axes make that a numpy broadcast."""
+    imp.check_attrs(node, {"broadcast", "axis"})
     names = [imp.value(i) for i in node.input]
+    if imp.attr("broadcast", 0):
+        rank, b_shape = len(imp.shape(node.input[0])), list(imp.shape(node.input[1]))
+        trailing = rank - int(imp.attr("axis", rank - len(b_shape))) - len(b_shape)
+        if trailing > 0:
+            names[1] = imp.reshaped(node.input[1], b_shape + [1] * trailing, e.roles["reshape"])
     if len(names) == 1:
         imp.emit(e.roles["single"], names, out=node.output[0])
         return
@@ -303,7 +330,7 @@ def _pass_through(imp: Importer, node, e: OnnxOp) -> None:
     imp.alias(node.output[0], imp.value(node.input[0]))
 
 
-def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = False) -> list[int]:
+def _auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
     """``pads`` for the node's ``auto_pad`` (or its own ``pads`` when NOTSET)."""
     auto = imp.attr("auto_pad", "NOTSET")
     rank = len(kernel)
@@ -311,7 +338,7 @@ def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = Fals
         return list(imp.attr("pads", [0] * (2 * rank)))
     if auto == "VALID":
         return [0] * (2 * rank)
-    if auto not in ("SAME_UPPER", "SAME_LOWER") or transpose:
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise imp.unsupported(f"auto_pad={auto}")
     spatial = imp.shape(imp.node.input[0])[2:]
     begins, ends = [], []
@@ -324,23 +351,48 @@ def _auto_pads(imp: Importer, kernel, strides, dilations, transpose: bool = Fals
     return begins + ends
 
 
+def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int], list[int]]:
+    """ConvTranspose's ``pads`` and ``output_padding``. An ``output_shape`` (or
+    ``auto_pad`` SAME_*, whose output is input * stride) sets the pads to what that
+    size leaves over: SAME_UPPER puts the smaller half first, anything else the
+    larger; a size beyond the unpadded output is more output padding at the end."""
+    rank = len(kernel)
+    extra = list(imp.attr("output_padding", [0] * rank))
+    auto = imp.attr("auto_pad", "NOTSET")
+    wanted = imp.attr("output_shape")
+    spatial = imp.shape(imp.node.input[0])[2:]
+    if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [size * s for size, s in zip(spatial, strides)]
+    if wanted is None:
+        return _auto_pads(imp, kernel, strides, dilations), extra
+    wanted = list(wanted)[-rank:]  # spatial sizes, or the whole output shape
+    begins, ends = [], []
+    for k in range(rank):
+        full = strides[k] * (spatial[k] - 1) + extra[k] + (kernel[k] - 1) * dilations[k] + 1
+        total = full - wanted[k]
+        if total < 0:
+            extra[k] -= total
+            total = 0
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else large)
+        ends.append(large if auto == "SAME_UPPER" else small)
+    return begins + ends, extra
+
+
 def _conv(transpose: bool) -> Handler:
     def handle(imp: Importer, node, e: OnnxOp) -> None:
         allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
-        imp.check_attrs(node, allowed | ({"output_padding"} if transpose else set()))
+        imp.check_attrs(node, allowed | ({"output_padding", "output_shape"} if transpose else set()))
         weight_shape = imp.shape(node.input[1])
         kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
         rank = len(kernel)
         strides = list(imp.attr("strides", [1] * rank))
         dilations = list(imp.attr("dilations", [1] * rank))
-        attrs = {
-            "strides": strides,
-            "pads": _auto_pads(imp, kernel, strides, dilations, transpose),
-            "dilations": dilations,
-            "groups": int(imp.attr("group", 1)),
-        }
+        attrs = {"strides": strides, "pads": [], "dilations": dilations, "groups": int(imp.attr("group", 1))}
         if transpose:
-            attrs["output_padding"] = list(imp.attr("output_padding", [0] * rank))
+            attrs["pads"], attrs["output_padding"] = _transpose_pads(imp, kernel, strides, dilations)
+        else:
+            attrs["pads"] = _auto_pads(imp, kernel, strides, dilations)
         x, w = imp.value(node.input[0]), imp.value(node.input[1])
         has_bias = len(node.input) > 2 and node.input[2]
         y = imp.emit(e.op, [x, w], attrs, None if has_bias else node.output[0])
@@ -432,9 +484,6 @@ def _pool(average: bool) -> Handler:
             "ceil_mode": bool(imp.attr("ceil_mode", 0)),
         }
         if average:
-            if dilations != [1] * rank:
-                raise imp.unsupported("AveragePool with dilations")
-            del attrs["dilations"]
             attrs["count_include_pad"] = bool(imp.attr("count_include_pad", 0))
         imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
@@ -468,7 +517,8 @@ def _reshape(imp: Importer, node, e: OnnxOp) -> None:
 
 def _flatten(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis"})
-    axis = int(imp.attr("axis", 1)) % (len(imp.shape(node.input[0])) + 1)
+    axis = int(imp.attr("axis", 1))
+    axis += len(imp.shape(node.input[0])) if axis < 0 else 0  # -r..r; -1 is r - 1
     imp.emit(e.op, [imp.value(node.input[0])], {"axis": axis}, node.output[0])
 
 
@@ -585,18 +635,83 @@ def _reduce(imp: Importer, node, e: OnnxOp) -> None:
 def _where(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
     condition = imp.const_input(0, "Where condition (byoc has no bool tensors)")
-    x_dtype = imp.consts[node.input[1]].dtype if node.input[1] in imp.consts else imp.types[node.input[1]][1]
-    c = imp.constant(condition.astype(x_dtype), node.input[0] + "_mask")
+    c = imp.constant(condition.astype(imp.dtype(node.input[1])), node.input[0] + "_mask")
     imp.emit(e.op, [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
 
 
 def _cast(imp: Importer, node, e: OnnxOp) -> None:
-    imp.check_attrs(node, {"to", "saturate"})
-    target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
-    source = imp.types.get(node.input[0], (None, None))[1]
+    """Cast to ``to``, or CastLike to the dtype of input 1: byoc has no conversion op,
+    so only a cast to the dtype the value already has (a no-op) is taken."""
+    imp.check_attrs(node, {"to", "saturate", "round_mode"})
+    if len(node.input) > 1:
+        target = imp.dtype(node.input[1])
+    else:
+        target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
+    source = imp.dtype(node.input[0])
     if source != target:
         raise imp.unsupported(f"a Cast from {source} to {target} at run time")
     imp.alias(node.output[0], imp.value(node.input[0]))
+
+
+def _prelu(imp: Importer, node, e: OnnxOp) -> None:
+    """PRelu; before opset 7 a slope of one dimension is per channel (axis 1), from
+    it the slope broadcasts as numpy does."""
+    imp.check_attrs(node, set())
+    x_shape, slope_shape = imp.shape(node.input[0]), imp.shape(node.input[1])
+    slope = imp.value(node.input[1])
+    if imp.opset < 7 and len(slope_shape) == 1 and slope_shape[0] > 1 and len(x_shape) > 2:
+        slope = imp.reshaped(node.input[1], [slope_shape[0]] + [1] * (len(x_shape) - 2), e.roles["reshape"])
+    imp.emit(e.op, [imp.value(node.input[0]), slope], out=node.output[0])
+
+
+def _tile(imp: Importer, node, e: OnnxOp) -> None:
+    """Tile by constant repeats: a size-1 axis before each repeated one, expanded to
+    the repeat count, then merged into it (row-major order makes that a tiling)."""
+    imp.check_attrs(node, set())
+    shape = imp.shape(node.input[0])
+    repeats = [int(r) for r in np.ravel(imp.const_input(1, "Tile repeats"))]
+    spread, expanded, merged = [], [], []
+    for size, r in zip(shape, repeats):
+        spread += [1, size] if r != 1 else [size]
+        expanded += [r, size] if r != 1 else [size]
+        merged.append(size * r)
+    x = imp.value(node.input[0])
+    spread_x = imp.emit(e.roles["reshape"], [x], {"newshape": spread})
+    wide = imp.emit(e.op, [spread_x], {"newshape": expanded})
+    imp.emit(e.roles["reshape"], [wide], {"newshape": merged}, node.output[0])
+
+
+def _instance_norm(imp: Importer, node, e: OnnxOp) -> None:
+    """InstanceNormalization: each (batch, channel) plane normalised by its own mean
+    and variance over the spatial axes, then scaled and shifted per channel."""
+    imp.check_attrs(node, {"epsilon"})
+    shape = imp.shape(node.input[0])
+    over = {"axes": list(range(2, len(shape))), "keepdims": True}
+    r = e.roles
+    x = imp.value(node.input[0])
+    centred = imp.emit(r["minus"], [x, imp.emit(e.op, [x], over)])
+    variance = imp.emit(e.op, [imp.emit(r["times"], [centred, centred])], over)
+    eps = imp.scalar(float(imp.attr("epsilon", 1e-5)), node.input[0])
+    normed = imp.emit(
+        r["times"], [centred, imp.emit(r["inverse_sqrt"], [imp.emit(r["plus"], [variance, eps])])]
+    )
+    per_channel = [shape[1]] + [1] * (len(shape) - 2)
+    scale, bias = (imp.reshaped(node.input[k], per_channel, r["reshape"]) for k in (1, 2))
+    imp.emit(r["plus"], [imp.emit(r["times"], [normed, scale]), bias], out=node.output[0])
+
+
+def _shrink(imp: Importer, node, e: OnnxOp) -> None:
+    """Shrink: 0 within [-lambd, lambd], else x moved towards 0 by bias. With
+    s = sign(x - clip(x, -lambd, lambd)) (-1, 0 or 1), that is (x - s * bias) * |s|."""
+    imp.check_attrs(node, {"bias", "lambd"})
+    r = e.roles
+    lambd = float(imp.attr("lambd", 0.5))
+    x = imp.value(node.input[0])
+    inner = imp.emit(e.op, [x], {"min": -lambd, "max": lambd})
+    side = imp.emit(r["sign"], [imp.emit(r["minus"], [x, inner])])
+    bias = imp.scalar(float(imp.attr("bias", 0.0)), node.input[0])
+    moved = imp.emit(r["minus"], [x, imp.emit(r["times"], [side, bias])])
+    imp.emit(r["times"], [moved, imp.emit(r["magnitude"], [side])], out=node.output[0])
 
 
 KINDS: dict[str, Handler] = {
@@ -626,6 +741,10 @@ KINDS: dict[str, Handler] = {
     "reduce": _reduce,
     "select": _where,
     "cast": _cast,
+    "prelu": _prelu,
+    "tile": _tile,
+    "instance_norm": _instance_norm,
+    "shrink": _shrink,
 }
 """The handlers that onnx_ops.yaml's ``kind`` names."""
 
