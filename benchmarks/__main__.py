@@ -18,19 +18,21 @@ import sys
 import time
 from pathlib import Path
 
-from . import codegen_speed, kernel_report, kernels, parse_speed, toolchain
+from . import codegen_speed, compile_time, kernel_report, kernels, parse_speed, toolchain
 
 SUITES = {
     "kernels": kernels.main,
     "toolchain": toolchain.main,
     "parse": parse_speed.main,
     "codegen": codegen_speed.main,
+    "compile": compile_time.main,
 }
 RESULTS = {
     "kernels": kernels.DEFAULT_JSON,
     "toolchain": toolchain.DEFAULT_JSON,
     "parse": "benchmarks/results/parse_speed.json",
     "codegen": "benchmarks/results/codegen_speed.json",
+    "compile": compile_time.DEFAULT_JSON,
 }
 COMMON = ("--quick",)
 
@@ -68,9 +70,11 @@ def summary(names: list[str], elapsed: float) -> str:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        if name in ("kernels", "toolchain"):
+        if name in ("kernels", "toolchain", "compile"):
             for t in data.get("targets", []):
-                value = kernel_report._target_value(t) if name == "kernels" else f"{t['value']:.3f} s"
+                value = {"kernels": kernel_report._target_value(t), "toolchain": f"{t['value']:.3f} s"}.get(
+                    name, f"growth {t['value']:.1f}x per step"
+                )
                 state = kernel_report.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")
                 rows.append((name, t["target"], value, state))
             for f in data.get("failures", []):

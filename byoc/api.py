@@ -1,6 +1,10 @@
 """The Python API: parse text into IR, print it back, evaluate it with numpy, and
 read backend specs.
 
+Three input languages: the graph DSL (``.graph``), ExampleJSON (``.examplejson``) and
+ONNX models (``.onnx``, imported in memory as :func:`byoc.onnx_import.import_program`
+does; ``shapes`` fixes their dynamic dimensions). Programs print as DSL or ExampleJSON.
+
 import byoc
 program = byoc.parse_file("examples/guide_whole_graph.graph")
 outputs = byoc.evaluate(program.functions[0], {"x": x, "w0": w0, ...})
@@ -29,10 +33,13 @@ if TYPE_CHECKING:
 
 SpecPath = str | Path | Iterable[str | Path] | None
 
-LANGUAGES = ("graph", "examplejson")
+LANGUAGES = ("graph", "examplejson", "onnx")
+PRINTED_LANGUAGES = ("graph", "examplejson")
+"""What :func:`print_program` writes: an ONNX model is read, never written."""
 EXAMPLEJSON_BACKEND = "examplejson"
 """The backend spec whose op tokens the ExampleJSON parser and printer use by default."""
-EXTENSIONS = {".graph": "graph", ".examplejson": "examplejson", ".ejson": "examplejson"}
+EXTENSIONS = {".graph": "graph", ".examplejson": "examplejson", ".ejson": "examplejson", ".onnx": "onnx"}
+Shapes = Mapping[str, tuple[int, ...]]
 
 
 def load_catalog(path: str | Path | None = None, *, spec_path: SpecPath = None) -> Catalog:
@@ -88,7 +95,7 @@ def language_of(path: str | Path, language: str | None = None) -> str:
     if found is None:
         raise UsageError(
             f"cannot tell the language of {str(path)!r} from its extension",
-            hint="name it *.graph or *.examplejson, or pass --from graph|examplejson",
+            hint="name it *.graph, *.examplejson or *.onnx, or pass --from graph|examplejson|onnx",
         )
     return found
 
@@ -101,19 +108,31 @@ def parse(
     catalog: Catalog | None = None,
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
+    shapes: Shapes | None = None,
+    weights_files: Mapping[str, bytes] | None = None,
 ) -> Program:
-    """Parse DSL or ExampleJSON text into a validated Program.
+    """Parse DSL or ExampleJSON text, or the bytes of an ONNX model, into a validated
+    Program.
 
     Ops come from ``catalog`` (default: the catalog of the spec search path).
     ExampleJSON op tokens come from the backend spec ``examplejson_backend``, found
-    on the spec search path.
+    on the spec search path. ``shapes`` fixes an ONNX model's input shapes
+    (``{"input": (1, 3, 224, 224)}``, as ``--shape`` does); ``file`` names the text in
+    messages. ``weights_files`` holds DSL weights files in memory by name (a bundle's
+    members), looked up before the file system.
     """
     catalog = catalog or load_catalog(spec_path=spec_path)
     language = language_of(file or "", language)
+    _check_shapes(language, shapes)
+    if language == "onnx":
+        from .onnx_import import import_program
+
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        return import_program(data, shapes, catalog=catalog, spec_path=spec_path, where=file)
     if language == "graph":
         from .grammar.graph_parser import parse_graph
 
-        return parse_graph(text, catalog, file=file)
+        return parse_graph(text, catalog, file=file, weights_files=weights_files)
     from .grammar.examplejson_parser import parse_examplejson
 
     tokens = examplejson_tokens(spec_path, examplejson_backend)
@@ -127,20 +146,34 @@ def parse_file(
     catalog: Catalog | None = None,
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
+    shapes: Shapes | None = None,
 ) -> Program:
-    """Parse a ``.graph`` or ``.examplejson`` file (``-`` reads standard input)."""
+    """Parse a ``.graph``, ``.examplejson`` or ``.onnx`` file (``-`` reads standard
+    input). An ONNX model is read with the external data beside it."""
     import sys
 
     lang = language_of(path, language)
     options = {"catalog": catalog, "spec_path": spec_path, "examplejson_backend": examplejson_backend}
     if str(path) == "-":
-        return parse(sys.stdin.buffer.read(), lang, file="<stdin>", **options)
+        return parse(sys.stdin.buffer.read(), lang, file="<stdin>", shapes=shapes, **options)
     p = Path(path)
+    if lang == "onnx":
+        from .onnx_import import import_program
+
+        return import_program(p, shapes, catalog=catalog, spec_path=spec_path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise ParseError(f"cannot read {p}: {exc.strerror or exc}", Location(str(p), 1, 1)) from None
-    return parse(data, lang, file=str(p), **options)
+    return parse(data, lang, file=str(p), shapes=shapes, **options)
+
+
+def _check_shapes(language: str, shapes: Shapes | None) -> None:
+    if shapes and language != "onnx":
+        raise UsageError(
+            f"--shape fixes the inputs of an ONNX model, and this is a {language} file",
+            hint="a graph declares its input shapes itself",
+        )
 
 
 def print_program(
@@ -155,7 +188,11 @@ def print_program(
 
     External constants print as ``weights["entry"]`` references to their weights file,
     unless ``inline_weights`` asks for their values (a text that stands alone)."""
-    if language_of("", language) == "graph":
+    if language not in PRINTED_LANGUAGES:
+        raise UsageError(
+            f"byoc cannot print {language!r}", hint=f"use one of: {', '.join(PRINTED_LANGUAGES)}"
+        )
+    if language == "graph":
         from .grammar.graph_printer import print_graph
 
         return print_graph(program, inline_weights=inline_weights)

@@ -87,12 +87,14 @@ class FunctionBuilder:
         backend: str | None = None,
         naming: Naming | None = None,
         locator: LineLocator | None = None,
+        composite: str | None = None,
     ) -> None:
         self.catalog = catalog
         self.name = name
         self.loc = loc
         self.source = source
         self.backend = backend
+        self.composite = composite
         self.naming = naming or Naming()
         self.locator = locator
         self.params: list[Param] = []
@@ -231,6 +233,7 @@ class FunctionBuilder:
             tuple(name for name, _ in outputs),
             self.backend,
             self.loc,
+            self.composite,
         )
 
     def _finish_region(self, param_types: Sequence[TensorType], outer: dict[str, int]) -> Function:

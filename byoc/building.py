@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
+SOURCE_WEIGHTS_MEMBER = "source.npz"
+"""The weights file of the source member: its external and large constants' values."""
 USER_CATALOG_MEMBER = "user_ops"
 """The user op catalogs of a build are saved as members ``user_ops_1.yaml``, ... in search order."""
 
@@ -92,9 +94,12 @@ def build(
     language: str | None = None,
     catalog: Catalog | None = None,
     timings: Timings | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
 ):
-    """Build a runnable Model from a file path or a parsed Program (see module doc)."""
-    from .api import backend_loader, load_catalog, parse_file, print_program
+    """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
+    ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
+    (see module doc)."""
+    from .api import backend_loader, load_catalog, parse_file
     from .generator.pipeline import generate
     from .runtime import Model
     from .runtime.manifest import GraphEntry, Manifest
@@ -110,15 +115,14 @@ def build(
             from .api import language_of
 
             lang = language_of(source, language)
-            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path)
+            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
         offloaded = offload(program, lang, backends, loader, catalog)
 
     with timings.measure("generate"):
         generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
-    members: dict[str, bytes] = {a.name: a.text.encode("utf-8") for a in artifacts}
-    # the bundle's copy of the source stands alone: external weights are written out
-    members[SOURCE_MEMBER] = print_program(program, "graph", inline_weights=True).encode("utf-8")
+    members: dict[str, bytes] = {a.name: a.payload for a in artifacts}
+    members.update(source_members(program))
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):
@@ -141,26 +145,50 @@ def build(
         return Model(manifest, members, catalog)
 
 
+def source_members(program: Program) -> dict[str, bytes]:
+    """The bundle's copy of the source, which stands alone: its external and large
+    constants are read from a weights file that is a member too, so the text stays
+    the size of the graph, whatever its weights."""
+    from .api import print_program
+    from .generator.artifacts import LARGE_CONSTANT_ELEMENTS
+    from .grammar.weights_file import externalize
+
+    program, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS, sourced=True)
+    members = {SOURCE_MEMBER: print_program(program, "graph").encode("utf-8")}
+    if weights is not None:
+        members[SOURCE_WEIGHTS_MEMBER] = weights
+    return members
+
+
 def _package_module(name, spec, artifacts, lowered, option_values, members: dict[str, bytes]) -> ModuleEntry:
     from .generator.artifacts import Role
     from .runtime.interface import Signature
     from .runtime.manifest import ENTRY_TYPES, LibraryEntry
 
-    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER)]
+    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER, Role.WEIGHTS)]
     module = next(a for a in own if a.role is Role.MODULE)
     kind = spec.kind
     if kind.compiled:
         from .runtime.build import build_artifacts
 
         values = spec.template_values(option_values)
-        library = build_artifacts({a.name: a.text for a in own}, module.name, spec.compile, values)
+        linkages = [r.check(name) for r in spec.requires.values()]
+        library = build_artifacts(
+            {a.name: a.content for a in own},
+            module.name,
+            spec.compile,
+            values,
+            include_flags=[f for linkage in linkages for f in linkage.compile_flags],
+            link_flags=[f for linkage in linkages for f in linkage.link_flags],
+        )
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
         functions = {
             fn.name: Signature(tuple(p.type for p in fn.params), fn.output_types)
             for fn in lowered.externals_for(name)
         }
-        return LibraryEntry(name, lib_name, functions, sources=tuple(a.name for a in own))
+        sources = tuple(a.name for a in own)
+        return LibraryEntry(name, lib_name, functions, sources, tuple(spec.requires.values()))
     entry_type = ENTRY_TYPES.get(kind.name) if kind.name_table is not None else None
     if entry_type is None:
         raise UsageError(f"backend {name}: codegen kind {kind.name!r} cannot be built")

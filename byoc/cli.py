@@ -15,8 +15,10 @@ import traceback
 from collections.abc import Sequence
 
 from . import __version__
+from .api import LANGUAGES, PRINTED_LANGUAGES
 from .cli_gen import add_commands as add_gen_commands
 from .cli_import import add_commands as add_import_commands
+from .cli_import import add_shape_argument
 from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
@@ -32,6 +34,7 @@ examples:
   byoc check spec/backends/*.yaml
   byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
   byoc import model.onnx -o models            # models/model.graph + models/model.npz
+  byoc run model.onnx --backend fused         # an ONNX model directly (imported in memory)
 
 spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated by
 ':'), then the shipped spec/backends/. The first <name>.yaml found wins. The ops.yaml
@@ -85,9 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         parents=parents,
         help="parse and validate a graph, then print it normalised",
         description=(
-            "Parse a .graph (DSL) or .examplejson file, check it against the op catalog "
-            "(names, cycles, shapes, dtypes), and print it in normal form. With --to, "
-            "convert between the two languages."
+            "Parse a .graph (DSL) or .examplejson file, or import an .onnx model, check it "
+            "against the op catalog (names, cycles, shapes, dtypes), and print it in normal "
+            "form. With --to, convert between the languages (an ONNX model prints as DSL)."
         ),
         epilog=(
             "examples:\n"
@@ -95,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
             "  byoc parse examples/tvm_external_runtime.examplejson --to graph\n"
             "  cat g.graph | byoc parse - --from graph\n"
             "  byoc parse g.examplejson --spec-path my_specs   # op tokens from my_specs/examplejson.yaml\n"
+            "  byoc parse model.onnx --shape x=1,3,32,32       # an ONNX model as DSL (weights: model.npz)\n"
             "\n"
             "ExampleJSON op tokens (add, sub, mul, ...) come from the examplejson backend spec.\n"
         ),
@@ -104,12 +108,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--from",
         dest="source_language",
-        choices=("graph", "examplejson"),
+        choices=LANGUAGES,
         help="the input language (default: from the file extension)",
     )
     p.add_argument(
-        "--to", choices=("graph", "examplejson"), help="the output language (default: the input language)"
+        "--to",
+        choices=PRINTED_LANGUAGES,
+        help="the output language (default: the input language; graph for an ONNX model)",
     )
+    add_shape_argument(p)
     p.set_defaults(run=_cmd_parse)
 
     add_ops_commands(sub, parents)
@@ -123,10 +130,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_parse(args: argparse.Namespace) -> int:
     from .api import language_of, parse_file, print_program
+    from .cli_import import shapes_of
 
     source = language_of(args.file, args.source_language)
-    program = parse_file(args.file, source, spec_path=args.spec_path)
-    sys.stdout.write(print_program(program, args.to or source, spec_path=args.spec_path))
+    program = parse_file(args.file, source, spec_path=args.spec_path, shapes=shapes_of(args))
+    to = args.to or (source if source in PRINTED_LANGUAGES else "graph")
+    sys.stdout.write(print_program(program, to, spec_path=args.spec_path))
     return 0
 
 

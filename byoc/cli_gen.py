@@ -13,6 +13,7 @@ examples:
   byoc gen examples/guide_whole_graph.graph -o out/         # write every artifact
   byoc gen examples/tvm_external_runtime.examplejson --backend ccompiler -o out/
   byoc gen g.graph -o out/ --option opt_level=3 --option ccompiler.fast_math=true
+  byoc gen model.onnx --backend fused -o out/     # an ONNX model, imported in memory
 
 artifacts: one module per backend (ccompiler.c, engine.cc + its header,
 examplejson.examplejson, json.json), and per graph its host graph
@@ -42,20 +43,35 @@ def add_commands(sub, parents) -> None:
     g.set_defaults(run=_cmd_gen)
 
 
+class _BackendList(argparse.Action):
+    """--backend a,b is --backend a --backend b."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        names = [name.strip() for name in values.split(",")]
+        if not all(names):
+            parser.error(f"argument --backend: {values!r} names an empty backend")
+        getattr(namespace, self.dest).extend(names)
+
+
 def add_graph_arguments(p: argparse.ArgumentParser) -> None:
-    """FILE, --from, --backend and --option: shared by gen, build and run."""
+    """FILE, --from, --backend, --option and --shape: shared by gen, build, run,
+    partition and dot."""
+    from .api import LANGUAGES
+    from .cli_import import add_shape_argument
+
     p.add_argument(
-        "file", metavar="FILE", help="a .graph or .examplejson file ('-' reads standard input, with --from)"
+        "file",
+        metavar="FILE",
+        help="a .graph, .examplejson or .onnx file ('-' reads standard input, with --from)",
     )
-    p.add_argument(
-        "--from", dest="source_language", choices=("graph", "examplejson"), help="the input language"
-    )
+    p.add_argument("--from", dest="source_language", choices=LANGUAGES, help="the input language")
     p.add_argument(
         "--backend",
-        action="append",
+        action=_BackendList,
         default=[],
-        metavar="NAME",
-        help="the backend to offload to (ExampleJSON: default examplejson); `byoc backends` lists them",
+        metavar="NAME[,NAME...]",
+        help="the backend to offload to (ExampleJSON: default examplejson), repeatable, in order of "
+        "preference; `byoc backends` lists them",
     )
     p.add_argument(
         "--option",
@@ -64,6 +80,7 @@ def add_graph_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a backend build option, KEY or BACKEND.KEY; typed by the spec (see spec/README.md)",
     )
+    add_shape_argument(p)
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
@@ -82,20 +99,23 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     from .api import backend_loader, language_of, load_catalog, parse_file
     from .atomic import write_directory
     from .building import offload
+    from .cli_import import shapes_of
     from .generator.artifacts import Role
     from .generator.pipeline import generate
 
     catalog = load_catalog(spec_path=args.spec_path)
     loader = backend_loader(args.spec_path, catalog)
     language = language_of(args.file, args.source_language)
-    program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
+    program = parse_file(
+        args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
+    )
     program = offload(program, language, args.backend, loader, catalog)
     artifacts = generate(program, catalog, loader, parse_options(args.option)).artifacts
     if args.output is None:
         main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)
         return 0
-    written = write_directory(args.output, {a.name: a.text for a in artifacts})
+    written = write_directory(args.output, {a.name: a.content for a in artifacts})
     for path, artifact in zip(written, artifacts):
         sys.stdout.write(
             f"wrote {path}  ({artifact.role.value}{', ' + artifact.backend if artifact.backend else ''})\n"

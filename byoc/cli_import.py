@@ -24,28 +24,41 @@ def add_commands(sub, parents) -> None:
             "  byoc import resnet50.onnx -o models      # models/resnet50.graph + models/resnet50.npz\n"
             "  byoc import model.onnx --shape input=1,3,224,224   # fix a dynamic dimension\n"
             "  byoc run models/resnet50.graph --backend fused\n"
+            "  byoc run resnet50.onnx --backend fused    # the same, without the import step\n"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="the .onnx file")
     p.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write (default: .)")
+    add_shape_argument(p)
+    p.set_defaults(run=_cmd_import)
+
+
+def add_shape_argument(p: argparse.ArgumentParser) -> None:
+    """--shape NAME=DIMS: every command that reads a model takes it."""
     p.add_argument(
         "--shape",
         action="append",
         default=[],
         metavar="NAME=DIMS",
-        help="the static shape of an input, e.g. input=1,3,224,224; repeatable",
+        help="an ONNX model's input shape, e.g. input=1,3,224,224, to fix its dynamic dimensions; repeatable",
     )
-    p.set_defaults(run=_cmd_import)
+
+
+def shapes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """The --shape arguments as ``{input: dims}``."""
+    from .onnx_import import parse_shapes
+
+    return parse_shapes(args.shape)
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from .api import parse
     from .atomic import write_file
     from .errors import UsageError
-    from .onnx_import import import_onnx, parse_shapes
+    from .onnx_import import import_onnx
 
-    shapes = parse_shapes(args.shape)
+    shapes = shapes_of(args)
     out = Path(args.output)
     if not out.is_dir():
         raise UsageError(f"-o {out}: not a directory", hint="create it first")

@@ -13,12 +13,15 @@ PARTITION_EPILOG = """\
 examples:
   byoc partition examples/guide_plain_graph.graph --backend ccompiler
   byoc partition g.graph --backend engine --backend json   # engine first, then json
+  byoc partition model.onnx --backend ccompiler,json       # the same as two --backend
 
 Each op goes to the first backend, in --backend order, whose spec supports it
 (op, dtypes, rank, broadcasting, attributes); ops no backend takes stay on the
 host. Neighbouring ops of one backend merge into the largest regions that create
 no cycle through the host. Regions already written as @backend { ... } are kept.
 The output is DSL with explicit regions: edit it, and `byoc run` the result.
+An ONNX model's weights print as references to MODEL.npz, the weights file that
+`byoc import MODEL.onnx` writes (the same digest).
 """
 
 DOT_EPILOG = """\
@@ -65,10 +68,13 @@ def add_commands(sub, parents) -> None:
 
 def _partitioned(args: argparse.Namespace, catalog):
     from .api import backend_loader, language_of, parse_file
+    from .cli_import import shapes_of
     from .generator.partition import partition
 
     language = language_of(args.file, args.source_language)
-    program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
+    program = parse_file(
+        args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
+    )
     if args.option:
         raise UsageError("--option does not change partitioning", hint="pass options to gen, build or run")
     if args.backend:

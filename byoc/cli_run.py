@@ -20,10 +20,20 @@ examples:
   byoc run model.byoc                          # a bundle from `byoc build`
   byoc run g.graph --inputs data.npz --rtol 1e-6
   byoc run g.graph --option opt_level=3 --seed 7
+  byoc run model.onnx --backend fused --shape x=1,3,32,32
+  byoc run model.onnx --backend fused --inputs test_data_set_0 --save-outputs out.npz
 
-It parses, generates, compiles (or loads a bundle), runs every graph on seeded
-random inputs (or on --inputs, an .npz with one array per graph input; for several
-graphs name them GRAPH/INPUT), and compares every output with the numpy reference.
+It parses (or imports an ONNX model), generates, compiles (or loads a bundle), runs
+every graph on seeded random inputs (or on --inputs, an .npz with one array per graph
+input; for several graphs name them GRAPH/INPUT), and compares every output with the
+numpy reference.
+
+--inputs may also be an ONNX test-data directory (test_data_set_0/): input_K.pb
+feeds the graph's K-th input (for an imported model, its K-th ONNX input). When the
+directory holds output_K.pb files, the outputs are also compared with them, with
+ONNX's own test tolerances (rtol 1e-3, atol 1e-7) unless --rtol/--atol are given.
+--save-outputs writes the outputs as an .npz: output_K (GRAPH/output_K for several
+graphs).
 
 exit status: 0 when every output matches, 1 on a mismatch, 2 on bad input
 """
@@ -64,19 +74,25 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(r)
-    r.add_argument("--inputs", metavar="NPZ", help="input arrays (.npz); default: seeded random inputs")
+    r.add_argument(
+        "--inputs",
+        metavar="NPZ|DIR",
+        help="input arrays: an .npz, or an ONNX test-data directory (input_*.pb, output_*.pb); "
+        "default: seeded random inputs",
+    )
+    r.add_argument("--save-outputs", metavar="NPZ", help="write every graph's outputs into this .npz")
     r.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default 0)")
     r.add_argument(
         "--rtol",
         type=_tolerance,
         default=None,
-        help="relative tolerance (default: 1e-5 float32, 1e-12 float64)",
+        help="relative tolerance (default: 1e-5 float32, 1e-12 float64; 1e-3 against output_*.pb)",
     )
     r.add_argument(
         "--atol",
         type=_tolerance,
         default=None,
-        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64)",
+        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64; 1e-7 against output_*.pb)",
     )
     r.set_defaults(run=_cmd_run)
 
@@ -105,6 +121,7 @@ def _tolerance(text: str) -> float:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from .building import Timings, build
+    from .cli_import import shapes_of
 
     timings = Timings()
     model = build(
@@ -114,6 +131,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         spec_path=args.spec_path,
         language=args.source_language,
         timings=timings,
+        shapes=shapes_of(args),
     )
     model.save(args.output)
     size = Path(args.output).stat().st_size
@@ -128,6 +146,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import load_catalog, parse
     from .building import Timings, build
+    from .cli_import import shapes_of
     from .reference import evaluate
     from .runtime import load
 
@@ -137,17 +156,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--backend and --option do not apply to a built bundle", hint="rebuild it with `byoc build`"
             )
+        if args.shape:
+            raise UsageError(
+                "--shape does not apply to a built bundle", hint="its input shapes were fixed by `byoc build`"
+            )
         with timings.measure("load"):
             model = load(args.file)  # with the op catalog the bundle was built with
             catalog, source = model.catalog, model.manifest.source
-            program = parse(model.text(source), "graph", file=f"{args.file}:{source}", catalog=catalog)
+            text, where = model.text(source), f"{args.file}:{source}"
+            program = parse(text, "graph", file=where, catalog=catalog, weights_files=model.members)
     else:
         from .api import language_of, parse_file
 
         catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
         with timings.measure("parse"):
-            program = parse_file(args.file, language, catalog=catalog, spec_path=args.spec_path)
+            program = parse_file(
+                args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
+            )
         model = build(
             program,
             backends=args.backend,
@@ -157,17 +183,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
             catalog=catalog,
             timings=timings,
         )
-    supplied = _load_inputs(args.inputs) if args.inputs else None
+    qualified = len(model.graph_names) > 1
+    supplied, origins, stored = _supplied(args.inputs, model, program)
     backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
-    failed = 0
-    qualified = len(model.graph_names) > 1
+    failed = failed_stored = 0
     graph_inputs = {
-        name: _inputs(model.executor(name), name, supplied, args.seed, qualified)
+        name: _inputs(model.executor(name), name, supplied, origins, args.seed, qualified)
         for name in model.graph_names
     }
     if supplied is not None:
         _check_unused(supplied, model, qualified)
+    saved: dict[str, np.ndarray] = {}
     for name, inputs in graph_inputs.items():
         executor = model.executor(name)
         fn = program.function(name)
@@ -175,17 +202,88 @@ def _cmd_run(args: argparse.Namespace) -> int:
             outputs = executor(**inputs)
         with timings.measure("reference"):
             expected = evaluate(fn, inputs, catalog)
-        failed += _report(name, inputs, outputs, expected, args)
+        sys.stdout.write(f"graph {name}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
+        failed += _report(outputs, expected, args.rtol, args.atol)
+        if stored is not None and stored.outputs:
+            sys.stdout.write(f"  against {stored.directory}/output_*.pb:\n")
+            want = [t.array for t in stored.outputs]
+            failed_stored += _report(outputs, want, _or(args.rtol, STORED_RTOL), _or(args.atol, STORED_ATOL))
+        saved.update(
+            (f"{name}/output_{k}" if qualified else f"output_{k}", out) for k, out in enumerate(outputs)
+        )
     stages = " · ".join(f"{k} {_ms(v)}" for k, v in timings.stages.items())
     sys.stdout.write(f"stages: {stages}\n")
-    if failed:
-        sys.stdout.write(f"result: {failed} output(s) differ from the numpy reference\n")
+    if args.save_outputs:
+        from .atomic import write_file
+        from .npz_files import npz_bytes
+
+        write_file(args.save_outputs, npz_bytes(saved))
+        sys.stdout.write(f"wrote {args.save_outputs} ({len(saved)} array(s))\n")
+    if failed or failed_stored:
+        differ = [f"{failed} output(s) differ from the numpy reference"] if failed else []
+        differ += (
+            [f"{failed_stored} output(s) differ from {stored.directory}/output_*.pb"] if failed_stored else []
+        )
+        sys.stdout.write(f"result: {'; '.join(differ)}\n")
         return 1
-    sys.stdout.write("result: every output matches the numpy reference\n")
+    also = f" and {stored.directory}/output_*.pb" if stored is not None and stored.outputs else ""
+    sys.stdout.write(f"result: every output matches the numpy reference{also}\n")
     return 0
 
 
-def _inputs(executor, graph: str, supplied, seed: int, qualified: bool) -> dict[str, np.ndarray]:
+STORED_RTOL, STORED_ATOL = 1e-3, 1e-7
+"""The default tolerances against stored output_*.pb files: ONNX's backend tests' own."""
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _supplied(path: str | None, model, program):
+    """``(arrays, origins, test_data)`` of --inputs: the arrays by --inputs key (None:
+    random inputs), where each came from (for messages), and the ONNX test data when
+    --inputs is a directory (None otherwise)."""
+    if path is None:
+        return None, {}, None
+    if not Path(path).is_dir():
+        arrays = read_npz(path, f"--inputs {path}", UsageError)
+        return arrays, {key: f"--inputs array {key!r}" for key in arrays}, None
+    from .onnx_test_data import read_test_data
+
+    data = read_test_data(path)
+    if len(model.graph_names) != 1:
+        raise UsageError(
+            f"--inputs {path}: an ONNX test-data directory feeds one graph, and this file has "
+            f"{len(model.graph_names)}",
+            hint="pass an .npz with GRAPH/INPUT arrays",
+        )
+    (graph,) = model.graph_names
+    names = model.executor(graph).input_names
+    if len(data.inputs) != len(names):
+        raise UsageError(
+            f"--inputs {path} holds {len(data.inputs)} input file(s), but graph {graph} takes "
+            f"{len(names)} input(s): {', '.join(names)}",
+            hint="input_K.pb feeds the graph's K-th input",
+        )
+    want = program.function(graph).output_types
+    if data.outputs and len(data.outputs) != len(want):
+        raise UsageError(
+            f"--inputs {path} holds {len(data.outputs)} output file(s), but graph {graph} has {len(want)} output(s)"
+        )
+    for k, (tensor, t) in enumerate(zip(data.outputs, want)):
+        _check_array(tensor.array, t, f"--inputs {tensor.file}", f"output {k} of {graph} is")
+    arrays = {name: tensor.array for name, tensor in zip(names, data.inputs)}
+    origins = {name: f"--inputs {tensor.file} (for input {name})" for name, tensor in zip(names, data.inputs)}
+    return arrays, origins, data
+
+
+def _check_array(array: np.ndarray, t, what: str, wanted: str) -> None:
+    """``array`` is of type ``t``, else an error: "WHAT is float64[2], but WANTED float32[2]"."""
+    if array.shape != t.shape or array.dtype != np.dtype(t.dtype):
+        raise UsageError(f"{what} is {array.dtype}{list(array.shape)}, but {wanted} {t}")
+
+
+def _inputs(executor, graph: str, supplied, origins, seed: int, qualified: bool) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     inputs: dict[str, np.ndarray] = {}
     for name in executor.input_names:
@@ -204,12 +302,8 @@ def _inputs(executor, graph: str, supplied, seed: int, qualified: bool) -> dict[
                 f"--inputs has no array {key!r}",
                 hint=f"graph {graph} takes: {', '.join(executor.input_names)}",
             )
-        array = supplied[key]
-        if array.shape != t.shape or array.dtype != np.dtype(t.dtype):
-            raise UsageError(
-                f"--inputs array {key!r} is {array.dtype}{list(array.shape)}, but {graph} takes {t}"
-            )
-        inputs[name] = array
+        _check_array(supplied[key], t, origins[key], f"{graph} takes")
+        inputs[name] = supplied[key]
     return inputs
 
 
@@ -228,16 +322,12 @@ def _check_unused(supplied, model, qualified: bool) -> None:
         )
 
 
-def _load_inputs(path: str) -> dict[str, np.ndarray]:
-    return read_npz(path, f"--inputs {path}", UsageError)
-
-
-def _report(graph, inputs, outputs, expected, args) -> int:
-    sys.stdout.write(f"graph {graph}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
+def _report(outputs, expected, rtol: float | None, atol: float | None) -> int:
+    """Print a table of ``outputs`` against ``expected``; the number that differ."""
     rows = [("output", "shape", "dtype", "max abs error", "status")]
     failed = 0
     for k, (got, want) in enumerate(zip(outputs, expected)):
-        status, error = _compare(got, want, args)
+        status, error = _compare(got, want, rtol, atol)
         failed += status != "ok"
         rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -246,7 +336,7 @@ def _report(graph, inputs, outputs, expected, args) -> int:
     return failed
 
 
-def _compare(got: np.ndarray, want: np.ndarray, args) -> tuple[str, str]:
+def _compare(got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None) -> tuple[str, str]:
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"MISMATCH (expected {want.dtype}{list(want.shape)})", "-"
     if got.size == 0:
@@ -255,8 +345,8 @@ def _compare(got: np.ndarray, want: np.ndarray, args) -> tuple[str, str]:
         error = int(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
         return ("ok" if error == 0 else "MISMATCH"), str(error)
     precise = got.dtype == np.float64
-    rtol = args.rtol if args.rtol is not None else (1e-12 if precise else 1e-5)
-    atol = args.atol if args.atol is not None else (1e-12 if precise else 1e-6)
+    rtol = _or(rtol, 1e-12 if precise else 1e-5)
+    atol = _or(atol, 1e-12 if precise else 1e-6)
     error = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
     ok = np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     return ("ok" if ok else "MISMATCH"), f"{error:.3g}"

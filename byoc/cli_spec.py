@@ -38,6 +38,8 @@ examples:
 
 Backends are found in the --spec-path directories, then in $BYOC_SPEC_PATH
 (separated by ':'), then in the shipped spec/backends/; the first <name>.yaml wins.
+Below the table, each library a backend requires (its spec's `requires:`) is shown
+as found, with where, or as missing, with how to install it.
 """
 
 
@@ -93,6 +95,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
         return 0
     found = find_backends(args.spec_path)
     rows = [("backend", "kind", "dtypes", "ranks", "ops")]
+    libraries: list[str] = []
     status = 0
     for path in found.values():
         try:
@@ -104,8 +107,27 @@ def cmd_backends(args: argparse.Namespace) -> int:
         rows.append(
             (spec.name, spec.kind.name, ", ".join(spec.dtypes), ranks_text(spec.ranks), ", ".join(spec.ops))
         )
+        libraries += (f"  {spec.name}: {line}" for line in requirement_lines(spec))
     _table(rows)
+    if libraries:
+        sys.stdout.write("\nlibraries:\n" + "\n".join(libraries) + "\n")
     return status
+
+
+def requirement_lines(spec: BackendSpec) -> list[str]:
+    """One line per library ``spec`` requires: found (where) or missing (why, and how to install)."""
+    from .spec.requirements import NotFound
+
+    lines = []
+    for req in spec.requires.values():
+        try:
+            linkage = req.locate()
+        except NotFound as exc:
+            lines.append(f"{req.name}: missing ({exc}); install: {req.install}")
+        else:
+            where = [*linkage.files, *(f"headers in {d}" for d in linkage.include_dirs)]
+            lines.append(f"{req.name}: found ({'; '.join(where) or 'in the default directories'})")
+    return lines
 
 
 def describe(spec: BackendSpec) -> str:
@@ -124,6 +146,14 @@ def describe(spec: BackendSpec) -> str:
         lines.append(f"  compile:       {comp.compiler} -std={comp.std} {flags}  ({comp.language})")
     else:
         lines.append(f"  compile:       nothing; byoc.runtime interprets the {comp.language} artifact")
+    if spec.requires:
+        lines.append("  requires:")
+        for req, status in zip(spec.requires.values(), requirement_lines(spec)):
+            found_from = ", ".join(f"{k}: {v}" for k, v in req.where.items())
+            lines.append(f"    {status}")
+            lines.append(
+                f"      headers {', '.join(req.headers) or 'none'}; libraries {', '.join(req.libraries) or 'none'}; from {found_from}"
+            )
     lines.append("  options:" + ("" if spec.options else "       none"))
     for o in spec.options.values():
         value = value_text(o.default)
@@ -132,6 +162,9 @@ def describe(spec: BackendSpec) -> str:
     lines.append("  ops:")
     for op, b in spec.ops.items():
         lines.append(f"    {op}: {b.describe()}")
+    if spec.patterns:
+        lines.append("  patterns (composites, matched largest first):")
+        lines += [f"    {name}: {p.describe()}" for name, p in spec.patterns.items()]
     return "\n".join(lines) + "\n"
 
 

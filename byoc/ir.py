@@ -15,6 +15,10 @@ Conventions:
 * Nested calls in the DSL become nodes with anonymous names ``%<k>``. They are not
   valid DSL identifiers, so they never collide with a user's names, and the printer
   folds them back into nested calls.
+* A node whose callee has ``composite`` set is a *composite*: a small group of ops
+  that a backend spec's pattern matched and that its backend runs as one kernel
+  (TVM's ``Composite`` functions). It sits inside the region of that backend and
+  prints as ``y = @backend.pattern { ... }``.
 * Source locations never take part in equality: ``parse(print(f)) == f``.
 
 The types here are plain frozen data. Checking a function against the op catalog
@@ -24,8 +28,11 @@ lives in :mod:`byoc.validate`; building one from unordered statements lives in
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from math import prod
+
+import numpy as np
 
 from .errors import Location
 
@@ -130,9 +137,20 @@ class WeightsSource:
     entry: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Constant:
-    """A named constant tensor. ``values`` is flat, in row-major (C) order.
+    """A named constant tensor.
+
+    ``values`` is a read-only, C-contiguous numpy array of the constant's dtype, flat
+    (one dimension, row-major order): a 25-million-element weight is 100 MB of
+    float32, not 25 million Python floats. Anything array-like may be passed in
+    (a tuple, a list, an array of any shape or dtype); it is converted with
+    ``np.array(values, dtype)`` as the numpy reference does, flattened, and frozen.
+    :attr:`array` is the same data viewed in the constant's shape.
+
+    Two constants are equal when their names, types and value *bytes* are: a NaN
+    equals the same NaN and ``-0.0`` differs from ``0.0``, so equality is exactly
+    "the same constant" and ``parse(print(f)) == f`` holds bit for bit.
 
     ``source`` says where the values were read from, for an external constant
     (``const float32[64] weights["conv1.w"]``); the printer writes that reference
@@ -141,9 +159,62 @@ class Constant:
 
     name: str
     type: TensorType
-    values: tuple[int | float, ...]
+    values: np.ndarray
     loc: Location | None = field(default=None, compare=False, repr=False)
     source: WeightsSource | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", frozen_values(self.values, self.type.dtype))
+
+    @property
+    def array(self) -> np.ndarray:
+        """The values in the constant's shape (a read-only view), or flat when their
+        count does not match the type (which :func:`byoc.validate` reports)."""
+        if self.values.size != self.type.size:
+            return self.values
+        return self.values.reshape(self.type.shape)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Constant):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.type == other.type
+            and self.values.dtype == other.values.dtype
+            and self.values.shape == other.values.shape
+            and bool(np.array_equal(self.values.view(np.uint8), other.values.view(np.uint8)))
+        )
+
+    def __hash__(self) -> int:
+        # The digest keeps hashing a 100 MB constant to one pass over its bytes, no copy.
+        digest = hashlib.blake2b(self.values.data, digest_size=8).digest()
+        return hash((self.name, self.type, self.values.dtype.str, digest))
+
+
+def frozen_values(values: object, dtype: str) -> np.ndarray:
+    """``values`` as a constant holds them: a flat, C-contiguous, read-only array of
+    ``dtype``; an array that already is one is used as is, without a copy."""
+    if (
+        isinstance(values, np.ndarray)
+        and values.dtype == np.dtype(dtype)
+        and values.ndim == 1
+        and values.flags.c_contiguous
+        and not values.flags.writeable
+    ):
+        return values
+    array = np.array(values, dtype=dtype).reshape(-1)  # always a copy: nobody else can write it
+    array.flags.writeable = False
+    return array
+
+
+def plain_numbers(values: np.ndarray) -> list[int | float]:
+    """A constant's values as Python numbers, as its text writes them: ints, doubles,
+    and for float32 the double nearest the shortest decimal that reads back as the
+    float32 (``0.1``, not ``0.10000000149011612``), so printing, JSON and C show
+    what the user wrote."""
+    if values.dtype == np.float32:
+        return [float(str(v)) for v in values]
+    return values.tolist()
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +256,8 @@ class Function:
 
     ``name`` is ``None`` for a backend region that the DSL did not name; the
     generator gives it a symbol from the backend's prefix. ``backend`` is ``None``
-    for host code.
+    for host code. ``composite`` names the backend's pattern that a composite's
+    callee implements (None for every other function).
     """
 
     name: str | None
@@ -195,6 +267,7 @@ class Function:
     outputs: tuple[str, ...]
     backend: str | None = None
     loc: Location | None = field(default=None, compare=False, repr=False)
+    composite: str | None = None
 
     def types(self) -> dict[str, TensorType]:
         """Every name defined in this function, mapped to its type."""

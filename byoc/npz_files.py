@@ -1,9 +1,10 @@
 """Reading and writing ``.npz`` archives safely: never unpickling, every failure a
 ByocError.
 
-Two surfaces read archives: ``byoc run --inputs`` (a :class:`~byoc.errors.UsageError`)
-and a graph's weights file (a located :class:`~byoc.errors.GraphError`); both call
-:func:`read_npz` with the error to raise and a phrase naming the file.
+Three surfaces read archives: ``byoc run --inputs`` (a :class:`~byoc.errors.UsageError`),
+a graph's weights file (a located :class:`~byoc.errors.GraphError`) and a JSON module's
+large constants (a :class:`~byoc.errors.RuntimeFailure`); each calls :func:`read_npz`
+with the error to raise and a phrase naming the file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Callable, Mapping
+from typing import BinaryIO
 
 import numpy as np
 
@@ -19,9 +21,10 @@ from .errors import ByocError
 NEVER_UNPICKLES = "byoc never unpickles; save plain arrays with np.savez"
 
 
-def read_npz(path: str, what: str, error: Callable[..., ByocError]) -> dict[str, np.ndarray]:
-    """Every array of the .npz archive at ``path``; ``what`` names it in messages
-    ("--inputs x.npz"), ``error(message, hint=...)`` builds the error to raise."""
+def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -> dict[str, np.ndarray]:
+    """Every array of the .npz archive at ``path`` (or in an open binary file); ``what``
+    names it in messages ("--inputs x.npz"), ``error(message, hint=...)`` builds the
+    error to raise."""
     try:
         data = np.load(path, allow_pickle=False)
         if not hasattr(data, "files"):  # a .npy file: one plain array, not a context manager

@@ -34,12 +34,12 @@ weights file."""
 _KEYWORDS = frozenset(("graph", "return", "const", "as", "true", "false"))
 
 
-def require_onnx():
-    """The ``onnx`` module, or a UsageError saying how to install it."""
+def require_onnx(purpose: str = "importing ONNX models"):
+    """The ``onnx`` module, or a UsageError saying how to install it for ``purpose``."""
     try:
         import onnx
     except ImportError:
-        raise UsageError("importing ONNX models needs the onnx package", hint=INSTALL_HINT) from None
+        raise UsageError(f"{purpose} needs the onnx package", hint=INSTALL_HINT) from None
     return onnx
 
 
@@ -70,47 +70,163 @@ def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+MIN_OPSET = 7
+"""The oldest ONNX opset byoc imports (older ones predate broadcasting as it is now)."""
+
+
 def load_model(path: str | Path):
-    """The ModelProto at ``path``, checked; a clean error for a malformed file."""
-    onnx = require_onnx()
+    """The ModelProto at ``path``, with the external data that sits beside it, checked;
+    a clean error for a malformed file."""
+    require_onnx()
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        model = onnx.load_model_from_string(data)
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ParseError(
-            f"{path} is not a valid ONNX model ({type(exc).__name__}: {exc})",
-            hint="the file is truncated or not an ONNX protobuf",
-        ) from None
+    model = model_from_bytes(data, str(path))
+    _load_external_data(model, Path(path).parent, str(path))
     return check_model(model, str(path))
 
 
+def model_from_bytes(data: bytes, where: str):
+    """The (unchecked) ModelProto serialised in ``data``."""
+    onnx = require_onnx()
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise ParseError(
+            f"{where} is not a valid ONNX model ({type(exc).__name__}: {exc})",
+            hint="the file is truncated or not an ONNX protobuf",
+        ) from None
+
+
+def _external_tensors(model):
+    """The tensors of ``model`` that keep their data in a file."""
+    from onnx.external_data_helper import uses_external_data
+
+    return [t for t in _tensors(model.graph) if uses_external_data(t)]
+
+
+def _tensors(graph):
+    """Every tensor of ``graph``: initializers and node attributes, subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _tensors(sub)
+
+
+def _load_external_data(model, directory: Path | None, where: str) -> None:
+    """Read the tensors that ``model`` keeps in files of ``directory`` (None: the model
+    came from memory, so there is nowhere to look). Each file must be a regular file
+    inside ``directory``."""
+    tensors = _external_tensors(model)
+    if not tensors:
+        return
+    from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_tensor
+
+    for tensor in tensors:
+        location = ExternalDataInfo(tensor).location
+        what = f"{where}: tensor {tensor.name!r} keeps its data in {location!r}"
+        if directory is None:
+            raise UsageError(f"{what}, but the model was given in memory", hint="import it from its file")
+        file = directory / location
+        if Path(location).is_absolute() or ".." in Path(location).parts:
+            raise ParseError(
+                f"{what}, outside the model's directory", hint="keep data files beside the model"
+            )
+        if not file.is_file():
+            raise ParseError(
+                f"{what}, which is missing (no file {file})", hint="copy the data file beside the model"
+            )
+        try:
+            load_external_data_for_tensor(tensor, str(directory))
+        except Exception as exc:  # a short file, a bad offset
+            raise ParseError(f"{what}, which cannot be read ({type(exc).__name__}: {exc})") from None
+
+
 def check_model(model, where: str):
-    """``model`` if ONNX's checker accepts it; a clean error naming ``where`` if not."""
+    """``model`` if ONNX's checker accepts it and byoc can take its opset, inputs and
+    outputs; a clean error naming ``where`` if not."""
     onnx = require_onnx()
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or opset < MIN_OPSET:
+        raise GraphError(
+            f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
+            hint="convert it first: onnx.version_converter.convert_version(model, 13)",
+        )
+    initializers = {t.name for t in model.graph.initializer}
+    for value in model.graph.input:
+        if value.name not in initializers:
+            _check_tensor("input", value)
+            _check_dtype(onnx, value)
+    for value in model.graph.output:  # their dtypes are the importer's to judge, at the node
+        _check_tensor("output", value)
     return model
 
 
+def _check_tensor(role: str, value) -> None:
+    """A model input or output must be a tensor."""
+    kind = value.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise GraphError(
+            f"{role} {value.name!r} is a {(kind or 'untyped value').removesuffix('_type')}, not a tensor",
+            hint="byoc imports models whose inputs and outputs are tensors",
+        )
+
+
+def _check_dtype(onnx, value) -> None:
+    """A model input must have a dtype byoc has."""
+    elem = value.type.tensor_type.elem_type
+    try:
+        name = onnx.TensorProto.DataType.Name(elem).lower()
+        supported = elem != 0 and onnx.helper.tensor_dtype_to_np_dtype(elem).name in DTYPES
+    except (ValueError, KeyError):  # an element type this onnx does not know
+        name, supported = f"<element type {elem}>", False
+    if not supported:
+        raise GraphError(
+            f"input {value.name!r} has dtype {name}, which byoc does not support",
+            hint=f"byoc supports {', '.join(DTYPES)}",
+        )
+
+
+def _model_of(source, where: str | None):
+    """``(model, where, stem)`` of an import source: a path, the bytes of a model, or a
+    ModelProto; ``where`` names an in-memory one in messages."""
+    if isinstance(source, (str, Path)):
+        return load_model(source), str(source), Path(source).stem
+    where = where or "<model>"
+    stem = Path(where).stem if where.endswith(".onnx") else "model"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = model_from_bytes(bytes(source), where)
+    _load_external_data(source, None, where)
+    return check_model(source, where), where, stem
+
+
 def import_onnx(
-    source, shapes: Mapping[str, tuple[int, ...]] | None = None, weights_file: str | None = None
+    source,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    weights_file: str | None = None,
+    *,
+    where: str | None = None,
 ) -> Imported:
-    """Import the model ``source`` (a path, or an in-memory ``onnx.ModelProto``; see the
-    module doc)."""
+    """Import the model ``source`` (a path, the bytes of a model, or an in-memory
+    ``onnx.ModelProto``, which ``where`` names in messages; see the module doc). The
+    weights file is named ``weights_file``, by default ``STEM.npz`` after the model."""
+    model, where, stem = _model_of(source, where)
+    return _import(model, where, shapes, weights_file or f"{stem}.npz")
+
+
+def _import(model, where: str, shapes, weights_file: str) -> Imported:
     from .onnx_ops import Importer
 
-    if isinstance(source, (str, Path)):
-        model, where = load_model(source), str(source)
-        weights_file = weights_file or Path(source).with_suffix(".npz").name
-    else:
-        model, where = check_model(source, "<model>"), "<model>"
-        weights_file = weights_file or "model.npz"
     importer = Importer(model, dict(shapes or {}), where)
     body, arrays = importer.run()
     data = npz_bytes(arrays)
@@ -120,18 +236,23 @@ def import_onnx(
 
 
 def import_program(
-    source, shapes: Mapping[str, tuple[int, ...]] | None = None, *, catalog=None, spec_path=None
+    source,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    *,
+    catalog=None,
+    spec_path=None,
+    where: str | None = None,
 ):
-    """The model ``source`` (a path or a ModelProto) imported and parsed in memory: the
-    Program that ``byoc import`` followed by parsing the written graph would give. The
-    weights file exists only while the text is parsed (the parser reads every external
-    constant then)."""
+    """The model ``source`` (as for :func:`import_onnx`) imported and parsed in memory:
+    the Program that ``byoc import`` followed by parsing the written graph would give
+    (its weights file ``STEM.npz``, the digest the same). The weights file exists only
+    while the text is parsed (the parser reads every external constant then)."""
     import tempfile
 
     from .api import parse
 
-    stem = Path(source).stem if isinstance(source, (str, Path)) else "model"
-    imported = import_onnx(source, shapes, weights_file=f"{stem}.npz")
+    model, where, stem = _model_of(source, where)
+    imported = _import(model, where, shapes, f"{stem}.npz")
     with tempfile.TemporaryDirectory(prefix="byoc-onnx-") as tmp:
         (Path(tmp) / imported.weights_file).write_bytes(imported.weights)
         return parse(

@@ -26,7 +26,7 @@ def evaluate(fn: Function, inputs: Mapping[str, np.ndarray], catalog: Catalog) -
             )
         env[p.name] = value
     for c in fn.constants:
-        env[c.name] = np.array(c.values, dtype=c.type.dtype).reshape(c.type.shape)
+        env[c.name] = c.array
     # NaN and infinities are IEEE results, as in the generated C, not warnings.
     with np.errstate(all="ignore"):
         for node in fn.nodes:

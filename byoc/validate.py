@@ -39,8 +39,8 @@ def validate_function(fn: Function, catalog: Catalog) -> None:
     for p in fn.params:
         define(p.name, p.type, p.loc)
     for c in fn.constants:
-        if len(c.values) != c.type.size:
-            raise GraphError(f"constant {c.name!r} has {len(c.values)} values for type {c.type}", c.loc)
+        if c.values.size != c.type.size:
+            raise GraphError(f"constant {c.name!r} has {c.values.size} values for type {c.type}", c.loc)
         define(c.name, c.type, c.loc)
     for node in fn.nodes:
         for name in node.inputs:

@@ -1,4 +1,5 @@
-"""What a generator returns: named text artifacts."""
+"""What a generator returns: named artifacts, text (sources, JSON, DSL) or binary
+(a large constant's values, :attr:`Role.WEIGHTS`)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,50 @@ class Role(str, Enum):
     """A graph-executor JSON."""
     HOST_FUNCTIONS = "host_functions"
     """The ops the host graph runs itself, as DSL text."""
+    WEIGHTS = "weights"
+    """A large constant's values as bytes, beside the module that reads them (a C
+    module's ``.incbin``, a JSON module's ``.npz``): see :data:`LARGE_CONSTANT_ELEMENTS`."""
+
+
+LARGE_CONSTANT_ELEMENTS = 4096
+"""A constant of more elements than this is never written as text into generated code:
+C-family modules include its bytes from a binary artifact (``.incbin``), JSON modules
+name an ``.npz`` member. 4096 float32 values are 16 KB of data but some 50 KB of C
+initialiser that the compiler parses token by token (a ResNet-50's 25 million weights
+took a minute of gcc as literals, milliseconds as ``.incbin``), and nobody reads
+that many numbers in a file; every smaller constant (the examples, biases, the
+golden files) stays a readable literal."""
 
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
-    """One generated file; ``backend`` is None for the host graph's artifacts."""
+    """One generated file; ``backend`` is None for the host graph's artifacts. A
+    :attr:`Role.WEIGHTS` artifact holds ``data`` (bytes) and an empty ``text``; every
+    other one holds ``text``. :attr:`content` is what its file holds, either way."""
 
     name: str
     text: str
     role: Role
     backend: str | None = None
+    data: bytes | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):  # a plain string would never compare equal to a Role
             raise TypeError(f"Artifact {self.name!r}: role must be a Role, not {self.role!r}")
+        if (self.data is not None) != (self.role is Role.WEIGHTS) or (self.data is not None and self.text):
+            raise TypeError(f"Artifact {self.name!r}: a weights artifact holds bytes, any other one text")
+
+    @property
+    def content(self) -> str | bytes:
+        """The file's content: the text, or a weights artifact's bytes."""
+        return self.data if self.data is not None else self.text
+
+    @property
+    def payload(self) -> bytes:
+        """The file's bytes (text as UTF-8)."""
+        return self.data if self.data is not None else self.text.encode("utf-8")
+
+
+def weights_artifact(name: str, data: bytes, backend: str | None) -> Artifact:
+    """A binary artifact holding a large constant's values."""
+    return Artifact(name, "", Role.WEIGHTS, backend, data)

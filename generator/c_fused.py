@@ -77,14 +77,14 @@ def generate(
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
     if not externals:
         return ()
-    return (
-        Artifact(f"{spec.name}.c", module_text(externals, spec, options, catalog), Role.MODULE, spec.name),
-    )
+    text, blobs = module_text(externals, spec, options, catalog)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
 
 
 def module_text(
     externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue], catalog: Catalog
-) -> str:
+) -> tuple[str, list[Artifact]]:
+    """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
     functions: list[FusedText] = [function_text(fn, spec, values, catalog) for fn in externals]
     check_reserved_names(externals, {h: f"the helper {h}" for h in HELPERS})
@@ -105,7 +105,7 @@ def module_text(
     if values.get("target_clones") is True:
         parts.append(CLONES)
     parts += [f.text for f in functions]
-    return "\n".join(parts)
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 
 
 CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")

@@ -40,6 +40,7 @@ from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.template import render
 
 from . import ffi_entry
+from .artifacts import Artifact
 from .c_fused_nests import Body, anchored_body, needs_nests
 from .c_fused_support import pragmas
 from .c_text import (
@@ -67,6 +68,8 @@ class FusedText:
     """True when its wrapper calls ``byoc_outputs_overlap`` (the module defines OVERLAPS)."""
     parallel: bool
     """True when a loop runs on OpenMP threads (the module defines POSIX and PARALLEL)."""
+    blobs: tuple[Artifact, ...] = ()
+    """The binary artifacts its large constants are included from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,8 @@ def function_text(
     live = [fn.outputs[o] for o, t in enumerate(fn.output_types) if t.size]
     needed = _ancestors(fn, table, live)
     constants = [c for c in fn.constants if c.name in needed]
-    const_text, const_names, non_finite = constant_arrays(sym, constants)
+    arrays = constant_arrays(sym, constants, spec.name)
+    const_text, const_names, non_finite = arrays.texts, arrays.names, arrays.non_finite
     for c, c_name in zip(constants, const_names):
         table[c.name] = _Value(c.name, c.type, c_name)
 
@@ -133,7 +137,7 @@ def function_text(
     parts.append(body_text)
     wrapper, checks = _wrapper(fn, sym, *status)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
-    return FusedText("\n".join(parts), non_finite, checks, parallel)
+    return FusedText("\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs))
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:

@@ -7,8 +7,10 @@ One C99 file per backend, holding every external function of that backend::
     prelude                 the spec's `prelude` template
     #define NAME(...) \\     every macro of the spec, body from the spec
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT)
-    per function <sym>:     constants, kernels <sym>_<k>, body <sym>_, <sym>_wrapper_,
-                            exported entry __tvm_ffi_<sym> (generator/c_source_function.py)
+    per function <sym>:     its state and init when the spec has them
+                            (generator/c_source_state.py), constants, kernels <sym>_<k>,
+                            body <sym>_, <sym>_wrapper_, exported entry __tvm_ffi_<sym>
+                            (generator/c_source_function.py)
 
 Everything backend-specific (macros, which macro serves an op at a rank, the op's
 operator, the prelude) comes from the spec; the structure is the kind's. The text
@@ -29,6 +31,8 @@ from byoc.spec.template import render
 from . import ffi_entry
 from .artifacts import Artifact, Role
 from .c_source_function import function_text
+from .c_source_state import INCLUDE as STATE_INCLUDE
+from .c_source_state import stateful
 from .c_text import check_reserved_names, comment, comment_text, function_origin
 
 
@@ -41,13 +45,14 @@ def generate(
     """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
     if not externals:
         return ()
-    text = module_text(externals, spec, catalog, options)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),)
+    text, blobs = module_text(externals, spec, catalog, options)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
 
 
 def module_text(
     externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
-) -> str:
+) -> tuple[str, list[Artifact]]:
+    """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
     functions = [function_text(fn, spec, catalog, values) for fn in externals]
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
@@ -55,7 +60,9 @@ def module_text(
     check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),
-        ffi_entry.includes() + ("#include <math.h>\n" if any(f.non_finite for f in functions) else ""),
+        ffi_entry.includes()
+        + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
+        + (STATE_INCLUDE if stateful(spec) else ""),
     ]
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
@@ -63,7 +70,7 @@ def module_text(
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
     parts += [f.text for f in functions]
-    return "\n".join(parts)
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 
 
 def macro_definition(macro: MacroDef) -> str:

@@ -4,7 +4,9 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
 
 - ``<sym>_const_<j>``: each constant, as a ``static const`` C array;
 - ``<sym>_<k>``: one kernel per op node, by *using* the macro the backend spec maps
-  the op to at the rank of the node's output (``NAME(arg, arg, ...)``);
+  the op to at the rank of the node's output (``NAME(arg, arg, ...)``), and one per
+  composite, from its pattern's macro (its inputs in the pattern's order, its nodes'
+  attributes as ``${<node>.<attr>}``);
 - ``<sym>_``: the subgraph body; it allocates the intermediate buffers, calls the
   kernels in topological order and returns 0, or -1 when a buffer cannot be allocated.
   Intermediates whose lifetimes do not overlap share a buffer (the memory plan of
@@ -37,6 +39,8 @@ from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
+from .artifacts import Artifact
+from .c_source_state import init_guard, state_pointer, state_text, stateful
 from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
     block_comment,
@@ -47,6 +51,7 @@ from .c_text import (
     origin,
     value_label,
 )
+from .composite import GraphView, Match, composite_match, composite_values
 from .memory_plan import ScheduledOp, plan_memory
 
 SYMBOL = "\0symbol\0"
@@ -62,6 +67,8 @@ class FunctionText:
     text: str
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
+    blobs: tuple[Artifact, ...] = ()
+    """The binary artifacts its large constants are included from."""
 
 
 def function_text(
@@ -76,6 +83,10 @@ def function_text(
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
     parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
+    has_state = stateful(spec)
+    if has_state:
+        parts.append(state_text(spec, sym, values))
+        values = {**values, "state": state_pointer(sym)}
 
     # Values are numbered (parameters, constants, then nodes) and looked up by
     # number: one dict from names, then lists, so large graphs stay cache-friendly.
@@ -88,9 +99,12 @@ def function_text(
     for c in fn.constants:
         index[c.name] = len(types)
         types.append(c.type)
+    composites = {k: _composite(node, spec, fn, catalog) for k, node in enumerate(fn.nodes) if node.callee}
     node_inputs = []
-    for node in fn.nodes:
-        node_inputs.append([index[name] for name in node.inputs])
+    for k, node in enumerate(fn.nodes):
+        # A composite's kernel takes its pattern's inputs, in the pattern's order.
+        names = composites[k].inputs if k in composites else node.inputs
+        node_inputs.append([index[name] for name in names])
         index[node.name] = len(types)
         types.append(node.type)
     outputs = [index[name] for name in fn.outputs]
@@ -103,7 +117,8 @@ def function_text(
 
     # An unused constant would be an unused static array, which -Werror rejects.
     constants = [c for j, c in enumerate(fn.constants) if used[first_const + j]]
-    const_text, const_names, non_finite = constant_arrays(sym, constants)
+    arrays = constant_arrays(sym, constants, spec.name)
+    const_text, const_names, non_finite = arrays.texts, arrays.names, arrays.non_finite
     parts += const_text
     storage: list[str] = [f"in{i}" for i in range(len(fn.params))] + [""] * (len(types) - len(fn.params))
     const_storage: dict[int, str] = {}
@@ -129,17 +144,20 @@ def function_text(
         kernel = f"{sym}_{k}"
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
-        key = (node.op, node.type, in_types, node.attrs)
-        cached = uses.get(key)
-        if cached is None:
-            # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
-            macro = _macro(node, spec, catalog, in_types)
-            args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
-            cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
-        use, type_text = cached
-        kernels.append(
-            f"{comment(f'{kernel}: {origin(node)}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n"
-        )
+        if k in composites:
+            use, type_text = _composite_use(node, composites[k], spec, catalog, values)
+            what = composite_origin(node, composites[k])
+        else:
+            key = (node.op, node.type, in_types, node.attrs)
+            cached = uses.get(key)
+            if cached is None:
+                # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
+                macro = _macro(node, spec, catalog, in_types)
+                args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
+                cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
+            use, type_text = cached
+            what = origin(node)
+        kernels.append(f"{comment(f'{kernel}: {what}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n")
         value = base + k
         if value in first_output:
             target = f"out{first_output[value]}"
@@ -164,9 +182,9 @@ def function_text(
     unused_inputs = [i for i in range(len(fn.params)) if not used[i]]
     output_types = [types[v] for v in outputs]
     parts += _body(fn, sym, output_types, buffers, calls, copies, unused_inputs)
-    parts.append(_wrapper(fn, sym))
+    parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite)
+    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs))
 
 
 # ------------------------------------------------------------------------- kernels
@@ -215,15 +233,53 @@ def _macro_values(
 ) -> dict[str, object]:
     """Every placeholder of a macro argument for ``node``: byoc's own names win over an
     attribute of the same name (``lrn``'s ``size`` is ``${size}``, the element count)."""
-    t = node.type
     values = dict(common)
     values.update(op_values(node, catalog[node.op], input_types))
     values.update(spec.ops[node.op].vars)
+    return _fixed_values(values, node.type)
+
+
+def _fixed_values(values: dict[str, object], t: TensorType) -> dict[str, object]:
+    """``values`` with byoc's own placeholders of a kernel whose output is ``t``."""
     values.update(
         symbol=SYMBOL, ctype=C_TYPES[t.dtype], dtype=t.dtype, rank=t.rank, size=t.size, shape=c_list(t.shape)
     )
     values.update((f"dim{a}", extent) for a, extent in enumerate(t.shape))
     return values
+
+
+# ---------------------------------------------------------------------- composites
+
+
+def _composite(node: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match:
+    """The match of a composite of ``region`` against its pattern (lowering checked it)."""
+    found = composite_match(node, spec, region, catalog)
+    if isinstance(found, str):
+        raise GraphError(f"composite @{spec.name}.{node.callee.composite} does not match: {found}", node.loc)
+    return found
+
+
+def _composite_use(
+    node: Node, found: Match, spec: BackendSpec, catalog: Catalog, common: Mapping[str, object]
+) -> tuple[str, str]:
+    """The use of a composite's macro: the pattern's vars, its inputs' extents and its
+    nodes' attributes (``${conv.strides0}``), and byoc's names for its result."""
+    binding = found.pattern.binding
+    assert isinstance(binding, MacroBinding) and node.callee is not None
+    macro = spec.macros[binding.construct(node.type.rank) or ""]
+    values = dict(common)
+    values.update(composite_values(found, GraphView.of(node.callee), catalog))
+    values.update(binding.vars)
+    args = macro.arguments(_fixed_values(values, node.type))
+    return f"{macro.name}({', '.join(args)})", str(node.type)
+
+
+def composite_origin(node: Node, found: Match) -> str:
+    """Where a composite came from, for a comment: its pattern and ops."""
+    assert node.callee is not None
+    ops = ", ".join(n.op for n in node.callee.nodes)
+    where = f" at {node.loc}" if node.loc is not None else ""
+    return f"{node.name} = composite {found.pattern.name} of {ops}{where}"
 
 
 # ----------------------------------------------------------------- body, wrapper
@@ -280,7 +336,7 @@ def _holds(labels: list[str]) -> str:
     return f"holds {', '.join(labels[:3])}, ... {labels[-1]} ({len(labels)} values)"
 
 
-def _wrapper(fn: Function, sym: str) -> str:
+def _wrapper(fn: Function, sym: str, guard: list[str]) -> str:
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     types = [p.type for p in fn.params] + list(fn.output_types)
@@ -297,6 +353,7 @@ def _wrapper(fn: Function, sym: str) -> str:
         [
             block_comment(note),
             item_list(f"static int {sym}_wrapper_(", params, ") {"),
+            *guard,
             item_list(f"  if ({sym}_(", args, ") != 0) {"),
             f'    return byoc_raise("MemoryError", "{message}");',
             "  }",

@@ -39,6 +39,16 @@ def c_list(items: Sequence[int]) -> str:
 
 def op_values(node: Node, op: OpDef, inputs: Sequence[TensorType]) -> dict[str, str]:
     """``${in<k>_...}`` of every input and ``${<attr>}``, ``${<attr><j>}`` of every attribute."""
+    values = input_values(inputs)
+    for name, value in resolve(op, inputs, node.attrs).items():
+        values[name] = c_value(value)
+        if isinstance(value, tuple):
+            values.update((f"{name}{j}", str(v)) for j, v in enumerate(value))
+    return values
+
+
+def input_values(inputs: Sequence[TensorType]) -> dict[str, str]:
+    """``${in<k>_dim<j>}``, ``${in<k>_rank}``, ... of every input."""
     values: dict[str, str] = {}
     for k, t in enumerate(inputs):
         values.update((f"in{k}_dim{j}", str(d)) for j, d in enumerate(t.shape))
@@ -51,10 +61,6 @@ def op_values(node: Node, op: OpDef, inputs: Sequence[TensorType]) -> dict[str, 
                 f"in{k}_dtype": t.dtype,
             }
         )
-    for name, value in resolve(op, inputs, node.attrs).items():
-        values[name] = c_value(value)
-        if isinstance(value, tuple):
-            values.update((f"{name}{j}", str(v)) for j, v in enumerate(value))
     return values
 
 

@@ -3,14 +3,18 @@ comments, and argument lists that wrap."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_integer
+
+from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, weights_artifact
 
 DLPACK_CODES = {
     "float32": ("kDLFloat", 32),
@@ -137,22 +141,79 @@ def value_label(name: str) -> str:
     return f"{name} (nested call)" if name.startswith(ANON_PREFIX) else name
 
 
-def constant_arrays(sym: str, constants: Sequence[Constant]) -> tuple[list[str], list[str], bool]:
-    """``static const`` arrays ``<sym>_const_<j>`` of ``constants``, each with a comment:
-    their texts, their names, and whether any value is an infinity or a NaN."""
-    texts, names = [], []
-    non_finite = False
+@dataclass(slots=True)
+class ConstantArrays:
+    """The C definitions of a function's constants (:func:`constant_arrays`)."""
+
+    texts: list[str]
+    names: list[str]
+    """``<sym>_const_<j>``, in the order of the constants given."""
+    non_finite: bool
+    """Whether a literal is an infinity or a NaN (the module needs <math.h>)."""
+    blobs: list[Artifact]
+    """The binary artifacts that large constants' ``.incbin`` directives read."""
+
+
+def constant_arrays(sym: str, constants: Sequence[Constant], backend: str) -> ConstantArrays:
+    """The arrays ``<sym>_const_<j>`` of ``constants``, each with a comment naming it: a
+    ``static const`` initialiser, or, above :data:`LARGE_CONSTANT_ELEMENTS`, an array
+    included from a binary artifact (:func:`included_array`)."""
+    out = ConstantArrays([], [], False, [])
     for j, c in enumerate(constants):
         name = f"{sym}_const_{j}"
-        items, special = c_literals(c.values, c.type.dtype)
-        non_finite |= special
+        ctype = C_TYPES[c.type.dtype]
         where = f" at {c.loc}" if c.loc is not None else ""
-        head = f"static const {C_TYPES[c.type.dtype]} {name}[{max(len(items), 1)}] = {{"
-        texts.append(
-            f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
-        )
-        names.append(name)
-    return texts, names, non_finite
+        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+            text, blob = included_array(name, c, ctype, backend, cxx=False)
+            out.texts.append(text)
+            out.blobs.append(blob)
+        else:
+            items, special = c_literals(c.values, c.type.dtype)
+            head = f"static const {ctype} {name}[{max(len(items), 1)}] = {{"
+            out.texts.append(
+                f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
+            )
+            out.non_finite = out.non_finite or special
+        out.names.append(name)
+    return out
+
+
+def included_array(
+    name: str, c: Constant, ctype: str, backend: str | None, *, cxx: bool
+) -> tuple[str, Artifact]:
+    """Constant ``c`` as the array ``name`` whose bytes the assembler includes from the
+    binary artifact ``<name>.bin`` (``.incbin``, in a 64-byte aligned ``.rodata``
+    section), declared to C (``cxx``: C++) as ``extern const <ctype> name[N]`` with
+    hidden visibility, so the library neither exports it nor reaches it through the
+    GOT. No value is written as text: the compiler never parses them, whatever their
+    number. The comment names the constant, its type and origin, and the file's
+    SHA-256. Needs a GNU-compatible assembler (ELF targets); the build compiles in
+    the directory holding the artifacts."""
+    data = c.values.tobytes()
+    file = f"{name}.bin"
+    where = f" at {c.loc}" if c.loc is not None else ""
+    note = block_comment(
+        [
+            f"{name}: constant {c.name}: {c.type}{where};",
+            f"{c.values.size} values included from {file} ({len(data)} bytes,",
+            f"sha256 {hashlib.sha256(data).hexdigest()})",
+        ]
+    )
+    directives = [
+        f'.pushsection .rodata.{name},\\"a\\",%progbits',
+        ".balign 64",
+        f".globl {name}",
+        f".hidden {name}",
+        f".type {name}, %object",
+        f".size {name}, {len(data)}",
+        f"{name}:",
+        f'.incbin \\"{file}\\"',
+        ".popsection",
+    ]
+    asm = "__asm__(\n" + "\n".join(f'    "{d}\\n"' for d in directives) + ");\n"
+    linkage = 'extern "C"' if cxx else "extern"
+    declaration = f'{linkage} const {ctype} {name}[{c.values.size}] __attribute__((visibility("hidden")));\n'
+    return f"{note}\n{asm}{declaration}", weights_artifact(file, data, backend)
 
 
 def _initializer(head: str, items: Sequence[str]) -> str:

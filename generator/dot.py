@@ -1,6 +1,7 @@
 """Graphviz pictures of a (partitioned) program: ``byoc dot``.
 
-One cluster per region, one colour per backend (host ops stay white), inputs and
+One cluster per region, one colour per backend (host ops stay white), a dashed box
+per composite inside its region (labelled ``@backend.pattern``), inputs and
 outputs as ellipses, and every edge labelled with the tensor type it carries. The
 text is deterministic: ids are positional and colours follow first appearance.
 
@@ -101,13 +102,18 @@ def _body(fn: Function, colours: dict[str, tuple[str, str]], prefix: str) -> lis
             if node.op == CALL_OP and node.callee is not None:
                 callee = node.callee
                 fill_c, border = colours[callee.backend or ""]
-                title = f"@{callee.backend}" + (f" {callee.name}" if callee.name else "")
                 cluster = f"cluster_{prefix}{counter[0]}"
                 counter[0] += 1
                 lines.append(f"{indent}subgraph {cluster} {{")
-                lines.append(
-                    f'{indent}  label={_quote(title)}; style="rounded,filled"; fillcolor="{fill_c}80"; color="{border}";'
-                )
+                if callee.composite is not None:
+                    # A composite: a dashed box inside its region, its ops in the region's colour.
+                    fill_c = fill
+                    title = f"@{callee.backend}.{callee.composite}"
+                    style = f'style="rounded,dashed,filled"; fillcolor="#ffffff"; color="{border}"'
+                else:
+                    title = f"@{callee.backend}" + (f" {callee.name}" if callee.name else "")
+                    style = f'style="rounded,filled"; fillcolor="{fill_c}80"; color="{border}"'
+                lines.append(f"{indent}  label={_quote(title)}; {style};")
                 inner = {p.name: scope[p.name] for p in callee.params}
                 inner_types = dict(callee.types())
                 for j, c in enumerate(callee.constants):

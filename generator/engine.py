@@ -36,9 +36,9 @@ from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from . import ffi_entry
-from .artifacts import Artifact, Role
+from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role
 from .c_source_values import c_value
-from .c_text import c_string, comment, function_origin, origin
+from .c_text import c_string, comment, function_origin, included_array, origin
 from .engine_header import element_values, header_text, wrap_list
 from .engine_plan import EnginePlan, plan
 
@@ -59,13 +59,18 @@ def generate(
     _check_names(plans, spec)
     assert spec.header is not None
     header = Artifact(spec.header, header_text(spec, values), Role.HEADER, spec.name)
-    module = Artifact(f"{spec.name}.cc", module_text(plans, spec, values), Role.MODULE, spec.name)
-    return (module, header)
+    blobs: list[Artifact] = []
+    text = module_text(plans, spec, values, blobs)
+    module = Artifact(f"{spec.name}.cc", text, Role.MODULE, spec.name)
+    return (module, header, *blobs)
 
 
-def module_text(plans: Sequence[EnginePlan], spec: BackendSpec, values: Mapping[str, object]) -> str:
+def module_text(
+    plans: Sequence[EnginePlan], spec: BackendSpec, values: Mapping[str, object], blobs: list[Artifact]
+) -> str:
+    """The module's C++ text; the binary artifacts of its large constants go to ``blobs``."""
     symbols = ", ".join(str(p.fn.name) for p in plans)
-    functions = [_function_text(p, spec, values) for p in plans]
+    functions = [_function_text(p, spec, values, blobs) for p in plans]
     limits = any("std::numeric_limits" in text for text in functions)
     parts = [
         comment(
@@ -84,14 +89,21 @@ def module_text(plans: Sequence[EnginePlan], spec: BackendSpec, values: Mapping[
     return "\n".join(part.removesuffix("\n") + "\n" for part in parts)
 
 
-def _function_text(p: EnginePlan, spec: BackendSpec, values: Mapping[str, object]) -> str:
+def _function_text(
+    p: EnginePlan, spec: BackendSpec, values: Mapping[str, object], blobs: list[Artifact]
+) -> str:
     fn = p.fn
     sym = str(fn.name)
     ctype = spec.ctype(p.dtype)
     n_in, n_out = len(fn.params), len(fn.outputs)
     out: list[str] = []
     for k, (c, buffer) in enumerate(p.constants):
-        out.append(_constant(f"{sym}_c{k}", c, ctype, buffer))
+        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+            text, blob = included_array(f"{sym}_c{k}", c, ctype, spec.name, cxx=True)
+            out.append(f"{comment(f'engine buffer {buffer}')}\n{text}")
+            blobs.append(blob)
+        else:
+            out.append(_constant(f"{sym}_c{k}", c, ctype, buffer))
 
     # <sym>_: the layer graph, run by the spec's invoke code.
     names = [f"arg{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]

@@ -15,7 +15,9 @@ One module file per backend, ``<backend>.json``, holds every function of the bac
           "graph": {"nodes": [...], "arg_nodes": [...], "heads": [...], "node_row_ptr": [...]}
         }, ...
       },
-      "const_values": {"<symbol>_const_0": {"dtype": "float32", "shape": [2, 3], "data": [...]}}
+      "const_values": {"<symbol>_const_0": {"dtype": "float32", "shape": [2, 3], "data": [...]},
+                       "<symbol>_const_1": {"dtype": "float32", "shape": [512, 4096],
+                                            "file": "json.consts.npz"}}
     }
 
 ``graph`` has exactly the keys of TVM's JSON-runtime graph, in TVM's order:
@@ -35,8 +37,12 @@ One module file per backend, ``<backend>.json``, holds every function of the bac
 
 Constant *values* are stored once per module in ``const_values``, keyed by const
 name (unique within the module since it starts with the symbol): ``shape``,
-``dtype`` and the row-major ``data``. A runtime binds them when it loads the module,
-as TVM's ``__init_<symbol>`` does with ``get_const_vars``.
+``dtype`` and the row-major ``data``. A constant of more than
+:data:`~byoc.generator.artifacts.LARGE_CONSTANT_ELEMENTS` elements has
+``"file": "<backend>.consts.npz"`` instead of ``data``: its values are that
+archive's entry of the const's name, a binary artifact beside the module, so the
+JSON never holds millions of numbers as text. A runtime binds them when it loads
+the module, as TVM's ``__init_<symbol>`` does with ``get_const_vars``.
 
 The text is deterministic: keys in a fixed order, nodes one per line, indented by
 the spec's ``indent`` option (0: no indentation, still one node per line).
@@ -48,13 +54,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location
-from byoc.ir import CALL_OP, AttrValue, Function, TensorType, is_integer
+from byoc.ir import CALL_OP, AttrValue, Function, TensorType, plain_numbers
+from byoc.npz_files import npz_bytes
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.bindings import KernelBinding
 
-from .artifacts import Artifact, Role
+from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role, weights_artifact
 
 FORMAT = "byoc-json-runtime"
 VERSION = 1
@@ -67,8 +76,10 @@ def generate(
 ) -> tuple[Artifact, ...]:
     functions = {}
     const_values: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    archive = f"{spec.name}.consts.npz"
     for fn in externals:
-        entry, values = function_graph(fn, spec)
+        entry, values = function_graph(fn, spec, archive, arrays)
         functions[entry["symbol"]] = entry
         const_values.update(values)
     document = {
@@ -79,11 +90,17 @@ def generate(
         "const_values": const_values,
     }
     indent = int(options.get("indent", 2))
-    return (Artifact(f"{spec.name}.json", dumps(document, indent), Role.MODULE, spec.name),)
+    module = Artifact(f"{spec.name}.json", dumps(document, indent), Role.MODULE, spec.name)
+    if not arrays:
+        return (module,)
+    return (module, weights_artifact(archive, npz_bytes(arrays), spec.name))
 
 
-def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One function's module entry and its constants' values (const name -> value)."""
+def function_graph(
+    fn: Function, spec: BackendSpec, archive: str, arrays: dict[str, np.ndarray]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One function's module entry and its constants' values (const name -> value); a
+    large constant's value names ``archive`` and its array goes to ``arrays``."""
     if fn.name is None:
         raise GraphError("a JSON-runtime function needs a symbol", fn.loc)
     symbol = fn.name
@@ -106,9 +123,13 @@ def function_graph(fn: Function, spec: BackendSpec) -> tuple[dict[str, Any], dic
     for k, c in enumerate(fn.constants):
         name = f"{symbol}_const_{k}"
         const_names.append(name)
-        const_values[name] = Inline(
-            {"dtype": c.type.dtype, "shape": list(c.type.shape), "data": _values(c.values, c.type.dtype)}
-        )
+        value: dict[str, Any] = {"dtype": c.type.dtype, "shape": list(c.type.shape)}
+        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+            value["file"] = archive
+            arrays[name] = c.array
+        else:
+            value["data"] = plain_numbers(c.values)
+        const_values[name] = Inline(value)
         attrs = {"source": [[_where(c.loc)]]} if c.loc is not None else {}
         add({"op": "const", "name": name, "attrs": attrs}, (c.name,), (c.type,))
     for node in fn.nodes:
@@ -158,12 +179,6 @@ def _attr_strings(value: AttrValue) -> list[str]:
     if isinstance(value, float):
         return [repr(value)]
     return [str(value)]
-
-
-def _values(values: Sequence[int | float], dtype: str) -> list[int | float]:
-    if not is_integer(dtype):
-        return [float(v) for v in values]
-    return [int(v) for v in values]
 
 
 def _where(loc: Location | None) -> str:

@@ -154,6 +154,9 @@ def _next_symbol(prefix: str, counters: dict[str, int], used: Mapping[str, objec
 def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Catalog) -> None:
     """Every node of an explicit region must be something its backend can run."""
     for node in callee.nodes:
+        if node.callee is not None and node.callee.composite is not None:
+            _check_composite(node, callee, spec, catalog)
+            continue
         if node.op == CALL_OP:
             raise GraphError(
                 "a region cannot contain another region", node.loc, hint="move the inner region out"
@@ -174,6 +177,45 @@ def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Cata
     for p in callee.params:
         if p.type.dtype not in spec.dtypes or p.type.rank not in spec.ranks:
             raise GraphError(f"backend {spec.name} cannot take input {p.name}: {p.type}", call.loc)
+
+
+def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: Catalog) -> None:
+    """A composite must be its pattern, on tensors its backend's kernel takes."""
+    from .composite import GraphView, composite_match, implementable
+    from .partition import takes_types
+
+    assert call.callee is not None
+    what = f"composite @{spec.name}.{call.callee.composite}"
+    if call.callee.composite not in spec.patterns:
+        raise GraphError(
+            f"backend {spec.name} has no pattern {call.callee.composite!r}",
+            call.loc,
+            hint=f"its patterns: {', '.join(spec.patterns) or 'none'}",
+        )
+    found = composite_match(call, spec, region, catalog)
+    if isinstance(found, str):
+        pattern = spec.patterns[call.callee.composite]
+        raise GraphError(
+            f"{what} does not match its pattern: {found}",
+            call.loc,
+            hint=f"pattern {pattern.name}: {pattern.describe()}",
+        )
+    view = GraphView.of(call.callee)
+    for node in call.callee.nodes:
+        if not takes_types(spec, node, view.types, catalog):
+            raise GraphError(
+                f"{what}: backend {spec.name} cannot take the tensors of {node.op}",
+                node.loc,
+                hint=f"{spec.name} takes dtypes {', '.join(spec.dtypes)} and ranks {_ranks(spec.ranks)}, without broadcasting"
+                if not spec.broadcast
+                else None,
+            )
+    if not implementable(spec, found, view, catalog):
+        raise GraphError(
+            f"{what}: backend {spec.name} has no kernel for it on {call.type}",
+            call.loc,
+            hint=f"pattern {found.pattern.name}: {found.pattern.describe()}",
+        )
 
 
 def _ranks(ranks: tuple[int, ...]) -> str:

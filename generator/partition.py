@@ -1,5 +1,8 @@
 """Automatic partitioning, IR to IR: annotate, merge regions, partition.
 
+0. **Composites.** The backends' composite patterns are matched first, largest
+   first (:func:`merge_composites`, :mod:`byoc.generator.composite`); each match
+   becomes a composite call node, which goes to the backend of its pattern.
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
    ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if
@@ -24,12 +27,14 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 
 from byoc.catalog import Catalog
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
 from byoc.spec.backend import BackendSpec
+
+from .composite import GraphView, Match, implementable, match_pattern
 
 
 def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog | None = None) -> Program:
@@ -42,12 +47,20 @@ def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog |
     return Program(tuple(partition_function(fn, specs, catalog) for fn in program.functions))
 
 
-def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType], catalog: Catalog) -> bool:
+def supports(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:
     """Whether ``spec`` can run ``node`` (see the module docstring, step 1)."""
     if node.op == CALL_OP:
         return False
+    if not all(spec.supports(node.op, t.dtype, t.rank) for t in node.types):
+        return False
+    return takes_types(spec, node, types, catalog)
+
+
+def takes_types(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:
+    """Whether ``spec``'s code can take the tensors of ``node`` (an op node, which it
+    runs alone or inside a composite): their dtypes and ranks, and broadcasting."""
     out, opdef = node.type, catalog.get(node.op)
-    if opdef is None or not all(spec.supports(node.op, t.dtype, t.rank) for t in node.types):
+    if opdef is None or any(t.dtype not in spec.dtypes or t.rank not in spec.ranks for t in node.types):
         return False
     broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
     for name in node.inputs:
@@ -60,9 +73,90 @@ def supports(spec: BackendSpec, node: Node, types: dict[str, TensorType], catalo
 
 
 def annotate(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> list[str | None]:
-    """The backend chosen for each node of ``fn`` (None: the host)."""
+    """The backend chosen for each node of ``fn`` (None: the host); a composite goes to
+    the backend whose pattern it is."""
     types = fn.types()
-    return [next((s.name for s in specs if supports(s, node, types, catalog)), None) for node in fn.nodes]
+    return [
+        node.callee.backend
+        if node.callee is not None and node.callee.composite is not None
+        else next((s.name for s in specs if supports(s, node, types, catalog)), None)
+        for node in fn.nodes
+    ]
+
+
+def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
+    """Collapse every match of a pattern of ``specs`` into a composite call node.
+
+    Patterns are tried largest first, then in the order of ``specs`` and of each spec's
+    patterns; each at every node in node order. A node joins at most one match, and a
+    match is only taken when the backend can take every node's tensors and generate
+    the composite, and no backend earlier in ``specs`` would run one of its nodes (the
+    order of ``specs`` is the user's preference, for composites as for single ops). A composite's result keeps its name (an anonymous one gets a
+    readable name, so that the printed text reads back the same) and the nested calls
+    of its body are numbered afresh, as the DSL numbers those of a nested block.
+    """
+    tried = sorted(
+        ((-p.size, s, i), spec, p)
+        for s, spec in enumerate(specs)
+        for i, p in enumerate(spec.patterns.values())
+    )
+    if not tried:
+        return fn
+    view = GraphView.of(fn)
+    preferred = [
+        next((s for s, spec in enumerate(specs) if supports(spec, node, view.types, catalog)), len(specs))
+        for node in fn.nodes
+    ]
+    taken: set[int] = set()
+    matches: dict[int, tuple[BackendSpec, Match]] = {}
+    for (_, s, _), spec, pattern in tried:
+        result_op = pattern.nodes[-1].op
+        for k, node in enumerate(fn.nodes):
+            if k in taken or node.op != result_op:
+                continue
+            found = match_pattern(pattern, view, k, catalog)
+            if (
+                isinstance(found, Match)
+                and not taken.intersection(found.nodes)
+                and all(preferred[j] >= s for j in found.nodes)
+                and all(takes_types(spec, fn.nodes[j], view.types, catalog) for j in found.nodes)
+                and implementable(spec, found, view, catalog)
+            ):
+                taken.update(found.nodes)
+                matches[k] = (spec, found)
+    if not matches:
+        return fn
+    fn = _rename_anonymous(fn, {fn.nodes[k].name for k in matches})
+    nodes: list[Node] = []
+    for k, node in enumerate(fn.nodes):
+        if k in matches:
+            spec, found = matches[k]
+            nodes.append(_composite_node(spec, found, fn.nodes, view.types))
+        elif k not in taken:
+            nodes.append(node)
+    return replace(fn, nodes=tuple(nodes))
+
+
+def _composite_node(spec: BackendSpec, found: Match, nodes: Sequence[Node], types) -> Node:
+    """The call node of a composite: its callee holds the matched nodes, in graph order."""
+    members = [nodes[j] for j in sorted(found.nodes)]
+    root = nodes[found.root]
+    nested = [n.name for n in members if n.name.startswith(ANON_PREFIX)]
+    anon = {name: f"{ANON_PREFIX}{i}" for i, name in enumerate(nested, 1)}
+    members = [replace(n, outputs=_sub(n.outputs, anon), inputs=_sub(n.inputs, anon)) for n in members]
+    inner = {n.name for n in members}
+    captured = list(dict.fromkeys(name for n in members for name in n.inputs if name not in inner))
+    callee = Function(
+        None,
+        tuple(Param(name, types[name], None) for name in captured),
+        (),
+        tuple(members),
+        root.outputs,
+        spec.name,
+        root.loc,
+        found.pattern.name,
+    )
+    return Node(root.outputs, CALL_OP, tuple(captured), root.types, (), callee, root.loc)
 
 
 def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozenset()) -> list[int | None]:
@@ -162,6 +256,7 @@ def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozens
 
 
 def partition_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
+    fn = merge_composites(fn, specs, catalog)
     chosen = annotate(fn, specs, catalog)
     if not any(chosen):
         return fn
@@ -220,6 +315,12 @@ def _name_crossing_values(fn: Function, regions: Sequence[int | None]) -> Functi
         if name.startswith(ANON_PREFIX) and owner.get(name) != r
     }
     crossing |= {name for name in fn.outputs if name.startswith(ANON_PREFIX) and owner.get(name) is not None}
+    return _rename_anonymous(fn, crossing)
+
+
+def _rename_anonymous(fn: Function, names: Set[str]) -> Function:
+    """Give the anonymous values among ``names`` readable, unique names (``relu_0``)."""
+    crossing = {name for name in names if name.startswith(ANON_PREFIX)}
     if not crossing:
         return fn
     taken = set(fn.types())
@@ -231,12 +332,14 @@ def _name_crossing_values(fn: Function, regions: Sequence[int | None]) -> Functi
             k += 1
         rename[name] = f"{ops[name]}_{k}"
         taken.add(rename[name])
+    nodes = tuple(
+        replace(n, outputs=_sub(n.outputs, rename), inputs=_sub(n.inputs, rename)) for n in fn.nodes
+    )
+    return replace(fn, nodes=nodes, outputs=_sub(fn.outputs, rename))
 
-    def sub(names: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(rename.get(n, n) for n in names)
 
-    nodes = tuple(replace(n, outputs=sub(n.outputs), inputs=sub(n.inputs)) for n in fn.nodes)
-    return replace(fn, nodes=nodes, outputs=sub(fn.outputs))
+def _sub(names: tuple[str, ...], rename: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(rename.get(n, n) for n in names)
 
 
 def _build(fn: Function, chosen, regions, by_name) -> Function:

@@ -10,6 +10,7 @@ region's body goes to a nested builder.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
@@ -37,7 +38,11 @@ from .lark_support import ReaderParser, SourceLines, check_name_lengths, decode,
 from .weights_file import WeightsFile, no_weights_file
 
 MAX_CONSTANT_ELEMENTS = 1 << 24
-"""Literal constants live in the IR as Python tuples; bigger tensors are parameters."""
+"""The most elements a constant written as literal values (``[0.5, 1, ...]``) may have.
+Every literal is a token and a Python number while it is read, so a text that size is
+hundreds of megabytes of parser objects; larger values belong in a weights file
+(``weights["entry"]``), which is read as one array and has only the 2**48 limit of
+every tensor type."""
 
 DESCRIBE = {
     **{word.upper(): f"`{word}`" for word in KEYWORDS},
@@ -49,6 +54,7 @@ DESCRIBE = {
     "SIGNED_INT": "an integer",
     "SIGNED_FLOAT": "a number",
     "STRING": "a string",
+    "DOT": "`.`",
     "LPAR": "`(`",
     "RPAR": "`)`",
     "LBRACE": "`{`",
@@ -115,6 +121,7 @@ class Region:
     symbol: str | None
     body: tuple
     loc: Location
+    composite: str | None = None  # `@backend.pattern { ... }`: a composite inside a region
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,17 +229,23 @@ class _Reader:
         symbol = rest[1] if len(rest) == 3 else None
         return Region(str(backend), None if symbol is None else str(symbol), body, self._loc(at))
 
+    def composite(self, c):
+        at, backend, pattern, body = c
+        return Region(str(backend), None, body, self._loc(at), str(pattern))
+
     def constant(self, c):
         keyword, type_, values = c
         loc = self._loc(keyword)
-        if type_.size > MAX_CONSTANT_ELEMENTS:
-            raise GraphError(
-                f"constant of type {type_} has {type_.size:,} elements; the limit is {MAX_CONSTANT_ELEMENTS:,}",
-                loc,
-                hint="pass large tensors as graph parameters instead",
-            )
         if type(values) is WeightsRef:
             return Const(type_, (), loc, values.entry, values.loc)
+        if type_.size > MAX_CONSTANT_ELEMENTS:
+            raise GraphError(
+                f"constant of type {type_} has {type_.size:,} elements; the limit for literal values "
+                f"is {MAX_CONSTANT_ELEMENTS:,}",
+                loc,
+                hint='put large values in a weights file (`const T weights["entry"]`), '
+                "or pass them as graph parameters",
+            )
         if len(values) == 1 and type_.size != 1:
             values = values * type_.size  # a single value fills the tensor
         if len(values) != type_.size:
@@ -380,6 +393,8 @@ class _Emitter:
         rhs = st.rhs
         names = tuple(n for n, _ in st.targets)
         if type(rhs) is Region:
+            if rhs.composite is not None:
+                _check_composite_scope(fb, rhs)
             body = FunctionBuilder(
                 self.catalog,
                 rhs.symbol,
@@ -387,6 +402,7 @@ class _Emitter:
                 source=self.source,
                 backend=rhs.backend,
                 locator=self.locator,
+                composite=rhs.composite,
             )
             results = self.statements(body, rhs.body)
             if len(results) != len(names):
@@ -442,6 +458,22 @@ class _Emitter:
         return names[0]
 
 
+def _check_composite_scope(fb: FunctionBuilder, rhs: Region) -> None:
+    """A composite ``@b.p { }`` sits directly inside a region of backend ``b``."""
+    if fb.backend is None or fb.composite is not None:
+        raise GraphError(
+            f"composite @{rhs.backend}.{rhs.composite} is not directly inside a region",
+            rhs.loc,
+            hint=f"a composite runs inside its backend's region: put it in `@{rhs.backend} {{ ... }}`",
+        )
+    if fb.backend != rhs.backend:
+        raise GraphError(
+            f"composite @{rhs.backend}.{rhs.composite} is inside a region of backend {fb.backend}",
+            rhs.loc,
+            hint=f"a composite of {rhs.backend} runs inside an @{rhs.backend} region",
+        )
+
+
 def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
     return op if i == OP else inputs[i]
 
@@ -451,8 +483,16 @@ def _listed_location(inputs: list[Location], op: Location, i: int) -> Location:
 _parser = ReaderParser("graph.lark", _Reader, TERMINALS)
 
 
-def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None) -> Program:
-    """Parse DSL text (or bytes) into a Program, one Function per ``graph``."""
+def parse_graph(
+    data: str | bytes,
+    catalog: Catalog,
+    *,
+    file: str | None = None,
+    weights_files: Mapping[str, bytes] | None = None,
+) -> Program:
+    """Parse DSL text (or bytes) into a Program, one Function per ``graph``.
+    ``weights_files`` holds weights files by name in memory (a bundle's members),
+    looked up before the file system."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_NAMES)
     records = run_parser(partial(_parser.parse, reader=_Reader(file)), text, file, DESCRIBE)
@@ -460,7 +500,7 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     if records and type(records[0]) is WeightsDecl:
         decl = records.pop(0)
         try:
-            weights = WeightsFile(decl.file, decl.sha256, file, decl.file_loc, decl.sha_loc)
+            weights = WeightsFile(decl.file, decl.sha256, file, decl.file_loc, decl.sha_loc, weights_files)
         except (GraphError, ParseError) as exc:
             raise exc.with_source(text) from None
     if not records:
@@ -487,3 +527,29 @@ def parse_graph(data: str | bytes, catalog: Catalog, *, file: str | None = None)
     except RecursionError:
         raise ParseError("the text nests too deeply to parse", Location(file, 1, 1), source=text) from None
     return Program(tuple(functions))
+
+
+BODY_HEADER = "graph body() {"
+"""What :func:`parse_body` puts before a body, on the body's first line."""
+
+
+def parse_body(
+    text: str, builder, catalog: Catalog, *, file: str | None = None
+) -> list[tuple[str, Location]]:
+    """Parse ``text``, the body of a graph (statements, then ``return ...``), into
+    ``builder``, which offers the :class:`~byoc.builder.FunctionBuilder` methods that
+    statements call (``add_node``, ``anonymous``, ``add_constant``); return the returned
+    names. Backend specs read a pattern's ops this way (one grammar for graphs and
+    patterns). Locations are the body's own lines; on the first line, columns count
+    from :data:`BODY_HEADER`, which the body is parsed after.
+    """
+    wrapped = f"{BODY_HEADER}{text}\n}}\n"
+    records = run_parser(partial(_parser.parse, reader=_Reader(file)), wrapped, file, DESCRIBE)
+    if len(records) != 1 or type(records[0]) is not tuple:
+        raise ParseError(
+            "expected the statements of one graph body",
+            Location(file, 1, len(BODY_HEADER) + 1),
+            hint="write statements and a `return`, without `graph`, `weights` or an unmatched `}`",
+        )
+    _, _, _, _, body = records[0]
+    return _Emitter(catalog, file, wrapped, None).statements(builder, body)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from byoc.errors import UsageError
 from byoc.ir import (
     ANON_PREFIX,
@@ -19,6 +21,7 @@ from byoc.ir import (
     Program,
     TensorType,
     WeightsSource,
+    plain_numbers,
 )
 
 INDENT = "  "
@@ -94,7 +97,8 @@ def _body(fn: Function, depth: int, lines: list[str], external: bool) -> None:
             assert node.callee is not None
             callee = node.callee
             symbol = f" as {callee.name}" if callee.name is not None else ""
-            lines.append(f"{pad}{targets} = @{callee.backend}{symbol} {{")
+            pattern = f".{callee.composite}" if callee.composite is not None else ""
+            lines.append(f"{pad}{targets} = @{callee.backend}{pattern}{symbol} {{")
             _body(callee, depth + 1, lines, external)
             lines.append(f"{pad}}}")
         else:
@@ -132,12 +136,20 @@ def _constant(c: Constant, external: bool) -> str:
     if external and c.source is not None:
         return f"const {format_type(c.type)} weights[{_attr(c.source.entry)}]"
     values = c.values
-    if values and all(v == values[0] for v in values) and len(values) > 1:
-        shown = _number(values[0])
+    if len(values) > 1 and _all_same(values):
+        shown = number_texts(values[:1])[0]
     else:
-        shown = "[" + ", ".join(_number(v) for v in values) + "]"
+        shown = "[" + ", ".join(number_texts(values)) + "]"
     return f"const {format_type(c.type)} {shown}"
 
 
-def _number(v: int | float) -> str:
-    return repr(v)
+def _all_same(values: np.ndarray) -> bool:
+    """Whether every value has the first one's bits (so ``-0.0`` is not ``0.0``)."""
+    rows = values.view(np.uint8).reshape(len(values), values.itemsize)
+    return bool((rows == rows[0]).all())
+
+
+def number_texts(values: np.ndarray) -> list[str]:
+    """Each value as the DSL writes it, the shortest text that reads back as exactly
+    that value of its dtype (:func:`~byoc.ir.plain_numbers`)."""
+    return [repr(v) for v in plain_numbers(values)]

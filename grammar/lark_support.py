@@ -16,14 +16,23 @@ from string import Template
 from types import SimpleNamespace
 
 from lark import Lark
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from byoc.ast_lock import PYTHON_AST_LOCK
+from byoc.disk_cache import cache_dir, entry_key
 from byoc.errors import ByocError, Location, ParseError
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import MAX_NAME_LENGTH
 
 GRAMMAR_DIR = Path(__file__).parent
+LARK_OPTIONS = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "propagate_positions": False,
+    "maybe_placeholders": False,
+}
+"""How both grammars are parsed: a tree-less LALR parser with a contextual lexer."""
 
 
 @cache
@@ -62,21 +71,29 @@ class ReaderParser:
         if not hasattr(local, "lark"):
             local.current = SimpleNamespace(reader=None)
             routes = {name: partial(_route, local.current, f) for name, f in self.callbacks.items()}
-            with PYTHON_AST_LOCK:  # Lark reads the grammar's literals with ast.literal_eval
-                local.lark = Lark(
-                    self.grammar,
-                    parser="lalr",
-                    lexer="contextual",
-                    transformer=SimpleNamespace(**routes),
-                    propagate_positions=False,
-                    maybe_placeholders=False,
-                )
+            local.lark = self._lark(SimpleNamespace(**routes))
         current = local.current
         outer, current.reader = current.reader, reader
         try:
             return local.lark.parse(text)
         finally:
             current.reader = outer
+
+    def _lark(self, transformer: SimpleNamespace) -> Lark:
+        """A Lark parser of the grammar calling ``transformer``. Its LALR tables are
+        kept in byoc's disk cache (:mod:`byoc.disk_cache`) by Lark's own ``cache``
+        option, which checks the grammar's digest on load: an earlier process's tables
+        load in a few milliseconds instead of tens. Lark rebuilds them, silently, when
+        the file is missing, stale or unreadable."""
+        key = entry_key("lark", lark_version, repr(sorted(LARK_OPTIONS.items())), self.grammar)
+        folder = cache_dir() / "lark"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            cache: str | bool = str(folder / f"{key}.lark")
+        except OSError:  # no writable cache: build the tables every time
+            cache = False
+        with PYTHON_AST_LOCK:  # Lark reads the grammar's literals with ast.literal_eval
+            return Lark(self.grammar, transformer=transformer, cache=cache, **LARK_OPTIONS)
 
 
 def _route(current: SimpleNamespace, callback: Callable, value: object) -> object:

@@ -3,12 +3,17 @@
 * The compiler is the language's compiler variable when set (``$CC`` for C, ``$CXX``
   for C++: :data:`byoc.spec.languages.LANGUAGES` declares them), else the spec's; its
   flags variable (``$CFLAGS``, ``$CXXFLAGS``) is appended to the spec's flags, so it wins.
-* Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``.
+* Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``. A backend's
+  libraries (its spec's ``requires:``, located by the caller) add their ``-I`` flags
+  to the compile flags and their ``-L``, ``-Wl,-rpath`` and ``-l`` flags after
+  ``-ltvm_ffi``; both are part of the cache key.
 * Libraries are cached under ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
   compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
   ``<root>/<xx>/<key>/`` holding ``lib<main>.so``, its ``.sha256`` and ``src/`` (the
-  sources it was built from).
+  sources it was built from: the module, its headers, and the binary files of its
+  large constants, which the assembler's ``.incbin`` reads; the compiler runs in
+  ``src/``, and every file's bytes are part of the key).
 * A build happens in a private directory under ``<root>/tmp/`` that is renamed into
   place as a whole, so processes that build the same source at once never see a
   partial entry: the first rename wins and the others use its library. An entry
@@ -37,12 +42,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 
 if TYPE_CHECKING:
     from byoc.spec.backend import CompileSettings
 
-FORMAT = "byoc-build-1"
+FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
 CONTEXT_LINES = 3
 MESSAGE_LINES = 20
@@ -60,6 +66,8 @@ class Toolchain:
     """A compiled language of :data:`byoc.spec.languages.LANGUAGES` (``c``, ``c++``)."""
     env_var: str
     """The environment variable that overrides the compiler (``CC``, ``CXX``)."""
+    link: tuple[str, ...] = ()
+    """Link flags after the sources (a backend's libraries: ``-L``, ``-Wl,-rpath``, ``-l``)."""
 
 
 def toolchain(
@@ -68,10 +76,11 @@ def toolchain(
     std: str | None,
     flags: Sequence[str],
     env: Mapping[str, str] | None = None,
+    link: Sequence[str] = (),
 ) -> Toolchain:
     """The toolchain for ``language``: its compiler variable (``$CC``, ``$CXX``) over
     ``spec_compiler``, then ``-std=<std>``, the spec's ``flags`` and its flags
-    variable (``$CFLAGS``, ``$CXXFLAGS``)."""
+    variable (``$CFLAGS``, ``$CXXFLAGS``); ``link`` goes after the sources."""
     from byoc.spec.languages import LANGUAGES
 
     lang = LANGUAGES.get(language)
@@ -83,25 +92,28 @@ def toolchain(
     compiler = tuple(shlex.split(override)) if override else (spec_compiler,)
     extra = tuple(shlex.split(env.get(lang.flags_env, "")))
     std_flag = (f"-std={std}",) if std else ()
-    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env)
+    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env, tuple(link))
 
 
 def build_artifacts(
-    sources: Mapping[str, str],
+    sources: Mapping[str, str | bytes],
     main: str,
     settings: CompileSettings,
     values: Mapping[str, object],
     *,
+    include_flags: Sequence[str] = (),
+    link_flags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cache: Path | None = None,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
-    headers it includes) as its spec's ``compile:`` settings say, and return the path
-    of the cached library.
+    headers it includes, or bytes its ``.incbin`` directives read) as its spec's
+    ``compile:`` settings say, and return the path of the cached library.
 
     ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
-    the flags use only options).
+    the flags use only options). ``include_flags`` and ``link_flags`` are those of the
+    backend's located libraries (``-I...``; ``-L...``, ``-Wl,-rpath,...``, ``-l...``).
     """
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
@@ -112,32 +124,42 @@ def build_artifacts(
             f"cannot render the compile flags: {exc.args[0]}",
             hint="pass spec.template_values(options) as the values",
         ) from None
-    chain = toolchain(settings.language, settings.compiler, settings.std, flags, env)
+    chain = toolchain(
+        settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
+    )
     return build_library(sources, main, chain, cache=cache)
-
-
-def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The cache root: ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else ``~/.cache/byoc``."""
-    env = os.environ if env is None else env
-    if env.get("BYOC_CACHE_DIR"):
-        return Path(env["BYOC_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "byoc"
 
 
 @lru_cache(maxsize=16)
 def compiler_version(compiler: tuple[str, ...], env_var: str = "CC") -> str:
-    """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing."""
-    if shutil.which(compiler[0]) is None:
+    """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing.
+
+    Running the compiler costs a process start in every byoc process, so the banner is
+    kept in the disk cache, keyed by the command and the resolved executable's path,
+    size and modification time: replacing or upgrading the compiler changes the key."""
+    found = shutil.which(compiler[0])
+    if found is None:
         raise BuildError(
             f"C/C++ compiler {compiler[0]!r} not found",
             hint=f"{INSTALL_HINT}, or set ${env_var} to the compiler to use",
         )
+    real = os.path.realpath(found)
     try:
-        proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
-    return proc.stdout.strip() or proc.stderr.strip()
+        stat = os.stat(real)
+    except OSError as exc:
+        raise BuildError(
+            f"cannot run {compiler[0]}: {exc.strerror or exc}", hint=f"check ${env_var}"
+        ) from None
+
+    def banner() -> str:
+        try:
+            proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
+        return proc.stdout.strip() or proc.stderr.strip()
+
+    key = entry_key("compiler", *compiler, real, str(stat.st_size), str(stat.st_mtime_ns))
+    return cached("compiler", key, banner)
 
 
 def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
@@ -150,9 +172,10 @@ def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
 
 
 def build_library(
-    sources: Mapping[str, str], main: str, chain: Toolchain, *, cache: Path | None = None
+    sources: Mapping[str, str | bytes], main: str, chain: Toolchain, *, cache: Path | None = None
 ) -> Path:
-    """Compile ``sources[main]`` (other entries are headers it includes) into a cached
+    """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
+    of files its ``.incbin`` directives read) into a cached
     shared library and return its path. Raises BuildError with the compiler's message
     and the generated lines around the first error."""
     for name in sources:
@@ -163,11 +186,25 @@ def build_library(
     includes, libdir, ffi_version = _tvm_ffi_paths()
     version = compiler_version(chain.compiler, chain.env_var)
     key = hashlib.sha256()
-    parts = (FORMAT, chain.language, version, ffi_version, *chain.compiler, "--", *chain.flags, "--")
+    parts = (
+        FORMAT,
+        chain.language,
+        version,
+        ffi_version,
+        *chain.compiler,
+        "--",
+        *chain.flags,
+        "--",
+        *chain.link,
+        "--",
+    )
     for part in (*parts, *includes, libdir, main):
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
-        key.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+        content = sources[name]
+        data = content if isinstance(content, bytes) else content.encode()
+        kind = b"b" if isinstance(content, bytes) else b"t"
+        key.update(name.encode() + b"\0" + kind + str(len(data)).encode() + b"\0" + data + b"\0")
     digest = key.hexdigest()
     root = cache if cache is not None else cache_dir()
     entry = root / digest[:2] / digest
@@ -191,7 +228,7 @@ def build_library(
 
 
 def _compile(
-    sources: Mapping[str, str],
+    sources: Mapping[str, str | bytes],
     main: str,
     chain: Toolchain,
     staging: Path,
@@ -200,14 +237,20 @@ def _compile(
     libdir: str,
 ) -> None:
     """Compile into ``staging``: ``src/`` holds the sources; the library and its
-    sha256 go next to it."""
+    sha256 go next to it. The compiler runs in ``src/``, where the assembler finds the
+    files that ``.incbin`` names (every other path on the command line is absolute)."""
     src = staging / "src"
     src.mkdir()
-    for name, text in sources.items():
-        (src / name).write_text(text, encoding="utf-8")
+    for name, content in sources.items():
+        if isinstance(content, bytes):
+            (src / name).write_bytes(content)
+        else:
+            (src / name).write_text(content, encoding="utf-8")
     out = staging / lib_name
+    first = chain.compiler[0]  # a relative path to the compiler names it from here, not from src/
+    compiler = (os.path.abspath(first) if os.sep in first else first, *chain.compiler[1:])
     cmd = [
-        *chain.compiler,
+        *compiler,
         *chain.flags,
         "-shared",
         "-fPIC",
@@ -219,9 +262,10 @@ def _compile(
         f"-L{libdir}",
         "-ltvm_ffi",
         f"-Wl,-rpath,{libdir}",
+        *chain.link,
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=src)
     except OSError as exc:
         raise BuildError(
             f"cannot run {chain.compiler[0]}: {exc.strerror or exc}", hint=f"check ${chain.env_var}"
@@ -273,14 +317,14 @@ def _valid(library: Path) -> bool:
 _LOCATION = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*(?P<what>fatal error|error|warning)?")
 
 
-def _excerpt(stderr: str, sources: Mapping[str, str]) -> str:
+def _excerpt(stderr: str, sources: Mapping[str, str | bytes]) -> str:
     """The compiler's first lines, plus the generated source around its first error."""
     lines = stderr.strip().splitlines()
     message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
     found: tuple[str, int] | None = None
     for line in lines:
         m = _LOCATION.match(line)
-        if m and m.group("file") in sources:
+        if m and isinstance(sources.get(m.group("file")), str):
             if found is None or (m.group("what") or "").endswith("error"):
                 found = (m.group("file"), int(m.group("line")))
             if (m.group("what") or "").endswith("error"):
@@ -288,7 +332,9 @@ def _excerpt(stderr: str, sources: Mapping[str, str]) -> str:
     if found is None:
         return message
     name, n = found
-    text = sources[name].splitlines()
+    source = sources[name]
+    assert isinstance(source, str)
+    text = source.splitlines()
     lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
     shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
     return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}"

@@ -7,8 +7,12 @@ A bundle is a zip archive with a ``manifest.json`` and plain members:
 * the host graphs (``<graph>.graph.json``) and host functions (``<graph>.host.graph``);
 * each backend's module: compiled libraries (``lib<backend>.so``) with their
   generated sources, or the JSON / ExampleJSON text the interpreters run;
-* the constants, inside the artifacts that use them (C arrays in the sources and
-  libraries, ``const_values`` in JSON modules, literals in host functions).
+* the constants: small ones inside the artifacts that use them (C arrays in the
+  sources and libraries, ``const_values`` in JSON modules, literals in host
+  functions); large ones as binary members (``.bin`` files that a library's sources
+  ``.incbin`` and its library holds, ``.npz`` archives beside JSON modules, host
+  functions and the source graph), stored uncompressed, since deflate gains little
+  on floating-point weights and costs seconds per hundred megabytes.
 
 Reading checks everything before anything runs: the archive's integrity, the
 format and version, that member names are plain file names (no ``../``), that
@@ -35,7 +39,9 @@ from byoc.errors import RuntimeFailure
 from .manifest import MANIFEST, Manifest
 
 MAX_MEMBER_BYTES = 1 << 31
-_MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
+BINARY_SUFFIXES = (".bin", ".npz")
+"""Members holding constants' values, stored without compression."""
+MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
 
 
 def write_bundle(path: str | Path, manifest: Manifest, members: Mapping[str, bytes]) -> None:
@@ -46,7 +52,10 @@ def write_bundle(path: str | Path, manifest: Manifest, members: Mapping[str, byt
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(_info(MANIFEST), manifest.with_members(members).to_json())
         for name, data in sorted(members.items()):
-            archive.writestr(_info(name), data)
+            info = _info(name)
+            if name.endswith(BINARY_SUFFIXES):
+                info.compress_type = zipfile.ZIP_STORED
+            archive.writestr(info, data)
     write_file(path, buffer.getvalue())
 
 
@@ -104,7 +113,7 @@ def read_bundle(path: str | Path) -> tuple[Manifest, dict[str, bytes]]:
 
 
 def _check_name(name: str, where: str = "bundle") -> None:
-    if not isinstance(name, str) or not _MEMBER_NAME.match(name) or name == MANIFEST:
+    if not isinstance(name, str) or not MEMBER_NAME.match(name) or name == MANIFEST:
         raise RuntimeFailure(
             f"{where}: invalid member name {name!r}", hint="member names are plain file names"
         )

@@ -199,7 +199,7 @@ def function_plan(fn: Function, catalog: Catalog) -> tuple[InterpreterPlan, tupl
         inputs = tuple(slots[name] for name in node.inputs)
         slots[node.name] = len(slots)
         steps.append(InterpreterStep(kernel, inputs, (slots[node.name],)))
-    consts = tuple(np.array(c.values, dtype=c.type.dtype).reshape(c.type.shape) for c in fn.constants)
+    consts = tuple(c.array for c in fn.constants)
     for array in consts:
         array.flags.writeable = False
     plan = InterpreterPlan(

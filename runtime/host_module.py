@@ -4,6 +4,8 @@ catalog's numpy references."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from byoc.catalog import Catalog
@@ -20,10 +22,19 @@ class HostModule:
 
     kind = "host"
 
-    def __init__(self, text: str, catalog: Catalog, *, file: str | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        catalog: Catalog,
+        *,
+        file: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """``files`` holds the weights file of the text's large constants by name (a
+        bundle's members)."""
         self.text = text
         self.functions: dict[str, Function] = {
-            fn.name: fn for fn in parse_graph(text, catalog, file=file).functions
+            fn.name: fn for fn in parse_graph(text, catalog, file=file, weights_files=files).functions
         }  # type: ignore[misc]
         self.catalog = catalog
 

@@ -53,10 +53,18 @@ def check_header(document: Any, where: str) -> str:
 class GraphLoader:
     """Validates one function entry and compiles its graph into an InterpreterPlan."""
 
-    def __init__(self, where: str, catalog: Catalog, kernels: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        where: str,
+        catalog: Catalog,
+        kernels: Mapping[str, str],
+        archives: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    ) -> None:
+        """``archives`` holds the arrays of the ``.npz`` files that large constants name."""
         self.where = where
         self.catalog = catalog
         self.kernels = kernels
+        self.archives = archives or {}
 
     def fail(self, message: str, nid: int | None = None) -> RuntimeFailure:
         at = f", node {nid}" if nid is not None else ""
@@ -178,9 +186,12 @@ class GraphLoader:
         value = values.get(name)
         if not isinstance(value, dict):
             raise self.fail(f"const {name!r} has no entry in const_values", nid)
-        data = value.get("data")
         if value.get("dtype") != t.dtype or value.get("shape") != list(t.shape):
             raise self.fail(f"const_values[{name!r}] is not of the node's type {t}", nid)
+        if "file" in value:
+            self.check_stored(name, value, t, nid)
+            return
+        data = value.get("data")
         if not isinstance(data, list) or len(data) != prod(t.shape):
             raise self.fail(f"const_values[{name!r}] needs {prod(t.shape)} data values", nid)
         if is_integer(t.dtype):
@@ -190,6 +201,19 @@ class GraphLoader:
             ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data)
         if not ok:
             raise self.fail(f"const_values[{name!r}] holds a value that is not a {t.dtype} number", nid)
+
+    def check_stored(self, name: str, value: Mapping[str, Any], t: TensorType, nid: int) -> None:
+        """A large constant: entry ``name`` of the archive ``value["file"]``, of type ``t``."""
+        archive = self.archives.get(value["file"]) if isinstance(value["file"], str) else None
+        if archive is None or "data" in value:
+            raise self.fail(
+                f"const_values[{name!r}] names the file {value['file']!r}, which is not beside the module",
+                nid,
+            )
+        array = archive.get(name)
+        if array is None or array.dtype != np.dtype(t.dtype) or array.shape != t.shape:
+            got = "no such entry" if array is None else f"{array.dtype}{list(array.shape)}"
+            raise self.fail(f"{value['file']}[{name!r}] is not of the node's type {t} ({got})", nid)
 
 
 def _is_int(x: Any) -> bool:

@@ -22,6 +22,7 @@ precompiled into an interpreter :class:`~byoc.runtime.interpreter.InterpreterPla
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,9 @@ import numpy as np
 
 from byoc.catalog import Catalog
 from byoc.errors import Location, RuntimeFailure
+from byoc.npz_files import read_npz
 
+from .bundle import MEMBER_NAME
 from .interface import PackedFunction, Signature
 from .interpreter import InterpreterPlan, read_module_file
 from .json_loader import GraphLoader, check_header
@@ -42,11 +45,36 @@ INIT_PREFIX = "__init_"
 """``get_function(INIT_PREFIX + symbol)`` is the function's init step, as in TVM."""
 
 
-def const_array(value: Mapping[str, Any]) -> np.ndarray:
-    """One entry of ``const_values`` as a read-only array (already validated)."""
-    array = np.array(value["data"], dtype=value["dtype"]).reshape(value["shape"])
+def const_array(
+    name: str, value: Mapping[str, Any], archives: Mapping[str, Mapping[str, np.ndarray]]
+) -> np.ndarray:
+    """Entry ``name`` of ``const_values`` as a read-only array (already validated): its
+    ``data``, or its entry of the ``.npz`` archive it names (a large constant)."""
+    if "file" in value:
+        array = archives[value["file"]][name]
+    else:
+        array = np.array(value["data"], dtype=value["dtype"]).reshape(value["shape"])
     array.flags.writeable = False
     return array
+
+
+def read_archives(
+    document: Mapping[str, Any], files: Mapping[str, bytes] | None, directory: Path | None, where: str
+) -> dict[str, dict[str, np.ndarray]]:
+    """The arrays of every ``.npz`` archive that ``const_values`` names: from ``files``
+    (a bundle's members), else from ``directory`` (beside the module's file)."""
+    values = document["const_values"]
+    names = {v["file"] for v in values.values() if isinstance(v, dict) and isinstance(v.get("file"), str)}
+    archives: dict[str, dict[str, np.ndarray]] = {}
+    for name in sorted(names):
+        if not MEMBER_NAME.match(name):  # a plain file name, never a path
+            raise RuntimeFailure(f"{where}: const file {name!r} is not a plain file name")
+        data = (files or {}).get(name)
+        if data is None and directory is not None and (directory / name).is_file():
+            data = (directory / name).read_bytes()
+        if data is not None:
+            archives[name] = read_npz(io.BytesIO(data), f"{where}: {name}", RuntimeFailure)
+    return archives
 
 
 class JsonRuntimeModule:
@@ -63,9 +91,12 @@ class JsonRuntimeModule:
         kernels: Mapping[str, str] | None = None,
         spec_path: Any = None,
         text: str | None = None,
+        files: Mapping[str, bytes] | None = None,
     ) -> None:
         """``kernels`` maps kernel names to catalog ops; by default it comes from the
-        spec of the document's backend, found on ``spec_path``."""
+        spec of the document's backend, found on ``spec_path``. ``files`` holds the
+        ``.npz`` archives of large constants by name (else they are read from beside
+        ``file``)."""
         from byoc.spec import load_catalog
 
         self.file = file
@@ -78,10 +109,13 @@ class JsonRuntimeModule:
         self.document = document
         self.text = text
         values = document["const_values"]
+        directory = Path(file).parent if file is not None else None
+        self.archives = read_archives(document, files, directory, self._where)
         self.plans: dict[str, InterpreterPlan] = {}
         self.const_names: dict[str, tuple[str, ...]] = {}
         for symbol, entry in document["functions"].items():
-            loader = GraphLoader(f"{self._where}: function {symbol!r}", self.catalog, self.kernels)
+            where = f"{self._where}: function {symbol!r}"
+            loader = GraphLoader(where, self.catalog, self.kernels, self.archives)
             self.plans[symbol], self.const_names[symbol] = loader.load(symbol, entry, values)
         self._consts: dict[str, tuple[np.ndarray, ...]] = {}
         self._lock = threading.Lock()
@@ -147,7 +181,7 @@ class JsonRuntimeModule:
                 return False
             if consts is None:
                 values = self.document["const_values"]
-                bound = tuple(const_array(values[name]) for name in self.const_names[symbol])
+                bound = tuple(const_array(n, values[n], self.archives) for n in self.const_names[symbol])
             else:
                 bound = plan.check_consts(consts, self.const_names[symbol])
             self._consts[symbol] = bound

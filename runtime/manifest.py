@@ -22,6 +22,11 @@ rest of the runtime works with typed entries only. The JSON, version 1::
 holding them, in search order: the model's op catalog is the shipped one extended by
 them, so a bundle with a user's ops runs where their spec directory is absent.
 
+A library module built by a backend whose spec ``requires:`` libraries has a
+``"requires"`` object: each requirement as the spec wrote it (name -> headers,
+libraries, install, from), validated by the spec loader when the manifest is read,
+so that loading locates the libraries again on the machine that runs the bundle.
+
 A module's ``"kind"`` key holds its :class:`ModuleFormat` (how the runtime loads
 it), not the backend's codegen kind; the key keeps its name so that version-1
 bundles stay readable.
@@ -36,12 +41,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from byoc.errors import RuntimeFailure
 from byoc.ir import DTYPES, TensorType
 
 from .interface import Signature
+
+if TYPE_CHECKING:
+    from byoc.spec.requirements import Requirement
 
 FORMAT = "byoc-bundle"
 VERSION = 1
@@ -100,10 +108,15 @@ class LibraryEntry:
     file: str
     functions: Mapping[str, Signature]
     sources: tuple[str, ...] = ()
+    requires: tuple[Requirement, ...] = ()
+    """The libraries the library links against (its backend spec's ``requires:``)."""
 
     def to_json(self) -> dict[str, Any]:
         functions = {sym: _signature_to_json(sig) for sym, sig in self.functions.items()}
-        return {**_common(self), "sources": list(self.sources), "functions": functions}
+        out = {**_common(self), "sources": list(self.sources), "functions": functions}
+        if self.requires:
+            out["requires"] = {r.name: r.record() for r in self.requires}
+        return out
 
     @classmethod
     def from_json(cls, fields: _Fields) -> LibraryEntry:
@@ -112,7 +125,8 @@ class LibraryEntry:
             sym: _signature(fields.nested(sig, f"function {sym!r}")) for sym, sig in functions.items()
         }
         sources = fields.texts("sources") if "sources" in fields.data else ()
-        return cls(fields.text("backend"), fields.text("file"), signatures, sources)
+        requires = _requirements(fields) if "requires" in fields.data else ()
+        return cls(fields.text("backend"), fields.text("file"), signatures, sources, requires)
 
 
 @dataclass(frozen=True)
@@ -288,6 +302,16 @@ def _module(fields: _Fields) -> ModuleEntry:
     if entry_type is None:
         raise RuntimeFailure(f"{fields.where}: unknown module kind {name!r} in the manifest")
     return entry_type.from_json(fields)
+
+
+def _requirements(fields: _Fields) -> tuple[Requirement, ...]:
+    from byoc.errors import SpecError
+    from byoc.spec.requirements import requirements_from_record
+
+    try:
+        return requirements_from_record(fields.object("requires"), f"{fields.where}: {fields.what}: requires")
+    except SpecError as exc:
+        raise fields.incomplete(exc.message) from None
 
 
 def _member(fields: _Fields) -> Member:

@@ -45,7 +45,7 @@ class Model:
             modules = list(self.modules)
             if g.host_functions is not None:
                 text = self.text(g.host_functions)
-                modules.insert(0, HostModule(text, catalog, file=g.host_functions))
+                modules.insert(0, HostModule(text, catalog, file=g.host_functions, files=self.members))
             self.graphs[g.name] = GraphExecutor(self.text(g.host_graph), modules, name=g.name)
 
     @property
@@ -115,17 +115,44 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
     if isinstance(entry, LibraryEntry):
         from .module import LibraryModule
 
+        _load_requirements(entry)
         return LibraryModule(_materialise(members, entry.file), entry.functions)
     if isinstance(entry, JsonEntry):
         from .json_module import JsonRuntimeModule
 
         return JsonRuntimeModule.from_text(
-            _text(members, entry.file), catalog=catalog, kernels=entry.op_names
+            _text(members, entry.file), catalog=catalog, kernels=entry.op_names, files=members
         )
     assert isinstance(entry, ExampleJsonEntry), entry
     from .examplejson_module import ExampleJsonModule
 
     return ExampleJsonModule.from_text(_text(members, entry.file), tokens=entry.op_names, catalog=catalog)
+
+
+def _load_requirements(entry: LibraryEntry) -> None:
+    """Locate the libraries ``entry`` links against on this machine and load them
+    (globally), so the library finds them wherever this machine installed them, not
+    only where the build machine had them (its rpath)."""
+    import ctypes
+
+    from byoc.spec.requirements import NotFound
+
+    for req in entry.requires:
+        try:
+            files = req.locate().files
+        except NotFound as exc:
+            raise RuntimeFailure(
+                f"backend {entry.backend} needs {req.name}, which is not installed here: {exc}",
+                hint=req.install,
+            ) from None
+        for file in files:
+            try:
+                ctypes.CDLL(file, mode=ctypes.RTLD_GLOBAL)
+            except OSError as exc:
+                raise RuntimeFailure(
+                    f"backend {entry.backend} needs {req.name}, and {file} does not load: {exc}",
+                    hint=req.install,
+                ) from None
 
 
 def _materialise(members: Mapping[str, bytes], name: str) -> Path:

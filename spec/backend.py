@@ -20,6 +20,8 @@ from .template import render
 
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
+    from .patterns import Pattern
+    from .requirements import Requirement
 
 OptionValue = int | float | bool | str
 
@@ -133,10 +135,14 @@ class BackendSpec:
     compile: CompileSettings
     options: Mapping[str, OptionDef]
     ops: Mapping[str, OpBinding]
+    requires: Mapping[str, Requirement] = field(default_factory=frozen_map)
+    """The libraries the generated code includes and links (``requires:``), by name."""
     macros: Mapping[str, MacroDef] = field(default_factory=frozen_map)
     layers: Mapping[str, LayerDef] = field(default_factory=frozen_map)
     templates: Mapping[str, str] = field(default_factory=frozen_map)
     """The kind's code templates by key (``prelude``, ``engine``, ``invoke``, ...)."""
+    patterns: Mapping[str, Pattern] = field(default_factory=frozen_map)
+    """Composite patterns by name, in spec order (:mod:`byoc.spec.patterns`)."""
     header: str | None = None
     """engine kind: the file name of the generated engine header."""
     broadcast: bool = False

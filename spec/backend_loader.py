@@ -25,6 +25,8 @@ from .kinds import KINDS
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
+from .patterns import load_patterns
+from .requirements import load_requirements
 from .yaml_doc import YamlDoc
 
 BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -62,7 +64,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         root,
         f"a {kind.name} backend spec",
         COMMON_REQUIRED + compile_key + required + ("ops",),
-        COMMON_OPTIONAL + (() if kind.compiled else ("compile",)) + optional,
+        COMMON_OPTIONAL + (("requires",) if kind.compiled else ("compile",)) + optional,
     )
     if doc.typed(root, "version", int, "version") != SCHEMA_VERSION:
         raise doc.error(
@@ -80,9 +82,12 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     ranks = _ranks(doc, root)
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
-    draft = SpecDraft(ranks, options)
+    requires = load_requirements(doc, root) if "requires" in root else {}
+    draft = SpecDraft(ranks, options, dtypes)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
+    if "patterns" in root:
+        load_patterns(doc, root, catalog, draft, kind)
     kind.check_spec(doc, draft)
     return BackendSpec(
         name=name,
@@ -93,11 +98,13 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         dtypes=dtypes,
         ranks=ranks,
         compile=compile_settings,
+        requires=frozen_map(requires),
         options=frozen_map(options),
         ops=frozen_map(draft.ops),
         macros=frozen_map(draft.macros),
         layers=frozen_map(draft.layers),
         templates=frozen_map(draft.templates),
+        patterns=frozen_map(draft.patterns),
         header=draft.header,
         source=doc.path,
         loc=doc.at(root),

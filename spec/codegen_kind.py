@@ -88,6 +88,10 @@ class CodegenKind:
     name_table: ClassVar[str | None] = None
     """For an interpreted kind: the key (``tokens``, ``kernels``) under which a build's
     manifest gives the runtime the op names of :meth:`BackendSpec.op_names`."""
+    pattern_required: ClassVar[tuple[str, ...]] = ()
+    """The keys that say what implements a composite pattern (``patterns:``, see
+    :mod:`byoc.spec.patterns`); empty when the kind takes no patterns."""
+    pattern_optional: ClassVar[tuple[str, ...]] = ()
     reserved_more: ClassVar[str] = ""
     """How the hint on reserved names ends, for names :meth:`reserves` matches by pattern."""
 
@@ -113,7 +117,8 @@ class CodegenKind:
         """The kind-specific top-level keys: (required, optional)."""
         required = [s.key for s in self.templates if s.required]
         optional = [s.key for s in self.templates if not s.required]
-        return self.structure_required + tuple(required), self.structure_optional + tuple(optional)
+        patterns = ("patterns",) if self.pattern_required else ()
+        return self.structure_required + tuple(required), self.structure_optional + tuple(optional) + patterns
 
     def placeholders(self) -> set[str]:
         """Names the generator supplies, so options and vars may not take them."""
@@ -170,6 +175,13 @@ class CodegenKind:
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> OpBinding:
         """The binding of ``op``, whose mapping is ``node[op]`` (its keys are checked)."""
+        raise NotImplementedError
+
+    def load_pattern_binding(
+        self, doc: YamlDoc, node: Any, name: str, inputs: int, draft: SpecDraft
+    ) -> OpBinding:
+        """What implements pattern ``name`` (``node[name]``, of ``inputs`` inputs), for a
+        kind with :attr:`pattern_required`."""
         raise NotImplementedError
 
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:

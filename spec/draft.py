@@ -24,6 +24,7 @@ class SpecDraft:
 
     ranks: tuple[int, ...]
     options: dict[str, OptionDef]
+    dtypes: tuple[str, ...] = ()
     ops: dict[str, OpBinding] = field(default_factory=dict)
     macros: dict[str, MacroDef] = field(default_factory=dict)
     layers: dict[str, LayerDef] = field(default_factory=dict)
@@ -33,6 +34,8 @@ class SpecDraft:
     """The YAML ``params`` mapping of each macro, to locate errors in its arguments."""
     opdefs: dict[str, OpDef] = field(default_factory=dict)
     """The catalog op of each mapped op, for kinds whose checks need its attributes."""
+    patterns: dict[str, Any] = field(default_factory=dict)
+    """The composite patterns (:class:`~byoc.spec.patterns.Pattern`) by name."""
 
 
 def check_template(

@@ -10,6 +10,7 @@ from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
 from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
+from .template import placeholders
 from .yaml_doc import YamlDoc
 
 
@@ -21,14 +22,31 @@ class CSourceKind(MacroKind):
     doc = "C99 source: one kernel per op, expanded from the spec's C macros (the BYOC guide's C codegen)"
     language = "c"
     generator = "c_source"
-    templates = (Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),)
+    templates = (
+        Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),
+        Slot(
+            "state", "C members of each function's state struct, set up by init, read by kernels", ("symbol",)
+        ),
+        Slot(
+            "init",
+            "C statements run once per function and loaded library on `state`; return non-zero to fail",
+            ("symbol",),
+        ),
+        Slot(
+            "teardown",
+            "C statements run on `state` when the library is unloaded, after a good init",
+            ("symbol",),
+        ),
+    )
     structure_required = ("macros",)
     op_required = ("macros",)
     op_optional = ("vars",)
+    pattern_required = ("macros",)
+    pattern_optional = ("vars",)
     shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
-    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape")
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state")
     macro_inputs = True
     dims = True
     op_args = True
@@ -51,14 +69,51 @@ class CSourceKind(MacroKind):
         draft.opdefs[op] = opdef
         return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
 
+    def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
+        """Besides the macro checks: ``${state}`` only where the spec declares a state."""
+        super().check_spec(doc, draft)
+        if draft.templates.get("state", "").strip():
+            return
+        for mname, macro in draft.macros.items():
+            pnode = draft.macro_params[mname]
+            for param, text in macro.params.items():
+                found = next((p for p in placeholders(text) if p.name == "state"), None)
+                if found is not None:
+                    raise doc.error_at(
+                        f"the argument of {param} in macro {mname} uses ${{state}}, but the spec declares no state",
+                        doc.at_offset(pnode, param, found.offset),
+                        hint="add a top-level `state:` with the C members of each function's state",
+                    )
+
+    def load_pattern_binding(
+        self, doc: YamlDoc, node: Any, name: str, inputs: int, draft: SpecDraft
+    ) -> MacroBinding:
+        """A pattern's macros by rank (of its result), each taking the pattern's inputs."""
+        what, pnode = f"pattern {name}", node[name]
+        by_rank, default = self.load_ranks(doc, pnode, what, draft, draft.macros)
+        for key, macro in [*by_rank.items(), *([(DEFAULT_RANK_KEY, default)] if default is not None else [])]:
+            if draft.macros[macro].inputs != inputs:
+                raise doc.error(
+                    f"{what}: macro {macro} takes {draft.macros[macro].inputs} inputs but the pattern has {inputs}",
+                    pnode["macros"],
+                    key,
+                    value=True,
+                    hint="a pattern's kernel takes its `inputs:`, in order",
+                )
+        pvars = self.load_vars(doc, pnode, what, draft) if "vars" in pnode else {}
+        return MacroBinding(name, frozen_map(by_rank), default, frozen_map(pvars), loc=doc.at(node, name))
+
     def macro_uses(self, doc: YamlDoc, draft: SpecDraft) -> list[MacroUse]:
         uses: list[MacroUse] = []
-        for op, b in draft.ops.items():
+        users = [("ops", f"op {op}", op, b, draft.opdefs[op], None) for op, b in draft.ops.items()]
+        users += [("patterns", f"pattern {n}", n, p.binding, None, p) for n, p in draft.patterns.items()]
+        for key, user, name, b, opdef, pattern in users:
             assert isinstance(b, MacroBinding)
-            rnode = doc.root["ops"][op]["macros"]
-            opdef = draft.opdefs[op]
-            uses += [MacroUse(f"op {op}", m, b.vars, (r,), rnode, r, opdef) for r, m in b.by_rank.items()]
+            rnode = doc.root[key][name]["macros"]
+            uses += [MacroUse(user, m, b.vars, (r,), rnode, r, opdef, pattern) for r, m in b.by_rank.items()]
             if b.default is not None:
                 others = tuple(r for r in draft.ranks if r not in b.by_rank)
-                uses.append(MacroUse(f"op {op}", b.default, b.vars, others, rnode, DEFAULT_RANK_KEY, opdef))
+                uses.append(
+                    MacroUse(user, b.default, b.vars, others, rnode, DEFAULT_RANK_KEY, opdef, pattern)
+                )
         return uses

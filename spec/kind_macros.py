@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from byoc.attr_values import ints_length
-from byoc.catalog import OpDef
+from byoc.catalog import AttrDef, OpDef
 from byoc.shape_rules import SHAPE_RULES
 
 from .backend import MacroDef
@@ -24,6 +24,7 @@ from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
 from .macro_args import attribute_of, attribute_placeholders, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
+from .patterns import Pattern
 from .template import PLACEHOLDER_NAME, Placeholder
 from .yaml_doc import YamlDoc
 
@@ -50,6 +51,9 @@ class MacroUse:
     key: Any
     op: OpDef | None = None
     """The catalog op, when the user is one (c_source): its attributes are placeholders."""
+    pattern: Pattern | None = None
+    """The composite pattern, when the user is one: its nodes' attributes are
+    placeholders (``${conv.groups}``)."""
 
 
 class MacroKind(CodegenKind):
@@ -98,15 +102,15 @@ class MacroKind(CodegenKind):
         args: dict[str, list[tuple[str, Placeholder]]] = {}
         for mname, macro in draft.macros.items():
             pnode = draft.macro_params[mname]
-            users = [u.op for u in uses if u.macro == mname and u.op is not None]
-            unused = self.op_args and not any(u.macro == mname for u in uses)
+            users = [u for u in uses if u.macro == mname]
+            unused = self.op_args and not users
 
             def accept(name: str, users=users, unused=unused) -> bool:
                 # A macro no op uses is never expanded: its vars and attributes are
                 # whatever the op mapped to it later will supply (a trimmed copy of a spec).
                 return unused or (
                     self.op_args
-                    and (input_ref(name) is not None or any(attribute_of(op, name) for op in users))
+                    and (input_ref(name) is not None or any(_attribute_use(u, name) for u in users))
                 )
 
             args[mname] = []
@@ -279,18 +283,31 @@ def _check_input_index(doc: YamlDoc, pnode: Any, param: str, ph: Placeholder, ma
     )
 
 
+def _attribute_use(use: MacroUse, name: str) -> tuple[OpDef, AttrDef, int | None] | None:
+    """The op, attribute and list index that ``${name}`` names for the op or pattern of
+    ``use``; None when it names none."""
+    if use.op is not None:
+        found = attribute_of(use.op, name)
+        return None if found is None else (use.op, *found)
+    if use.pattern is not None:
+        named = use.pattern.attribute(name)
+        return None if named is None else (use.pattern.nodes[named[0]].opdef, named[1], named[2])
+    return None
+
+
 def _check_attribute(doc: YamlDoc, use: MacroUse, param: str, name: str) -> bool:
-    """Whether ``${name}`` is an attribute of the op of ``use``; a value ``${<attr><j>}``
-    of an ints attribute must exist at every rank the use serves."""
-    found = attribute_of(use.op, name) if use.op is not None else None
+    """Whether ``${name}`` is an attribute of the op (or a node of the pattern) of
+    ``use``; a value ``${<attr><j>}`` of an ints attribute must exist at every rank the
+    use serves (a pattern's: the rank of its result, which its window ops share in the
+    patterns this checks; a match where the value is missing is not taken)."""
+    found = _attribute_use(use, name)
     if found is None:
         return False
-    adef, index = found
+    op, adef, index = found
     if index is None or use.ranks is None:
         return True
-    assert use.op is not None
     for rank in use.ranks:
-        length = ints_length(use.op, adef.name, rank)
+        length = ints_length(op, adef.name, rank)
         if length is None:
             raise doc.error(
                 f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{name}}}, "
@@ -318,7 +335,7 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
         dim = DIM_PLACEHOLDER.match(ph.name)
         if ph.name in builtin or (ph.name in use.vars and not dim):
             continue
-        if use.op is not None and (
+        if (use.op is not None or use.pattern is not None) and (
             input_ref(ph.name) is not None or _check_attribute(doc, use, param, ph.name)
         ):
             continue
@@ -337,12 +354,14 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
         attrs = (
             f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
             if use.op
+            else f"; a node's attribute is ${{<node>.<attribute>}}, nodes: {', '.join(use.pattern.handles)}"
+            if use.pattern
             else ""
         )
         raise doc.error(
             f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{ph.name}}}, "
             f"but {use.user} has no var {ph.name!r}"
-            + (" and no such attribute" if use.op is not None else ""),
+            + (" and no such attribute" if use.op is not None or use.pattern is not None else ""),
             use.node,
             use.key,
             value=True,

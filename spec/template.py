@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from byoc.value_types import value_text
 
 PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PLACEHOLDER_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
+"""A placeholder's name, or a namespaced one (``${conv.strides0}``: an attribute of one
+node of a composite pattern)."""
 _TOKEN = re.compile(r"\$(?:\$|\{([^{}$]*)\}|)")
 
 
@@ -52,11 +55,11 @@ def placeholders(text: str) -> Iterator[Placeholder]:
                 m.start(),
                 hint="write ${name} for a placeholder, or $$ for a literal $",
             )
-        if not PLACEHOLDER_NAME.match(name):
+        if not _PLACEHOLDER_TEXT.match(name):
             raise TemplateSyntaxError(
                 f"invalid placeholder ${{{name}}}",
                 m.start(),
-                hint="a placeholder is ${name}: letters, digits and _, not starting with a digit",
+                hint="a placeholder is ${name} (or ${node.name} in a pattern's macro): letters, digits and _, not starting with a digit",
             )
         yield Placeholder(name, m.start())
 

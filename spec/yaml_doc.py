@@ -1,6 +1,10 @@
 """Read YAML with ruamel.yaml in round-trip mode, keeping line and column data, and
 check mappings against a small schema with located :class:`SpecError` s.
 
+A parsed document is kept in byoc's disk cache (:mod:`byoc.disk_cache`), keyed by
+its text: ruamel's round-trip parser is pure Python and costs tens of milliseconds
+per spec file, unpickling the same tree about one.
+
 ruamel's ``lc`` positions are 0-based; every :class:`~byoc.errors.Location` made
 here is 1-based, as humans count.
 """
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml import __version__ as ruamel_version
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
@@ -22,6 +27,7 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
+from byoc.disk_cache import cached, entry_key
 from byoc.errors import YAML_LINE_BREAK, Location, SpecError
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -56,7 +62,9 @@ class YamlDoc:
             text = read_spec_text(path)
         self.text = text
         try:
-            self.root = round_trip_yaml().load(text)
+            self.root = cached(
+                "yaml", entry_key("ruamel.yaml", ruamel_version, text), lambda: round_trip_yaml().load(text)
+            )
         except DuplicateKeyError as exc:
             mark = exc.problem_mark
             found = _DUPLICATE.search(str(exc.problem))

@@ -48,6 +48,7 @@ DIFFERENTIAL_EXAMPLES: dict[str, int] = {
     "examplejson": 40,
     "json": 60,
     "fused": 40,
+    "cblas": 20,
 }
 """CI examples of the differential fuzz per backend (each compiled backend pays a
 compile per example); a backend without a spec (fused, before it exists) is skipped."""

@@ -143,3 +143,38 @@ def test_an_uninstalled_peer_is_skipped_not_failed(tmp_path, monkeypatch, capsys
     assert status == 0, stdout[-3000:]
     w = data["workloads"]["subgraph_10"]
     assert "not installed" in w["skipped"]["ONNX Runtime"] and not data["failures"]
+
+
+def test_compile_suite_measures_growth_and_counts_a_timeout_as_a_miss(tmp_path, monkeypatch):
+    """The compile-time suite on two small regions of one backend: stage times parsed,
+    one growth step with its limit; then a timeout is a recorded miss, not a crash."""
+    from benchmarks import compile_time
+
+    monkeypatch.chdir(REPO)
+    results = compile_time.run((10, 20), 1, 300.0, ["fused"], log=lambda s: None)
+    fused = results["backends"]["fused"]
+    assert set(fused["sizes"]) == {"10", "20"}
+    for row in fused["sizes"].values():
+        assert row["errors"] == [] and row["median_s"] > 0
+        assert {"parse", "generate", "compile", "run"} <= set(row["stages_median_s"])
+    (step,) = fused["growth_steps"]
+    assert step["from"] == 10 and step["to"] == 20 and step["growth"] > 0
+    assert abs(step["limit"] - 12.0**0.30103) < 1e-3
+    assert "| fused | 20 |" in compile_time.markdown(results)
+
+    missed = compile_time.run((10, 20), 2, 0.01, ["fused"], log=lambda s: None)
+    rows = missed["backends"]["fused"]["sizes"]
+    assert rows["10"]["errors"] == ["timed out after 0 s"] and rows["10"]["median_s"] is None
+    assert missed["targets"][0]["met"] is False
+
+
+def test_toolchain_times_a_warm_run_without_bytecode(tmp_path, monkeypatch):
+    from benchmarks import toolchain
+
+    monkeypatch.chdir(REPO)
+    result = toolchain.measure_command(
+        ["run", "examples/guide_plain_graph.graph", "--backend", "json"], 1, no_bytecode=True
+    )
+    for mode in ("cold", "warm", toolchain.NO_BYTECODE):
+        assert result[mode]["errors"] == [] and result[mode]["median_s"] > 0
+    assert "parse" in result[toolchain.NO_BYTECODE]["stages_median_s"]

@@ -157,7 +157,7 @@ CASES = [
     Case("dsl-rename-only", "graph", G("  y = x\n  return y"), GraphError, 2, 7,
          "`y = x` only renames a value"),
     Case("dsl-constant-too-large", "graph", G("  k = const float32[100000, 100000] 1\n  return k"), GraphError, 2, 7,
-         "the limit is 16,777,216"),
+         "the limit for literal values is 16,777,216"),
     Case("dsl-constant-count", "graph", G("  k = const float32[3] [1, 2]\n  return k"), GraphError, 2, 7,
          "constant of type float32[3] needs 3 values, got 2"),
     Case("dsl-int-constant-float-value", "graph", G("  k = const int32[2] [1, 2.5]\n  return k"), GraphError, 2,

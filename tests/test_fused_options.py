@@ -298,7 +298,8 @@ def test_check_and_backends_list_fused(capsys):
     out = capsys.readouterr().out
     assert f"{SHIPPED_SPEC}: ok" in out and out.count(": ok") == len(specs)
     assert cli.main(["backends"]) == 0
-    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    listing = capsys.readouterr().out.split("\n\n")[0]  # the table, before the libraries
+    rows = {line.split()[0]: line.split() for line in listing.splitlines()[1:]}
     assert rows[BACKEND][1:3] == ["c_fused", "float32,"] and "divide," in rows[BACKEND]
     assert cli.main(["backends", BACKEND]) == 0
     detail = capsys.readouterr().out

@@ -418,6 +418,7 @@ test_differential_engine = _differential("engine")
 test_differential_examplejson = _differential("examplejson")
 test_differential_json = _differential("json")
 test_differential_fused = _differential("fused")
+test_differential_cblas = _differential("cblas")
 
 
 def test_differential_covers_every_shipped_backend():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import GUIDE_WHOLE_GRAPH, parse_graph_text, roundtrip
 
@@ -220,13 +221,14 @@ def test_constants_list_fill_scalar_and_ints():
     consts = {c.name: c for c in program.functions[0].constants}
     assert list(consts) == ["k", "f", "g", "e", "n"]
     assert consts["k"].type == TensorType((3,), "float32")
-    assert consts["k"].values == (0.5, 1.0, -2000.0)
-    assert all(isinstance(v, float) for v in consts["k"].values)
-    assert consts["f"].values == (7, 7, 7, 7)
-    assert all(type(v) is int for v in consts["f"].values)
-    assert consts["g"].type == TensorType((), "float64") and consts["g"].values == (2.5,)
-    assert consts["e"].values == ()
-    assert consts["n"].values == (-3, 4)
+    # values are flat, read-only arrays of the constant's dtype
+    assert consts["k"].values.dtype == np.float32 and consts["k"].values.tolist() == [0.5, 1.0, -2000.0]
+    assert consts["f"].values.dtype == np.int32 and consts["f"].values.tolist() == [7, 7, 7, 7]
+    assert consts["f"].array.shape == (2, 2)
+    assert consts["g"].type == TensorType((), "float64") and consts["g"].values.tolist() == [2.5]
+    assert consts["e"].values.shape == (0,) and consts["e"].values.dtype == np.int64
+    assert consts["n"].values.tolist() == [-3, 4]
+    assert not any(c.values.flags.writeable for c in consts.values())
     assert roundtrip(program, "graph") == program
 
 

@@ -267,7 +267,9 @@ def test_a_dynamic_dimension_is_fixed_by_shape(tmp_path):
     run_case(m, {"x": x(3, 4)}, tmp_path, "--shape", "x=3,4")
 
 
-@pytest.mark.parametrize("name", ["light_squeezenet", "light_shufflenet"])
+@pytest.mark.parametrize(
+    "name", ["light_squeezenet", "light_shufflenet", "light_bvlc_alexnet", "light_resnet50"]
+)
 def test_a_light_real_model_matches_the_output_shipped_with_it(tmp_path, name):
     """The wheel's light SqueezeNet (ConstantOfShape weights, Dropout, Concat, global
     pooling) and ShuffleNet (BatchNormalization, Transpose and Reshape channel shuffles,

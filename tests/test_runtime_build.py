@@ -45,7 +45,7 @@ def module_sources(program, backend: str, loader=load_backend) -> tuple[dict[str
     lowered, artifacts = generated.lowered, generated.artifacts
     mine = [a for a in artifacts if a.backend == backend]
     main = next(a.name for a in mine if a.role == "module")
-    return {a.name: a.text for a in mine}, main, lowered.externals_for(backend)
+    return {a.name: a.content for a in mine}, main, lowered.externals_for(backend)
 
 
 def build(program, backend: str, loader=load_backend) -> tuple[Path, tuple]:

@@ -31,9 +31,9 @@ def const_count(monkeypatch):
     counter = {"n": 0}
     build = json_module.const_array
 
-    def counting(value):
+    def counting(*args):
         counter["n"] += 1
-        return build(value)
+        return build(*args)
 
     monkeypatch.setattr(json_module, "const_array", counting)
     return counter

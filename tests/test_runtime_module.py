@@ -57,7 +57,7 @@ class Built:
         main = next(a.name for a in mine if a.role is Role.MODULE)
         spec = load_backend(backend)
         self.path = build_artifacts(
-            {a.name: a.text for a in mine}, main, spec.compile, spec.template_values(), cache=cache
+            {a.name: a.content for a in mine}, main, spec.compile, spec.template_values(), cache=cache
         )
         self.functions = {f.name: f for f in lowered.externals_for(backend)}
         self.signatures = {

@@ -107,3 +107,36 @@ def test_own_op_example_runs(tmp_path, monkeypatch, capsys):
     status, out, _ = run_cli(capsys, "run", bundle)
     assert status == 0, out
     assert "result: every output matches the numpy reference" in out
+
+
+PATTERN_MARKER = "<!-- the blocks below are run by tests/test_spec_readme.py (composite pattern) -->"
+
+
+def test_composite_pattern_example_runs(tmp_path, monkeypatch, capsys):
+    """The macro and the pattern go into a copy of ccompiler.yaml; the graph's first
+    output becomes the composite, the second (a slope the condition refuses) does not."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.chdir(tmp_path)
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index(PATTERN_MARKER) : text.index("## Worked example: adding a backend")]
+    macro, pattern = yaml_blocks(section)
+    graph = re.findall(r"```\n(graph .*?)```", section, flags=re.S)[0]
+    spec = (SHIPPED_BACKENDS / "ccompiler.yaml").read_text(encoding="utf-8")
+    spec = spec.replace("\n# Catalog op -> macros.", "\n" + macro + "\n# Catalog op -> macros.")
+    specs = tmp_path / "my_specs"
+    specs.mkdir()
+    spec = spec.replace("\npatterns:\n", "\npatterns:\n" + pattern)
+    (specs / "ccompiler.yaml").write_text(spec, encoding="utf-8")
+    (tmp_path / "leaky.graph").write_text(graph, encoding="utf-8")
+
+    status, out, err = run_cli(capsys, "check", specs / "ccompiler.yaml")
+    assert (status, err) == (0, "")
+    status, out, _ = run_cli(
+        capsys, "partition", "leaky.graph", "--spec-path", specs, "--backend", "ccompiler"
+    )
+    assert status == 0
+    assert re.findall(r"@ccompiler\.(\w+)", out) == ["add_leaky_relu"]
+    assert "leaky_relu(add_0, alpha=0.3)" in out or re.search(r"= leaky_relu\(\w+, alpha=0\.3\)", out)
+    status, out, _ = run_cli(capsys, "run", "leaky.graph", "--spec-path", specs, "--backend", "ccompiler")
+    assert status == 0, out
+    assert "result: every output matches the numpy reference" in out

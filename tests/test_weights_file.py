@@ -38,7 +38,8 @@ def test_values_come_from_the_file_and_the_printer_keeps_the_reference(tmp_path)
     )
     program = byoc.parse_file(source)
     constant = program.functions[0].constants[0]
-    assert constant.values == tuple(k.ravel().tolist())
+    assert constant.values.dtype == k.dtype and constant.values.tobytes() == k.tobytes()
+    np.testing.assert_array_equal(constant.array, k)
     assert (constant.source.file, constant.source.sha256, constant.source.entry) == (
         "w.npz",
         digest,

@@ -402,6 +402,17 @@ def bundle_module_names_absent_file(d: Path) -> None:
 
 
 @fixture
+def bundle_json_const_file_absent(d: Path) -> None:
+    """A JSON module whose constant names a ``.npz`` member the bundle lacks."""
+    members = _members(valid_bundle())
+    module = json.loads(members["json.json"])
+    for value in module["const_values"].values():
+        del value["data"]
+        value["file"] = "ghost.npz"
+    _edit_manifest(d, lambda m: None, extra={"json.json": json.dumps(module).encode()})
+
+
+@fixture
 def bundle_path_traversal_listed(d: Path) -> None:
     """A member ``../../x`` that the manifest lists, with its true digest."""
     _edit_manifest(d, lambda m: None, extra={"../../x": b"escape"})
@@ -746,6 +757,173 @@ def onnx_dropout_mask_used(d: Path) -> None:
 @fixture
 def onnx_shape_for_unknown_input(d: Path) -> None:
     _onnx_model(d, [_node("Relu")])
+
+
+@fixture
+def onnx_empty_file(d: Path) -> None:
+    (d / "m.onnx").write_bytes(b"")
+
+
+@fixture
+def onnx_opset_too_old(d: Path) -> None:
+    _onnx_model(d, [_node("Relu")], opset=6)
+
+
+def _onnx_io_model(d: Path, inputs, outputs, nodes) -> None:
+    """m.onnx of the given value infos (any ONNX type), unchecked."""
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    (d / "m.onnx").write_bytes(model.SerializeToString())
+
+
+@fixture
+def onnx_sequence_input(d: Path) -> None:
+    from onnx import helper
+
+    seq = helper.make_tensor_sequence_value_info
+    _onnx_io_model(d, [seq("x", 1, [2])], [seq("y", 1, [2])], [_node("Identity")])
+
+
+@fixture
+def onnx_sequence_output(d: Path) -> None:
+    from onnx import helper
+
+    _onnx_io_model(
+        d,
+        [helper.make_tensor_value_info("x", 1, [2])],
+        [helper.make_tensor_sequence_value_info("y", 1, [2])],
+        [_node("SequenceConstruct")],
+    )
+
+
+@fixture
+def onnx_string_input(d: Path) -> None:
+    from onnx import helper
+
+    _onnx_io_model(
+        d,
+        [helper.make_tensor_value_info("x", 8, [2])],
+        [helper.make_tensor_value_info("y", 8, [2])],
+        [_node("Identity")],
+    )
+
+
+def _external_weights(d: Path, location: str) -> None:
+    """m.onnx whose initializer 'w' keeps its data in the file ``location`` (not written)."""
+    from onnx import TensorProto, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", "24")):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    _onnx_model(d, [_node("Add", ("x", "w"))], initializers=[w], output=(1, [2, 3]), check=False)
+
+
+@fixture
+def onnx_external_data_missing(d: Path) -> None:
+    _external_weights(d, "weights.bin")
+
+
+@fixture
+def onnx_external_data_outside(d: Path) -> None:
+    _external_weights(d, "../weights.bin")
+
+
+@fixture
+def onnx_softmax_with_spec_path(d: Path) -> None:
+    """A softmax model, and specs/json.yaml: a json backend without softmax."""
+    _onnx_model(d, [_node("Softmax")])
+    shipped = Path(__file__).resolve().parents[3] / "spec" / "backends" / "json.yaml"
+    lines = shipped.read_text().splitlines(keepends=True)
+    ops = lines.index("ops:\n")
+    (d / "specs").mkdir()
+    (d / "specs" / "json.yaml").write_text("".join(lines[: ops + 1]) + "  add: {kernel: add}\n")
+
+
+def _tensor_file(path: Path, array) -> None:
+    from onnx import numpy_helper
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(numpy_helper.from_array(np.asarray(array)).SerializeToString())
+
+
+def _test_data(d: Path, files: dict[str, object]) -> None:
+    """m.onnx (relu of float32[2, 3]) and data/NAME for each ``files`` entry: an array
+    (a TensorProto file) or bytes (written as they are)."""
+    _onnx_model(d, [_node("Relu")])
+    (d / "data").mkdir()
+    for name, content in files.items():
+        if isinstance(content, bytes):
+            (d / "data" / name).write_bytes(content)
+        else:
+            _tensor_file(d / "data" / name, content)
+
+
+X23 = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+
+
+@fixture
+def onnx_test_data_empty(d: Path) -> None:
+    _test_data(d, {"notes.txt": b"no tensors here"})
+
+
+@fixture
+def onnx_test_data_truncated(d: Path) -> None:
+    from onnx import numpy_helper
+
+    data = numpy_helper.from_array(X23).SerializeToString()
+    _test_data(d, {"input_0.pb": data[: len(data) - 5]})
+
+
+@fixture
+def onnx_test_data_garbage(d: Path) -> None:
+    _test_data(d, {"input_0.pb": b"\xff" * 32})
+
+
+@fixture
+def onnx_test_data_too_many(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23, "input_1.pb": X23})
+
+
+@fixture
+def onnx_test_data_gap(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23, "input_2.pb": X23})
+
+
+@fixture
+def onnx_test_data_wrong_shape(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23.T.copy()})
+
+
+@fixture
+def onnx_test_data_wrong_dtype(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23.astype(np.float64)})
+
+
+@fixture
+def onnx_test_data_string_tensor(d: Path) -> None:
+    _test_data(d, {"input_0.pb": np.array(["a", "b"], dtype=object)})
+
+
+@fixture
+def onnx_test_data_output_shape(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23, "output_0.pb": X23.ravel()})
+
+
+@fixture
+def onnx_test_data_external(d: Path) -> None:
+    from onnx import TensorProto, numpy_helper
+
+    t = numpy_helper.from_array(X23)
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    entry = t.external_data.add()
+    entry.key, entry.value = "location", "/dev/zero"
+    _test_data(d, {"input_0.pb": t.SerializeToString()})
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,7 @@
    Do not edit: change the spec or the graph, and generate again.
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
-     ccompiler_0: region @ccompiler at examples/resnet_basic_block.graph:15:23
+     ccompiler_0: region @ccompiler at examples/resnet_basic_block.graph:15:3
 */
 
 #include <stdint.h>
@@ -223,6 +223,112 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
   } \
 }
 
+/* conv2d (groups 1), then ${then} over conv (its value), e (the third input), m (the channel), k (the output index), then relu */
+#define CSOURCE_CONV2D_THEN_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_THEN_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* e, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ v = (p_DTYPE_)p_THEN_; \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* conv2d (groups 1), inference batch_norm over the channels, then relu */
+#define CSOURCE_CONV2D_BN_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_EPS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* scale, const p_DTYPE_* bias, \
+              const p_DTYPE_* mean, const p_DTYPE_* var, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const double factor = (double)scale[m] / sqrt((double)var[m] + p_EPS_); \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ v = (p_DTYPE_)(((double)conv - (double)mean[m]) * factor + (double)bias[m]); \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* conv2d (groups 1), inference batch_norm, plus a residual of the output's shape, then relu */
+#define CSOURCE_CONV2D_BN_ADD_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_EPS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* scale, const p_DTYPE_* bias, \
+              const p_DTYPE_* mean, const p_DTYPE_* var, const p_DTYPE_* res, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const double factor = (double)scale[m] / sqrt((double)var[m] + p_EPS_); \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ y = (p_DTYPE_)(((double)conv - (double)mean[m]) * factor + (double)bias[m]); \
+          const p_DTYPE_ v = (p_DTYPE_)((double)y + (double)res[k]); \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* dense: x (B, K) times w (U, K) transposed, plus b[u], then ${act} over v (that value) */
+#define CSOURCE_DENSE_BIAS(p_ID_, p_DTYPE_, p_B_, p_K_, p_U_, p_ACT_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* b, p_DTYPE_* out) { \
+  for (int64_t i = 0; i < p_B_; ++i) { \
+    for (int64_t u = 0; u < p_U_; ++u) { \
+      double acc = 0.0; \
+      for (int64_t k = 0; k < p_K_; ++k) acc += (double)x[i * p_K_ + k] * (double)w[u * p_K_ + k]; \
+      const p_DTYPE_ dense = (p_DTYPE_)acc; \
+      const p_DTYPE_ v = (p_DTYPE_)((double)dense + (double)b[u]); \
+      out[i * p_U_ + u] = p_ACT_; \
+    } \
+  } \
+}
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
@@ -320,7 +426,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
-/* ---- ccompiler_0: region @ccompiler at examples/resnet_basic_block.graph:15:23 ---- */
+/* ---- ccompiler_0: region @ccompiler at examples/resnet_basic_block.graph:15:3 ---- */
 
 /* ccompiler_0_const_0: constant mean1: float32[8] at examples/resnet_basic_block.graph:11:3 */
 static const float ccompiler_0_const_0[8] = {0.1f, -0.2f, 0.05f, 0.0f, 0.3f, -0.1f, 0.2f, -0.05f};
@@ -334,29 +440,14 @@ static const float ccompiler_0_const_2[8] = {-0.1f, 0.15f, 0.0f, 0.2f, -0.3f, 0.
 /* ccompiler_0_const_3: constant var2: float32[8] at examples/resnet_basic_block.graph:14:3 */
 static const float ccompiler_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0f, 0.8f};
 
-/* ccompiler_0_0: (nested call) = conv(...) at examples/resnet_basic_block.graph:15:23, float32[1, 8, 16, 16] */
-CSOURCE_CONV2D(ccompiler_0_0, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1)
+/* ccompiler_0_0: h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
+CSOURCE_CONV2D_BN_RELU(ccompiler_0_0, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1e-05)
 
-/* ccompiler_0_1: (nested call) = batch_norm(...) at examples/resnet_basic_block.graph:15:12, float32[1, 8, 16, 16] */
-CSOURCE_BATCH_NORM(ccompiler_0_1, float, (1, 8, 16, 16), 4, 2048, 1e-05)
+/* ccompiler_0_1: relu_0 = composite conv_bn_add_relu of conv, batch_norm, add, relu at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
+CSOURCE_CONV2D_BN_ADD_RELU(ccompiler_0_1, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1e-05)
 
-/* ccompiler_0_2: h = relu(...) at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_2, (v > 0 || v != v ? v : 0), 2048, float)
-
-/* ccompiler_0_3: (nested call) = conv(...) at examples/resnet_basic_block.graph:16:18, float32[1, 8, 16, 16] */
-CSOURCE_CONV2D(ccompiler_0_3, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1)
-
-/* ccompiler_0_4: y = batch_norm(...) at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] */
-CSOURCE_BATCH_NORM(ccompiler_0_4, float, (1, 8, 16, 16), 4, 2048, 1e-05)
-
-/* ccompiler_0_5: (nested call) = add(...) at examples/resnet_basic_block.graph:17:15, float32[1, 8, 16, 16] */
-CSOURCE_BINARY_OP_ND(ccompiler_0_5, +, 2048, float)
-
-/* ccompiler_0_6: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-CSOURCE_UNARY_OP_ND(ccompiler_0_6, (v > 0 || v != v ? v : 0), 2048, float)
-
-/* ccompiler_0_: the body of region @ccompiler at examples/resnet_basic_block.graph:15:23,
-   with 7 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+/* ccompiler_0_: the body of region @ccompiler at examples/resnet_basic_block.graph:15:3,
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 8, 16, 16]
      in1: w1: float32[8, 8, 3, 3]
      in2: scale1: float32[8]
@@ -375,28 +466,27 @@ static int ccompiler_0_(
     float* in6,
     float* out0) {
   float* buf0 = NULL;
-  float* buf1 = NULL;
   int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 2048); /* holds %1 (nested call), h, y */
+  buf0 = (float*)malloc(sizeof(float) * 2048); /* holds h */
   if (buf0 == NULL) goto done;
-  buf1 = (float*)malloc(sizeof(float) * 2048); /* holds %2 (nested call), %3 (nested call), %4 (nested call) */
-  if (buf1 == NULL) goto done;
-  ccompiler_0_0(in0, in1, buf0);
-  ccompiler_0_1(buf0, in2, in3, (float*)ccompiler_0_const_0, (float*)ccompiler_0_const_1, buf1);
-  ccompiler_0_2(buf1, buf0);
-  ccompiler_0_3(buf0, in4, buf1);
-  ccompiler_0_4(buf1, in5, in6, (float*)ccompiler_0_const_2, (float*)ccompiler_0_const_3, buf0);
-  ccompiler_0_5(buf0, in0, buf1);
-  ccompiler_0_6(buf1, out0);
+  ccompiler_0_0(in0, in1, in2, in3, (float*)ccompiler_0_const_0, (float*)ccompiler_0_const_1, buf0);
+  ccompiler_0_1(
+      buf0,
+      in4,
+      in5,
+      in6,
+      (float*)ccompiler_0_const_2,
+      (float*)ccompiler_0_const_3,
+      in0,
+      out0);
   status = 0;
 done:
   free(buf0);
-  free(buf1);
   return status;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,
-   raising MemoryError when ccompiler_0_ fails; region @ccompiler at examples/resnet_basic_block.graph:15:23. */
+   raising MemoryError when ccompiler_0_ fails; region @ccompiler at examples/resnet_basic_block.graph:15:3. */
 static int ccompiler_0_wrapper_(
     DLTensor* arg0,
     DLTensor* arg1,
@@ -420,7 +510,7 @@ static int ccompiler_0_wrapper_(
   return 0;
 }
 
-/* ccompiler_0: the exported TVM FFI function (safe-call ABI) of region @ccompiler at examples/resnet_basic_block.graph:15:23.
+/* ccompiler_0: the exported TVM FFI function (safe-call ABI) of region @ccompiler at examples/resnet_basic_block.graph:15:3.
    Arguments: 7 input(s), then 1 output(s):
      0: input x: float32[1, 8, 16, 16]
      1: input w1: float32[8, 8, 3, 3]

@@ -224,6 +224,112 @@ static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
   } \
 }
 
+/* conv2d (groups 1), then ${then} over conv (its value), e (the third input), m (the channel), k (the output index), then relu */
+#define CSOURCE_CONV2D_THEN_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_THEN_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* e, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ v = (p_DTYPE_)p_THEN_; \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* conv2d (groups 1), inference batch_norm over the channels, then relu */
+#define CSOURCE_CONV2D_BN_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_EPS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* scale, const p_DTYPE_* bias, \
+              const p_DTYPE_* mean, const p_DTYPE_* var, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const double factor = (double)scale[m] / sqrt((double)var[m] + p_EPS_); \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ v = (p_DTYPE_)(((double)conv - (double)mean[m]) * factor + (double)bias[m]); \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* conv2d (groups 1), inference batch_norm, plus a residual of the output's shape, then relu */
+#define CSOURCE_CONV2D_BN_ADD_RELU(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_EPS_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* scale, const p_DTYPE_* bias, \
+              const p_DTYPE_* mean, const p_DTYPE_* var, const p_DTYPE_* res, p_DTYPE_* out) { \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const double factor = (double)scale[m] / sqrt((double)var[m] + p_EPS_); \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          const int64_t k = ((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow; \
+          double acc = 0.0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_W_) continue; \
+                acc += (double)x[((n * p_C_ + c) * p_H_ + ih) * p_W_ + iw] * (double)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw]; \
+              } \
+            } \
+          } \
+          const p_DTYPE_ conv = (p_DTYPE_)acc; \
+          const p_DTYPE_ y = (p_DTYPE_)(((double)conv - (double)mean[m]) * factor + (double)bias[m]); \
+          const p_DTYPE_ v = (p_DTYPE_)((double)y + (double)res[k]); \
+          out[k] = v > 0 || v != v ? v : 0; \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* dense: x (B, K) times w (U, K) transposed, plus b[u], then ${act} over v (that value) */
+#define CSOURCE_DENSE_BIAS(p_ID_, p_DTYPE_, p_B_, p_K_, p_U_, p_ACT_) \
+static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* b, p_DTYPE_* out) { \
+  for (int64_t i = 0; i < p_B_; ++i) { \
+    for (int64_t u = 0; u < p_U_; ++u) { \
+      double acc = 0.0; \
+      for (int64_t k = 0; k < p_K_; ++k) acc += (double)x[i * p_K_ + k] * (double)w[u * p_K_ + k]; \
+      const p_DTYPE_ dense = (p_DTYPE_)acc; \
+      const p_DTYPE_ v = (p_DTYPE_)((double)dense + (double)b[u]); \
+      out[i * p_U_ + u] = p_ACT_; \
+    } \
+  } \
+}
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */

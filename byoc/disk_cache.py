@@ -1,0 +1,82 @@
+"""byoc's cache directory, and a small content-keyed disk cache for work that every
+process would otherwise repeat: parsing the spec YAML files and building the Lark
+parsers (together about a third of a warm ``byoc run``).
+
+The cache root is ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
+``~/.cache/byoc``; compiled libraries and unpacked bundles live there too. An entry
+is named by the SHA-256 of everything its content depends on (the input text and the
+versions of the libraries and the Python that made it), so a stale entry is never
+found, only orphaned. Entries are pickles: the cache is trusted as the build cache's
+shared libraries are, which byoc loads and runs.
+
+The cache is an accelerator, never a dependency: an entry that cannot be read or
+decoded is made again, and one that cannot be written (a read-only or full disk) is
+skipped without a word. Entries are written to a temporary file and renamed, so a
+concurrent reader sees a whole entry or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+FORMAT = "byoc-disk-cache-1"
+"""Part of every key; change it when the layout of an entry changes."""
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The cache root: ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else ``~/.cache/byoc``."""
+    env = os.environ if env is None else env
+    if env.get("BYOC_CACHE_DIR"):
+        return Path(env["BYOC_CACHE_DIR"])
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "byoc"
+
+
+def entry_key(*parts: str) -> str:
+    """The SHA-256 of ``parts``, the cache format and the Python version."""
+    digest = hashlib.sha256()
+    for part in (FORMAT, sys.version.split()[0], *parts):
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def cached(
+    kind: str,
+    key: str,
+    make: Callable[[], T],
+    *,
+    dump: Callable[[T], bytes] = pickle.dumps,
+    load: Callable[[bytes], T] = pickle.loads,
+) -> T:
+    """The value of entry ``key`` in the cache's ``kind`` folder; on a miss, ``make()``'s
+    value, stored with ``dump`` for the next process. ``load`` turns an entry's bytes
+    back into a value. An exception from ``make`` propagates, and nothing is stored."""
+    path = cache_dir() / kind / key[:2] / key
+    try:
+        return load(path.read_bytes())
+    except Exception:  # missing, unreadable or undecodable: made again, and replaced
+        pass
+    value = make()
+    try:
+        data = dump(value)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except Exception:  # a cache that cannot be written only costs the next process time
+        pass
+    return value

@@ -1,0 +1,97 @@
+"""Per-function state of the ``c_source`` codegen: the spec's ``state``, ``init`` and
+``teardown`` templates (in the spirit of TVM's ``__init_<symbol>``).
+
+For a function ``<sym>`` of a backend whose spec has any of them, the generated C has::
+
+    typedef struct { <state> } <sym>_state_t;     the spec's members
+    static <sym>_state_t <sym>_state;
+    static int <sym>_init_(<sym>_state_t* state)   the spec's init, then return 0
+    static void <sym>_teardown_(void)              the spec's teardown on `state`, at unload
+                                                   (a destructor), only after a good init
+
+and ``<sym>_wrapper_`` first runs the init once per loaded library, under
+``pthread_once``, so that concurrent first calls from several threads run it exactly
+once and every caller sees its result; a failed init (a non-zero return) makes every
+call raise ``RuntimeError``. After the init the state is read-only: kernels read it
+through the macro placeholder ``${state}`` (``(&<sym>_state)``) and must not write it,
+so calls from several threads need no lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from byoc.spec.backend import BackendSpec
+from byoc.spec.template import render
+
+from .c_text import block_comment, c_string
+
+SLOTS = ("state", "init", "teardown")
+"""The c_source templates of per-function state."""
+INCLUDE = "#include <pthread.h>\n"
+
+
+def stateful(spec: BackendSpec) -> bool:
+    """Whether the spec gives its functions state, an init or a teardown."""
+    return any(spec.templates.get(slot, "").strip() for slot in SLOTS)
+
+
+def state_pointer(sym: str) -> str:
+    """What ``${state}`` stands for in the macro arguments of ``sym``'s kernels."""
+    return f"(&{sym}_state)"
+
+
+def state_text(spec: BackendSpec, sym: str, values: Mapping[str, object]) -> str:
+    """The state struct, its init and its teardown for the function ``sym``."""
+    values = {**values, "symbol": sym}
+    members = _lines(render(spec.templates.get("state", ""), values), "  ")
+    init = _lines(render(spec.templates.get("init", ""), values), "  ")
+    teardown = _lines(render(spec.templates.get("teardown", ""), values), "  ")
+    note = [
+        f"{sym}_state: set up once per loaded library by {sym}_init_ (the spec's state and init),",
+        "read-only afterwards, released by the spec's teardown when the library is unloaded.",
+    ]
+    return "\n".join(
+        [
+            block_comment(note),
+            "typedef struct {",
+            *(members or ["  char none_;  /* the spec declares no state */"]),
+            f"}} {sym}_state_t;",
+            f"static {sym}_state_t {sym}_state;",
+            f"static pthread_once_t {sym}_once_ = PTHREAD_ONCE_INIT;",
+            f"static int {sym}_status_ = -1;  /* the init's result; 0 when it succeeded */",
+            "",
+            f"static int {sym}_init_({sym}_state_t* state) {{",
+            "  (void)state;",
+            *init,
+            "  return 0;",
+            "}",
+            "",
+            f"static void {sym}_init_once_(void) {{",
+            f"  {sym}_status_ = {sym}_init_(&{sym}_state);",
+            "}",
+            "",
+            f"static void {sym}_teardown_(void) __attribute__((destructor));",
+            f"static void {sym}_teardown_(void) {{",
+            f"  {sym}_state_t* state = &{sym}_state;",
+            "  (void)state;",
+            f"  if ({sym}_status_ != 0) return;",
+            *teardown,
+            "}",
+            "",
+        ]
+    )
+
+
+def init_guard(sym: str) -> list[str]:
+    """The wrapper's first lines: run the init once, and fail every call after a failed one."""
+    message = c_string(f"{sym}: the backend's init failed")
+    return [
+        f"  if (pthread_once(&{sym}_once_, {sym}_init_once_) != 0 || {sym}_status_ != 0) {{",
+        f'    return byoc_raise("RuntimeError", {message});',
+        "  }",
+    ]
+
+
+def _lines(text: str, indent: str) -> list[str]:
+    return [(indent + line).rstrip() for line in text.rstrip().splitlines()]

@@ -1,0 +1,181 @@
+"""Composite patterns in graphs: matching them, and what a match gives a kernel.
+
+A backend spec's patterns (:mod:`byoc.spec.patterns`) are matched here, by one matcher
+for both uses:
+
+- **partitioning** (:func:`byoc.generator.partition.merge_composites`) looks for a
+  pattern at each node of a graph, and collapses every match into a composite call
+  node (TVM's MergeComposite);
+- **lowering and generation** match a composite's own body against its pattern, to
+  check a composite written by hand and to learn which value is which input of the
+  kernel.
+
+A match maps each pattern node to a graph node of the same op and arity, position by
+position from the pattern's result, and each pattern input to a graph value; distinct
+pattern inputs take distinct values. It also needs every value a pattern node other
+than the result defines to be used by the match alone (not by another node, not as an
+output: TVM's rule), every condition to hold on the attributes as the kernels use them
+(:func:`byoc.attr_values.resolve`), the ``constants`` to be constants, and the
+result's dtype to be one of the pattern's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from byoc.attr_values import resolve
+from byoc.catalog import Catalog
+from byoc.ir import Function, Node, TensorType
+from byoc.spec.backend import BackendSpec
+from byoc.spec.bindings import MacroBinding
+from byoc.spec.patterns import Pattern
+from byoc.spec.template import placeholder_names
+
+from .c_source_values import c_value, input_values
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Where ``pattern`` matched: the graph node of each pattern node (in the pattern's
+    order, the result last), and the graph value of each pattern input."""
+
+    pattern: Pattern
+    nodes: tuple[int, ...]
+    inputs: tuple[str, ...]
+
+    @property
+    def root(self) -> int:
+        return self.nodes[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphView:
+    """What the matcher reads of a function: its nodes, who defines and who reads each
+    value, its outputs, its types, and which values are constants."""
+
+    nodes: Sequence[Node]
+    producer: Mapping[str, int]
+    consumers: Mapping[str, Sequence[int]]
+    outputs: frozenset[str]
+    types: Mapping[str, TensorType]
+    is_constant: Callable[[str], bool]
+
+    @classmethod
+    def of(cls, fn: Function, is_constant: Callable[[str], bool] | None = None) -> GraphView:
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
+        for k, node in enumerate(fn.nodes):
+            producer.update((out, k) for out in node.outputs)
+            for name in node.inputs:
+                consumers.setdefault(name, []).append(k)
+        constants = {c.name for c in fn.constants}
+        return cls(
+            fn.nodes,
+            producer,
+            consumers,
+            frozenset(fn.outputs),
+            fn.types(),
+            is_constant or constants.__contains__,
+        )
+
+
+def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog) -> Match | str:
+    """The match of ``pattern`` whose result is node ``root`` of ``view``, or why there
+    is none (a sentence, for messages about a composite written by hand)."""
+    index = {n.name: k for k, n in enumerate(pattern.nodes)}
+    inputs = set(pattern.inputs)
+    node_of: dict[int, int] = {}
+    value_of: dict[str, str] = {}
+    todo = [(len(pattern.nodes) - 1, root)]
+    while todo:
+        pk, gk = todo.pop()
+        pnode, gnode = pattern.nodes[pk], view.nodes[gk]
+        if pk in node_of:
+            if node_of[pk] != gk:
+                return f"{pnode.op} of the pattern would be two different nodes"
+            continue
+        if gnode.op != pnode.op or len(gnode.inputs) != len(pnode.inputs) or len(gnode.outputs) != 1:
+            return (
+                f"the pattern has {pnode.op} of {len(pnode.inputs)} input(s) where the graph has {gnode.op}"
+            )
+        if gk in node_of.values():
+            return f"{gnode.op} would be two nodes of the pattern"
+        node_of[pk] = gk
+        for pin, gin in zip(pnode.inputs, gnode.inputs):
+            if pin in inputs:
+                if value_of.setdefault(pin, gin) != gin:
+                    return f"pattern input {pin} would be two different values"
+            elif gin not in view.producer:
+                return f"{gin} is an input of the graph where the pattern has {pattern.nodes[index[pin]].op}"
+            else:
+                todo.append((index[pin], view.producer[gin]))
+    if len(set(value_of.values())) != len(value_of):
+        return "two inputs of the pattern would be one value"
+    nodes = tuple(node_of[k] for k in range(len(pattern.nodes)))
+    members = set(nodes)
+    inner = next((v for v in value_of.values() if view.producer.get(v) in members), None)
+    if inner is not None:
+        return f"{inner}, an input of the pattern, is computed inside the match"
+    for gk in nodes[:-1]:
+        out = view.nodes[gk].name
+        if out in view.outputs or any(c not in members for c in view.consumers.get(out, ())):
+            return f"{out} is used outside the match"
+    result = view.nodes[root].type
+    if result.dtype not in pattern.dtypes:
+        return f"the result is {result.dtype}; the pattern takes {', '.join(pattern.dtypes)}"
+    for name in pattern.constants:
+        if not view.is_constant(value_of[name]):
+            return f"pattern input {name} must be a constant, but {value_of[name]} is not"
+    for cond in pattern.conditions:
+        gnode = view.nodes[nodes[cond.node]]
+        attrs = resolve(catalog[gnode.op], [view.types[n] for n in gnode.inputs], gnode.attrs)
+        if not cond.holds(attrs[cond.attr]):
+            return f"the condition {cond.text} does not hold ({cond.attr} is {c_value(attrs[cond.attr])})"
+    return Match(pattern, nodes, tuple(value_of[name] for name in pattern.inputs))
+
+
+def composite_values(match: Match, view: GraphView, catalog: Catalog) -> dict[str, str]:
+    """The placeholders a composite's kernel may use besides byoc's fixed ones: each
+    pattern input's extents and types (``${in0_dim0}``, ...) and each named node's
+    attributes as its kernel uses them (``${conv.groups}``, ``${conv.strides0}``)."""
+    values = input_values([view.types[name] for name in match.inputs])
+    for handle, k in match.pattern.handles.items():
+        node = view.nodes[match.nodes[k]]
+        attrs = resolve(catalog[node.op], [view.types[n] for n in node.inputs], node.attrs)
+        for name, value in attrs.items():
+            values[f"{handle}.{name}"] = c_value(value)
+            if isinstance(value, tuple):
+                values.update((f"{handle}.{name}{j}", str(v)) for j, v in enumerate(value))
+    return values
+
+
+def implementable(spec: BackendSpec, match: Match, view: GraphView, catalog: Catalog) -> bool:
+    """Whether ``spec`` can generate the composite of ``match``: a construct serves the
+    result's rank, and (c_source) every attribute value its macro reads exists."""
+    binding = match.pattern.binding
+    rank = view.nodes[match.root].type.rank
+    if rank not in spec.ranks or not binding.supports(rank):
+        return False
+    if not isinstance(binding, MacroBinding):
+        return True
+    macro = spec.macros[binding.construct(rank) or ""]
+    values = composite_values(match, view, catalog)
+    wanted = {n for arg in macro.params.values() for n in placeholder_names(arg) if "." in n}
+    return wanted <= values.keys()
+
+
+def composite_match(call: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match | str:
+    """The match of a composite call ``call`` of ``region`` (a region of ``spec``'s
+    backend) against its pattern, which ``spec`` has: its body must be exactly the pattern."""
+    callee = call.callee
+    assert callee is not None and callee.composite is not None
+    pattern = spec.patterns[callee.composite]
+    region_constants = {c.name for c in region.constants}
+    view = GraphView.of(callee, lambda name: name in region_constants)
+    if len(callee.outputs) != 1 or callee.outputs[0] not in view.producer:
+        return "a composite returns the value of its last op"
+    found = match_pattern(pattern, view, view.producer[callee.outputs[0]], catalog)
+    if isinstance(found, Match) and len(found.nodes) != len(callee.nodes):
+        return f"the composite has {len(callee.nodes)} ops; pattern {pattern.name} has {pattern.size}"
+    return found

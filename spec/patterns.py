@@ -1,0 +1,414 @@
+"""Composite patterns of a backend spec (``patterns:``): TVM's MergeComposite, as data.
+
+A pattern is a small DAG of catalog ops that the backend runs as one kernel
+(conv2d → bias_add → relu as one primitive with a post-op). The spec writes the DAG
+as a graph body in byoc's own DSL, read by the DSL's grammar
+(:func:`byoc.grammar.graph_parser.parse_body`), so that a pattern reads like the
+graphs it matches::
+
+    conv_bias_relu:
+      doc: conv2d, bias and relu in one loop nest
+      inputs: [x, w, bias]
+      match: |
+        c = conv(x, w)
+        return relu(bias_add(c, bias))
+      when: ["conv.groups == 1", "bias_add.axis == 1"]
+      constants: [w, bias]
+      macros: {4: CSOURCE_CONV2D_BIAS_RELU}
+
+``inputs`` names the values the pattern reads, in the order the kernel takes them
+(``${in0_...}``, ``${in1_...}``); every other name of ``match`` is a node. A node is
+called, in conditions and placeholders, by the name it is bound to, or by its op when
+the op occurs once in the pattern (``conv`` above). Conditions compare a node's
+attribute, as its kernel uses it (:mod:`byoc.attr_values`: defaults resolved), with
+``==``, ``!=``, ``in`` or ``not in`` and JSON values (``[1, 1]``, ``"constant"``,
+``true``). ``constants`` lists the inputs that must be constants of the graph, and
+``dtypes`` (default: the backend's) the dtypes of the pattern's result.
+
+This module loads and checks a pattern into a frozen :class:`Pattern`; the kind that
+declares patterns loads what implements one (:meth:`CodegenKind.load_pattern_binding`),
+and :mod:`byoc.generator.composite` matches patterns in graphs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from byoc.builder import OP
+from byoc.catalog import AttrDef, Catalog, OpDef
+from byoc.errors import ByocError, GraphError, Location, close_names
+from byoc.ir import ANON_PREFIX, DTYPES, AttrValue
+from byoc.value_types import VALUE_TYPES, value_text
+
+from .bindings import OpBinding, frozen_map
+from .draft import known
+from .macro_args import attribute_of
+from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .codegen_kind import CodegenKind
+    from .draft import SpecDraft
+
+PATTERN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+REQUIRED_KEYS = ("inputs", "match")
+OPTIONAL_KEYS = ("doc", "when", "constants", "dtypes")
+_CONDITION = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(==|!=|not\s+in\b|in\b)\s*(.*?)\s*\Z", re.S
+)
+_DOTTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class PatternNode:
+    """One op of a pattern: it defines ``name`` (``%k`` for a nested call) from
+    ``inputs``, each a pattern input or the name of an earlier node."""
+
+    name: str
+    op: str
+    inputs: tuple[str, ...]
+    opdef: OpDef = field(compare=False, repr=False)
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """``<node>.<attr> == v`` (``values`` is ``(v,)``) or ``in [v, ...]``; ``negate`` for
+    ``!=`` and ``not in``. ``node`` indexes :attr:`Pattern.nodes`."""
+
+    node: int
+    attr: str
+    values: tuple[AttrValue, ...]
+    negate: bool
+    text: str
+
+    def holds(self, value: AttrValue) -> bool:
+        return (value in self.values) != self.negate
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A validated pattern; ``nodes`` are in topological order, the result last."""
+
+    name: str
+    doc: str
+    inputs: tuple[str, ...]
+    nodes: tuple[PatternNode, ...]
+    handles: Mapping[str, int]
+    """What conditions and placeholders call each node (its name, or its unique op) -> index."""
+    conditions: tuple[Condition, ...]
+    constants: frozenset[str]
+    dtypes: tuple[str, ...]
+    binding: OpBinding
+    """What implements the pattern, in the kind's terms (c_source: macros by rank)."""
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def attribute(self, name: str) -> tuple[int, AttrDef, int | None] | None:
+        """What ``${<node>.<attr>}`` or ``${<node>.<attr><j>}`` names: (node index, the
+        attribute, j or None); None when ``name`` names nothing of this pattern."""
+        m = _DOTTED.match(name)
+        if m is None or m.group(1) not in self.handles:
+            return None
+        k = self.handles[m.group(1)]
+        found = attribute_of(self.nodes[k].opdef, m.group(2))
+        return None if found is None else (k, found[0], found[1])
+
+    def describe(self) -> str:
+        parts = [" -> ".join(n.op for n in self.nodes)]
+        parts += [f"when {c.text}" for c in self.conditions]
+        if self.constants:
+            parts.append(f"constant {', '.join(i for i in self.inputs if i in self.constants)}")
+        return "; ".join([*parts, self.binding.describe()])
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, kind: CodegenKind) -> None:
+    """Check the spec's ``patterns`` into ``draft.patterns``."""
+    node = doc.mapping(root, "patterns", "patterns")
+    from byoc.grammar.graph_statements import KEYWORDS
+
+    for name in node:
+        if not isinstance(name, str) or not PATTERN_NAME.match(name) or name in KEYWORDS:
+            raise doc.error(
+                f"pattern name {name!r} must be lower-case letters, digits and _, and not a keyword",
+                node,
+                name,
+                hint=f"graphs write a composite as @backend.<pattern> {{ ... }}; keywords: {', '.join(KEYWORDS)}",
+            )
+        what = f"pattern {name}"
+        pnode = doc.mapping(node, name, what)
+        doc.check_keys(
+            pnode, what, REQUIRED_KEYS + kind.pattern_required, OPTIONAL_KEYS + kind.pattern_optional
+        )
+        inputs = _inputs(doc, pnode, what)
+        nodes = _read_match(doc, pnode, what, inputs, catalog)
+        handles = _handles(nodes, inputs)
+        conditions = tuple(
+            _condition(doc, pnode["when"], i, what, nodes, handles)
+            for i in range(len(doc.typed(pnode, "when", list, f"{what}: when")) if "when" in pnode else 0)
+        )
+        constants = _subset(doc, pnode, "constants", what, inputs, "an input of the pattern", "inputs")
+        dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
+        pdoc = doc.typed(pnode, "doc", str, f"{what}: doc") if "doc" in pnode else ""
+        binding = kind.load_pattern_binding(doc, node, name, len(inputs), draft)
+        draft.patterns[name] = Pattern(
+            str(name),
+            str(pdoc).strip(),
+            inputs,
+            nodes,
+            frozen_map(handles),
+            conditions,
+            frozenset(constants),
+            tuple(d for d in DTYPES if d in dtypes) if "dtypes" in pnode else draft.dtypes,
+            binding,
+            doc.at(node, name),
+        )
+
+
+def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:
+    seq = doc.typed(pnode, "inputs", list, f"{what}: inputs")
+    if not seq:
+        raise doc.error(f"{what}: inputs must list at least one value", pnode, "inputs", value=True)
+    seen: list[str] = []
+    for i, name in enumerate(seq):
+        doc.identifier(seq, i, name, f"{what}: input")
+        if name in seen:
+            raise doc.error(f"{what}: input {name} is listed twice", seq, i)
+        seen.append(str(name))
+    return tuple(seen)
+
+
+def _subset(
+    doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str, plural: str
+) -> tuple[str, ...]:
+    """The list ``pnode[key]``, each item one of ``allowed``."""
+    if key not in pnode:
+        return ()
+    seq = doc.typed(pnode, key, list, f"{what}: {key}")
+    for i, item in enumerate(seq):
+        if item not in allowed:
+            raise doc.error(f"{what}: {key}: {item!r} is not {noun}", seq, i, hint=known(plural, allowed))
+    return tuple(str(item) for item in seq)
+
+
+class _MatchReader:
+    """Receives the statements of a pattern's ``match`` from the DSL's parser (the
+    builder interface of :func:`~byoc.grammar.graph_parser.parse_body`)."""
+
+    backend = None
+    composite = None
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.nodes: list[PatternNode] = []
+        self._anon = 0
+
+    def anonymous(self) -> str:
+        self._anon += 1
+        return f"{ANON_PREFIX}{self._anon}"
+
+    def add_node(self, outputs, op, inputs, loc, *, attrs=(), locate=None, declared=None) -> None:
+        if len(outputs) != 1:
+            raise GraphError("a pattern's op binds one name", loc)
+        if attrs:
+            raise GraphError(
+                f"attribute {attrs[0][0]} in a pattern's match",
+                attrs[0][2],
+                hint="match ops without attributes; put a condition such as `node.attr == value` in `when:`",
+            )
+        opdef = self.catalog.get(op)
+        if opdef is None:
+            close = close_names(op, self.catalog)
+            raise GraphError(
+                f"unknown op {op!r}",
+                loc if locate is None else locate(OP),
+                hint=(f"did you mean {' or '.join(close)}? " if close else "")
+                + "a pattern matches catalog ops",
+            )
+        if opdef.several_outputs:
+            raise GraphError(f"{op} has several outputs; a pattern matches ops of one output", loc)
+        self.nodes.append(PatternNode(outputs[0], op, tuple(inputs), opdef, loc))
+
+    def add_constant(self, name, type_, values, loc, source=None) -> None:
+        raise GraphError(
+            "a pattern cannot define a constant", loc, hint="list the input in `constants:` instead"
+        )
+
+    def add_region(self, outputs, body, loc) -> None:
+        raise GraphError("a pattern cannot hold a region or a composite", loc)
+
+
+def _read_match(
+    doc: YamlDoc, pnode: Any, what: str, inputs: tuple[str, ...], catalog: Catalog
+) -> tuple[PatternNode, ...]:
+    from byoc.grammar.graph_parser import BODY_HEADER, parse_body
+
+    text = doc.typed(pnode, "match", str, f"{what}: match")
+
+    def at(loc: Location | None) -> Location:
+        if loc is None:
+            return doc.at(pnode, "match", value=True)
+        lines = text.split("\n")
+        column = loc.column - 1 - (len(BODY_HEADER) if loc.line == 1 else 0)
+        line = min(loc.line, len(lines))
+        offset = sum(len(s) + 1 for s in lines[: line - 1]) + min(max(column, 0), len(lines[line - 1]))
+        return doc.at_offset(pnode, "match", offset)
+
+    reader = _MatchReader(catalog)
+    try:
+        results = parse_body(str(text), reader, catalog)
+    except ByocError as exc:
+        raise doc.error_at(f"{what}: match: {exc.message}", at(exc.location), hint=exc.hint) from None
+    if len(results) != 1:
+        raise doc.error_at(f"{what}: a pattern returns one value", at(results[1][1]))
+    result, result_loc = results[0]
+    nodes = reader.nodes
+    by_name: dict[str, PatternNode] = {}
+    for n in nodes:
+        if n.name in by_name or n.name in inputs:
+            raise doc.error_at(
+                f"{what}: {n.name} is defined twice"
+                if n.name in by_name
+                else f"{what}: {n.name} is an input",
+                at(n.loc),
+                hint="every node of a pattern binds a name of its own",
+            )
+        by_name[n.name] = n
+        for name in n.inputs:
+            if name not in by_name and name not in inputs and not any(m.name == name for m in nodes):
+                raise doc.error_at(
+                    f"{what}: undefined name {name!r} in match",
+                    at(n.loc),
+                    hint=f"list it in `inputs:` ({', '.join(inputs)}), or bind it in match",
+                )
+    if result not in by_name:
+        raise doc.error_at(
+            f"{what}: the pattern returns {result!r}, which no op of it defines",
+            at(result_loc),
+            hint="return the value of the pattern's last op",
+        )
+    ordered = _topological(doc, what, by_name, result, at)
+    unused_node = next((n for n in nodes if n not in ordered), None)
+    if unused_node is not None:
+        raise doc.error_at(
+            f"{what}: {_shown(unused_node)} does not lead to the pattern's result",
+            at(unused_node.loc),
+            hint="a pattern is the ops its result is computed from; remove this one",
+        )
+    used = {name for n in ordered for name in n.inputs}
+    seq = pnode["inputs"]
+    for i, name in enumerate(inputs):
+        if name not in used:
+            raise doc.error(
+                f"{what}: input {name} is not used in match",
+                seq,
+                i,
+                hint="remove it from `inputs:`, or use it in match",
+            )
+    return tuple(ordered)
+
+
+def _topological(
+    doc: YamlDoc, what: str, by_name: dict[str, PatternNode], result: str, at
+) -> list[PatternNode]:
+    """The nodes ``result`` depends on, in dependency order; a cycle is an error."""
+    order: list[PatternNode] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        node = by_name.get(name)
+        if node is None or state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            cycle = path[path.index(name) :] + [name]
+            shown = [f"{by_name[n].op}(...)" if n.startswith(ANON_PREFIX) else n for n in cycle]
+            raise doc.error_at(
+                f"{what}: cycle in match: " + " -> ".join(shown),
+                at(node.loc),
+                hint="a pattern is a DAG: a node cannot depend on its own result",
+            )
+        state[name] = 1
+        for dep in node.inputs:
+            visit(dep, [*path, name])
+        state[name] = 2
+        order.append(node)
+
+    visit(result, [])
+    return order
+
+
+def _shown(node: PatternNode) -> str:
+    return f"the nested {node.op}(...)" if node.name.startswith(ANON_PREFIX) else f"node {node.name}"
+
+
+def _handles(nodes: tuple[PatternNode, ...], inputs: tuple[str, ...]) -> dict[str, int]:
+    handles = {n.name: k for k, n in enumerate(nodes) if not n.name.startswith(ANON_PREFIX)}
+    for k, n in enumerate(nodes):
+        if sum(m.op == n.op for m in nodes) == 1 and n.op not in handles and n.op not in inputs:
+            handles[n.op] = k
+    return handles
+
+
+def _condition(
+    doc: YamlDoc, seq: Any, i: int, what: str, nodes: tuple[PatternNode, ...], handles: dict[str, int]
+) -> Condition:
+    text = doc.typed(seq, i, str, f"{what}: a condition")
+    m = _CONDITION.match(text)
+    if m is None:
+        raise doc.error(
+            f"{what}: cannot read the condition {text!r}",
+            seq,
+            i,
+            hint="write <node>.<attribute> ==, !=, in or not in, and JSON values: conv.groups == 1, conv.strides in [[1, 1], [2, 2]]",
+        )
+    handle, attr, op, value_text_ = m.groups()
+    if handle not in handles:
+        raise doc.error_at(
+            f"{what}: condition on {handle!r}, which names no node of the pattern",
+            doc.at_offset(seq, i, m.start(1)),
+            hint=known("nodes (a bound name, or an op that occurs once)", handles),
+        )
+    k = handles[handle]
+    opdef = nodes[k].opdef
+    adef = next((a for a in opdef.attrs if a.name == attr), None)
+    if adef is None:
+        raise doc.error_at(
+            f"{what}: {opdef.name} has no attribute {attr!r}",
+            doc.at_offset(seq, i, m.start(2)),
+            hint=known(f"attributes of {opdef.name}", [a.name for a in opdef.attrs]),
+        )
+    listed = op.split()[-1] == "in"
+    try:
+        raw = json.loads(value_text_)
+    except ValueError:
+        raw = _NOT_JSON
+    if raw is _NOT_JSON or (listed and not isinstance(raw, list)):
+        raise doc.error_at(
+            f"{what}: {value_text_!r} is not " + ("a JSON list of values" if listed else "a JSON value"),
+            doc.at_offset(seq, i, m.start(4)),
+            hint=f"{attr} is {adef.type}: "
+            + ("in [1, 2]" if listed else '== 1, == [1, 1], == "name", == true'),
+        )
+    values = []
+    for v in raw if listed else [raw]:
+        try:
+            values.append(VALUE_TYPES[adef.type].check(v))
+        except ValueError as exc:
+            raise doc.error_at(
+                f"{what}: the value of {handle}.{attr} {exc}", doc.at_offset(seq, i, m.start(4))
+            ) from None
+    negate = op in ("!=",) or op.startswith("not")
+    shown = f"{handle}.{attr} {' '.join(op.split())} {', '.join(value_text(v) for v in values)}"
+    return Condition(k, attr, tuple(values), negate, shown)
+
+
+_NOT_JSON = object()

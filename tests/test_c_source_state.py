@@ -1,0 +1,167 @@
+"""Per-function state of c_source backends (the spec's ``state``, ``init`` and
+``teardown``; generator/c_source_state.py): the init runs exactly once per loaded
+library, even when the first calls come from several threads at once; kernels read
+the state through ``${state}``; a failed init makes every call a clean error; the
+teardown runs at unload, and only after a good init."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import tvm_ffi
+from conftest import random_array
+
+import byoc
+from byoc.api import evaluate, load_backend, parse
+from byoc.errors import SpecError
+from byoc.generator import generator_for
+from byoc.generator.lowering import lower
+
+# `copy` multiplies by the state's `one`, which only the init sets (statics start at
+# zero), so a kernel that ran before its init would write zeros. The init is slow on
+# purpose, to widen the window in which racing first calls would run it twice.
+STATEFUL = """\
+version: 1
+name: stateful
+kind: c_source
+dtypes: [float32, float64]
+ranks: [1, 2]
+compile: {compiler: cc, language: c, std: c99, flags: [-O1, -pthread, -Wall, -Wextra, -Werror]}
+options:
+  fail: {type: int, default: 0, doc: 1 makes the init fail.}
+prelude: |
+  static int stateful_inits = 0;
+  int stateful_init_count(void) { return __atomic_load_n(&stateful_inits, __ATOMIC_SEQ_CST); }
+state: |
+  double one;
+  const char* name;
+init: |
+  for (volatile long spin = 0; spin < 20000000; ++spin) {
+  }
+  __atomic_fetch_add(&stateful_inits, 1, __ATOMIC_SEQ_CST);
+  if (${fail}) return 1;
+  state->one = 1.0;
+  state->name = "${symbol}";
+teardown: |
+  if (getenv("STATEFUL_TEARDOWN_LOG") != NULL) {
+    fprintf(stderr, "teardown %s\\n", state->name != NULL ? state->name : "(unnamed)");
+  }
+macros:
+  SCALED_COPY:
+    inputs: 1
+    params: {p_ID_: "${symbol}", p_N_: "${size}", p_T_: "${ctype}", p_S_: "${state}"}
+    body: |
+      static void p_ID_(const p_T_* a, p_T_* out) {
+        for (int64_t k = 0; k < p_N_; ++k) out[k] = (p_T_)((double)a[k] * (p_S_)->one);
+      }
+ops:
+  copy: {macros: {default: SCALED_COPY}}
+"""
+
+GRAPH = """\
+graph main(x: float32[64, 32]) {
+  y = @stateful as scaled {
+    return copy(x)
+  }
+  return y
+}
+"""
+THREADS = 8
+
+
+@pytest.fixture
+def spec_dir(tmp_path):
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / "stateful.yaml").write_text(STATEFUL)
+    return d
+
+
+def library(spec_dir, tmp_path, **options):
+    """The built library of GRAPH, written to a file of its own."""
+    model = byoc.build(parse(GRAPH, "graph"), spec_path=[str(spec_dir)], options=options)
+    (entry,) = model.manifest.modules
+    path = tmp_path / f"lib{'_'.join(f'{k}{v}' for k, v in options.items()) or 'ok'}.so"
+    path.write_bytes(model.members[entry.file])
+    return path
+
+
+def test_the_generated_c_has_the_state_and_the_guarded_init(spec_dir):
+    spec = load_backend("stateful", spec_path=[str(spec_dir)])
+    program = parse(GRAPH, "graph", file="state.graph")
+    externals = lower(program, lambda name: load_backend(name, [str(spec_dir)]), byoc.load_catalog())
+    (artifact,) = generator_for(spec.kind)(externals.externals_for("stateful"), spec, byoc.load_catalog(), {})
+    text = artifact.text
+    assert "#include <pthread.h>" in text
+    assert "static scaled_state_t scaled_state;" in text
+    assert "pthread_once(&scaled_once_, scaled_init_once_)" in text
+    assert "SCALED_COPY(scaled_0, 2048, float, (&scaled_state))" in text
+    assert 'state->name = "scaled";' in text
+
+
+def test_the_init_runs_once_for_racing_threads(spec_dir, tmp_path, rng):
+    path = library(spec_dir, tmp_path)
+    counter = __import__("ctypes").CDLL(str(path)).stateful_init_count
+    assert counter() == 0
+    fn = tvm_ffi.load_module(str(path))["scaled"]
+    x = random_array(rng, (64, 32), "float32")
+    outs = [np.zeros_like(x) for _ in range(THREADS)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def call(k: int) -> None:
+        try:
+            start.wait()
+            for _ in range(3):
+                fn(x, outs[k])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert counter() == 1
+    (want,) = evaluate(parse(GRAPH, "graph").functions[0], {"x": x})
+    for out in outs:
+        np.testing.assert_array_equal(out, want)
+
+
+def test_a_failed_init_fails_every_call(spec_dir, tmp_path):
+    path = library(spec_dir, tmp_path, fail="1")
+    fn = tvm_ffi.load_module(str(path))["scaled"]
+    x = np.ones((64, 32), np.float32)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="scaled: the backend's init failed"):
+            fn(x, np.zeros_like(x))
+    assert __import__("ctypes").CDLL(str(path)).stateful_init_count() == 1
+
+
+@pytest.mark.parametrize("calls", [0, 2])
+def test_the_teardown_runs_at_unload_after_a_good_init(spec_dir, tmp_path, calls):
+    path = library(spec_dir, tmp_path)
+    code = (
+        "import numpy as np, tvm_ffi\n"
+        f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
+        "x = np.ones((64, 32), np.float32)\n"
+        f"for _ in range({calls}):\n"
+        "    fn(x, np.zeros_like(x))\n"
+    )
+    env = {**os.environ, "STATEFUL_TEARDOWN_LOG": "1"}  # the teardown reports itself only then
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("teardown scaled") == (1 if calls else 0)
+
+
+def test_state_placeholder_needs_a_declared_state(spec_dir):
+    text = STATEFUL.split("state: |")[0] + "macros:" + STATEFUL.split("\nmacros:", 1)[1]
+    (spec_dir / "stateful.yaml").write_text(text)
+    with pytest.raises(SpecError, match=r"uses \$\{state\}, but the spec declares no state"):
+        load_backend("stateful", spec_path=[str(spec_dir)])
