@@ -31,7 +31,6 @@ pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
-from byoc.ir import Constant  # noqa: E402
 from byoc.onnx_backend import backend_for  # noqa: E402
 
 CONFIGURATIONS = {
@@ -51,13 +50,6 @@ EXCLUDED = {
     r"^test_expand_shape_model": "dynamic shapes: Expand's target shape is a model input, known at run time only",
 }
 
-LARGE_CONSTANT_MODELS = ("test_bvlc_alexnet", "test_vgg19", "test_zfnet512")
-"""The light models with tens of millions of weights (AlexNet 61M, VGG-19 144M)."""
-LARGE_CONSTANTS = hasattr(Constant, "array")
-"""Whether byoc holds constants as numpy arrays and emits large ones as binary data:
-without that, those weights become Python floats and C literals, beyond CI's time and
-memory. Until then they count as failures (not run); with it they run and must pass."""
-
 
 def _suite_names() -> list[str]:
     return sorted(t.name for kind in GROUPS.values() for t in load_model_tests(kind=kind))
@@ -74,15 +66,7 @@ def _collect() -> dict[str, type]:
         cases = runner.test_cases
         for group in GROUPS:
             name = f"Test{config}{group}"
-            case = type(name, (cases[f"OnnxBackend{group}ModelTest"],), {"__module__": __name__})
-            if not LARGE_CONSTANTS:
-                for model in LARGE_CONSTANT_MODELS:
-                    test = f"{model}_cpu"
-                    if hasattr(case, test):
-                        reason = "needs large-constant support (constants as numpy arrays, emitted as binary)"
-                        mark = pytest.mark.xfail(run=False, reason=reason)
-                        setattr(case, test, mark(getattr(case, test)))
-            classes[name] = case
+            classes[name] = type(name, (cases[f"OnnxBackend{group}ModelTest"],), {"__module__": __name__})
     return classes
 
 
