@@ -71,10 +71,9 @@ def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
 
 
 MIN_OPSET = 6
-"""The oldest ONNX opset byoc imports. Opset 6 dropped the ``consumed_inputs``
-attributes of the opsets before it; its elementwise ops' ``broadcast``/``axis``
-attributes (replaced by numpy broadcasting in opset 7) are read by the op table. Most
-PyTorch exports among ONNX's own test models are opset 6."""
+"""The oldest ONNX opset byoc imports: 6, that of the PyTorch exports in ONNX's backend
+test data, whose ``broadcast``/``axis`` attributes and per-channel PRelu slopes the op
+table handles; opsets 1-5 differ further (``consumed_inputs``, Concat's optional axis)."""
 
 
 def load_model(path: str | Path):
@@ -154,19 +153,13 @@ def check_model(model, where: str):
     """``model`` if ONNX's checker accepts it and byoc can take its opset, inputs and
     outputs; a clean error naming ``where`` if not."""
     onnx = require_onnx()
-    # the opset first: today's checker may reject an old model for its age alone
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    if opset is not None and opset < MIN_OPSET:
-        raise GraphError(
-            f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
-            hint="convert it first: onnx.version_converter.convert_version(model, 13)",
-        )
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
-    if opset is None:
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or opset < MIN_OPSET:
         raise GraphError(
             f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
             hint="convert it first: onnx.version_converter.convert_version(model, 13)",

@@ -701,14 +701,16 @@ def _instance_norm(imp: Importer, node, e: OnnxOp) -> None:
 
 
 def _shrink(imp: Importer, node, e: OnnxOp) -> None:
-    """Shrink: 0 within [-lambd, lambd], else x moved towards 0 by bias. With
-    s = sign(x - clip(x, -lambd, lambd)) (-1, 0 or 1), that is (x - s * bias) * |s|."""
+    """Shrink: 0 within [-lambd, lambd], else x moved towards 0 by bias. The part of x
+    beyond the band, relu(x - lambd) - relu(-x - lambd), has the sign s (-1, 0 or 1)
+    of the side x is on, and the result is (x - s * bias) * |s|."""
     imp.check_attrs(node, {"bias", "lambd"})
     r = e.roles
-    lambd = float(imp.attr("lambd", 0.5))
     x = imp.value(node.input[0])
-    inner = imp.emit(e.op, [x], {"min": -lambd, "max": lambd})
-    side = imp.emit(r["sign"], [imp.emit(r["minus"], [x, inner])])
+    lambd = imp.scalar(float(imp.attr("lambd", 0.5)), node.input[0])
+    above = imp.emit(e.op, [imp.emit(r["minus"], [x, lambd])])
+    below = imp.emit(e.op, [imp.emit(r["minus"], [imp.emit(r["negate"], [x]), lambd])])
+    side = imp.emit(r["signum"], [imp.emit(r["minus"], [above, below])])
     bias = imp.scalar(float(imp.attr("bias", 0.0)), node.input[0])
     moved = imp.emit(r["minus"], [x, imp.emit(r["times"], [side, bias])])
     imp.emit(r["times"], [moved, imp.emit(r["magnitude"], [side])], out=node.output[0])
@@ -741,7 +743,7 @@ KINDS: dict[str, Handler] = {
     "reduce": _reduce,
     "select": _where,
     "cast": _cast,
-    "prelu": _prelu,
+    "channel_slope": _prelu,
     "tile": _tile,
     "instance_norm": _instance_norm,
     "shrink": _shrink,

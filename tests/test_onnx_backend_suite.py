@@ -66,8 +66,7 @@ def _collect() -> dict[str, type]:
         cases = runner.test_cases
         for group in GROUPS:
             name = f"Test{config}{group}"
-            case = type(name, (cases[f"OnnxBackend{group}ModelTest"],), {"__module__": __name__})
-            classes[name] = case
+            classes[name] = type(name, (cases[f"OnnxBackend{group}ModelTest"],), {"__module__": __name__})
     return classes
 
 

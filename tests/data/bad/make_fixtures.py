@@ -766,7 +766,7 @@ def onnx_empty_file(d: Path) -> None:
 
 @fixture
 def onnx_opset_too_old(d: Path) -> None:
-    _onnx_model(d, [_node("Relu")], opset=5)
+    _onnx_model(d, [_node("Relu")], opset=5, output=(1, [2, 3]))
 
 
 def _onnx_io_model(d: Path, inputs, outputs, nodes) -> None:
