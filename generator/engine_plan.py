@@ -104,7 +104,7 @@ def plan(fn: Function, spec: BackendSpec, catalog: Catalog) -> EnginePlan:
     layers: list[PlannedLayer] = []
     types = fn.types()
     for node in fn.nodes:
-        layer = _layer_of(node, fn, spec, dtype, catalog)
+        layer = _layer_of(node, fn, types, spec, dtype, catalog)
         if not node.type.size:
             continue
         if node.name in first_output:
@@ -158,7 +158,11 @@ def _check_values(fn: Function, spec: BackendSpec, dtype: str) -> None:
             )
 
 
-def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str, catalog: Catalog) -> LayerDef:
+def _layer_of(
+    node: Node, fn: Function, types: dict[str, TensorType], spec: BackendSpec, dtype: str, catalog: Catalog
+) -> LayerDef:
+    """The engine layer that runs ``node`` (``types``: every value of ``fn`` by name,
+    built once per function: building it per node made planning quadratic)."""
     where = node.loc or fn.loc
     if node.op == CALL_OP:
         raise GraphError("a region cannot contain another region", where, hint="move the inner region out")
@@ -192,7 +196,6 @@ def _layer_of(node: Node, fn: Function, spec: BackendSpec, dtype: str, catalog: 
             f"layer {name} of backend {spec.name} takes {layer.inputs} input(s); {node.op} has {len(node.inputs)}",
             where,
         )
-    types = fn.types()
     for arg in node.inputs if catalog[node.op].rule.elementwise else ():
         if types[arg] != t:
             raise GraphError(
