@@ -103,3 +103,25 @@ def test_every_backend_is_exercised():
     ran = {backend for backend, _, _ in (c.values for c in CASES)}
     assert ran == set(BACKENDS)
     assert {"maximum(x, y)", "relu(x)"} <= {expr for b, _, expr in (c.values for c in CASES) if b == "fused"}
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+@pytest.mark.parametrize("dtype", ["int32", "int8"])
+def test_integer_max_and_min_of_buffered_values_compile(op, dtype):
+    """The NaN clause of maximum and minimum is no self-comparison that gcc rejects
+    (-Werror=tautological-compare) when an integer operand is a buffered value: here
+    both concatenations feed the op from a temporary buffer of the fused nest."""
+    text = (
+        f"graph main(p0: {dtype}[1]) {{\n"
+        "  r = @fused {\n"
+        "    v0 = concatenate(p0, p0, axis=0)\n"
+        "    v1 = concatenate(p0, p0, axis=0)\n"
+        f"    return {op}(v0, v1)\n"
+        "  }\n"
+        "  return r\n}\n"
+    )
+    program = parse(text, "graph", file="int_max.graph")
+    feed = {"p0": np.asarray([-3], dtype=dtype)}
+    (got,) = build(program)(**feed)
+    (want,) = evaluate(program.functions[0], feed)
+    np.testing.assert_array_equal(got, want)

@@ -153,7 +153,7 @@ static void fused_0_(const float* restrict in0, const float* restrict in1, float
   for (int64_t i0 = 0; i0 < 8; ++i0) {
     for (int64_t i1 = 0; i1 < 16; ++i1) {
       const float t0 = in0[i0 * 16 + i1] + in1[i1]; /* (nested call) = add(...) at bias_add_relu.graph:4:17 */
-      const float t1 = (t0 > 0 || t0 != t0 ? t0 : 0); /* (nested call) = relu(...) at bias_add_relu.graph:4:12 */
+      const float t1 = (t0 > 0 || t0 != t0 + 0 ? t0 : 0); /* (nested call) = relu(...) at bias_add_relu.graph:4:12 */
       out0[i0 * 16 + i1] = t1;
     }
   }

@@ -181,7 +181,7 @@ static void fused_0_(
       for (int64_t i2 = 0; i2 < 5; ++i2) {
         const float t0 = in0[i0 * 15 + i1 * 5 + i2] + in1[i2]; /* u = add(...) at broadcast_mix.graph:4:5 */
         const float t2 = t0 - t1; /* (nested call) = subtract(...) at broadcast_mix.graph:6:14 */
-        const float t3 = (t2 > 0 || t2 != t2 ? t2 : 0); /* r = relu(...) at broadcast_mix.graph:6:5 */
+        const float t3 = (t2 > 0 || t2 != t2 + 0 ? t2 : 0); /* r = relu(...) at broadcast_mix.graph:6:5 */
         out0[i0 * 15 + i1 * 5 + i2] = t3;
       }
     }
@@ -202,7 +202,7 @@ static void fused_0_(
   for (int64_t i0 = 0; i0 < 2; ++i0) {
     const int32_t t5 = -in5[i0]; /* (nested call) = negative(...) at broadcast_mix.graph:7:37 */
     for (int64_t i1 = 0; i1 < 6; ++i1) {
-      const int32_t t6 = (t5 > in6[i0 * 6 + i1] || t5 != t5 ? t5 : in6[i0 * 6 + i1]); /* (nested call) = maximum(...) at broadcast_mix.graph:7:29 */
+      const int32_t t6 = (t5 > in6[i0 * 6 + i1] || t5 != t5 + 0 ? t5 : in6[i0 * 6 + i1]); /* (nested call) = maximum(...) at broadcast_mix.graph:7:29 */
       out3[i0 * 6 + i1] = t6;
     }
   }

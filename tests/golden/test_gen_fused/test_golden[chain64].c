@@ -154,65 +154,65 @@ static void fused_0_(const float* restrict in0, const float* restrict in1, float
     const float t0 = in0[i] + in1[i]; /* t0 = add(...) at chain64.graph:3:5 */
     const float t1 = t0 - in1[i]; /* t1 = subtract(...) at chain64.graph:4:5 */
     const float t2 = t1 * in1[i]; /* t2 = multiply(...) at chain64.graph:5:5 */
-    const float t3 = (t2 > in1[i] || t2 != t2 ? t2 : in1[i]); /* t3 = maximum(...) at chain64.graph:6:5 */
-    const float t4 = (t3 < in1[i] || t3 != t3 ? t3 : in1[i]); /* t4 = minimum(...) at chain64.graph:7:5 */
-    const float t5 = (t4 > 0 || t4 != t4 ? t4 : 0); /* t5 = relu(...) at chain64.graph:8:5 */
+    const float t3 = (t2 > in1[i] || t2 != t2 + 0 ? t2 : in1[i]); /* t3 = maximum(...) at chain64.graph:6:5 */
+    const float t4 = (t3 < in1[i] || t3 != t3 + 0 ? t3 : in1[i]); /* t4 = minimum(...) at chain64.graph:7:5 */
+    const float t5 = (t4 > 0 || t4 != t4 + 0 ? t4 : 0); /* t5 = relu(...) at chain64.graph:8:5 */
     const float t6 = -t5; /* t6 = negative(...) at chain64.graph:9:5 */
     const float t7 = t6; /* t7 = copy(...) at chain64.graph:10:5 */
     const float t8 = t7 + in1[i]; /* t8 = add(...) at chain64.graph:11:5 */
     const float t9 = t8 - in1[i]; /* t9 = subtract(...) at chain64.graph:12:5 */
     const float t10 = t9 * in1[i]; /* t10 = multiply(...) at chain64.graph:13:5 */
-    const float t11 = (t10 > in1[i] || t10 != t10 ? t10 : in1[i]); /* t11 = maximum(...) at chain64.graph:14:5 */
-    const float t12 = (t11 < in1[i] || t11 != t11 ? t11 : in1[i]); /* t12 = minimum(...) at chain64.graph:15:5 */
-    const float t13 = (t12 > 0 || t12 != t12 ? t12 : 0); /* t13 = relu(...) at chain64.graph:16:5 */
+    const float t11 = (t10 > in1[i] || t10 != t10 + 0 ? t10 : in1[i]); /* t11 = maximum(...) at chain64.graph:14:5 */
+    const float t12 = (t11 < in1[i] || t11 != t11 + 0 ? t11 : in1[i]); /* t12 = minimum(...) at chain64.graph:15:5 */
+    const float t13 = (t12 > 0 || t12 != t12 + 0 ? t12 : 0); /* t13 = relu(...) at chain64.graph:16:5 */
     const float t14 = -t13; /* t14 = negative(...) at chain64.graph:17:5 */
     const float t15 = t14; /* t15 = copy(...) at chain64.graph:18:5 */
     const float t16 = t15 + in1[i]; /* t16 = add(...) at chain64.graph:19:5 */
     const float t17 = t16 - in1[i]; /* t17 = subtract(...) at chain64.graph:20:5 */
     const float t18 = t17 * in1[i]; /* t18 = multiply(...) at chain64.graph:21:5 */
-    const float t19 = (t18 > in1[i] || t18 != t18 ? t18 : in1[i]); /* t19 = maximum(...) at chain64.graph:22:5 */
-    const float t20 = (t19 < in1[i] || t19 != t19 ? t19 : in1[i]); /* t20 = minimum(...) at chain64.graph:23:5 */
-    const float t21 = (t20 > 0 || t20 != t20 ? t20 : 0); /* t21 = relu(...) at chain64.graph:24:5 */
+    const float t19 = (t18 > in1[i] || t18 != t18 + 0 ? t18 : in1[i]); /* t19 = maximum(...) at chain64.graph:22:5 */
+    const float t20 = (t19 < in1[i] || t19 != t19 + 0 ? t19 : in1[i]); /* t20 = minimum(...) at chain64.graph:23:5 */
+    const float t21 = (t20 > 0 || t20 != t20 + 0 ? t20 : 0); /* t21 = relu(...) at chain64.graph:24:5 */
     const float t22 = -t21; /* t22 = negative(...) at chain64.graph:25:5 */
     const float t23 = t22; /* t23 = copy(...) at chain64.graph:26:5 */
     const float t24 = t23 + in1[i]; /* t24 = add(...) at chain64.graph:27:5 */
     const float t25 = t24 - in1[i]; /* t25 = subtract(...) at chain64.graph:28:5 */
     const float t26 = t25 * in1[i]; /* t26 = multiply(...) at chain64.graph:29:5 */
-    const float t27 = (t26 > in1[i] || t26 != t26 ? t26 : in1[i]); /* t27 = maximum(...) at chain64.graph:30:5 */
-    const float t28 = (t27 < in1[i] || t27 != t27 ? t27 : in1[i]); /* t28 = minimum(...) at chain64.graph:31:5 */
-    const float t29 = (t28 > 0 || t28 != t28 ? t28 : 0); /* t29 = relu(...) at chain64.graph:32:5 */
+    const float t27 = (t26 > in1[i] || t26 != t26 + 0 ? t26 : in1[i]); /* t27 = maximum(...) at chain64.graph:30:5 */
+    const float t28 = (t27 < in1[i] || t27 != t27 + 0 ? t27 : in1[i]); /* t28 = minimum(...) at chain64.graph:31:5 */
+    const float t29 = (t28 > 0 || t28 != t28 + 0 ? t28 : 0); /* t29 = relu(...) at chain64.graph:32:5 */
     const float t30 = -t29; /* t30 = negative(...) at chain64.graph:33:5 */
     const float t31 = t30; /* t31 = copy(...) at chain64.graph:34:5 */
     const float t32 = t31 + in1[i]; /* t32 = add(...) at chain64.graph:35:5 */
     const float t33 = t32 - in1[i]; /* t33 = subtract(...) at chain64.graph:36:5 */
     const float t34 = t33 * in1[i]; /* t34 = multiply(...) at chain64.graph:37:5 */
-    const float t35 = (t34 > in1[i] || t34 != t34 ? t34 : in1[i]); /* t35 = maximum(...) at chain64.graph:38:5 */
-    const float t36 = (t35 < in1[i] || t35 != t35 ? t35 : in1[i]); /* t36 = minimum(...) at chain64.graph:39:5 */
-    const float t37 = (t36 > 0 || t36 != t36 ? t36 : 0); /* t37 = relu(...) at chain64.graph:40:5 */
+    const float t35 = (t34 > in1[i] || t34 != t34 + 0 ? t34 : in1[i]); /* t35 = maximum(...) at chain64.graph:38:5 */
+    const float t36 = (t35 < in1[i] || t35 != t35 + 0 ? t35 : in1[i]); /* t36 = minimum(...) at chain64.graph:39:5 */
+    const float t37 = (t36 > 0 || t36 != t36 + 0 ? t36 : 0); /* t37 = relu(...) at chain64.graph:40:5 */
     const float t38 = -t37; /* t38 = negative(...) at chain64.graph:41:5 */
     const float t39 = t38; /* t39 = copy(...) at chain64.graph:42:5 */
     const float t40 = t39 + in1[i]; /* t40 = add(...) at chain64.graph:43:5 */
     const float t41 = t40 - in1[i]; /* t41 = subtract(...) at chain64.graph:44:5 */
     const float t42 = t41 * in1[i]; /* t42 = multiply(...) at chain64.graph:45:5 */
-    const float t43 = (t42 > in1[i] || t42 != t42 ? t42 : in1[i]); /* t43 = maximum(...) at chain64.graph:46:5 */
-    const float t44 = (t43 < in1[i] || t43 != t43 ? t43 : in1[i]); /* t44 = minimum(...) at chain64.graph:47:5 */
-    const float t45 = (t44 > 0 || t44 != t44 ? t44 : 0); /* t45 = relu(...) at chain64.graph:48:5 */
+    const float t43 = (t42 > in1[i] || t42 != t42 + 0 ? t42 : in1[i]); /* t43 = maximum(...) at chain64.graph:46:5 */
+    const float t44 = (t43 < in1[i] || t43 != t43 + 0 ? t43 : in1[i]); /* t44 = minimum(...) at chain64.graph:47:5 */
+    const float t45 = (t44 > 0 || t44 != t44 + 0 ? t44 : 0); /* t45 = relu(...) at chain64.graph:48:5 */
     const float t46 = -t45; /* t46 = negative(...) at chain64.graph:49:5 */
     const float t47 = t46; /* t47 = copy(...) at chain64.graph:50:5 */
     const float t48 = t47 + in1[i]; /* t48 = add(...) at chain64.graph:51:5 */
     const float t49 = t48 - in1[i]; /* t49 = subtract(...) at chain64.graph:52:5 */
     const float t50 = t49 * in1[i]; /* t50 = multiply(...) at chain64.graph:53:5 */
-    const float t51 = (t50 > in1[i] || t50 != t50 ? t50 : in1[i]); /* t51 = maximum(...) at chain64.graph:54:5 */
-    const float t52 = (t51 < in1[i] || t51 != t51 ? t51 : in1[i]); /* t52 = minimum(...) at chain64.graph:55:5 */
-    const float t53 = (t52 > 0 || t52 != t52 ? t52 : 0); /* t53 = relu(...) at chain64.graph:56:5 */
+    const float t51 = (t50 > in1[i] || t50 != t50 + 0 ? t50 : in1[i]); /* t51 = maximum(...) at chain64.graph:54:5 */
+    const float t52 = (t51 < in1[i] || t51 != t51 + 0 ? t51 : in1[i]); /* t52 = minimum(...) at chain64.graph:55:5 */
+    const float t53 = (t52 > 0 || t52 != t52 + 0 ? t52 : 0); /* t53 = relu(...) at chain64.graph:56:5 */
     const float t54 = -t53; /* t54 = negative(...) at chain64.graph:57:5 */
     const float t55 = t54; /* t55 = copy(...) at chain64.graph:58:5 */
     const float t56 = t55 + in1[i]; /* t56 = add(...) at chain64.graph:59:5 */
     const float t57 = t56 - in1[i]; /* t57 = subtract(...) at chain64.graph:60:5 */
     const float t58 = t57 * in1[i]; /* t58 = multiply(...) at chain64.graph:61:5 */
-    const float t59 = (t58 > in1[i] || t58 != t58 ? t58 : in1[i]); /* t59 = maximum(...) at chain64.graph:62:5 */
-    const float t60 = (t59 < in1[i] || t59 != t59 ? t59 : in1[i]); /* t60 = minimum(...) at chain64.graph:63:5 */
-    const float t61 = (t60 > 0 || t60 != t60 ? t60 : 0); /* t61 = relu(...) at chain64.graph:64:5 */
+    const float t59 = (t58 > in1[i] || t58 != t58 + 0 ? t58 : in1[i]); /* t59 = maximum(...) at chain64.graph:62:5 */
+    const float t60 = (t59 < in1[i] || t59 != t59 + 0 ? t59 : in1[i]); /* t60 = minimum(...) at chain64.graph:63:5 */
+    const float t61 = (t60 > 0 || t60 != t60 + 0 ? t60 : 0); /* t61 = relu(...) at chain64.graph:64:5 */
     const float t62 = -t61; /* t62 = negative(...) at chain64.graph:65:5 */
     const float t63 = t62; /* t63 = copy(...) at chain64.graph:66:5 */
     out0[i] = t63;

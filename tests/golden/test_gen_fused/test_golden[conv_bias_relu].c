@@ -175,7 +175,7 @@ static void fused_0_(
           }
           const float t0 = t0_acc; /* (nested call) = conv(...) at conv_bias_relu.graph:3:26 */
           const float t1 = t0 + in2[i0]; /* (nested call) = bias_add(...) at conv_bias_relu.graph:3:17 */
-          const float t2 = (t1 > 0 || t1 != t1 ? t1 : 0); /* (nested call) = relu(...) at conv_bias_relu.graph:3:12 */
+          const float t2 = (t1 > 0 || t1 != t1 + 0 ? t1 : 0); /* (nested call) = relu(...) at conv_bias_relu.graph:3:12 */
           out0[i0 * 18 + i1 * 6 + i2] = t2;
         }
       }

@@ -186,7 +186,7 @@ static int fused_0_(
         }
         const float t0 = t0_acc; /* (nested call) = dense(...) at examples/mlp.graph:9:22 */
         const float t1 = t0 + in2[i1]; /* (nested call) = bias_add(...) at examples/mlp.graph:9:13 */
-        const float t2 = (t1 > 0 || t1 != t1 ? t1 : 0); /* h1 = relu(...) at examples/mlp.graph:9:3 */
+        const float t2 = (t1 > 0 || t1 != t1 + 0 ? t1 : 0); /* h1 = relu(...) at examples/mlp.graph:9:3 */
         tmp2[i0 * 32 + i1] = t2;
       }
     }
@@ -201,7 +201,7 @@ static int fused_0_(
         }
         const float t3 = t3_acc; /* (nested call) = dense(...) at examples/mlp.graph:10:22 */
         const float t4 = t3 + in4[i1]; /* (nested call) = bias_add(...) at examples/mlp.graph:10:13 */
-        const float t5 = (t4 > 0 || t4 != t4 ? t4 : 0); /* h2 = relu(...) at examples/mlp.graph:10:3 */
+        const float t5 = (t4 > 0 || t4 != t4 + 0 ? t4 : 0); /* h2 = relu(...) at examples/mlp.graph:10:3 */
         tmp5[i0 * 32 + i1] = t5;
       }
     }

@@ -201,7 +201,7 @@ static int fused_0_(
           }
           const float t0 = t0_acc; /* (nested call) = conv(...) at examples/resnet_basic_block.graph:15:23 */
           const float t1 = ((double)t0 - fused_0_const_0[i0]) * ((double)in2[i0] / sqrt((double)fused_0_const_1[i0] + 1e-05)) + in3[i0]; /* (nested call) = batch_norm(...) at examples/resnet_basic_block.graph:15:12 */
-          const float t2 = (t1 > 0 || t1 != t1 ? t1 : 0); /* h = relu(...) at examples/resnet_basic_block.graph:15:3 */
+          const float t2 = (t1 > 0 || t1 != t1 + 0 ? t1 : 0); /* h = relu(...) at examples/resnet_basic_block.graph:15:3 */
           tmp2[i0 * 256 + i1 * 16 + i2] = t2;
         }
       }
@@ -227,7 +227,7 @@ static int fused_0_(
           const float t3 = t3_acc; /* (nested call) = conv(...) at examples/resnet_basic_block.graph:16:18 */
           const float t4 = ((double)t3 - fused_0_const_2[i0]) * ((double)in5[i0] / sqrt((double)fused_0_const_3[i0] + 1e-05)) + in6[i0]; /* y = batch_norm(...) at examples/resnet_basic_block.graph:16:3 */
           const float t5 = t4 + in0[i0 * 256 + i1 * 16 + i2]; /* (nested call) = add(...) at examples/resnet_basic_block.graph:17:15 */
-          const float t6 = (t5 > 0 || t5 != t5 ? t5 : 0); /* relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10 */
+          const float t6 = (t5 > 0 || t5 != t5 + 0 ? t5 : 0); /* relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10 */
           out0[i0 * 256 + i1 * 16 + i2] = t6;
         }
       }

@@ -185,7 +185,7 @@ static int fused_0_(
         for (int64_t i2 = 0; i2 < 3; ++i2) {
           const float t0_1 = in0[i0 * 18 + (i1 + 1) * 3 + i2]; /* c = split(...) at split.graph:3:5 */
           const float t2 = t0_1 + in1[i2]; /* (nested call) = add(...) at split.graph:5:20 */
-          const float t3 = (t2 > 0 || t2 != t2 ? t2 : 0); /* (nested call) = relu(...) at split.graph:5:15 */
+          const float t3 = (t2 > 0 || t2 != t2 + 0 ? t2 : 0); /* (nested call) = relu(...) at split.graph:5:15 */
           tmp0_1[i0 * 6 + i1 * 3 + i2] = t0_1;
           out1[i0 * 6 + i1 * 3 + i2] = t3;
         }
