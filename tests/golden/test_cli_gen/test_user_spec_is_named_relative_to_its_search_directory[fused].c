@@ -152,7 +152,7 @@ static void fused_0_(const float* restrict in0, const float* restrict in1, float
   /* out0 (relu_0): [2, 3], one flat loop over 6 elements */
   for (int64_t i = 0; i < 6; ++i) {
     const float t0 = in0[i] + in1[i]; /* (nested call) = add(...) at small.graph:2:15 */
-    const float t1 = (t0 > 0 || t0 != t0 ? t0 : 0); /* relu_0 = relu(...) at small.graph:2:10 */
+    const float t1 = (t0 > 0 || t0 != t0 + 0 ? t0 : 0); /* relu_0 = relu(...) at small.graph:2:10 */
     out0[i] = t1;
   }
 }

@@ -182,7 +182,7 @@ static int fused_0_(
     /* nest 1: t1 multiply, t2 relu: [3], 1 nested loop(s) [3] */
     for (int64_t i = 0; i < 3; ++i) {
       const int8_t t1 = in1[i] * fused_0_const_1[i]; /* (nested call) = multiply(...) at small8.graph:5:28 */
-      const int8_t t2 = (t1 > 0 || t1 != t1 ? t1 : 0); /* (nested call) = relu(...) at small8.graph:5:23 */
+      const int8_t t2 = (t1 > 0 || t1 != t1 + 0 ? t1 : 0); /* (nested call) = relu(...) at small8.graph:5:23 */
       out1[i] = t2;
     }
   }
