@@ -51,7 +51,7 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 # Every composite pattern of the spec, and the single ops, in one graph.
 PATTERNS = """\
-graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], b: float32[6], r: float32[2, 6, 9, 9],
+graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 3], b: float32[6], r: float32[2, 6, 9, 9],
            s: float32[6], t: float32[6], m: float32[6], v: float32[6], d: float32[2, 12],
            dw: float32[5, 12], db: float32[5]) {
   c1 = relu(bias_add(conv(x, w, pads=[1, 1, 1, 1]), b, axis=1))
@@ -67,7 +67,9 @@ graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], b: float32[6], r: flo
   y1 = relu(bias_add(dense(d, dw), db, axis=1))
   y2 = softmax(bias_add(dense(d, dw), db, axis=1), axis=1)
   y3 = softmax(dense(d, dw), axis=0)
-  return p1, p2, p3, e, y1, y2, y3
+  k1 = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v)))
+  k2 = batch_norm(conv(x, w2, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, multiply(v, v), epsilon=0.01)
+  return p1, p2, p3, e, y1, y2, y3, k1, k2
 }
 """
 

@@ -254,6 +254,36 @@ static void p_ID_(const float* x, const float* w, const float* residual, float* 
                 (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
 }
 
+/* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call, optionally relu */
+#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
+                  const float* mean, const float* var, float* out) { \
+  /* batch_norm(conv(x, w)) = conv(x, w * k) + (bias - mean * k) per output channel, \
+     k = scale / sqrt(var + epsilon), in double and rounded once; per call, since the \
+     parameters may be inputs. (Binary post-ops would keep the weights, but oneDNN's \
+     plain-layout convolution runs them slowly.) */ \
+  float* folded = (float*)malloc(sizeof(float) * ((size_t)p_WSIZE_ + (size_t)p_M_)); \
+  if (folded == NULL) { \
+    for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = NAN; \
+    return; \
+  } \
+  const int64_t per_channel = p_M_ > 0 ? p_WSIZE_ / p_M_ : 0; \
+  for (int64_t c = 0; c < p_M_; ++c) { \
+    const double k = (double)scale[c] / sqrt((double)var[c] + p_EPS_); \
+    for (int64_t j = 0; j < per_channel; ++j) { \
+      folded[c * per_channel + j] = (float)((double)w[c * per_channel + j] * k); \
+    } \
+    folded[p_WSIZE_ + c] = (float)((double)bias[c] - (double)mean[c] * k); \
+  } \
+  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                (void* const[]){(void*)x, folded, folded + p_WSIZE_, out}, p_SIZE_); \
+  free(folded); \
+}
+
 /* dense (an inner product), optionally with relu after it (vars: relu) */
 #define DNNL_DENSE(p_ID_, p_STATE_, p_SIZE_, p_B_, p_K_, p_U_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \

@@ -3,7 +3,7 @@
    Do not edit: change the spec or the graph, and generate again.
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
-     dnnl_0: region @dnnl at examples/resnet_basic_block.graph:15:23
+     dnnl_0: region @dnnl at examples/resnet_basic_block.graph:15:3
      dnnl_1: region @dnnl at examples/resnet_basic_block.graph:17:10
 */
 
@@ -255,6 +255,36 @@ static void p_ID_(const float* x, const float* w, const float* residual, float* 
                 (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
 }
 
+/* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call, optionally relu */
+#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
+                  const float* mean, const float* var, float* out) { \
+  /* batch_norm(conv(x, w)) = conv(x, w * k) + (bias - mean * k) per output channel, \
+     k = scale / sqrt(var + epsilon), in double and rounded once; per call, since the \
+     parameters may be inputs. (Binary post-ops would keep the weights, but oneDNN's \
+     plain-layout convolution runs them slowly.) */ \
+  float* folded = (float*)malloc(sizeof(float) * ((size_t)p_WSIZE_ + (size_t)p_M_)); \
+  if (folded == NULL) { \
+    for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = NAN; \
+    return; \
+  } \
+  const int64_t per_channel = p_M_ > 0 ? p_WSIZE_ / p_M_ : 0; \
+  for (int64_t c = 0; c < p_M_; ++c) { \
+    const double k = (double)scale[c] / sqrt((double)var[c] + p_EPS_); \
+    for (int64_t j = 0; j < per_channel; ++j) { \
+      folded[c * per_channel + j] = (float)((double)w[c * per_channel + j] * k); \
+    } \
+    folded[p_WSIZE_ + c] = (float)((double)bias[c] - (double)mean[c] * k); \
+  } \
+  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                (void* const[]){(void*)x, folded, folded + p_WSIZE_, out}, p_SIZE_); \
+  free(folded); \
+}
+
 /* dense (an inner product), optionally with relu after it (vars: relu) */
 #define DNNL_DENSE(p_ID_, p_STATE_, p_SIZE_, p_B_, p_K_, p_U_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
@@ -443,7 +473,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
-/* ---- dnnl_0: region @dnnl at examples/resnet_basic_block.graph:15:23 ---- */
+/* ---- dnnl_0: region @dnnl at examples/resnet_basic_block.graph:15:3 ---- */
 
 /* dnnl_0_state: set up once per loaded library by dnnl_0_init_ (the spec's state and init),
    read-only afterwards, released by the spec's teardown when the library is unloaded. */
@@ -453,10 +483,6 @@ typedef struct {
   dnnl_primitive_t dnnl_0_0;
   /* dnnl_0_1 */
   dnnl_primitive_t dnnl_0_1;
-  /* dnnl_0_2 */
-  dnnl_primitive_t dnnl_0_2;
-  /* dnnl_0_3 */
-  dnnl_primitive_t dnnl_0_3;
 } dnnl_0_state_t;
 static dnnl_0_state_t dnnl_0_state;
 static pthread_once_t dnnl_0_once_ = PTHREAD_ONCE_INIT;
@@ -474,17 +500,11 @@ static const float dnnl_0_const_2[8] = {-0.1f, 0.15f, 0.0f, 0.2f, -0.3f, 0.05f, 
 /* dnnl_0_const_3: constant var2: float32[8] at examples/resnet_basic_block.graph:14:3 */
 static const float dnnl_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0f, 0.8f};
 
-/* dnnl_0_0: conv_0 = conv(...) at examples/resnet_basic_block.graph:15:23, float32[1, 8, 16, 16] */
-DNNL_CONV2D(dnnl_0_0, (&dnnl_0_state), 2048, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+/* dnnl_0_0: h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
+DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
-/* dnnl_0_1: h = composite batch_norm_relu of batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
-DNNL_BATCH_NORM_RELU(dnnl_0_1, (&dnnl_0_state), 2048, 4, (1, 8, 16, 16), 1e-05, 1)
-
-/* dnnl_0_2: (nested call) = conv(...) at examples/resnet_basic_block.graph:16:18, float32[1, 8, 16, 16] */
-DNNL_CONV2D(dnnl_0_2, (&dnnl_0_state), 2048, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
-
-/* dnnl_0_3: y = batch_norm(...) at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] */
-DNNL_BATCH_NORM(dnnl_0_3, (&dnnl_0_state), 2048, 4, (1, 8, 16, 16), 1e-05)
+/* dnnl_0_1: y = composite conv_bn of conv, batch_norm at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] */
+DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
 static int dnnl_0_init_(dnnl_0_state_t* state) {
   (void)state;
@@ -494,12 +514,6 @@ static int dnnl_0_init_(dnnl_0_state_t* state) {
   }
   {  /* dnnl_0_1 */
     if (dnnl_0_1_create(&state->dnnl_0_1, state->engine) != 0) return 1;
-  }
-  {  /* dnnl_0_2 */
-    if (dnnl_0_2_create(&state->dnnl_0_2, state->engine) != 0) return 1;
-  }
-  {  /* dnnl_0_3 */
-    if (dnnl_0_3_create(&state->dnnl_0_3, state->engine) != 0) return 1;
   }
   return 0;
 }
@@ -513,12 +527,6 @@ static void dnnl_0_teardown_(void) {
   dnnl_0_state_t* state = &dnnl_0_state;
   (void)state;
   if (dnnl_0_status_ != 0) return;
-  {  /* dnnl_0_3 */
-    dnnl_primitive_destroy(state->dnnl_0_3);
-  }
-  {  /* dnnl_0_2 */
-    dnnl_primitive_destroy(state->dnnl_0_2);
-  }
   {  /* dnnl_0_1 */
     dnnl_primitive_destroy(state->dnnl_0_1);
   }
@@ -528,8 +536,8 @@ static void dnnl_0_teardown_(void) {
   dnnl_engine_destroy(state->engine);
 }
 
-/* dnnl_0_: the body of region @dnnl at examples/resnet_basic_block.graph:15:23,
-   with 4 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+/* dnnl_0_: the body of region @dnnl at examples/resnet_basic_block.graph:15:3,
+   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 8, 16, 16]
      in1: w1: float32[8, 8, 3, 3]
      in2: scale1: float32[8]
@@ -548,25 +556,19 @@ static int dnnl_0_(
     float* in6,
     float* out0) {
   float* buf0 = NULL;
-  float* buf1 = NULL;
   int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 2048); /* holds conv_0, %3 (nested call) */
+  buf0 = (float*)malloc(sizeof(float) * 2048); /* holds h */
   if (buf0 == NULL) goto done;
-  buf1 = (float*)malloc(sizeof(float) * 2048); /* holds h */
-  if (buf1 == NULL) goto done;
-  dnnl_0_0(in0, in1, buf0);
-  dnnl_0_1(buf0, in2, in3, (float*)dnnl_0_const_0, (float*)dnnl_0_const_1, buf1);
-  dnnl_0_2(buf1, in4, buf0);
-  dnnl_0_3(buf0, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, out0);
+  dnnl_0_0(in0, in1, in2, in3, (float*)dnnl_0_const_0, (float*)dnnl_0_const_1, buf0);
+  dnnl_0_1(buf0, in4, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, out0);
   status = 0;
 done:
   free(buf0);
-  free(buf1);
   return status;
 }
 
 /* dnnl_0_wrapper_: runs dnnl_0_ on the data of the DLTensor arguments the entry checked,
-   raising MemoryError when dnnl_0_ fails; region @dnnl at examples/resnet_basic_block.graph:15:23. */
+   raising MemoryError when dnnl_0_ fails; region @dnnl at examples/resnet_basic_block.graph:15:3. */
 static int dnnl_0_wrapper_(
     DLTensor* arg0,
     DLTensor* arg1,
@@ -593,7 +595,7 @@ static int dnnl_0_wrapper_(
   return 0;
 }
 
-/* dnnl_0: the exported TVM FFI function (safe-call ABI) of region @dnnl at examples/resnet_basic_block.graph:15:23.
+/* dnnl_0: the exported TVM FFI function (safe-call ABI) of region @dnnl at examples/resnet_basic_block.graph:15:3.
    Arguments: 7 input(s), then 1 output(s):
      0: input x: float32[1, 8, 16, 16]
      1: input w1: float32[8, 8, 3, 3]
