@@ -40,7 +40,15 @@ from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .artifacts import Artifact
-from .c_source_state import init_guard, state_pointer, state_text, stateful
+from .c_source_state import (
+    KernelSetup,
+    init_guard,
+    kernel_setup,
+    setup_text,
+    state_pointer,
+    state_text,
+    stateful,
+)
 from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
     block_comment,
@@ -84,8 +92,9 @@ def function_text(
     assert sym is not None, "lower() gives every external function a symbol"
     parts: list[str] = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n"]
     has_state = stateful(spec)
+    state_at = len(parts)  # the state struct goes here, once the kernels' members are known
+    common = values
     if has_state:
-        parts.append(state_text(spec, sym, values))
         values = {**values, "state": state_pointer(sym)}
 
     # Values are numbered (parameters, constants, then nodes) and looked up by
@@ -133,7 +142,8 @@ def function_text(
     kernels: list[str] = []
     buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
-    uses: dict[tuple[object, ...], tuple[str, str]] = {}
+    uses: dict[tuple[object, ...], tuple[str, str, MacroDef]] = {}
+    setups: list[KernelSetup] = []
     steps = [
         ScheduledOp(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)
     ]
@@ -145,7 +155,7 @@ def function_text(
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
         if k in composites:
-            use, type_text = _composite_use(node, composites[k], spec, catalog, values)
+            use, type_text, macro = _composite_use(node, composites[k], spec, catalog, values)
             what = composite_origin(node, composites[k])
         else:
             key = (node.op, node.type, in_types, node.attrs)
@@ -154,9 +164,12 @@ def function_text(
                 # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
                 macro = _macro(node, spec, catalog, in_types)
                 args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
-                cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type))
-            use, type_text = cached
+                cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type), macro)
+            use, type_text, macro = cached
             what = origin(node)
+        setup = kernel_setup(macro, kernel, common)
+        if setup is not None:
+            setups.append(setup)
         kernels.append(f"{comment(f'{kernel}: {what}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n")
         value = base + k
         if value in first_output:
@@ -170,6 +183,9 @@ def function_text(
         calls.append(item_list(f"  {kernel}(", [storage[i] for i in ins] + [target], ");"))
         storage[value] = target
     parts += kernels
+    if has_state:
+        parts.insert(state_at, state_text(spec, sym, common, setups))
+        parts.append(setup_text(spec, sym, common, setups))
 
     copies = []
     for i, value in enumerate(outputs):
@@ -261,7 +277,7 @@ def _composite(node: Node, spec: BackendSpec, region: Function, catalog: Catalog
 
 def _composite_use(
     node: Node, found: Match, spec: BackendSpec, catalog: Catalog, common: Mapping[str, object]
-) -> tuple[str, str]:
+) -> tuple[str, str, MacroDef]:
     """The use of a composite's macro: the pattern's vars, its inputs' extents and its
     nodes' attributes (``${conv.strides0}``), and byoc's names for its result."""
     binding = found.pattern.binding
@@ -271,7 +287,7 @@ def _composite_use(
     values.update(composite_values(found, GraphView.of(node.callee), catalog))
     values.update(binding.vars)
     args = macro.arguments(_fixed_values(values, node.type))
-    return f"{macro.name}({', '.join(args)})", str(node.type)
+    return f"{macro.name}({', '.join(args)})", str(node.type), macro
 
 
 def composite_origin(node: Node, found: Match) -> str:

@@ -9,6 +9,13 @@ For a function ``<sym>`` of a backend whose spec has any of them, the generated 
     static void <sym>_teardown_(void)              the spec's teardown on `state`, at unload
                                                    (a destructor), only after a good init
 
+A macro may add its own ``state``, ``init`` and ``teardown`` for each kernel expanded
+from it (a library primitive per kernel, created once): rendered with ``${symbol}`` the
+kernel's name, its members join the struct after the spec's, its init runs after the
+spec's init in kernel order, and its teardown before the spec's teardown in reverse
+kernel order. The struct comes before the kernels (which read it); the init and the
+teardown come after them (so that they may call helpers a macro body defines).
+
 and ``<sym>_wrapper_`` first runs the init once per loaded library, under
 ``pthread_once``, so that concurrent first calls from several threads run it exactly
 once and every caller sees its result; a failed init (a non-zero return) makes every
@@ -19,9 +26,10 @@ so calls from several threads need no lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from byoc.spec.backend import BackendSpec
+from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.template import render
 
 from .c_text import block_comment, c_string
@@ -32,8 +40,29 @@ INCLUDE = "#include <pthread.h>\n"
 
 
 def stateful(spec: BackendSpec) -> bool:
-    """Whether the spec gives its functions state, an init or a teardown."""
-    return any(spec.templates.get(slot, "").strip() for slot in SLOTS)
+    """Whether the spec gives its functions (or a macro its kernels) state, an init or a teardown."""
+    return any(spec.templates.get(slot, "").strip() for slot in SLOTS) or any(
+        text.strip() for m in spec.macros.values() for text in m.setup.values()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSetup:
+    """One kernel's own state members, init and teardown (rendered, from its macro)."""
+
+    kernel: str
+    state: str
+    init: str
+    teardown: str
+
+
+def kernel_setup(macro: MacroDef, kernel: str, values: Mapping[str, object]) -> KernelSetup | None:
+    """What the macro adds to its function's state for the kernel ``kernel``; None if nothing."""
+    if not macro.setup:
+        return None
+    values = {**values, "symbol": kernel}
+    text = {slot: render(macro.setup.get(slot, ""), values) for slot in SLOTS}
+    return KernelSetup(kernel, text["state"], text["init"], text["teardown"])
 
 
 def state_pointer(sym: str) -> str:
@@ -41,12 +70,15 @@ def state_pointer(sym: str) -> str:
     return f"(&{sym}_state)"
 
 
-def state_text(spec: BackendSpec, sym: str, values: Mapping[str, object]) -> str:
-    """The state struct, its init and its teardown for the function ``sym``."""
+def state_text(
+    spec: BackendSpec, sym: str, values: Mapping[str, object], kernels: Sequence[KernelSetup]
+) -> str:
+    """The state struct of the function ``sym`` (its kernels' members after the spec's)."""
     values = {**values, "symbol": sym}
     members = _lines(render(spec.templates.get("state", ""), values), "  ")
-    init = _lines(render(spec.templates.get("init", ""), values), "  ")
-    teardown = _lines(render(spec.templates.get("teardown", ""), values), "  ")
+    for k in kernels:
+        own = _lines(k.state, "  ")
+        members += [f"  /* {k.kernel} */", *own] if own else []
     note = [
         f"{sym}_state: set up once per loaded library by {sym}_init_ (the spec's state and init),",
         "read-only afterwards, released by the spec's teardown when the library is unloaded.",
@@ -61,6 +93,24 @@ def state_text(spec: BackendSpec, sym: str, values: Mapping[str, object]) -> str
             f"static pthread_once_t {sym}_once_ = PTHREAD_ONCE_INIT;",
             f"static int {sym}_status_ = -1;  /* the init's result; 0 when it succeeded */",
             "",
+        ]
+    )
+
+
+def setup_text(
+    spec: BackendSpec, sym: str, values: Mapping[str, object], kernels: Sequence[KernelSetup]
+) -> str:
+    """The init and the teardown of the function ``sym``: the spec's, and its kernels'."""
+    values = {**values, "symbol": sym}
+    init = _lines(render(spec.templates.get("init", ""), values), "  ")
+    teardown: list[str] = []
+    for k in kernels:
+        init += _block(k.kernel, k.init)
+    for k in reversed(kernels):
+        teardown += _block(k.kernel, k.teardown)
+    teardown += _lines(render(spec.templates.get("teardown", ""), values), "  ")
+    return "\n".join(
+        [
             f"static int {sym}_init_({sym}_state_t* state) {{",
             "  (void)state;",
             *init,
@@ -91,6 +141,12 @@ def init_guard(sym: str) -> list[str]:
         f'    return byoc_raise("RuntimeError", {message});',
         "  }",
     ]
+
+
+def _block(kernel: str, text: str) -> list[str]:
+    """A kernel's init or teardown statements, in a block of their own."""
+    lines = _lines(text, "    ")
+    return [f"  {{  /* {kernel} */", *lines, "  }"] if lines else []
 
 
 def _lines(text: str, indent: str) -> list[str]:

@@ -126,12 +126,22 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
                 matches[k] = (spec, found)
     if not matches:
         return fn
-    fn = _rename_anonymous(fn, {fn.nodes[k].name for k in matches})
+    # A composite's result and the values it reads get readable names: its body numbers
+    # its own anonymous values afresh, which must not meet an anonymous input's name.
+    inner = {j: k for k, (_, found) in matches.items() for j in found.nodes}
+    read = {
+        name
+        for j, k in inner.items()
+        for name in fn.nodes[j].inputs
+        if inner.get(view.producer.get(name, -1)) != k
+    }
+    fn = _rename_anonymous(fn, {fn.nodes[k].name for k in matches} | read)
+    types = fn.types()
     nodes: list[Node] = []
     for k, node in enumerate(fn.nodes):
         if k in matches:
             spec, found = matches[k]
-            nodes.append(_composite_node(spec, found, fn.nodes, view.types))
+            nodes.append(_composite_node(spec, found, fn.nodes, types))
         elif k not in taken:
             nodes.append(node)
     return replace(fn, nodes=tuple(nodes))

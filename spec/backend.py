@@ -100,6 +100,9 @@ class MacroDef:
     inputs: int | None = None
     """c_source: how many input pointers the kernel the macro defines takes."""
     loc: Location | None = field(default=None, compare=False, repr=False)
+    setup: Mapping[str, str] = field(default_factory=frozen_map)
+    """c_source: the kernel's own ``state``, ``init`` and ``teardown`` templates (each
+    present one), added to its function's for every kernel expanded from the macro."""
 
     def arguments(self, values: Mapping[str, object]) -> tuple[str, ...]:
         """The arguments of one invocation, in parameter order."""

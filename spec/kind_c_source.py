@@ -48,6 +48,7 @@ class CSourceKind(MacroKind):
     default_rank = True
     macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state")
     macro_inputs = True
+    macro_setup = ("state", "init", "teardown")
     dims = True
     op_args = True
 
@@ -72,7 +73,9 @@ class CSourceKind(MacroKind):
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
         """Besides the macro checks: ``${state}`` only where the spec declares a state."""
         super().check_spec(doc, draft)
-        if draft.templates.get("state", "").strip():
+        if draft.templates.get("state", "").strip() or any(
+            m.setup.get("state", "").strip() for m in draft.macros.values()
+        ):
             return
         for mname, macro in draft.macros.items():
             pnode = draft.macro_params[mname]

@@ -71,6 +71,10 @@ class MacroKind(CodegenKind):
     """Placeholders of macro bodies."""
     macro_inputs: ClassVar[bool] = False
     """True when each macro declares how many inputs its kernel takes (ops use macros directly)."""
+    macro_setup: ClassVar[tuple[str, ...]] = ()
+    """Optional per-kernel templates of a macro (c_source: ``state``, ``init``,
+    ``teardown``), whose placeholders are ``${symbol}`` (the kernel's name) and the
+    common ones."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -146,7 +150,7 @@ class MacroKind(CodegenKind):
             c_name(doc, node, name, "macro name")
             mnode = doc.mapping(node, name, what)
             required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
-            doc.check_keys(mnode, what, required, ("doc",))
+            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup))
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
@@ -172,8 +176,12 @@ class MacroKind(CodegenKind):
                     )
             mdoc = doc.typed(mnode, "doc", str, f"{what}: doc") if "doc" in mnode else ""
             args = frozen_map({str(p): str(a) for p, a in params.items()})
+            setup = {}
+            for key in (k for k in self.macro_setup if k in mnode):
+                setup[key] = str(doc.typed(mnode, key, str, f"{what}: {key}"))
+                check_template(doc, mnode, key, f"the {key} of {what}", names | {"symbol"})
             draft.macros[name] = MacroDef(
-                str(name), args, str(body), str(mdoc).strip(), inputs, doc.at(node, name)
+                str(name), args, str(body), str(mdoc).strip(), inputs, doc.at(node, name), frozen_map(setup)
             )
             draft.macro_params[name] = params
 

@@ -49,6 +49,7 @@ DIFFERENTIAL_EXAMPLES: dict[str, int] = {
     "json": 60,
     "fused": 40,
     "cblas": 20,
+    "dnnl": 12,
 }
 """CI examples of the differential fuzz per backend (each compiled backend pays a
 compile per example); a backend without a spec (fused, before it exists) is skipped."""

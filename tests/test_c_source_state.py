@@ -165,3 +165,55 @@ def test_state_placeholder_needs_a_declared_state(spec_dir):
     (spec_dir / "stateful.yaml").write_text(text)
     with pytest.raises(SpecError, match=r"uses \$\{state\}, but the spec declares no state"):
         load_backend("stateful", spec_path=[str(spec_dir)])
+
+
+# A macro's own state, init and teardown, per kernel: each kernel's scale is its own
+# member, set by its own init after the spec's; the teardowns run in reverse kernel
+# order, then the spec's.
+KERNEL_STATE = STATEFUL.replace(
+    '    params: {p_ID_: "${symbol}", p_N_: "${size}", p_T_: "${ctype}", p_S_: "${state}"}\n',
+    '    params: {p_ID_: "${symbol}", p_N_: "${size}", p_T_: "${ctype}", p_S_: "${state}"}\n'
+    '    state: "double ${symbol};"\n'
+    '    init: "state->${symbol} = state->one * 3;"\n'
+    "    teardown: |\n"
+    '      if (getenv("STATEFUL_TEARDOWN_LOG") != NULL) fprintf(stderr, "teardown ${symbol}\\n");\n',
+).replace("(p_S_)->one);", "(p_S_)->p_ID_);")
+
+TWO_KERNELS = """\
+graph main(x: float32[64, 32]) {
+  y = @stateful as scaled {
+    return copy(copy(x))
+  }
+  return y
+}
+"""
+
+
+def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng):
+    (spec_dir / "stateful.yaml").write_text(KERNEL_STATE)
+    model = byoc.build(parse(TWO_KERNELS, "graph"), spec_path=[str(spec_dir)])
+    (entry,) = model.manifest.modules
+    path = tmp_path / "libkernels.so"
+    path.write_bytes(model.members[entry.file])
+    x = random_array(rng, (64, 32), "float32")
+    (got,) = model(x=x)
+    (want,) = evaluate(parse(TWO_KERNELS, "graph").functions[0], {"x": x})
+    np.testing.assert_allclose(got, want * 9, rtol=1e-6)
+    code = (
+        "import numpy as np, tvm_ffi\n"
+        f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
+        "x = np.ones((64, 32), np.float32)\n"
+        "fn(x, np.zeros_like(x))\n"
+    )
+    env = {**os.environ, "STATEFUL_TEARDOWN_LOG": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.split() == ["teardown", "scaled_1", "teardown", "scaled_0", "teardown", "scaled"]
+
+
+def test_a_kernel_state_template_takes_only_the_kernel_symbol(spec_dir):
+    (spec_dir / "stateful.yaml").write_text(KERNEL_STATE.replace("double ${symbol};", "double ${size};"))
+    with pytest.raises(
+        SpecError, match=r"undefined placeholder \$\{size\} in the state of macro SCALED_COPY"
+    ):
+        load_backend("stateful", spec_path=[str(spec_dir)])

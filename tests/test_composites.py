@@ -453,3 +453,18 @@ def test_a_composite_written_by_hand_must_meet_its_conditions(weights, groups, m
     """
     with pytest.raises(GraphError, match=message):
         lower(graph(text), load_backend, load_catalog())
+
+
+def test_a_composite_reading_an_anonymous_value_builds_and_runs(rng):
+    """The composite's body numbers its own anonymous values afresh; the anonymous value
+    it reads (the relu here) gets a readable name, so the two never collide."""
+    source = "graph main(x: float32[3, 5], w: float32[4, 5], b: float32[4]) {\n"
+    source += "  return bias_add(dense(negative(x), w), b, axis=1)\n}\n"
+    program = partition(parse(source, "graph"), [load_backend("ccompiler")], load_catalog())
+    text = print_program(program)
+    assert "@ccompiler.dense_bias {" in text and "negative_0 = negative(x)" in text
+    assert parse(text, "graph") == program
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 5), (4, 5), (4,)))
+    (got,) = build(program)(x=x, w=w, b=b)
+    (want,) = evaluate(parse(source, "graph").functions[0], {"x": x, "w": w, "b": b})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

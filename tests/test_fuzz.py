@@ -419,6 +419,7 @@ test_differential_examplejson = _differential("examplejson")
 test_differential_json = _differential("json")
 test_differential_fused = _differential("fused")
 test_differential_cblas = _differential("cblas")
+test_differential_dnnl = _differential("dnnl")
 
 
 def test_differential_covers_every_shipped_backend():

@@ -303,6 +303,37 @@ def test_loading_a_bundle_without_openblas_is_a_clean_error(tmp_path):
     assert "pip install 'byoc[blas]'" in out.stdout
 
 
+HIDE_ONEDNN = (
+    "import sys, importlib.metadata as metadata\n"
+    "found = metadata.distribution\n"
+    "def distribution(name):\n"
+    "    if name.startswith('onednn'):\n"
+    "        raise metadata.PackageNotFoundError(name)\n"
+    "    return found(name)\n"
+    "metadata.distribution = distribution\n"
+)
+
+
+def test_building_on_dnnl_without_onednn_is_a_clean_error():
+    """The dnnl spec finds oneDNN in the files of its wheels; without them, `byoc
+    backends` says so with the install hint, and a build is a located usage error."""
+    listing = HIDE_ONEDNN + "from byoc.cli import main\nsys.exit(main(['backends']))\n"
+    out = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    (line,) = [line for line in out.stdout.splitlines() if line.strip().startswith("dnnl:")]
+    assert "onednn: missing" in line and "pip install 'byoc[dnnl]'" in line
+    run = (
+        HIDE_ONEDNN
+        + f"from byoc.cli import main\nsys.exit(main(['run', {str(MLP)!r}, '--backend', 'dnnl']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("usage error: backend dnnl needs onednn, which is not installed")
+    assert "spec/backends/dnnl.yaml:" in out.stderr
+    assert "hint: pip install 'byoc[dnnl]'" in out.stderr
+
+
 # ---------------------------------------------------------------- no library in Python
 
 LIBRARY_WORDS = re.compile(r"dnnl|cblas|openblas", re.IGNORECASE)

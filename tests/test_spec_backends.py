@@ -22,7 +22,7 @@ from byoc.spec import (
 )
 from byoc.spec.template import TemplateSyntaxError, placeholder_names, render
 
-SHIPPED = ("cblas", "ccompiler", "engine", "examplejson", "fused", "json")
+SHIPPED = ("cblas", "ccompiler", "dnnl", "engine", "examplejson", "fused", "json")
 GUIDE_MACRO_2D = """\
 static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) {
   for (int64_t i = 0; i < p_DIM1_; ++i) {

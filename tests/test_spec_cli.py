@@ -12,7 +12,7 @@ from byoc.cli import main
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, SHIPPED_OPS
 
 SHIPPED_FILES = sorted(SHIPPED_BACKENDS.glob("*.yaml"))
-SHIPPED_NAMES = ("cblas", "ccompiler", "engine", "examplejson", "fused", "json")
+SHIPPED_NAMES = ("cblas", "ccompiler", "dnnl", "engine", "examplejson", "fused", "json")
 
 
 @pytest.fixture(autouse=True)

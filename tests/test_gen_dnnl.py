@@ -1,0 +1,307 @@
+"""The dnnl backend (spec/backends/dnnl.yaml, a c_source spec calling oneDNN's C API):
+golden C, built by byoc's runtime with the library its spec requires, and run against
+the numpy reference.
+
+oneDNN computes in float32 and accumulates in its own order, where byoc's reference
+computes in float64 and rounds once, so results are compared with a float32
+tolerance scaled to the sums' length. Each kernel's primitive is created once, in its
+function's init (a macro's own `init`); the thread test calls one loaded function from
+several threads at once, which share the primitives and nothing they write.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm_ffi
+from conftest import EXAMPLES, random_array
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import byoc
+from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
+from byoc.generator import generator_for
+from byoc.generator.lowering import lower
+from byoc.generator.partition import partition
+from byoc.ir import Program
+from byoc.spec.requirements import NotFound
+
+pytest.importorskip("onnx", reason="the light ResNet-50 comes with onnx")
+try:
+    load_backend("dnnl").requires["onednn"].locate()
+except NotFound:
+    pytest.skip("the dnnl backend needs byoc[dnnl]", allow_module_level=True)
+
+BACKEND = "dnnl"
+REPO = Path(__file__).resolve().parent.parent
+RTOL = ATOL = 1e-4
+"""float32 sums of up to a few hundred terms, in oneDNN's order: relative to each
+element, and (for the elements where a sum cancels) to the largest one."""
+
+
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * scale)
+
+
+# Every composite pattern of the spec, and the single ops, in one graph.
+PATTERNS = """\
+graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 3], b: float32[6], r: float32[2, 6, 9, 9],
+           s: float32[6], t: float32[6], m: float32[6], v: float32[6], d: float32[2, 12],
+           dw: float32[5, 12], db: float32[5]) {
+  c1 = relu(bias_add(conv(x, w, pads=[1, 1, 1, 1]), b, axis=1))
+  c2 = relu(add(conv(x, w, pads=[1, 1, 1, 1]), r))
+  c3 = bias_add(conv(x, w, pads=[1, 1, 1, 1]), b, axis=1)
+  c4 = relu(conv(x, w, strides=[2, 2], dilations=[2, 1], pads=[2, 1, 1, 0]))
+  n1 = relu(batch_norm(c3, s, t, m, multiply(v, v), epsilon=0.001))
+  n2 = batch_norm(c1, s, t, m, multiply(v, v))
+  p1 = max_pool(n1, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=true)
+  p2 = avg_pool(n2, kernel_shape=[2, 3], strides=[2, 2], pads=[1, 0, 1, 1], count_include_pad=true)
+  p3 = avg_pool(c2, kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0], ceil_mode=true)
+  e = sigmoid(tanh(c4))
+  y1 = relu(bias_add(dense(d, dw), db, axis=1))
+  y2 = softmax(bias_add(dense(d, dw), db, axis=1), axis=1)
+  y3 = softmax(dense(d, dw), axis=0)
+  k1 = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v)))
+  k2 = batch_norm(conv(x, w2, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, multiply(v, v), epsilon=0.01)
+  return p1, p2, p3, e, y1, y2, y3, k1, k2
+}
+"""
+
+CASES = {"net_mlp": "mlp.graph", "net_resnet_block": "resnet_basic_block.graph"}
+
+
+def program_of(case: str) -> Program:
+    path = EXAMPLES / CASES[case]
+    source = parse(path.read_text(), "graph", file=path.resolve().relative_to(REPO).as_posix())
+    specs = [load_backend(BACKEND)] + ([load_backend("fused")] if case == "net_resnet_block" else [])
+    return partition(source, specs, load_catalog())
+
+
+def generate(program: Program) -> str:
+    spec = load_backend(BACKEND)
+    externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    return artifact.text
+
+
+def run_against_reference(program: Program, rng, **build) -> None:
+    model = byoc.build(program, **build)
+    assert BACKEND in {m.backend for m in model.manifest.modules}
+    fn = program.functions[0]
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    got = model(**inputs)
+    want = evaluate(fn, inputs)
+    assert len(got) == len(want) == len(fn.output_types)
+    for g, w, t in zip(got, want, fn.output_types):
+        assert g.shape == t.shape and g.dtype == t.dtype
+        assert_close(g, w)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden(case, golden):
+    assert generate(program_of(case)) == golden("c")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_runs_like_the_reference(case, rng):
+    run_against_reference(program_of(case), rng)
+
+
+def test_the_whole_mlp_goes_to_dnnl_as_composites():
+    (host,) = program_of("net_mlp").functions
+    assert all(n.callee is not None and n.callee.backend == BACKEND for n in host.nodes)
+    (region,) = [n.callee for n in host.nodes]
+    assert [n.callee.composite for n in region.nodes if n.callee is not None] == [
+        "dense_bias_relu",
+        "dense_bias_relu",
+        "dense_bias",
+    ]
+
+
+def test_every_pattern_and_op_runs_like_the_reference(rng):
+    program = partition(
+        parse(PATTERNS, "graph", file="patterns.graph"), [load_backend(BACKEND)], load_catalog()
+    )
+    text = print_program(program)
+    used = {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
+    assert used == set(load_backend(BACKEND).patterns)
+    run_against_reference(program, rng)
+
+
+def test_each_kernel_creates_its_primitive_in_the_init():
+    text = generate(program_of("net_resnet_block"))
+    assert "dnnl_engine_create(&state->engine, dnnl_cpu, 0)" in text
+    init = text[text.index("static int dnnl_0_init_(") :]
+    init = init[: init.index("\n}\n")]
+    kernels = [line for line in text.splitlines() if line.startswith("DNNL_") and "(dnnl_0_" in line]
+    creates = [line.strip() for line in init.splitlines() if "_create(&state->dnnl_0_" in line]
+    assert len(creates) == len(kernels) > 0
+    assert all(c.endswith("state->engine) != 0) return 1;") for c in creates)
+    # the kernels only read the state: no primitive is created at call time
+    body = text[text.index("static int dnnl_0_(") :]
+    assert "_create(" not in body[: body.index("\n}\n")]
+
+
+# ------------------------------------------------------------------ conv and pools
+
+CONV = """\
+graph main(x: float32[{n}, {c}, {h}, {w}], k: float32[{m}, {cg}, {kh}, {kw}]) {{
+  y = @dnnl {{
+    return conv(x, k, strides=[{sh}, {sw}], pads=[{pt}, {pl}, {pb}, {pr}], dilations=[{dh}, {dw}], groups={g})
+  }}
+  return y
+}}
+"""
+
+
+@st.composite
+def conv_cases(draw):
+    g = draw(st.sampled_from([1, 1, 2, 3]))
+    p = {
+        "n": draw(st.integers(1, 2)),
+        "c": g * draw(st.integers(1, 3)),
+        "m": g * draw(st.integers(1, 3)),
+        "g": g,
+        "kh": draw(st.integers(1, 3)),
+        "kw": draw(st.integers(1, 3)),
+        "sh": draw(st.integers(1, 3)),
+        "sw": draw(st.integers(1, 3)),
+        "dh": draw(st.integers(1, 2)),
+        "dw": draw(st.integers(1, 2)),
+    }
+    p.update({k: draw(st.integers(0, 2)) for k in ("pt", "pl", "pb", "pr")})
+    p["h"] = draw(st.integers((p["kh"] - 1) * p["dh"] + 1, 9))
+    p["w"] = draw(st.integers((p["kw"] - 1) * p["dw"] + 1, 9))
+    p["cg"] = p["c"] // g
+    return CONV.format(**p)
+
+
+# avg_pool is mapped by patterns, so the pools are offloaded by partitioning.
+POOL = """\
+graph main(x: float32[{n}, {c}, {h}, {w}]) {{
+  return {op}(x, kernel_shape=[{kh}, {kw}], strides=[{sh}, {sw}], pads=[{pt}, {pl}, {pb}, {pr}], {extra})
+}}
+"""
+
+
+def offloaded(graph: str) -> Program:
+    """``graph`` partitioned for dnnl alone; every node must have gone there."""
+    program = partition(parse(graph, "graph"), [load_backend(BACKEND)], load_catalog())
+    assert all(n.callee is not None for n in program.functions[0].nodes)
+    return program
+
+
+@st.composite
+def pool_cases(draw):
+    op = draw(st.sampled_from(["max_pool", "avg_pool"]))
+    p = {"op": op, "n": draw(st.integers(1, 2)), "c": draw(st.integers(1, 3))}
+    p.update({k: draw(st.integers(1, 3)) for k in ("kh", "kw", "sh", "sw")})
+    # pads below the kernel, as ONNX asks
+    p.update({k: draw(st.integers(0, p["kh"] - 1)) for k in ("pt", "pb")})
+    p.update({k: draw(st.integers(0, p["kw"] - 1)) for k in ("pl", "pr")})
+    p["h"] = draw(st.integers(p["kh"], 9))
+    p["w"] = draw(st.integers(p["kw"], 9))
+    include = draw(st.booleans()) if op == "avg_pool" else False
+    # an avg_pool counting the padding is mapped only when its size rounds down
+    ceil = draw(st.booleans()) and not include
+    extra = f"ceil_mode={str(ceil).lower()}"
+    if op == "avg_pool":
+        extra += f", count_include_pad={str(include).lower()}"
+    p["extra"] = extra
+    return POOL.format(**p)
+
+
+SLOW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SLOW
+@given(graph=conv_cases())
+def test_conv_matches_the_reference(graph):
+    run_against_reference(parse(graph, "graph"), np.random.default_rng(0))
+
+
+@SLOW
+@given(graph=pool_cases())
+def test_pools_match_the_reference(graph):
+    run_against_reference(offloaded(graph), np.random.default_rng(0))
+
+
+def test_avg_pool_counting_padding_with_ceil_mode_stays_off_dnnl():
+    """oneDNN would count the overhang of the last window too: not mapped, so --backend
+    leaves it on the host."""
+    dims = dict(n=1, c=1, h=6, w=6, kh=3, kw=3, sh=2, sw=2, pt=1, pl=1, pb=1, pr=1)
+    graph = POOL.format(op="avg_pool", extra="ceil_mode=true, count_include_pad=true", **dims)
+    program = partition(parse(graph, "graph"), [load_backend(BACKEND)], load_catalog())
+    assert all(n.callee is None for n in program.functions[0].nodes)
+
+
+# ------------------------------------------------------------------------- threads
+
+
+def test_a_prepared_function_runs_from_several_threads(tmp_path, rng):
+    program = program_of("net_mlp")
+    model = byoc.build(program)
+    (entry,) = [m for m in model.manifest.modules if m.backend == BACKEND]
+    path = tmp_path / "dnnl.so"
+    path.write_bytes(model.members[entry.file])
+    module = tvm_ffi.load_module(str(path))
+    (region,) = [
+        n for n in program.functions[0].nodes if n.callee is not None and n.callee.backend == BACKEND
+    ]
+    callee = region.callee
+    fn = module[f"{BACKEND}_0"]  # the first (and only) function of the module
+    inputs = [random_array(rng, p.type.shape, p.type.dtype) for p in callee.params]
+    (want,) = evaluate(callee, {p.name: a for p, a in zip(callee.params, inputs)})
+    threads, errors = 6, []
+    outs = [np.zeros(want.shape, np.float32) for _ in range(threads)]
+    start = threading.Barrier(threads)
+
+    def call(k: int) -> None:
+        try:
+            start.wait()
+            for _ in range(5):
+                fn(*inputs, outs[k])
+                assert_close(outs[k], want)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=call, args=(k,)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert errors == []
+
+
+# ------------------------------------------------------------------- light ResNet-50
+
+
+def test_the_light_resnet50_matches_the_reference():
+    import onnx
+
+    model = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "byoc",
+            "run",
+            str(model),
+            "--backend",
+            "dnnl,fused",
+            "--rtol",
+            "1e-4",
+            "--atol",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "result: every output matches the numpy reference" in out.stdout
