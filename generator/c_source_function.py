@@ -167,7 +167,8 @@ def function_text(
                 cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type), macro)
             use, type_text, macro = cached
             what = origin(node)
-        setup = kernel_setup(macro, kernel, common)
+        constant_inputs = {j: const_storage[i] for j, i in enumerate(ins) if i in const_storage}
+        setup = kernel_setup(macro, kernel, common, constant_inputs)
         if setup is not None:
             setups.append(setup)
         kernels.append(f"{comment(f'{kernel}: {what}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n")

@@ -56,11 +56,16 @@ class KernelSetup:
     teardown: str
 
 
-def kernel_setup(macro: MacroDef, kernel: str, values: Mapping[str, object]) -> KernelSetup | None:
-    """What the macro adds to its function's state for the kernel ``kernel``; None if nothing."""
+def kernel_setup(
+    macro: MacroDef, kernel: str, values: Mapping[str, object], constants: Mapping[int, str]
+) -> KernelSetup | None:
+    """What the macro adds to its function's state for the kernel ``kernel``; None if
+    nothing. ``constants`` names the C array of each input that is a constant, by the
+    input's position: ``${in<k>_const}`` (the spec loader lets only patterns whose input
+    k must be a constant use a macro that reads it)."""
     if not macro.setup:
         return None
-    values = {**values, "symbol": kernel}
+    values = {**values, "symbol": kernel, **{f"in{k}_const": name for k, name in constants.items()}}
     text = {slot: render(macro.setup.get(slot, ""), values) for slot in SLOTS}
     return KernelSetup(kernel, text["state"], text["init"], text["teardown"])
 
@@ -100,21 +105,39 @@ def state_text(
 def setup_text(
     spec: BackendSpec, sym: str, values: Mapping[str, object], kernels: Sequence[KernelSetup]
 ) -> str:
-    """The init and the teardown of the function ``sym``: the spec's, and its kernels'."""
+    """The init and the teardown of the function ``sym``: the spec's, and its kernels'.
+
+    Each kernel's init and teardown is a function of its own, ``<kernel>_init_`` and
+    ``<kernel>_teardown_``. When a kernel's init fails, the function's init tears down
+    the kernels set up before it and then the spec's state, so a failed init leaks
+    nothing (a kernel's own init releases what it made before it fails)."""
     values = {**values, "symbol": sym}
-    init = _lines(render(spec.templates.get("init", ""), values), "  ")
-    teardown: list[str] = []
+    spec_teardown = _lines(render(spec.templates.get("teardown", ""), values), "  ")
+    lines: list[str] = []
     for k in kernels:
-        init += _block(k.kernel, k.init)
-    for k in reversed(kernels):
-        teardown += _block(k.kernel, k.teardown)
-    teardown += _lines(render(spec.templates.get("teardown", ""), values), "  ")
+        if k.init.strip():
+            lines += _function(f"static int {k.kernel}_init_({sym}_state_t* state)", k.init, "  return 0;")
+        if k.teardown.strip():
+            lines += _function(f"static void {k.kernel}_teardown_({sym}_state_t* state)", k.teardown)
+    init = _lines(render(spec.templates.get("init", ""), values), "  ")
+    # undo_<kernel>: (where a failed kernel init jumps) falls through the teardowns of
+    # every kernel before it, last first, to the spec's teardown.
+    undo: list[str] = []
+    since = 0
+    for j, k in enumerate(kernels):
+        if k.init.strip():
+            init.append(f"  if ({k.kernel}_init_(state) != 0) goto undo_{k.kernel};")
+            undo = [f"undo_{k.kernel}:", *_teardown_calls(kernels[since:j]), *undo]
+            since = j
+    teardown = _teardown_calls(kernels) + spec_teardown
     return "\n".join(
         [
+            *lines,
             f"static int {sym}_init_({sym}_state_t* state) {{",
             "  (void)state;",
             *init,
             "  return 0;",
+            *(undo + spec_teardown + ["  return 1;"] if undo else []),
             "}",
             "",
             f"static void {sym}_init_once_(void) {{",
@@ -143,10 +166,14 @@ def init_guard(sym: str) -> list[str]:
     ]
 
 
-def _block(kernel: str, text: str) -> list[str]:
-    """A kernel's init or teardown statements, in a block of their own."""
-    lines = _lines(text, "    ")
-    return [f"  {{  /* {kernel} */", *lines, "  }"] if lines else []
+def _function(head: str, text: str, *tail: str) -> list[str]:
+    """A kernel's init or teardown statements as a function of its own."""
+    return [f"{head} {{", "  (void)state;", *_lines(text, "  "), *tail, "}", ""]
+
+
+def _teardown_calls(kernels: Sequence[KernelSetup]) -> list[str]:
+    """Calls of the teardowns of ``kernels``, in reverse order."""
+    return [f"  {k.kernel}_teardown_(state);" for k in reversed(kernels) if k.teardown.strip()]
 
 
 def _lines(text: str, indent: str) -> list[str]:

@@ -10,7 +10,8 @@ from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
 from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
-from .template import placeholders
+from .macro_args import const_input
+from .template import placeholder_names, placeholders
 from .yaml_doc import YamlDoc
 
 
@@ -71,8 +72,10 @@ class CSourceKind(MacroKind):
         return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
 
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
-        """Besides the macro checks: ``${state}`` only where the spec declares a state."""
+        """Besides the macro checks: ``${in<k>_const}`` only in macros that patterns with
+        constant input k use, and ``${state}`` only where the spec declares a state."""
         super().check_spec(doc, draft)
+        _check_constant_inputs(doc, draft, self.macro_uses(doc, draft))
         if draft.templates.get("state", "").strip() or any(
             m.setup.get("state", "").strip() for m in draft.macros.values()
         ):
@@ -120,3 +123,28 @@ class CSourceKind(MacroKind):
                     MacroUse(user, b.default, b.vars, others, rnode, DEFAULT_RANK_KEY, opdef, pattern)
                 )
         return uses
+
+
+def _check_constant_inputs(doc: YamlDoc, draft: SpecDraft, uses: list[MacroUse]) -> None:
+    """A macro whose ``state``, ``init`` or ``teardown`` reads ``${in<k>_const}`` (the C
+    name of a constant's array) serves only patterns that list input k in ``constants``."""
+    for use in uses:
+        macro = draft.macros[use.macro]
+        for slot, text in macro.setup.items():
+            for name in placeholder_names(text):
+                k = const_input(name)
+                pattern = use.pattern
+                if k is None or (pattern is not None and pattern.inputs[k] in pattern.constants):
+                    continue
+                given = (
+                    f"input {pattern.inputs[k]} is not in its `constants:`"
+                    if pattern
+                    else "an op's inputs may be any value"
+                )
+                raise doc.error(
+                    f"{use.user} uses macro {use.macro}, whose {slot} reads ${{{name}}}, but {given}",
+                    use.node,
+                    use.key,
+                    value=True,
+                    hint="only a pattern that lists the input in `constants:` can use the macro",
+                )

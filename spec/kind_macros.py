@@ -10,7 +10,7 @@ or layer, and (c_source, :mod:`.macro_args`) by the op's inputs and attributes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,7 +22,7 @@ from .backend import MacroDef
 from .bindings import frozen_map
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
-from .macro_args import attribute_of, attribute_placeholders, input_ref
+from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .patterns import Pattern
 from .template import PLACEHOLDER_NAME, Placeholder
@@ -179,7 +179,15 @@ class MacroKind(CodegenKind):
             setup = {}
             for key in (k for k in self.macro_setup if k in mnode):
                 setup[key] = str(doc.typed(mnode, key, str, f"{what}: {key}"))
-                check_template(doc, mnode, key, f"the {key} of {what}", names | {"symbol"})
+                check_template(
+                    doc,
+                    mnode,
+                    key,
+                    f"the {key} of {what}",
+                    names | {"symbol"},
+                    accept=_constant_input(inputs),
+                    more=", ${in<k>_const} (a pattern's constant input k)" if inputs else "",
+                )
             draft.macros[name] = MacroDef(
                 str(name), args, str(body), str(mdoc).strip(), inputs, doc.at(node, name), frozen_map(setup)
             )
@@ -255,6 +263,16 @@ class MacroKind(CodegenKind):
             else:
                 by_rank[int(rank)] = str(name)
         return by_rank, default
+
+
+def _constant_input(inputs: int | None) -> Callable[[str], bool]:
+    """Accepts ``${in<k>_const}`` for k below the macro's ``inputs``, in its setup templates."""
+
+    def accept(name: str) -> bool:
+        k = const_input(name)
+        return k is not None and inputs is not None and k < inputs
+
+    return accept
 
 
 def _check_body_lines(doc: YamlDoc, mnode, what: str) -> None:

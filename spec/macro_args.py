@@ -29,6 +29,11 @@ INPUT_PLACEHOLDER = re.compile(r"in(0|[1-9][0-9]*)_(?:dim(0|[1-9][0-9]*)|(rank|s
 """``${in<k>_dim<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``, ``${in<k>_shape}``,
 ``${in<k>_ctype}``, ``${in<k>_dtype}``."""
 
+CONST_INPUT = re.compile(r"in(0|[1-9][0-9]*)_const\Z")
+"""``${in<k>_const}``, in a macro's ``state``, ``init`` and ``teardown`` only: the C name
+of input k's constant array, for macros whose every user is a pattern that lists
+input k in its ``constants``."""
+
 _ELEMENT = re.compile(r"([a-z_][a-z0-9_]*?)(0|[1-9][0-9]*)\Z")
 
 
@@ -49,6 +54,12 @@ def input_ref(name: str) -> InputRef | None:
     if m.group(2) is not None:
         return InputRef(int(m.group(1)), "dim", int(m.group(2)))
     return InputRef(int(m.group(1)), m.group(3))
+
+
+def const_input(name: str) -> int | None:
+    """The input index ``${in<k>_const}`` names, or None when ``name`` is not one."""
+    m = CONST_INPUT.match(name)
+    return None if m is None else int(m.group(1))
 
 
 def attribute_of(op: OpDef, name: str) -> tuple[AttrDef, int | None] | None:
