@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
 from byoc.generator import generator_for
+from byoc.generator.artifacts import Role
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import Program
@@ -73,6 +74,41 @@ graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 
 }
 """
 
+
+def const(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float) -> str:
+    """A DSL constant of ``shape`` with seeded values in [low, high)."""
+    values = ", ".join(repr(float(v)) for v in rng.uniform(low, high, shape).astype(np.float32).ravel())
+    return f"const float32[{', '.join(map(str, shape))}] [{values}]"
+
+
+def const_patterns() -> str:
+    """Every pattern of constant weights (packed at init), with 32 channels, where oneDNN
+    picks blocked layouts on AVX2 and AVX-512 (so the source and the result are
+    reordered), and weights past the .incbin threshold (a 32x32x3x3 conv). One chain,
+    so that one region holds every use of the constants (a constant that several
+    regions use stays on the host, and a pattern needing it constant cannot match)."""
+    rng = np.random.default_rng(7)
+    return f"""\
+graph main(x: float32[2, 32, 7, 7], r: float32[2, 32, 7, 7], b: float32[32]) {{
+  w = {const(rng, (32, 32, 3, 3), -0.1, 0.1)}
+  wg = {const(rng, (32, 16, 1, 1), -0.3, 0.3)}
+  s = {const(rng, (32,), 0.5, 1.5)}
+  t = {const(rng, (32,), -0.2, 0.2)}
+  m = {const(rng, (32,), -0.2, 0.2)}
+  v = {const(rng, (32,), 0.5, 2.0)}
+  q1 = relu(add(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, v), r))
+  q3 = batch_norm(conv(q1, w, dilations=[2, 1], pads=[2, 1, 2, 1]), s, t, m, v)
+  q4 = relu(bias_add(conv(q3, w, pads=[1, 1, 1, 1]), b, axis=1))
+  q5 = relu(add(conv(q4, w, pads=[1, 1, 1, 1]), r))
+  q7 = relu(conv(q5, wg, groups=2))
+  q2 = relu(batch_norm(conv(q7, wg, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, v, epsilon=0.01))
+  q6 = bias_add(conv(q7, w, strides=[2, 1], pads=[0, 0, 1, 1]), b, axis=1)
+  q8 = conv(q7, w, strides=[2, 2], pads=[1, 1, 1, 1])
+  return q2, q6, q8
+}}
+"""
+
+
 CASES = {"net_mlp": "mlp.graph", "net_resnet_block": "resnet_basic_block.graph"}
 
 
@@ -86,8 +122,9 @@ def program_of(case: str) -> Program:
 def generate(program: Program) -> str:
     spec = load_backend(BACKEND)
     externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
-    return artifact.text
+    artifacts = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    (source,) = [a for a in artifacts if a.role is not Role.WEIGHTS]
+    return source.text
 
 
 def run_against_reference(program: Program, rng, **build) -> None:
@@ -125,20 +162,36 @@ def test_the_whole_mlp_goes_to_dnnl_as_composites():
 
 
 def test_every_pattern_and_op_runs_like_the_reference(rng):
-    program = partition(
-        parse(PATTERNS, "graph", file="patterns.graph"), [load_backend(BACKEND)], load_catalog()
-    )
-    text = print_program(program)
-    used = {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
+    used = set()
+    for graph in (PATTERNS, const_patterns()):
+        program = partition(
+            parse(graph, "graph", file="patterns.graph"), [load_backend(BACKEND)], load_catalog()
+        )
+        text = print_program(program)
+        used |= {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
+        run_against_reference(program, rng)
     assert used == set(load_backend(BACKEND).patterns)
-    run_against_reference(program, rng)
+
+
+def test_constant_weights_are_packed_by_the_init():
+    """The packed patterns' kernels get their constants' arrays in the init (the large
+    one .incbin'd), and their calls take the weights from the state, not the argument."""
+    program = partition(parse(const_patterns(), "graph"), [load_backend(BACKEND)], load_catalog())
+    text = generate(program)
+    kernels = [line for line in text.splitlines() if "_PACKED(dnnl_0_" in line]
+    inits = [line.strip() for line in text.splitlines() if "_create(&state->dnnl_0_" in line]
+    assert len(kernels) == len(inits) == 8
+    assert all(", dnnl_0_const_" in line for line in inits)
+    assert "extern const float dnnl_0_const_0[9216]" in text
+    assert "(void)w; /* packed by the init */" in text
 
 
 def test_each_kernel_creates_its_primitive_in_the_init():
     text = generate(program_of("net_resnet_block"))
     assert "dnnl_engine_create(&state->engine, dnnl_cpu, 0)" in text
-    init = text[text.index("static int dnnl_0_init_(") :]
-    init = init[: init.index("\n}\n")]
+    # each kernel's init is a function of its own, called by the function's init
+    init = text[text.index("static int dnnl_0_0_init_(") :]
+    init = init[: init.index("static void dnnl_0_init_once_(")]
     kernels = [line for line in text.splitlines() if line.startswith("DNNL_") and "(dnnl_0_" in line]
     creates = [line.strip() for line in init.splitlines() if "_create(&state->dnnl_0_" in line]
     assert len(creates) == len(kernels) > 0

@@ -37,6 +37,17 @@ static inline dnnl_memory_desc_t dnnl_byoc_md(int rank, const int64_t* extents) 
   return md;
 }
 
+/* A float32 memory descriptor of `rank` extents in whatever layout the primitive
+   that takes it picks (format_tag_any: blocked, nChw16c or OIhw16i16o, where that
+   pays); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_any(int rank, const int64_t* extents) {
+  dnnl_dims_t dims;
+  for (int k = 0; k < rank; ++k) dims[k] = extents[k];
+  dnnl_memory_desc_t md = NULL;
+  if (dnnl_memory_desc_create_with_tag(&md, rank, dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) return NULL;
+  return md;
+}
+
 /* Primitive attributes: a user-managed scratchpad (each call brings its own, so calls
    from several threads share no scratch memory), then the post-ops: with `sum` the
    result is added to what the output holds, with `relu` a relu follows. NULL on a
@@ -170,20 +181,24 @@ static inline int dnnl_byoc_batch_norm(dnnl_primitive_t* prim, dnnl_engine_t eng
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
 }
 
-/* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k] (the output
-   last, `out_size` elements), in a stream of its own and with scratch memory of its
-   own, so that calls from several threads write nothing they share. When oneDNN
-   fails (out of memory) the output is all NaN rather than stale. */
-static inline void dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
-                                 void* const* ptrs, int64_t out_size) {
+/* The bytes of scratchpad `prim` needs (its attributes ask for a user-managed one). */
+static inline size_t dnnl_byoc_scratch_size(const_dnnl_primitive_t prim) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (prim == NULL || dnnl_primitive_get_primitive_desc(prim, &pd) != dnnl_success) return 0;
+  const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  return md != NULL ? dnnl_memory_desc_get_size(md) : 0;
+}
+
+/* Executes `prim` in `stream` on the buffers ptrs[k] for its execution arguments
+   kinds[k], with `scratch` (of dnnl_byoc_scratch_size bytes) as its scratchpad, and
+   waits for it. 1 on success. */
+static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
+                                    int n, const int* kinds, void* const* ptrs, void* scratch) {
   enum { DNNL_BYOC_MAX_ARGS = 8 };
   dnnl_exec_arg_t args[DNNL_BYOC_MAX_ARGS + 1];
   const_dnnl_primitive_desc_t pd = NULL;
-  dnnl_stream_t stream = NULL;
-  void* scratch = NULL;
   int made = 0;
-  int ok = n <= DNNL_BYOC_MAX_ARGS && dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success
-      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  int ok = n <= DNNL_BYOC_MAX_ARGS && dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
   for (; ok && made < n; ++made) {
     args[made].arg = kinds[made];
     const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[made]);
@@ -191,22 +206,221 @@ static inline void dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engi
     if (!ok) break;
   }
   const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
-  const size_t scratch_bytes = scratch_md != NULL ? dnnl_memory_desc_get_size(scratch_md) : 0;
-  if (ok && scratch_bytes > 0) {
-    scratch = malloc(scratch_bytes);
+  if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
     args[made].arg = DNNL_ARG_SCRATCHPAD;
-    ok = scratch != NULL && dnnl_memory_create(&args[made].memory, scratch_md, engine, scratch) == dnnl_success;
+    ok = dnnl_memory_create(&args[made].memory, scratch_md, engine, scratch) == dnnl_success;
     made += ok;
   }
   ok = ok && dnnl_primitive_execute(prim, stream, made, args) == dnnl_success
       && dnnl_stream_wait(stream) == dnnl_success;
   for (int k = 0; k < made; ++k) dnnl_memory_destroy(args[k].memory);
+  return ok;
+}
+
+/* A failed call's output: all NaN rather than stale. */
+static inline void dnnl_byoc_fail(float* out, int64_t out_size) {
+  for (int64_t k = 0; k < out_size; ++k) out[k] = NAN;
+}
+
+/* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k] (the output
+   last, `out_size` elements), in a stream of its own and with scratch memory of its
+   own, so that calls from several threads write nothing they share. When oneDNN
+   fails (out of memory) the output is all NaN. */
+static inline void dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
+                                 void* const* ptrs, int64_t out_size) {
+  const size_t bytes = dnnl_byoc_scratch_size(prim);
+  void* scratch = bytes > 0 ? malloc(bytes) : NULL;
+  dnnl_stream_t stream = NULL;
+  const int ok = (bytes == 0 || scratch != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+      && dnnl_byoc_execute(prim, engine, stream, n, kinds, ptrs, scratch);
   free(scratch);
   if (stream != NULL) dnnl_stream_destroy(stream);
-  if (!ok) {
-    float* out = (float*)ptrs[n - 1];
-    for (int64_t k = 0; k < out_size; ++k) out[k] = NAN;
+  if (!ok) dnnl_byoc_fail((float*)ptrs[n - 1], out_size);
+}
+
+/* batch_norm(conv(x, w)) = conv(x, w * k) + (shift - mean * k) per output channel
+   c, k = scale[c] / sqrt(var[c] + epsilon), in double and rounded once: the `m`
+   channels of w (wsize elements) into folded_w and folded_b. */
+static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const float* w, int64_t wsize, int64_t m,
+                                     const float* const* bn, double epsilon) {
+  const int64_t per_channel = m > 0 ? wsize / m : 0;
+  for (int64_t c = 0; c < m; ++c) {
+    const double k = (double)bn[0][c] / sqrt((double)bn[3][c] + epsilon);
+    for (int64_t j = 0; j < per_channel; ++j) {
+      folded_w[c * per_channel + j] = (float)((double)w[c * per_channel + j] * k);
+    }
+    folded_b[c] = (float)((double)bn[1][c] - (double)bn[2][c] * k);
   }
+}
+
+/* A reorder from the layout `from` to `to` (a user-managed scratchpad) into *prim;
+   NULL when the layouts are equal. 0 on success. */
+static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine, const_dnnl_memory_desc_t from,
+                                    const_dnnl_memory_desc_t to) {
+  *prim = NULL;
+  if (dnnl_memory_desc_equal(from, to)) return 0;
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, NULL, 0);
+}
+
+/* A convolution whose weights are constants, in the layouts oneDNN picks for it
+   (format_tag_any; on AVX2 and AVX-512 blocked ones, which run its direct and brgemm
+   kernels rather than the plain layouts' im2col and gemm). Its weights, and a folded
+   batch_norm's bias, are packed into its layout once, at init; the source, a
+   residual and the result are reordered between byoc's plain layout and the
+   primitive's in each call's own scratch, when they differ (a NULL reorder where
+   they do not). Read-only after the init. */
+typedef struct {
+  dnnl_primitive_t conv;
+  dnnl_primitive_t src_in;   /* plain x -> the conv's source layout */
+  dnnl_primitive_t dst_in;   /* a plain residual -> the destination layout (a sum post-op) */
+  dnnl_primitive_t dst_out;  /* the destination layout -> the plain output */
+  void* weights;             /* the weights in the conv's layout */
+  float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
+} dnnl_byoc_packed_conv_t;
+
+static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
+  dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out};
+  for (int k = 0; k < 4; ++k) {
+    if (*prims[k] != NULL) dnnl_primitive_destroy(*prims[k]);
+    *prims[k] = NULL;
+  }
+  free(c->weights);
+  free(c->bias);
+  c->weights = NULL;
+  c->bias = NULL;
+}
+
+/* c's weights: w (plain), the batch_norm `bn` (scale, shift, mean, variance) folded
+   in first when not NULL, reordered into the layout `packed`. 1 on success. */
+static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine,
+                                         const_dnnl_memory_desc_t plain, const_dnnl_memory_desc_t packed,
+                                         const float* w, int64_t m, const float* const* bn, double epsilon) {
+  const size_t bytes = dnnl_memory_desc_get_size(plain);
+  float* folded = NULL;
+  if (bn != NULL) {
+    folded = (float*)malloc(bytes > 0 ? bytes : 1);
+    c->bias = (float*)malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
+    if (folded == NULL || c->bias == NULL) {
+      free(folded);
+      return 0;
+    }
+    dnnl_byoc_fold_bn(folded, c->bias, w, (int64_t)(bytes / sizeof(float)), m, bn, epsilon);
+    w = folded;
+  }
+  dnnl_primitive_t reorder = NULL;
+  dnnl_stream_t stream = NULL;
+  void* scratch = NULL;
+  const size_t packed_bytes = dnnl_memory_desc_get_size(packed);
+  c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
+  int ok = c->weights != NULL && dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0;
+  if (ok && reorder == NULL) memcpy(c->weights, w, bytes);
+  if (ok && reorder != NULL) {
+    const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
+    scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
+    ok = (scratch_bytes == 0 || scratch != NULL)
+        && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+        && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                             (void* const[]){(void*)w, c->weights}, scratch);
+  }
+  free(scratch);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  if (reorder != NULL) dnnl_primitive_destroy(reorder);
+  free(folded);
+  return ok;
+}
+
+/* Creates c: the conv2d of g (as dnnl_byoc_conv2d's) with a bias when `bias`, and
+   the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
+   NULL, which gives it a bias). On a failure it releases all it made. 0 on success. */
+static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
+                                          int bias, int sum, int relu, const float* w, const float* const* bn,
+                                          double epsilon) {
+  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
+  const int64_t wd[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
+  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
+  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
+  const int grouped = g[17] != 1, biased = bias || bn != NULL;
+  /* the primitive's (any layout), then byoc's plain ones */
+  dnnl_memory_desc_t mds[7] = {dnnl_byoc_md_any(4, x), grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
+                               dnnl_byoc_md_any(4, y), biased ? dnnl_byoc_md(1, b) : NULL, dnnl_byoc_md(4, x),
+                               grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1), dnnl_byoc_md(4, y)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, relu);
+  dnnl_primitive_desc_t pd = NULL;
+  int ok = attr != NULL && (mds[3] != NULL || !biased);
+  for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
+  const dnnl_status_t made = !ok ? dnnl_out_of_memory
+      : dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
+            dnnl_convolution_direct, mds[0], mds[1], mds[3], mds[2], strides, dilates, left, right, attr);
+  ok = made == dnnl_success && dnnl_primitive_create(&c->conv, pd) == dnnl_success;
+  if (ok) {
+    const_dnnl_memory_desc_t src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const_dnnl_memory_desc_t dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const_dnnl_memory_desc_t weights = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
+        && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
+        && (!sum || dnnl_byoc_reorder(&c->dst_in, engine, mds[6], dst) == 0)
+        && dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon);
+  }
+  if (made == dnnl_success) dnnl_primitive_desc_destroy(pd);
+  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
+  for (int k = 0; k < 7; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (!ok) dnnl_byoc_packed_conv_free(c);
+  return ok ? 0 : 1;
+}
+
+/* Runs c on x, plus `bias` when c holds no folded one (NULL: none), after putting
+   `residual` into the result for a sum post-op (NULL: none): the reorders and the
+   conv in one stream, with one scratch allocation of the call's own for the reordered
+   source and result and the scratchpads. On a failure the output is all NaN. */
+static inline void dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+                                        const float* bias, const float* residual, float* out, int64_t out_size) {
+  enum { DNNL_BYOC_ALIGN = 64 };
+  const_dnnl_primitive_desc_t pd = NULL;
+  int ok = dnnl_primitive_get_primitive_desc(c->conv, &pd) == dnnl_success;
+  size_t scratch_bytes = 0;
+  const_dnnl_primitive_t prims[] = {c->conv, c->src_in, c->dst_in, c->dst_out};
+  for (int k = 0; k < 4; ++k) {
+    const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
+    scratch_bytes = bytes > scratch_bytes ? bytes : scratch_bytes;
+  }
+  scratch_bytes = (scratch_bytes + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+  const size_t src_bytes = ok && c->src_in != NULL
+      ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)) : 0;
+  const size_t dst_bytes = ok && c->dst_out != NULL
+      ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) : 0;
+  const size_t src_at = scratch_bytes, dst_at = src_at + (src_bytes + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+  char* memory = dst_at + dst_bytes > 0 ? (char*)malloc(dst_at + dst_bytes) : NULL;
+  void* src = c->src_in != NULL ? (void*)(memory + src_at) : (void*)x;
+  void* dst = c->dst_out != NULL ? (void*)(memory + dst_at) : (void*)out;
+  const float* b = c->bias != NULL ? c->bias : bias;
+  dnnl_stream_t stream = NULL;
+  ok = ok && (dst_at + dst_bytes == 0 || memory != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  const int move[] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+  if (ok && c->src_in != NULL) {
+    ok = dnnl_byoc_execute(c->src_in, engine, stream, 2, move, (void* const[]){(void*)x, src}, memory);
+  }
+  if (ok && residual != NULL && c->dst_in != NULL) {
+    ok = dnnl_byoc_execute(c->dst_in, engine, stream, 2, move, (void* const[]){(void*)residual, dst}, memory);
+  } else if (ok && residual != NULL && residual != out) {
+    memcpy(out, residual, sizeof(float) * (size_t)out_size);
+  }
+  ok = ok && dnnl_byoc_execute(c->conv, engine, stream, b != NULL ? 4 : 3,
+                               (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS},
+                               (void* const[]){src, c->weights, dst, (void*)b}, memory);
+  if (ok && c->dst_out != NULL) {
+    ok = dnnl_byoc_execute(c->dst_out, engine, stream, 2, move, (void* const[]){dst, out}, memory);
+  }
+  free(memory);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  if (!ok) dnnl_byoc_fail(out, out_size);
 }
 
 /* conv2d (NCHW, OIHW weights) */
@@ -261,27 +475,74 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
                   const float* mean, const float* var, float* out) { \
-  /* batch_norm(conv(x, w)) = conv(x, w * k) + (bias - mean * k) per output channel, \
-     k = scale / sqrt(var + epsilon), in double and rounded once; per call, since the \
-     parameters may be inputs. (Binary post-ops would keep the weights, but oneDNN's \
-     plain-layout convolution runs them slowly.) */ \
+  /* folded per call, since the parameters may be inputs (the _const patterns fold \
+     constant ones once, at init). Binary post-ops would keep the weights, but \
+     oneDNN's plain-layout convolution runs them slowly. */ \
   float* folded = (float*)malloc(sizeof(float) * ((size_t)p_WSIZE_ + (size_t)p_M_)); \
   if (folded == NULL) { \
-    for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = NAN; \
+    dnnl_byoc_fail(out, p_SIZE_); \
     return; \
   } \
-  const int64_t per_channel = p_M_ > 0 ? p_WSIZE_ / p_M_ : 0; \
-  for (int64_t c = 0; c < p_M_; ++c) { \
-    const double k = (double)scale[c] / sqrt((double)var[c] + p_EPS_); \
-    for (int64_t j = 0; j < per_channel; ++j) { \
-      folded[c * per_channel + j] = (float)((double)w[c * per_channel + j] * k); \
-    } \
-    folded[p_WSIZE_ + c] = (float)((double)bias[c] - (double)mean[c] * k); \
-  } \
+  dnnl_byoc_fold_bn(folded, folded + p_WSIZE_, w, p_WSIZE_, p_M_, (const float* const[]){scale, bias, mean, var}, \
+                    p_EPS_); \
   dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
                 (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                 (void* const[]){(void*)x, folded, folded + p_WSIZE_, out}, p_SIZE_); \
   free(folded); \
+}
+
+/* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
+#define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0); \
+} \
+static void p_ID_(const float* x, const float* w, float* out) { \
+  (void)w; /* packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d of constant weights plus a per-channel bias, packed at init (vars: relu) */
+#define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0); \
+} \
+static void p_ID_(const float* x, const float* w, const float* b, float* out) { \
+  (void)w; /* packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, b, NULL, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d of constant weights plus a residual (a sum post-op), packed at init (vars: relu) */
+#define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0); \
+} \
+static void p_ID_(const float* x, const float* w, const float* residual, float* out) { \
+  (void)w; /* packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init (vars: relu) */
+#define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
+                            const float* const* bn) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                  const float* mean, const float* var, float* out) { \
+  (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d and batch_norm of constant parameters plus a residual (a sum post-op) (vars: relu) */
+#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
+                            const float* const* bn) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                  const float* mean, const float* var, const float* residual, float* out) { \
+  (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
 }
 
 /* dense (an inner product), optionally with relu after it (vars: relu) */
@@ -503,22 +764,67 @@ DNNL_DENSE_BIAS(dnnl_0_2, (&dnnl_0_state), 40, 4, 32, 10, 0)
 /* dnnl_0_3: softmax_0 = softmax(...) at examples/mlp.graph:11:10, float32[4, 10] */
 DNNL_SOFTMAX(dnnl_0_3, (&dnnl_0_state), 40, 2, (4, 10), 1)
 
+static int dnnl_0_0_init_(dnnl_0_state_t* state) {
+  (void)state;
+  if (dnnl_0_0_create(&state->dnnl_0_0, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_0_0_teardown_(dnnl_0_state_t* state) {
+  (void)state;
+  dnnl_primitive_destroy(state->dnnl_0_0);
+}
+
+static int dnnl_0_1_init_(dnnl_0_state_t* state) {
+  (void)state;
+  if (dnnl_0_1_create(&state->dnnl_0_1, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_0_1_teardown_(dnnl_0_state_t* state) {
+  (void)state;
+  dnnl_primitive_destroy(state->dnnl_0_1);
+}
+
+static int dnnl_0_2_init_(dnnl_0_state_t* state) {
+  (void)state;
+  if (dnnl_0_2_create(&state->dnnl_0_2, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_0_2_teardown_(dnnl_0_state_t* state) {
+  (void)state;
+  dnnl_primitive_destroy(state->dnnl_0_2);
+}
+
+static int dnnl_0_3_init_(dnnl_0_state_t* state) {
+  (void)state;
+  if (dnnl_0_3_create(&state->dnnl_0_3, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_0_3_teardown_(dnnl_0_state_t* state) {
+  (void)state;
+  dnnl_primitive_destroy(state->dnnl_0_3);
+}
+
 static int dnnl_0_init_(dnnl_0_state_t* state) {
   (void)state;
   if (dnnl_engine_create(&state->engine, dnnl_cpu, 0) != dnnl_success) return 1;
-  {  /* dnnl_0_0 */
-    if (dnnl_0_0_create(&state->dnnl_0_0, state->engine) != 0) return 1;
-  }
-  {  /* dnnl_0_1 */
-    if (dnnl_0_1_create(&state->dnnl_0_1, state->engine) != 0) return 1;
-  }
-  {  /* dnnl_0_2 */
-    if (dnnl_0_2_create(&state->dnnl_0_2, state->engine) != 0) return 1;
-  }
-  {  /* dnnl_0_3 */
-    if (dnnl_0_3_create(&state->dnnl_0_3, state->engine) != 0) return 1;
-  }
+  if (dnnl_0_0_init_(state) != 0) goto undo_dnnl_0_0;
+  if (dnnl_0_1_init_(state) != 0) goto undo_dnnl_0_1;
+  if (dnnl_0_2_init_(state) != 0) goto undo_dnnl_0_2;
+  if (dnnl_0_3_init_(state) != 0) goto undo_dnnl_0_3;
   return 0;
+undo_dnnl_0_3:
+  dnnl_0_2_teardown_(state);
+undo_dnnl_0_2:
+  dnnl_0_1_teardown_(state);
+undo_dnnl_0_1:
+  dnnl_0_0_teardown_(state);
+undo_dnnl_0_0:
+  dnnl_engine_destroy(state->engine);
+  return 1;
 }
 
 static void dnnl_0_init_once_(void) {
@@ -530,18 +836,10 @@ static void dnnl_0_teardown_(void) {
   dnnl_0_state_t* state = &dnnl_0_state;
   (void)state;
   if (dnnl_0_status_ != 0) return;
-  {  /* dnnl_0_3 */
-    dnnl_primitive_destroy(state->dnnl_0_3);
-  }
-  {  /* dnnl_0_2 */
-    dnnl_primitive_destroy(state->dnnl_0_2);
-  }
-  {  /* dnnl_0_1 */
-    dnnl_primitive_destroy(state->dnnl_0_1);
-  }
-  {  /* dnnl_0_0 */
-    dnnl_primitive_destroy(state->dnnl_0_0);
-  }
+  dnnl_0_3_teardown_(state);
+  dnnl_0_2_teardown_(state);
+  dnnl_0_1_teardown_(state);
+  dnnl_0_0_teardown_(state);
   dnnl_engine_destroy(state->engine);
 }
 
