@@ -217,3 +217,81 @@ def test_a_kernel_state_template_takes_only_the_kernel_symbol(spec_dir):
         SpecError, match=r"undefined placeholder \$\{size\} in the state of macro SCALED_COPY"
     ):
         load_backend("stateful", spec_path=[str(spec_dir)])
+
+
+def test_a_failed_kernel_init_tears_down_the_kernels_before_it(spec_dir, tmp_path):
+    """The second kernel's init fails: the first kernel's teardown and then the spec's
+    run at once (nothing leaks), and none again at unload."""
+    failing = KERNEL_STATE.replace(
+        '    init: "state->${symbol} = state->one * 3;"\n',
+        "    init: |\n"
+        "      state->${symbol} = state->one * 3;\n"
+        '      if (strcmp("${symbol}", "scaled_1") == 0) return 1;\n',
+    ).replace("prelude: |\n", "prelude: |\n  #include <string.h>\n")
+    (spec_dir / "stateful.yaml").write_text(failing)
+    model = byoc.build(parse(TWO_KERNELS, "graph"), spec_path=[str(spec_dir)])
+    (entry,) = model.manifest.modules
+    path = tmp_path / "libfailing.so"
+    path.write_bytes(model.members[entry.file])
+    code = (
+        "import numpy as np, sys, tvm_ffi\n"
+        f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
+        "x = np.ones((64, 32), np.float32)\n"
+        "try:\n"
+        "    fn(x, np.zeros_like(x))\n"
+        "except RuntimeError as exc:\n"
+        "    print(exc)\n"
+        "sys.stderr.write('unloading\\n')\n"
+    )
+    env = {**os.environ, "STATEFUL_TEARDOWN_LOG": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "scaled: the backend's init failed" in out.stdout
+    assert out.stderr.split() == ["teardown", "scaled_0", "teardown", "scaled", "unloading"]
+
+
+# A pattern whose input w must be a constant: its macro's init reads the constant's
+# C array through ${in1_const}, and the kernel multiplies by the state's copy of that
+# pointer, ignoring its own argument.
+CONST_INPUT = STATEFUL.replace(
+    "macros:\n",
+    "macros:\n"
+    "  SCALED_BY_CONSTANT:\n"
+    "    inputs: 2\n"
+    '    params: {p_ID_: "${symbol}", p_N_: "${size}", p_S_: "${state}"}\n'
+    '    state: "const float* ${symbol};"\n'
+    '    init: "state->${symbol} = ${in1_const};"\n'
+    "    body: |\n"
+    "      static void p_ID_(const float* a, const float* w, float* out) {\n"
+    "        (void)w;\n"
+    "        for (int64_t k = 0; k < p_N_; ++k) out[k] = a[k] * (p_S_)->p_ID_[k];\n"
+    "      }\n",
+) + (
+    "patterns:\n"
+    "  scaled_by_constant:\n"
+    "    inputs: [x, w]\n"
+    "    constants: [w]\n"
+    "    dtypes: [float32]\n"
+    "    match: |\n"
+    "      return multiply(x, w)\n"
+    "    macros: {default: SCALED_BY_CONSTANT}\n"
+)
+
+
+def test_a_macro_init_reads_a_constant_input(spec_dir, rng):
+    (spec_dir / "stateful.yaml").write_text(CONST_INPUT)
+    values = rng.uniform(-2, 2, (4, 8)).astype(np.float32)
+    graph = (
+        "graph main(x: float32[4, 8]) {\n"
+        f"  w = const float32[4, 8] [{', '.join(repr(float(v)) for v in values.ravel())}]\n"
+        "  return multiply(x, w)\n"
+        "}\n"
+    )
+    program = parse(graph, "graph")
+    model = byoc.build(program, backends=["stateful"], spec_path=[str(spec_dir)])
+    (source,) = [name for name in model.members if name.endswith(".c")]
+    assert "state->stateful_0_0 = stateful_0_const_0;" in model.members[source].decode()
+    x = random_array(rng, (4, 8), "float32")
+    (got,) = model(x=x)
+    (want,) = evaluate(program.functions[0], {"x": x})
+    np.testing.assert_array_equal(got, want)
