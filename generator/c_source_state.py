@@ -14,7 +14,11 @@ from it (a library primitive per kernel, created once): rendered with ``${symbol
 kernel's name, its members join the struct after the spec's, its init runs after the
 spec's init in kernel order, and its teardown before the spec's teardown in reverse
 kernel order. The struct comes before the kernels (which read it); the init and the
-teardown come after them (so that they may call helpers a macro body defines).
+teardown come after them (so that they may call helpers a macro body defines). A
+kernel's init and teardown are functions of their own; when a kernel's init fails,
+the function's init tears down the kernels before it and the spec's state, so a
+failed init leaks nothing. A macro's templates may read ``${in<k>_const}``, the C
+array of the kernel's constant input k (for patterns that require it constant).
 
 and ``<sym>_wrapper_`` first runs the init once per loaded library, under
 ``pthread_once``, so that concurrent first calls from several threads run it exactly
