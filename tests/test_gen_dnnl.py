@@ -297,8 +297,14 @@ def test_avg_pool_counting_padding_with_ceil_mode_stays_off_dnnl():
 # ------------------------------------------------------------------------- threads
 
 
-def test_a_prepared_function_runs_from_several_threads(tmp_path, rng):
-    program = program_of("net_mlp")
+@pytest.mark.parametrize("case", ["net_mlp", "packed_convs"])
+def test_a_prepared_function_runs_from_several_threads(case, tmp_path, rng):
+    """Several threads call one loaded function at once: dense primitives, and packed
+    convolutions whose calls reorder into scratch of their own."""
+    if case == "net_mlp":
+        program = program_of(case)
+    else:
+        program = partition(parse(const_patterns(), "graph"), [load_backend(BACKEND)], load_catalog())
     model = byoc.build(program)
     (entry,) = [m for m in model.manifest.modules if m.backend == BACKEND]
     path = tmp_path / "dnnl.so"
@@ -310,17 +316,18 @@ def test_a_prepared_function_runs_from_several_threads(tmp_path, rng):
     callee = region.callee
     fn = module[f"{BACKEND}_0"]  # the first (and only) function of the module
     inputs = [random_array(rng, p.type.shape, p.type.dtype) for p in callee.params]
-    (want,) = evaluate(callee, {p.name: a for p, a in zip(callee.params, inputs)})
+    wants = evaluate(callee, {p.name: a for p, a in zip(callee.params, inputs)})
     threads, errors = 6, []
-    outs = [np.zeros(want.shape, np.float32) for _ in range(threads)]
+    outs = [[np.zeros(w.shape, np.float32) for w in wants] for _ in range(threads)]
     start = threading.Barrier(threads)
 
     def call(k: int) -> None:
         try:
             start.wait()
             for _ in range(5):
-                fn(*inputs, outs[k])
-                assert_close(outs[k], want)
+                fn(*inputs, *outs[k])
+                for got, want in zip(outs[k], wants):
+                    assert_close(got, want)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
