@@ -96,7 +96,7 @@ graph main(x: float32[2, 32, 7, 7], r: float32[2, 32, 7, 7], b: float32[32]) {{
   t = {const(rng, (32,), -0.2, 0.2)}
   m = {const(rng, (32,), -0.2, 0.2)}
   v = {const(rng, (32,), 0.5, 2.0)}
-  q1 = relu(add(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, v), r))
+  q1 = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, v))
   q3 = batch_norm(conv(q1, w, dilations=[2, 1], pads=[2, 1, 2, 1]), s, t, m, v)
   q4 = relu(bias_add(conv(q3, w, pads=[1, 1, 1, 1]), b, axis=1))
   q5 = relu(add(conv(q4, w, pads=[1, 1, 1, 1]), r))

@@ -533,18 +533,6 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
   dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
 }
 
-/* a pattern's conv2d and batch_norm of constant parameters plus a residual (a sum post-op) (vars: relu) */
-#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
-                            const float* const* bn) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_); \
-} \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
-                  const float* mean, const float* var, const float* residual, float* out) { \
-  (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
-}
-
 /* dense (an inner product), optionally with relu after it (vars: relu) */
 #define DNNL_DENSE(p_ID_, p_STATE_, p_SIZE_, p_B_, p_K_, p_U_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
