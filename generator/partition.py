@@ -19,7 +19,8 @@
 3. **Partition.** Each region becomes a call node whose callee is a Function with
    the backend set: its parameters are the values it captures, its outputs the
    values used after it. Constants used only inside one region move into it (when
-   the backend's kind embeds constants). Anonymous values (nested calls) that cross
+   the backend's kind embeds constants); one that only regions use, each with a
+   composite whose pattern needs it constant (`constants:`), is copied into each. Anonymous values (nested calls) that cross
    a region boundary get readable names. The result prints as DSL with explicit
    regions, and lowering gives the regions their symbols.
 """
@@ -348,6 +349,21 @@ def _rename_anonymous(fn: Function, names: Set[str]) -> Function:
     return replace(fn, nodes=nodes, outputs=_sub(fn.outputs, rename))
 
 
+def _pinned_constants(members: Mapping[int, list[Node]], backend, by_name) -> dict[int, set[str]]:
+    """Per region (of a kind that embeds constants), the values its composites read
+    whose pattern requires constants (``constants:``): those must be constants in it."""
+    pinned: dict[int, set[str]] = {}
+    for r, nodes in members.items():
+        spec = by_name[backend[r]]
+        if not spec.kind.constants:
+            continue
+        for n in nodes:
+            pattern = spec.patterns.get(n.callee.composite) if n.callee is not None else None
+            if pattern is not None and pattern.constants:
+                pinned.setdefault(r, set()).update(n.inputs)
+    return pinned
+
+
 def _sub(names: tuple[str, ...], rename: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(rename.get(n, n) for n in names)
 
@@ -367,14 +383,25 @@ def _build(fn: Function, chosen, regions, by_name) -> Function:
             consumers.setdefault(name, set()).add(("region", r) if r is not None else ("host", id(node)))
     for name in fn.outputs:
         consumers.setdefault(name, set()).add(("output",))
+    pinned = _pinned_constants(members, backend, by_name)
     moved: dict[int, list[Constant]] = {}
+    moved_names: set[str] = set()
     for c in fn.constants:
         users = consumers.get(c.name, set())
         if len(users) == 1:
             (user,) = users
             if user[0] == "region" and by_name[backend[user[1]]].kind.constants:
                 moved.setdefault(user[1], []).append(c)
-    moved_names = {c.name for cs in moved.values() for c in cs}
+                moved_names.add(c.name)
+            continue
+        # Used by several regions, each with a composite that needs it constant: each
+        # gets a copy (as a parameter it would not be one, and the pattern would not
+        # match). Not when the host keeps it too: a region's copy would shadow it.
+        holders = [r for r in sorted(pinned) if c.name in pinned[r]]
+        if holders and users == {("region", r) for r in holders}:
+            for r in holders:
+                moved.setdefault(r, []).append(c)
+            moved_names.add(c.name)
 
     calls: dict[int, Node] = {}
     for r, nodes in members.items():

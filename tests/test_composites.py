@@ -176,6 +176,31 @@ def test_composites_graph_golden_and_runs(golden, tmp_path):
         np.testing.assert_array_equal(g, w)
 
 
+def test_a_constant_two_regions_need_constant_is_copied_into_each(rng):
+    """Two independent conv_bias_relu (whose weights and bias must be constants) share
+    their constants: each region gets a copy, rather than both capturing them as
+    parameters, where the pattern would no longer match."""
+    text = f"""\
+graph main(x: float32[1, 3, 6, 6], y: float32[1, 3, 6, 6]) {{
+  w = {_constant(rng, (4, 3, 3, 3))}
+  b = {_constant(rng, (4,))}
+  return relu(bias_add(conv(x, w), b, axis=1)), relu(bias_add(conv(y, w), b, axis=1))
+}}
+"""
+    source = parse(text, "graph")
+    done = partition(source, [load_backend("ccompiler")], load_catalog())
+    regions = [n.callee for n in done.functions[0].nodes if n.callee is not None]
+    assert len(regions) == 2
+    assert all({c.name for c in r.constants} == {"w", "b"} and not r.params[1:] for r in regions)
+    assert done.functions[0].constants == ()
+    assert parse(print_program(done), "graph") == done
+    (fn,) = source.functions
+    inputs = random_inputs(fn, seed=5)
+    got = build(done, backends=["ccompiler"])(**inputs)
+    for g, w in zip(got, evaluate(fn, inputs, load_catalog())):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_dot_draws_composites_inside_their_region(golden):
     done = partitioned(composites_graph(), "ccompiler")
     text = dot_program(done)
