@@ -14,9 +14,10 @@ A region whose ops are all elementwise keeps the flat loops of
    locals computed from it, and only the last value is stored.
 2. **Memory.** A value read by another nest (an anchor reads its inputs at other
    indices) or returned by the region is stored: into its output, else into an
-   intermediate buffer ``tmp<k>`` that the body allocates (``malloc``) and frees. The
-   body then returns a status, 1 when an allocation fails (the wrapper raises
-   MemoryError) and 2 when a gather index is out of range (ValueError).
+   intermediate buffer ``tmp<k>`` in the calling thread's workspace
+   (:mod:`byoc.generator.c_workspace`, allocated once and kept between calls). The
+   body then returns a status, 1 when the workspace cannot be allocated (the wrapper
+   raises MemoryError) and 2 when a gather index is out of range (ValueError).
 3. **Loops.** An anchor's nest loops over every output axis of extent > 1 (row-major;
    softmax's axis innermost); a nest without an anchor merges axes as the flat loops
    do. Every statement is placed at the outermost loop whose counters it uses, so a
@@ -185,6 +186,9 @@ def anchored_body(
     copies = [o for o, name in enumerate(fn.outputs) if name not in nest_of]
     for o in copies:  # an output that is a parameter or constant
         statements += writer.copy(o, fn.outputs[o], fn.output_types[o])
+    # An empty value's nest writes nothing, so its buffer may go unread: it takes no space.
+    named = set(re.findall(r"\btmp\w+", "\n".join(statements)))
+    buffers = [b for b in buffers if b[0] in named]
     return Body(statements, buffers, can_fail, parallel, len(nests) + len(copies))
 
 

@@ -7,10 +7,12 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
   the op to at the rank of the node's output (``NAME(arg, arg, ...)``), and one per
   composite, from its pattern's macro (its inputs in the pattern's order, its nodes'
   attributes as ``${<node>.<attr>}``);
-- ``<sym>_``: the subgraph body; it allocates the intermediate buffers, calls the
-  kernels in topological order and returns 0, or -1 when a buffer cannot be allocated.
-  Intermediates whose lifetimes do not overlap share a buffer (the memory plan of
-  :mod:`byoc.generator.memory_plan`), so a chain of any length needs two;
+- ``<sym>_``: the subgraph body; it places the intermediate buffers in the calling
+  thread's workspace (:mod:`byoc.generator.c_workspace`: one block, allocated on the
+  thread's first call and kept), calls the kernels in topological order and returns 0,
+  or -1 when the workspace cannot be allocated. Intermediates whose lifetimes do not
+  overlap share a buffer (the memory plan of :mod:`byoc.generator.memory_plan`), so a
+  chain of any length needs two;
 - ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments that the exported entry
   (:mod:`byoc.generator.ffi_entry`) has checked and calls the body on their data.
 
@@ -59,6 +61,7 @@ from .c_text import (
     origin,
     value_label,
 )
+from .c_workspace import layout
 from .composite import GraphView, Match, composite_match, composite_values
 from .memory_plan import ScheduledOp, plan_memory
 
@@ -77,6 +80,8 @@ class FunctionText:
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
     blobs: tuple[Artifact, ...] = ()
     """The binary artifacts its large constants are included from."""
+    workspace: bool = False
+    """True when its body places buffers in the per-thread workspace (the module defines it)."""
 
 
 def function_text(
@@ -200,7 +205,7 @@ def function_text(
     parts += _body(fn, sym, output_types, buffers, calls, copies, unused_inputs)
     parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs))
+    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers))
 
 
 # ------------------------------------------------------------------------- kernels
@@ -322,26 +327,12 @@ def _body(
         f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))
     ]
     lines = [block_comment(note), item_list(f"static int {sym}_(", params, ") {")]
-    # Every buffer starts as NULL, so a failed malloc can free them all at `done`.
-    for buf, t, _ in buffers:
-        lines.append(f"  {C_TYPES[t.dtype]}* {buf} = NULL;")
     if buffers:
-        lines.append("  int status = -1;")
-    for buf, t, holds in buffers:
-        ctype = C_TYPES[t.dtype]
-        # malloc(0) may return NULL, so an empty tensor still gets one element.
-        size = max(t.size, 1)
-        lines.append(f"  {buf} = ({ctype}*)malloc(sizeof({ctype}) * {size}); {comment(_holds(holds))}")
-        lines.append(f"  if ({buf} == NULL) goto done;")
+        lines += layout([(buf, t, _holds(holds)) for buf, t, holds in buffers], "return -1;")
     lines += [f"  (void)in{i};" for i in unused_inputs]
     lines += calls
     lines += copies
-    if buffers:
-        lines += ["  status = 0;", "done:"]
-        lines += [f"  free({buf});" for buf, _, _ in buffers]
-        lines += ["  return status;", "}", ""]
-    else:
-        lines += ["  return 0;", "}", ""]
+    lines += ["  return 0;", "}", ""]
     return lines
 
 

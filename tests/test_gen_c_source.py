@@ -196,7 +196,8 @@ def test_guide_structure():
     assert "#define CSOURCE_BINARY_OP_2D(p_ID_, p_OP_, p_DIM1_, p_DIM2_, p_DTYPE_) \\\n" in text
     for k, op in enumerate("+-*"):
         assert f"\nCSOURCE_BINARY_OP_2D(ccompiler_0_{k}, {op}, 10, 10, float)\n" in text
-    assert "buf0 = (float*)malloc(sizeof(float) * 100);" in text
+    assert "float* const buf0 = (float*)(ws + 0);" in text
+    assert "float* const buf1 = (float*)(ws + 448);" in text  # 400 bytes, rounded up to 64
     assert "ccompiler_0_2(buf1, in3, out0);" in text
     assert "static int ccompiler_0_wrapper_(\n    DLTensor* arg0,\n" in text
     assert "TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(" in text
@@ -435,6 +436,7 @@ def test_intermediates_share_buffers_by_lifetime(tmp_path, rng):
     program = parse("\n".join(lines), "graph", file="chain.graph")
     (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     text = generate((fn,))
-    assert text.count("= (float*)malloc(") == 2
+    assert text.count("= (float*)(ws + ") == 2
+    assert "byoc_workspace(128);" in text  # two buffers of 36 bytes, each 64-byte aligned
     assert "holds t0, t2, t4, ... t38 (20 values)" in text
     check_against_reference(build(text, tmp_path), fn, rng)
