@@ -3,10 +3,13 @@
 For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
 
 - ``<sym>_const_<j>``: each constant, as a ``static const`` C array;
-- ``<sym>_<k>``: one kernel per op node, by *using* the macro the backend spec maps
-  the op to at the rank of the node's output (``NAME(arg, arg, ...)``), and one per
-  composite, from its pattern's macro (its inputs in the pattern's order, its nodes'
-  attributes as ``${<node>.<attr>}``);
+- ``<sym>_<k>``: one kernel per distinct macro use, by *using* the macro the backend
+  spec maps the op to at the rank of the node's output (``NAME(arg, arg, ...)``), or a
+  composite's pattern's macro (its inputs in the pattern's order, its nodes'
+  attributes as ``${<node>.<attr>}``). Nodes whose uses are the same text (the same
+  op, types and attributes) share one kernel, whose comment names the nodes it serves
+  (the first few, then a count), so a region of 10,000 ops of three kinds compiles
+  three kernels, and a library backend creates one primitive per distinct kernel;
 - ``<sym>_``: the subgraph body; it places the intermediate buffers in the calling
   thread's workspace (:mod:`byoc.generator.c_workspace`: one block, allocated on the
   thread's first call and kept), calls the kernels in topological order and returns 0,
@@ -31,7 +34,7 @@ cast away, and no kernel writes its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from byoc.catalog import Catalog
@@ -144,11 +147,12 @@ def function_text(
     for i, value in enumerate(outputs):
         first_output.setdefault(value, i)
 
-    kernels: list[str] = []
-    buffers: list[tuple[str, TensorType, list[str]]] = []
     calls: list[str] = []
     uses: dict[tuple[object, ...], tuple[str, str, MacroDef]] = {}
+    kernel_of: dict[tuple[str, str], int] = {}
+    kernels: list[_Kernel] = []
     setups: list[KernelSetup] = []
+    buffers: list[tuple[str, TensorType, list[str]]] = []
     steps = [
         ScheduledOp(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)
     ]
@@ -156,12 +160,10 @@ def function_text(
     buffer_of: dict[int, int] = {}
     base = first_const + len(fn.constants)
     for k, node in enumerate(fn.nodes):
-        kernel = f"{sym}_{k}"
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
         if k in composites:
             use, type_text, macro = _composite_use(node, composites[k], spec, catalog, values)
-            what = composite_origin(node, composites[k])
         else:
             key = (node.op, node.type, in_types, node.attrs)
             cached = uses.get(key)
@@ -171,11 +173,16 @@ def function_text(
                 args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
                 cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type), macro)
             use, type_text, macro = cached
-            what = origin(node)
-        setup = kernel_setup(macro, kernel, common)
-        if setup is not None:
-            setups.append(setup)
-        kernels.append(f"{comment(f'{kernel}: {what}, {type_text}')}\n{use.replace(SYMBOL, kernel)}\n")
+        # One kernel per distinct use: nodes of the same op, types and attributes (or
+        # composites of the same pattern and values) call the same function.
+        found = kernel_of.setdefault((use, type_text), len(kernels))
+        if found == len(kernels):
+            kernels.append(_Kernel(f"{sym}_{found}", use, type_text, []))
+            setup = kernel_setup(macro, kernels[found].name, common)
+            if setup is not None:
+                setups.append(setup)
+        kernel = kernels[found].name
+        kernels[found].nodes.append(k)
         value = base + k
         if value in first_output:
             target = f"out{first_output[value]}"
@@ -187,7 +194,12 @@ def function_text(
             buffers[slot][2].append(value_label(node.name))
         calls.append(item_list(f"  {kernel}(", [storage[i] for i in ins] + [target], ");"))
         storage[value] = target
-    parts += kernels
+
+    def what(k: int) -> str:
+        node = fn.nodes[k]
+        return composite_origin(node, composites[k]) if k in composites else origin(node)
+
+    parts += [_kernel_text(kernel, what) for kernel in kernels]
     if has_state:
         parts.insert(state_at, state_text(spec, sym, common, setups))
         parts.append(setup_text(spec, sym, common, setups))
@@ -209,6 +221,33 @@ def function_text(
 
 
 # ------------------------------------------------------------------------- kernels
+
+SHOWN_NODES = 4
+"""How many of the nodes a shared kernel serves its comment names (then a count)."""
+
+
+@dataclass(slots=True)
+class _Kernel:
+    """One kernel function: its name, its macro use, its output type, the nodes it serves."""
+
+    name: str
+    use: str
+    type_text: str
+    nodes: list[int]
+
+
+def _kernel_text(kernel: _Kernel, what: Callable[[int], str]) -> str:
+    """The kernel's definition, after a comment naming the nodes it serves (``what`` says
+    where node ``k`` came from); a kernel of many nodes names the first few and counts the rest."""
+    if len(kernel.nodes) == 1:
+        note = comment(f"{kernel.name}: {what(kernel.nodes[0])}, {kernel.type_text}")
+    else:
+        lines = [f"{kernel.name}: {kernel.type_text}, for {len(kernel.nodes)} nodes:"]
+        lines += [f"  {what(k)}" for k in kernel.nodes[:SHOWN_NODES]]
+        if len(kernel.nodes) > SHOWN_NODES:
+            lines.append(f"  ... and {len(kernel.nodes) - SHOWN_NODES} more")
+        note = block_comment(lines)
+    return f"{note}\n{kernel.use.replace(SYMBOL, kernel.name)}\n"
 
 
 def _macro(node: Node, spec: BackendSpec, catalog: Catalog, input_types: Sequence[TensorType]) -> MacroDef:
@@ -320,7 +359,7 @@ def _body(
     params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(output_types)]
     note = [
         f"{sym}_: the body of {function_origin(fn)},",
-        f"with {len(calls)} kernel(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
+        f"with {len(calls)} kernel call(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
     ]
     note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
     note += [

@@ -517,7 +517,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, float)
 CSOURCE_UNARY_OP_ND(ccompiler_0_1, (v > 0 || v != v ? v : 0), 6, float)
 
 /* ccompiler_0_: the body of region @my_ccompiler at small.graph:2:15,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[2, 3]
      in1: y: float32[2, 3]
      out0: relu_0: float32[2, 3] */

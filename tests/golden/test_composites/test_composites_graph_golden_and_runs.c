@@ -533,7 +533,7 @@ static const float ccompiler_0_const_1[4] = {-0.289f, 0.038f, 0.53f, 0.818f};
 CSOURCE_CONV2D_THEN_RELU(ccompiler_0_0, float, 1, 3, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, ((double)conv + (double)e[m]))
 
 /* ccompiler_0_: the body of region @ccompiler at composites.graph:6:3,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 3, 6, 6]
      out0: y1: float32[1, 4, 6, 6] */
 static int ccompiler_0_(float* in0, float* out0) {
@@ -579,7 +579,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, 
 CSOURCE_CONV2D_THEN_RELU(ccompiler_1_0, float, 1, 3, 6, 6, 4, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, ((double)conv + (double)e[k]))
 
 /* ccompiler_1_: the body of region @ccompiler at composites.graph:7:3,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 3, 6, 6]
      in1: w2: float32[4, 3, 3, 3]
      in2: r: float32[1, 4, 3, 3]
@@ -638,7 +638,7 @@ CSOURCE_DENSE_BIAS(ccompiler_2_0, float, 2, 6, 5, (v > 0 || v != v ? v : 0))
 CSOURCE_DENSE_BIAS(ccompiler_2_1, float, 2, 5, 3, (v))
 
 /* ccompiler_2_: the body of region @ccompiler at composites.graph:8:3,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[2, 6]
      in1: w3: float32[5, 6]
      in2: b3: float32[5]

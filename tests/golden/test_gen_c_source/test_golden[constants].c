@@ -520,7 +520,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_1, *, 2, 3, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/constants.graph:3:7,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[2, 3]
      out0: %2 (nested call): float32[2, 3] */
 static int ccompiler_0_(float* in0, float* out0) {

@@ -513,17 +513,16 @@ static void byoc_workspace_unload(void) {
 /* ccompiler_0_0: a = add(...) at tests/data/gen/dag.graph:4:5, float32[4, 4] */
 CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 4, 4, float)
 
-/* ccompiler_0_1: b = multiply(...) at tests/data/gen/dag.graph:5:5, float32[4, 4] */
+/* ccompiler_0_1: float32[4, 4], for 2 nodes:
+     b = multiply(...) at tests/data/gen/dag.graph:5:5
+     (nested call) = multiply(...) at tests/data/gen/dag.graph:7:12 */
 CSOURCE_BINARY_OP_2D(ccompiler_0_1, *, 4, 4, float)
 
 /* ccompiler_0_2: c = subtract(...) at tests/data/gen/dag.graph:6:5, float32[4, 4] */
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, -, 4, 4, float)
 
-/* ccompiler_0_3: (nested call) = multiply(...) at tests/data/gen/dag.graph:7:12, float32[4, 4] */
-CSOURCE_BINARY_OP_2D(ccompiler_0_3, *, 4, 4, float)
-
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/dag.graph:3:7,
-   with 4 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
+   with 4 kernel call(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 4]
      in1: y: float32[4, 4]
      out0: %1 (nested call): float32[4, 4] */
@@ -536,7 +535,7 @@ static int ccompiler_0_(float* in0, float* in1, float* out0) {
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(buf0, in0, buf1);
   ccompiler_0_2(buf0, in1, buf2);
-  ccompiler_0_3(buf1, buf2, out0);
+  ccompiler_0_1(buf1, buf2, out0);
   return 0;
 }
 

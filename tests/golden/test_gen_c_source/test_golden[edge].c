@@ -527,7 +527,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 2, 3, int32_t)
 CSOURCE_BINARY_OP_2D(ccompiler_0_1, *, 2, 3, int32_t)
 
 /* ccompiler_0_: the body of region @ccompiler at edge.graph:3:19,
-   with 2 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: a: int32[2, 3]
      in1: b: int32[2, 3]
      out0: u: int32[2, 3]
@@ -625,7 +625,7 @@ CSOURCE_BINARY_OP_1D(edge_0, -, 5, int64_t)
 CSOURCE_BINARY_OP_1D(edge_1, *, 5, int64_t)
 
 /* edge_: the body of region @ccompiler at edge.graph:10:13,
-   with 2 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: c: int64[5]
      out0: w: int64[5]
      out1: %1 (nested call): int64[5]
@@ -689,7 +689,7 @@ CSOURCE_BINARY_OP_ND(ccompiler_1_0, *, 1, double)
 CSOURCE_BINARY_OP_ND(ccompiler_1_1, +, 1, double)
 
 /* ccompiler_1_: the body of region @ccompiler at edge.graph:16:7,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: d: float64[]
      out0: %2 (nested call): float64[] */
 static int ccompiler_1_(double* in0, double* out0) {
@@ -742,7 +742,7 @@ static const float ccompiler_2_const_0[12] = {
 CSOURCE_BINARY_OP_ND(ccompiler_2_0, -, 12, float)
 
 /* ccompiler_2_: the body of region @ccompiler at edge.graph:20:10,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: e: float32[2, 1, 2, 1, 3]
      out0: %1 (nested call): float32[2, 1, 2, 1, 3]
      out1: kf: float32[2, 1, 2, 1, 3] */
@@ -794,7 +794,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_2(void* self, const TVMFFIAny* args, 
 CSOURCE_BINARY_OP_2D(ccompiler_3_0, +, 0, 4, float)
 
 /* ccompiler_3_: the body of region @ccompiler at edge.graph:24:7,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: z: float32[0, 4]
      out0: %1 (nested call): float32[0, 4] */
 static int ccompiler_3_(float* in0, float* out0) {

@@ -520,7 +520,7 @@ CSOURCE_BINARY_OP_2D(subgraph_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(subgraph_0_2, *, 10, 10, float)
 
 /* subgraph_0_: the body of region @ccompiler at examples/guide_subgraph.examplejson:1:1,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: v0: float32[10, 10]
      in1: v1: float32[10, 10]
      in2: v2: float32[10, 10]

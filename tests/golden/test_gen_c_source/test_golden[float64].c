@@ -520,7 +520,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, +, 4, 5, double)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 4, 5, double)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/float64.graph:3:7,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float64[4, 5]
      in1: y: float64[4, 5]
      out0: %3 (nested call): float64[4, 5] */

@@ -520,7 +520,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 10, 10, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/guide_subgraph.graph:3:8,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[10, 10]
      in1: w0: float32[10, 10]
      in2: w1: float32[10, 10]

@@ -520,7 +520,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 3, 4, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 3, 4, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/multi_output.graph:3:10,
-   with 3 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[3, 4]
      in1: y: float32[3, 4]
      out0: s: float32[3, 4]

@@ -519,7 +519,7 @@ CSOURCE_BINARY_OP_1D(ccompiler_0_0, +, 7, float)
 CSOURCE_BINARY_OP_1D(ccompiler_0_1, *, 7, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/nd.graph:4:8,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[7]
      in1: b: float32[7]
      out0: %2 (nested call): float32[7] */
@@ -574,7 +574,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, 
 CSOURCE_BINARY_OP_ND(ccompiler_1_0, -, 24, float)
 
 /* ccompiler_1_: the body of region @ccompiler at tests/data/gen/nd.graph:7:8,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: c: float32[2, 3, 4]
      in1: d: float32[2, 3, 4]
      out0: %1 (nested call): float32[2, 3, 4] */
@@ -628,7 +628,7 @@ CSOURCE_BINARY_OP_ND(ccompiler_2_0, *, 12, float)
 CSOURCE_BINARY_OP_ND(ccompiler_2_1, +, 12, float)
 
 /* ccompiler_2_: the body of region @ccompiler at tests/data/gen/nd.graph:10:8,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: e: float32[2, 1, 3, 2]
      in1: f: float32[2, 1, 3, 2]
      out0: %2 (nested call): float32[2, 1, 3, 2] */

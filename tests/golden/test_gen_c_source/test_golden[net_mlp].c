@@ -523,7 +523,7 @@ CSOURCE_DENSE_BIAS(ccompiler_0_2, float, 4, 32, 10, (v))
 CSOURCE_SOFTMAX(ccompiler_0_3, float, (4, 10), 2, 1, (exp(z) / sum))
 
 /* ccompiler_0_: the body of region @ccompiler at examples/mlp.graph:9:3,
-   with 4 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
+   with 4 kernel call(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 64]
      in1: w1: float32[32, 64]
      in2: b1: float32[32]

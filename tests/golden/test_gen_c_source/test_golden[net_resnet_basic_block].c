@@ -529,7 +529,7 @@ CSOURCE_CONV2D_BN_RELU(ccompiler_0_0, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1
 CSOURCE_CONV2D_BN_ADD_RELU(ccompiler_0_1, float, 1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1e-05)
 
 /* ccompiler_0_: the body of region @ccompiler at examples/resnet_basic_block.graph:15:3,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 8, 16, 16]
      in1: w1: float32[8, 8, 3, 3]
      in2: scale1: float32[8]

@@ -521,7 +521,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 10, 10, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/whole_graph.graph:8:8,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[10, 10]
      in1: w0: float32[10, 10]
      in2: w1: float32[10, 10]
@@ -599,7 +599,7 @@ CSOURCE_BINARY_OP_2D(ccompiler_1_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(ccompiler_1_2, *, 10, 10, float)
 
 /* ccompiler_1_: the body of region @ccompiler at tests/data/gen/whole_graph.graph:12:8,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[10, 10]
      in1: w3: float32[10, 10]
      in2: w4: float32[10, 10]

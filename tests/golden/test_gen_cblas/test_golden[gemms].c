@@ -289,7 +289,7 @@ CBLAS_UNARY(cblas_0_1, (tanh(v)), 15, double)
 CBLAS_SOFTMAX(cblas_0_2, double, (5, 3), 2, 1, (z - log(sum)))
 
 /* cblas_0_: the body of region @cblas at gemms.graph:3:7,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float64[5, 7]
      in1: w: float64[3, 7]
      out0: %3 (nested call): float64[5, 3] */
@@ -361,7 +361,7 @@ CBLAS_UNARY(cblas_1_4, (v > 0 || v != v ? v : 0), 8, float)
 CBLAS_BINARY(cblas_1_5, *, 8, float)
 
 /* cblas_1_: the body of region @cblas at gemms.graph:6:7,
-   with 6 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
+   with 6 kernel call(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[4, 6]
      in1: b: float32[6, 2]
      in2: c: float32[4, 2]

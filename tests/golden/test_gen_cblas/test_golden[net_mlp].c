@@ -281,32 +281,30 @@ static void byoc_workspace_unload(void) {
 /* cblas_0_0: (nested call) = dense(...) at examples/mlp.graph:9:22, float32[4, 32] */
 CBLAS_DENSE(cblas_0_0, float, 4, 64, 32)
 
-/* cblas_0_1: (nested call) = bias_add(...) at examples/mlp.graph:9:13, float32[4, 32] */
+/* cblas_0_1: float32[4, 32], for 2 nodes:
+     (nested call) = bias_add(...) at examples/mlp.graph:9:13
+     (nested call) = bias_add(...) at examples/mlp.graph:10:13 */
 CBLAS_BIAS_ADD(cblas_0_1, float, (4, 32), 2, 128, 1)
 
-/* cblas_0_2: h1 = relu(...) at examples/mlp.graph:9:3, float32[4, 32] */
+/* cblas_0_2: float32[4, 32], for 2 nodes:
+     h1 = relu(...) at examples/mlp.graph:9:3
+     h2 = relu(...) at examples/mlp.graph:10:3 */
 CBLAS_UNARY(cblas_0_2, (v > 0 || v != v ? v : 0), 128, float)
 
 /* cblas_0_3: (nested call) = dense(...) at examples/mlp.graph:10:22, float32[4, 32] */
 CBLAS_DENSE(cblas_0_3, float, 4, 32, 32)
 
-/* cblas_0_4: (nested call) = bias_add(...) at examples/mlp.graph:10:13, float32[4, 32] */
-CBLAS_BIAS_ADD(cblas_0_4, float, (4, 32), 2, 128, 1)
+/* cblas_0_4: (nested call) = dense(...) at examples/mlp.graph:11:27, float32[4, 10] */
+CBLAS_DENSE(cblas_0_4, float, 4, 32, 10)
 
-/* cblas_0_5: h2 = relu(...) at examples/mlp.graph:10:3, float32[4, 32] */
-CBLAS_UNARY(cblas_0_5, (v > 0 || v != v ? v : 0), 128, float)
+/* cblas_0_5: (nested call) = bias_add(...) at examples/mlp.graph:11:18, float32[4, 10] */
+CBLAS_BIAS_ADD(cblas_0_5, float, (4, 10), 2, 40, 1)
 
-/* cblas_0_6: (nested call) = dense(...) at examples/mlp.graph:11:27, float32[4, 10] */
-CBLAS_DENSE(cblas_0_6, float, 4, 32, 10)
-
-/* cblas_0_7: (nested call) = bias_add(...) at examples/mlp.graph:11:18, float32[4, 10] */
-CBLAS_BIAS_ADD(cblas_0_7, float, (4, 10), 2, 40, 1)
-
-/* cblas_0_8: softmax_0 = softmax(...) at examples/mlp.graph:11:10, float32[4, 10] */
-CBLAS_SOFTMAX(cblas_0_8, float, (4, 10), 2, 1, (exp(z) / sum))
+/* cblas_0_6: softmax_0 = softmax(...) at examples/mlp.graph:11:10, float32[4, 10] */
+CBLAS_SOFTMAX(cblas_0_6, float, (4, 10), 2, 1, (exp(z) / sum))
 
 /* cblas_0_: the body of region @cblas at examples/mlp.graph:9:22,
-   with 9 kernel(s) and 4 intermediate buffer(s), shared where lifetimes allow:
+   with 9 kernel call(s) and 4 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 64]
      in1: w1: float32[32, 64]
      in2: b1: float32[32]
@@ -334,11 +332,11 @@ static int cblas_0_(
   cblas_0_1(buf0, in2, buf1);
   cblas_0_2(buf1, buf0);
   cblas_0_3(buf0, in3, buf1);
-  cblas_0_4(buf1, in4, buf0);
-  cblas_0_5(buf0, buf1);
-  cblas_0_6(buf1, in5, buf2);
-  cblas_0_7(buf2, in6, buf3);
-  cblas_0_8(buf3, out0);
+  cblas_0_1(buf1, in4, buf0);
+  cblas_0_2(buf0, buf1);
+  cblas_0_4(buf1, in5, buf2);
+  cblas_0_5(buf2, in6, buf3);
+  cblas_0_6(buf3, out0);
   return 0;
 }
 

@@ -627,7 +627,7 @@ static void dnnl_0_teardown_(void) {
 }
 
 /* dnnl_0_: the body of region @dnnl at examples/mlp.graph:9:3,
-   with 4 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
+   with 4 kernel call(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 64]
      in1: w1: float32[32, 64]
      in2: b1: float32[32]

@@ -618,7 +618,7 @@ static void dnnl_0_teardown_(void) {
 }
 
 /* dnnl_0_: the body of region @dnnl at examples/resnet_basic_block.graph:15:3,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 8, 16, 16]
      in1: w1: float32[8, 8, 3, 3]
      in2: scale1: float32[8]
@@ -752,7 +752,7 @@ static void dnnl_1_teardown_(void) {
 }
 
 /* dnnl_1_: the body of region @dnnl at examples/resnet_basic_block.graph:17:10,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: add_0: float32[1, 8, 16, 16]
      out0: relu_0: float32[1, 8, 16, 16] */
 static int dnnl_1_(float* in0, float* out0) {
