@@ -467,3 +467,30 @@ def test_intermediates_share_buffers_by_lifetime(tmp_path, rng):
     assert "byoc_workspace(128);" in text  # two buffers of 36 bytes, each 64-byte aligned
     assert "holds t0, t2, t4, ... t38 (20 values)" in text
     check_against_reference(build(text, tmp_path), fn, rng)
+
+
+def test_a_long_body_calls_its_kernels_in_parts(tmp_path, rng, monkeypatch):
+    """A body of more than PART_CALLS calls is split into noinline parts of at most that
+    many, each taking exactly the pointers its calls pass; the results are the same."""
+    from byoc.generator import c_source_function
+
+    monkeypatch.setattr(c_source_function, "PART_CALLS", 4)
+    lines = ["graph main(x: float32[3, 3], y: float32[3, 3]) {", "  s = @ccompiler {", "    t0 = add(x, y)"]
+    lines += [f"    t{i} = {('subtract', 'multiply', 'add')[i % 3]}(t{i - 1}, x)" for i in range(1, 10)]
+    lines += ["    return t9", "  }", "  return s", "}"]
+    program = parse("\n".join(lines), "graph", file="parts.graph")
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    text = generate((fn,))
+    assert "ccompiler_0_part2_" in text and "ccompiler_0_part3_" not in text
+    assert (
+        "/* ccompiler_0_part1_: kernel calls 4 to 7 of ccompiler_0_ (nodes t4 to t7);\n"
+        "   the body's calls in parts of at most 4, each optimised on its own. */\n"
+        "__attribute__((noinline)) static void ccompiler_0_part1_(float* buf1, float* in0, float* buf0) {\n"
+    ) in text
+    body = text[text.index("static int ccompiler_0_(") :]
+    body = body[: body.index("\n}\n")]
+    assert "  ccompiler_0_part2_(buf1, in0, buf0, out0);" in body
+    assert not [
+        line for line in body.splitlines() if line.startswith("  ccompiler_0_") and "part" not in line
+    ]
+    check_against_reference(build(text, tmp_path), fn, rng)
