@@ -311,7 +311,8 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
     note = [
         f"{sym}_: the body of {function_origin(fn)}, in {nested.nests} loop nest(s):",
         "one per anchor op, with the elementwise ops after it fused in, and",
-        f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads.",
+        f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads, sharing",
+        "memory where their lifetimes do not overlap.",
     ]
     if status:
         fails = ["1 when an allocation fails"] * bool(nested.buffers) + [
@@ -327,7 +328,9 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
     if nested.can_fail:
         lines.append(f"  int status = 0; {comment('2 when a gather index is out of range')}")
     if nested.buffers:
-        lines += layout([(buf, t, f"holds {label}") for buf, t, label in nested.buffers], "return 1;")
+        lines += layout(
+            [(buf, t, f"holds {label}", slot) for buf, t, label, slot in nested.buffers], "return 1;"
+        )
     lines += [*head, *nested.statements]
     if nested.can_fail:
         lines += ["done:", "  return status;"]

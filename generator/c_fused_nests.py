@@ -45,6 +45,7 @@ from .c_fused_support import pragmas
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
 from .fused_loops import Loops, plan_loops
+from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
@@ -93,8 +94,9 @@ class Body:
     """The statements of an anchored body, and what its function and module need."""
 
     statements: list[str]
-    buffers: list[tuple[str, TensorType, str]]
-    """Each intermediate buffer: C name, type, the value it holds."""
+    buffers: list[tuple[str, TensorType, str, int]]
+    """Each intermediate buffer: C name, type, the value it holds, and its slot in the
+    workspace (buffers of one slot share memory: their lifetimes do not overlap)."""
     can_fail: bool
     parallel: bool
     nests: int
@@ -172,7 +174,7 @@ def anchored_body(
         if name in stored and not stored[name]:
             buf = "tmp" + piece.c_name[1:]
             stored[name].append(buf)
-            buffers.append((buf, piece.node.type, value_label(name)))
+            buffers.append((buf, piece.node.type, name))
     arrays = {**leaves, **{name: places[0] for name, places in stored.items() if places}}
 
     statements: list[str] = []
@@ -189,7 +191,27 @@ def anchored_body(
     # An empty value's nest writes nothing, so its buffer may go unread: it takes no space.
     named = set(re.findall(r"\btmp\w+", "\n".join(statements)))
     buffers = [b for b in buffers if b[0] in named]
-    return Body(statements, buffers, can_fail, parallel, len(nests) + len(copies))
+    slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers})
+    placed = [(buf, t, value_label(name), slots[name]) for buf, t, name in buffers]
+    return Body(statements, placed, can_fail, parallel, len(nests) + len(copies))
+
+
+def _slots(
+    units: Sequence[Piece],
+    nests: Sequence[Nest],
+    nest_of: Mapping[str, int],
+    buffered: Mapping[str, TensorType],
+) -> dict[str, int]:
+    """The workspace slot of each buffered value (:mod:`byoc.generator.memory_plan` over
+    the nests: a nest reads the buffers of earlier nests and writes its own), so values
+    whose lifetimes do not overlap share memory."""
+    steps = []
+    for n, nest in enumerate(nests):
+        nodes = [units[k].node for k in nest.members]
+        reads = [name for node in nodes for name in node.inputs if name in buffered and nest_of[name] != n]
+        writes = [node.name for node in nodes if node.name in buffered]
+        steps.append(ScheduledOp(tuple(dict.fromkeys(reads)), tuple(writes)))
+    return dict(plan_memory((), steps, buffered).storage)
 
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")

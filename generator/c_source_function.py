@@ -374,7 +374,9 @@ def _body(
     ]
     lines = [block_comment(note), item_list(f"static int {sym}_(", params, ") {")]
     if buffers:
-        lines += layout([(buf, t, _holds(holds)) for buf, t, holds in buffers], "return -1;")
+        lines += layout(
+            [(buf, t, _holds(holds), k) for k, (buf, t, holds) in enumerate(buffers)], "return -1;"
+        )
     lines += [f"  (void)in{i};" for i in unused_inputs]
     lines += calls
     lines += copies

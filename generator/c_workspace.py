@@ -132,23 +132,26 @@ static void byoc_workspace_unload(void) {
 """The workspace helper; a module includes it (and ``INCLUDE``, <pthread.h>) when a body uses it."""
 
 
-def layout(buffers: Sequence[tuple[str, TensorType, str]], failure: str) -> list[str]:
+def layout(buffers: Sequence[tuple[str, TensorType, str, int]], failure: str) -> list[str]:
     """A body's first lines: its workspace of one thread, and each buffer's pointer into it.
 
-    ``buffers`` gives each buffer's C name, type and a note of what it holds;
-    ``failure`` is the statement that ends the body when the workspace cannot be had.
+    ``buffers`` gives each buffer's C name, type, a note of what it holds, and its slot:
+    buffers of one slot (values whose lifetimes do not overlap, by the memory plan,
+    and so of one dtype and size) share their bytes. ``failure`` is the statement that
+    ends the body when the workspace cannot be had.
     """
-    offsets = []
+    offsets: dict[int, int] = {}
     end = 0
-    for _, t, _ in buffers:
-        offsets.append(end)
-        end += -(-t.nbytes // ALIGN) * ALIGN
-    note = f"{len(buffers)} buffer(s), {end} bytes of this thread's workspace, kept between calls"
+    for _, t, _, slot in buffers:
+        if slot not in offsets:
+            offsets[slot] = end
+            end += -(-t.nbytes // ALIGN) * ALIGN
+    note = f"{len(offsets)} buffer(s), {end} bytes of this thread's workspace, kept between calls"
     lines = [
         f"  char* const ws = byoc_workspace({end}); {comment(note)}",
         f"  if (ws == NULL) {failure}",
     ]
-    for (name, t, holds), offset in zip(buffers, offsets):
+    for name, t, holds, slot in buffers:
         ctype = C_TYPES[t.dtype]
-        lines.append(f"  {ctype}* const {name} = ({ctype}*)(ws + {offset}); {comment(holds)}")
+        lines.append(f"  {ctype}* const {name} = ({ctype}*)(ws + {offsets[slot]}); {comment(holds)}")
     return lines

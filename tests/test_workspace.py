@@ -7,6 +7,7 @@ touches no fresh memory; an allocation that fails is still a clean MemoryError."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -193,3 +194,31 @@ def test_a_workspace_that_cannot_be_allocated_is_a_memory_error(backend):
     module.get_function(small)(x, out)
     (want,) = evaluate(externals[1], {externals[1].params[0].name: x})
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_fused_buffers_share_the_workspace_by_lifetime(tmp_path, rng):
+    """A chain of anchors stores each value for the next nest; by the memory plan the
+    third value reuses the first one's bytes (its last reader has run), and the
+    results are the reference's."""
+    from byoc.generator.c_fused import module_text
+
+    text = textwrap.dedent(
+        """
+        graph main(x: float32[6, 5]) {
+          s = @fused {
+            a = softmax(x, axis=0)
+            b = softmax(a, axis=1)
+            c = softmax(b, axis=0)
+            return softmax(c, axis=1)
+          }
+          return s
+        }
+        """
+    )
+    program = byoc.parse(text)
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for("fused")
+    code, _ = module_text([fn], load_backend("fused"), {}, load_catalog())
+    places = dict(re.findall(r"float\* const (tmp\d+) = \(float\*\)\(ws \+ (\d+)\); /\* holds ", code))
+    assert places == {"tmp0": "0", "tmp1": "128", "tmp2": "0"}, places
+    assert "byoc_workspace(256);" in code
+    _check_calls([fn], build(program).modules[0], rng, calls=3)
