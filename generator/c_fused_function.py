@@ -53,7 +53,7 @@ from .c_text import (
     origin,
     value_label,
 )
-from .c_workspace import layout
+from .c_workspace import RELEASE, layout
 from .fused_anchors import c_attributes
 from .fused_loops import Loops, plan_loops
 
@@ -332,10 +332,11 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
             [(buf, t, f"holds {label}", slot) for buf, t, label, slot in nested.buffers], "return 1;"
         )
     lines += [*head, *nested.statements]
+    release = [RELEASE] if nested.buffers else []
     if nested.can_fail:
-        lines += ["done:", "  return status;"]
+        lines += ["done:", *release, "  return status;"]
     elif status:
-        lines.append("  return 0;")
+        lines += [*release, "  return 0;"]
     lines += ["}", ""]
     return "\n".join(lines)
 

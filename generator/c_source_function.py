@@ -64,7 +64,7 @@ from .c_text import (
     origin,
     value_label,
 )
-from .c_workspace import layout
+from .c_workspace import RELEASE, layout
 from .composite import GraphView, Match, composite_match, composite_values
 from .memory_plan import ScheduledOp, plan_memory
 
@@ -380,6 +380,7 @@ def _body(
     lines += [f"  (void)in{i};" for i in unused_inputs]
     lines += calls
     lines += copies
+    lines += [RELEASE] if buffers else []
     lines += ["  return 0;", "}", ""]
     return lines
 

@@ -12,7 +12,9 @@ thread at once, when the library is unloaded (a destructor that deletes the key,
 no thread runs a destructor of an unloaded library afterwards, and frees every block
 from the module's list). Calls from several threads each use their own block: no lock
 on the call path; the list's mutex is taken only when a thread's block is created,
-grown or freed.
+grown or freed. A process has about a thousand thread-specific keys, and a loaded
+library keeps its key; a library that finds none left allocates a block per call
+(``spare``, freed by the body), so it is slower, never wrong.
 
 A failed allocation returns NULL and the body its existing failure status, which the
 wrapper raises as ``MemoryError``. The text is C99 (POSIX threads), warning-free
@@ -42,6 +44,7 @@ NAMES = (
     "byoc_workspace_unlink",
     "byoc_workspace_at_thread_exit",
     "byoc_workspace_make_key",
+    "byoc_workspace_new",
     "byoc_workspace",
     "byoc_workspace_unload",
 )
@@ -85,26 +88,39 @@ static void byoc_workspace_make_key(void) {
   byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
 }
 
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
 /* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
-   (the thread keeps the block it had). */
-static char* byoc_workspace(size_t bytes) {
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
   byoc_workspace_t* ws;
   byoc_workspace_t* fresh;
   if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
-    return NULL;
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
   }
   ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
   if (ws != NULL && ws->bytes >= bytes) return ws->data;
-  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
-  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  fresh = byoc_workspace_new(bytes);
   if (fresh == NULL) return NULL;
   if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
     free(fresh);
     return NULL;
   }
-  fresh->bytes = bytes;
-  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
-  fresh->prev = NULL;
   pthread_mutex_lock(&byoc_workspace_lock);
   if (ws != NULL) byoc_workspace_unlink(ws);
   fresh->next = byoc_workspace_all;
@@ -138,7 +154,7 @@ def layout(buffers: Sequence[tuple[str, TensorType, str, int]], failure: str) ->
     ``buffers`` gives each buffer's C name, type, a note of what it holds, and its slot:
     buffers of one slot (values whose lifetimes do not overlap, by the memory plan,
     and so of one dtype and size) share their bytes. ``failure`` is the statement that
-    ends the body when the workspace cannot be had.
+    ends the body when the workspace cannot be had. The body ends with :data:`RELEASE`.
     """
     offsets: dict[int, int] = {}
     end = 0
@@ -148,10 +164,15 @@ def layout(buffers: Sequence[tuple[str, TensorType, str, int]], failure: str) ->
             end += -(-t.nbytes // ALIGN) * ALIGN
     note = f"{len(offsets)} buffer(s), {end} bytes of this thread's workspace, kept between calls"
     lines = [
-        f"  char* const ws = byoc_workspace({end}); {comment(note)}",
+        f"  void* spare = NULL; {comment('set only when this call had to allocate a workspace of its own')}",
+        f"  char* const ws = byoc_workspace({end}, &spare); {comment(note)}",
         f"  if (ws == NULL) {failure}",
     ]
     for name, t, holds, slot in buffers:
         ctype = C_TYPES[t.dtype]
         lines.append(f"  {ctype}* const {name} = ({ctype}*)(ws + {offsets[slot]}); {comment(holds)}")
     return lines
+
+
+RELEASE = "  free(spare);"
+"""The last statement of a body that used :func:`layout`, on every path after it."""

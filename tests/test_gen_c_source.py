@@ -464,7 +464,7 @@ def test_intermediates_share_buffers_by_lifetime(tmp_path, rng):
     (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     text = generate((fn,))
     assert text.count("= (float*)(ws + ") == 2
-    assert "byoc_workspace(128);" in text  # two buffers of 36 bytes, each 64-byte aligned
+    assert "byoc_workspace(128, &spare);" in text  # two buffers of 36 bytes, each 64-byte aligned
     assert "holds t0, t2, t4, ... t38 (20 values)" in text
     check_against_reference(build(text, tmp_path), fn, rng)
 

@@ -98,7 +98,8 @@ def test_threads_calling_two_functions_at_once_each_get_their_results(backend):
 
 
 def test_the_bodies_allocate_nothing_per_call():
-    """The generated bodies take their buffers from the workspace: no malloc or free."""
+    """The generated bodies take their buffers from the workspace: no malloc, and no free
+    but of the per-call block that a library with no thread-specific key left uses."""
     from byoc.generator.c_fused import module_text as fused_text
     from byoc.generator.c_source import module_text as c_text
 
@@ -114,7 +115,8 @@ def test_the_bodies_allocate_nothing_per_call():
         text, _ = module_text(*args)
         helper, functions = text.split(f"/* ---- {externals[0].name}: ", 1)
         assert "byoc_workspace(" in functions and "byoc_workspace_unload" in helper
-        assert "malloc(" not in functions and "free(" not in functions
+        # The only free is of a workspace of the call's own, when the thread had no key.
+        assert "malloc(" not in functions and functions.count("free(") == functions.count("  free(spare);")
 
 
 FAULTS = textwrap.dedent(
@@ -220,5 +222,56 @@ def test_fused_buffers_share_the_workspace_by_lifetime(tmp_path, rng):
     code, _ = module_text([fn], load_backend("fused"), {}, load_catalog())
     places = dict(re.findall(r"float\* const (tmp\d+) = \(float\*\)\(ws \+ (\d+)\); /\* holds ", code))
     assert places == {"tmp0": "0", "tmp1": "128", "tmp2": "0"}, places
-    assert "byoc_workspace(256);" in code
+    assert "byoc_workspace(256, &spare);" in code
     _check_calls([fn], build(program).modules[0], rng, calls=3)
+
+
+KEYS = textwrap.dedent(
+    """
+    import shutil, sys
+    import numpy as np
+    import tvm_ffi
+
+    # 1,100 copies of one library, each loaded and kept: more than the process's
+    # thread-specific keys (PTHREAD_KEYS_MAX, 1024), so the last ones find none left.
+    # Every 100th call and the last ten are saved for the parent to check.
+    source, scratch, symbol = sys.argv[1:]
+    rng = np.random.default_rng(0)
+    kept, saved = [], {}
+    for i in range(1100):
+        path = f"{scratch}/lib{i}.so"
+        shutil.copy(source, path)
+        kept.append(tvm_ffi.load_module(path))
+        x, y = (rng.random((8, 16), np.float32) for _ in range(2))
+        out = np.full((8, 16), np.nan, np.float32)
+        kept[-1][symbol](x, y, out)
+        if i % 100 == 0 or i >= 1090:
+            saved.update({f"x{i}": x, f"y{i}": y, f"out{i}": out})
+    np.savez(f"{scratch}/saved.npz", **saved)
+    """
+)
+
+
+def test_a_library_with_no_thread_key_left_still_computes(tmp_path):
+    """Past the process's thread-specific keys a library allocates per call instead."""
+    externals, _ = _compiled("ccompiler")
+    model = build(byoc.parse(TWO_REGIONS.replace("BACKEND", "ccompiler")))
+    (entry,) = model.manifest.modules
+    source = tmp_path / "source.so"
+    source.write_bytes(model.members[entry.file])
+    scratch = tmp_path / "copies"
+    scratch.mkdir()
+    fn = externals[0]
+    done = subprocess.run(
+        [sys.executable, "-c", KEYS, str(source), str(scratch), fn.name],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    saved = np.load(scratch / "saved.npz")
+    calls = sorted(int(k[3:]) for k in saved.files if k.startswith("out"))
+    assert calls[-1] == 1099 and len(calls) == 21
+    for i in calls:
+        (want,) = evaluate(fn, {fn.params[0].name: saved[f"x{i}"], fn.params[1].name: saved[f"y{i}"]})
+        np.testing.assert_allclose(saved[f"out{i}"], want, rtol=1e-5, atol=1e-7)

@@ -464,26 +464,39 @@ static void byoc_workspace_make_key(void) {
   byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
 }
 
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
 /* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
-   (the thread keeps the block it had). */
-static char* byoc_workspace(size_t bytes) {
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
   byoc_workspace_t* ws;
   byoc_workspace_t* fresh;
   if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
-    return NULL;
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
   }
   ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
   if (ws != NULL && ws->bytes >= bytes) return ws->data;
-  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
-  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  fresh = byoc_workspace_new(bytes);
   if (fresh == NULL) return NULL;
   if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
     free(fresh);
     return NULL;
   }
-  fresh->bytes = bytes;
-  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
-  fresh->prev = NULL;
   pthread_mutex_lock(&byoc_workspace_lock);
   if (ws != NULL) byoc_workspace_unlink(ws);
   fresh->next = byoc_workspace_all;
@@ -527,7 +540,8 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_2, -, 4, 4, float)
      in1: y: float32[4, 4]
      out0: %1 (nested call): float32[4, 4] */
 static int ccompiler_0_(float* in0, float* in1, float* out0) {
-  char* const ws = byoc_workspace(192); /* 3 buffer(s), 192 bytes of this thread's workspace, kept between calls */
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(192, &spare); /* 3 buffer(s), 192 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return -1;
   float* const buf0 = (float*)(ws + 0); /* holds a */
   float* const buf1 = (float*)(ws + 64); /* holds b */
@@ -536,6 +550,7 @@ static int ccompiler_0_(float* in0, float* in1, float* out0) {
   ccompiler_0_1(buf0, in0, buf1);
   ccompiler_0_2(buf0, in1, buf2);
   ccompiler_0_1(buf1, buf2, out0);
+  free(spare);
   return 0;
 }
 

@@ -233,26 +233,39 @@ static void byoc_workspace_make_key(void) {
   byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
 }
 
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
 /* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
-   (the thread keeps the block it had). */
-static char* byoc_workspace(size_t bytes) {
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
   byoc_workspace_t* ws;
   byoc_workspace_t* fresh;
   if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
-    return NULL;
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
   }
   ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
   if (ws != NULL && ws->bytes >= bytes) return ws->data;
-  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
-  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  fresh = byoc_workspace_new(bytes);
   if (fresh == NULL) return NULL;
   if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
     free(fresh);
     return NULL;
   }
-  fresh->bytes = bytes;
-  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
-  fresh->prev = NULL;
   pthread_mutex_lock(&byoc_workspace_lock);
   if (ws != NULL) byoc_workspace_unlink(ws);
   fresh->next = byoc_workspace_all;
@@ -294,13 +307,15 @@ CBLAS_SOFTMAX(cblas_0_2, double, (5, 3), 2, 1, (z - log(sum)))
      in1: w: float64[3, 7]
      out0: %3 (nested call): float64[5, 3] */
 static int cblas_0_(double* in0, double* in1, double* out0) {
-  char* const ws = byoc_workspace(256); /* 2 buffer(s), 256 bytes of this thread's workspace, kept between calls */
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(256, &spare); /* 2 buffer(s), 256 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return -1;
   double* const buf0 = (double*)(ws + 0); /* holds %1 (nested call) */
   double* const buf1 = (double*)(ws + 128); /* holds %2 (nested call) */
   cblas_0_0(in0, in1, buf0);
   cblas_0_1(buf0, buf1);
   cblas_0_2(buf1, out0);
+  free(spare);
   return 0;
 }
 
@@ -367,7 +382,8 @@ CBLAS_BINARY(cblas_1_5, *, 8, float)
      in2: c: float32[4, 2]
      out0: %5 (nested call): float32[4, 2] */
 static int cblas_1_(float* in0, float* in1, float* in2, float* out0) {
-  char* const ws = byoc_workspace(192); /* 3 buffer(s), 192 bytes of this thread's workspace, kept between calls */
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(192, &spare); /* 3 buffer(s), 192 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return -1;
   float* const buf0 = (float*)(ws + 0); /* holds p, %4 (nested call) */
   float* const buf1 = (float*)(ws + 64); /* holds %1 (nested call), %3 (nested call) */
@@ -378,6 +394,7 @@ static int cblas_1_(float* in0, float* in1, float* in2, float* out0) {
   cblas_1_3(buf0, in2, buf1);
   cblas_1_4(buf1, buf0);
   cblas_1_5(buf2, buf0, out0);
+  free(spare);
   return 0;
 }
 
