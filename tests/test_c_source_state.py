@@ -180,13 +180,14 @@ KERNEL_STATE = STATEFUL.replace(
 ).replace("(p_S_)->one);", "(p_S_)->p_ID_);")
 
 TWO_KERNELS = """\
-graph main(x: float32[64, 32]) {
-  y = @stateful as scaled {
-    return copy(copy(x))
+graph main(x: float32[64, 32], z: float32[8]) {
+  y, w = @stateful as scaled {
+    return copy(copy(x)), copy(z)
   }
-  return y
+  return y, w
 }
 """
+"""Two kernels: the copies of x share one (the same op, type and attributes), z's is its own."""
 
 
 def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng):
@@ -196,14 +197,16 @@ def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng
     path = tmp_path / "libkernels.so"
     path.write_bytes(model.members[entry.file])
     x = random_array(rng, (64, 32), "float32")
-    (got,) = model(x=x)
-    (want,) = evaluate(parse(TWO_KERNELS, "graph").functions[0], {"x": x})
-    np.testing.assert_allclose(got, want * 9, rtol=1e-6)
+    z = random_array(rng, (8,), "float32")
+    got = model(x=x, z=z)
+    want = evaluate(parse(TWO_KERNELS, "graph").functions[0], {"x": x, "z": z})
+    np.testing.assert_allclose(got[0], want[0] * 9, rtol=1e-6)  # the shared kernel, run twice
+    np.testing.assert_allclose(got[1], want[1] * 3, rtol=1e-6)
     code = (
         "import numpy as np, tvm_ffi\n"
         f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
-        "x = np.ones((64, 32), np.float32)\n"
-        "fn(x, np.zeros_like(x))\n"
+        "x, z = np.ones((64, 32), np.float32), np.ones(8, np.float32)\n"
+        "fn(x, z, np.zeros_like(x), np.zeros_like(z))\n"
     )
     env = {**os.environ, "STATEFUL_TEARDOWN_LOG": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
