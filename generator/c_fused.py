@@ -7,7 +7,9 @@ One C99 file per backend, holding every external function of that backend::
                             when an op expression calls a function or a constant is not finite
     prelude                 the spec's `prelude` template
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
-                            and byoc_outputs_overlap when a wrapper checks outputs for overlap
+                            byoc_outputs_overlap when a wrapper checks outputs for overlap,
+                            the per-thread workspace when a body has intermediate buffers
+                            (generator/c_workspace.py)
     per function <sym>:     constants, the fused body <sym>_, <sym>_wrapper_, the exported
                             entry __tvm_ffi_<sym> (generator/c_fused_function.py)
 
@@ -49,7 +51,7 @@ from byoc.spec.bindings import ExpressionBinding, OpBinding
 from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
-from . import ffi_entry
+from . import c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
 from .c_fused_nests import needs_nests
@@ -87,12 +89,16 @@ def module_text(
     """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
     functions: list[FusedText] = [function_text(fn, spec, values, catalog) for fn in externals]
-    check_reserved_names(externals, {h: f"the helper {h}" for h in HELPERS})
+    workspace = any(f.workspace for f in functions)
+    helpers = HELPERS + (c_workspace.NAMES if workspace else ())
+    check_reserved_names(externals, {h: f"the helper {h}" for h in helpers})
     parallel = any(f.parallel for f in functions)
     parts = [
         _header(externals, spec, values, catalog),
         *([POSIX] if parallel else []),
-        ffi_entry.includes() + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else ""),
+        ffi_entry.includes()
+        + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
+        + (c_workspace.INCLUDE if workspace else ""),
     ]
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
@@ -100,6 +106,8 @@ def module_text(
     parts.append(ffi_entry.SUPPORT)
     if any(f.overlaps for f in functions):
         parts.append(OVERLAPS)
+    if workspace:
+        parts.append(c_workspace.SUPPORT)
     if parallel:
         parts.append(PARALLEL)
     if values.get("target_clones") is True:

@@ -53,6 +53,7 @@ from .c_text import (
     origin,
     value_label,
 )
+from .c_workspace import RELEASE, layout
 from .fused_anchors import c_attributes
 from .fused_loops import Loops, plan_loops
 
@@ -70,6 +71,8 @@ class FusedText:
     """True when a loop runs on OpenMP threads (the module defines POSIX and PARALLEL)."""
     blobs: tuple[Artifact, ...] = ()
     """The binary artifacts its large constants are included from."""
+    workspace: bool = False
+    """True when its body places buffers in the per-thread workspace (the module defines it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ def function_text(
     parts.append(body_text)
     wrapper, checks = _wrapper(fn, sym, *status)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
-    return FusedText("\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs))
+    return FusedText("\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs), status[1])
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:
@@ -308,7 +311,8 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
     note = [
         f"{sym}_: the body of {function_origin(fn)}, in {nested.nests} loop nest(s):",
         "one per anchor op, with the elementwise ops after it fused in, and",
-        f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads.",
+        f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads, sharing",
+        "memory where their lifetimes do not overlap.",
     ]
     if status:
         fails = ["1 when an allocation fails"] * bool(nested.buffers) + [
@@ -321,20 +325,18 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
     ]
     lines = [block_comment(note), *(["byoc_simd_clones"] if clones else [])]
     lines.append(item_list(f"static {'int' if status else 'void'} {sym}_(", params, ") {"))
-    lines += [f"  {C_TYPES[t.dtype]}* {buf} = NULL;" for buf, t, _ in nested.buffers]
-    if status:
-        lines.append("  int status = 1;")
-    for buf, t, label in nested.buffers:
-        ctype = C_TYPES[t.dtype]
-        lines.append(
-            f"  {buf} = ({ctype}*)malloc(sizeof({ctype}) * {max(t.size, 1)}); {comment('holds ' + label)}"
+    if nested.can_fail:
+        lines.append(f"  int status = 0; {comment('2 when a gather index is out of range')}")
+    if nested.buffers:
+        lines += layout(
+            [(buf, t, f"holds {label}", slot) for buf, t, label, slot in nested.buffers], "return 1;"
         )
-        lines.append(f"  if ({buf} == NULL) goto done;")
     lines += [*head, *nested.statements]
-    if status:
-        lines += ["  status = 0;", "done:"]
-        lines += [f"  free({buf});" for buf, _, _ in nested.buffers]
-        lines.append("  return status;")
+    release = [RELEASE] if nested.buffers else []
+    if nested.can_fail:
+        lines += ["done:", *release, "  return status;"]
+    elif status:
+        lines += [*release, "  return 0;"]
     lines += ["}", ""]
     return "\n".join(lines)
 

@@ -14,9 +14,10 @@ A region whose ops are all elementwise keeps the flat loops of
    locals computed from it, and only the last value is stored.
 2. **Memory.** A value read by another nest (an anchor reads its inputs at other
    indices) or returned by the region is stored: into its output, else into an
-   intermediate buffer ``tmp<k>`` that the body allocates (``malloc``) and frees. The
-   body then returns a status, 1 when an allocation fails (the wrapper raises
-   MemoryError) and 2 when a gather index is out of range (ValueError).
+   intermediate buffer ``tmp<k>`` in the calling thread's workspace
+   (:mod:`byoc.generator.c_workspace`, allocated once and kept between calls). The
+   body then returns a status, 1 when the workspace cannot be allocated (the wrapper
+   raises MemoryError) and 2 when a gather index is out of range (ValueError).
 3. **Loops.** An anchor's nest loops over every output axis of extent > 1 (row-major;
    softmax's axis innermost); a nest without an anchor merges axes as the flat loops
    do. Every statement is placed at the outermost loop whose counters it uses, so a
@@ -44,6 +45,7 @@ from .c_fused_support import pragmas
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
 from .fused_loops import Loops, plan_loops
+from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
@@ -92,8 +94,9 @@ class Body:
     """The statements of an anchored body, and what its function and module need."""
 
     statements: list[str]
-    buffers: list[tuple[str, TensorType, str]]
-    """Each intermediate buffer: C name, type, the value it holds."""
+    buffers: list[tuple[str, TensorType, str, int]]
+    """Each intermediate buffer: C name, type, the value it holds, and its slot in the
+    workspace (buffers of one slot share memory: their lifetimes do not overlap)."""
     can_fail: bool
     parallel: bool
     nests: int
@@ -171,7 +174,7 @@ def anchored_body(
         if name in stored and not stored[name]:
             buf = "tmp" + piece.c_name[1:]
             stored[name].append(buf)
-            buffers.append((buf, piece.node.type, value_label(name)))
+            buffers.append((buf, piece.node.type, name))
     arrays = {**leaves, **{name: places[0] for name, places in stored.items() if places}}
 
     statements: list[str] = []
@@ -185,7 +188,30 @@ def anchored_body(
     copies = [o for o, name in enumerate(fn.outputs) if name not in nest_of]
     for o in copies:  # an output that is a parameter or constant
         statements += writer.copy(o, fn.outputs[o], fn.output_types[o])
-    return Body(statements, buffers, can_fail, parallel, len(nests) + len(copies))
+    # An empty value's nest writes nothing, so its buffer may go unread: it takes no space.
+    named = set(re.findall(r"\btmp\w+", "\n".join(statements)))
+    buffers = [b for b in buffers if b[0] in named]
+    slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers})
+    placed = [(buf, t, value_label(name), slots[name]) for buf, t, name in buffers]
+    return Body(statements, placed, can_fail, parallel, len(nests) + len(copies))
+
+
+def _slots(
+    units: Sequence[Piece],
+    nests: Sequence[Nest],
+    nest_of: Mapping[str, int],
+    buffered: Mapping[str, TensorType],
+) -> dict[str, int]:
+    """The workspace slot of each buffered value (:mod:`byoc.generator.memory_plan` over
+    the nests: a nest reads the buffers of earlier nests and writes its own), so values
+    whose lifetimes do not overlap share memory."""
+    steps = []
+    for n, nest in enumerate(nests):
+        nodes = [units[k].node for k in nest.members]
+        reads = [name for node in nodes for name in node.inputs if name in buffered and nest_of[name] != n]
+        writes = [node.name for node in nodes if node.name in buffered]
+        steps.append(ScheduledOp(tuple(dict.fromkeys(reads)), tuple(writes)))
+    return dict(plan_memory((), steps, buffered).storage)
 
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")

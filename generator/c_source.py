@@ -6,7 +6,9 @@ One C99 file per backend, holding every external function of that backend::
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
     prelude                 the spec's `prelude` template
     #define NAME(...) \\     every macro of the spec, body from the spec
-    static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT)
+    static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
+                            and the per-thread workspace when a body has intermediate
+                            buffers (generator/c_workspace.py)
     per function <sym>:     its state and init when the spec has them
                             (generator/c_source_state.py), constants, kernels <sym>_<k>,
                             body <sym>_, <sym>_wrapper_, exported entry __tvm_ffi_<sym>
@@ -28,7 +30,7 @@ from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 
-from . import ffi_entry
+from . import c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_source_function import function_text
 from .c_source_state import INCLUDE as STATE_INCLUDE
@@ -57,18 +59,23 @@ def module_text(
     functions = [function_text(fn, spec, catalog, values) for fn in externals]
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
     taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
+    workspace = any(f.workspace for f in functions)
+    if workspace:
+        taken.update((n, "a helper of the generated module") for n in c_workspace.NAMES)
     check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),
         ffi_entry.includes()
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
-        + (STATE_INCLUDE if stateful(spec) else ""),
+        + (STATE_INCLUDE if stateful(spec) or workspace else ""),
     ]
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
+    if workspace:
+        parts.append(c_workspace.SUPPORT)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 

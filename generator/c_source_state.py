@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from byoc.spec.backend import BackendSpec, MacroDef
-from byoc.spec.template import render
+from byoc.spec.macro_args import const_input
+from byoc.spec.template import placeholder_names, render
 
 from .c_text import block_comment, c_string
 
@@ -72,6 +73,14 @@ def kernel_setup(
     values = {**values, "symbol": kernel, **{f"in{k}_const": name for k, name in constants.items()}}
     text = {slot: render(macro.setup.get(slot, ""), values) for slot in SLOTS}
     return KernelSetup(kernel, text["state"], text["init"], text["teardown"])
+
+
+def setup_constants(macro: MacroDef, inputs: Sequence[int], constants: Mapping[int, str]) -> dict[int, str]:
+    """The C arrays of a kernel's constant inputs that its macro's ``state``, ``init``
+    or ``teardown`` read as ``${in<k>_const}``, by the input's position k; ``inputs``
+    are the kernel's values, ``constants`` the C array of each value that is one."""
+    read = {const_input(name) for text in macro.setup.values() for name in placeholder_names(text)}
+    return {k: constants[i] for k, i in enumerate(inputs) if k in read and i in constants}
 
 
 def state_pointer(sym: str) -> str:

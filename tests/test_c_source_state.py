@@ -180,13 +180,14 @@ KERNEL_STATE = STATEFUL.replace(
 ).replace("(p_S_)->one);", "(p_S_)->p_ID_);")
 
 TWO_KERNELS = """\
-graph main(x: float32[64, 32]) {
-  y = @stateful as scaled {
-    return copy(copy(x))
+graph main(x: float32[64, 32], z: float32[8]) {
+  y, w = @stateful as scaled {
+    return copy(copy(x)), copy(z)
   }
-  return y
+  return y, w
 }
 """
+"""Two kernels: the copies of x share one (the same op, type and attributes), z's is its own."""
 
 
 def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng):
@@ -196,14 +197,16 @@ def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng
     path = tmp_path / "libkernels.so"
     path.write_bytes(model.members[entry.file])
     x = random_array(rng, (64, 32), "float32")
-    (got,) = model(x=x)
-    (want,) = evaluate(parse(TWO_KERNELS, "graph").functions[0], {"x": x})
-    np.testing.assert_allclose(got, want * 9, rtol=1e-6)
+    z = random_array(rng, (8,), "float32")
+    got = model(x=x, z=z)
+    want = evaluate(parse(TWO_KERNELS, "graph").functions[0], {"x": x, "z": z})
+    np.testing.assert_allclose(got[0], want[0] * 9, rtol=1e-6)  # the shared kernel, run twice
+    np.testing.assert_allclose(got[1], want[1] * 3, rtol=1e-6)
     code = (
         "import numpy as np, tvm_ffi\n"
         f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
-        "x = np.ones((64, 32), np.float32)\n"
-        "fn(x, np.zeros_like(x))\n"
+        "x, z = np.ones((64, 32), np.float32), np.ones(8, np.float32)\n"
+        "fn(x, z, np.zeros_like(x), np.zeros_like(z))\n"
     )
     env = {**os.environ, "STATEFUL_TEARDOWN_LOG": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -236,9 +239,9 @@ def test_a_failed_kernel_init_tears_down_the_kernels_before_it(spec_dir, tmp_pat
     code = (
         "import numpy as np, sys, tvm_ffi\n"
         f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"
-        "x = np.ones((64, 32), np.float32)\n"
+        "x, z = np.ones((64, 32), np.float32), np.ones(8, np.float32)\n"
         "try:\n"
-        "    fn(x, np.zeros_like(x))\n"
+        "    fn(x, z, np.zeros_like(x), np.zeros_like(z))\n"
         "except RuntimeError as exc:\n"
         "    print(exc)\n"
         "sys.stderr.write('unloading\\n')\n"
@@ -279,18 +282,26 @@ CONST_INPUT = STATEFUL.replace(
 
 
 def test_a_macro_init_reads_a_constant_input(spec_dir, rng):
+    """Two uses of the macro of one text but other constants are two kernels, each
+    with its own constant (kernels are shared per distinct use otherwise)."""
     (spec_dir / "stateful.yaml").write_text(CONST_INPUT)
-    values = rng.uniform(-2, 2, (4, 8)).astype(np.float32)
+
+    def constant(name: str) -> str:
+        values = ", ".join(repr(float(v)) for v in rng.uniform(-2, 2, 32).astype(np.float32))
+        return f"  {name} = const float32[4, 8] [{values}]\n"
+
     graph = (
         "graph main(x: float32[4, 8]) {\n"
-        f"  w = const float32[4, 8] [{', '.join(repr(float(v)) for v in values.ravel())}]\n"
-        "  return multiply(x, w)\n"
-        "}\n"
+        + constant("w")
+        + constant("v")
+        + "  return multiply(multiply(x, w), v)\n}\n"
     )
     program = parse(graph, "graph")
     model = byoc.build(program, backends=["stateful"], spec_path=[str(spec_dir)])
     (source,) = [name for name in model.members if name.endswith(".c")]
-    assert "state->stateful_0_0 = stateful_0_const_0;" in model.members[source].decode()
+    text = model.members[source].decode()
+    assert "state->stateful_0_0 = stateful_0_const_0;" in text
+    assert "state->stateful_0_1 = stateful_0_const_1;" in text
     x = random_array(rng, (4, 8), "float32")
     (got,) = model(x=x)
     (want,) = evaluate(program.functions[0], {"x": x})

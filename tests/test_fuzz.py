@@ -36,6 +36,7 @@ from fuzz_strategies import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
+from libraries import missing_library
 
 import byoc
 import byoc.runtime
@@ -394,9 +395,10 @@ def test_fuzz_bundle_structure(bundles, tmp_path_factory, data):
 
 
 def _differential(backend: str):
-    if backend not in BACKENDS:
+    why = f"no {backend} backend spec" if backend not in BACKENDS else missing_library(backend)
+    if why:
 
-        @pytest.mark.skip(reason=f"no {backend} backend spec")
+        @pytest.mark.skip(reason=why)
         def skipped():
             pass
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, random_array
+from libraries import missing_library
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -24,7 +25,8 @@ from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import Program
 
-pytest.importorskip("scipy_openblas32", reason="the cblas backend needs byoc[blas]")
+if missing_library("cblas"):
+    pytest.skip(missing_library("cblas"), allow_module_level=True)
 
 BACKEND = "cblas"
 REPO = Path(__file__).resolve().parent.parent

@@ -22,6 +22,7 @@ import tvm_ffi
 from conftest import EXAMPLES, random_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from libraries import missing_library
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
@@ -30,13 +31,10 @@ from byoc.generator.artifacts import Role
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import Program
-from byoc.spec.requirements import NotFound
 
 pytest.importorskip("onnx", reason="the light ResNet-50 comes with onnx")
-try:
-    load_backend("dnnl").requires["onednn"].locate()
-except NotFound:
-    pytest.skip("the dnnl backend needs byoc[dnnl]", allow_module_level=True)
+if missing_library("dnnl"):
+    pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
 BACKEND = "dnnl"
 REPO = Path(__file__).resolve().parent.parent

@@ -1,10 +1,12 @@
 """ONNX's own backend test suite, ``onnx.backend.test.BackendTest``, run against byoc
 (:mod:`byoc.onnx_backend`) on the model tests shipped in the installed onnx wheel
-(``onnx/backend/test/data``), in two configurations:
+(``onnx/backend/test/data``), in four configurations:
 
 * ``Json``: every op offloaded to the json backend. ``host_fallback=False`` makes an op
   that json does not take an error, so a passing test ran all of its ops on json.
 * ``FusedCcompiler``: partitioned over fused, then ccompiler; the host runs the rest.
+* ``DnnlFused`` and ``CblasFused``: a library backend first (oneDNN, OpenBLAS), fused
+  next, the host the rest; left out when the library is not installed.
 
 How BackendTest (onnx 1.23, ``onnx/backend/test/runner`` and ``loader``) loads each
 group, and names its tests ``test_<name>_<device>`` in a class per group:
@@ -29,6 +31,7 @@ import pytest
 
 pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
+from libraries import missing_library  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
 from byoc.onnx_backend import backend_for  # noqa: E402
@@ -36,7 +39,11 @@ from byoc.onnx_backend import backend_for  # noqa: E402
 CONFIGURATIONS = {
     "Json": backend_for("json", host_fallback=False),
     "FusedCcompiler": backend_for("fused,ccompiler"),
+    "DnnlFused": backend_for("dnnl,fused"),
+    "CblasFused": backend_for("cblas,fused"),
 }
+LIBRARIES = {"DnnlFused": "dnnl", "CblasFused": "cblas"}
+"""The configurations led by a library backend, and that backend."""
 GROUPS = {"Real": "real", "Simple": "simple", "PyTorchConverted": "pytorch-converted"}
 GROUPS["PyTorchOperator"] = "pytorch-operator"
 """BackendTest's group (its test class ``OnnxBackend<group>ModelTest``) -> the data kind."""
@@ -60,6 +67,8 @@ def _collect() -> dict[str, type]:
     include = "^(" + "|".join(_suite_names()) + ")_cpu$"
     classes = {}
     for config, backend in CONFIGURATIONS.items():
+        if config in LIBRARIES and missing_library(LIBRARIES[config]):
+            continue
         runner = onnx.backend.test.BackendTest(backend, __name__).include(include)
         for pattern in EXCLUDED:
             runner.exclude(pattern)

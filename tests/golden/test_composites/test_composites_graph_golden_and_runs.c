@@ -14,6 +14,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -428,6 +429,100 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
+/* ---- The per-thread workspace of the bodies' intermediate buffers (byoc generator/c_workspace.py) ----
+   Each thread that calls a function of this library gets one block, kept between calls and
+   grown when a function needs more; it is freed when the thread exits, and every block is
+   freed when the library is unloaded. Calls never lock: the mutex guards only the list of
+   blocks, when a thread's block is created, grown or freed. */
+typedef struct byoc_workspace_t {
+  struct byoc_workspace_t* prev;
+  struct byoc_workspace_t* next;
+  size_t bytes; /* usable bytes at data */
+  char* data;   /* 64-byte aligned, inside this allocation */
+} byoc_workspace_t;
+
+static pthread_key_t byoc_workspace_key;
+static pthread_once_t byoc_workspace_once = PTHREAD_ONCE_INIT;
+static int byoc_workspace_status = -1; /* pthread_key_create's result; 0 when the key exists */
+static pthread_mutex_t byoc_workspace_lock = PTHREAD_MUTEX_INITIALIZER;
+static byoc_workspace_t* byoc_workspace_all = NULL; /* every thread's block */
+
+/* Take `ws` out of the list; the caller holds the lock. */
+static void byoc_workspace_unlink(byoc_workspace_t* ws) {
+  if (ws->prev != NULL) ws->prev->next = ws->next;
+  else byoc_workspace_all = ws->next;
+  if (ws->next != NULL) ws->next->prev = ws->prev;
+}
+
+/* The key's destructor: a thread that exits frees its block. */
+static void byoc_workspace_at_thread_exit(void* block) {
+  pthread_mutex_lock(&byoc_workspace_lock);
+  byoc_workspace_unlink((byoc_workspace_t*)block);
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(block);
+}
+
+static void byoc_workspace_make_key(void) {
+  byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
+}
+
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
+/* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
+  byoc_workspace_t* ws;
+  byoc_workspace_t* fresh;
+  if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
+  }
+  ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
+  if (ws != NULL && ws->bytes >= bytes) return ws->data;
+  fresh = byoc_workspace_new(bytes);
+  if (fresh == NULL) return NULL;
+  if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
+    free(fresh);
+    return NULL;
+  }
+  pthread_mutex_lock(&byoc_workspace_lock);
+  if (ws != NULL) byoc_workspace_unlink(ws);
+  fresh->next = byoc_workspace_all;
+  if (fresh->next != NULL) fresh->next->prev = fresh;
+  byoc_workspace_all = fresh;
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(ws);
+  return fresh->data;
+}
+
+/* At unload: delete the key first, so that no thread that exits later runs the destructor
+   of an unloaded library, then free every thread's block. */
+static void byoc_workspace_unload(void) __attribute__((destructor));
+static void byoc_workspace_unload(void) {
+  byoc_workspace_t* ws;
+  if (byoc_workspace_status == 0) pthread_key_delete(byoc_workspace_key);
+  pthread_mutex_lock(&byoc_workspace_lock);
+  while ((ws = byoc_workspace_all) != NULL) {
+    byoc_workspace_unlink(ws);
+    free(ws);
+  }
+  pthread_mutex_unlock(&byoc_workspace_lock);
+}
+
 /* ---- ccompiler_0: region @ccompiler at composites.graph:6:3 ---- */
 
 /* ccompiler_0_const_0: constant w: float32[4, 3, 3, 3] at composites.graph:3:3 */
@@ -451,7 +546,7 @@ static const float ccompiler_0_const_1[4] = {-0.289f, 0.038f, 0.53f, 0.818f};
 CSOURCE_CONV2D_THEN_RELU(ccompiler_0_0, float, 1, 3, 6, 6, 4, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, ((double)conv + (double)e[m]))
 
 /* ccompiler_0_: the body of region @ccompiler at composites.graph:6:3,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 3, 6, 6]
      out0: y1: float32[1, 4, 6, 6] */
 static int ccompiler_0_(float* in0, float* out0) {
@@ -497,7 +592,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, 
 CSOURCE_CONV2D_THEN_RELU(ccompiler_1_0, float, 1, 3, 6, 6, 4, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, ((double)conv + (double)e[k]))
 
 /* ccompiler_1_: the body of region @ccompiler at composites.graph:7:3,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[1, 3, 6, 6]
      in1: w2: float32[4, 3, 3, 3]
      in2: r: float32[1, 4, 3, 3]
@@ -556,7 +651,7 @@ CSOURCE_DENSE_BIAS(ccompiler_2_0, float, 2, 6, 5, (v > 0 || v != v ? v : 0))
 CSOURCE_DENSE_BIAS(ccompiler_2_1, float, 2, 5, 3, (v))
 
 /* ccompiler_2_: the body of region @ccompiler at composites.graph:8:3,
-   with 2 kernel(s) and 1 intermediate buffer(s), shared where lifetimes allow:
+   with 2 kernel call(s) and 1 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[2, 6]
      in1: w3: float32[5, 6]
      in2: b3: float32[5]
@@ -564,16 +659,14 @@ CSOURCE_DENSE_BIAS(ccompiler_2_1, float, 2, 5, 3, (v))
      in4: b4: float32[3]
      out0: bias_add_0: float32[2, 3] */
 static int ccompiler_2_(float* in0, float* in1, float* in2, float* in3, float* in4, float* out0) {
-  float* buf0 = NULL;
-  int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 10); /* holds h */
-  if (buf0 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(64, &spare); /* 1 buffer(s), 64 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return -1;
+  float* const buf0 = (float*)(ws + 0); /* holds h */
   ccompiler_2_0(in0, in1, in2, buf0);
   ccompiler_2_1(buf0, in3, in4, out0);
-  status = 0;
-done:
-  free(buf0);
-  return status;
+  free(spare);
+  return 0;
 }
 
 /* ccompiler_2_wrapper_: runs ccompiler_2_ on the data of the DLTensor arguments the entry checked,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -426,6 +427,100 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
+/* ---- The per-thread workspace of the bodies' intermediate buffers (byoc generator/c_workspace.py) ----
+   Each thread that calls a function of this library gets one block, kept between calls and
+   grown when a function needs more; it is freed when the thread exits, and every block is
+   freed when the library is unloaded. Calls never lock: the mutex guards only the list of
+   blocks, when a thread's block is created, grown or freed. */
+typedef struct byoc_workspace_t {
+  struct byoc_workspace_t* prev;
+  struct byoc_workspace_t* next;
+  size_t bytes; /* usable bytes at data */
+  char* data;   /* 64-byte aligned, inside this allocation */
+} byoc_workspace_t;
+
+static pthread_key_t byoc_workspace_key;
+static pthread_once_t byoc_workspace_once = PTHREAD_ONCE_INIT;
+static int byoc_workspace_status = -1; /* pthread_key_create's result; 0 when the key exists */
+static pthread_mutex_t byoc_workspace_lock = PTHREAD_MUTEX_INITIALIZER;
+static byoc_workspace_t* byoc_workspace_all = NULL; /* every thread's block */
+
+/* Take `ws` out of the list; the caller holds the lock. */
+static void byoc_workspace_unlink(byoc_workspace_t* ws) {
+  if (ws->prev != NULL) ws->prev->next = ws->next;
+  else byoc_workspace_all = ws->next;
+  if (ws->next != NULL) ws->next->prev = ws->prev;
+}
+
+/* The key's destructor: a thread that exits frees its block. */
+static void byoc_workspace_at_thread_exit(void* block) {
+  pthread_mutex_lock(&byoc_workspace_lock);
+  byoc_workspace_unlink((byoc_workspace_t*)block);
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(block);
+}
+
+static void byoc_workspace_make_key(void) {
+  byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
+}
+
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
+/* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
+  byoc_workspace_t* ws;
+  byoc_workspace_t* fresh;
+  if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
+  }
+  ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
+  if (ws != NULL && ws->bytes >= bytes) return ws->data;
+  fresh = byoc_workspace_new(bytes);
+  if (fresh == NULL) return NULL;
+  if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
+    free(fresh);
+    return NULL;
+  }
+  pthread_mutex_lock(&byoc_workspace_lock);
+  if (ws != NULL) byoc_workspace_unlink(ws);
+  fresh->next = byoc_workspace_all;
+  if (fresh->next != NULL) fresh->next->prev = fresh;
+  byoc_workspace_all = fresh;
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(ws);
+  return fresh->data;
+}
+
+/* At unload: delete the key first, so that no thread that exits later runs the destructor
+   of an unloaded library, then free every thread's block. */
+static void byoc_workspace_unload(void) __attribute__((destructor));
+static void byoc_workspace_unload(void) {
+  byoc_workspace_t* ws;
+  if (byoc_workspace_status == 0) pthread_key_delete(byoc_workspace_key);
+  pthread_mutex_lock(&byoc_workspace_lock);
+  while ((ws = byoc_workspace_all) != NULL) {
+    byoc_workspace_unlink(ws);
+    free(ws);
+  }
+  pthread_mutex_unlock(&byoc_workspace_lock);
+}
+
 /* ---- ccompiler_0: region @ccompiler at tests/data/gen/guide_subgraph.graph:3:8 ---- */
 
 /* ccompiler_0_0: (nested call) = add(...) at tests/data/gen/guide_subgraph.graph:4:18, float32[10, 10] */
@@ -438,28 +533,23 @@ CSOURCE_BINARY_OP_2D(ccompiler_0_1, -, 10, 10, float)
 CSOURCE_BINARY_OP_2D(ccompiler_0_2, *, 10, 10, float)
 
 /* ccompiler_0_: the body of region @ccompiler at tests/data/gen/guide_subgraph.graph:3:8,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[10, 10]
      in1: w0: float32[10, 10]
      in2: w1: float32[10, 10]
      in3: w2: float32[10, 10]
      out0: %2 (nested call): float32[10, 10] */
 static int ccompiler_0_(float* in0, float* in1, float* in2, float* in3, float* out0) {
-  float* buf0 = NULL;
-  float* buf1 = NULL;
-  int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 100); /* holds %1 (nested call) */
-  if (buf0 == NULL) goto done;
-  buf1 = (float*)malloc(sizeof(float) * 100); /* holds t */
-  if (buf1 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(896, &spare); /* 2 buffer(s), 896 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return -1;
+  float* const buf0 = (float*)(ws + 0); /* holds %1 (nested call) */
+  float* const buf1 = (float*)(ws + 448); /* holds t */
   ccompiler_0_0(in0, in1, buf0);
   ccompiler_0_1(buf0, in2, buf1);
   ccompiler_0_2(buf1, in3, out0);
-  status = 0;
-done:
-  free(buf0);
-  free(buf1);
-  return status;
+  free(spare);
+  return 0;
 }
 
 /* ccompiler_0_wrapper_: runs ccompiler_0_ on the data of the DLTensor arguments the entry checked,

@@ -201,7 +201,7 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
 CBLAS_DENSE(cblas_0_0, float, 3, 0, 4)
 
 /* cblas_0_: the body of region @cblas at empty.graph:2:7,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[3, 0]
      in1: w: float32[4, 0]
      out0: %1 (nested call): float32[3, 4] */
@@ -252,7 +252,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_0(void* self, const TVMFFIAny* args, int3
 CBLAS_DENSE(cblas_1_0, double, 0, 5, 2)
 
 /* cblas_1_: the body of region @cblas at empty.graph:5:7,
-   with 1 kernel(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: z: float64[0, 5]
      in1: v: float64[2, 5]
      out0: %1 (nested call): float64[0, 2] */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -195,6 +196,100 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
+/* ---- The per-thread workspace of the bodies' intermediate buffers (byoc generator/c_workspace.py) ----
+   Each thread that calls a function of this library gets one block, kept between calls and
+   grown when a function needs more; it is freed when the thread exits, and every block is
+   freed when the library is unloaded. Calls never lock: the mutex guards only the list of
+   blocks, when a thread's block is created, grown or freed. */
+typedef struct byoc_workspace_t {
+  struct byoc_workspace_t* prev;
+  struct byoc_workspace_t* next;
+  size_t bytes; /* usable bytes at data */
+  char* data;   /* 64-byte aligned, inside this allocation */
+} byoc_workspace_t;
+
+static pthread_key_t byoc_workspace_key;
+static pthread_once_t byoc_workspace_once = PTHREAD_ONCE_INIT;
+static int byoc_workspace_status = -1; /* pthread_key_create's result; 0 when the key exists */
+static pthread_mutex_t byoc_workspace_lock = PTHREAD_MUTEX_INITIALIZER;
+static byoc_workspace_t* byoc_workspace_all = NULL; /* every thread's block */
+
+/* Take `ws` out of the list; the caller holds the lock. */
+static void byoc_workspace_unlink(byoc_workspace_t* ws) {
+  if (ws->prev != NULL) ws->prev->next = ws->next;
+  else byoc_workspace_all = ws->next;
+  if (ws->next != NULL) ws->next->prev = ws->prev;
+}
+
+/* The key's destructor: a thread that exits frees its block. */
+static void byoc_workspace_at_thread_exit(void* block) {
+  pthread_mutex_lock(&byoc_workspace_lock);
+  byoc_workspace_unlink((byoc_workspace_t*)block);
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(block);
+}
+
+static void byoc_workspace_make_key(void) {
+  byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
+}
+
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
+/* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
+  byoc_workspace_t* ws;
+  byoc_workspace_t* fresh;
+  if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
+  }
+  ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
+  if (ws != NULL && ws->bytes >= bytes) return ws->data;
+  fresh = byoc_workspace_new(bytes);
+  if (fresh == NULL) return NULL;
+  if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
+    free(fresh);
+    return NULL;
+  }
+  pthread_mutex_lock(&byoc_workspace_lock);
+  if (ws != NULL) byoc_workspace_unlink(ws);
+  fresh->next = byoc_workspace_all;
+  if (fresh->next != NULL) fresh->next->prev = fresh;
+  byoc_workspace_all = fresh;
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(ws);
+  return fresh->data;
+}
+
+/* At unload: delete the key first, so that no thread that exits later runs the destructor
+   of an unloaded library, then free every thread's block. */
+static void byoc_workspace_unload(void) __attribute__((destructor));
+static void byoc_workspace_unload(void) {
+  byoc_workspace_t* ws;
+  if (byoc_workspace_status == 0) pthread_key_delete(byoc_workspace_key);
+  pthread_mutex_lock(&byoc_workspace_lock);
+  while ((ws = byoc_workspace_all) != NULL) {
+    byoc_workspace_unlink(ws);
+    free(ws);
+  }
+  pthread_mutex_unlock(&byoc_workspace_lock);
+}
+
 /* ---- cblas_0: region @cblas at gemms.graph:3:7 ---- */
 
 /* cblas_0_0: (nested call) = dense(...) at gemms.graph:4:29, float64[5, 3] */
@@ -207,26 +302,21 @@ CBLAS_UNARY(cblas_0_1, (tanh(v)), 15, double)
 CBLAS_SOFTMAX(cblas_0_2, double, (5, 3), 2, 1, (z - log(sum)))
 
 /* cblas_0_: the body of region @cblas at gemms.graph:3:7,
-   with 3 kernel(s) and 2 intermediate buffer(s), shared where lifetimes allow:
+   with 3 kernel call(s) and 2 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float64[5, 7]
      in1: w: float64[3, 7]
      out0: %3 (nested call): float64[5, 3] */
 static int cblas_0_(double* in0, double* in1, double* out0) {
-  double* buf0 = NULL;
-  double* buf1 = NULL;
-  int status = -1;
-  buf0 = (double*)malloc(sizeof(double) * 15); /* holds %1 (nested call) */
-  if (buf0 == NULL) goto done;
-  buf1 = (double*)malloc(sizeof(double) * 15); /* holds %2 (nested call) */
-  if (buf1 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(256, &spare); /* 2 buffer(s), 256 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return -1;
+  double* const buf0 = (double*)(ws + 0); /* holds %1 (nested call) */
+  double* const buf1 = (double*)(ws + 128); /* holds %2 (nested call) */
   cblas_0_0(in0, in1, buf0);
   cblas_0_1(buf0, buf1);
   cblas_0_2(buf1, out0);
-  status = 0;
-done:
-  free(buf0);
-  free(buf1);
-  return status;
+  free(spare);
+  return 0;
 }
 
 /* cblas_0_wrapper_: runs cblas_0_ on the data of the DLTensor arguments the entry checked,
@@ -286,34 +376,26 @@ CBLAS_UNARY(cblas_1_4, (v > 0 || v != v ? v : 0), 8, float)
 CBLAS_BINARY(cblas_1_5, *, 8, float)
 
 /* cblas_1_: the body of region @cblas at gemms.graph:6:7,
-   with 6 kernel(s) and 3 intermediate buffer(s), shared where lifetimes allow:
+   with 6 kernel call(s) and 3 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[4, 6]
      in1: b: float32[6, 2]
      in2: c: float32[4, 2]
      out0: %5 (nested call): float32[4, 2] */
 static int cblas_1_(float* in0, float* in1, float* in2, float* out0) {
-  float* buf0 = NULL;
-  float* buf1 = NULL;
-  float* buf2 = NULL;
-  int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 8); /* holds p, %4 (nested call) */
-  if (buf0 == NULL) goto done;
-  buf1 = (float*)malloc(sizeof(float) * 8); /* holds %1 (nested call), %3 (nested call) */
-  if (buf1 == NULL) goto done;
-  buf2 = (float*)malloc(sizeof(float) * 8); /* holds %2 (nested call) */
-  if (buf2 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(192, &spare); /* 3 buffer(s), 192 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return -1;
+  float* const buf0 = (float*)(ws + 0); /* holds p, %4 (nested call) */
+  float* const buf1 = (float*)(ws + 64); /* holds %1 (nested call), %3 (nested call) */
+  float* const buf2 = (float*)(ws + 128); /* holds %2 (nested call) */
   cblas_1_0(in0, in1, buf0);
   cblas_1_1(buf0, in2, buf1);
   cblas_1_2(buf1, buf2);
   cblas_1_3(buf0, in2, buf1);
   cblas_1_4(buf1, buf0);
   cblas_1_5(buf2, buf0, out0);
-  status = 0;
-done:
-  free(buf0);
-  free(buf1);
-  free(buf2);
-  return status;
+  free(spare);
+  return 0;
 }
 
 /* cblas_1_wrapper_: runs cblas_1_ on the data of the DLTensor arguments the entry checked,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -194,37 +195,129 @@ static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, 
   return 0;
 }
 
+/* ---- The per-thread workspace of the bodies' intermediate buffers (byoc generator/c_workspace.py) ----
+   Each thread that calls a function of this library gets one block, kept between calls and
+   grown when a function needs more; it is freed when the thread exits, and every block is
+   freed when the library is unloaded. Calls never lock: the mutex guards only the list of
+   blocks, when a thread's block is created, grown or freed. */
+typedef struct byoc_workspace_t {
+  struct byoc_workspace_t* prev;
+  struct byoc_workspace_t* next;
+  size_t bytes; /* usable bytes at data */
+  char* data;   /* 64-byte aligned, inside this allocation */
+} byoc_workspace_t;
+
+static pthread_key_t byoc_workspace_key;
+static pthread_once_t byoc_workspace_once = PTHREAD_ONCE_INIT;
+static int byoc_workspace_status = -1; /* pthread_key_create's result; 0 when the key exists */
+static pthread_mutex_t byoc_workspace_lock = PTHREAD_MUTEX_INITIALIZER;
+static byoc_workspace_t* byoc_workspace_all = NULL; /* every thread's block */
+
+/* Take `ws` out of the list; the caller holds the lock. */
+static void byoc_workspace_unlink(byoc_workspace_t* ws) {
+  if (ws->prev != NULL) ws->prev->next = ws->next;
+  else byoc_workspace_all = ws->next;
+  if (ws->next != NULL) ws->next->prev = ws->prev;
+}
+
+/* The key's destructor: a thread that exits frees its block. */
+static void byoc_workspace_at_thread_exit(void* block) {
+  pthread_mutex_lock(&byoc_workspace_lock);
+  byoc_workspace_unlink((byoc_workspace_t*)block);
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(block);
+}
+
+static void byoc_workspace_make_key(void) {
+  byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
+}
+
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
+/* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
+  byoc_workspace_t* ws;
+  byoc_workspace_t* fresh;
+  if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
+  }
+  ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
+  if (ws != NULL && ws->bytes >= bytes) return ws->data;
+  fresh = byoc_workspace_new(bytes);
+  if (fresh == NULL) return NULL;
+  if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
+    free(fresh);
+    return NULL;
+  }
+  pthread_mutex_lock(&byoc_workspace_lock);
+  if (ws != NULL) byoc_workspace_unlink(ws);
+  fresh->next = byoc_workspace_all;
+  if (fresh->next != NULL) fresh->next->prev = fresh;
+  byoc_workspace_all = fresh;
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(ws);
+  return fresh->data;
+}
+
+/* At unload: delete the key first, so that no thread that exits later runs the destructor
+   of an unloaded library, then free every thread's block. */
+static void byoc_workspace_unload(void) __attribute__((destructor));
+static void byoc_workspace_unload(void) {
+  byoc_workspace_t* ws;
+  if (byoc_workspace_status == 0) pthread_key_delete(byoc_workspace_key);
+  pthread_mutex_lock(&byoc_workspace_lock);
+  while ((ws = byoc_workspace_all) != NULL) {
+    byoc_workspace_unlink(ws);
+    free(ws);
+  }
+  pthread_mutex_unlock(&byoc_workspace_lock);
+}
+
 /* ---- cblas_0: region @cblas at examples/mlp.graph:9:22 ---- */
 
 /* cblas_0_0: (nested call) = dense(...) at examples/mlp.graph:9:22, float32[4, 32] */
 CBLAS_DENSE(cblas_0_0, float, 4, 64, 32)
 
-/* cblas_0_1: (nested call) = bias_add(...) at examples/mlp.graph:9:13, float32[4, 32] */
+/* cblas_0_1: float32[4, 32], for 2 nodes:
+     (nested call) = bias_add(...) at examples/mlp.graph:9:13
+     (nested call) = bias_add(...) at examples/mlp.graph:10:13 */
 CBLAS_BIAS_ADD(cblas_0_1, float, (4, 32), 2, 128, 1)
 
-/* cblas_0_2: h1 = relu(...) at examples/mlp.graph:9:3, float32[4, 32] */
+/* cblas_0_2: float32[4, 32], for 2 nodes:
+     h1 = relu(...) at examples/mlp.graph:9:3
+     h2 = relu(...) at examples/mlp.graph:10:3 */
 CBLAS_UNARY(cblas_0_2, (v > 0 || v != v ? v : 0), 128, float)
 
 /* cblas_0_3: (nested call) = dense(...) at examples/mlp.graph:10:22, float32[4, 32] */
 CBLAS_DENSE(cblas_0_3, float, 4, 32, 32)
 
-/* cblas_0_4: (nested call) = bias_add(...) at examples/mlp.graph:10:13, float32[4, 32] */
-CBLAS_BIAS_ADD(cblas_0_4, float, (4, 32), 2, 128, 1)
+/* cblas_0_4: (nested call) = dense(...) at examples/mlp.graph:11:27, float32[4, 10] */
+CBLAS_DENSE(cblas_0_4, float, 4, 32, 10)
 
-/* cblas_0_5: h2 = relu(...) at examples/mlp.graph:10:3, float32[4, 32] */
-CBLAS_UNARY(cblas_0_5, (v > 0 || v != v ? v : 0), 128, float)
+/* cblas_0_5: (nested call) = bias_add(...) at examples/mlp.graph:11:18, float32[4, 10] */
+CBLAS_BIAS_ADD(cblas_0_5, float, (4, 10), 2, 40, 1)
 
-/* cblas_0_6: (nested call) = dense(...) at examples/mlp.graph:11:27, float32[4, 10] */
-CBLAS_DENSE(cblas_0_6, float, 4, 32, 10)
-
-/* cblas_0_7: (nested call) = bias_add(...) at examples/mlp.graph:11:18, float32[4, 10] */
-CBLAS_BIAS_ADD(cblas_0_7, float, (4, 10), 2, 40, 1)
-
-/* cblas_0_8: softmax_0 = softmax(...) at examples/mlp.graph:11:10, float32[4, 10] */
-CBLAS_SOFTMAX(cblas_0_8, float, (4, 10), 2, 1, (exp(z) / sum))
+/* cblas_0_6: softmax_0 = softmax(...) at examples/mlp.graph:11:10, float32[4, 10] */
+CBLAS_SOFTMAX(cblas_0_6, float, (4, 10), 2, 1, (exp(z) / sum))
 
 /* cblas_0_: the body of region @cblas at examples/mlp.graph:9:22,
-   with 9 kernel(s) and 4 intermediate buffer(s), shared where lifetimes allow:
+   with 9 kernel call(s) and 4 intermediate buffer(s), shared where lifetimes allow:
      in0: x: float32[4, 64]
      in1: w1: float32[32, 64]
      in2: b1: float32[32]
@@ -242,35 +335,24 @@ static int cblas_0_(
     float* in5,
     float* in6,
     float* out0) {
-  float* buf0 = NULL;
-  float* buf1 = NULL;
-  float* buf2 = NULL;
-  float* buf3 = NULL;
-  int status = -1;
-  buf0 = (float*)malloc(sizeof(float) * 128); /* holds %1 (nested call), h1, %4 (nested call) */
-  if (buf0 == NULL) goto done;
-  buf1 = (float*)malloc(sizeof(float) * 128); /* holds %2 (nested call), %3 (nested call), h2 */
-  if (buf1 == NULL) goto done;
-  buf2 = (float*)malloc(sizeof(float) * 40); /* holds %5 (nested call) */
-  if (buf2 == NULL) goto done;
-  buf3 = (float*)malloc(sizeof(float) * 40); /* holds %6 (nested call) */
-  if (buf3 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(1408, &spare); /* 4 buffer(s), 1408 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return -1;
+  float* const buf0 = (float*)(ws + 0); /* holds %1 (nested call), h1, %4 (nested call) */
+  float* const buf1 = (float*)(ws + 512); /* holds %2 (nested call), %3 (nested call), h2 */
+  float* const buf2 = (float*)(ws + 1024); /* holds %5 (nested call) */
+  float* const buf3 = (float*)(ws + 1216); /* holds %6 (nested call) */
   cblas_0_0(in0, in1, buf0);
   cblas_0_1(buf0, in2, buf1);
   cblas_0_2(buf1, buf0);
   cblas_0_3(buf0, in3, buf1);
-  cblas_0_4(buf1, in4, buf0);
-  cblas_0_5(buf0, buf1);
-  cblas_0_6(buf1, in5, buf2);
-  cblas_0_7(buf2, in6, buf3);
-  cblas_0_8(buf3, out0);
-  status = 0;
-done:
-  free(buf0);
-  free(buf1);
-  free(buf2);
-  free(buf3);
-  return status;
+  cblas_0_1(buf1, in4, buf0);
+  cblas_0_2(buf0, buf1);
+  cblas_0_4(buf1, in5, buf2);
+  cblas_0_5(buf2, in6, buf3);
+  cblas_0_6(buf3, out0);
+  free(spare);
+  return 0;
 }
 
 /* cblas_0_wrapper_: runs cblas_0_ on the data of the DLTensor arguments the entry checked,

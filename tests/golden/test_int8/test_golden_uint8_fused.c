@@ -15,6 +15,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include <pthread.h>
 
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
@@ -131,6 +132,100 @@ static int byoc_outputs_overlap(const void* const* data, const size_t* bytes, in
   return 0;
 }
 
+/* ---- The per-thread workspace of the bodies' intermediate buffers (byoc generator/c_workspace.py) ----
+   Each thread that calls a function of this library gets one block, kept between calls and
+   grown when a function needs more; it is freed when the thread exits, and every block is
+   freed when the library is unloaded. Calls never lock: the mutex guards only the list of
+   blocks, when a thread's block is created, grown or freed. */
+typedef struct byoc_workspace_t {
+  struct byoc_workspace_t* prev;
+  struct byoc_workspace_t* next;
+  size_t bytes; /* usable bytes at data */
+  char* data;   /* 64-byte aligned, inside this allocation */
+} byoc_workspace_t;
+
+static pthread_key_t byoc_workspace_key;
+static pthread_once_t byoc_workspace_once = PTHREAD_ONCE_INIT;
+static int byoc_workspace_status = -1; /* pthread_key_create's result; 0 when the key exists */
+static pthread_mutex_t byoc_workspace_lock = PTHREAD_MUTEX_INITIALIZER;
+static byoc_workspace_t* byoc_workspace_all = NULL; /* every thread's block */
+
+/* Take `ws` out of the list; the caller holds the lock. */
+static void byoc_workspace_unlink(byoc_workspace_t* ws) {
+  if (ws->prev != NULL) ws->prev->next = ws->next;
+  else byoc_workspace_all = ws->next;
+  if (ws->next != NULL) ws->next->prev = ws->prev;
+}
+
+/* The key's destructor: a thread that exits frees its block. */
+static void byoc_workspace_at_thread_exit(void* block) {
+  pthread_mutex_lock(&byoc_workspace_lock);
+  byoc_workspace_unlink((byoc_workspace_t*)block);
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(block);
+}
+
+static void byoc_workspace_make_key(void) {
+  byoc_workspace_status = pthread_key_create(&byoc_workspace_key, byoc_workspace_at_thread_exit);
+}
+
+/* A new block of `bytes` usable bytes (not in the list), or NULL. */
+static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
+  byoc_workspace_t* fresh;
+  if (bytes > (size_t)-1 - sizeof(byoc_workspace_t) - 64) return NULL;
+  fresh = (byoc_workspace_t*)malloc(sizeof(byoc_workspace_t) + 64 + bytes);
+  if (fresh == NULL) return NULL;
+  fresh->bytes = bytes;
+  fresh->data = (char*)(((uintptr_t)(fresh + 1) + 63) & ~(uintptr_t)63);
+  fresh->prev = NULL;
+  fresh->next = NULL;
+  return fresh;
+}
+
+/* The calling thread's block of at least `bytes` bytes, or NULL when it cannot be allocated
+   (the thread keeps the block it had). When the process has no thread-specific key left
+   for this library (PTHREAD_KEYS_MAX: about a thousand libraries loaded at once), the
+   block is this call's own: *spare holds it, and the caller frees it after the call. */
+static char* byoc_workspace(size_t bytes, void** spare) {
+  byoc_workspace_t* ws;
+  byoc_workspace_t* fresh;
+  if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {
+    fresh = byoc_workspace_new(bytes);
+    *spare = fresh;
+    return fresh != NULL ? fresh->data : NULL;
+  }
+  ws = (byoc_workspace_t*)pthread_getspecific(byoc_workspace_key);
+  if (ws != NULL && ws->bytes >= bytes) return ws->data;
+  fresh = byoc_workspace_new(bytes);
+  if (fresh == NULL) return NULL;
+  if (pthread_setspecific(byoc_workspace_key, fresh) != 0) {
+    free(fresh);
+    return NULL;
+  }
+  pthread_mutex_lock(&byoc_workspace_lock);
+  if (ws != NULL) byoc_workspace_unlink(ws);
+  fresh->next = byoc_workspace_all;
+  if (fresh->next != NULL) fresh->next->prev = fresh;
+  byoc_workspace_all = fresh;
+  pthread_mutex_unlock(&byoc_workspace_lock);
+  free(ws);
+  return fresh->data;
+}
+
+/* At unload: delete the key first, so that no thread that exits later runs the destructor
+   of an unloaded library, then free every thread's block. */
+static void byoc_workspace_unload(void) __attribute__((destructor));
+static void byoc_workspace_unload(void) {
+  byoc_workspace_t* ws;
+  if (byoc_workspace_status == 0) pthread_key_delete(byoc_workspace_key);
+  pthread_mutex_lock(&byoc_workspace_lock);
+  while ((ws = byoc_workspace_all) != NULL) {
+    byoc_workspace_unlink(ws);
+    free(ws);
+  }
+  pthread_mutex_unlock(&byoc_workspace_lock);
+}
+
 /* Option target_clones: each fused body is compiled for AVX-512, AVX2 and baseline x86-64,
    and the dynamic loader runs the widest the CPU has (GCC's function multi-versioning, an
    ifunc). The same IEEE operations in the same order, so the results are the same; other
@@ -151,7 +246,8 @@ static const int8_t fused_0_const_1[3] = {-128, -1, 127};
 
 /* fused_0_: the body of region @fused at small8.graph:2:13, in 4 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads.
+   1 intermediate buffer(s) for the values another nest reads, sharing
+   memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: uint8[2, 3]
      in1: y: int8[3]
@@ -165,10 +261,10 @@ static int fused_0_(
     uint8_t* restrict out0,
     int8_t* restrict out1,
     uint8_t* restrict out2) {
-  uint8_t* tmp3 = NULL;
-  int status = 1;
-  tmp3 = (uint8_t*)malloc(sizeof(uint8_t) * 6); /* holds %4 (nested call) */
-  if (tmp3 == NULL) goto done;
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(64, &spare); /* 1 buffer(s), 64 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return 1;
+  uint8_t* const tmp3 = (uint8_t*)(ws + 0); /* holds %4 (nested call) */
   {
     /* nest 0: t0 add: [2, 3], 2 nested loop(s) [2, 3] */
     for (int64_t i0 = 0; i0 < 2; ++i0) {
@@ -206,10 +302,8 @@ static int fused_0_(
       }
     }
   }
-  status = 0;
-done:
-  free(tmp3);
-  return status;
+  free(spare);
+  return 0;
 }
 
 /* fused_0_wrapper_: runs fused_0_ on the data of the DLTensor arguments the entry checked;
