@@ -184,11 +184,13 @@ def markdown(results: dict[str, Any]) -> str:
             )
             out += [f"peak (AVX2 FMA, same run): {per} GFLOP/s", ""]
         out.append(
-            "| system | median | IQR | GFLOP/s | % peak | "
+            "| system | median | IQR | rounds | GFLOP/s | % peak | "
             + " | ".join(HEADINGS[c] for c in columns)
             + " | check |"
         )
-        out.append("| --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in columns) + " | --- |")
+        out.append(
+            "| --- | ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in columns) + " | --- |"
+        )
         for name, r in w["systems"].items():
             if r["group"] == "peak":
                 continue
@@ -196,7 +198,7 @@ def markdown(results: dict[str, Any]) -> str:
             gf = "-" if r["gflop_per_s"] is None else f"{r['gflop_per_s']:.1f}"
             cells = " | ".join(fmt_ratio(r[c]) for c in columns)
             out.append(
-                f"| {name} | {fmt_time(r['median_s'])} | {fmt_time(r['p25_s'])}-{fmt_time(r['p75_s'])} | {gf} | "
+                f"| {name} | {fmt_time(r['median_s'])} | {fmt_time(r['p25_s'])}-{fmt_time(r['p75_s'])} | {r['samples']} | {gf} | "
                 f"{_pct(r['x_peak'])} | {cells} | {check} |"
             )
         for title, items in (

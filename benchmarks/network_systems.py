@@ -129,6 +129,7 @@ def ort_systems(w: Workload) -> list[System]:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: no warnings about the models
         session = ort.InferenceSession(
             w.onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )

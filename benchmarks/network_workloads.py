@@ -223,6 +223,14 @@ def _randomise(model: Any, rng: np.random.Generator) -> None:
         )
     del model.graph.node[:]
     model.graph.node.extend(keep)
+    used = {name for node in keep for name in node.input}
+    unused = [i for i in model.graph.initializer if i.name.endswith("__SHAPE") and i.name not in used]
+    for init in unused:  # the shapes of the replaced ConstantOfShape nodes
+        model.graph.initializer.remove(init)
+    gone = {i.name for i in unused}
+    kept_inputs = [i for i in model.graph.input if i.name not in gone]
+    del model.graph.input[:]
+    model.graph.input.extend(kept_inputs)
 
 
 def make_workloads(tiny: bool, workdir: Path | None = None) -> list[Workload]:
