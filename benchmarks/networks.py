@@ -198,7 +198,7 @@ def run(
             if only and w.key not in only:
                 continue
             results["workloads"][w.key] = run_workload(
-                w, catalog, libs, rounds, min_batch_s, tvm_networks, log
+                w, catalog, libs, rounds, quick, min_batch_s, tvm_networks, log
             )
     results["targets"] = evaluate_targets(results, tiny)
     results["failures"] = failures(results)
