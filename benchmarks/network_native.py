@@ -26,10 +26,8 @@ from .timing import Bench
 HARNESS = Path(__file__).resolve().parent / "harness"
 FLAGS = ("-O2", "-Wall", "-Wextra", "-Werror")
 FMA_FLAGS = ("-O2", "-mavx2", "-mfma", "-pthread", "-Wall", "-Wextra", "-Werror")
-LIBRARIES = {  # harness -> (backend spec whose requires: locates its library, extra flags)
-    "dnnl_direct": ("dnnl", ()),
-    "blas_direct": ("cblas", ()),
-}
+LIBRARIES = {"dnnl_direct": "dnnl", "blas_direct": "cblas"}
+"""harness -> the backend spec whose ``requires:`` locates the library it calls."""
 FMA_SECONDS = 0.02
 """How long one peak sample runs (on each thread)."""
 
@@ -48,9 +46,8 @@ def compile_harness(name: str) -> ctypes.CDLL:
     if name not in LIBRARIES:
         chain = toolchain("c", "cc", "gnu11", FMA_FLAGS, link=("-pthread",))
         return ctypes.CDLL(str(build_library({f"{name}.c": source}, f"{name}.c", chain)))
-    backend, extra = LIBRARIES[name]
-    spec = load_backend(backend)
-    flags = list(extra)
+    spec = load_backend(LIBRARIES[name])
+    flags = []
     if "cblas_prefix" in spec.options:  # the library's symbol prefix, as the backend uses it
         flags.append(f"-DBENCH_SGEMM={spec.options['cblas_prefix'].default}cblas_sgemm")
     linkages = []
