@@ -8,7 +8,6 @@ Runtime and TVM may prepack or fold them (their best configuration).
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,42 +204,36 @@ def _randomise(model: Any, rng: np.random.Generator) -> None:
     from onnx import TensorProto, helper, numpy_helper
 
     inits = {i.name: i for i in model.graph.initializer}
-    keep = []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
-            keep.append(node)
-            continue
+    replaced = [n for n in model.graph.node if n.op_type == "ConstantOfShape" and n.input[0] in inits]
+    for node in replaced:
         shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
         if len(shape) >= 2:  # conv weights: He initialisation; the classifier small (soft scores)
             fan_in = int(np.prod(shape[1:]))
             values = rng.standard_normal(shape) * np.sqrt((2.0 if len(shape) > 2 else 1e-4) / fan_in)
-        else:  # biases and batch-norm parameters: positive, so that variances are
+        else:  # biases and batch-norm parameters: positive, so that every variance is
             values = rng.uniform(0.5, 1.0, shape)
         model.graph.initializer.append(numpy_helper.from_array(values.astype(np.float32), node.output[0]))
         # IR version 3 (these models) lists every initializer among the graph's inputs
         model.graph.input.append(
             helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, list(shape))
         )
-    del model.graph.node[:]
-    model.graph.node.extend(keep)
-    used = {name for node in keep for name in node.input}
-    unused = [i for i in model.graph.initializer if i.name.endswith("__SHAPE") and i.name not in used]
-    for init in unused:  # the shapes of the replaced ConstantOfShape nodes
+        model.graph.node.remove(node)
+    used = {name for node in model.graph.node for name in node.input}
+    shapes = {n.input[0] for n in replaced} - used  # the replaced nodes' shape inputs
+    for init in [i for i in model.graph.initializer if i.name in shapes]:
         model.graph.initializer.remove(init)
-    gone = {i.name for i in unused}
-    kept_inputs = [i for i in model.graph.input if i.name not in gone]
-    del model.graph.input[:]
-    model.graph.input.extend(kept_inputs)
+    for value in [i for i in model.graph.input if i.name in shapes]:
+        model.graph.input.remove(value)
 
 
-def make_workloads(tiny: bool, workdir: Path | None = None) -> list[Workload]:
-    """Every workload, with its reference output computed (numpy, byoc's evaluator)."""
+def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
+    """Every workload, with its reference output computed (numpy, byoc's evaluator);
+    ``workdir`` receives the randomised light models."""
     import onnx
 
     import byoc
 
     rng = np.random.default_rng(0)
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="byoc-networks-"))
     light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
     result = [
         conv_workload(rng, 8, 8) if tiny else conv_workload(rng, 64, 56),
