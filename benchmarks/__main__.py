@@ -18,10 +18,20 @@ import sys
 import time
 from pathlib import Path
 
-from . import codegen_speed, compile_time, kernel_report, kernels, parse_speed, toolchain
+from . import (
+    codegen_speed,
+    compile_time,
+    kernel_report,
+    kernels,
+    network_report,
+    networks,
+    parse_speed,
+    toolchain,
+)
 
 SUITES = {
     "kernels": kernels.main,
+    "networks": networks.main,
     "toolchain": toolchain.main,
     "parse": parse_speed.main,
     "codegen": codegen_speed.main,
@@ -29,6 +39,7 @@ SUITES = {
 }
 RESULTS = {
     "kernels": kernels.DEFAULT_JSON,
+    "networks": networks.DEFAULT_JSON,
     "toolchain": toolchain.DEFAULT_JSON,
     "parse": "benchmarks/results/parse_speed.json",
     "codegen": "benchmarks/results/codegen_speed.json",
@@ -70,7 +81,12 @@ def summary(names: list[str], elapsed: float) -> str:
         if not path.exists():
             continue
         data = json.loads(path.read_text())
-        if name in ("kernels", "toolchain", "compile"):
+        if name == "networks":
+            for t in data.get("targets", []):
+                rows.append((name, t["target"], network_report.target_value(t), network_report.status(t)))
+            for f in data.get("failures", []):
+                rows.append((name, f"{f['system']} on {f['workload']} is measured", f["error"], "FAILED"))
+        elif name in ("kernels", "toolchain", "compile"):
             for t in data.get("targets", []):
                 value = {"kernels": kernel_report._target_value(t), "toolchain": f"{t['value']:.3f} s"}.get(
                     name, f"growth {t['value']:.1f}x per step"

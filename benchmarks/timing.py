@@ -56,8 +56,12 @@ def calibrate(timer: timeit.Timer, min_batch_s: float) -> int:
         number = max(number * 2, int(number * 1.2 * min_batch_s / max(elapsed, 1e-9)))
 
 
-def measure(benches: Mapping[str, Bench], rounds: int, min_batch_s: float) -> dict[str, dict[str, Any]]:
-    """Time every bench ``rounds`` times, interleaved and rotating; per-call statistics."""
+def measure(
+    benches: Mapping[str, Bench], rounds: int, min_batch_s: float, warm: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Time every bench ``rounds`` times, interleaved and rotating; per-call statistics.
+    ``warm=False`` drops the untimed call before a batch of slow calls (for calls that
+    take far longer than any cache state matters)."""
     names = list(benches)
     timers = {name: benches[name].timer() for name in names}
     numbers = {name: calibrate(timers[name], min_batch_s) for name in names}  # also warms up
@@ -67,7 +71,7 @@ def measure(benches: Mapping[str, Bench], rounds: int, min_batch_s: float) -> di
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
             timer, number = timers[name], numbers[name]
-            if number <= WARMUP_BELOW:
+            if warm and number <= WARMUP_BELOW:
                 timer.timeit(1)  # untimed: start from this system's own cache state
             samples[name].append(timer.timeit(number) / number)
     return {name: summarise(samples[name], numbers[name]) for name in names}

@@ -1,0 +1,192 @@
+"""Who runs each networks workload: byoc (a backend's prepared call for one kernel, the
+graph executor for a network) and the peers (numpy, ONNX Runtime, TVM). The native
+floors and the peak are in network_native.py."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from . import peers
+from .kernel_workloads import System, first_line
+from .network_workloads import Workload
+from .timing import Bench
+
+
+def byoc_systems(w: Workload, backends: tuple[str, ...], catalog: Any) -> tuple[list[System], str | None]:
+    """byoc on ``backends`` for ``w``, or ([], why it cannot express ``w``).
+
+    A kernel workload must go whole to the backend (one region, nothing on the host)
+    and is timed through ``module.prepare``; a network is partitioned over
+    ``backends`` (the rest on the host, as ``byoc run --backend`` does) and timed
+    through its graph executor's ``run()``. A failed build propagates: a byoc backend
+    is never optional."""
+    import byoc.api as api
+    from byoc.building import build, offload
+    from byoc.errors import GraphError, UsageError
+
+    label = ",".join(backends)
+    loader = api.backend_loader(None, catalog)
+    try:
+        program = offload(w.program, "graph", backends, loader, catalog)
+    except (GraphError, UsageError) as exc:  # UsageError: nothing is offloaded
+        return [], first_line(exc)
+    fn = program.functions[0]
+    if w.kind != "network":
+        host = [n.op for n in fn.nodes if n.callee is None]
+        if host or len(fn.nodes) != 1:
+            return [], f"not all on the backend: {', '.join(host) or 'several regions'} left over"
+    model = build(program, catalog=catalog)
+    if w.kind == "network":
+        ex = model.executor()
+        for name, value in w.inputs.items():
+            ex.set_input(name, value)
+
+        def via_executor() -> np.ndarray:
+            ex.run()
+            return ex.get_output(0).copy()
+
+        info = {"label": label, "regions": sum(1 for n in fn.nodes if n.callee is not None)}
+        return [
+            System(
+                f"byoc {label} executor.run()",
+                "byoc",
+                Bench.of(ex.run),
+                via_executor,
+                label,
+                "executor",
+                info,
+            )
+        ], None
+    call = fn.nodes[0]
+    (module,) = [m for m in model.modules if m.symbols()]
+    (symbol,) = module.symbols()
+    out_type = module.signature(symbol).outputs[0]
+    out = np.empty(out_type.shape, out_type.dtype)
+    prepared = module.prepare(symbol, *(w.inputs[name] for name in call.inputs), out)
+
+    def run_prepared() -> np.ndarray:
+        prepared()
+        return out.copy()
+
+    info = {"label": label, "symbol": symbol}
+    return [
+        System(f"byoc {label} prepared", "byoc", Bench.of(prepared), run_prepared, label, "prepared", info)
+    ], None
+
+
+# -------------------------------------------------------------------------- peers
+
+
+def numpy_system(w: Workload) -> System | None:
+    """numpy: matmul into a preallocated output for dense, im2col + matmul for conv."""
+    if w.kind not in ("dense", "conv"):
+        return None
+    x, wt = w.inputs["x"], w.inputs["w"]
+    if w.kind == "dense":
+        o = np.empty(w.expected.shape, np.float32)
+        ns = {"np": np, "x": x, "wt": wt.T, "o": o}
+
+        def dense() -> np.ndarray:
+            np.matmul(x, wt.T, out=o)
+            return o.copy()
+
+        return System(
+            "numpy matmul (out=)", "peer", Bench("np.matmul(x, wt, out=o)", ns), dense, path="numpy"
+        )
+    b = w.inputs["b"]
+    return System(
+        "numpy im2col + matmul",
+        "peer",
+        Bench.of(lambda: conv_im2col(x, wt, b)),
+        lambda: conv_im2col(x, wt, b),
+        path="numpy",
+    )
+
+
+def conv_im2col(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """relu(conv2d(x, w, pads 1, stride 1) + b) as numpy does it: the padded input's
+    KH*KW shifted windows stacked (im2col), one matmul with the weights, bias, relu."""
+    n, c, h, wd = x.shape
+    m, _, kh, kw = w.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(2, 3))  # n c h w kh kw
+    cols = cols.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, h * wd)
+    out = np.matmul(w.reshape(m, -1), cols).reshape(n, m, h, wd)
+    out += b[None, :, None, None]
+    return np.maximum(out, 0, out=out)
+
+
+def ort_systems(w: Workload) -> list[System]:
+    """ONNX Runtime on 1 thread and on every core, IO binding on preallocated arrays,
+    its threads not spinning when idle."""
+    ort, _ = peers.ort_module()
+    systems = []
+    for threads in sorted({1, os.cpu_count() or 1}):
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: no warnings about the models
+        # idle intra-op threads sleep instead of spinning: a spinning thread takes the core
+        # from whichever system is timed next (byoc's dnnl dense measured 1.5x oneDNN's
+        # own call after it; ORT itself was no slower without spinning)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(
+            w.onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        out = np.empty(w.expected.shape, np.float32)
+        binding = session.io_binding()
+        for name, a in w.onnx_inputs.items():
+            binding.bind_input(name, "cpu", 0, a.dtype, list(a.shape), a.ctypes.data)
+        binding.bind_output(
+            session.get_outputs()[0].name, "cpu", 0, out.dtype, list(out.shape), out.ctypes.data
+        )
+
+        def run(session=session, binding=binding) -> None:
+            session.run_with_iobinding(binding)
+
+        def result(run=run, out=out) -> np.ndarray:
+            run()
+            return out.copy()
+
+        name = f"ONNX Runtime ({threads} thread{'s' * (threads > 1)}, IO binding)"
+        systems.append(
+            System(name, "peer", Bench.of(run), result, path=f"ort_{threads}", info={"threads": threads})
+        )
+    return systems
+
+
+def tvm_systems(w: Workload) -> list[System]:
+    """TVM relax from the ONNX model: ``default`` (target llvm) and ``target-tuned``
+    (llvm for this CPU, every core; no schedule search: see docs/performance.md)."""
+    tvm, _ = peers.tvm_module()
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+
+    mod = from_onnx(w.onnx_model)
+    tensors = [tvm.runtime.tensor(a) for a in w.onnx_inputs.values()]
+    systems = []
+    for config, target in (
+        ("default", tvm.target.Target("llvm")),
+        ("target-tuned", peers.tvm_host_target(tvm)),
+    ):
+        main = relax.VirtualMachine(tvm.compile(mod, target=target), tvm.cpu())["main"]
+
+        def result(main=main) -> np.ndarray:
+            out = main(*tensors)
+            return (out[0] if isinstance(out, tvm.ir.Array) else out).numpy()
+
+        systems.append(
+            System(
+                f"TVM relax ({config})",
+                "peer",
+                Bench("f(*a)", {"f": main, "a": tensors}),
+                result,
+                path=f"tvm_{config}",
+            )
+        )
+    return systems

@@ -1,0 +1,250 @@
+"""The networks suite's workloads (data only): each one's byoc graph, the same graph as
+an ONNX model for the peers, its inputs and its numpy reference output.
+
+The byoc graph takes every tensor as an input (as a network layer offloaded by a
+framework does); the ONNX model holds the weights as initializers, so that ONNX
+Runtime and TVM may prepack or fold them (their best configuration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_JSON = "benchmarks/results/networks.json"
+LIGHT = ("light_resnet50", "light_squeezenet")
+TINY_NETWORK = REPO / "examples" / "onnx" / "tiny_cnn.onnx"
+KERNEL_BACKENDS = ("dnnl", "cblas", "fused", "ccompiler")
+"""Single-kernel workloads: every backend, alone, through its prepared call."""
+NETWORK_BACKENDS = (("dnnl", "fused"), ("cblas", "fused"), ("fused",))
+"""Whole networks: these --backend choices, in order of preference (the rest on the host)."""
+BLOCK_BACKENDS = (*NETWORK_BACKENDS, ("ccompiler",))
+ONNX_OPSET = 17
+
+
+@dataclass
+class Workload:
+    key: str
+    title: str
+    kind: str  # conv | dense | network (run through the graph executor)
+    program: Any  # the byoc Program (one graph)
+    inputs: dict[str, np.ndarray]  # byoc parameter name -> array
+    onnx_model: Any  # the same computation for ONNX Runtime and TVM
+    onnx_inputs: dict[str, np.ndarray]  # ONNX input name -> array (the rest are initializers)
+    backends: tuple[tuple[str, ...], ...]
+    flops: int | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)  # what the native harness needs
+    expected: np.ndarray | None = None
+
+
+def _onnx(
+    nodes: list, inputs: dict[str, np.ndarray], out_shape: tuple[int, ...], weights: dict[str, np.ndarray]
+):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes,
+        "main",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in inputs.items()],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(out_shape))],
+        [numpy_helper.from_array(a, n) for n, a in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
+    """conv2d 3x3, c -> c channels, size x size, batch 1, pads 1, + bias + relu."""
+    from onnx import helper
+
+    import byoc
+
+    x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+    w = (rng.standard_normal((c, c, 3, 3)) * np.sqrt(2.0 / (9 * c))).astype(np.float32)
+    b = rng.uniform(-0.1, 0.1, c).astype(np.float32)
+    text = (
+        f"graph main(x: float32[1, {c}, {size}, {size}], w: float32[{c}, {c}, 3, 3], b: float32[{c}]) {{\n"
+        "  return relu(bias_add(conv(x, w, pads=[1, 1, 1, 1]), b))\n}\n"
+    )
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["out"]),
+    ]
+    geometry = [1, c, size, size, c, 3, 3, size, size, 1, 1, 1, 1, 1, 1]
+    return Workload(
+        "conv3x3",
+        f"conv2d 3x3 {c}->{c}, {size}x{size}, pads 1, + bias + relu",
+        "conv",
+        byoc.parse(text, "graph"),
+        {"x": x, "w": w, "b": b},
+        _onnx(nodes, {"x": x}, x.shape, {"w": w, "b": b}),
+        {"x": x},
+        tuple((b,) for b in KERNEL_BACKENDS),
+        flops=2 * c * size * size * c * 9,
+        attrs={"geometry": geometry, "relu": True, "fused": True, "out_shape": x.shape},
+    )
+
+
+def dense_workload(rng: np.random.Generator, key: str, n: int) -> Workload:
+    """dense: x (n, n) @ w (n, n).T, no bias."""
+    from onnx import helper
+
+    import byoc
+
+    x = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    w = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    text = f"graph main(x: float32[{n}, {n}], w: float32[{n}, {n}]) {{\n  return dense(x, w)\n}}\n"
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["out"], transB=1)]
+    return Workload(
+        key,
+        f"dense {n}x{n}x{n}: x @ w.T",
+        "dense",
+        byoc.parse(text, "graph"),
+        {"x": x, "w": w},
+        _onnx(nodes, {"x": x}, (n, n), {"w": w}),
+        {"x": x},
+        tuple((b,) for b in KERNEL_BACKENDS),
+        flops=2 * n * n * n,
+        attrs={"out_shape": (n, n)},
+    )
+
+
+def basic_block_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
+    """examples/resnet_basic_block.graph's statements at c channels, size x size."""
+    from onnx import helper
+
+    import byoc
+
+    shape = (1, c, size, size)
+    x = rng.standard_normal(shape).astype(np.float32)
+    arrays = {"x": x}
+    for k in (1, 2):
+        arrays[f"w{k}"] = (rng.standard_normal((c, c, 3, 3)) * np.sqrt(2.0 / (9 * c))).astype(np.float32)
+    for k in (1, 2):
+        arrays[f"scale{k}"] = rng.uniform(0.5, 1.5, c).astype(np.float32)
+        arrays[f"bias{k}"] = rng.uniform(-0.1, 0.1, c).astype(np.float32)
+    stats = {f"mean{k}": rng.uniform(-0.3, 0.3, c).astype(np.float32) for k in (1, 2)}
+    stats.update({f"var{k}": rng.uniform(0.5, 2.5, c).astype(np.float32) for k in (1, 2)})
+    t, v = f"float32[{c}]", f"float32[{c}, {c}, 3, 3]"
+    consts = "".join(
+        f"  {name} = const {t} [{', '.join(repr(float(e)) for e in a)}]\n" for name, a in stats.items()
+    )
+    text = (
+        f"graph basic_block(x: float32[{', '.join(map(str, shape))}], w1: {v}, w2: {v},\n"
+        f"                  scale1: {t}, bias1: {t}, scale2: {t}, bias2: {t}) {{\n{consts}"
+        "  h = relu(batch_norm(conv(x, w1, pads=[1, 1, 1, 1]), scale1, bias1, mean1, var1, epsilon=1e-5))\n"
+        "  y = batch_norm(conv(h, w2, strides=[1, 1], pads=[1, 1, 1, 1]), scale2, bias2, mean2, var2)\n"
+        "  return relu(add(y, x))\n}\n"
+    )
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "BatchNormalization", ["c1", "scale1", "bias1", "mean1", "var1"], ["n1"], epsilon=1e-5
+        ),
+        helper.make_node("Relu", ["n1"], ["h"]),
+        helper.make_node("Conv", ["h", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "BatchNormalization", ["c2", "scale2", "bias2", "mean2", "var2"], ["y"], epsilon=1e-5
+        ),
+        helper.make_node("Add", ["y", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["out"]),
+    ]
+    weights = {k: a for k, a in arrays.items() if k != "x"} | stats
+    return Workload(
+        "basic_block",
+        f"ResNet basic block (examples/resnet_basic_block.graph) at {c} channels, {size}x{size}",
+        "network",
+        byoc.parse(text, "graph"),
+        arrays,
+        _onnx(nodes, {"x": x}, shape, weights),
+        {"x": x},
+        BLOCK_BACKENDS,
+        flops=2 * 2 * c * size * size * c * 9,
+    )
+
+
+def onnx_network(rng: np.random.Generator, path: Path, workdir: Path, randomise: bool) -> Workload:
+    """An ONNX model end to end; with ``randomise`` its ConstantOfShape weights (the
+    light models' weights are constants, which makes every class score alike and the
+    check vacuous) become seeded random initializers of the same shapes."""
+    import onnx
+
+    import byoc
+
+    model = onnx.load(path)
+    if randomise:
+        _randomise(model, rng)
+        path = workdir / path.name
+        onnx.save(model, path)
+    program = byoc.parse_file(path)
+    (param,) = program.functions[0].params
+    initialised = {i.name for i in model.graph.initializer}
+    (onnx_input,) = [i.name for i in model.graph.input if i.name not in initialised]
+    x = rng.standard_normal(param.type.shape).astype(np.float32)
+    return Workload(
+        path.stem,
+        f"{path.stem} end to end" + (" (weights made random)" if randomise else ""),
+        "network",
+        program,
+        {param.name: x},
+        model,
+        {onnx_input: x},
+        NETWORK_BACKENDS,
+    )
+
+
+def _randomise(model: Any, rng: np.random.Generator) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = {i.name: i for i in model.graph.initializer}
+    replaced = [n for n in model.graph.node if n.op_type == "ConstantOfShape" and n.input[0] in inits]
+    for node in replaced:
+        shape = tuple(int(d) for d in numpy_helper.to_array(inits[node.input[0]]))
+        if len(shape) >= 2:  # conv weights: He initialisation; the classifier small (soft scores)
+            fan_in = int(np.prod(shape[1:]))
+            values = rng.standard_normal(shape) * np.sqrt((2.0 if len(shape) > 2 else 1e-4) / fan_in)
+        else:  # biases and batch-norm parameters: positive, so that every variance is
+            values = rng.uniform(0.5, 1.0, shape)
+        model.graph.initializer.append(numpy_helper.from_array(values.astype(np.float32), node.output[0]))
+        # IR version 3 (these models) lists every initializer among the graph's inputs
+        model.graph.input.append(
+            helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, list(shape))
+        )
+        model.graph.node.remove(node)
+    used = {name for node in model.graph.node for name in node.input}
+    shapes = {n.input[0] for n in replaced} - used  # the replaced nodes' shape inputs
+    for init in [i for i in model.graph.initializer if i.name in shapes]:
+        model.graph.initializer.remove(init)
+    for value in [i for i in model.graph.input if i.name in shapes]:
+        model.graph.input.remove(value)
+
+
+def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
+    """Every workload, with its reference output computed (numpy, byoc's evaluator);
+    ``workdir`` receives the randomised light models."""
+    import onnx
+
+    import byoc
+
+    rng = np.random.default_rng(0)
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    result = [
+        conv_workload(rng, 8, 8) if tiny else conv_workload(rng, 64, 56),
+        dense_workload(rng, "dense", 16 if tiny else 1024),
+        dense_workload(rng, "dense_10", 10),
+        basic_block_workload(rng, 8, 16) if tiny else basic_block_workload(rng, 64, 56),
+    ]
+    if tiny:
+        result.append(onnx_network(rng, TINY_NETWORK, workdir, randomise=False))
+    else:
+        result += [onnx_network(rng, light / f"{name}.onnx", workdir, randomise=True) for name in LIGHT]
+    for w in result:
+        w.expected = byoc.evaluate(w.program.functions[0], w.inputs)[0]
+    return result

@@ -1,0 +1,76 @@
+"""The networks benchmark suite runs end to end at tiny sizes, checks every system's
+result before timing it, and fails on a wrong one.
+
+Smoke tests only: nothing about speed is asserted (benchmarks measure; tests never
+time anything).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "tiny_cnn"}
+
+
+def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
+    from benchmarks.network_report import TARGETS
+
+    out = tmp_path / "networks.json"
+    env = {**os.environ, "BYOC_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "benchmarks", "networks", "--quick", "--tiny", "--rounds", "2"]
+    proc = subprocess.run(
+        [*command, "--json", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "### network targets" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["suite"] == "networks" and data["mode"] == {"quick": True, "tiny": True}
+    assert set(data["workloads"]) == WORKLOADS
+    # every target is recorded, and on tiny sizes none is evaluated
+    assert [t["target"] for t in data["targets"]] == [t[-1] for t in TARGETS]
+    assert all(t["met"] is None and "tiny" in t["note"] for t in data["targets"])
+    assert data["failures"] == []
+    for key, w in data["workloads"].items():
+        assert w["failed"] == {}, key
+        timed = {name: r for name, r in w["systems"].items() if r["group"] != "peak"}
+        # every timed system's output was compared with the numpy reference, and matched
+        assert timed and all(r["correct"] is True for r in timed.values()), key
+        assert all(r["median_s"] > 0 for r in w["systems"].values())
+        # every byoc backend choice is measured or says why it cannot express the workload
+        measured = {r["backend"] for r in timed.values() if r["group"] == "byoc"}
+        assert measured and all(
+            r["path"] in ("prepared", "executor") for r in timed.values() if r["group"] == "byoc"
+        )
+        assert measured.isdisjoint(w["not_applicable"])
+    conv = data["workloads"]["conv3x3"]
+    assert {r["threads"] for r in conv["systems"].values() if r["group"] == "peak"} == {1, 2}
+    assert conv["peak_flop_per_s"] > 0 and conv["systems"]["byoc fused prepared"]["x_peak"] > 0
+    assert {"dnnl_plain", "dnnl_any"} <= {r["path"] for r in conv["systems"].values()}
+    assert "cblas" in conv["not_applicable"]  # cblas has no conv
+    dense = data["workloads"]["dense_10"]
+    assert {"sgemm", "dnnl_plain", "numpy"} <= {r["path"] for r in dense["systems"].values()}
+    assert dense["systems"]["byoc cblas prepared"]["overhead_sgemm_s"] is not None
+
+
+def test_a_wrong_result_fails_the_suite_before_timing(tmp_path, monkeypatch, capsys):
+    from benchmarks import network_systems, networks
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    real = network_systems.conv_im2col
+    monkeypatch.setattr(network_systems, "conv_im2col", lambda x, w, b: real(x, w, b) * 0.5)
+    out = tmp_path / "networks.json"
+    argv = ["--tiny", "--rounds", "1", "--workload", "conv3x3", "--json", str(out)]
+    assert networks.main(argv) == 1
+    data = json.loads(out.read_text())
+    (failure,) = data["failures"]
+    assert failure["system"] == "numpy im2col + matmul" and "wrong result" in failure["error"]
+    conv = data["workloads"]["conv3x3"]
+    assert "numpy im2col + matmul" not in conv["systems"]  # not timed
+    assert "byoc dnnl prepared" in conv["systems"]
+    assert "| conv3x3 | numpy im2col + matmul | wrong result" in capsys.readouterr().out
