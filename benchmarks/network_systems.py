@@ -15,8 +15,11 @@ from .network_workloads import Workload
 from .timing import Bench
 
 
-def byoc_systems(w: Workload, backends: tuple[str, ...], catalog: Any) -> tuple[list[System], str | None]:
-    """byoc on ``backends`` for ``w``, or ([], why it cannot express ``w``).
+def byoc_systems(
+    w: Workload, backends: tuple[str, ...], catalog: Any, constant: bool = False
+) -> tuple[list[System], str | None]:
+    """byoc on ``backends`` for ``w`` (with ``constant``, its graph whose weights are
+    constants, ``w.constant_program``), or ([], why it cannot express ``w``).
 
     A kernel workload must go whole to the backend (one region, nothing on the host)
     and is timed through ``module.prepare``; a network is partitioned over
@@ -30,7 +33,7 @@ def byoc_systems(w: Workload, backends: tuple[str, ...], catalog: Any) -> tuple[
     label = ",".join(backends)
     loader = api.backend_loader(None, catalog)
     try:
-        program = offload(w.program, "graph", backends, loader, catalog)
+        program = offload(w.constant_program if constant else w.program, "graph", backends, loader, catalog)
     except (GraphError, UsageError) as exc:  # UsageError: nothing is offloaded
         return [], first_line(exc)
     fn = program.functions[0]
@@ -72,9 +75,8 @@ def byoc_systems(w: Workload, backends: tuple[str, ...], catalog: Any) -> tuple[
         return out.copy()
 
     info = {"label": label, "symbol": symbol}
-    return [
-        System(f"byoc {label} prepared", "byoc", Bench.of(prepared), run_prepared, label, "prepared", info)
-    ], None
+    name = f"byoc {label} prepared" + (", constant weights" if constant else "")
+    return [System(name, "byoc", Bench.of(prepared), run_prepared, label, "prepared", info)], None
 
 
 # -------------------------------------------------------------------------- peers

@@ -3,7 +3,10 @@ an ONNX model for the peers, its inputs and its numpy reference output.
 
 The byoc graph takes every tensor as an input (as a network layer offloaded by a
 framework does); the ONNX model holds the weights as initializers, so that ONNX
-Runtime and TVM may prepack or fold them (their best configuration).
+Runtime and TVM may prepack or fold them (their best configuration). A single-kernel
+workload also has that ONNX model imported into byoc (``constant_program``: the weights
+are constants, as an inference graph has them), so that a library backend may prepack
+them too, like oneDNN's format_any floor.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Workload:
     flops: int | None = None
     attrs: dict[str, Any] = field(default_factory=dict)  # what the native harness needs
     expected: np.ndarray | None = None
+    constant_program: Any = None  # the ONNX model imported: the weights as constants
 
 
 def _onnx(
@@ -60,6 +64,13 @@ def _onnx(
     return model
 
 
+def _imported(model, key: str) -> Any:
+    """The ONNX model imported into byoc: its initializers become constants."""
+    from byoc.onnx_import import import_program
+
+    return import_program(model, where=f"{key}.onnx")
+
+
 def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
     """conv2d 3x3, c -> c channels, size x size, batch 1, pads 1, + bias + relu."""
     from onnx import helper
@@ -77,6 +88,7 @@ def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
         helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["out"]),
     ]
+    model = _onnx(nodes, {"x": x}, x.shape, {"w": w, "b": b})
     geometry = [1, c, size, size, c, 3, 3, size, size, 1, 1, 1, 1, 1, 1]
     return Workload(
         "conv3x3",
@@ -84,11 +96,12 @@ def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
         "conv",
         byoc.parse(text, "graph"),
         {"x": x, "w": w, "b": b},
-        _onnx(nodes, {"x": x}, x.shape, {"w": w, "b": b}),
+        model,
         {"x": x},
         tuple((b,) for b in KERNEL_BACKENDS),
         flops=2 * c * size * size * c * 9,
         attrs={"geometry": geometry, "relu": True, "fused": True, "out_shape": x.shape},
+        constant_program=_imported(model, "conv3x3"),
     )
 
 
@@ -102,17 +115,19 @@ def dense_workload(rng: np.random.Generator, key: str, n: int) -> Workload:
     w = rng.uniform(-1, 1, (n, n)).astype(np.float32)
     text = f"graph main(x: float32[{n}, {n}], w: float32[{n}, {n}]) {{\n  return dense(x, w)\n}}\n"
     nodes = [helper.make_node("Gemm", ["x", "w"], ["out"], transB=1)]
+    model = _onnx(nodes, {"x": x}, (n, n), {"w": w})
     return Workload(
         key,
         f"dense {n}x{n}x{n}: x @ w.T",
         "dense",
         byoc.parse(text, "graph"),
         {"x": x, "w": w},
-        _onnx(nodes, {"x": x}, (n, n), {"w": w}),
+        model,
         {"x": x},
         tuple((b,) for b in KERNEL_BACKENDS),
         flops=2 * n * n * n,
         attrs={"out_shape": (n, n)},
+        constant_program=_imported(model, key),
     )
 
 
