@@ -127,18 +127,10 @@ def ort_systems(w: Workload) -> list[System]:
     ort, _ = peers.ort_module()
     systems = []
     for threads in sorted({1, os.cpu_count() or 1}):
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # errors only: no warnings about the models
-        # idle intra-op threads sleep instead of spinning: a spinning thread takes the core
-        # from whichever system is timed next (byoc's dnnl dense measured 1.5x oneDNN's
-        # own call after it; ORT itself was no slower without spinning)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(
-            w.onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+            w.onnx_model.SerializeToString(),
+            peers.ort_options(ort, threads),
+            providers=["CPUExecutionProvider"],
         )
         out = np.empty(w.expected.shape, np.float32)
         binding = session.io_binding()
