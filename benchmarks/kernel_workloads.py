@@ -176,3 +176,19 @@ def first_line(exc: BaseException) -> str:
 def describe_error(exc: BaseException) -> str:
     """``ValueError: the first line``: why a system or a backend is left out."""
     return f"{type(exc).__name__}: {first_line(exc)}"
+
+
+def missing_library(backends: tuple[str, ...] | list[str]) -> str | None:
+    """Why one of ``backends`` cannot build here (a library its spec ``requires:`` is
+    not installed, with the install hint), or None. Such a backend is reported as not
+    installed, like a missing peer, not as a failure."""
+    import byoc.api as api
+    from byoc.spec.requirements import NotFound
+
+    for name in backends:
+        for requirement in api.load_backend(name).requires.values():
+            try:
+                requirement.locate()
+            except NotFound as exc:
+                return f"{name} needs {requirement.name}: {exc}; {requirement.install}"
+    return None

@@ -39,7 +39,7 @@ import numpy as np
 from . import memory_bound, peers
 from .kernel_report import chart, evaluate_targets, failures, markdown
 from .kernel_systems import backend_names, byoc_systems, nop_system, peer_systems
-from .kernel_workloads import DEFAULT_JSON, System, describe_error, make_workloads
+from .kernel_workloads import DEFAULT_JSON, System, describe_error, make_workloads, missing_library
 from .timing import machine, measure, write_results
 
 # -------------------------------------------------------------------------- running
@@ -52,6 +52,10 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log, probes) -> dict
     skipped: dict[str, str] = {}
     failed: dict[str, str] = {}
     for label, backend, options in variants:
+        why = missing_library([backend])
+        if why:
+            skipped[label] = why
+            continue
         try:
             found, reason = byoc_systems(w, label, backend, options, catalog)
         except Exception as exc:  # a failed build, or built but not callable: a failure

@@ -131,8 +131,12 @@ def evaluate_targets(results: dict[str, Any], tiny: bool) -> list[dict[str, Any]
             t["note"] = "workload not run"
         elif row is None:
             label = re.sub(r" (prepared|executor\.run\(\))", "", system.removeprefix("byoc "))
-            why = w["failed"].get(f"byoc {label}") or w["not_applicable"].get(label) or "not measured"
-            t.update(met=False, note=f"{system} not measured: {why}")
+            missing = w["skipped"].get(f"byoc {label.split(', ')[0]}")
+            if missing:  # its library is not installed: not evaluated, like a missing peer
+                t["note"] = f"{system} not measured: {missing}"
+            else:
+                why = w["failed"].get(f"byoc {label}") or w["not_applicable"].get(label) or "not measured"
+                t.update(met=False, note=f"{system} not measured: {why}")
         elif row.get(metric) is None:
             peer = "ONNX Runtime" if column == "x_ort" else None
             if peer and peer in w["skipped"]:

@@ -38,7 +38,7 @@ from typing import Any
 
 from . import network_native as native
 from . import peers
-from .kernel_workloads import System, describe_error
+from .kernel_workloads import System, describe_error, missing_library
 from .kernels import check_outputs
 from .network_report import evaluate_targets, failures, markdown, ratios
 from .network_systems import byoc_systems, numpy_system, ort_systems, tvm_systems
@@ -124,6 +124,10 @@ def run_workload(w: Workload, catalog, libs, rounds, quick, min_batch_s, tvm_net
     variants = (False, True) if w.constant_program is not None else (False,)
     for backends, constant in ((b, c) for b in w.backends for c in variants):
         label = ",".join(backends)
+        why = missing_library(backends)
+        if why:
+            skipped[f"byoc {label}"] = why
+            continue
         try:
             found, reason = byoc_systems(w, backends, catalog, constant)
         except Exception as exc:  # a failed build, or built but not callable: a failure

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from libraries import missing_library
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = {"subgraph_10", "subgraph_4096", "chain64", "bias_relu", "whole_graph"}
@@ -57,7 +58,10 @@ def test_kernels_suite_quick_tiny_writes_json(tmp_path):
             assert {"median_s", "speedup_vs_numpy", "x_bound", "group", "correct"} <= row.keys()
         # every backend found is either measured or says why it cannot express the workload
         measured = {row["backend"] for row in w["systems"].values() if row["backend"]}
-        assert set(data["backends"]) <= measured | set(w["not_applicable"])
+        # (or, a library backend whose library is not installed, is skipped with the hint)
+        missing = {b for b in data["backends"] if missing_library(b)}
+        assert set(data["backends"]) - missing <= measured | set(w["not_applicable"])
+        assert all(any(b in why and "pip install" in why for why in w["skipped"].values()) for b in missing)
     for t in data["targets"]:
         assert {"target", "value", "met", "note"} <= t.keys()
     assert data["failures"] == []
