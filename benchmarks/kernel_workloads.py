@@ -183,12 +183,5 @@ def missing_library(backends: tuple[str, ...] | list[str]) -> str | None:
     not installed, with the install hint), or None. Such a backend is reported as not
     installed, like a missing peer, not as a failure."""
     import byoc.api as api
-    from byoc.spec.requirements import NotFound
 
-    for name in backends:
-        for requirement in api.load_backend(name).requires.values():
-            try:
-                requirement.locate()
-            except NotFound as exc:
-                return f"{name} needs {requirement.name}: {exc}; {requirement.install}"
-    return None
+    return next(filter(None, (api.load_backend(name).missing_library() for name in backends)), None)

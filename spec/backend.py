@@ -157,6 +157,18 @@ class BackendSpec:
     search directory it was found in, so the text is the same on every machine."""
     loc: Location | None = field(default=None, compare=False, repr=False)
 
+    def missing_library(self) -> str | None:
+        """Why this backend cannot build here (the first library it ``requires:`` that is
+        not installed, and how to install it), or None when every one is found."""
+        from .requirements import NotFound
+
+        for requirement in self.requires.values():
+            try:
+                requirement.locate()
+            except NotFound as exc:
+                return f"backend {self.name} needs {requirement.name} ({exc}); {requirement.install}"
+        return None
+
     def supports(self, op: str, dtype: str | None = None, rank: int | None = None) -> bool:
         """Whether this backend can run ``op`` (at ``dtype`` and ``rank``, when given)."""
         binding = self.ops.get(op)
