@@ -88,9 +88,12 @@ def summary(names: list[str], elapsed: float) -> str:
                 rows.append((name, f"{f['system']} on {f['workload']} is measured", f["error"], "FAILED"))
         elif name in ("kernels", "toolchain", "compile"):
             for t in data.get("targets", []):
-                value = {"kernels": kernel_report._target_value(t), "toolchain": f"{t['value']:.3f} s"}.get(
-                    name, f"growth {t['value']:.1f}x per step"
-                )
+                if name == "kernels":
+                    value = kernel_report.target_value(t)
+                elif name == "toolchain":
+                    value = f"{t['value']:.3f} s"
+                else:
+                    value = f"growth {t['value']:.1f}x per step"
                 state = kernel_report.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")
                 rows.append((name, t["target"], value, state))
             for f in data.get("failures", []):
@@ -137,4 +140,5 @@ def summary(names: list[str], elapsed: float) -> str:
     return "\n".join(lines)
 
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

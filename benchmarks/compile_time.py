@@ -29,7 +29,7 @@ from typing import Any
 
 from .timing import fmt_time, machine, write_results
 from .toolchain import byoc_command, parse_stages
-from .workloads import region_text
+from .workloads import REGION_OPS, region_text
 
 GROWTH_LIMIT = 12.0
 """Most wall-time growth allowed per 10x ops (scaled for other size ratios)."""
@@ -37,11 +37,22 @@ C_KINDS = ("c_source", "c_fused", "engine")
 DEFAULT_JSON = "benchmarks/results/compile_time.json"
 
 
-def c_backends() -> list[str]:
-    """The backends on the spec path whose generated code is compiled."""
+def c_backends() -> tuple[list[str], dict[str, str]]:
+    """The backends on the spec path whose generated code is compiled and that map every
+    op of the regions, and, for the other compiled ones, why they cannot express them."""
     import byoc.api as api
 
-    return [spec.name for spec in api.list_backends() if spec.kind.name in C_KINDS]
+    backends: list[str] = []
+    not_expressible: dict[str, str] = {}
+    for spec in api.list_backends():
+        if spec.kind.name not in C_KINDS:
+            continue
+        missing = [op for op in REGION_OPS if op not in spec.ops]
+        if missing:
+            not_expressible[spec.name] = f"no op {', '.join(missing)}"
+        else:
+            backends.append(spec.name)
+    return backends, not_expressible
 
 
 def time_once(backend: str, nodes: int, timeout: float) -> dict[str, Any]:
@@ -143,6 +154,8 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(f"| {backend} | {int(n):,} | {wall} | {cells} | {growth} | {limit} |")
         lines.append(f"| {backend} | | target: {'met' if r['met'] else 'MISSED'} | | | | | |")
     lines.append(f"\n{results['repeats']} interleaved round(s); medians; cold cache, whole process")
+    for backend, why in results.get("not_expressible", {}).items():
+        lines.append(f"not expressible by {backend} (the regions are {', '.join(REGION_OPS)}): {why}")
     return "\n".join(lines)
 
 
@@ -164,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the JSON (default {DEFAULT_JSON})")
     args = ap.parse_args(argv)
     sizes = tuple(args.sizes or ([100, 1_000] if args.quick else [100, 1_000, 10_000]))
-    backends = args.backend or c_backends()
+    backends, not_expressible = (args.backend, {}) if args.backend else c_backends()
     results = run(sizes, args.repeats or (1 if args.quick else 3), args.timeout, backends)
+    results["not_expressible"] = not_expressible
     print(markdown(results))
     write_results(results, args.json)
     return 0 if all(t["met"] for t in results["targets"]) else 1

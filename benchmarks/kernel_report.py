@@ -60,7 +60,7 @@ def failures(results: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _target_value(t: dict[str, Any]) -> str:
+def target_value(t: dict[str, Any]) -> str:
     if t["value"] is None:
         return "-"
     if t["metric"] == "x_bound":
@@ -137,7 +137,7 @@ def markdown(results: dict[str, Any]) -> str:
         out.append(f"\n{floor}; numpy eager on the same expression: {fmt_time(co['numpy_eager_s'])}\n")
     out += ["### kernel targets", "", "| target | measured | status |", "| --- | --- | --- |"]
     for t in results["targets"]:
-        out.append(f"| {t['target']} | {_target_value(t)} | {status(t)} |")
+        out.append(f"| {t['target']} | {target_value(t)} | {status(t)} |")
     if results["failures"]:
         out += [
             "",

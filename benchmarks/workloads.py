@@ -56,12 +56,16 @@ def dsl_text(lines: int, inputs: int = 4) -> str:
     return "\n".join(out) + "\n"
 
 
+REGION_OPS = ("add", "subtract", "multiply")
+"""The ops of :func:`region_text`'s regions, in the order they cycle."""
+
+
 def region_text(nodes: int, backend: str = "ccompiler", inputs: int = 4) -> str:
     """One graph whose single @backend region holds ``nodes`` elementwise ops (a DAG)."""
     params = ", ".join(f"x{i}: float32[10, 10]" for i in range(inputs))
     out = [f"graph main({params}) {{", f"  s = @{backend} {{"]
     names = [f"x{i}" for i in range(inputs)]
-    ops = ("add", "subtract", "multiply")
+    ops = REGION_OPS
     for i in range(nodes):
         a, b = names[-1], names[(i * 7) % len(names)]
         name = f"t{_id(i)}"

@@ -182,3 +182,53 @@ def test_toolchain_times_a_warm_run_without_bytecode(tmp_path, monkeypatch):
     for mode in ("cold", "warm", toolchain.NO_BYTECODE):
         assert result[mode]["errors"] == [] and result[mode]["median_s"] > 0
     assert "parse" in result[toolchain.NO_BYTECODE]["stages_median_s"]
+
+
+def test_compile_suite_leaves_out_a_backend_without_the_regions_ops_with_the_reason():
+    """A compiled backend that maps none of the regions' elementwise ops (a library
+    backend) is not expressible, not a missed target; every backend that maps them runs."""
+    import byoc.api as api
+    from benchmarks import compile_time
+    from benchmarks.workloads import REGION_OPS
+
+    backends, not_expressible = compile_time.c_backends()
+    compiled = [s for s in api.list_backends() if s.kind.name in compile_time.C_KINDS]
+    for spec in compiled:
+        if all(op in spec.ops for op in REGION_OPS):
+            assert spec.name in backends and spec.name not in not_expressible
+        else:
+            assert spec.name not in backends and not_expressible[spec.name].startswith("no op ")
+    assert "fused" in backends
+    assert any(not all(op in s.ops for op in REGION_OPS) for s in compiled), "a backend without add exists"
+    text = compile_time.markdown(
+        {"backends": {}, "repeats": 1, "not_expressible": {"lib": "no op add, subtract"}}
+    )
+    assert "not expressible by lib (the regions are add, subtract, multiply): no op add, subtract" in text
+
+
+def test_the_summary_of_a_full_run_reads_every_suites_targets(tmp_path, monkeypatch):
+    """The summary after a full run lists the targets of the kernels, toolchain and
+    compile suites from their JSON, each in its own words (it once evaluated the kernels'
+    formatter on every suite's targets and crashed)."""
+    import json
+
+    import benchmarks.__main__ as entry
+
+    monkeypatch.chdir(tmp_path)
+    written = {
+        "kernels": {
+            "targets": [{"target": "k", "value": 1.8, "metric": "vs_numpy", "met": True, "note": ""}]
+        },
+        "toolchain": {"targets": [{"target": "t", "value": 0.358, "met": True}]},
+        "compile": {"targets": [{"target": "c", "value": 6.4, "met": False}]},
+    }
+    for name, data in written.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        monkeypatch.setitem(entry.RESULTS, name, str(path))
+    text = entry.summary(list(written), 1.0)
+    assert "| kernels | k | 1.80x faster than numpy eager | met |" in text
+    assert "| toolchain | t | 0.358 s | met |" in text
+    assert "| compile | c | growth 6.4x per step | MISSED |" in text
+    saved = json.loads((tmp_path / "benchmarks/results/summary.json").read_text())
+    assert [t["suite"] for t in saved["targets"]] == ["kernels", "toolchain", "compile"]
