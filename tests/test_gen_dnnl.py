@@ -68,7 +68,9 @@ graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 
   y3 = softmax(dense(d, dw), axis=0)
   k1 = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v)))
   k2 = batch_norm(conv(x, w2, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, multiply(v, v), epsilon=0.01)
-  return p1, p2, p3, e, y1, y2, y3, k1, k2
+  k3 = relu(add(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v), epsilon=0.01), r))
+  k4 = add(batch_norm(conv(x, w2, groups=2, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v)), k3)
+  return p1, p2, p3, e, y1, y2, y3, k1, k2, k4
 }
 """
 
@@ -102,7 +104,9 @@ graph main(x: float32[2, 32, 7, 7], r: float32[2, 32, 7, 7], b: float32[32]) {{
   q2 = relu(batch_norm(conv(q7, wg, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, v, epsilon=0.01))
   q6 = bias_add(conv(q7, w, strides=[2, 1], pads=[0, 0, 1, 1]), b, axis=1)
   q8 = conv(q7, w, strides=[2, 2], pads=[1, 1, 1, 1])
-  return q2, q6, q8
+  q9 = add(batch_norm(conv(q7, wg, groups=2), s, t, m, v, epsilon=0.01), q5)
+  q10 = relu(add(batch_norm(conv(q9, w, pads=[1, 1, 1, 1]), s, t, m, v), r))
+  return q2, q6, q8, q10
 }}
 """
 
@@ -178,7 +182,7 @@ def test_constant_weights_are_packed_by_the_init():
     text = generate(program)
     kernels = [line for line in text.splitlines() if "_PACKED(dnnl_0_" in line]
     inits = [line.strip() for line in text.splitlines() if "_create(&state->dnnl_0_" in line]
-    assert len(kernels) == len(inits) == 8
+    assert len(kernels) == len(inits) == 10
     assert all(", dnnl_0_const_" in line for line in inits)
     assert "extern const float dnnl_0_const_0[9216]" in text
     assert "(void)w; /* packed by the init */" in text

@@ -254,6 +254,25 @@ static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const flo
   }
 }
 
+/* Runs the conv2d `prim` (with a bias) on x and w (wsize elements, m output channels)
+   with the batch_norm `bn` (scale, shift, mean, variance) folded into its weights and
+   bias per call, since its parameters may be inputs (the _const patterns fold
+   constant ones once, at init). Binary post-ops would keep the weights, but oneDNN's
+   plain-layout convolution runs them slowly. On a failure the output is all NaN. */
+static inline void dnnl_byoc_run_folded(const_dnnl_primitive_t prim, dnnl_engine_t engine, const float* x,
+                                        const float* w, int64_t wsize, int64_t m, const float* const* bn,
+                                        double epsilon, float* out, int64_t out_size) {
+  float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
+  if (folded == NULL) {
+    dnnl_byoc_fail(out, out_size);
+    return;
+  }
+  dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
+  dnnl_byoc_run(prim, engine, 4, (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
+                (void* const[]){(void*)x, folded, folded + wsize, out}, out_size);
+  free(folded);
+}
+
 /* A reorder from the layout `from` to `to` (a user-managed scratchpad) into *prim;
    NULL when the layouts are equal. 0 on success. */
 static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine, const_dnnl_memory_desc_t from,
@@ -475,20 +494,20 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
                   const float* mean, const float* var, float* out) { \
-  /* folded per call, since the parameters may be inputs (the _const patterns fold \
-     constant ones once, at init). Binary post-ops would keep the weights, but \
-     oneDNN's plain-layout convolution runs them slowly. */ \
-  float* folded = (float*)malloc(sizeof(float) * ((size_t)p_WSIZE_ + (size_t)p_M_)); \
-  if (folded == NULL) { \
-    dnnl_byoc_fail(out, p_SIZE_); \
-    return; \
-  } \
-  dnnl_byoc_fold_bn(folded, folded + p_WSIZE_, w, p_WSIZE_, p_M_, (const float* const[]){scale, bias, mean, var}, \
-                    p_EPS_); \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, folded, folded + p_WSIZE_, out}, p_SIZE_); \
-  free(folded); \
+  dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
+                       (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d, inference batch_norm folded per call, plus a residual (a sum post-op), optionally relu */
+#define DNNL_CONV2D_BN_SUM(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 1, p_RELU_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
+                  const float* mean, const float* var, const float* residual, float* out) { \
+  if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
+  dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
+                       (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
@@ -531,6 +550,18 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
                   const float* mean, const float* var, float* out) { \
   (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
   dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init, plus a residual (a sum post-op) (vars: relu) */
+#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
+                            const float* const* bn) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_); \
+} \
+static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                  const float* mean, const float* var, const float* residual, float* out) { \
+  (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
+  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
 }
 
 /* dense (an inner product), optionally with relu after it (vars: relu) */
