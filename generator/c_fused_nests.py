@@ -43,6 +43,7 @@ from byoc.spec.template import placeholders, render
 
 from .c_fused_support import pragmas
 from .c_text import comment, origin, value_label
+from .fused_blocking import BlockedText, plan_blocking
 from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
 from .fused_loops import Loops, plan_loops
 from .memory_plan import ScheduledOp, plan_memory
@@ -340,7 +341,18 @@ class _NestWriter:
         assert isinstance(binding, ReductionBinding)
         base = self._template_values(node)
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
-        for group in _passes(binding):
+        plan = None
+        if self.values.get("block_reductions") and len(_passes(binding)) == 1:
+            plan = plan_blocking(var, loops.extents, anchor)
+        if plan is not None:
+            blocked = BlockedText(plan, var, loops.extents)
+            elements = {name: blocked.element(acc) for name, acc in accs.items()}
+            args = {**base, **elements, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
+            updates = [f"{elements[a.name]} = {render(a.update, args)};" for a in binding.accumulators]
+            decls = [line for a in binding.accumulators for line in blocked.declare(accs[a.name], render(a.init, base))]
+            placed.blocked = (blocked, [*decls, *_reduction_loops(plan.levels, blocked.lanes(c, updates))])
+            accs = elements
+        for group in _passes(binding) if plan is None else ():
             decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
             updates = []
             for a in group:
@@ -403,6 +415,10 @@ class _Placement:
         self.loops = loops
         self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
         self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
+        self.blocked: tuple[BlockedText, list[str]] | None = None
+        """A blocked reduction (:mod:`byoc.generator.fused_blocking`): its text and its
+        accumulators and loops, which sit in the innermost loop; the statements of the
+        blocked loops and inside them then run for each output of the block."""
 
     def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
         used = [self.depth.get(w, 0) for w in _IDENTIFIER.findall(code)]
@@ -423,11 +439,25 @@ class _Placement:
         indent = "    "
         out += _indented(self.levels[0], indent)
         loops = self.loops
+        steps: dict[int, int] = {}
+        cut = len(loops.axes) + 1
+        if self.blocked is not None:
+            plan = self.blocked[0].plan
+            steps = {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
+            cut = min(steps) + 1
         for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
             out += pragmas(parallel and k == 0, simd and k == len(loops.axes) - 1)
-            out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
+            if k in steps:
+                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {steps[k]}) {{")
+            else:
+                out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
             indent += "  "
-            out += _indented(self.levels[k + 1], indent)
+            if k + 1 < cut:
+                out += _indented(self.levels[k + 1], indent)
+        if self.blocked is not None:
+            blocked, reduction = self.blocked
+            epilogue = blocked.each_output([s for level in self.levels[cut:] for s in level])
+            out += _indented([comment("a block of outputs: the reduction for all, then each stored"), *reduction, *epilogue], indent)
         for _ in loops.axes:
             indent = indent[:-2]
             out.append(f"{indent}}}")
