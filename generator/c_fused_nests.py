@@ -41,11 +41,11 @@ from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
 from byoc.spec.template import placeholders, render
 
-from .c_fused_support import pragmas
 from .c_text import comment, origin, value_label
-from .fused_blocking import BlockedText, plan_blocking
 from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
+from .fused_blocking import BlockedText, plan_blocking
 from .fused_loops import Loops, plan_loops
+from .fused_placement import Placement
 from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
@@ -215,9 +215,6 @@ def _slots(
     return dict(plan_memory((), steps, buffered).storage)
 
 
-_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
-
-
 class _NestWriter:
     """Writes the loop nests of one function."""
 
@@ -258,7 +255,7 @@ class _NestWriter:
                 if name not in in_nest
             ]
             loops = plan_loops(nest.shape, views)
-        placed = _Placement(loops)
+        placed = Placement(loops)
         fails = False
         for k in nest.members:
             if k == head:
@@ -275,7 +272,7 @@ class _NestWriter:
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
         loops = plan_loops(t.shape, [t.shape])
-        placed = _Placement(loops)
+        placed = Placement(loops)
         index = loops.index(t.shape)
         placed.store(f"out{o}[{index}] = {self.arrays[name]}[{index}];")
         return placed.lines(f"out{o}: a copy of {value_label(name)}", False, False)
@@ -297,7 +294,7 @@ class _NestWriter:
             **c_attributes(self._attrs(node)),
         }
 
-    def _expression(self, node: Node, loops: Loops, placed: _Placement, in_nest: set[str]) -> None:
+    def _expression(self, node: Node, loops: Loops, placed: Placement, in_nest: set[str]) -> None:
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ExpressionBinding)
         args = {}
@@ -309,7 +306,7 @@ class _NestWriter:
         c = self.c_name[node.name]
         placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
 
-    def _anchor(self, piece: Piece, loops: Loops, placed: _Placement) -> bool:
+    def _anchor(self, piece: Piece, loops: Loops, placed: Placement) -> bool:
         """Place the statements of anchor ``piece``; whether it can fail."""
         node, c = piece.node, piece.c_name
         var = [loops.variables[p] for p in range(len(loops.axes))]
@@ -349,7 +346,11 @@ class _NestWriter:
             elements = {name: blocked.element(acc) for name, acc in accs.items()}
             args = {**base, **elements, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
             updates = [f"{elements[a.name]} = {render(a.update, args)};" for a in binding.accumulators]
-            decls = [line for a in binding.accumulators for line in blocked.declare(accs[a.name], render(a.init, base))]
+            decls = [
+                line
+                for a in binding.accumulators
+                for line in blocked.declare(accs[a.name], render(a.init, base))
+            ]
             placed.blocked = (blocked, [*decls, *_reduction_loops(plan.levels, blocked.lanes(c, updates))])
             accs = elements
         for group in _passes(binding) if plan is None else ():
@@ -406,64 +407,3 @@ def _reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
 def _defined(step: str) -> tuple[str, ...]:
     match = re.match(r"const int64_t (\w+) =", step)
     return (match.group(1),) if match else ()
-
-
-class _Placement:
-    """Statements at the outermost loop level whose counters (and locals) they use."""
-
-    def __init__(self, loops: Loops) -> None:
-        self.loops = loops
-        self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
-        self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
-        self.blocked: tuple[BlockedText, list[str]] | None = None
-        """A blocked reduction (:mod:`byoc.generator.fused_blocking`): its text and its
-        accumulators and loops, which sit in the innermost loop; the statements of the
-        blocked loops and inside them then run for each output of the block."""
-
-    def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
-        used = [self.depth.get(w, 0) for w in _IDENTIFIER.findall(code)]
-        level = max(used, default=0)
-        lines = code.split("\n")
-        if note:
-            lines[-1] += f" {note}"
-        self.levels[level].append("\n".join(lines))
-        for name in (defines,) if isinstance(defines, str) else defines:
-            self.depth[name] = level
-
-    def store(self, code: str) -> None:
-        """A store writes every element: innermost, after everything it reads."""
-        self.levels[-1].append(code)
-
-    def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
-        out = ["  {", f"    {comment(label)}"]
-        indent = "    "
-        out += _indented(self.levels[0], indent)
-        loops = self.loops
-        steps: dict[int, int] = {}
-        cut = len(loops.axes) + 1
-        if self.blocked is not None:
-            plan = self.blocked[0].plan
-            steps = {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
-            cut = min(steps) + 1
-        for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
-            out += pragmas(parallel and k == 0, simd and k == len(loops.axes) - 1)
-            if k in steps:
-                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {steps[k]}) {{")
-            else:
-                out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
-            indent += "  "
-            if k + 1 < cut:
-                out += _indented(self.levels[k + 1], indent)
-        if self.blocked is not None:
-            blocked, reduction = self.blocked
-            epilogue = blocked.each_output([s for level in self.levels[cut:] for s in level])
-            out += _indented([comment("a block of outputs: the reduction for all, then each stored"), *reduction, *epilogue], indent)
-        for _ in loops.axes:
-            indent = indent[:-2]
-            out.append(f"{indent}}}")
-        out.append("  }")
-        return out
-
-
-def _indented(statements: Sequence[str], indent: str) -> list[str]:
-    return [indent + line for s in statements for line in s.split("\n")]

@@ -154,7 +154,14 @@ def _outside(index: str, low: int, high: int, size: int) -> str | None:
 
 
 def _index_local(
-    var: str, extent: int, local: str, terms: Sequence[tuple[str, int]], const: int, low: int, high: int, size: int
+    var: str,
+    extent: int,
+    local: str,
+    terms: Sequence[tuple[str, int]],
+    const: int,
+    low: int,
+    high: int,
+    size: int,
 ) -> Level:
     """The reduction level ``var`` whose steps set ``local`` to ``affine(terms, const)``
     (which ranges over ``low..high``) and skip the point when it falls outside the
@@ -203,7 +210,9 @@ def _conv(site: Site) -> Anchor:
         r = counter(w.shape[2 + j])
         terms = [(site.var[2 + j], s[j]), (r, d[j])]  # type: ignore[index]
         high = (site.out.shape[2 + j] - 1) * s[j] + (w.shape[2 + j] - 1) * d[j] - p[j]  # type: ignore[index]
-        levels.append(_index_local(r, w.shape[2 + j], f"ix{2 + j}", terms, -p[j], -p[j], high, x.shape[2 + j]))  # type: ignore[index]
+        levels.append(
+            _index_local(r, w.shape[2 + j], f"ix{2 + j}", terms, -p[j], -p[j], high, x.shape[2 + j])
+        )  # type: ignore[index]
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
     reads = (

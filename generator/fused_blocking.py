@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .fused_anchors import Anchor, Level, affine
+from .fused_anchors import Anchor, Bound, Level, affine
 
 CHUNK = 64
 """The most lanes per block: 64 doubles per accumulator row stay in the L1 cache."""
@@ -88,14 +88,8 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
             if define:
                 moving.add(define.group(1))
                 lane_steps.append(step)
-            elif bound is not None and (variables[lane], 1) in bound.terms:
-                rest = [(e, -c) for e, c in bound.terms if e != variables[lane]]
-                if any(_uses(e, moving) for e, _ in rest):
-                    return None
-                if bound.low:
-                    lower.append(affine(rest, -bound.const))
-                if bound.high:
-                    upper.append(affine(rest, bound.size - bound.const))
+            elif bound is not None and _lane_bounds(bound, variables[lane], moving, lower, upper):
+                pass
             else:
                 return None
         levels.append(Level(level.var, level.extent, tuple(kept)))
@@ -104,10 +98,42 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
         min(CHUNK, extents[lane]),
         *_block(variables, extents, anchor, moving),
         tuple(levels),
-        tuple(lane_steps),
+        _used(lane_steps, anchor.reads),
         tuple(lower),
         tuple(upper),
     )
+
+
+def _lane_bounds(bound: Bound, lane: str, moving: set[str], lower: list[str], upper: list[str]) -> bool:
+    """Add the lane counter's bounds that make ``bound``'s guard never fail, when its local
+    is ``a * lane + rest`` with ``a > 0`` and ``rest`` independent of the lane; whether so.
+    The lane counter is never negative, so a lower bound may round towards zero."""
+    coef = dict(bound.terms).get(lane, 0)
+    rest = [(e, -c) for e, c in bound.terms if e != lane]
+    if coef <= 0 or any(_uses(e, moving) for e, _ in rest):
+        return False
+    if bound.low:  # a * lane + rest >= 0
+        low = affine(rest, -bound.const)
+        lower.append(low if coef == 1 else f"({low} + {coef - 1}) / {coef}")
+    if bound.high:  # a * lane + rest <= size - 1
+        high = affine(rest, bound.size - 1 - bound.const)
+        upper.append(
+            affine(rest, bound.size - bound.const)
+            if coef == 1
+            else f"({high} < 0 ? 0 : ({high}) / {coef} + 1)"
+        )
+    return True
+
+
+def _used(steps: Sequence[str], reads: Sequence[str]) -> tuple[str, ...]:
+    """The lane locals that a read or a later local uses (one used only by a guard,
+    now the lane loop's bounds, is left out: C would warn that it is unused)."""
+    kept: list[str] = []
+    for step in reversed(steps):
+        name = _DEFINE.match(step).group(1)  # type: ignore[union-attr]
+        if _uses(" ".join([*reads, *kept]), {name}):
+            kept.insert(0, step)
+    return tuple(kept)
 
 
 def _block(
@@ -156,7 +182,9 @@ class BlockedText:
         """The accumulator array ``acc`` of a block, every element set to ``init``."""
         shape = (f"[{self.plan.width}]" if self.block else "") + f"[{self.plan.chunk}]"
         lines = [f"double {acc}{shape};"]
-        inner = f"for (int64_t l = 0; l < {self.plan.chunk}; ++l) {acc}{'[j]' if self.block else ''}[l] = {init};"
+        inner = (
+            f"for (int64_t l = 0; l < {self.plan.chunk}; ++l) {acc}{'[j]' if self.block else ''}[l] = {init};"
+        )
         if self.block:
             return [*lines, f"for (int64_t j = 0; j < {self.plan.width}; ++j) {{", f"  {inner}", "}"]
         return [*lines, inner]

@@ -56,7 +56,7 @@ def run_both(program, options, seed: int = 3):
 def test_defaults_clone_the_bodies_and_add_no_pragma():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
-    assert "options: target_clones=true, vectorize=false, openmp_threshold=0." in text
+    assert "options: target_clones=true, vectorize=false, openmp_threshold=0, block_reductions=true." in text
     clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))'
     assert text.count(clones) == 1
     assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
@@ -248,6 +248,12 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
             None,
         ),
         (
+            "  block_reductions:\n    type: bool",
+            "  block_reductions:\n    type: int",
+            "reads block_reductions as bool, not int",
+            None,
+        ),
+        (
             "    openmp_threshold: [-fopenmp]",
             "    openmp_threshold: [-fopenmp]\n    label: [-DX]",
             "not a boolean or int option",
@@ -264,6 +270,7 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
         "result",
         "x0_option",
         "option_type",
+        "block_type",
         "str_flags",
     ],
 )
