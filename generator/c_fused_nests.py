@@ -226,6 +226,9 @@ class _NestWriter:
         self.arrays: Mapping[str, str] = arrays
         self.stored: Mapping[str, list[str]] = stored
         self.threshold: int = threshold
+        self.heavy: int = max(0, int(values.get("openmp_reduction_threshold", 0)))  # type: ignore[call-overload]
+        """Option openmp_reduction_threshold: a reduction nest of at least this many
+        points (outputs times the points of each one's reduction) runs on OpenMP threads."""
         self.types = fn.types()
         self.c_name = {piece.node.name: piece.c_name for piece in units}
 
@@ -265,7 +268,8 @@ class _NestWriter:
         for name in names:
             for dest in self.stored.get(name, ()):
                 placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
-        parallel = not fails and bool(loops.axes) and 0 < self.threshold <= loops.size
+        heavy = 0 < self.heavy <= loops.size * placed.points if placed.points else False
+        parallel = not fails and bool(loops.axes) and (0 < self.threshold <= loops.size or heavy)
         simd = bool(self.values.get("vectorize")) and head is None
         how = f"{len(loops.axes)} nested loop(s) {list(loops.extents)}" if loops.axes else "no loop"
         return placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd), fails, parallel
@@ -336,6 +340,7 @@ class _NestWriter:
             return anchor.can_fail
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ReductionBinding)
+        placed.points = math.prod(lv.extent for lv in anchor.levels)
         base = self._template_values(node)
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
         plan = None

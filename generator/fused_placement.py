@@ -24,6 +24,8 @@ class Placement:
         self.loops = loops
         self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
         self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
+        self.points = 0
+        """The points of the reduction of each output, for a reduction nest; else 0."""
         self.blocked: tuple[BlockedText, list[str]] | None = None
         """A blocked reduction (:mod:`byoc.generator.fused_blocking`): its text and its
         accumulators and loops, which sit in the innermost loop; the statements of the
