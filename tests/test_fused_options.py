@@ -56,7 +56,10 @@ def run_both(program, options, seed: int = 3):
 def test_defaults_clone_the_bodies_and_add_no_pragma():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
-    assert "vectorize=false, openmp_threshold=0, openmp_reduction_threshold=4194304, block_reductions=true." in text
+    assert (
+        "vectorize=false, openmp_threshold=0, openmp_reduction_threshold=4194304, block_reductions=true."
+        in text
+    )
     clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))'
     assert text.count(clones) == 1
     assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
