@@ -41,10 +41,11 @@ from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
 from byoc.spec.template import placeholders, render
 
-from .c_fused_support import pragmas
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
+from .fused_blocking import BlockedText, plan_blocking
 from .fused_loops import Loops, plan_loops
+from .fused_placement import Placement
 from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
@@ -214,9 +215,6 @@ def _slots(
     return dict(plan_memory((), steps, buffered).storage)
 
 
-_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
-
-
 class _NestWriter:
     """Writes the loop nests of one function."""
 
@@ -228,6 +226,9 @@ class _NestWriter:
         self.arrays: Mapping[str, str] = arrays
         self.stored: Mapping[str, list[str]] = stored
         self.threshold: int = threshold
+        self.heavy: int = max(0, int(values.get("openmp_reduction_threshold", 0)))  # type: ignore[call-overload]
+        """Option openmp_reduction_threshold: a reduction nest of at least this many
+        points (outputs times the points of each one's reduction) runs on OpenMP threads."""
         self.types = fn.types()
         self.c_name = {piece.node.name: piece.c_name for piece in units}
 
@@ -257,7 +258,7 @@ class _NestWriter:
                 if name not in in_nest
             ]
             loops = plan_loops(nest.shape, views)
-        placed = _Placement(loops)
+        placed = Placement(loops)
         fails = False
         for k in nest.members:
             if k == head:
@@ -267,14 +268,15 @@ class _NestWriter:
         for name in names:
             for dest in self.stored.get(name, ()):
                 placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
-        parallel = not fails and bool(loops.axes) and 0 < self.threshold <= loops.size
+        heavy = 0 < self.heavy <= loops.size * placed.points if placed.points else False
+        parallel = not fails and bool(loops.axes) and (0 < self.threshold <= loops.size or heavy)
         simd = bool(self.values.get("vectorize")) and head is None
         how = f"{len(loops.axes)} nested loop(s) {list(loops.extents)}" if loops.axes else "no loop"
         return placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd), fails, parallel
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
         loops = plan_loops(t.shape, [t.shape])
-        placed = _Placement(loops)
+        placed = Placement(loops)
         index = loops.index(t.shape)
         placed.store(f"out{o}[{index}] = {self.arrays[name]}[{index}];")
         return placed.lines(f"out{o}: a copy of {value_label(name)}", False, False)
@@ -296,7 +298,7 @@ class _NestWriter:
             **c_attributes(self._attrs(node)),
         }
 
-    def _expression(self, node: Node, loops: Loops, placed: _Placement, in_nest: set[str]) -> None:
+    def _expression(self, node: Node, loops: Loops, placed: Placement, in_nest: set[str]) -> None:
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ExpressionBinding)
         args = {}
@@ -308,7 +310,7 @@ class _NestWriter:
         c = self.c_name[node.name]
         placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
 
-    def _anchor(self, piece: Piece, loops: Loops, placed: _Placement) -> bool:
+    def _anchor(self, piece: Piece, loops: Loops, placed: Placement) -> bool:
         """Place the statements of anchor ``piece``; whether it can fail."""
         node, c = piece.node, piece.c_name
         var = [loops.variables[p] for p in range(len(loops.axes))]
@@ -338,9 +340,25 @@ class _NestWriter:
             return anchor.can_fail
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ReductionBinding)
+        placed.points = math.prod(lv.extent for lv in anchor.levels)
         base = self._template_values(node)
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
-        for group in _passes(binding):
+        plan = None
+        if self.values.get("block_reductions") and len(_passes(binding)) == 1:
+            plan = plan_blocking(var, loops.extents, anchor)
+        if plan is not None:
+            blocked = BlockedText(plan, var, loops.extents)
+            elements = {name: blocked.element(acc) for name, acc in accs.items()}
+            args = {**base, **elements, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
+            updates = [f"{elements[a.name]} = {render(a.update, args)};" for a in binding.accumulators]
+            decls = [
+                line
+                for a in binding.accumulators
+                for line in blocked.declare(accs[a.name], render(a.init, base))
+            ]
+            placed.blocked = (blocked, [*decls, *_reduction_loops(plan.levels, blocked.lanes(c, updates))])
+            accs = elements
+        for group in _passes(binding) if plan is None else ():
             decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
             updates = []
             for a in group:
@@ -394,46 +412,3 @@ def _reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
 def _defined(step: str) -> tuple[str, ...]:
     match = re.match(r"const int64_t (\w+) =", step)
     return (match.group(1),) if match else ()
-
-
-class _Placement:
-    """Statements at the outermost loop level whose counters (and locals) they use."""
-
-    def __init__(self, loops: Loops) -> None:
-        self.loops = loops
-        self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
-        self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
-
-    def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
-        used = [self.depth.get(w, 0) for w in _IDENTIFIER.findall(code)]
-        level = max(used, default=0)
-        lines = code.split("\n")
-        if note:
-            lines[-1] += f" {note}"
-        self.levels[level].append("\n".join(lines))
-        for name in (defines,) if isinstance(defines, str) else defines:
-            self.depth[name] = level
-
-    def store(self, code: str) -> None:
-        """A store writes every element: innermost, after everything it reads."""
-        self.levels[-1].append(code)
-
-    def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
-        out = ["  {", f"    {comment(label)}"]
-        indent = "    "
-        out += _indented(self.levels[0], indent)
-        loops = self.loops
-        for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
-            out += pragmas(parallel and k == 0, simd and k == len(loops.axes) - 1)
-            out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
-            indent += "  "
-            out += _indented(self.levels[k + 1], indent)
-        for _ in loops.axes:
-            indent = indent[:-2]
-            out.append(f"{indent}}}")
-        out.append("  }")
-        return out
-
-
-def _indented(statements: Sequence[str], indent: str) -> list[str]:
-    return [indent + line for s in statements for line in s.split("\n")]

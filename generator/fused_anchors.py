@@ -44,6 +44,23 @@ class Level:
     var: str
     extent: int
     steps: tuple[str, ...] = ()
+    bounds: tuple[Bound, ...] = ()
+    """The affine guards among ``steps``, as data (blocked nests turn them into loop bounds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A guard step ``guard`` that skips the point unless ``0 <= local < size``, where
+    ``local`` is ``affine(terms, const)``; ``low`` and ``high`` say which of the two
+    tests it makes (a test that can never fail is left out)."""
+
+    local: str
+    terms: tuple[tuple[str, int], ...]
+    const: int
+    size: int
+    low: bool
+    high: bool
+    guard: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,18 +153,29 @@ def _outside(index: str, low: int, high: int, size: int) -> str | None:
     return " || ".join(tests) or None
 
 
-def _skip(test: str | None) -> tuple[str, ...]:
-    return () if test is None else (f"if ({test}) continue;",)
-
-
-def _index_local(local: str, expr: str, low: int, high: int, size: int) -> tuple[str, ...]:
-    """The steps that set ``local`` to ``expr`` (which ranges over ``low..high``) and
-    skip the point when it falls outside the input's ``size``; none when the input has
-    extent 1 and nothing can fall outside (an element's index along it is then 0)."""
+def _index_local(
+    var: str,
+    extent: int,
+    local: str,
+    terms: Sequence[tuple[str, int]],
+    const: int,
+    low: int,
+    high: int,
+    size: int,
+) -> Level:
+    """The reduction level ``var`` whose steps set ``local`` to ``affine(terms, const)``
+    (which ranges over ``low..high``) and skip the point when it falls outside the
+    input's ``size``; no steps when the input has extent 1 and nothing can fall outside
+    (an element's index along it is then 0)."""
     test = _outside(local, low, high, size)
     if size == 1 and test is None:
-        return ()
-    return (f"const int64_t {local} = {expr};", *_skip(test))
+        return Level(var, extent)
+    define = f"const int64_t {local} = {affine(terms, const)};"
+    if test is None:
+        return Level(var, extent, (define,))
+    guard = f"if ({test}) continue;"
+    bound = Bound(local, tuple(terms), const, size, low < 0, high >= size, guard)
+    return Level(var, extent, (define, guard), (bound,))
 
 
 class _Counters:
@@ -180,10 +208,11 @@ def _conv(site: Site) -> Anchor:
     levels = [Level(c, cg)]
     for j in range(n):
         r = counter(w.shape[2 + j])
-        index = affine([(site.var[2 + j], s[j]), (r, d[j])], -p[j])  # type: ignore[index]
+        terms = [(site.var[2 + j], s[j]), (r, d[j])]  # type: ignore[index]
         high = (site.out.shape[2 + j] - 1) * s[j] + (w.shape[2 + j] - 1) * d[j] - p[j]  # type: ignore[index]
-        steps = _index_local(f"ix{2 + j}", index, -p[j], high, x.shape[2 + j])  # type: ignore[index]
-        levels.append(Level(r, w.shape[2 + j], steps))
+        levels.append(
+            _index_local(r, w.shape[2 + j], f"ix{2 + j}", terms, -p[j], -p[j], high, x.shape[2 + j])
+        )  # type: ignore[index]
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
     reads = (
@@ -209,21 +238,18 @@ def _conv_transpose(site: Site) -> Anchor:
         k, size, stride = w.shape[2 + j], x.shape[2 + j], s[j]  # type: ignore[index]
         r = counter(k)
         # output o takes tap r from input i where i * stride + r * dilation - pad = o
-        shifted = affine([(site.var[2 + j], 1), (r, -d[j])], p[j])  # type: ignore[index]
+        terms = [(site.var[2 + j], 1), (r, -d[j])]  # type: ignore[index]
         low = p[j] - (k - 1) * d[j]  # type: ignore[index]
         high = site.out.shape[2 + j] - 1 + p[j]  # type: ignore[index]
         local = f"ix{2 + j}"
         if stride == 1:
-            steps = _index_local(local, shifted, low, high, size)
+            levels.append(_index_local(r, k, local, terms, p[j], low, high, size))  # type: ignore[index]
         else:
             t = f"q{2 + j}"
             skip = f"{t} < 0 || {t} % {stride} != 0" if low < 0 else f"{t} % {stride} != 0"
-            steps = (
-                f"const int64_t {t} = {shifted};",
-                f"if ({skip}) continue;",
-                *_index_local(local, f"{t} / {stride}", 0, high // stride, size),
-            )
-        levels.append(Level(r, k, steps))
+            inner = _index_local(r, k, local, [(f"{t} / {stride}", 1)], 0, 0, high // stride, size)
+            steps = (f"const int64_t {t} = {affine(terms, p[j])};", f"if ({skip}) continue;")  # type: ignore[index]
+            levels.append(Level(r, k, steps + inner.steps, inner.bounds))
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
     reads = (
@@ -242,10 +268,9 @@ def _pool(site: Site) -> Anchor:
     for j in range(n):
         r = counter(k[j])  # type: ignore[index]
         out, size = site.out.shape[2 + j], x.shape[2 + j]
-        index = affine([(site.var[2 + j], s[j]), (r, d[j])], -p[j])  # type: ignore[index]
+        terms = [(site.var[2 + j], s[j]), (r, d[j])]  # type: ignore[index]
         high = (out - 1) * s[j] + (k[j] - 1) * d[j] - p[j]  # type: ignore[index]
-        steps = _index_local(f"ix{2 + j}", index, -p[j], high, size)  # type: ignore[index]
-        levels.append(Level(r, k[j], steps))  # type: ignore[index]
+        levels.append(_index_local(r, k[j], f"ix{2 + j}", terms, -p[j], -p[j], high, size))  # type: ignore[index]
         counts.append(_padded_taps(site.var[2 + j], out, k[j], s[j], d[j], size + p[j] + p[n + j]))  # type: ignore[index]
     reads = (element(site.arrays[0], [site.var[0], site.var[1], *(f"ix{2 + j}" for j in range(n))], x.shape),)
     window = " * ".join(str(c) for c in counts if c != "1") or "1"
@@ -305,8 +330,8 @@ def _lrn(site: Site) -> Anchor:
     size = int(site.attrs["size"])  # type: ignore[arg-type]
     before = (size - 1) // 2
     r = _Counters()(size)
-    index = affine([(site.var[1], 1), (r, 1)], -before)
-    level = Level(r, size, _index_local("ic", index, -before, x.shape[1] - 1 + size - 1 - before, x.shape[1]))
+    high = x.shape[1] - 1 + size - 1 - before
+    level = _index_local(r, size, "ic", [(site.var[1], 1), (r, 1)], -before, -before, high, x.shape[1])
     reads = (element(site.arrays[0], [site.var[0], "ic", *site.var[2:]], x.shape),)
     return Anchor((level,), reads, size)
 

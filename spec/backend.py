@@ -75,7 +75,7 @@ class CompileSettings:
         out = [render(f, values) for f in self.flags]
         for option, extra in self.option_flags.items():
             if option_enabled(values.get(option)):
-                out.extend(render(f, values) for f in extra)
+                out.extend(f for f in (render(f, values) for f in extra) if f not in out)
         return tuple(out)
 
 

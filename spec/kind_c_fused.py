@@ -117,7 +117,13 @@ class CFusedKind(CodegenKind):
     shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES
     attrs = True
     options: Mapping[str, str] = MappingProxyType(
-        {"target_clones": "bool", "vectorize": "bool", "openmp_threshold": "int"}
+        {
+            "target_clones": "bool",
+            "vectorize": "bool",
+            "openmp_threshold": "int",
+            "openmp_reduction_threshold": "int",
+            "block_reductions": "bool",
+        }
     )
     can_broadcast = True
     expression_placeholders = ("ctype", "dtype")

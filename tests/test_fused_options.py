@@ -56,7 +56,10 @@ def run_both(program, options, seed: int = 3):
 def test_defaults_clone_the_bodies_and_add_no_pragma():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
-    assert "options: target_clones=true, vectorize=false, openmp_threshold=0." in text
+    assert (
+        "vectorize=false, openmp_threshold=0, openmp_reduction_threshold=4194304, block_reductions=true."
+        in text
+    )
     clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))'
     assert text.count(clones) == 1
     assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
@@ -101,12 +104,45 @@ def test_openmp_threshold_parallelises_large_loops_only():
     assert "#pragma omp parallel for simd schedule(static) if(byoc_parallel_ok())" in both
 
 
-def test_openmp_flag_follows_the_threshold():
+def test_openmp_flag_follows_the_thresholds():
     spec = load_backend(BACKEND)
-    flags = spec.compile.render_flags(spec.template_values())
+    both_off = {"openmp_threshold": "0", "openmp_reduction_threshold": "0"}
+    flags = spec.compile.render_flags(spec.template_values(spec.option_values(both_off)))
     assert "-O3" in flags and "-fwrapv" in flags and "-fopenmp" not in flags
     on = spec.compile.render_flags(spec.template_values(spec.option_values({"openmp_threshold": "65536"})))
-    assert on[-1] == "-fopenmp"
+    assert on[-1] == "-fopenmp" and on.count("-fopenmp") == 1  # the reduction threshold's too, once
+    default = spec.compile.render_flags(spec.template_values())
+    assert default.count("-fopenmp") == 1  # openmp_reduction_threshold is on by default
+
+
+def conv_program(size: int):
+    return parse(
+        f"graph main(x: float32[1, 8, {size}, {size}], w: float32[8, 8, 3, 3], b: float32[8]) {{\n"
+        "  r = @fused { return relu(bias_add(conv(x, w, pads=[1, 1, 1, 1]), b)) }\n  return r\n}\n",
+        "graph",
+        file="conv.graph",
+    )
+
+
+def test_openmp_reduction_threshold_counts_the_points_of_reduction_nests():
+    """A conv nest of 8 * 20 * 20 outputs of 72 points each: 230400 points."""
+    externals = lower(conv_program(20), load_backend, load_catalog()).externals_for(BACKEND)
+    assert PARALLEL_PRAGMA not in generate(externals)  # below the default
+    assert PARALLEL_PRAGMA in generate(externals, {"openmp_reduction_threshold": "230400"})
+    assert PARALLEL_PRAGMA not in generate(externals, {"openmp_reduction_threshold": "230401"})
+    assert "#pragma" not in generate(externals, {"openmp_reduction_threshold": "0"})
+    # an elementwise region never counts as a reduction
+    assert "#pragma" not in generate(externals_of("bias_add_relu"), {"openmp_reduction_threshold": "1"})
+
+
+@pytest.mark.parametrize("options", [{"openmp_reduction_threshold": "1"}, {"block_reductions": "false"}])
+def test_parallel_and_plain_conv_nests_give_the_same_bits(options):
+    program = conv_program(12)
+    got, want = run_both(program, options)
+    default, _ = run_both(program, {})
+    for g, d, w in zip(got, default, want):
+        np.testing.assert_array_equal(g, d)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -248,6 +284,12 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
             None,
         ),
         (
+            "  block_reductions:\n    type: bool",
+            "  block_reductions:\n    type: int",
+            "reads block_reductions as bool, not int",
+            None,
+        ),
+        (
             "    openmp_threshold: [-fopenmp]",
             "    openmp_threshold: [-fopenmp]\n    label: [-DX]",
             "not a boolean or int option",
@@ -264,6 +306,7 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
         "result",
         "x0_option",
         "option_type",
+        "block_type",
         "str_flags",
     ],
 )
@@ -285,7 +328,10 @@ def test_bad_c_fused_specs_are_located_errors(tmp_path, old, new, message, at):
 def test_option_flags_take_int_options(tmp_path):
     """An int option's flags are added when it is not 0 (openmp_threshold's -fopenmp)."""
     spec = load_backend(BACKEND)
-    assert spec.compile.option_flags == {"openmp_threshold": ("-fopenmp",)}
+    assert spec.compile.option_flags == {
+        "openmp_threshold": ("-fopenmp",),
+        "openmp_reduction_threshold": ("-fopenmp",),
+    }
     assert check_spec_file(SHIPPED_SPEC) == f"backend fused (c_fused, {len(load_catalog())} ops)"  # every op
 
 

@@ -1,0 +1,229 @@
+"""Register-blocked reduction nests of the ``c_fused`` codegen (option ``block_reductions``).
+
+A reduction anchor's plain nest computes one output element at a time: its accumulator
+is one ``double`` that every point of the reduction space updates in turn, so each add
+waits for the one before and nothing runs in vector lanes. A *blocked* nest computes a
+block of outputs at once, with the reduction loops outside the block:
+
+* the **lanes**: a run of consecutive elements along the innermost output loop (up to
+  :data:`CHUNK`), the loop nearest the reduction loops inside;
+* and a **block** of :data:`WIDTHS` elements along another output loop whose counter no
+  index step uses and no lane-dependent read uses (a convolution's output channels: each
+  input vector read is reused for several channels), when one divides its extent.
+
+Every output keeps its own accumulator (``t0_acc[block][lane]``, doubles) and its own
+summation order, the reduction space's, so the results are bit-identical to the plain
+nest's; only which output is updated next changes. The accumulators of a block are
+independent, so gcc -O3 vectorises the lane loop. A guard that skips a point of the
+reduction for some lanes (a convolution tap on the padding, :class:`~.fused_anchors.Bound`)
+becomes the lane loop's bounds, so no lane reads outside its input and no branch is
+left in the loop; every other step stays where it was, or moves into the lane loop when
+it defines a local from the lane's counter. An anchor whose lanes need a guard that is
+not affine in the lane counter (a strided transposed convolution) keeps the plain nest.
+
+After the reduction loops, each output of the block gets its result and its fused
+consumers (bias_add, batch_norm, relu, ...) and is stored, as in the plain nest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .fused_anchors import Anchor, Bound, Level, affine
+
+CHUNK = 64
+"""The most lanes per block: 64 doubles per accumulator row stay in the L1 cache."""
+WIDTHS = (4, 3, 2)
+"""The block widths tried, widest first: the first that divides the loop's extent."""
+
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_DEFINE = re.compile(r"const int64_t (\w+) = ")
+
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """How one reduction nest is blocked: loop positions (outermost 0) and sizes."""
+
+    lane: int
+    """The loop of the lanes: the innermost."""
+    chunk: int
+    """The most lanes per block."""
+    block: int | None
+    """The other blocked loop, or None."""
+    width: int
+    """Outputs per block along ``block`` (1 without one)."""
+    levels: tuple[Level, ...]
+    """The reduction levels without the steps that moved into the lane loop."""
+    lane_steps: tuple[str, ...]
+    """The index locals defined from the lane counter, in the lane loop."""
+    lower: tuple[str, ...]
+    """C expressions the lane counter must be at least (from the guards)."""
+    upper: tuple[str, ...]
+    """C expressions the lane counter must be below."""
+
+
+def _uses(text: str, names: set[str]) -> bool:
+    return any(w in names for w in _WORD.findall(text))
+
+
+def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anchor) -> Blocking | None:
+    """The blocking of a reduction nest over loops ``variables`` (outermost first), or
+    None when its lanes would need a guard that is not affine in the lane counter."""
+    if not variables:
+        return None
+    lane = len(variables) - 1
+    moving = {variables[lane]}
+    levels, lane_steps, lower, upper = [], [], [], []
+    for level in anchor.levels:
+        kept = []
+        guards = {b.guard: b for b in level.bounds}
+        for step in level.steps:
+            if not _uses(step, moving):
+                kept.append(step)
+                continue
+            define = _DEFINE.match(step)
+            bound = guards.get(step)
+            if define:
+                moving.add(define.group(1))
+                lane_steps.append(step)
+            elif bound is not None and _lane_bounds(bound, variables[lane], moving, lower, upper):
+                pass
+            else:
+                return None
+        levels.append(Level(level.var, level.extent, tuple(kept)))
+    return Blocking(
+        lane,
+        min(CHUNK, extents[lane]),
+        *_block(variables, extents, anchor, moving),
+        tuple(levels),
+        _used(lane_steps, anchor.reads),
+        tuple(lower),
+        tuple(upper),
+    )
+
+
+def _lane_bounds(bound: Bound, lane: str, moving: set[str], lower: list[str], upper: list[str]) -> bool:
+    """Add the lane counter's bounds that make ``bound``'s guard never fail, when its local
+    is ``a * lane + rest`` with ``a > 0`` and ``rest`` independent of the lane; whether so.
+    The lane counter is never negative, so a lower bound may round towards zero."""
+    coef = dict(bound.terms).get(lane, 0)
+    rest = [(e, -c) for e, c in bound.terms if e != lane]
+    if coef <= 0 or any(_uses(e, moving) for e, _ in rest):
+        return False
+    if bound.low:  # a * lane + rest >= 0
+        low = affine(rest, -bound.const)
+        lower.append(low if coef == 1 else f"({low} + {coef - 1}) / {coef}")
+    if bound.high:  # a * lane + rest <= size - 1
+        high = affine(rest, bound.size - 1 - bound.const)
+        upper.append(
+            affine(rest, bound.size - bound.const)
+            if coef == 1
+            else f"({high} < 0 ? 0 : ({high}) / {coef} + 1)"
+        )
+    return True
+
+
+def _used(steps: Sequence[str], reads: Sequence[str]) -> tuple[str, ...]:
+    """The lane locals that a read or a later local uses (one used only by a guard,
+    now the lane loop's bounds, is left out: C would warn that it is unused)."""
+    kept: list[str] = []
+    for step in reversed(steps):
+        name = _DEFINE.match(step).group(1)  # type: ignore[union-attr]
+        if _uses(" ".join([*reads, *kept]), {name}):
+            kept.insert(0, step)
+    return tuple(kept)
+
+
+def _block(
+    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, moving: set[str]
+) -> tuple[int | None, int]:
+    """The loop blocked besides the lanes, innermost first among those whose counter no
+    step uses and no lane-dependent read uses, and its width."""
+    steps = [s for level in anchor.levels for s in level.steps]
+    lane_reads = [r for r in anchor.reads if _uses(r, moving)]
+    for k in reversed(range(len(variables) - 1)):
+        names = {variables[k]}
+        if any(_uses(s, names) for s in steps) or any(_uses(r, names) for r in lane_reads):
+            continue
+        width = next((w for w in WIDTHS if extents[k] % w == 0), None)
+        if width is not None:
+            return k, width
+    return None, 1
+
+
+class BlockedText:
+    """The C text of one blocked nest's accumulators, given its loop counters."""
+
+    def __init__(self, plan: Blocking, variables: Sequence[str], extents: Sequence[int]) -> None:
+        self.plan = plan
+        self.lane = variables[plan.lane]
+        self.lane_extent = extents[plan.lane]
+        self.block = None if plan.block is None else variables[plan.block]
+
+    def start(self, var: str) -> str:
+        """The counter of the loop over the blocks of loop ``var``."""
+        return f"{var}b"
+
+    def element(self, acc: str) -> str:
+        """The current output's element of accumulator array ``acc``."""
+        lane = f"[{self.lane} - {self.start(self.lane)}]"
+        return f"{acc}[{self.block}j]{lane}" if self.block else f"{acc}{lane}"
+
+    def lane_end(self) -> str:
+        """The end of the current block's lanes."""
+        end = f"{self.start(self.lane)} + {self.plan.chunk}"
+        if self.lane_extent % self.plan.chunk == 0:
+            return end
+        return f"({end} < {self.lane_extent} ? {end} : {self.lane_extent})"
+
+    def declare(self, acc: str, init: str) -> list[str]:
+        """The accumulator array ``acc`` of a block, every element set to ``init``."""
+        shape = (f"[{self.plan.width}]" if self.block else "") + f"[{self.plan.chunk}]"
+        lines = [f"double {acc}{shape};"]
+        inner = (
+            f"for (int64_t l = 0; l < {self.plan.chunk}; ++l) {acc}{'[j]' if self.block else ''}[l] = {init};"
+        )
+        if self.block:
+            return [*lines, f"for (int64_t j = 0; j < {self.plan.width}; ++j) {{", f"  {inner}", "}"]
+        return [*lines, inner]
+
+    def each_output(self, body: Sequence[str]) -> list[str]:
+        """``body`` for every output of the block (its counters defined as in the plain nest)."""
+        lines: list[str] = []
+        indent = ""
+        if self.block:
+            j = f"{self.block}j"
+            lines += [
+                f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
+                f"  const int64_t {self.block} = {self.start(self.block)} + {j};",
+            ]
+            indent = "  "
+        lines.append(
+            f"{indent}for (int64_t {self.lane} = {self.start(self.lane)}; {self.lane} < {self.lane_end()}; ++{self.lane}) {{"
+        )
+        lines += [f"{indent}  {line}" for s in body for line in s.split("\n")]
+        lines.append(f"{indent}}}")
+        return lines + (["}"] if self.block else [])
+
+    def lanes(self, name: str, updates: Sequence[str]) -> list[str]:
+        """The lane loop at one point of the reduction: its bounds (the guards), the
+        lane-dependent locals, and ``updates`` for every output of the block."""
+        lo, hi = f"{name}_lo", f"{name}_hi"
+        lines = [f"int64_t {lo} = {self.start(self.lane)};", f"int64_t {hi} = {self.lane_end()};"]
+        lines += [f"if ({lo} < {e}) {lo} = {e};" for e in self.plan.lower]
+        lines += [f"if ({hi} > {e}) {hi} = {e};" for e in self.plan.upper]
+        lines.append(f"for (int64_t {self.lane} = {lo}; {self.lane} < {hi}; ++{self.lane}) {{")
+        lines += [f"  {s}" for s in self.plan.lane_steps]
+        if self.block:
+            j = f"{self.block}j"
+            lines += [
+                f"  for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
+                f"    const int64_t {self.block} = {self.start(self.block)} + {j};",
+                *(f"    {u}" for u in updates),
+                "  }",
+            ]
+        else:
+            lines += [f"  {u}" for u in updates]
+        return [*lines, "}"]
