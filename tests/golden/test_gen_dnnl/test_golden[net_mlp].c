@@ -498,18 +498,6 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
                        (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
 }
 
-/* a pattern's conv2d, inference batch_norm folded per call, plus a residual (a sum post-op), optionally relu */
-#define DNNL_CONV2D_BN_SUM(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 1, p_RELU_); \
-} \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
-                  const float* mean, const float* var, const float* residual, float* out) { \
-  if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
-  dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
-                       (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
-}
-
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
 #define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \

@@ -4,6 +4,7 @@
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
      dnnl_0: region @dnnl at examples/resnet_basic_block.graph:15:3
+     dnnl_1: region @dnnl at examples/resnet_basic_block.graph:17:10
 */
 
 #include <stdint.h>
@@ -498,18 +499,6 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
                        (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
 }
 
-/* a pattern's conv2d, inference batch_norm folded per call, plus a residual (a sum post-op), optionally relu */
-#define DNNL_CONV2D_BN_SUM(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 1, p_RELU_); \
-} \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
-                  const float* mean, const float* var, const float* residual, float* out) { \
-  if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
-  dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
-                       (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
-}
-
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
 #define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
@@ -876,8 +865,8 @@ static const float dnnl_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0f
 /* dnnl_0_0: h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
 DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
-/* dnnl_0_1: relu_0 = composite conv_bn_add_relu of conv, batch_norm, add, relu at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-DNNL_CONV2D_BN_SUM(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+/* dnnl_0_1: y = composite conv_bn of conv, batch_norm at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] */
+DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;
@@ -937,7 +926,7 @@ static void dnnl_0_teardown_(void) {
      in4: w2: float32[8, 8, 3, 3]
      in5: scale2: float32[8]
      in6: bias2: float32[8]
-     out0: relu_0: float32[1, 8, 16, 16] */
+     out0: y: float32[1, 8, 16, 16] */
 static int dnnl_0_(
     float* in0,
     float* in1,
@@ -952,7 +941,7 @@ static int dnnl_0_(
   if (ws == NULL) return -1;
   float* const buf0 = (float*)(ws + 0); /* holds h */
   dnnl_0_0(in0, in1, in2, in3, (float*)dnnl_0_const_0, (float*)dnnl_0_const_1, buf0);
-  dnnl_0_1(buf0, in4, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, in0, out0);
+  dnnl_0_1(buf0, in4, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, out0);
   free(spare);
   return 0;
 }
@@ -1022,4 +1011,98 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32
   if (byoc_check_arg("dnnl_0", args, 6, "input bias2", kDLFloat, 32, "float32", 1, shape6, &t[6]) != 0) return -1;
   if (byoc_check_arg("dnnl_0", args, 7, "output 0", kDLFloat, 32, "float32", 4, shape7, &t[7]) != 0) return -1;
   return dnnl_0_wrapper_(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+}
+
+/* ---- dnnl_1: region @dnnl at examples/resnet_basic_block.graph:17:10 ---- */
+
+/* dnnl_1_state: set up once per loaded library by dnnl_1_init_ (the spec's state and init),
+   read-only afterwards, released by the spec's teardown when the library is unloaded. */
+typedef struct {
+  dnnl_engine_t engine;
+  /* dnnl_1_0 */
+  dnnl_primitive_t dnnl_1_0;
+} dnnl_1_state_t;
+static dnnl_1_state_t dnnl_1_state;
+static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
+static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
+
+/* dnnl_1_0: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
+DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 2048, 4, (1, 8, 16, 16), dnnl_eltwise_relu)
+
+static int dnnl_1_0_init_(dnnl_1_state_t* state) {
+  (void)state;
+  if (dnnl_1_0_create(&state->dnnl_1_0, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_1_0_teardown_(dnnl_1_state_t* state) {
+  (void)state;
+  dnnl_primitive_destroy(state->dnnl_1_0);
+}
+
+static int dnnl_1_init_(dnnl_1_state_t* state) {
+  (void)state;
+  if (dnnl_engine_create(&state->engine, dnnl_cpu, 0) != dnnl_success) return 1;
+  if (dnnl_1_0_init_(state) != 0) goto undo_dnnl_1_0;
+  return 0;
+undo_dnnl_1_0:
+  dnnl_engine_destroy(state->engine);
+  return 1;
+}
+
+static void dnnl_1_init_once_(void) {
+  dnnl_1_status_ = dnnl_1_init_(&dnnl_1_state);
+}
+
+static void dnnl_1_teardown_(void) __attribute__((destructor));
+static void dnnl_1_teardown_(void) {
+  dnnl_1_state_t* state = &dnnl_1_state;
+  (void)state;
+  if (dnnl_1_status_ != 0) return;
+  dnnl_1_0_teardown_(state);
+  dnnl_engine_destroy(state->engine);
+}
+
+/* dnnl_1_: the body of region @dnnl at examples/resnet_basic_block.graph:17:10,
+   with 1 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+     in0: add_0: float32[1, 8, 16, 16]
+     out0: relu_0: float32[1, 8, 16, 16] */
+static int dnnl_1_(float* in0, float* out0) {
+  dnnl_1_0(in0, out0);
+  return 0;
+}
+
+/* dnnl_1_wrapper_: runs dnnl_1_ on the data of the DLTensor arguments the entry checked,
+   raising MemoryError when dnnl_1_ fails; region @dnnl at examples/resnet_basic_block.graph:17:10. */
+static int dnnl_1_wrapper_(DLTensor* arg0, DLTensor* out0) {
+  if (pthread_once(&dnnl_1_once_, dnnl_1_init_once_) != 0 || dnnl_1_status_ != 0) {
+    return byoc_raise("RuntimeError", "dnnl_1: the backend's init failed");
+  }
+  if (dnnl_1_(
+      (float*)((char*)arg0->data + arg0->byte_offset),
+      (float*)((char*)out0->data + out0->byte_offset)) != 0) {
+    return byoc_raise("MemoryError", "dnnl_1: cannot allocate the intermediate buffers");
+  }
+  return 0;
+}
+
+/* dnnl_1: the exported TVM FFI function (safe-call ABI) of region @dnnl at examples/resnet_basic_block.graph:17:10.
+   Arguments: 1 input(s), then 1 output(s):
+     0: input add_0: float32[1, 8, 16, 16]
+     1: output 0: float32[1, 8, 16, 16]
+*/
+TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  static const int64_t shape0[4] = {INT64_C(1), INT64_C(8), INT64_C(16), INT64_C(16)};
+  static const int64_t shape1[4] = {INT64_C(1), INT64_C(8), INT64_C(16), INT64_C(16)};
+  DLTensor* t[2];
+  char msg[256];
+  (void)self;
+  (void)result;
+  if (num_args != 2) {
+    snprintf(msg, sizeof msg, "%s: expected 2 arguments (1 input(s), then 1 output(s)), got %d", "dnnl_1", (int)num_args);
+    return byoc_raise("TypeError", msg);
+  }
+  if (byoc_check_arg("dnnl_1", args, 0, "input add_0", kDLFloat, 32, "float32", 4, shape0, &t[0]) != 0) return -1;
+  if (byoc_check_arg("dnnl_1", args, 1, "output 0", kDLFloat, 32, "float32", 4, shape1, &t[1]) != 0) return -1;
+  return dnnl_1_wrapper_(t[0], t[1]);
 }
