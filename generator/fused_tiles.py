@@ -9,7 +9,7 @@ at every point: the block's *interior*, where every lane bound holds even at its
 extreme point (:func:`~.fused_blocking.plan_blocking` derives it from the guards'
 :class:`~.fused_anchors.Bound`). The interior is computed in *tiles* of a fixed number
 of lanes (:data:`TILES`) with the reduction loops inside the tile: the tile's
-accumulators (``t0_acc_tile[block][lanes]``, at most 64 doubles) have compile-time
+accumulators (``t0_acc_tile[block][lanes]``, at most 192 doubles) have compile-time
 bounds, so gcc keeps them in vector registers across the whole reduction and stores
 each once. The smallest size's last tile overlaps the one before rather than leaving a
 remainder: the overlapping outputs are computed twice, the same way. The *border*
@@ -29,8 +29,20 @@ from .c_text import comment
 from .fused_anchors import Level
 from .fused_blocking import BlockedText, reduction_loops
 
-TILES = (16, 8)
-"""The lanes of the interior's tiles, widest first; the smallest's last tile overlaps."""
+TILES = (48, 16, 8)
+"""The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.
+With a block of 4 outputs, a tile of 48 lanes holds 192 doubles: 24 of AVX-512's 32
+vector registers. Wider tiles convert each input read (float to double) for more
+multiply-adds; conv3x3 at 56x56 (interior 54 lanes: 48 + 8) ran 28 GFLOP/s on one
+thread with these, 25 with (16, 8) and 27 with (32, 16, 8)."""
+
+ONE_VECTOR = 8
+"""Doubles in one AVX-512 vector. gcc unrolls the lane loop of a tile this narrow before
+vectorising it, and then vectorises across the block instead, with shuffles and the
+accumulators in memory (conv3x3's tile of 8 took as long as one of 48); a
+``#pragma GCC unroll 1`` on that loop keeps it one vector."""
+
+_NO_EARLY_UNROLL = ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC unroll 1", "#endif"]
 
 Updates = Callable[[Mapping[str, str]], list[str]]
 """The update statements of the accumulators, given the C element each one updates."""
@@ -133,6 +145,7 @@ class TiledText:
         regs = {acc: f"{acc}_tile" for acc in inits}
         pick = (f"[{self.j}]" if b.block else "") + f"[{lane}]"
         lanes = [
+            *(_NO_EARLY_UNROLL if size <= ONE_VECTOR else []),
             f"for (int64_t {lane} = 0; {lane} < {size}; ++{lane}) {{",
             f"  const int64_t {b.lane} = {tile} + {lane};",
             *_indent(plan.lane_steps),
