@@ -70,11 +70,12 @@ class TiledText:
         decls = [b.declaration(acc) for acc in inits]
         lane_loops = [line for acc, init in inits.items() for line in b.fill(acc, init)]
         lane_loops += reduction_loops(self.plan.levels, b.lanes(n, updates({a: b.element(a) for a in inits})))
-        if self.plan.interior is None:
+        sizes = [size for size in TILES if size <= self.plan.chunk]  # no tile wider than a block
+        if self.plan.interior is None or not sizes:
             return [*decls, *lane_loops]
         lower, upper = self.plan.interior
         lo, hi = f"{n}_in_lo", f"{n}_in_hi"
-        tiles = " and ".join(map(str, TILES))
+        tiles = ", ".join(map(str, sizes))
         lines = [
             *decls,
             comment(
@@ -85,12 +86,12 @@ class TiledText:
             f"int64_t {hi} = {b.lane_end()};",
             *(f"if ({lo} < {e}) {lo} = {e};" for e in lower),
             *(f"if ({hi} > {e}) {hi} = {e};" for e in upper),
-            f"if ({hi} - {lo} >= {TILES[-1]}) {{",
+            f"if ({hi} - {lo} >= {sizes[-1]}) {{",
             "  " + comment(f"register tiles of {tiles} lanes over the interior, in turn"),
             f"  int64_t {n}_at = {lo};",
         ]
-        for k, size in enumerate(TILES):
-            lines += _indent(self._tiles(size, k == len(TILES) - 1, inits, updates))
+        for k, size in enumerate(sizes):
+            lines += _indent(self._tiles(size, k == len(sizes) - 1, inits, updates))
         if lower or upper:  # else the interior is the whole block
             lines += [
                 "  " + comment("the border lanes, outside the interior: one at a time, with every guard"),
