@@ -75,29 +75,36 @@ class TiledText:
             return [*decls, *lane_loops]
         lower, upper = self.plan.interior
         lo, hi = f"{n}_in_lo", f"{n}_in_hi"
-        tiles = ", ".join(map(str, sizes))
+        tail = b.lane_extent % self.plan.chunk or self.plan.chunk  # the narrowest block
+        whole = not lower and not upper and tail >= sizes[-1]  # every block's interior tiles
+        tiles = [
+            comment(f"register tiles of {' then '.join(map(str, sizes))} lanes over the interior"),
+            f"int64_t {n}_at = {lo};",
+        ]
+        for k, size in enumerate(sizes):
+            tiles += self._tiles(size, k == len(sizes) - 1, inits, updates)
+        if lower or upper:
+            tiles += [
+                comment("the border lanes, outside the interior: one at a time, with every guard"),
+                *self._borders(inits, updates),
+            ]
         lines = [
             *decls,
             comment(
                 "the interior: the lanes that read inside their inputs at every point of the "
                 "reduction (each lane bound at its extreme point)"
+                + ("; here every lane of the block" if whole else "")
             ),
             f"int64_t {lo} = {b.start(b.lane)};",
             f"int64_t {hi} = {b.lane_end()};",
             *(f"if ({lo} < {e}) {lo} = {e};" for e in lower),
             *(f"if ({hi} > {e}) {hi} = {e};" for e in upper),
-            f"if ({hi} - {lo} >= {sizes[-1]}) {{",
-            "  " + comment(f"register tiles of {tiles} lanes over the interior, in turn"),
-            f"  int64_t {n}_at = {lo};",
         ]
-        for k, size in enumerate(sizes):
-            lines += _indent(self._tiles(size, k == len(sizes) - 1, inits, updates))
-        if lower or upper:  # else the interior is the whole block
-            lines += [
-                "  " + comment("the border lanes, outside the interior: one at a time, with every guard"),
-                *_indent(self._borders(inits, updates)),
-            ]
+        if whole:
+            return [*lines, *tiles]
         lines += [
+            f"if ({hi} - {lo} >= {sizes[-1]}) {{",
+            *_indent(tiles),
             "} else {",
             "  " + comment("an interior narrower than a tile: the lane loops over the whole block"),
             *_indent(lane_loops),
