@@ -106,8 +106,19 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
         _used(lane_steps, anchor.reads),
         tuple(lower),
         tuple(upper),
-        _interior(bounds, variables, anchor.levels),
+        _interior(bounds, variables, anchor.levels) if _unit_stride(anchor, moving, lane_steps) else None,
     )
+
+
+def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) -> bool:
+    """Whether every read that depends on the lanes steps through consecutive elements
+    from lane to lane: each lane-dependent name enters the read's index (and each lane
+    local its definition) with coefficient 1. Register tiles pay only then: a tile of a
+    strided read (a dense's weights, a strided convolution) builds every vector from
+    scalar loads, and the blocked lane loops were faster there."""
+    texts = [*anchor.reads, *(step.split(" = ", 1)[1] for step in lane_steps)]
+    names = "|".join(sorted(moving))
+    return not any(re.search(rf"(\* \(?|/ )\b({names})\b|\b({names})\)? [*/%]", t) for t in texts)
 
 
 def _interior(

@@ -274,44 +274,18 @@ static int fused_0_(
       for (int64_t i1b = 0; i1b < 32; i1b += 32) {
         /* a block of outputs: the reduction for all, then each stored */
         double t0_acc[4][32];
-        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
-        int64_t t0_in_lo = i1b;
-        int64_t t0_in_hi = i1b + 32;
-        /* register tiles of 16 then 8 lanes over the interior */
-        int64_t t0_at = t0_in_lo;
-        for (; t0_at + 16 <= t0_in_hi; t0_at += 16) {
-          const int64_t t0_t = t0_at;
-          double t0_acc_tile[4][16];
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc_tile[j][l] = 0;
-          for (int64_t r0 = 0; r0 < 64; ++r0) {
-            for (int64_t i0j = 0; i0j < 4; ++i0j) {
-              const int64_t i0 = i0b + i0j;
-              for (int64_t i1l = 0; i1l < 16; ++i1l) {
-                const int64_t i1 = t0_t + i1l;
-                t0_acc_tile[i0j][i1l] = t0_acc_tile[i0j][i1l] + (double)in0[i0 * 64 + r0] * in1[i1 * 64 + r0];
-              }
-            }
-          }
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc[j][t0_t - i1b + l] = t0_acc_tile[j][l];
+        for (int64_t j = 0; j < 4; ++j) {
+          for (int64_t l = 0; l < 32; ++l) t0_acc[j][l] = 0;
         }
-        for (; t0_at < t0_in_hi; t0_at += 8) {
-          /* the last tile ends at the interior's end, overlapping the one before */
-          const int64_t t0_t = t0_at + 8 <= t0_in_hi ? t0_at : t0_in_hi - 8;
-          double t0_acc_tile[4][8];
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc_tile[j][l] = 0;
-          for (int64_t r0 = 0; r0 < 64; ++r0) {
+        for (int64_t r0 = 0; r0 < 64; ++r0) {
+          int64_t t0_lo = i1b;
+          int64_t t0_hi = i1b + 32;
+          for (int64_t i1 = t0_lo; i1 < t0_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              #if defined(__GNUC__) && !defined(__clang__)
-              #pragma GCC unroll 1
-              #endif
-              for (int64_t i1l = 0; i1l < 8; ++i1l) {
-                const int64_t i1 = t0_t + i1l;
-                t0_acc_tile[i0j][i1l] = t0_acc_tile[i0j][i1l] + (double)in0[i0 * 64 + r0] * in1[i1 * 64 + r0];
-              }
+              t0_acc[i0j][i1 - i1b] = t0_acc[i0j][i1 - i1b] + (double)in0[i0 * 64 + r0] * in1[i1 * 64 + r0];
             }
           }
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc[j][t0_t - i1b + l] = t0_acc_tile[j][l];
         }
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
@@ -331,44 +305,18 @@ static int fused_0_(
       for (int64_t i1b = 0; i1b < 32; i1b += 32) {
         /* a block of outputs: the reduction for all, then each stored */
         double t3_acc[4][32];
-        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
-        int64_t t3_in_lo = i1b;
-        int64_t t3_in_hi = i1b + 32;
-        /* register tiles of 16 then 8 lanes over the interior */
-        int64_t t3_at = t3_in_lo;
-        for (; t3_at + 16 <= t3_in_hi; t3_at += 16) {
-          const int64_t t3_t = t3_at;
-          double t3_acc_tile[4][16];
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc_tile[j][l] = 0;
-          for (int64_t r0 = 0; r0 < 32; ++r0) {
-            for (int64_t i0j = 0; i0j < 4; ++i0j) {
-              const int64_t i0 = i0b + i0j;
-              for (int64_t i1l = 0; i1l < 16; ++i1l) {
-                const int64_t i1 = t3_t + i1l;
-                t3_acc_tile[i0j][i1l] = t3_acc_tile[i0j][i1l] + (double)tmp2[i0 * 32 + r0] * in3[i1 * 32 + r0];
-              }
-            }
-          }
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc[j][t3_t - i1b + l] = t3_acc_tile[j][l];
+        for (int64_t j = 0; j < 4; ++j) {
+          for (int64_t l = 0; l < 32; ++l) t3_acc[j][l] = 0;
         }
-        for (; t3_at < t3_in_hi; t3_at += 8) {
-          /* the last tile ends at the interior's end, overlapping the one before */
-          const int64_t t3_t = t3_at + 8 <= t3_in_hi ? t3_at : t3_in_hi - 8;
-          double t3_acc_tile[4][8];
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc_tile[j][l] = 0;
-          for (int64_t r0 = 0; r0 < 32; ++r0) {
+        for (int64_t r0 = 0; r0 < 32; ++r0) {
+          int64_t t3_lo = i1b;
+          int64_t t3_hi = i1b + 32;
+          for (int64_t i1 = t3_lo; i1 < t3_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              #if defined(__GNUC__) && !defined(__clang__)
-              #pragma GCC unroll 1
-              #endif
-              for (int64_t i1l = 0; i1l < 8; ++i1l) {
-                const int64_t i1 = t3_t + i1l;
-                t3_acc_tile[i0j][i1l] = t3_acc_tile[i0j][i1l] + (double)tmp2[i0 * 32 + r0] * in3[i1 * 32 + r0];
-              }
+              t3_acc[i0j][i1 - i1b] = t3_acc[i0j][i1 - i1b] + (double)tmp2[i0 * 32 + r0] * in3[i1 * 32 + r0];
             }
           }
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc[j][t3_t - i1b + l] = t3_acc_tile[j][l];
         }
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
@@ -388,29 +336,18 @@ static int fused_0_(
       for (int64_t i1b = 0; i1b < 10; i1b += 10) {
         /* a block of outputs: the reduction for all, then each stored */
         double t6_acc[4][10];
-        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
-        int64_t t6_in_lo = i1b;
-        int64_t t6_in_hi = i1b + 10;
-        /* register tiles of 8 lanes over the interior */
-        int64_t t6_at = t6_in_lo;
-        for (; t6_at < t6_in_hi; t6_at += 8) {
-          /* the last tile ends at the interior's end, overlapping the one before */
-          const int64_t t6_t = t6_at + 8 <= t6_in_hi ? t6_at : t6_in_hi - 8;
-          double t6_acc_tile[4][8];
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t6_acc_tile[j][l] = 0;
-          for (int64_t r0 = 0; r0 < 32; ++r0) {
+        for (int64_t j = 0; j < 4; ++j) {
+          for (int64_t l = 0; l < 10; ++l) t6_acc[j][l] = 0;
+        }
+        for (int64_t r0 = 0; r0 < 32; ++r0) {
+          int64_t t6_lo = i1b;
+          int64_t t6_hi = i1b + 10;
+          for (int64_t i1 = t6_lo; i1 < t6_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              #if defined(__GNUC__) && !defined(__clang__)
-              #pragma GCC unroll 1
-              #endif
-              for (int64_t i1l = 0; i1l < 8; ++i1l) {
-                const int64_t i1 = t6_t + i1l;
-                t6_acc_tile[i0j][i1l] = t6_acc_tile[i0j][i1l] + (double)tmp5[i0 * 32 + r0] * in5[i1 * 32 + r0];
-              }
+              t6_acc[i0j][i1 - i1b] = t6_acc[i0j][i1 - i1b] + (double)tmp5[i0 * 32 + r0] * in5[i1 * 32 + r0];
             }
           }
-          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t6_acc[j][t6_t - i1b + l] = t6_acc_tile[j][l];
         }
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
