@@ -42,10 +42,11 @@ from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
 from byoc.spec.template import placeholders, render
 
 from .c_text import comment, origin, value_label
-from .fused_anchors import RULES, Level, Site, c_attributes, element, loop_order, operand_shapes
-from .fused_blocking import BlockedText, plan_blocking
+from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
+from .fused_blocking import BlockedText, plan_blocking, reduction_loops
 from .fused_loops import Loops, plan_loops
 from .fused_placement import Placement
+from .fused_tiles import TiledText
 from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
@@ -348,23 +349,23 @@ class _NestWriter:
             plan = plan_blocking(var, loops.extents, anchor)
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents)
-            elements = {name: blocked.element(acc) for name, acc in accs.items()}
-            args = {**base, **elements, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
-            updates = [f"{elements[a.name]} = {render(a.update, args)};" for a in binding.accumulators]
-            decls = [
-                line
-                for a in binding.accumulators
-                for line in blocked.declare(accs[a.name], render(a.init, base))
-            ]
-            placed.blocked = (blocked, [*decls, *_reduction_loops(plan.levels, blocked.lanes(c, updates))])
-            accs = elements
+
+            def updates(elements: Mapping[str, str]) -> list[str]:
+                args = {**base, **{a.name: elements[accs[a.name]] for a in binding.accumulators}}
+                args.update((f"x{j}", r) for j, r in enumerate(anchor.reads))
+                return [f"{elements[accs[a.name]]} = {render(a.update, args)};" for a in binding.accumulators]
+
+            inits = {accs[a.name]: render(a.init, base) for a in binding.accumulators}
+            tiled = TiledText(blocked, c, anchor.levels)
+            placed.blocked = (blocked, tiled.reduction(inits, updates))
+            accs = {name: blocked.element(acc) for name, acc in accs.items()}
         for group in _passes(binding) if plan is None else ():
             decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
             updates = []
             for a in group:
                 args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
                 updates.append(f"{accs[a.name]} = {render(a.update, args)};")
-            text = "\n".join([*decls, *_reduction_loops(anchor.levels, updates)])
+            text = "\n".join([*decls, *reduction_loops(anchor.levels, updates)])
             placed.add(text, "", defines=tuple(accs[a.name] for a in group))
         result_args = {**base, **accs, "window": str(anchor.window)}
         result_args.update(
@@ -384,29 +385,6 @@ def _passes(binding: ReductionBinding) -> list[list]:
             groups.append([])
         groups[-1].append(a)
     return groups
-
-
-def _reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
-    """The reduction loops around ``body``, two spaces per level. A level of extent 1
-    has no loop; when one with steps comes before any loop, everything sits in a
-    ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
-    locals to itself)."""
-    lines: list[str] = []
-    indent = ""
-    closing: list[str] = []
-    first_loop = next((k for k, lv in enumerate(levels) if lv.extent != 1), len(levels))
-    if any(lv.steps for lv in levels[:first_loop]):
-        lines.append("do { /* a single point: `continue` skips it */")
-        closing.append("} while (0);")
-        indent = "  "
-    for lv in levels:
-        if lv.extent != 1:
-            lines.append(f"{indent}for (int64_t {lv.var} = 0; {lv.var} < {lv.extent}; ++{lv.var}) {{")
-            closing.append(f"{indent}}}")
-            indent += "  "
-        lines += [indent + s for s in lv.steps]
-    lines += [indent + s for s in body]
-    return lines + list(reversed(closing))
 
 
 def _defined(step: str) -> tuple[str, ...]:

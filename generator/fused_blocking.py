@@ -62,6 +62,10 @@ class Blocking:
     """C expressions the lane counter must be at least (from the guards)."""
     upper: tuple[str, ...]
     """C expressions the lane counter must be below."""
+    interior: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    """The lane bounds at their extreme points (lower, upper): between them, no guard
+    of the lanes fails anywhere in the reduction (:mod:`byoc.generator.fused_tiles`).
+    None when a bound is not affine in the reduction and output counters."""
 
 
 def _uses(text: str, names: set[str]) -> bool:
@@ -76,6 +80,7 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
     lane = len(variables) - 1
     moving = {variables[lane]}
     levels, lane_steps, lower, upper = [], [], [], []
+    bounds: list[Bound] = []
     for level in anchor.levels:
         kept = []
         guards = {b.guard: b for b in level.bounds}
@@ -89,7 +94,7 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
                 moving.add(define.group(1))
                 lane_steps.append(step)
             elif bound is not None and _lane_bounds(bound, variables[lane], moving, lower, upper):
-                pass
+                bounds.append(bound)
             else:
                 return None
         levels.append(Level(level.var, level.extent, tuple(kept)))
@@ -101,7 +106,44 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
         _used(lane_steps, anchor.reads),
         tuple(lower),
         tuple(upper),
+        _interior(bounds, variables, anchor.levels) if _unit_stride(anchor, moving, lane_steps) else None,
     )
+
+
+def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) -> bool:
+    """Whether every read that depends on the lanes steps through consecutive elements
+    from lane to lane: each lane-dependent name enters the read's index (and each lane
+    local its definition) with coefficient 1. Register tiles pay only then: a tile of a
+    strided read (a dense's weights, a strided convolution) builds every vector from
+    scalar loads, and the blocked lane loops were faster there."""
+    texts = [*anchor.reads, *(step.split(" = ", 1)[1] for step in lane_steps)]
+    names = "|".join(sorted(moving))
+    return not any(re.search(rf"(\* \(?|/ )\b({names})\b|\b({names})\)? [*/%]", t) for t in texts)
+
+
+def _interior(
+    bounds: Sequence[Bound], variables: Sequence[str], levels: Sequence[Level]
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The lane bounds of ``bounds`` that hold at every point of the reduction: each
+    reduction counter in a bound's local taken at the end of its range that makes the
+    bound tightest (a lower bound at its highest, an upper at its lowest)."""
+    last = {lv.var: lv.extent - 1 for lv in levels if lv.extent != 1}
+    lane, outputs = variables[-1], set(variables[:-1])
+    lower: list[str] = []
+    upper: list[str] = []
+    for bound in bounds:
+        if any(e not in last and e not in outputs and e != lane and not e.isdigit() for e, _ in bound.terms):
+            return None
+        for high, out in ((False, lower), (True, upper)):
+            # lower: lane >= (-const - sum c*r) / a, largest where c*r is smallest; upper: the reverse
+            terms = tuple(
+                (str(last[e]) if (c > 0) == high else "0", c) if e in last else (e, c) for e, c in bound.terms
+            )
+            one = Bound(
+                bound.local, terms, bound.const, bound.size, bound.low and not high, bound.high and high, ""
+            )
+            _lane_bounds(one, lane, {lane}, out, out)
+    return tuple(lower), tuple(upper)
 
 
 def _lane_bounds(bound: Bound, lane: str, moving: set[str], lower: list[str], upper: list[str]) -> bool:
@@ -178,16 +220,19 @@ class BlockedText:
             return end
         return f"({end} < {self.lane_extent} ? {end} : {self.lane_extent})"
 
-    def declare(self, acc: str, init: str) -> list[str]:
-        """The accumulator array ``acc`` of a block, every element set to ``init``."""
+    def declaration(self, acc: str) -> str:
+        """The accumulator array ``acc`` of a block."""
         shape = (f"[{self.plan.width}]" if self.block else "") + f"[{self.plan.chunk}]"
-        lines = [f"double {acc}{shape};"]
+        return f"double {acc}{shape};"
+
+    def fill(self, acc: str, init: str) -> list[str]:
+        """Every element of the accumulator array ``acc`` set to ``init``."""
         inner = (
             f"for (int64_t l = 0; l < {self.plan.chunk}; ++l) {acc}{'[j]' if self.block else ''}[l] = {init};"
         )
         if self.block:
-            return [*lines, f"for (int64_t j = 0; j < {self.plan.width}; ++j) {{", f"  {inner}", "}"]
-        return [*lines, inner]
+            return [f"for (int64_t j = 0; j < {self.plan.width}; ++j) {{", f"  {inner}", "}"]
+        return [inner]
 
     def each_output(self, body: Sequence[str]) -> list[str]:
         """``body`` for every output of the block (its counters defined as in the plain nest)."""
@@ -227,3 +272,26 @@ class BlockedText:
         else:
             lines += [f"  {u}" for u in updates]
         return [*lines, "}"]
+
+
+def reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
+    """The reduction loops around ``body``, two spaces per level. A level of extent 1
+    has no loop; when one with steps comes before any loop, everything sits in a
+    ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
+    locals to itself)."""
+    lines: list[str] = []
+    indent = ""
+    closing: list[str] = []
+    first_loop = next((k for k, lv in enumerate(levels) if lv.extent != 1), len(levels))
+    if any(lv.steps for lv in levels[:first_loop]):
+        lines.append("do { /* a single point: `continue` skips it */")
+        closing.append("} while (0);")
+        indent = "  "
+    for lv in levels:
+        if lv.extent != 1:
+            lines.append(f"{indent}for (int64_t {lv.var} = 0; {lv.var} < {lv.extent}; ++{lv.var}) {{")
+            closing.append(f"{indent}}}")
+            indent += "  "
+        lines += [indent + s for s in lv.steps]
+    lines += [indent + s for s in body]
+    return lines + list(reversed(closing))

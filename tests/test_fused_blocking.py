@@ -5,7 +5,10 @@ Each case is compiled twice, with the option on and off, and run on the same inp
 outputs must be identical (every output keeps its own summation order), and close to
 byoc's numpy reference (byoc.api.evaluate). The cases cover padding taps, partial lane
 chunks (more than 64 outputs along the innermost axis), block widths 4, 3, 2 and none,
-strides, dilations, groups, batches, pooling, dense and matmul, and fused consumers.
+strides, dilations, groups, batches, pooling, dense and matmul, and fused consumers;
+and the register tiles of the blocks' interiors (generator/fused_tiles.py): interiors
+narrower than a tile, of exactly one tile of 8 or of 16, tiles with an overlapping last
+one, border lanes on either side, and lane bounds with a coefficient (strides).
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import tvm_ffi
 from compile_util import compile_library
 from conftest import random_array
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_fused_anchors import conv_case, linear_case, pool_case, shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
+from byoc.generator.fused_tiles import TILES
 from byoc.generator.lowering import lower
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -89,7 +94,9 @@ def test_blocked_conv_turns_padding_guards_into_lane_bounds(tmp_path):
     params = [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (8, 8, 3, 3))]
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
     assert "double t0_acc[4][56];" in text
-    assert "if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;" in text and "ix3 >= 56" not in text
+    assert "if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;" in text
+    # the guard is left only in the border lanes' plain reduction, one lane at a time
+    assert text.count("ix3 >= 56") == 1 and "the border lanes" in text
 
 
 def test_pooling_batch_norm_dense_and_matmul_blocked(tmp_path):
@@ -134,3 +141,112 @@ def test_the_option_is_on_by_default_and_off_keeps_the_plain_nest():
     assert load_backend("fused").option_values()["block_reductions"] is True
     _, off = generate(text, False)
     assert "a block of outputs" not in off and "t0_acc = t0_acc +" in off
+
+
+TILE_CASES = [
+    # (x, w, attrs) with the interior's width (lanes 1..W-2 for a 3-wide kernel, pads 1)
+    # 9 lanes, interior 7: narrower than a tile, the lane loops for the whole block
+    ((1, 4, 3, 9), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    # interior 8: exactly one tile of 8; interior 16: one of 16; 17: 16 and an overlapping 8
+    ((1, 4, 3, 10), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    ((1, 4, 3, 18), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    ((1, 4, 3, 19), (8, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    # no padding: the interior is every lane, no borders; pads on one side only
+    ((1, 3, 4, 27), (6, 3, 3, 3), ""),
+    ((1, 3, 4, 27), (6, 3, 3, 3), "pads=[0, 0, 0, 2]"),
+    ((1, 3, 4, 27), (6, 3, 3, 3), "pads=[0, 3, 0, 0]"),
+    # strides 2 and 3 along the lanes: the lane bounds divide
+    ((1, 3, 7, 41), (4, 3, 3, 3), "strides=[2, 2], pads=[1, 1, 1, 1]"),
+    ((1, 2, 5, 60), (2, 2, 1, 4), "strides=[1, 3], pads=[0, 2, 0, 1]"),
+    # dilations along the lanes
+    ((1, 2, 6, 40), (4, 2, 2, 3), "dilations=[1, 3], pads=[2, 3, 2, 3]"),
+    # groups and depthwise, batch 2, 5 channels (no block: one accumulator row)
+    ((2, 4, 4, 30), (6, 2, 3, 3), "groups=2, pads=[1, 1, 1, 1]"),
+    ((2, 4, 4, 30), (4, 1, 3, 3), "groups=4, pads=[1, 2, 1, 2]"),
+    ((1, 2, 4, 30), (5, 2, 3, 3), "pads=[1, 1, 1, 1]"),
+    # a second chunk of lanes (70 = 64 + 6): its interior is narrower than a tile
+    ((1, 2, 3, 70), (4, 2, 3, 3), "pads=[1, 1, 1, 1]"),
+    # 1-d and 3-d
+    ((2, 3, 45), (4, 3, 5), "pads=[2, 2]"),
+    ((1, 2, 3, 3, 20), (2, 2, 2, 2, 3), "pads=[1, 0, 1, 0, 1, 1]"),
+]
+
+
+@pytest.mark.parametrize(("x", "w", "attrs"), TILE_CASES)
+def test_interior_tiles_and_borders_are_the_plain_nest(x, w, attrs, tmp_path):
+    params = [("x", "float32", x), ("w", "float32", w), ("b", "float32", (w[0],))]
+    conv = f"conv(x, w, {attrs})" if attrs else "conv(x, w)"
+    text = check_case(params, conv, tmp_path, "relu(bias_add(t, b))")
+    if "strides" in attrs:  # strided lanes read no consecutive elements: the lane loops
+        assert "register tiles" not in text
+        return
+    assert "register tiles of " in text and f"{TILES[-1]} lanes over the interior" in text
+    assert ("the border lanes, outside the interior" in text) == ("pads" in attrs)
+
+
+def test_blocks_narrower_than_a_tile_keep_the_lane_loops(tmp_path):
+    params = [("x", "float32", (1, 4, 3, 7)), ("w", "float32", (4, 4, 3, 3))]
+    text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
+    assert "a block of outputs" in text and "register tiles" not in text
+
+
+def test_conv3x3_interior_is_lanes_1_to_54(tmp_path):
+    params = [("x", "float32", (1, 8, 5, 56)), ("w", "float32", (8, 8, 3, 3))]
+    text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
+    assert "if (t0_in_lo < 1) t0_in_lo = 1;" in text and "if (t0_in_hi > 55) t0_in_hi = 55;" in text
+    assert all(f"double t0_acc_tile[4][{size}];" in text for size in TILES)
+
+
+def test_pooling_dense_and_matmul_tiles(tmp_path):
+    cases = [
+        ([("x", "float32", (2, 3, 5, 40))], "max_pool(x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])"),
+        (
+            [("x", "float64", (1, 2, 4, 33))],
+            "avg_pool(x, kernel_shape=[2, 3], pads=[0, 2, 1, 2], count_include_pad=true)",
+        ),
+        (
+            [("x", "float32", (1, 2, 3, 29))],
+            "avg_pool(x, kernel_shape=[1, 4], strides=[1, 2], ceil_mode=true)",
+        ),
+        ([("x", "float32", (6, 9)), ("w", "float32", (75, 9))], "dense(x, w)"),
+        ([("a", "float64", (2, 3, 5)), ("b", "float64", (5, 24))], "matmul(a, b)"),
+    ]
+    for k, (params, expr) in enumerate(cases):
+        text = check_case(params, expr, tmp_path / str(k))
+        # dense reads its weights with a stride along the lanes: no tiles
+        assert ("register tiles" in text) == ("dense" not in expr and "strides" not in expr), expr
+
+
+@st.composite
+def wide_case(draw):
+    """A conv or pooling whose innermost axis is wide enough for tiles (up to 40)."""
+    n = draw(st.integers(1, 2))
+    width = draw(st.integers(1, 40))
+    spatial = [draw(st.integers(1, 3)) for _ in range(n - 1)] + [width]
+    kernel = [draw(st.integers(1, 3)) for _ in range(n - 1)] + [draw(st.integers(1, 5))]
+    attrs = [f"strides=[{', '.join(str(draw(st.integers(1, 3))) for _ in range(n))}]"]
+    attrs.append(f"pads=[{', '.join(str(draw(st.integers(0, 3))) for _ in range(2 * n))}]")
+    attrs.append(f"dilations=[{', '.join(str(draw(st.integers(1, 3))) for _ in range(n))}]")
+    batch, dtype = draw(st.integers(1, 2)), draw(st.sampled_from(["float32", "float64"]))
+    if draw(st.booleans()):
+        x = (batch, draw(st.integers(1, 3)), *spatial)
+        op = draw(st.sampled_from(["max_pool", "avg_pool"]))
+        return [("x", dtype, x)], f"{op}(x, kernel_shape=[{', '.join(map(str, kernel))}], {', '.join(attrs)})"
+    groups, cg, mg = draw(st.sampled_from([1, 2])), draw(st.integers(1, 2)), draw(st.integers(1, 4))
+    x, w = (batch, cg * groups, *spatial), (mg * groups, cg, *kernel)
+    return [("x", dtype, x), ("w", dtype, w)], f"conv(x, w, groups={groups}, {', '.join(attrs)})"
+
+
+def test_random_wide_reductions_tiled_are_the_plain_nest(tmp_path_factory):
+    @SETTINGS
+    @given(wide_case())
+    def run(case):
+        params, expr = case
+        try:
+            args = ", ".join(f"{n}: {d}[{shape_text(s)}]" for n, d, s in params)
+            parse(f"graph g({args}) {{\n  return {expr}\n}}\n", "graph", file="case.graph")
+        except Exception:
+            return  # the catalog rejects the attributes (a kernel larger than the padded input)
+        check_case(params, expr, tmp_path_factory.mktemp("case"))
+
+    run()

@@ -130,7 +130,7 @@ def test_openmp_reduction_threshold_counts_the_points_of_reduction_nests():
     assert PARALLEL_PRAGMA not in generate(externals)  # below the default
     assert PARALLEL_PRAGMA in generate(externals, {"openmp_reduction_threshold": "230400"})
     assert PARALLEL_PRAGMA not in generate(externals, {"openmp_reduction_threshold": "230401"})
-    assert "#pragma" not in generate(externals, {"openmp_reduction_threshold": "0"})
+    assert "#pragma omp" not in generate(externals, {"openmp_reduction_threshold": "0"})
     # an elementwise region never counts as a reduction
     assert "#pragma" not in generate(externals_of("bias_add_relu"), {"openmp_reduction_threshold": "1"})
 
