@@ -150,6 +150,9 @@ static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
     const int64_t reach = (g[4 + a] - 1) * g[8 + a] + (kernel[a] - 1) * g[14 + a] + 1 - g[2 + a] - left[a];
     right[a] = reach > g[12 + a] ? reach : g[12 + a];
   }
+  /* a (N, C, 1, 1) result has the same bytes in either layout: take the source's, so
+     that oneDNN runs its jit pooling (one of mixed layouts runs its reference code) */
+  if (g[4] == 1 && g[5] == 1) y_layout = x_layout;
   dnnl_memory_desc_t mds[2] = {dnnl_byoc_md_4d(x, x_layout), dnnl_byoc_md_4d(y, y_layout)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
   dnnl_primitive_desc_t pd = NULL;
