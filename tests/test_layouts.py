@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_array
+from conftest import random_array, run_cli
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -194,3 +194,11 @@ def test_a_spec_without_layouts_gives_plain_layouts(spec_dir):
     generated = generate(spec_dir)
     assert "nhwc)" not in generated and "stay in layout" not in generated
     assert load_backend("permuted", [spec_dir]).layouts == {}
+
+
+def test_byoc_run_with_the_spec_on_the_search_path(spec_dir, tmp_path, capsys):
+    graph = tmp_path / "layouts.graph"
+    graph.write_text(GRAPH, encoding="utf-8")
+    rc, out, err = run_cli(capsys, "--spec-path", spec_dir, "run", graph, "--backend", "permuted")
+    assert rc == 0, out + err
+    assert "result: every output matches the numpy reference" in out
