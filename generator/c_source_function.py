@@ -19,6 +19,11 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
 - ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments that the exported entry
   (:mod:`byoc.generator.ffi_entry`) has checked and calls the body on their data.
 
+An intermediate value may keep another memory order than row-major between the
+kernels that make and read it, when all of them take it (the spec's ``layouts:``,
+:mod:`byoc.generator.c_source_layouts`); each kernel gets its ports' layouts as
+``${in<k>_layout}`` and ``${out_layout}``.
+
 A node's result goes straight into the output buffer when the node computes a
 function output. An output that is a parameter, a constant, or a value returned
 a second time is copied with ``memcpy`` at the end.
@@ -45,6 +50,7 @@ from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .artifacts import Artifact
+from .c_source_layouts import choose_layouts, kernel_layouts, layout_note, layout_text, layout_values
 from .c_source_state import (
     KernelSetup,
     init_guard,
@@ -126,6 +132,8 @@ def function_text(
         index[node.name] = len(types)
         types.append(node.type)
     outputs = [index[name] for name in fn.outputs]
+    base = first_const + len(fn.constants)
+    chosen = choose_layouts(spec, fn.nodes, composites, node_inputs, base, types, outputs)
     used = bytearray(len(types))
     for ins in node_inputs:
         for i in ins:
@@ -159,21 +167,24 @@ def function_text(
     ]
     plan = plan_memory((), steps, types, outputs)
     buffer_of: dict[int, int] = {}
-    base = first_const + len(fn.constants)
     for k, node in enumerate(fn.nodes):
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
+        ports = kernel_layouts(chosen, ins, base + k)  # None: every port plain
         if k in composites:
-            use, type_text, macro = _composite_use(node, composites[k], spec, catalog, values)
+            with_layouts = {**values, **layout_values(len(ins), ports)}
+            use, type_text, macro = _composite_use(node, composites[k], spec, catalog, with_layouts)
         else:
-            key = (node.op, node.type, in_types, node.attrs)
+            key = (node.op, node.type, in_types, node.attrs, ports)
             cached = uses.get(key)
             if cached is None:
-                # Rendered once per op, types and attributes, with a stand-in for the kernel's name.
+                # Rendered once per op, types, attributes and layouts, with a stand-in for the kernel's name.
                 macro = _macro(node, spec, catalog, in_types)
-                args = macro.arguments(_macro_values(values, spec, catalog, node, in_types))
+                with_layouts = {**values, **layout_values(len(ins), ports)}
+                args = macro.arguments(_macro_values(with_layouts, spec, catalog, node, in_types))
                 cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type), macro)
             use, type_text, macro = cached
+        type_text += layout_text(ports)  # a kernel's layouts are part of what identifies it
         # One kernel per distinct use: nodes of the same op, types and attributes (or
         # composites of the same pattern and values) call the same function, unless its
         # macro's setup reads their constants (${in<k>_const}): then per constants too.
@@ -223,7 +234,9 @@ def function_text(
     ctypes.update((buf, C_TYPES[t.dtype]) for buf, t, _ in buffers)
     pieces, body_calls = _parts(fn, sym, calls, ctypes)
     parts += pieces
-    parts += _body(fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs)
+    where = {v: (storage[v], value_label(fn.nodes[v - base].name)) for v in chosen}
+    laid_out = layout_note(spec, chosen, where)
+    parts += _body(fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out)
     parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
     return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers))
@@ -363,8 +376,10 @@ def _body(
     kernel_calls: int,
     copies: Sequence[str],
     unused_inputs: Sequence[int],
+    laid_out: Sequence[str] = (),
 ) -> list[str]:
-    """The body's lines; ``calls`` are its statements that call kernels or parts."""
+    """The body's lines; ``calls`` are its statements that call kernels or parts;
+    ``laid_out`` notes its values that are not plain."""
     params = [f"{C_TYPES[p.type.dtype]}* in{i}" for i, p in enumerate(fn.params)]
     params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(output_types)]
     note = [
@@ -375,6 +390,7 @@ def _body(
     note += [
         f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))
     ]
+    note += laid_out
     lines = [block_comment(note), item_list(f"static int {sym}_(", params, ") {")]
     if buffers:
         lines += layout(

@@ -103,10 +103,35 @@ class MacroDef:
     setup: Mapping[str, str] = field(default_factory=frozen_map)
     """c_source: the kernel's own ``state``, ``init`` and ``teardown`` templates (each
     present one), added to its function's for every kernel expanded from the macro."""
+    layouts: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
+    """c_source: each port (``in<k>``, ``out``) that takes a layout of the spec's
+    ``layouts:`` besides plain -> those layouts, in the macro's order of preference."""
 
     def arguments(self, values: Mapping[str, object]) -> tuple[str, ...]:
         """The arguments of one invocation, in parameter order."""
         return tuple(render(t, values) for t in self.params.values())
+
+
+PLAIN_LAYOUT = "plain"
+"""The layout every value has unless its function chooses another: row-major, as byoc's
+buffers, parameters and outputs are (what ``${in<k>_layout}`` says by default)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutDef:
+    """An alternative memory order of a value (a c_source spec's ``layouts:``): its axes
+    stored in the order of ``permutation`` (``(0, 2, 3, 1)``: an nchw value stored as
+    nhwc). Only the order changes, never the byte size."""
+
+    name: str
+    permutation: tuple[int, ...]
+    doc: str = ""
+    loc: Location | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def rank(self) -> int:
+        """The rank of the values the layout can hold."""
+        return len(self.permutation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +171,9 @@ class BackendSpec:
     """The kind's code templates by key (``prelude``, ``engine``, ``invoke``, ...)."""
     patterns: Mapping[str, Pattern] = field(default_factory=frozen_map)
     """Composite patterns by name, in spec order (:mod:`byoc.spec.patterns`)."""
+    layouts: Mapping[str, LayoutDef] = field(default_factory=frozen_map)
+    """c_source: the memory layouts a value may take between kernels besides plain
+    (``layouts:``, :mod:`byoc.spec.layouts`), by name."""
     header: str | None = None
     """engine kind: the file name of the generated engine header."""
     broadcast: bool = False

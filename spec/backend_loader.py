@@ -105,6 +105,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         layers=frozen_map(draft.layers),
         templates=frozen_map(draft.templates),
         patterns=frozen_map(draft.patterns),
+        layouts=frozen_map(draft.layouts),
         header=draft.header,
         source=doc.path,
         loc=doc.at(root),

@@ -9,7 +9,7 @@ from typing import Any
 
 from byoc.catalog import OpDef
 
-from .backend import LayerDef, MacroDef, OptionDef
+from .backend import LayerDef, LayoutDef, MacroDef, OptionDef
 from .bindings import OpBinding
 from .names import DIM_PLACEHOLDER, RESERVED_C_NAME
 from .template import Placeholder, TemplateSyntaxError, placeholders
@@ -36,6 +36,8 @@ class SpecDraft:
     """The catalog op of each mapped op, for kinds whose checks need its attributes."""
     patterns: dict[str, Any] = field(default_factory=dict)
     """The composite patterns (:class:`~byoc.spec.patterns.Pattern`) by name."""
+    layouts: dict[str, LayoutDef] = field(default_factory=dict)
+    """c_source: the spec's ``layouts:`` by name."""
 
 
 def check_template(

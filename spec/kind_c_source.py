@@ -10,6 +10,7 @@ from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
 from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
+from .layouts import check_layout_ranks, load_layouts
 from .macro_args import const_input
 from .template import placeholder_names, placeholders
 from .yaml_doc import YamlDoc
@@ -40,6 +41,7 @@ class CSourceKind(MacroKind):
         ),
     )
     structure_required = ("macros",)
+    structure_optional = ("layouts",)
     op_required = ("macros",)
     op_optional = ("vars",)
     pattern_required = ("macros",)
@@ -47,11 +49,17 @@ class CSourceKind(MacroKind):
     shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
-    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state")
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state", "out_layout")
     macro_inputs = True
+    macro_layouts = True
     macro_setup = ("state", "init", "teardown")
     dims = True
     op_args = True
+
+    def load_structure(self, doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
+        if "layouts" in root:  # before the macros, which name them
+            load_layouts(doc, root, draft)
+        super().load_structure(doc, root, draft)
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> MacroBinding:
         what, onode = f"op {op}", node[op]
@@ -73,9 +81,12 @@ class CSourceKind(MacroKind):
 
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
         """Besides the macro checks: ``${in<k>_const}`` only in macros that patterns with
-        constant input k use, and ``${state}`` only where the spec declares a state."""
+        constant input k use, a layout of the result only at its rank, and ``${state}``
+        only where the spec declares a state."""
         super().check_spec(doc, draft)
-        _check_constant_inputs(doc, draft, self.macro_uses(doc, draft))
+        uses = self.macro_uses(doc, draft)
+        _check_constant_inputs(doc, draft, uses)
+        check_layout_ranks(doc, draft, uses)
         if draft.templates.get("state", "").strip() or any(
             m.setup.get("state", "").strip() for m in draft.macros.values()
         ):

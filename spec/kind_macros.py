@@ -22,6 +22,7 @@ from .backend import MacroDef
 from .bindings import frozen_map
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
+from .layouts import load_macro_layouts
 from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .patterns import Pattern
@@ -75,6 +76,9 @@ class MacroKind(CodegenKind):
     """Optional per-kernel templates of a macro (c_source: ``state``, ``init``,
     ``teardown``), whose placeholders are ``${symbol}`` (the kernel's name) and the
     common ones."""
+    macro_layouts: ClassVar[bool] = False
+    """Whether a macro may say which of the spec's ``layouts:`` its kernel's ports take
+    (:mod:`.layouts`)."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -150,7 +154,8 @@ class MacroKind(CodegenKind):
             c_name(doc, node, name, "macro name")
             mnode = doc.mapping(node, name, what)
             required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
-            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup))
+            layouts = ("layouts",) if self.macro_layouts else ()
+            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup, *layouts))
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
@@ -188,8 +193,18 @@ class MacroKind(CodegenKind):
                     accept=_constant_input(inputs),
                     more=", ${in<k>_const} (a pattern's constant input k)" if inputs else "",
                 )
+            ports = frozen_map()
+            if "layouts" in mnode and inputs is not None:
+                ports = load_macro_layouts(doc, mnode, what, inputs, args, draft)
             draft.macros[name] = MacroDef(
-                str(name), args, str(body), str(mdoc).strip(), inputs, doc.at(node, name), frozen_map(setup)
+                str(name),
+                args,
+                str(body),
+                str(mdoc).strip(),
+                inputs,
+                doc.at(node, name),
+                frozen_map(setup),
+                ports,
             )
             draft.macro_params[name] = params
 

@@ -5,6 +5,9 @@ fixed names and the vars: the extents of the inputs and the op's attributes.
   ``${in<k>_ctype}``, ``${in<k>_dtype}``: input ``k``'s extent ``j``, rank, element
   count, shape and element type (0-based, as the kernel's ``in0``, ``in1``, ...
   pointers are);
+- ``${in<k>_layout}`` (and ``${out_layout}``, a fixed name of the kind): the layout
+  the function chose for input ``k`` (the result), a name of the spec's ``layouts:``
+  or ``plain`` (:mod:`byoc.spec.layouts`);
 - ``${<attr>}``: the op's attribute ``attr`` as the kernel uses it
   (:func:`byoc.attr_values.resolve`): an int, a float (an exact C double literal), a
   bool (``1`` / ``0``), a string, or an ints list as one parenthesised argument,
@@ -25,9 +28,11 @@ from dataclasses import dataclass
 
 from byoc.catalog import AttrDef, OpDef
 
-INPUT_PLACEHOLDER = re.compile(r"in(0|[1-9][0-9]*)_(?:dim(0|[1-9][0-9]*)|(rank|size|shape|ctype|dtype))\Z")
+INPUT_PLACEHOLDER = re.compile(
+    r"in(0|[1-9][0-9]*)_(?:dim(0|[1-9][0-9]*)|(rank|size|shape|ctype|dtype|layout))\Z"
+)
 """``${in<k>_dim<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``, ``${in<k>_shape}``,
-``${in<k>_ctype}``, ``${in<k>_dtype}``."""
+``${in<k>_ctype}``, ``${in<k>_dtype}``, ``${in<k>_layout}``."""
 
 CONST_INPUT = re.compile(r"in(0|[1-9][0-9]*)_const\Z")
 """``${in<k>_const}``, in a macro's ``state``, ``init`` and ``teardown`` only: the C name

@@ -87,6 +87,31 @@ ops:
   relu: {kernel: nn.relu}
 """
 
+C_SOURCE_LAYOUTS = """\
+version: 1
+name: mini
+kind: c_source
+dtypes: [float32]
+ranks: [1, 2]
+compile:
+  language: c
+layouts:
+  swapped:
+    permutation: [1, 0]
+macros:
+  BIN_2D:
+    inputs: 2
+    layouts: {in0: [swapped], out: [swapped]}
+    params: {p_ID_: "${symbol}", p_N_: "${size}", p_A_: "${in0_layout}", p_OUT_: "${out_layout}"}
+    body: |
+      static void p_ID_(const float* a, const float* b, float* out) {
+        for (int i = 0; i < p_N_; ++i) out[i] = a[i] + b[i] + p_A_ + p_OUT_;
+      }
+ops:
+  add:
+    macros: {2: BIN_2D}
+"""
+
 BASES = {"c_source": C_SOURCE, "engine": ENGINE, "examplejson": EXAMPLEJSON, "json": JSON}
 
 
@@ -105,6 +130,12 @@ def edit(base: str, old: str, new: str) -> str:
 def test_base_specs_are_valid(tmp_path, kind):
     spec = load_backend_file(write_spec(tmp_path, BASES[kind]))
     assert spec.kind.name == kind and spec.name == "mini"
+
+
+def test_layouts_base_spec_is_valid(tmp_path):
+    spec = load_backend_file(write_spec(tmp_path, C_SOURCE_LAYOUTS))
+    assert spec.layouts["swapped"].permutation == (1, 0) and spec.layouts["swapped"].rank == 2
+    assert dict(spec.macros["BIN_2D"].layouts) == {"in0": ("swapped",), "out": ("swapped",)}
 
 
 # (id, base, old text, new text, line, column, message fragment)
@@ -191,6 +222,20 @@ CASES = [
     ("macro-arity", C_SOURCE, '    vars: {operator: "+"}\n', '    vars: {operator: "+"}\n  relu: {macros: {1: BIN_1D}}\n', 24, 22, "macro BIN_1D takes 2 inputs but relu takes 1"),
     ("macro-inputs-type", C_SOURCE, "    inputs: 2\n", "    inputs: two\n", 14, 13, "inputs must be an integer"),
     ("invalid-yaml", JSON, "ranks: [1, 2]", "ranks: [1, 2", 6, 4, "invalid YAML"),
+    ("layout-unknown", C_SOURCE_LAYOUTS, "{in0: [swapped], out", "{in0: [swaped], out", 14, 21, "unknown layout 'swaped' for in0"),
+    ("layout-port-out-of-range", C_SOURCE_LAYOUTS, "{in0: [swapped], out", "{in2: [swapped], out", 14, 15, "'in2' is not a port of its kernel"),
+    ("layout-lists-plain", C_SOURCE_LAYOUTS, "{in0: [swapped], out", "{in0: [plain], out", 14, 21, "in0 lists plain"),
+    ("layout-lists-none", C_SOURCE_LAYOUTS, "{in0: [swapped], out", "{in0: [], out", 14, 20, "the layouts of in0 list none"),
+    ("layout-twice", C_SOURCE_LAYOUTS, "{in0: [swapped], out", "{in0: [swapped, swapped], out", 14, 30, "lists layout swapped twice"),
+    ("layout-not-a-permutation", C_SOURCE_LAYOUTS, "permutation: [1, 0]", "permutation: [1, 1]", 10, 18, "[1, 1] is not a permutation of the axes 0 to 1"),
+    ("layout-identity", C_SOURCE_LAYOUTS, "permutation: [1, 0]", "permutation: [0, 1]", 10, 18, "the identity permutation is the plain layout"),
+    ("layout-no-such-rank", C_SOURCE_LAYOUTS, "permutation: [1, 0]", "permutation: [2, 0, 1]", 10, 18, "no rank 3"),
+    ("layout-not-a-list", C_SOURCE_LAYOUTS, "permutation: [1, 0]", "permutation: 10", 10, 18, "permutation must be a list"),
+    ("layout-named-plain", C_SOURCE_LAYOUTS, "  swapped:\n    perm", "  plain:\n    perm", 9, 3, "layout name 'plain' is byoc's own"),
+    ("layout-unread", C_SOURCE_LAYOUTS, 'p_OUT_: "${out_layout}"', 'p_OUT_: "${size}"', 14, 31, "no argument reads ${out_layout}"),
+    ("layout-placeholder-index", C_SOURCE_LAYOUTS, 'p_N_: "${size}"', 'p_N_: "${in2_layout}"', 15, 41, "the kernel takes 2 input(s)"),
+    ("layout-rank-mismatch", C_SOURCE_LAYOUTS, "macros: {2: BIN_2D}", "macros: {1: BIN_2D}", 22, 17, "at rank 1, but its result takes layout swapped, of rank 2"),
+    ("layout-on-engine", ENGINE, "  BIN:\n", "  BIN:\n    layouts: {}\n", 9, 5, "unknown key 'layouts'"),
 ]
 # fmt: on
 

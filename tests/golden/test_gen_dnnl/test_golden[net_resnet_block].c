@@ -49,6 +49,22 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_any(int rank, const int64_t* exten
   return md;
 }
 
+/* The layouts a kernel's data may have, as its use names them (the spec's `layouts:`):
+   byoc's plain row-major nchw, or channels_last, nhwc. A macro body pastes the name,
+   DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_. */
+#define DNNL_BYOC_LAYOUT_plain 0
+#define DNNL_BYOC_LAYOUT_channels_last 1
+
+/* A float32 memory descriptor of the 4 extents (N, C, H, W) stored in `layout`, one
+   of DNNL_BYOC_LAYOUT_*; NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int layout) {
+  if (layout == DNNL_BYOC_LAYOUT_plain) return dnnl_byoc_md(4, extents);
+  const dnnl_dims_t dims = {extents[0], extents[1], extents[2], extents[3]};
+  dnnl_memory_desc_t md = NULL;
+  if (dnnl_memory_desc_create_with_tag(&md, 4, dims, dnnl_f32, dnnl_nhwc) != dnnl_success) return NULL;
+  return md;
+}
+
 /* Primitive attributes: a user-managed scratchpad (each call brings its own, so calls
    from several threads share no scratch memory), then the post-ops: with `sum` the
    result is added to what the output holds, with `relu` a relu follows. NULL on a
@@ -119,12 +135,13 @@ static inline int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, 
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
 }
 
-/* A 2-D pool of x (N, C, H, W) into (N, C, OH, OW); g = {N, C, H, W, OH, OW, KH, KW,
-   SH, SW, PT, PL, PB, PR, DH, DW}. The right padding is what makes the output size
-   byoc's: more than the pads when ceil_mode rounded the size up, and a window's
-   overhang is padding (never the maximum; not counted by avg_exclude_padding). */
+/* A 2-D pool of x (N, C, H, W) into (N, C, OH, OW), each in its layout (one of
+   DNNL_BYOC_LAYOUT_*); g = {N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH,
+   DW}. The right padding is what makes the output size byoc's: more than the pads
+   when ceil_mode rounded the size up, and a window's overhang is padding (never the
+   maximum; not counted by avg_exclude_padding). */
 static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
-                                   dnnl_alg_kind_t alg) {
+                                   dnnl_alg_kind_t alg, int x_layout, int y_layout) {
   const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[1], g[4], g[5]};
   /* oneDNN reads each spatial list as a whole dnnl_dims_t */
   const dnnl_dims_t kernel = {g[6], g[7]}, strides = {g[8], g[9]}, dilates = {g[14] - 1, g[15] - 1};
@@ -134,10 +151,13 @@ static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
     const int64_t reach = (g[4 + a] - 1) * g[8 + a] + (kernel[a] - 1) * g[14 + a] + 1 - g[2 + a] - left[a];
     right[a] = reach > g[12 + a] ? reach : g[12 + a];
   }
-  dnnl_memory_desc_t mds[2] = {dnnl_byoc_md(4, x), dnnl_byoc_md(4, y)};
+  /* a (N, C, 1, 1) result has the same bytes in either layout: take the source's, so
+     that oneDNN runs its jit pooling (one of mixed layouts runs its reference code) */
+  if (g[4] == 1 && g[5] == 1) y_layout = x_layout;
+  dnnl_memory_desc_t mds[2] = {dnnl_byoc_md_4d(x, x_layout), dnnl_byoc_md_4d(y, y_layout)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
   dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL ? dnnl_out_of_memory
       : dnnl_pooling_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[1],
             strides, kernel, dilates, left, right, attr);
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 2);
@@ -291,14 +311,15 @@ static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine
    (format_tag_any; on AVX2 and AVX-512 blocked ones, which run its direct and brgemm
    kernels rather than the plain layouts' im2col and gemm). Its weights, and a folded
    batch_norm's bias, are packed into its layout once, at init; the source, a
-   residual and the result are reordered between byoc's plain layout and the
-   primitive's in each call's own scratch, when they differ (a NULL reorder where
-   they do not). Read-only after the init. */
+   residual and the result are reordered between the layouts the kernel's use gives
+   them (byoc's plain one, or channels_last) and the primitive's in each call's own
+   scratch, when they differ (a NULL reorder where they do not). Read-only after the
+   init. */
 typedef struct {
   dnnl_primitive_t conv;
-  dnnl_primitive_t src_in;   /* plain x -> the conv's source layout */
-  dnnl_primitive_t dst_in;   /* a plain residual -> the destination layout (a sum post-op) */
-  dnnl_primitive_t dst_out;  /* the destination layout -> the plain output */
+  dnnl_primitive_t src_in;   /* x -> the conv's source layout */
+  dnnl_primitive_t dst_in;   /* a residual -> the destination layout (a sum post-op) */
+  dnnl_primitive_t dst_out;  /* the destination layout -> the output's */
   void* weights;             /* the weights in the conv's layout */
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
 } dnnl_byoc_packed_conv_t;
@@ -356,22 +377,25 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
 
 /* Creates c: the conv2d of g (as dnnl_byoc_conv2d's) with a bias when `bias`, and
    the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
-   NULL, which gives it a bias). On a failure it releases all it made. 0 on success. */
+   NULL, which gives it a bias); `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
+   source, the result and a residual as the kernel gets them. On a failure it
+   releases all it made. 0 on success. */
 static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
                                           int bias, int sum, int relu, const float* w, const float* const* bn,
-                                          double epsilon) {
+                                          double epsilon, const int* layouts) {
   const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
   const int64_t wd[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
   const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
   const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
   const int grouped = g[17] != 1, biased = bias || bn != NULL;
-  /* the primitive's (any layout), then byoc's plain ones */
-  dnnl_memory_desc_t mds[7] = {dnnl_byoc_md_any(4, x), grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
-                               dnnl_byoc_md_any(4, y), biased ? dnnl_byoc_md(1, b) : NULL, dnnl_byoc_md(4, x),
-                               grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1), dnnl_byoc_md(4, y)};
+  /* the primitive's (any layout), then the kernel's: x, the plain weights, the result and a residual */
+  dnnl_memory_desc_t mds[8] = {dnnl_byoc_md_any(4, x), grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
+                               dnnl_byoc_md_any(4, y), biased ? dnnl_byoc_md(1, b) : NULL, dnnl_byoc_md_4d(x, layouts[0]),
+                               grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1), dnnl_byoc_md_4d(y, layouts[1]),
+                               sum ? dnnl_byoc_md_4d(y, layouts[2]) : NULL};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, relu);
   dnnl_primitive_desc_t pd = NULL;
-  int ok = attr != NULL && (mds[3] != NULL || !biased);
+  int ok = attr != NULL && (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum);
   for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
   const dnnl_status_t made = !ok ? dnnl_out_of_memory
       : dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
@@ -383,12 +407,12 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
     const_dnnl_memory_desc_t weights = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
         && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
-        && (!sum || dnnl_byoc_reorder(&c->dst_in, engine, mds[6], dst) == 0)
+        && (!sum || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
         && dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon);
   }
   if (made == dnnl_success) dnnl_primitive_desc_destroy(pd);
   if (attr != NULL) dnnl_primitive_attr_destroy(attr);
-  for (int k = 0; k < 7; ++k) {
+  for (int k = 0; k < 8; ++k) {
     if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
   }
   if (!ok) dnnl_byoc_packed_conv_free(c);
@@ -396,9 +420,10 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
 }
 
 /* Runs c on x, plus `bias` when c holds no folded one (NULL: none), after putting
-   `residual` into the result for a sum post-op (NULL: none): the reorders and the
-   conv in one stream, with one scratch allocation of the call's own for the reordered
-   source and result and the scratchpads. On a failure the output is all NaN. */
+   `residual` into the result for a sum post-op (NULL: none; copied as it is when its
+   layout is the primitive's): the reorders and the conv in one stream, with one
+   scratch allocation of the call's own for the reordered source and result and the
+   scratchpads. On a failure the output is all NaN. */
 static inline void dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                         const float* bias, const float* residual, float* out, int64_t out_size) {
   enum { DNNL_BYOC_ALIGN = 64 };
@@ -429,8 +454,8 @@ static inline void dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_e
   }
   if (ok && residual != NULL && c->dst_in != NULL) {
     ok = dnnl_byoc_execute(c->dst_in, engine, stream, 2, move, (void* const[]){(void*)residual, dst}, memory);
-  } else if (ok && residual != NULL && residual != out) {
-    memcpy(out, residual, sizeof(float) * (size_t)out_size);
+  } else if (ok && residual != NULL && (const void*)residual != dst) {
+    memcpy(dst, residual, sizeof(float) * (size_t)out_size);
   }
   ok = ok && dnnl_byoc_execute(c->conv, engine, stream, b != NULL ? 4 : 3,
                                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS},
@@ -500,9 +525,10 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
 }
 
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
-#define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0); \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static void p_ID_(const float* x, const float* w, float* out) { \
   (void)w; /* packed by the init */ \
@@ -510,9 +536,10 @@ static void p_ID_(const float* x, const float* w, float* out) { \
 }
 
 /* a pattern's conv2d of constant weights plus a per-channel bias, packed at init (vars: relu) */
-#define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0); \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static void p_ID_(const float* x, const float* w, const float* b, float* out) { \
   (void)w; /* packed by the init */ \
@@ -520,9 +547,10 @@ static void p_ID_(const float* x, const float* w, const float* b, float* out) { 
 }
 
 /* a pattern's conv2d of constant weights plus a residual (a sum post-op), packed at init (vars: relu) */
-#define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0); \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
 } \
 static void p_ID_(const float* x, const float* w, const float* residual, float* out) { \
   (void)w; /* packed by the init */ \
@@ -530,10 +558,11 @@ static void p_ID_(const float* x, const float* w, const float* residual, float* 
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init (vars: relu) */
-#define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                             const float* const* bn) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_); \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
                   const float* mean, const float* var, float* out) { \
@@ -542,10 +571,11 @@ static void p_ID_(const float* x, const float* w, const float* scale, const floa
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init, plus a residual (a sum post-op) (vars: relu) */
-#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                             const float* const* bn) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_); \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
 } \
 static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
                   const float* mean, const float* var, const float* residual, float* out) { \
@@ -576,9 +606,10 @@ static void p_ID_(const float* x, const float* w, const float* b, float* out) { 
 }
 
 /* a 2-D pool (vars: alg, the pooling algorithm) */
-#define DNNL_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_) \
+#define DNNL_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_); \
+  return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+                          DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
 static void p_ID_(const float* x, float* out) { \
   dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
@@ -586,9 +617,10 @@ static void p_ID_(const float* x, float* out) { \
 }
 
 /* a pattern's 2-D avg_pool, counting the padding or not (vars: alg) */
-#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_) \
+#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_); \
+  return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+                          DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
 static void p_ID_(const float* x, float* out) { \
   dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \

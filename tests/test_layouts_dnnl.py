@@ -1,0 +1,129 @@
+"""The dnnl backend's channels_last layout (spec/backends/dnnl.yaml, `layouts:`): inside
+one function, a value made and read only by packed convolutions and 2-D pools stays
+nhwc between them, so oneDNN reorders it neither out of nor back into nchw; parameters,
+outputs and values any other kernel reads stay plain. Each case checks which values the
+generated body keeps channels_last (its comment says), then runs the code against the
+numpy reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_array
+from libraries import missing_library
+from test_layouts import body_layouts
+
+import byoc
+from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.generator.partition import partition
+from byoc.ir import Program
+
+if missing_library("dnnl"):
+    pytest.skip(missing_library("dnnl"), allow_module_level=True)
+
+from test_gen_dnnl import BACKEND, assert_close, const, generate  # noqa: E402 - after the skip
+
+
+def weights(channels: int, seed: int = 3) -> str:
+    """The constants every case's convolutions share: w (3x3), p (1x1) and a batch_norm."""
+    rng = np.random.default_rng(seed)
+    c = channels
+    return f"""\
+  w = {const(rng, (c, c, 3, 3), -0.1, 0.1)}
+  p = {const(rng, (c, c, 1, 1), -0.3, 0.3)}
+  s = {const(rng, (c,), 0.5, 1.5)}
+  t = {const(rng, (c,), -0.2, 0.2)}
+  m = {const(rng, (c,), -0.2, 0.2)}
+  v = {const(rng, (c,), 0.5, 2.0)}
+"""
+
+
+def graph(body: str, returns: str, channels: int = 32, size: int = 8) -> str:
+    return (
+        f"graph main(x: float32[1, {channels}, {size}, {size}]) {{\n{weights(channels)}{body}"
+        f"  return {returns}\n}}\n"
+    )
+
+
+# name -> (graph, the values the body keeps channels_last)
+CASES = {
+    # a chain of packed convolutions: everything between the parameter and the output
+    "chain": (
+        graph(
+            "  a = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, v))\n"
+            "  b = relu(conv(a, p))\n"
+            "  c = batch_norm(conv(b, w, strides=[2, 2], pads=[1, 1, 1, 1]), s, t, m, v)\n",
+            "c",
+        ),
+        {"a", "b"},
+    ),
+    # a is an output and read by a conv: plain
+    "output_and_read": (
+        graph(
+            "  a = relu(conv(x, p))\n  b = relu(conv(a, w, pads=[1, 1, 1, 1]))\n  c = conv(b, p)\n", "a, c"
+        ),
+        {"b"},
+    ),
+    # a feeds two convs
+    "two_readers": (
+        graph(
+            "  a = relu(conv(x, p))\n"
+            "  b = relu(batch_norm(conv(a, w, pads=[1, 1, 1, 1]), s, t, m, v))\n"
+            "  c = batch_norm(conv(a, p, strides=[2, 2]), s, t, m, v)\n",
+            "b, c",
+        ),
+        {"a"},
+    ),
+    # a ResNet stem and bottleneck: max_pool between convs, its result the residual (in6)
+    "residual_and_pool": (
+        graph(
+            "  a = relu(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, v))\n"
+            "  q = max_pool(a, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])\n"
+            "  b = relu(batch_norm(conv(q, p), s, t, m, v))\n"
+            "  c = relu(batch_norm(conv(b, w, pads=[1, 1, 1, 1]), s, t, m, v))\n"
+            "  d = relu(add(batch_norm(conv(c, p), s, t, m, v), q))\n"
+            "  e = relu(add(batch_norm(conv(d, p), s, t, m, v), c))\n",
+            "e",
+            size=9,
+        ),
+        {"a", "q", "b", "c", "d"},
+    ),
+    # softmax takes no layout: a stays plain; b only feeds softmax too
+    "softmax_reader": (
+        graph(
+            "  a = relu(conv(x, p))\n  b = conv(a, p)\n  c = softmax(b, axis=1)\n  e = softmax(a, axis=1)\n",
+            "c, e",
+        ),
+        set(),
+    ),
+}
+
+
+def program_of(text: str) -> Program:
+    return partition(parse(text, "graph", file="layouts.graph"), [load_backend(BACKEND)], load_catalog())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_values_between_packed_convolutions_stay_channels_last(case, rng):
+    text, want = CASES[case]
+    program = program_of(text)
+    assert sum(n.callee is not None for n in program.functions[0].nodes) == 1  # one region
+    generated = generate(program)
+    assert {k for k, layout in body_layouts(generated).items() if layout == "channels_last"} == want
+    model = byoc.build(program)
+    fn = program.functions[0]
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    got, expected = model(**inputs), evaluate(fn, inputs)
+    assert len(got) == len(expected)
+    for g, w in zip(got, expected):
+        assert_close(g, w)
+
+
+def test_golden(golden):
+    """Two 1x1 convolutions of 4 channels: their value in between is nhwc."""
+    p = const(np.random.default_rng(3), (4, 4, 1, 1), -0.3, 0.3)
+    text = (
+        f"graph main(x: float32[1, 4, 3, 3]) {{\n  p = {p}\n  a = relu(conv(x, p))\n  return conv(a, p)\n}}\n"
+    )
+    assert generate(program_of(text)) == golden("c")
