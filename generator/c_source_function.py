@@ -50,7 +50,14 @@ from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .artifacts import Artifact
-from .c_source_layouts import choose_layouts, kernel_layouts, layout_note, layout_text, layout_values
+from .c_source_layouts import (
+    choose_layouts,
+    kernel_layouts,
+    kernel_macro,
+    layout_note,
+    layout_text,
+    layout_values,
+)
 from .c_source_state import (
     KernelSetup,
     init_guard,
@@ -278,15 +285,14 @@ def _macro(node: Node, spec: BackendSpec, catalog: Catalog, input_types: Sequenc
     The inputs of an elementwise op must have its output's type (the macros do not
     broadcast); a macro of another rule reads each input's extents itself."""
     t = node.type
-    binding = spec.ops.get(node.op)
-    name = binding.construct(t.rank) if isinstance(binding, MacroBinding) else None
-    if binding is None or name is None:
+    macro = kernel_macro(spec, node, None)
+    if macro is None:
         raise GraphError(
             f"backend {spec.name} has no macro for {node.op} at rank {t.rank}",
             node.loc,
             hint=f"move {node.op} out of the @{spec.name} region, or map it in the backend spec",
         )
-    macro = spec.macros[name]
+    name = macro.name
     if macro.inputs is not None and macro.inputs != len(node.inputs):
         raise GraphError(
             f"macro {name} of backend {spec.name} takes {macro.inputs} input(s), but {node.op} has {len(node.inputs)}",
@@ -347,8 +353,8 @@ def _composite_use(
     """The use of a composite's macro: the pattern's vars, its inputs' extents and its
     nodes' attributes (``${conv.strides0}``), and byoc's names for its result."""
     binding = found.pattern.binding
-    assert isinstance(binding, MacroBinding) and node.callee is not None
-    macro = spec.macros[binding.construct(node.type.rank) or ""]
+    macro = kernel_macro(spec, node, found)
+    assert isinstance(binding, MacroBinding) and macro is not None and node.callee is not None
     values = dict(common)
     values.update(composite_values(found, GraphView.of(node.callee), catalog))
     values.update(binding.vars)
