@@ -12,7 +12,8 @@ One C99 file per backend, holding every external function of that backend::
     per function <sym>:     its state and init when the spec has them
                             (generator/c_source_state.py), constants, kernels <sym>_<k>,
                             body <sym>_, <sym>_wrapper_, exported entry __tvm_ffi_<sym>
-                            (generator/c_source_function.py)
+                            (generator/c_source_function.py, c_source_kernels.py,
+                            c_source_body.py)
 
 Everything backend-specific (macros, which macro serves an op at a rank, the op's
 operator, the prelude) comes from the spec; the structure is the kind's. The text

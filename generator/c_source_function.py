@@ -39,21 +39,28 @@ cast away, and no kernel writes its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from byoc.catalog import Catalog
-from byoc.errors import GraphError
-from byoc.ir import C_TYPES, Function, Node, TensorType
+from byoc.ir import C_TYPES, Function, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
-from byoc.spec.bindings import MacroBinding
 
 from . import ffi_entry
 from .artifacts import Artifact
+from .c_source_body import Call, body_lines, body_parts, wrapper_text
+from .c_source_kernels import (
+    Kernel,
+    composite_of,
+    composite_origin,
+    composite_use,
+    kernel_text,
+    macro_values,
+    node_macro,
+)
 from .c_source_layouts import (
     choose_layouts,
     kernel_layouts,
-    kernel_macro,
     layout_note,
     layout_text,
     layout_values,
@@ -68,9 +75,7 @@ from .c_source_state import (
     state_text,
     stateful,
 )
-from .c_source_values import c_list, check_input_axes, op_values
 from .c_text import (
-    block_comment,
     comment,
     constant_arrays,
     function_origin,
@@ -78,14 +83,7 @@ from .c_text import (
     origin,
     value_label,
 )
-from .c_workspace import RELEASE, layout
-from .composite import GraphView, Match, composite_match, composite_values
 from .memory_plan import ScheduledOp, plan_memory
-
-SYMBOL = "\0symbol\0"
-"""Stands for ``${symbol}`` in a rendered macro use until the kernel's name replaces it:
-a use is rendered once per op and type, not once per node. Rendering every node's use
-afresh halves the throughput (lower + generate, 10k and 100k nodes, paired runs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +128,7 @@ def function_text(
     for c in fn.constants:
         index[c.name] = len(types)
         types.append(c.type)
-    composites = {k: _composite(node, spec, fn, catalog) for k, node in enumerate(fn.nodes) if node.callee}
+    composites = {k: composite_of(node, spec, fn, catalog) for k, node in enumerate(fn.nodes) if node.callee}
     node_inputs = []
     for k, node in enumerate(fn.nodes):
         # A composite's kernel takes its pattern's inputs, in the pattern's order.
@@ -163,10 +161,10 @@ def function_text(
     for i, value in enumerate(outputs):
         first_output.setdefault(value, i)
 
-    calls: list[_Call] = []
+    calls: list[Call] = []
     uses: dict[tuple[object, ...], tuple[str, str, MacroDef]] = {}
     kernel_of: dict[tuple[object, ...], int] = {}
-    kernels: list[_Kernel] = []
+    kernels: list[Kernel] = []
     setups: list[KernelSetup] = []
     buffers: list[tuple[str, TensorType, list[str]]] = []
     steps = [
@@ -180,15 +178,15 @@ def function_text(
         ports = kernel_layouts(chosen, ins, base + k)  # None: every port plain
         if k in composites:
             with_layouts = {**values, **layout_values(len(ins), ports)}
-            use, type_text, macro = _composite_use(node, composites[k], spec, catalog, with_layouts)
+            use, type_text, macro = composite_use(node, composites[k], spec, catalog, with_layouts)
         else:
             key = (node.op, node.type, in_types, node.attrs, ports)
             cached = uses.get(key)
             if cached is None:
                 # Rendered once per op, types, attributes and layouts, with a stand-in for the kernel's name.
-                macro = _macro(node, spec, catalog, in_types)
+                macro = node_macro(node, spec, catalog, in_types)
                 with_layouts = {**values, **layout_values(len(ins), ports)}
-                args = macro.arguments(_macro_values(with_layouts, spec, catalog, node, in_types))
+                args = macro.arguments(macro_values(with_layouts, spec, catalog, node, in_types))
                 cached = uses[key] = (f"{macro.name}({', '.join(args)})", str(node.type), macro)
             use, type_text, macro = cached
         type_text += layout_text(ports)  # a kernel's layouts are part of what identifies it
@@ -198,7 +196,7 @@ def function_text(
         constant_inputs = setup_constants(macro, ins, const_storage)
         found = kernel_of.setdefault((use, type_text, tuple(constant_inputs.items())), len(kernels))
         if found == len(kernels):
-            kernels.append(_Kernel(f"{sym}_{found}", use, type_text, []))
+            kernels.append(Kernel(f"{sym}_{found}", use, type_text, []))
             setup = kernel_setup(macro, kernels[found].name, common, constant_inputs)
             if setup is not None:
                 setups.append(setup)
@@ -214,14 +212,14 @@ def function_text(
             target = buffers[slot][0]
             buffers[slot][2].append(value_label(node.name))
         args = [storage[i] for i in ins] + [target]
-        calls.append(_Call(item_list(f"  {kernel}(", args, ");"), [a for a in args if a[0] != "("], k))
+        calls.append(Call(item_list(f"  {kernel}(", args, ");"), [a for a in args if a[0] != "("], k))
         storage[value] = target
 
     def what(k: int) -> str:
         node = fn.nodes[k]
         return composite_origin(node, composites[k]) if k in composites else origin(node)
 
-    parts += [_kernel_text(kernel, what) for kernel in kernels]
+    parts += [kernel_text(kernel, what) for kernel in kernels]
     if has_state:
         parts.insert(state_at, state_text(spec, sym, common, setups))
         parts.append(setup_text(spec, sym, common, setups))
@@ -239,259 +237,13 @@ def function_text(
     ctypes = {f"in{i}": C_TYPES[p.type.dtype] for i, p in enumerate(fn.params)}
     ctypes.update((f"out{i}", C_TYPES[t.dtype]) for i, t in enumerate(output_types))
     ctypes.update((buf, C_TYPES[t.dtype]) for buf, t, _ in buffers)
-    pieces, body_calls = _parts(fn, sym, calls, ctypes)
+    pieces, body_calls = body_parts(fn, sym, calls, ctypes)
     parts += pieces
     where = {v: (storage[v], value_label(fn.nodes[v - base].name)) for v in chosen}
     laid_out = layout_note(spec, chosen, where)
-    parts += _body(fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out)
-    parts.append(_wrapper(fn, sym, init_guard(sym) if has_state else []))
+    parts += body_lines(
+        fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out
+    )
+    parts.append(wrapper_text(fn, sym, init_guard(sym) if has_state else []))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
     return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers))
-
-
-# ------------------------------------------------------------------------- kernels
-
-SHOWN_NODES = 4
-"""How many of the nodes a shared kernel serves its comment names (then a count)."""
-
-
-@dataclass(slots=True)
-class _Kernel:
-    """One kernel function: its name, its macro use, its output type, the nodes it serves."""
-
-    name: str
-    use: str
-    type_text: str
-    nodes: list[int]
-
-
-def _kernel_text(kernel: _Kernel, what: Callable[[int], str]) -> str:
-    """The kernel's definition, after a comment naming the nodes it serves (``what`` says
-    where node ``k`` came from); a kernel of many nodes names the first few and counts the rest."""
-    if len(kernel.nodes) == 1:
-        note = comment(f"{kernel.name}: {what(kernel.nodes[0])}, {kernel.type_text}")
-    else:
-        lines = [f"{kernel.name}: {kernel.type_text}, for {len(kernel.nodes)} nodes:"]
-        lines += [f"  {what(k)}" for k in kernel.nodes[:SHOWN_NODES]]
-        if len(kernel.nodes) > SHOWN_NODES:
-            lines.append(f"  ... and {len(kernel.nodes) - SHOWN_NODES} more")
-        note = block_comment(lines)
-    return f"{note}\n{kernel.use.replace(SYMBOL, kernel.name)}\n"
-
-
-def _macro(node: Node, spec: BackendSpec, catalog: Catalog, input_types: Sequence[TensorType]) -> MacroDef:
-    """The spec macro for ``node``; raises GraphError when it cannot serve the node.
-
-    The inputs of an elementwise op must have its output's type (the macros do not
-    broadcast); a macro of another rule reads each input's extents itself."""
-    t = node.type
-    macro = kernel_macro(spec, node, None)
-    if macro is None:
-        raise GraphError(
-            f"backend {spec.name} has no macro for {node.op} at rank {t.rank}",
-            node.loc,
-            hint=f"move {node.op} out of the @{spec.name} region, or map it in the backend spec",
-        )
-    name = macro.name
-    if macro.inputs is not None and macro.inputs != len(node.inputs):
-        raise GraphError(
-            f"macro {name} of backend {spec.name} takes {macro.inputs} input(s), but {node.op} has {len(node.inputs)}",
-            node.loc,
-        )
-    check_input_axes(node, macro, input_types, spec.name)
-    if not catalog[node.op].rule.elementwise:
-        return macro
-    for name_in, given in zip(node.inputs, input_types):
-        if given.shape != t.shape or given.dtype != t.dtype:
-            raise GraphError(
-                f"{node.op} on backend {spec.name} needs every input to be {t}, but {value_label(name_in)} is {given}",
-                node.loc,
-                hint=f"the macros of {spec.name} do not broadcast: make the shapes equal before the "
-                "region, or run this op on the host (broadcasting is for the `fused` backend)",
-            )
-    return macro
-
-
-def _macro_values(
-    common: Mapping[str, object],
-    spec: BackendSpec,
-    catalog: Catalog,
-    node: Node,
-    input_types: Sequence[TensorType],
-) -> dict[str, object]:
-    """Every placeholder of a macro argument for ``node``: byoc's own names win over an
-    attribute of the same name (``lrn``'s ``size`` is ``${size}``, the element count)."""
-    values = dict(common)
-    values.update(op_values(node, catalog[node.op], input_types))
-    values.update(spec.ops[node.op].vars)
-    return _fixed_values(values, node.type)
-
-
-def _fixed_values(values: dict[str, object], t: TensorType) -> dict[str, object]:
-    """``values`` with byoc's own placeholders of a kernel whose output is ``t``."""
-    values.update(
-        symbol=SYMBOL, ctype=C_TYPES[t.dtype], dtype=t.dtype, rank=t.rank, size=t.size, shape=c_list(t.shape)
-    )
-    values.update((f"dim{a}", extent) for a, extent in enumerate(t.shape))
-    return values
-
-
-# ---------------------------------------------------------------------- composites
-
-
-def _composite(node: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match:
-    """The match of a composite of ``region`` against its pattern (lowering checked it)."""
-    found = composite_match(node, spec, region, catalog)
-    if isinstance(found, str):
-        raise GraphError(f"composite @{spec.name}.{node.callee.composite} does not match: {found}", node.loc)
-    return found
-
-
-def _composite_use(
-    node: Node, found: Match, spec: BackendSpec, catalog: Catalog, common: Mapping[str, object]
-) -> tuple[str, str, MacroDef]:
-    """The use of a composite's macro: the pattern's vars, its inputs' extents and its
-    nodes' attributes (``${conv.strides0}``), and byoc's names for its result."""
-    binding = found.pattern.binding
-    macro = kernel_macro(spec, node, found)
-    assert isinstance(binding, MacroBinding) and macro is not None and node.callee is not None
-    values = dict(common)
-    values.update(composite_values(found, GraphView.of(node.callee), catalog))
-    values.update(binding.vars)
-    args = macro.arguments(_fixed_values(values, node.type))
-    return f"{macro.name}({', '.join(args)})", str(node.type), macro
-
-
-def composite_origin(node: Node, found: Match) -> str:
-    """Where a composite came from, for a comment: its pattern and ops."""
-    assert node.callee is not None
-    ops = ", ".join(n.op for n in node.callee.nodes)
-    where = f" at {node.loc}" if node.loc is not None else ""
-    return f"{node.name} = composite {found.pattern.name} of {ops}{where}"
-
-
-# ----------------------------------------------------------------- body, wrapper
-
-
-def _body(
-    fn: Function,
-    sym: str,
-    output_types: Sequence[TensorType],
-    buffers: Sequence[tuple[str, TensorType, list[str]]],
-    calls: Sequence[str],
-    kernel_calls: int,
-    copies: Sequence[str],
-    unused_inputs: Sequence[int],
-    laid_out: Sequence[str] = (),
-) -> list[str]:
-    """The body's lines; ``calls`` are its statements that call kernels or parts;
-    ``laid_out`` notes its values that are not plain."""
-    params = [f"{C_TYPES[p.type.dtype]}* in{i}" for i, p in enumerate(fn.params)]
-    params += [f"{C_TYPES[t.dtype]}* out{i}" for i, t in enumerate(output_types)]
-    note = [
-        f"{sym}_: the body of {function_origin(fn)},",
-        f"with {kernel_calls} kernel call(s) and {len(buffers)} intermediate buffer(s), shared where lifetimes allow:",
-    ]
-    note += [f"  in{i}: {p.name}: {p.type}" for i, p in enumerate(fn.params)]
-    note += [
-        f"  out{i}: {value_label(name)}: {t}" for i, (name, t) in enumerate(zip(fn.outputs, output_types))
-    ]
-    note += laid_out
-    lines = [block_comment(note), item_list(f"static int {sym}_(", params, ") {")]
-    if buffers:
-        lines += layout(
-            [(buf, t, _holds(holds), k) for k, (buf, t, holds) in enumerate(buffers)], "return -1;"
-        )
-    lines += [f"  (void)in{i};" for i in unused_inputs]
-    lines += calls
-    lines += copies
-    lines += [RELEASE] if buffers else []
-    lines += ["  return 0;", "}", ""]
-    return lines
-
-
-PART_CALLS = 256
-"""The most kernel calls a body makes itself; a longer one is split into parts of this
-many calls. A C compiler's optimiser grows faster than linearly in the size of one
-function: gcc -O2 took 14.5 s over a body of 10,000 calls and 4.4 s over the same calls
-in parts of 256."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """One kernel call of the body: its statement, the pointers it passes, its node."""
-
-    text: str
-    pointers: list[str]
-    node: int
-
-
-def _parts(
-    fn: Function, sym: str, calls: Sequence[_Call], ctypes: Mapping[str, str]
-) -> tuple[list[str], list[str]]:
-    """The part functions of a long body, and the statements that call them in order;
-    a body of at most :data:`PART_CALLS` calls has no parts and makes its calls itself.
-
-    A part ``<sym>_part<j>_`` takes exactly the pointers its calls pass (inputs, outputs
-    and buffers), and is ``noinline`` so that the compiler optimises each part alone."""
-    if len(calls) <= PART_CALLS:
-        return [], [c.text for c in calls]
-    parts: list[str] = []
-    statements: list[str] = []
-    for j, first in enumerate(range(0, len(calls), PART_CALLS)):
-        chunk = calls[first : first + PART_CALLS]
-        pointers = list(dict.fromkeys(p for c in chunk for p in c.pointers))
-        name = f"{sym}_part{j}_"
-        nodes = [value_label(fn.nodes[c.node].name) for c in (chunk[0], chunk[-1])]
-        note = [
-            f"{name}: kernel calls {first} to {first + len(chunk) - 1} of {sym}_ (nodes {nodes[0]} to {nodes[1]});",
-            f"the body's calls in parts of at most {PART_CALLS}, each optimised on its own.",
-        ]
-        parts += [
-            block_comment(note),
-            item_list(
-                f"__attribute__((noinline)) static void {name}(",
-                [f"{ctypes[p]}* {p}" for p in pointers],
-                ") {",
-            ),
-            *(c.text for c in chunk),
-            "}",
-            "",
-        ]
-        statements.append(item_list(f"  {name}(", pointers, ");"))
-    return ["\n".join(parts)], statements
-
-
-def _holds(labels: list[str]) -> str:
-    """The values a shared buffer holds, in order, for its comment."""
-    if len(labels) <= 4:
-        return "holds " + ", ".join(labels)
-    return f"holds {', '.join(labels[:3])}, ... {labels[-1]} ({len(labels)} values)"
-
-
-def _wrapper(fn: Function, sym: str, guard: list[str]) -> str:
-    params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
-    params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
-    types = [p.type for p in fn.params] + list(fn.output_types)
-    args = [
-        f"({C_TYPES[t.dtype]}*)((char*){name}->data + {name}->byte_offset)"
-        for name, t in zip((p.split()[-1] for p in params), types)
-    ]
-    note = [
-        f"{sym}_wrapper_: runs {sym}_ on the data of the DLTensor arguments the entry checked,",
-        f"raising MemoryError when {sym}_ fails; {function_origin(fn)}.",
-    ]
-    message = f"{sym}: cannot allocate the intermediate buffers"
-    return "\n".join(
-        [
-            block_comment(note),
-            item_list(f"static int {sym}_wrapper_(", params, ") {"),
-            *guard,
-            item_list(f"  if ({sym}_(", args, ") != 0) {"),
-            f'    return byoc_raise("MemoryError", "{message}");',
-            "  }",
-            "  return 0;",
-            "}",
-            "",
-        ]
-    )
