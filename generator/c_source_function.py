@@ -54,6 +54,7 @@ from .c_source_kernels import (
     composite_of,
     composite_origin,
     composite_use,
+    failure_message,
     kernel_text,
     macro_values,
     node_macro,
@@ -79,7 +80,6 @@ from .c_text import (
     comment,
     constant_arrays,
     function_origin,
-    item_list,
     origin,
     value_label,
 )
@@ -196,11 +196,10 @@ def function_text(
         constant_inputs = setup_constants(macro, ins, const_storage)
         found = kernel_of.setdefault((use, type_text, tuple(constant_inputs.items())), len(kernels))
         if found == len(kernels):
-            kernels.append(Kernel(f"{sym}_{found}", use, type_text, []))
+            kernels.append(Kernel(f"{sym}_{found}", use, type_text, [], macro.status))
             setup = kernel_setup(macro, kernels[found].name, common, constant_inputs)
             if setup is not None:
                 setups.append(setup)
-        kernel = kernels[found].name
         kernels[found].nodes.append(k)
         value = base + k
         if value in first_output:
@@ -212,7 +211,8 @@ def function_text(
             target = buffers[slot][0]
             buffers[slot][2].append(value_label(node.name))
         args = [storage[i] for i in ins] + [target]
-        calls.append(Call(item_list(f"  {kernel}(", args, ");"), [a for a in args if a[0] != "("], k))
+        failure = found + 1 if kernels[found].status else 0  # what the body returns when it fails
+        calls.append(Call(kernels[found].name, args, k, failure))
         storage[value] = target
 
     def what(k: int) -> str:
@@ -241,9 +241,11 @@ def function_text(
     parts += pieces
     where = {v: (storage[v], value_label(fn.nodes[v - base].name)) for v in chosen}
     laid_out = layout_note(spec, chosen, where)
+    fails = any(c.failure for c in calls)
     parts += body_lines(
-        fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out
+        fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out, fails
     )
-    parts.append(wrapper_text(fn, sym, init_guard(sym) if has_state else []))
+    failures = {j: failure_message(sym, kernel, what) for j, kernel in enumerate(kernels) if kernel.status}
+    parts.append(wrapper_text(fn, sym, init_guard(sym) if has_state else [], failures, len(kernels)))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
     return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers))

@@ -41,6 +41,8 @@ class Kernel:
     use: str
     type_text: str
     nodes: list[int]
+    status: bool
+    """Whether the kernel returns an ``int`` status (its macro's ``status: true``)."""
 
 
 def kernel_text(kernel: Kernel, what: Callable[[int], str]) -> str:
@@ -55,6 +57,14 @@ def kernel_text(kernel: Kernel, what: Callable[[int], str]) -> str:
             lines.append(f"  ... and {len(kernel.nodes) - SHOWN_NODES} more")
         note = block_comment(lines)
     return f"{note}\n{kernel.use.replace(SYMBOL, kernel.name)}\n"
+
+
+def failure_message(sym: str, kernel: Kernel, what: Callable[[int], str]) -> str:
+    """The RuntimeError message of a call whose kernel reported a failure: the kernel and
+    the first node it serves (``what`` says where node ``k`` came from)."""
+    more = len(kernel.nodes) - 1
+    serves = what(kernel.nodes[0]) + (f" and {more} more node(s)" if more else "")
+    return f"{sym}: kernel {kernel.name} reported a failure; it computes {serves}"
 
 
 def node_macro(

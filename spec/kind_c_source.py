@@ -52,6 +52,7 @@ class CSourceKind(MacroKind):
     macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state", "out_layout")
     macro_inputs = True
     macro_layouts = True
+    macro_status = True
     macro_setup = ("state", "init", "teardown")
     dims = True
     op_args = True

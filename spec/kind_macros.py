@@ -79,6 +79,8 @@ class MacroKind(CodegenKind):
     macro_layouts: ClassVar[bool] = False
     """Whether a macro may say which of the spec's ``layouts:`` its kernel's ports take
     (:mod:`.layouts`)."""
+    macro_status: ClassVar[bool] = False
+    """Whether a macro may say that its kernel returns an ``int`` status (``status: true``)."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -155,7 +157,8 @@ class MacroKind(CodegenKind):
             mnode = doc.mapping(node, name, what)
             required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
             layouts = ("layouts",) if self.macro_layouts else ()
-            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup, *layouts))
+            status_key = ("status",) if self.macro_status else ()
+            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup, *layouts, *status_key))
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
@@ -196,6 +199,7 @@ class MacroKind(CodegenKind):
             ports = frozen_map()
             if "layouts" in mnode and inputs is not None:
                 ports = load_macro_layouts(doc, mnode, what, inputs, args, draft)
+            status = bool(doc.typed(mnode, "status", bool, f"{what}: status")) if "status" in mnode else False
             draft.macros[name] = MacroDef(
                 str(name),
                 args,
@@ -205,6 +209,7 @@ class MacroKind(CodegenKind):
                 doc.at(node, name),
                 frozen_map(setup),
                 ports,
+                status,
             )
             draft.macro_params[name] = params
 

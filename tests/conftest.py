@@ -50,6 +50,14 @@ def roundtrip(program: Program, language: str) -> Program:
     return parse(print_program(program, language), language)
 
 
+def module_library(model, path: Path) -> Path:
+    """The library of ``model``'s one backend module, written to ``path`` (to load it
+    with tvm_ffi or ctypes on its own)."""
+    (entry,) = model.manifest.modules
+    path.write_bytes(model.members[entry.file])
+    return path
+
+
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Random values of ``dtype``; integers avoid 0 so that they can be divisors."""
     if is_integer(dtype):

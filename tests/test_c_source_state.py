@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 import tvm_ffi
-from conftest import random_array
+from conftest import module_library, random_array
 
 import byoc
 from byoc.api import evaluate, load_backend, parse
@@ -85,10 +85,9 @@ def spec_dir(tmp_path):
 def library(spec_dir, tmp_path, **options):
     """The built library of GRAPH, written to a file of its own."""
     model = byoc.build(parse(GRAPH, "graph"), spec_path=[str(spec_dir)], options=options)
-    (entry,) = model.manifest.modules
-    path = tmp_path / f"lib{'_'.join(f'{k}{v}' for k, v in options.items()) or 'ok'}.so"
-    path.write_bytes(model.members[entry.file])
-    return path
+    return module_library(
+        model, tmp_path / f"lib{'_'.join(f'{k}{v}' for k, v in options.items()) or 'ok'}.so"
+    )
 
 
 def test_the_generated_c_has_the_state_and_the_guarded_init(spec_dir):
@@ -193,9 +192,7 @@ graph main(x: float32[64, 32], z: float32[8]) {
 def test_a_macro_adds_state_init_and_teardown_per_kernel(spec_dir, tmp_path, rng):
     (spec_dir / "stateful.yaml").write_text(KERNEL_STATE)
     model = byoc.build(parse(TWO_KERNELS, "graph"), spec_path=[str(spec_dir)])
-    (entry,) = model.manifest.modules
-    path = tmp_path / "libkernels.so"
-    path.write_bytes(model.members[entry.file])
+    path = module_library(model, tmp_path / "libkernels.so")
     x = random_array(rng, (64, 32), "float32")
     z = random_array(rng, (8,), "float32")
     got = model(x=x, z=z)
@@ -233,9 +230,7 @@ def test_a_failed_kernel_init_tears_down_the_kernels_before_it(spec_dir, tmp_pat
     ).replace("prelude: |\n", "prelude: |\n  #include <string.h>\n")
     (spec_dir / "stateful.yaml").write_text(failing)
     model = byoc.build(parse(TWO_KERNELS, "graph"), spec_path=[str(spec_dir)])
-    (entry,) = model.manifest.modules
-    path = tmp_path / "libfailing.so"
-    path.write_bytes(model.members[entry.file])
+    path = module_library(model, tmp_path / "libfailing.so")
     code = (
         "import numpy as np, sys, tvm_ffi\n"
         f"fn = tvm_ffi.load_module({str(path)!r})['scaled']\n"

@@ -238,17 +238,13 @@ static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t e
   return ok;
 }
 
-/* A failed call's output: all NaN rather than stale. */
-static inline void dnnl_byoc_fail(float* out, int64_t out_size) {
-  for (int64_t k = 0; k < out_size; ++k) out[k] = NAN;
-}
-
-/* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k] (the output
-   last, `out_size` elements), in a stream of its own and with scratch memory of its
-   own, so that calls from several threads write nothing they share. When oneDNN
-   fails (out of memory) the output is all NaN. */
-static inline void dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
-                                 void* const* ptrs, int64_t out_size) {
+/* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k], in a
+   stream of its own and with scratch memory of its own, so that calls from several
+   threads write nothing they share. 0 on success; 1 when oneDNN or an allocation
+   fails (the kernels return it: their macros say `status: true`, and the call
+   raises RuntimeError). */
+static inline int dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
+                                void* const* ptrs) {
   const size_t bytes = dnnl_byoc_scratch_size(prim);
   void* scratch = bytes > 0 ? malloc(bytes) : NULL;
   dnnl_stream_t stream = NULL;
@@ -257,7 +253,7 @@ static inline void dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engi
       && dnnl_byoc_execute(prim, engine, stream, n, kinds, ptrs, scratch);
   free(scratch);
   if (stream != NULL) dnnl_stream_destroy(stream);
-  if (!ok) dnnl_byoc_fail((float*)ptrs[n - 1], out_size);
+  return ok ? 0 : 1;
 }
 
 /* batch_norm(conv(x, w)) = conv(x, w * k) + (shift - mean * k) per output channel
@@ -279,19 +275,18 @@ static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const flo
    with the batch_norm `bn` (scale, shift, mean, variance) folded into its weights and
    bias per call, since its parameters may be inputs (the _const patterns fold
    constant ones once, at init). Binary post-ops would keep the weights, but oneDNN's
-   plain-layout convolution runs them slowly. On a failure the output is all NaN. */
-static inline void dnnl_byoc_run_folded(const_dnnl_primitive_t prim, dnnl_engine_t engine, const float* x,
-                                        const float* w, int64_t wsize, int64_t m, const float* const* bn,
-                                        double epsilon, float* out, int64_t out_size) {
+   plain-layout convolution runs them slowly. 0 on success, 1 on a failure. */
+static inline int dnnl_byoc_run_folded(const_dnnl_primitive_t prim, dnnl_engine_t engine, const float* x,
+                                       const float* w, int64_t wsize, int64_t m, const float* const* bn,
+                                       double epsilon, float* out) {
   float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
-  if (folded == NULL) {
-    dnnl_byoc_fail(out, out_size);
-    return;
-  }
+  if (folded == NULL) return 1;
   dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
-  dnnl_byoc_run(prim, engine, 4, (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
-                (void* const[]){(void*)x, folded, folded + wsize, out}, out_size);
+  const int failed = dnnl_byoc_run(prim, engine, 4,
+                                   (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
+                                   (void* const[]){(void*)x, folded, folded + wsize, out});
   free(folded);
+  return failed;
 }
 
 /* A reorder from the layout `from` to `to` (a user-managed scratchpad) into *prim;
@@ -423,8 +418,8 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
    `residual` into the result for a sum post-op (NULL: none; copied as it is when its
    layout is the primitive's): the reorders and the conv in one stream, with one
    scratch allocation of the call's own for the reordered source and result and the
-   scratchpads. On a failure the output is all NaN. */
-static inline void dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+   scratchpads. 0 on success, 1 on a failure. */
+static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                         const float* bias, const float* residual, float* out, int64_t out_size) {
   enum { DNNL_BYOC_ALIGN = 64 };
   const_dnnl_primitive_desc_t pd = NULL;
@@ -465,40 +460,40 @@ static inline void dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_e
   }
   free(memory);
   if (stream != NULL) dnnl_stream_destroy(stream);
-  if (!ok) dnnl_byoc_fail(out, out_size);
+  return ok ? 0 : 1;
 }
 
 /* conv2d (NCHW, OIHW weights) */
-#define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_G_) \
+#define DNNL_CONV2D(p_ID_, p_STATE_, p_G_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, 0); \
 } \
-static void p_ID_(const float* x, const float* w, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, out}); \
 }
 
 /* a pattern's conv2d with relu after it */
-#define DNNL_CONV2D_RELU(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_RELU(p_ID_, p_STATE_, p_RELU_, p_G_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, out}); \
 }
 
 /* a pattern's conv2d plus a per-channel bias, optionally with relu after it (vars: relu) */
-#define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, const float* b, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, (void*)b, out}, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
 }
 
 /* a pattern's conv2d plus a residual of the output's shape (a sum post-op), optionally with relu */
@@ -506,22 +501,22 @@ static void p_ID_(const float* x, const float* w, const float* b, float* out) { 
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, const float* residual, float* out) { \
+static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
   if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, out}); \
 }
 
 /* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call, optionally relu */
-#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
+#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
-                  const float* mean, const float* var, float* out) { \
-  dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
-                       (const float* const[]){scale, bias, mean, var}, p_EPS_, out, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
+                 const float* mean, const float* var, float* out) { \
+  return dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
+                              (const float* const[]){scale, bias, mean, var}, p_EPS_, out); \
 }
 
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
@@ -530,9 +525,9 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
-static void p_ID_(const float* x, const float* w, float* out) { \
+static int p_ID_(const float* x, const float* w, float* out) { \
   (void)w; /* packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights plus a per-channel bias, packed at init (vars: relu) */
@@ -541,9 +536,9 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
-static void p_ID_(const float* x, const float* w, const float* b, float* out) { \
+static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
   (void)w; /* packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, b, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, b, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights plus a residual (a sum post-op), packed at init (vars: relu) */
@@ -552,9 +547,9 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
 } \
-static void p_ID_(const float* x, const float* w, const float* residual, float* out) { \
+static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
   (void)w; /* packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init (vars: relu) */
@@ -564,10 +559,10 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
-                  const float* mean, const float* var, float* out) { \
+static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                 const float* mean, const float* var, float* out) { \
   (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init, plus a residual (a sum post-op) (vars: relu) */
@@ -577,103 +572,101 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
 } \
-static void p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
-                  const float* mean, const float* var, const float* residual, float* out) { \
+static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                 const float* mean, const float* var, const float* residual, float* out) { \
   (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
-  dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
 }
 
 /* dense (an inner product), optionally with relu after it (vars: relu) */
-#define DNNL_DENSE(p_ID_, p_STATE_, p_SIZE_, p_B_, p_K_, p_U_, p_RELU_) \
+#define DNNL_DENSE(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, out}, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, out}); \
 }
 
 /* dense plus a bias (an inner product with a bias), optionally with relu after it */
-#define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_SIZE_, p_B_, p_K_, p_U_, p_RELU_) \
+#define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* w, const float* b, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)w, (void*)b, out}, p_SIZE_); \
+static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
 }
 
 /* a 2-D pool (vars: alg, the pooling algorithm) */
-#define DNNL_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+#define DNNL_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
                           DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
-static void p_ID_(const float* x, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, out}, p_SIZE_); \
+static int p_ID_(const float* x, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, out}); \
 }
 
 /* a pattern's 2-D avg_pool, counting the padding or not (vars: alg) */
-#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_SIZE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
                           DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
-static void p_ID_(const float* x, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, out}, p_SIZE_); \
+static int p_ID_(const float* x, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, out}); \
 }
 
 /* an eltwise primitive (vars: alg, its algorithm) */
-#define DNNL_ELTWISE(p_ID_, p_STATE_, p_SIZE_, p_RANK_, p_SHAPE_, p_ALG_) \
+#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_); \
 } \
-static void p_ID_(const float* x, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, out}, p_SIZE_); \
+static int p_ID_(const float* x, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, out}); \
 }
 
 /* softmax along axis */
-#define DNNL_SOFTMAX(p_ID_, p_STATE_, p_SIZE_, p_RANK_, p_SHAPE_, p_AXIS_) \
+#define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_); \
 } \
-static void p_ID_(const float* x, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, out}, p_SIZE_); \
+static int p_ID_(const float* x, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, out}); \
 }
 
 /* inference batch_norm over axis 1 (x, scale, shift, mean, variance) */
-#define DNNL_BATCH_NORM(p_ID_, p_STATE_, p_SIZE_, p_RANK_, p_SHAPE_, p_EPS_) \
+#define DNNL_BATCH_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_batch_norm(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_EPS_, 0); \
 } \
-static void p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
-                  const float* var, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
-                              DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}, \
-                p_SIZE_); \
+static int p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
+                 const float* var, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
+                                     DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
 }
 
 /* a pattern's inference batch_norm over axis 1 (x, scale, shift, mean, variance) (vars: relu) */
-#define DNNL_BATCH_NORM_RELU(p_ID_, p_STATE_, p_SIZE_, p_RANK_, p_SHAPE_, p_EPS_, p_RELU_) \
+#define DNNL_BATCH_NORM_RELU(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_, p_RELU_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_batch_norm(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_EPS_, \
                               p_RELU_); \
 } \
-static void p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
-                  const float* var, float* out) { \
-  dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
-                (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
-                              DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
-                (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}, \
-                p_SIZE_); \
+static int p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
+                 const float* var, float* out) { \
+  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
+                                     DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
 }
 
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
@@ -895,10 +888,10 @@ static const float dnnl_0_const_2[8] = {-0.1f, 0.15f, 0.0f, 0.2f, -0.3f, 0.05f, 
 static const float dnnl_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0f, 0.8f};
 
 /* dnnl_0_0: h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] */
-DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
 /* dnnl_0_1: y = composite conv_bn of conv, batch_norm at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] */
-DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1))
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;
@@ -972,14 +965,29 @@ static int dnnl_0_(
   char* const ws = byoc_workspace(8192, &spare); /* 1 buffer(s), 8192 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return -1;
   float* const buf0 = (float*)(ws + 0); /* holds h */
-  dnnl_0_0(in0, in1, in2, in3, (float*)dnnl_0_const_0, (float*)dnnl_0_const_1, buf0);
-  dnnl_0_1(buf0, in4, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, out0);
+  int failed = 0; /* 1 + the number of the kernel that reported a failure */
+  if (dnnl_0_0(in0, in1, in2, in3, (float*)dnnl_0_const_0, (float*)dnnl_0_const_1, buf0) != 0) {
+    failed = 1;
+    goto done;
+  }
+  if (dnnl_0_1(buf0, in4, in5, in6, (float*)dnnl_0_const_2, (float*)dnnl_0_const_3, out0) != 0) {
+    failed = 2;
+    goto done;
+  }
+done:
   free(spare);
-  return 0;
+  return failed;
 }
 
+/* dnnl_0_failures_: what a call raises when kernel dnnl_0_<k> reports a failure. */
+static const char* const dnnl_0_failures_[2] = {
+  [0] = "dnnl_0: kernel dnnl_0_0 reported a failure; it computes h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3",
+  [1] = "dnnl_0: kernel dnnl_0_1 reported a failure; it computes y = composite conv_bn of conv, batch_norm at examples/resnet_basic_block.graph:16:3",
+};
+
 /* dnnl_0_wrapper_: runs dnnl_0_ on the data of the DLTensor arguments the entry checked,
-   raising MemoryError when dnnl_0_ fails; region @dnnl at examples/resnet_basic_block.graph:15:3. */
+   raising MemoryError when dnnl_0_ cannot have its workspace and RuntimeError when a kernel
+   reports a failure; region @dnnl at examples/resnet_basic_block.graph:15:3. */
 static int dnnl_0_wrapper_(
     DLTensor* arg0,
     DLTensor* arg1,
@@ -992,7 +1000,7 @@ static int dnnl_0_wrapper_(
   if (pthread_once(&dnnl_0_once_, dnnl_0_init_once_) != 0 || dnnl_0_status_ != 0) {
     return byoc_raise("RuntimeError", "dnnl_0: the backend's init failed");
   }
-  if (dnnl_0_(
+  const int failed = dnnl_0_(
       (float*)((char*)arg0->data + arg0->byte_offset),
       (float*)((char*)arg1->data + arg1->byte_offset),
       (float*)((char*)arg2->data + arg2->byte_offset),
@@ -1000,8 +1008,12 @@ static int dnnl_0_wrapper_(
       (float*)((char*)arg4->data + arg4->byte_offset),
       (float*)((char*)arg5->data + arg5->byte_offset),
       (float*)((char*)arg6->data + arg6->byte_offset),
-      (float*)((char*)out0->data + out0->byte_offset)) != 0) {
+      (float*)((char*)out0->data + out0->byte_offset));
+  if (failed < 0) {
     return byoc_raise("MemoryError", "dnnl_0: cannot allocate the intermediate buffers");
+  }
+  if (failed > 0) {
+    return byoc_raise("RuntimeError", dnnl_0_failures_[failed - 1]);
   }
   return 0;
 }
@@ -1059,7 +1071,7 @@ static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
 
 /* dnnl_1_0: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 2048, 4, (1, 8, 16, 16), dnnl_eltwise_relu)
+DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
@@ -1100,20 +1112,35 @@ static void dnnl_1_teardown_(void) {
      in0: add_0: float32[1, 8, 16, 16]
      out0: relu_0: float32[1, 8, 16, 16] */
 static int dnnl_1_(float* in0, float* out0) {
-  dnnl_1_0(in0, out0);
-  return 0;
+  int failed = 0; /* 1 + the number of the kernel that reported a failure */
+  if (dnnl_1_0(in0, out0) != 0) {
+    failed = 1;
+    goto done;
+  }
+done:
+  return failed;
 }
 
+/* dnnl_1_failures_: what a call raises when kernel dnnl_1_<k> reports a failure. */
+static const char* const dnnl_1_failures_[1] = {
+  [0] = "dnnl_1: kernel dnnl_1_0 reported a failure; it computes relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10",
+};
+
 /* dnnl_1_wrapper_: runs dnnl_1_ on the data of the DLTensor arguments the entry checked,
-   raising MemoryError when dnnl_1_ fails; region @dnnl at examples/resnet_basic_block.graph:17:10. */
+   raising MemoryError when dnnl_1_ cannot have its workspace and RuntimeError when a kernel
+   reports a failure; region @dnnl at examples/resnet_basic_block.graph:17:10. */
 static int dnnl_1_wrapper_(DLTensor* arg0, DLTensor* out0) {
   if (pthread_once(&dnnl_1_once_, dnnl_1_init_once_) != 0 || dnnl_1_status_ != 0) {
     return byoc_raise("RuntimeError", "dnnl_1: the backend's init failed");
   }
-  if (dnnl_1_(
+  const int failed = dnnl_1_(
       (float*)((char*)arg0->data + arg0->byte_offset),
-      (float*)((char*)out0->data + out0->byte_offset)) != 0) {
+      (float*)((char*)out0->data + out0->byte_offset));
+  if (failed < 0) {
     return byoc_raise("MemoryError", "dnnl_1: cannot allocate the intermediate buffers");
+  }
+  if (failed > 0) {
+    return byoc_raise("RuntimeError", dnnl_1_failures_[failed - 1]);
   }
   return 0;
 }
