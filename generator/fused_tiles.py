@@ -29,7 +29,7 @@ from .c_text import comment
 from .fused_anchors import Level
 from .fused_blocking import BlockedText, reduction_loops
 
-TILES = (48, 16, 8)
+TILES = (48, 16)
 """The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.
 With a block of 4 outputs, a tile of 48 lanes holds 192 doubles: 24 of AVX-512's 32
 vector registers. Wider tiles convert each input read (float to double) for more
