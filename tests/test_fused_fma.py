@@ -40,7 +40,9 @@ def _plain_spec(tmp_path: Path) -> Path:
 def _run(text: str, spec_path: Path | None, tmp_path: Path, inputs: dict) -> tuple[str, list[np.ndarray]]:
     program = parse(text, "graph", file="fma.graph")
 
-    externals = lower(program, lambda name: load_backend(name, spec_path), load_catalog()).externals_for("fused")
+    externals = lower(program, lambda name: load_backend(name, spec_path), load_catalog()).externals_for(
+        "fused"
+    )
     spec = load_backend("fused", spec_path=spec_path)
     (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
     lib = compile_library({"fused.c": artifact.text}, "fused.c", tmp_path)
