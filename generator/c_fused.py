@@ -26,7 +26,9 @@ Options (the spec declares them; see spec/backends/fused.yaml, which also record
 each measured and why its default is what it is):
 
 - ``target_clones`` (bool): mark each body ``byoc_simd_clones``, GCC's function
-  multi-versioning for AVX-512, AVX2 and baseline x86-64 (a plain function elsewhere).
+  multi-versioning for AVX-512, x86-64-v3 (AVX2 and FMA) and baseline x86-64 (a plain
+  function elsewhere); ``byoc_clones_have_fma`` tells the spec's prelude that every
+  clone but the baseline one has fused multiply-add instructions.
 - ``vectorize`` (bool): ``#pragma omp simd`` (with OpenMP), else ``GCC ivdep`` or
   ``clang loop vectorize(enable)``, on each innermost loop.
 - ``openmp_threshold`` (int, 0 = off): ``#pragma omp parallel for`` on the outermost
