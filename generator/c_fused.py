@@ -5,6 +5,8 @@ One C99 file per backend, holding every external function of that backend::
     header comment          what generated the file, from which spec, with which options
     #include ...            the TVM FFI entry's headers (ffi_entry.includes()), and <math.h>
                             when an op expression calls a function or a constant is not finite
+    byoc_simd_clones        option target_clones: the clones' attribute, and
+                            byoc_clones_have_fma for the prelude to test
     prelude                 the spec's `prelude` template
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             byoc_outputs_overlap when a wrapper checks outputs for overlap,
@@ -24,7 +26,9 @@ Options (the spec declares them; see spec/backends/fused.yaml, which also record
 each measured and why its default is what it is):
 
 - ``target_clones`` (bool): mark each body ``byoc_simd_clones``, GCC's function
-  multi-versioning for AVX-512, AVX2 and baseline x86-64 (a plain function elsewhere).
+  multi-versioning for AVX-512, x86-64-v3 (AVX2 and FMA) and baseline x86-64 (a plain
+  function elsewhere); ``byoc_clones_have_fma`` tells the spec's prelude that every
+  clone but the baseline one has fused multiply-add instructions.
 - ``vectorize`` (bool): ``#pragma omp simd`` (with OpenMP), else ``GCC ivdep`` or
   ``clang loop vectorize(enable)``, on each innermost loop.
 - ``openmp_threshold`` (int, 0 = off): ``#pragma omp parallel for`` on the outermost
@@ -66,6 +70,7 @@ HELPERS = (
     "byoc_record_loader_pid",
     "byoc_parallel_ok",
     "byoc_simd_clones",
+    "byoc_clones_have_fma",
 )
 """The static helpers of the module, which no generated name may take."""
 
@@ -100,6 +105,8 @@ def module_text(
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
         + (c_workspace.INCLUDE if workspace else ""),
     ]
+    if values.get("target_clones") is True:
+        parts.append(CLONES)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")
@@ -110,8 +117,6 @@ def module_text(
         parts.append(c_workspace.SUPPORT)
     if parallel:
         parts.append(PARALLEL)
-    if values.get("target_clones") is True:
-        parts.append(CLONES)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 

@@ -32,17 +32,21 @@ static int byoc_outputs_overlap(const void* const* data, const size_t* bytes, in
 """
 """The helper the wrappers' overlap checks call; the module includes it when one does."""
 
-CLONES = """/* Option target_clones: each fused body is compiled for AVX-512, AVX2 and baseline x86-64,
-   and the dynamic loader runs the widest the CPU has (GCC's function multi-versioning, an
-   ifunc). The same IEEE operations in the same order, so the results are the same; other
-   compilers and targets compile one plain version. */
+CLONES = """/* Option target_clones: each fused body is compiled for AVX-512, x86-64-v3 (AVX2 with FMA)
+   and baseline x86-64, and the dynamic loader runs the widest the CPU has (GCC's function
+   multi-versioning, an ifunc). The same IEEE operations in the same order, so the results
+   are the same; other compilers and targets compile one plain version.
+   byoc_clones_have_fma: every clone but the baseline one has fused multiply-add
+   instructions (gcc's avx512f target implies FMA), for the spec's prelude to test. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))
+#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define byoc_clones_have_fma 1
 #else
 #define byoc_simd_clones
 #endif
 """
-"""Defines the ``byoc_simd_clones`` marker of the fused bodies."""
+"""Defines the ``byoc_simd_clones`` marker of the fused bodies (and ``byoc_clones_have_fma``);
+the module places it before the spec's prelude, which may test the latter."""
 
 POSIX = "#if !defined(_POSIX_C_SOURCE)\n#define _POSIX_C_SOURCE 200112L /* getpid(), for byoc_parallel_ok */\n#endif\n"
 """The first lines of a module with parallel loops (before any #include)."""

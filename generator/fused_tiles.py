@@ -29,20 +29,16 @@ from .c_text import comment
 from .fused_anchors import Level
 from .fused_blocking import BlockedText, reduction_loops
 
-TILES = (48, 16, 8)
+TILES = (48, 16)
 """The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.
 With a block of 4 outputs, a tile of 48 lanes holds 192 doubles: 24 of AVX-512's 32
 vector registers. Wider tiles convert each input read (float to double) for more
-multiply-adds; conv3x3 at 56x56 (interior 54 lanes: 48 + 8) ran 28 GFLOP/s on one
-thread with these, 25 with (16, 8) and 27 with (32, 16, 8)."""
-
-ONE_VECTOR = 8
-"""Doubles in one AVX-512 vector. gcc unrolls the lane loop of a tile this narrow before
-vectorising it, and then vectorises across the block instead, with shuffles and the
-accumulators in memory (conv3x3's tile of 8 took as long as one of 48); a
-``#pragma GCC unroll 1`` on that loop keeps it one vector."""
-
-_NO_EARLY_UNROLL = ["#if defined(__GNUC__) && !defined(__clang__)", "#pragma GCC unroll 1", "#endif"]
+multiply-adds. conv3x3 at 56x56 (interior 54 lanes: 48 and an overlapping 16), the nest
+on one thread with fused multiply-adds (the spec's float32 update): 6.5 ms, against 7.1
+ms with a last tile of 8 and 7.1 ms with tiles of 32 and 16. A tile of 8 lanes is one
+vector: gcc unrolled its lane loop and vectorised across the block instead, with
+shuffles and the accumulators on the stack, and with ``#pragma GCC unroll 1`` on the lane
+loop it left the fused multiply-adds scalar (14.5 ms)."""
 
 Updates = Callable[[Mapping[str, str]], list[str]]
 """The update statements of the accumulators, given the C element each one updates."""
@@ -153,7 +149,6 @@ class TiledText:
         regs = {acc: f"{acc}_tile" for acc in inits}
         pick = (f"[{self.j}]" if b.block else "") + f"[{lane}]"
         lanes = [
-            *(_NO_EARLY_UNROLL if size <= ONE_VECTOR else []),
             f"for (int64_t {lane} = 0; {lane} < {size}; ++{lane}) {{",
             f"  const int64_t {b.lane} = {tile} + {lane};",
             *_indent(plan.lane_steps),

@@ -7,7 +7,7 @@ byoc's numpy reference (byoc.api.evaluate). The cases cover padding taps, partia
 chunks (more than 64 outputs along the innermost axis), block widths 4, 3, 2 and none,
 strides, dilations, groups, batches, pooling, dense and matmul, and fused consumers;
 and the register tiles of the blocks' interiors (generator/fused_tiles.py): interiors
-narrower than a tile, of exactly one tile of 8 or of 16, tiles with an overlapping last
+narrower than a tile, of exactly one tile of 16 or of 48, tiles with an overlapping last
 one, border lanes on either side, and lane bounds with a coefficient (strides).
 """
 
@@ -140,17 +140,19 @@ def test_the_option_is_on_by_default_and_off_keeps_the_plain_nest():
     text = "graph main(x: float32[1, 2, 5, 5], w: float32[2, 2, 3, 3]) {\n  r = @fused { return conv(x, w) }\n  return r\n}\n"
     assert load_backend("fused").option_values()["block_reductions"] is True
     _, off = generate(text, False)
-    assert "a block of outputs" not in off and "t0_acc = t0_acc +" in off
+    assert "a block of outputs" not in off and "t0_acc = fused_madd_float32(t0_acc, " in off
 
 
 TILE_CASES = [
     # (x, w, attrs) with the interior's width (lanes 1..W-2 for a 3-wide kernel, pads 1)
-    # 9 lanes, interior 7: narrower than a tile, the lane loops for the whole block
-    ((1, 4, 3, 9), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
-    # interior 8: exactly one tile of 8; interior 16: one of 16; 17: 16 and an overlapping 8
-    ((1, 4, 3, 10), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    # 17 lanes, interior 15: narrower than a tile, the lane loops for the whole block
+    ((1, 4, 3, 17), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    # interior 16: exactly one tile of 16; 17: 16 and an overlapping 16; 50: 48 and an
+    # overlapping 16; 48: one tile of 48
     ((1, 4, 3, 18), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
     ((1, 4, 3, 19), (8, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    ((1, 4, 2, 52), (4, 4, 3, 3), "pads=[1, 1, 1, 1]"),
+    ((1, 2, 2, 50), (4, 2, 3, 3), "pads=[1, 1, 1, 1]"),
     # no padding: the interior is every lane, no borders; pads on one side only
     ((1, 3, 4, 27), (6, 3, 3, 3), ""),
     ((1, 3, 4, 27), (6, 3, 3, 3), "pads=[0, 0, 0, 2]"),
@@ -180,7 +182,8 @@ def test_interior_tiles_and_borders_are_the_plain_nest(x, w, attrs, tmp_path):
     if "strides" in attrs:  # strided lanes read no consecutive elements: the lane loops
         assert "register tiles" not in text
         return
-    assert "register tiles of " in text and f"{TILES[-1]} lanes over the interior" in text
+    assert ("register tiles of " in text) == (x[-1] >= TILES[-1]), "tiles where a tile fits the lanes"
+    assert ("register tiles of " not in text) or f"{TILES[-1]} lanes over the interior" in text
     assert ("the border lanes, outside the interior" in text) == ("pads" in attrs)
 
 

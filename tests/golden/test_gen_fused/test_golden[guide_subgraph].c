@@ -15,6 +15,30 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 
+/* Option target_clones: each fused body is compiled for AVX-512, x86-64-v3 (AVX2 with FMA)
+   and baseline x86-64, and the dynamic loader runs the widest the CPU has (GCC's function
+   multi-versioning, an ifunc). The same IEEE operations in the same order, so the results
+   are the same; other compilers and targets compile one plain version.
+   byoc_clones_have_fma: every clone but the baseline one has fused multiply-add
+   instructions (gcc's avx512f target implies FMA), for the spec's prelude to test. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define byoc_clones_have_fma 1
+#else
+#define byoc_simd_clones
+#endif
+
+/* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
+   float32 a and b the product is exact in double, so one fused multiply-add gives the
+   same bits as the multiply and the add; float64 keeps both roundings. */
+#include <math.h>
+#if defined(FP_FAST_FMA) || defined(byoc_clones_have_fma)
+#define fused_madd_float32(acc, a, b) fma(a, b, acc)
+#else
+#define fused_madd_float32(acc, a, b) ((acc) + (a) * (b))
+#endif
+#define fused_madd_float64(acc, a, b) ((acc) + (a) * (b))
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
@@ -129,16 +153,6 @@ static int byoc_outputs_overlap(const void* const* data, const size_t* bytes, in
   }
   return 0;
 }
-
-/* Option target_clones: each fused body is compiled for AVX-512, AVX2 and baseline x86-64,
-   and the dynamic loader runs the widest the CPU has (GCC's function multi-versioning, an
-   ifunc). The same IEEE operations in the same order, so the results are the same; other
-   compilers and targets compile one plain version. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define byoc_simd_clones
-#endif
 
 /* ---- fused_0: region @fused at tests/data/gen/guide_subgraph.graph:3:8 ---- */
 

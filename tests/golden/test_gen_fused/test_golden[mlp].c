@@ -18,6 +18,30 @@
 #include <math.h>
 #include <pthread.h>
 
+/* Option target_clones: each fused body is compiled for AVX-512, x86-64-v3 (AVX2 with FMA)
+   and baseline x86-64, and the dynamic loader runs the widest the CPU has (GCC's function
+   multi-versioning, an ifunc). The same IEEE operations in the same order, so the results
+   are the same; other compilers and targets compile one plain version.
+   byoc_clones_have_fma: every clone but the baseline one has fused multiply-add
+   instructions (gcc's avx512f target implies FMA), for the spec's prelude to test. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define byoc_clones_have_fma 1
+#else
+#define byoc_simd_clones
+#endif
+
+/* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
+   float32 a and b the product is exact in double, so one fused multiply-add gives the
+   same bits as the multiply and the add; float64 keeps both roundings. */
+#include <math.h>
+#if defined(FP_FAST_FMA) || defined(byoc_clones_have_fma)
+#define fused_madd_float32(acc, a, b) fma(a, b, acc)
+#else
+#define fused_madd_float32(acc, a, b) ((acc) + (a) * (b))
+#endif
+#define fused_madd_float64(acc, a, b) ((acc) + (a) * (b))
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
@@ -227,16 +251,6 @@ static void byoc_workspace_unload(void) {
   pthread_mutex_unlock(&byoc_workspace_lock);
 }
 
-/* Option target_clones: each fused body is compiled for AVX-512, AVX2 and baseline x86-64,
-   and the dynamic loader runs the widest the CPU has (GCC's function multi-versioning, an
-   ifunc). The same IEEE operations in the same order, so the results are the same; other
-   compilers and targets compile one plain version. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define byoc_simd_clones
-#endif
-
 /* ---- fused_0: region @fused at examples/mlp.graph:9:22 ---- */
 
 /* fused_0_: the body of region @fused at examples/mlp.graph:9:22, in 4 loop nest(s):
@@ -283,7 +297,7 @@ static int fused_0_(
           for (int64_t i1 = t0_lo; i1 < t0_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t0_acc[i0j][i1 - i1b] = t0_acc[i0j][i1 - i1b] + (double)in0[i0 * 64 + r0] * in1[i1 * 64 + r0];
+              t0_acc[i0j][i1 - i1b] = fused_madd_float32(t0_acc[i0j][i1 - i1b], (double)in0[i0 * 64 + r0], (double)in1[i1 * 64 + r0]);
             }
           }
         }
@@ -314,7 +328,7 @@ static int fused_0_(
           for (int64_t i1 = t3_lo; i1 < t3_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t3_acc[i0j][i1 - i1b] = t3_acc[i0j][i1 - i1b] + (double)tmp2[i0 * 32 + r0] * in3[i1 * 32 + r0];
+              t3_acc[i0j][i1 - i1b] = fused_madd_float32(t3_acc[i0j][i1 - i1b], (double)tmp2[i0 * 32 + r0], (double)in3[i1 * 32 + r0]);
             }
           }
         }
@@ -345,7 +359,7 @@ static int fused_0_(
           for (int64_t i1 = t6_lo; i1 < t6_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t6_acc[i0j][i1 - i1b] = t6_acc[i0j][i1 - i1b] + (double)tmp5[i0 * 32 + r0] * in5[i1 * 32 + r0];
+              t6_acc[i0j][i1 - i1b] = fused_madd_float32(t6_acc[i0j][i1 - i1b], (double)tmp5[i0 * 32 + r0], (double)in5[i1 * 32 + r0]);
             }
           }
         }

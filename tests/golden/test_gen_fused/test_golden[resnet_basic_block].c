@@ -18,6 +18,30 @@
 #include <math.h>
 #include <pthread.h>
 
+/* Option target_clones: each fused body is compiled for AVX-512, x86-64-v3 (AVX2 with FMA)
+   and baseline x86-64, and the dynamic loader runs the widest the CPU has (GCC's function
+   multi-versioning, an ifunc). The same IEEE operations in the same order, so the results
+   are the same; other compilers and targets compile one plain version.
+   byoc_clones_have_fma: every clone but the baseline one has fused multiply-add
+   instructions (gcc's avx512f target implies FMA), for the spec's prelude to test. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define byoc_clones_have_fma 1
+#else
+#define byoc_simd_clones
+#endif
+
+/* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
+   float32 a and b the product is exact in double, so one fused multiply-add gives the
+   same bits as the multiply and the add; float64 keeps both roundings. */
+#include <math.h>
+#if defined(FP_FAST_FMA) || defined(byoc_clones_have_fma)
+#define fused_madd_float32(acc, a, b) fma(a, b, acc)
+#else
+#define fused_madd_float32(acc, a, b) ((acc) + (a) * (b))
+#endif
+#define fused_madd_float64(acc, a, b) ((acc) + (a) * (b))
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
@@ -227,16 +251,6 @@ static void byoc_workspace_unload(void) {
   pthread_mutex_unlock(&byoc_workspace_lock);
 }
 
-/* Option target_clones: each fused body is compiled for AVX-512, AVX2 and baseline x86-64,
-   and the dynamic loader runs the widest the CPU has (GCC's function multi-versioning, an
-   ifunc). The same IEEE operations in the same order, so the results are the same; other
-   compilers and targets compile one plain version. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define byoc_simd_clones
-#endif
-
 /* ---- fused_0: region @fused at examples/resnet_basic_block.graph:15:23 ---- */
 
 /* fused_0_const_0: constant mean1: float32[8] at examples/resnet_basic_block.graph:11:3 */
@@ -290,11 +304,12 @@ static int fused_0_(
           int64_t t0_in_hi = i2b + 16;
           if (t0_in_lo < 1) t0_in_lo = 1;
           if (t0_in_hi > 15) t0_in_hi = 15;
-          if (t0_in_hi - t0_in_lo >= 8) {
-            /* register tiles of 16 then 8 lanes over the interior */
+          if (t0_in_hi - t0_in_lo >= 16) {
+            /* register tiles of 16 lanes over the interior */
             int64_t t0_at = t0_in_lo;
-            for (; t0_at + 16 <= t0_in_hi; t0_at += 16) {
-              const int64_t t0_t = t0_at;
+            for (; t0_at < t0_in_hi; t0_at += 16) {
+              /* the last tile ends at the interior's end, overlapping the one before */
+              const int64_t t0_t = t0_at + 16 <= t0_in_hi ? t0_at : t0_in_hi - 16;
               double t0_acc_tile[4][16];
               for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc_tile[j][l] = 0;
               for (int64_t r0 = 0; r0 < 8; ++r0) {
@@ -307,39 +322,13 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t0_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = t0_acc_tile[i0j][i2l] + (double)in0[r0 * 256 + ix2 * 16 + ix3] * in1[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                        t0_acc_tile[i0j][i2l] = fused_madd_float32(t0_acc_tile[i0j][i2l], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                       }
                     }
                   }
                 }
               }
               for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc[j][t0_t - i2b + l] = t0_acc_tile[j][l];
-            }
-            for (; t0_at < t0_in_hi; t0_at += 8) {
-              /* the last tile ends at the interior's end, overlapping the one before */
-              const int64_t t0_t = t0_at + 8 <= t0_in_hi ? t0_at : t0_in_hi - 8;
-              double t0_acc_tile[4][8];
-              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc_tile[j][l] = 0;
-              for (int64_t r0 = 0; r0 < 8; ++r0) {
-                for (int64_t r1 = 0; r1 < 3; ++r1) {
-                  const int64_t ix2 = i1 + r1 - 1;
-                  if (ix2 < 0 || ix2 >= 16) continue;
-                  for (int64_t r2 = 0; r2 < 3; ++r2) {
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
-                      #if defined(__GNUC__) && !defined(__clang__)
-                      #pragma GCC unroll 1
-                      #endif
-                      for (int64_t i2l = 0; i2l < 8; ++i2l) {
-                        const int64_t i2 = t0_t + i2l;
-                        const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = t0_acc_tile[i0j][i2l] + (double)in0[r0 * 256 + ix2 * 16 + ix3] * in1[i0 * 72 + r0 * 9 + r1 * 3 + r2];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc[j][t0_t - i2b + l] = t0_acc_tile[j][l];
             }
             /* the border lanes, outside the interior: one at a time, with every guard */
             for (int64_t t0_k = 0; t0_k < (t0_in_lo - i2b) + (i2b + 16 - t0_in_hi); ++t0_k) {
@@ -355,7 +344,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc_one[i0j] = t0_acc_one[i0j] + (double)in0[r0 * 256 + ix2 * 16 + ix3] * in1[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                      t0_acc_one[i0j] = fused_madd_float32(t0_acc_one[i0j], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -380,7 +369,7 @@ static int fused_0_(
                     const int64_t ix3 = i2 + r2 - 1;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc[i0j][i2 - i2b] = t0_acc[i0j][i2 - i2b] + (double)in0[r0 * 256 + ix2 * 16 + ix3] * in1[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                      t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -412,11 +401,12 @@ static int fused_0_(
           int64_t t3_in_hi = i2b + 16;
           if (t3_in_lo < 1) t3_in_lo = 1;
           if (t3_in_hi > 15) t3_in_hi = 15;
-          if (t3_in_hi - t3_in_lo >= 8) {
-            /* register tiles of 16 then 8 lanes over the interior */
+          if (t3_in_hi - t3_in_lo >= 16) {
+            /* register tiles of 16 lanes over the interior */
             int64_t t3_at = t3_in_lo;
-            for (; t3_at + 16 <= t3_in_hi; t3_at += 16) {
-              const int64_t t3_t = t3_at;
+            for (; t3_at < t3_in_hi; t3_at += 16) {
+              /* the last tile ends at the interior's end, overlapping the one before */
+              const int64_t t3_t = t3_at + 16 <= t3_in_hi ? t3_at : t3_in_hi - 16;
               double t3_acc_tile[4][16];
               for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc_tile[j][l] = 0;
               for (int64_t r0 = 0; r0 < 8; ++r0) {
@@ -429,39 +419,13 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t3_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = t3_acc_tile[i0j][i2l] + (double)tmp2[r0 * 256 + ix2 * 16 + ix3] * in4[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                        t3_acc_tile[i0j][i2l] = fused_madd_float32(t3_acc_tile[i0j][i2l], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                       }
                     }
                   }
                 }
               }
               for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc[j][t3_t - i2b + l] = t3_acc_tile[j][l];
-            }
-            for (; t3_at < t3_in_hi; t3_at += 8) {
-              /* the last tile ends at the interior's end, overlapping the one before */
-              const int64_t t3_t = t3_at + 8 <= t3_in_hi ? t3_at : t3_in_hi - 8;
-              double t3_acc_tile[4][8];
-              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc_tile[j][l] = 0;
-              for (int64_t r0 = 0; r0 < 8; ++r0) {
-                for (int64_t r1 = 0; r1 < 3; ++r1) {
-                  const int64_t ix2 = i1 + r1 - 1;
-                  if (ix2 < 0 || ix2 >= 16) continue;
-                  for (int64_t r2 = 0; r2 < 3; ++r2) {
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
-                      #if defined(__GNUC__) && !defined(__clang__)
-                      #pragma GCC unroll 1
-                      #endif
-                      for (int64_t i2l = 0; i2l < 8; ++i2l) {
-                        const int64_t i2 = t3_t + i2l;
-                        const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = t3_acc_tile[i0j][i2l] + (double)tmp2[r0 * 256 + ix2 * 16 + ix3] * in4[i0 * 72 + r0 * 9 + r1 * 3 + r2];
-                      }
-                    }
-                  }
-                }
-              }
-              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc[j][t3_t - i2b + l] = t3_acc_tile[j][l];
             }
             /* the border lanes, outside the interior: one at a time, with every guard */
             for (int64_t t3_k = 0; t3_k < (t3_in_lo - i2b) + (i2b + 16 - t3_in_hi); ++t3_k) {
@@ -477,7 +441,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc_one[i0j] = t3_acc_one[i0j] + (double)tmp2[r0 * 256 + ix2 * 16 + ix3] * in4[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                      t3_acc_one[i0j] = fused_madd_float32(t3_acc_one[i0j], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -502,7 +466,7 @@ static int fused_0_(
                     const int64_t ix3 = i2 + r2 - 1;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc[i0j][i2 - i2b] = t3_acc[i0j][i2 - i2b] + (double)tmp2[r0 * 256 + ix2 * 16 + ix3] * in4[i0 * 72 + r0 * 9 + r1 * 3 + r2];
+                      t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
