@@ -58,7 +58,7 @@ def test_defaults_clone_the_bodies_and_add_no_pragma():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
     assert (
-        "vectorize=false, openmp_threshold=0, openmp_reduction_threshold=4194304, block_reductions=true."
+        "vectorize=false, openmp_threshold=262144, openmp_reduction_threshold=4194304, block_reductions=true."
         in text
     )
     clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "avx2", "default")))'
