@@ -65,14 +65,14 @@ class Placement:
         indent = "    "
         out += _indented(self.levels[0], indent)
         loops = self.loops
-        steps = self._steps()
-        cut = min(steps) + 1 if steps else len(loops.axes) + 1
+        step_of = self._steps()
+        cut = min(step_of) + 1 if step_of else len(loops.axes) + 1
         for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
             out += pragmas(simd and k == len(loops.axes) - 1)
             if parallel and k == 0:
-                out.append(outer_loop(indent, f"{var}b" if k in steps else var, steps.get(k, 1)))
-            elif k in steps:
-                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {steps[k]}) {{")
+                out.append(outer_loop(indent, f"{var}b" if k in step_of else var, step_of.get(k, 1)))
+            elif k in step_of:
+                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {step_of[k]}) {{")
             else:
                 out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
             indent += "  "

@@ -353,7 +353,7 @@ def test_check_and_backends_list_fused(capsys):
     assert cli.main(["backends", BACKEND]) == 0
     detail = capsys.readouterr().out
     assert "cc -std=c99 -O3 -fwrapv -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror" in detail
-    assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 0" in detail
+    assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 262144" in detail
 
 
 def externals_source(case: str) -> str:

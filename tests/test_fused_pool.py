@@ -87,8 +87,12 @@ def _scenario_bits() -> None:
     same bits as the serial module, and the reference's values."""
     import tempfile
 
+    with tempfile.TemporaryDirectory() as root:
+        _bits(Path(root))
+
+
+def _bits(root: Path) -> None:
     rng = np.random.default_rng(17)
-    root = Path(tempfile.mkdtemp())
     parallel_cases = 0
     for case in [*CASES, *SHAPES]:
         externals = _externals(case)
@@ -143,10 +147,15 @@ def _threads() -> int:
 def _scenario_unload() -> None:
     """Load, call and unload the library again and again: each load starts its helpers
     at the first parallel loop, each unload stops and joins them."""
-    import _ctypes
     import tempfile
 
-    lib = _probe_library(Path(tempfile.mkdtemp()), "probe")
+    with tempfile.TemporaryDirectory() as root:
+        _unload(_probe_library(Path(root), "probe"))
+
+
+def _unload(lib: Path) -> None:
+    import _ctypes
+
     expect = int(os.environ.get("EXPECT_HELPERS", "0"))
     x = np.linspace(-3, 3, N, dtype=np.float32)
     b = np.linspace(5, -1, N, dtype=np.float32)
