@@ -11,8 +11,10 @@ One C99 file per backend, holding every external function of that backend::
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             byoc_outputs_overlap when a wrapper checks outputs for overlap,
                             the per-thread workspace when a body has intermediate buffers
-                            (generator/c_workspace.py)
-    per function <sym>:     constants, the fused body <sym>_, <sym>_wrapper_, the exported
+                            (generator/c_workspace.py), the thread pool when a loop is
+                            parallel (generator/c_fused_pool.py)
+    per function <sym>:     constants, the chunk functions <sym>_loop<k>_ of its parallel
+                            nests, the fused body <sym>_, <sym>_wrapper_, the exported
                             entry __tvm_ffi_<sym> (generator/c_fused_function.py)
 
 The body of an elementwise region is one loop nest per distinct output shape (one flat
@@ -31,10 +33,12 @@ each measured and why its default is what it is):
   clone but the baseline one has fused multiply-add instructions.
 - ``vectorize`` (bool): ``#pragma omp simd`` (with OpenMP), else ``GCC ivdep`` or
   ``clang loop vectorize(enable)``, on each innermost loop.
-- ``openmp_threshold`` (int, 0 = off): ``#pragma omp parallel for`` on the outermost
-  loop of every nest over at least this many elements; the spec's ``option_flags``
-  add ``-fopenmp``. Loops run serially in a process forked after a parallel loop ran,
-  where libgomp would hang.
+- ``openmp_threshold`` (int, 0 = off): run the outermost loop of every nest over at
+  least this many elements in chunks on the module's thread pool
+  (:mod:`byoc.generator.c_fused_pool`; the nest is outlined into a function of one
+  chunk, :mod:`byoc.generator.fused_outline`); ``openmp_reduction_threshold`` does the
+  same for reduction nests by their points. The names are historical: no OpenMP is
+  involved. Loops run serially in a process forked from the one that loaded the module.
 
 Every pragma and attribute sits under ``#if``, so the text compiles (serially, with
 one version of each body) with any C99 compiler.
@@ -59,18 +63,20 @@ from . import c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
 from .c_fused_nests import needs_nests
-from .c_fused_support import CLONES, OVERLAPS, PARALLEL, POSIX, option_summary
+from .c_fused_pool import INCLUDE as POOL_INCLUDE
+from .c_fused_pool import NAMES as POOL_NAMES
+from .c_fused_pool import POSIX
+from .c_fused_pool import SUPPORT as POOL
+from .c_fused_support import CLONES, OVERLAPS, option_summary
 from .c_source import spec_source
 from .c_text import block_comment, check_reserved_names, function_origin
 
 HELPERS = (
     *ffi_entry.SUPPORT_NAMES,
     "byoc_outputs_overlap",
-    "byoc_loader_pid",
-    "byoc_record_loader_pid",
-    "byoc_parallel_ok",
     "byoc_simd_clones",
     "byoc_clones_have_fma",
+    *POOL_NAMES,
 )
 """The static helpers of the module, which no generated name may take."""
 
@@ -103,7 +109,7 @@ def module_text(
         *([POSIX] if parallel else []),
         ffi_entry.includes()
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
-        + (c_workspace.INCLUDE if workspace else ""),
+        + _extra_includes(workspace, parallel),
     ]
     if values.get("target_clones") is True:
         parts.append(CLONES)
@@ -116,9 +122,15 @@ def module_text(
     if workspace:
         parts.append(c_workspace.SUPPORT)
     if parallel:
-        parts.append(PARALLEL)
+        parts.append(POOL)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
+
+
+def _extra_includes(workspace: bool, parallel: bool) -> str:
+    """The headers of the per-thread workspace and of the thread pool, each once."""
+    lines = (c_workspace.INCLUDE if workspace else "") + (POOL_INCLUDE if parallel else "")
+    return "".join(dict.fromkeys(lines.splitlines(keepends=True)))
 
 
 CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")

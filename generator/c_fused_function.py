@@ -56,6 +56,7 @@ from .c_text import (
 from .c_workspace import RELEASE, layout
 from .fused_anchors import c_attributes
 from .fused_loops import Loops, plan_loops
+from .fused_outline import Outliner, outer_loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ class FusedText:
     overlaps: bool
     """True when its wrapper calls ``byoc_outputs_overlap`` (the module defines OVERLAPS)."""
     parallel: bool
-    """True when a loop runs on OpenMP threads (the module defines POSIX and PARALLEL)."""
+    """True when a loop runs on the thread pool (the module defines it, c_fused_pool.py)."""
     blobs: tuple[Artifact, ...] = ()
     """The binary artifacts its large constants are included from."""
     workspace: bool = False
@@ -119,9 +120,10 @@ def function_text(
     body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
     parallel = False
     clones = bool(values.get("target_clones"))
+    outline = Outliner(sym, _pointers(fn), clones)
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
-        nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values))
+        nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline)
         used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
         body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
         body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
@@ -130,14 +132,16 @@ def function_text(
         status = (nested.can_fail, bool(nested.buffers))
     else:
         for shape, outs in groups.items():
-            lines, in_parallel = _group(fn, table, shape, outs, spec, values, catalog, block=len(groups) > 1)
+            lines, in_parallel = _group(
+                fn, table, shape, outs, spec, values, catalog, outline, len(groups) > 1
+            )
             body += lines
             parallel |= in_parallel
         body_text = _body(fn, sym, groups, body, clones)
         status = (False, False)
 
     parts = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n", *const_text]
-    parts.append(body_text)
+    parts += [*outline.functions, body_text]
     wrapper, checks = _wrapper(fn, sym, *status)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
     return FusedText("\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs), status[1])
@@ -178,11 +182,12 @@ def _group(
     spec: BackendSpec,
     values: Mapping[str, object],
     catalog: Catalog,
-    *,
+    outline: Outliner,
     block: bool,
 ) -> tuple[list[str], bool]:
     """The statements that write the outputs ``outs`` (all of ``shape``), and whether
-    their outer loop runs on OpenMP threads."""
+    their outer loop runs on the thread pool (then ``outline`` holds their loop, and the
+    statements call it)."""
     labels = ", ".join(f"out{o}" + ("" if _anonymous(fn.outputs[o]) else f" ({fn.outputs[o]})") for o in outs)
     if math.prod(shape) == 0:
         return [f"  {comment(f'{labels}: {list(shape)} has no elements; nothing to compute')}"], False
@@ -223,8 +228,11 @@ def _group(
     parallel = bool(loops.axes) and 0 < _threshold(values) <= loops.size
     for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
         simd = bool(values.get("vectorize")) and k == len(loops.axes) - 1
-        lines += pragmas(parallel and k == 0, simd)
-        lines.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
+        lines += pragmas(simd)
+        if parallel and k == 0:
+            lines.append(outer_loop(indent, var))
+        else:
+            lines.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
         indent += "  "
         lines += [indent + s for s in levels[k + 1]]
     for _ in loops.axes:
@@ -232,7 +240,9 @@ def _group(
         lines.append(f"{indent}}}")
     if block:
         lines.append("  }")
-    return lines, parallel
+    if parallel:
+        return outline(labels, lines, loops.extents[0]), True
+    return lines, False
 
 
 def _ancestors_of(fn: Function, table: Mapping[str, _Value], outputs: Sequence[str]) -> list[_Value]:
@@ -260,6 +270,13 @@ def _anonymous(name: str) -> bool:
 def _threshold(values: Mapping[str, object]) -> int:
     """The ``openmp_threshold`` option (the kind declares it an int); 0 when unset."""
     return max(0, int(values.get("openmp_threshold", 0)))  # type: ignore[call-overload]
+
+
+def _pointers(fn: Function) -> dict[str, str]:
+    """The C pointer type of each input and output array of ``fn``'s body."""
+    pointers = {f"in{i}": f"const {C_TYPES[p.type.dtype]}*" for i, p in enumerate(fn.params)}
+    pointers.update((f"out{o}", f"{C_TYPES[t.dtype]}*") for o, t in enumerate(fn.output_types))
+    return pointers
 
 
 def _describe(loops: Loops, labels: str, leaves: Sequence[_Value]) -> str:

@@ -45,6 +45,7 @@ from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
 from .fused_blocking import BlockedText, plan_blocking, reduction_loops
 from .fused_loops import Loops, plan_loops
+from .fused_outline import Outliner
 from .fused_placement import Placement
 from .fused_tiles import TiledText
 from .memory_plan import ScheduledOp, plan_memory
@@ -156,9 +157,10 @@ def anchored_body(
     values: Mapping[str, object],
     leaves: Mapping[str, str],
     threshold: int,
+    outline: Outliner,
 ) -> Body:
     """The statements of ``fn``'s body; ``leaves`` maps each parameter and constant to
-    its C array."""
+    its C array; the parallel nests go to ``outline``."""
     units = pieces(fn)
     nests, nest_of = plan_nests(units, fn.outputs, spec)
     stored: dict[str, list[str]] = {}
@@ -177,11 +179,12 @@ def anchored_body(
             buf = "tmp" + piece.c_name[1:]
             stored[name].append(buf)
             buffers.append((buf, piece.node.type, name))
+            outline.pointers[buf] = f"{C_TYPES[piece.node.type.dtype]}*"
     arrays = {**leaves, **{name: places[0] for name, places in stored.items() if places}}
 
     statements: list[str] = []
     can_fail = parallel = False
-    writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold)
+    writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold, outline)
     for n, nest in enumerate(nests):
         lines, fails, par = writer.nest(n, nest)
         statements += lines
@@ -219,7 +222,9 @@ def _slots(
 class _NestWriter:
     """Writes the loop nests of one function."""
 
-    def __init__(self, fn: Function, units, spec, catalog, values, arrays, stored, threshold) -> None:
+    def __init__(
+        self, fn: Function, units, spec, catalog, values, arrays, stored, threshold, outline
+    ) -> None:
         self.units: Sequence[Piece] = units
         self.spec: BackendSpec = spec
         self.catalog: Catalog = catalog
@@ -227,9 +232,10 @@ class _NestWriter:
         self.arrays: Mapping[str, str] = arrays
         self.stored: Mapping[str, list[str]] = stored
         self.threshold: int = threshold
+        self.outline: Outliner = outline
         self.heavy: int = max(0, int(values.get("openmp_reduction_threshold", 0)))  # type: ignore[call-overload]
         """Option openmp_reduction_threshold: a reduction nest of at least this many
-        points (outputs times the points of each one's reduction) runs on OpenMP threads."""
+        points (outputs times the points of each one's reduction) runs on the thread pool."""
         self.types = fn.types()
         self.c_name = {piece.node.name: piece.c_name for piece in units}
 
@@ -271,9 +277,13 @@ class _NestWriter:
                 placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
         heavy = 0 < self.heavy <= loops.size * placed.points if placed.points else False
         parallel = not fails and bool(loops.axes) and (0 < self.threshold <= loops.size or heavy)
+        parallel = parallel and placed.outer_count() > 1  # one block: nothing to share
         simd = bool(self.values.get("vectorize")) and head is None
         how = f"{len(loops.axes)} nested loop(s) {list(loops.extents)}" if loops.axes else "no loop"
-        return placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd), fails, parallel
+        lines = placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd)
+        if parallel:
+            lines = self.outline(label, lines, placed.outer_count())
+        return lines, fails, parallel
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
         loops = plan_loops(t.shape, [t.shape])

@@ -1,7 +1,8 @@
-"""Fixed C text of ``c_fused`` modules: the overlap check of the wrappers, the fork
-guard of parallel loops, the SIMD clones of option ``target_clones``, and the loop
-hints of the options ``vectorize`` and ``openmp_threshold``. :mod:`byoc.generator.c_fused` includes each only when a
-function uses it, so that no unused static function trips ``-Werror``.
+"""Fixed C text of ``c_fused`` modules: the overlap check of the wrappers, the SIMD
+clones of option ``target_clones``, and the loop hint of option ``vectorize`` (the
+thread pool of parallel loops is :mod:`byoc.generator.c_fused_pool`).
+:mod:`byoc.generator.c_fused` includes each only when a function uses it, so that no
+unused static function trips ``-Werror``.
 """
 
 from __future__ import annotations
@@ -48,42 +49,21 @@ CLONES = """/* Option target_clones: each fused body is compiled for AVX-512, x8
 """Defines the ``byoc_simd_clones`` marker of the fused bodies (and ``byoc_clones_have_fma``);
 the module places it before the spec's prelude, which may test the latter."""
 
-POSIX = "#if !defined(_POSIX_C_SOURCE)\n#define _POSIX_C_SOURCE 200112L /* getpid(), for byoc_parallel_ok */\n#endif\n"
-"""The first lines of a module with parallel loops (before any #include)."""
 
-PARALLEL = """/* Parallel loops (option openmp_threshold): OpenMP's threads do not survive fork(), and a
-   forked child that starts a parallel loop hangs in libgomp. So loops run on OpenMP threads
-   only in the process that loaded this library, and serially in its forked children. */
-#if defined(_OPENMP) && defined(__GNUC__) && defined(__unix__)
-#include <unistd.h>
-static pid_t byoc_loader_pid;
-__attribute__((constructor)) static void byoc_record_loader_pid(void) {
-  byoc_loader_pid = getpid();
-}
-#define byoc_parallel_ok() (getpid() == byoc_loader_pid)
-#else
-#define byoc_parallel_ok() 1
-#endif
-"""
-"""The fork guard of parallel loops; the module includes it when a loop is parallel."""
-
-
-def pragmas(parallel: bool, simd: bool) -> list[str]:
-    """The loop hints before one ``for``; none without the options that ask for them.
-    Each is guarded, so the text compiles (serially, unhinted) with any C99 compiler."""
-    if not (parallel or simd):
+def pragmas(simd: bool) -> list[str]:
+    """The loop hint before an innermost ``for`` with option ``vectorize``; none without it.
+    Guarded, so the text compiles (unhinted) with any C99 compiler."""
+    if not simd:
         return []
-    words = (
-        ("parallel for", parallel),
-        ("simd", simd),
-        ("schedule(static) if(byoc_parallel_ok())", parallel),
-    )
-    omp = "omp " + " ".join(w for w, on in words if on)
-    lines = ["#if defined(_OPENMP)", f"#pragma {omp}"]
-    if simd:
-        lines += ["#elif defined(__clang__)", "#pragma clang loop vectorize(enable)"]
-        lines += ["#elif defined(__GNUC__)", "#pragma GCC ivdep"]
-    return [*lines, "#endif"]
+    return [
+        "#if defined(_OPENMP)",
+        "#pragma omp simd",
+        "#elif defined(__clang__)",
+        "#pragma clang loop vectorize(enable)",
+        "#elif defined(__GNUC__)",
+        "#pragma GCC ivdep",
+        "#endif",
+    ]
 
 
 def option_summary(values: Mapping[str, OptionValue]) -> str:

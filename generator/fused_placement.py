@@ -13,6 +13,7 @@ from .c_fused_support import pragmas
 from .c_text import comment
 from .fused_blocking import BlockedText
 from .fused_loops import Loops
+from .fused_outline import outer_loop, steps
 
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 
@@ -45,21 +46,33 @@ class Placement:
         """A store writes every element: innermost, after everything it reads."""
         self.levels[-1].append(code)
 
+    def _steps(self) -> dict[int, int]:
+        """The step of each loop over blocks (a blocked reduction's), by loop index."""
+        if self.blocked is None:
+            return {}
+        plan = self.blocked[0].plan
+        return {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
+
+    def outer_count(self) -> int:
+        """The iterations of the outer loop (of blocks, when it is blocked): what a
+        parallel nest's chunks divide."""
+        return steps(self.loops.extents[0], self._steps().get(0, 1))
+
     def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
+        """The nest; with ``parallel``, its outer loop over one chunk ``[begin, end)``
+        (:func:`byoc.generator.fused_outline.outer_loop`)."""
         out = ["  {", f"    {comment(label)}"]
         indent = "    "
         out += _indented(self.levels[0], indent)
         loops = self.loops
-        steps: dict[int, int] = {}
-        cut = len(loops.axes) + 1
-        if self.blocked is not None:
-            plan = self.blocked[0].plan
-            steps = {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
-            cut = min(steps) + 1
+        step_of = self._steps()
+        cut = min(step_of) + 1 if step_of else len(loops.axes) + 1
         for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
-            out += pragmas(parallel and k == 0, simd and k == len(loops.axes) - 1)
-            if k in steps:
-                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {steps[k]}) {{")
+            out += pragmas(simd and k == len(loops.axes) - 1)
+            if parallel and k == 0:
+                out.append(outer_loop(indent, f"{var}b" if k in step_of else var, step_of.get(k, 1)))
+            elif k in step_of:
+                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {step_of[k]}) {{")
             else:
                 out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
             indent += "  "

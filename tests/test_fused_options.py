@@ -1,4 +1,4 @@
-"""The `fused` backend beyond its goldens: the options (loop hints, OpenMP), the
+"""The `fused` backend beyond its goldens: the options (loop hints, parallel loops), the
 overlap check that its restrict pointers need, fork safety of its parallel loops, the
 c_fused spec keys (per-op C expressions) and their validation, and the CLI.
 
@@ -24,7 +24,8 @@ from byoc.generator.lowering import lower
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, check_spec_file
 
 SHIPPED_SPEC = SHIPPED_BACKENDS / f"{BACKEND}.yaml"
-PARALLEL_PRAGMA = "#pragma omp parallel for schedule(static) if(byoc_parallel_ok())"
+PARALLEL_CALL = "byoc_parallel_for(fused_0_loop0_, &args, "
+"""A nest on the module's thread pool (tests/test_fused_pool.py tests the pool itself)."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,7 +58,7 @@ def test_defaults_clone_the_bodies_and_add_no_pragma():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
     assert (
-        "vectorize=false, openmp_threshold=0, openmp_reduction_threshold=4194304, block_reductions=true."
+        "vectorize=false, openmp_threshold=262144, openmp_reduction_threshold=4194304, block_reductions=true."
         in text
     )
     clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))'
@@ -95,24 +96,25 @@ def test_openmp_threshold_parallelises_large_loops_only():
     )
     assert "#pragma" not in generate(large)  # off by default
     text = generate(large, {"openmp_threshold": str(1 << 20)})
-    assert PARALLEL_PRAGMA in text and text.index("_POSIX_C_SOURCE") < text.index("#include")
-    assert PARALLEL_PRAGMA not in generate(large, {"openmp_threshold": str((1 << 20) + 1)})
-    assert PARALLEL_PRAGMA in generate(small, {"openmp_threshold": "100"})
-    assert PARALLEL_PRAGMA not in generate(small, {"openmp_threshold": "101"})
-    assert "#pragma" not in generate(large, {"openmp_threshold": "0"})
+    assert PARALLEL_CALL + f"{1 << 20});" in text and text.index("_POSIX_C_SOURCE") < text.index("#include")
+    assert "for (int64_t i = begin; i < end; ++i) {" in text  # the outlined chunk of the loop
+    assert PARALLEL_CALL not in generate(large, {"openmp_threshold": str((1 << 20) + 1)})
+    assert PARALLEL_CALL in generate(small, {"openmp_threshold": "100"})
+    assert PARALLEL_CALL not in generate(small, {"openmp_threshold": "101"})
+    assert "byoc_parallel_for" not in generate(large, {"openmp_threshold": "0"})
     both = generate(small, {"openmp_threshold": "1", "vectorize": "true"})
-    assert "#pragma omp parallel for simd schedule(static) if(byoc_parallel_ok())" in both
+    assert PARALLEL_CALL in both and "#pragma omp simd\n" in both and "omp parallel" not in both
 
 
-def test_openmp_flag_follows_the_thresholds():
+def test_pthread_flag_follows_the_thresholds():
     spec = load_backend(BACKEND)
     both_off = {"openmp_threshold": "0", "openmp_reduction_threshold": "0"}
     flags = spec.compile.render_flags(spec.template_values(spec.option_values(both_off)))
-    assert "-O3" in flags and "-fwrapv" in flags and "-fopenmp" not in flags
+    assert "-O3" in flags and "-fwrapv" in flags and "-pthread" not in flags
     on = spec.compile.render_flags(spec.template_values(spec.option_values({"openmp_threshold": "65536"})))
-    assert on[-1] == "-fopenmp" and on.count("-fopenmp") == 1  # the reduction threshold's too, once
+    assert on[-1] == "-pthread" and on.count("-pthread") == 1  # the reduction threshold's too, once
     default = spec.compile.render_flags(spec.template_values())
-    assert default.count("-fopenmp") == 1  # openmp_reduction_threshold is on by default
+    assert default.count("-pthread") == 1 and "-fopenmp" not in default  # no OpenMP at all
 
 
 def conv_program(size: int):
@@ -127,12 +129,13 @@ def conv_program(size: int):
 def test_openmp_reduction_threshold_counts_the_points_of_reduction_nests():
     """A conv nest of 8 * 20 * 20 outputs of 72 points each: 230400 points."""
     externals = lower(conv_program(20), load_backend, load_catalog()).externals_for(BACKEND)
-    assert PARALLEL_PRAGMA not in generate(externals)  # below the default
-    assert PARALLEL_PRAGMA in generate(externals, {"openmp_reduction_threshold": "230400"})
-    assert PARALLEL_PRAGMA not in generate(externals, {"openmp_reduction_threshold": "230401"})
-    assert "#pragma omp" not in generate(externals, {"openmp_reduction_threshold": "0"})
+    assert PARALLEL_CALL not in generate(externals)  # below the default
+    assert PARALLEL_CALL in generate(externals, {"openmp_reduction_threshold": "230400"})
+    assert PARALLEL_CALL not in generate(externals, {"openmp_reduction_threshold": "230401"})
+    assert "byoc_parallel_for" not in generate(externals, {"openmp_reduction_threshold": "0"})
     # an elementwise region never counts as a reduction
-    assert "#pragma" not in generate(externals_of("bias_add_relu"), {"openmp_reduction_threshold": "1"})
+    text = generate(externals_of("bias_add_relu"), {"openmp_reduction_threshold": "1"})
+    assert "byoc_parallel_for" not in text
 
 
 @pytest.mark.parametrize("options", [{"openmp_reduction_threshold": "1"}, {"block_reductions": "false"}])
@@ -156,7 +159,7 @@ def test_options_do_not_change_results(options):
         np.testing.assert_array_equal(g, w)
 
 
-def test_parallel_text_compiles_without_openmp(tmp_path, rng):
+def test_parallel_text_compiles_without_extra_flags(tmp_path, rng):
     externals = externals_of("bias_add_relu")
     text = generate(externals, {"openmp_threshold": "1", "vectorize": "true"})
     compile_library({"fused.c": text}, "fused.c", tmp_path)
@@ -169,8 +172,8 @@ def _call_in_child(model, inputs, queue) -> None:
 
 
 def test_parallel_loops_survive_fork():
-    """libgomp hangs in a forked child that starts a parallel loop after its parent
-    did; the generated guard runs the child's loops serially instead."""
+    """A forked child has none of its parent's pool threads: the generated guard runs the
+    child's loops serially (tests/test_fused_pool.py forks with os.fork too)."""
     program = parse(big_graph(1 << 16), "graph")
     model = build(program, options={"openmp_threshold": "1"})
     rng = np.random.default_rng(9)
@@ -290,8 +293,8 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
             None,
         ),
         (
-            "    openmp_threshold: [-fopenmp]",
-            "    openmp_threshold: [-fopenmp]\n    label: [-DX]",
+            "    openmp_threshold: [-pthread]",
+            "    openmp_threshold: [-pthread]\n    label: [-DX]",
             "not a boolean or int option",
             None,
         ),
@@ -326,11 +329,11 @@ def test_bad_c_fused_specs_are_located_errors(tmp_path, old, new, message, at):
 
 
 def test_option_flags_take_int_options(tmp_path):
-    """An int option's flags are added when it is not 0 (openmp_threshold's -fopenmp)."""
+    """An int option's flags are added when it is not 0 (openmp_threshold's -pthread)."""
     spec = load_backend(BACKEND)
     assert spec.compile.option_flags == {
-        "openmp_threshold": ("-fopenmp",),
-        "openmp_reduction_threshold": ("-fopenmp",),
+        "openmp_threshold": ("-pthread",),
+        "openmp_reduction_threshold": ("-pthread",),
     }
     assert check_spec_file(SHIPPED_SPEC) == f"backend fused (c_fused, {len(load_catalog())} ops)"  # every op
 
@@ -350,7 +353,7 @@ def test_check_and_backends_list_fused(capsys):
     assert cli.main(["backends", BACKEND]) == 0
     detail = capsys.readouterr().out
     assert "cc -std=c99 -O3 -fwrapv -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror" in detail
-    assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 0" in detail
+    assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 262144" in detail
 
 
 def externals_source(case: str) -> str:
