@@ -61,7 +61,6 @@ from .c_source_kernels import (
 )
 from .c_source_layouts import (
     choose_layouts,
-    kernel_layouts,
     layout_note,
     layout_text,
     layout_values,
@@ -138,7 +137,7 @@ def function_text(
         types.append(node.type)
     outputs = [index[name] for name in fn.outputs]
     base = first_const + len(fn.constants)
-    chosen = choose_layouts(spec, fn.nodes, composites, node_inputs, base, types, outputs)
+    layouts = choose_layouts(spec, fn.nodes, composites, node_inputs, base, types, outputs)
     used = bytearray(len(types))
     for ins in node_inputs:
         for i in ins:
@@ -175,7 +174,7 @@ def function_text(
     for k, node in enumerate(fn.nodes):
         ins = node_inputs[k]
         in_types = tuple(types[i] for i in ins)
-        ports = kernel_layouts(chosen, ins, base + k)  # None: every port plain
+        ports = layouts.ports.get(k)  # None: every port plain
         if k in composites:
             with_layouts = {**values, **layout_values(len(ins), ports)}
             use, type_text, macro = composite_use(node, composites[k], spec, catalog, with_layouts)
@@ -239,8 +238,8 @@ def function_text(
     ctypes.update((buf, C_TYPES[t.dtype]) for buf, t, _ in buffers)
     pieces, body_calls = body_parts(fn, sym, calls, ctypes)
     parts += pieces
-    where = {v: (storage[v], value_label(fn.nodes[v - base].name)) for v in chosen}
-    laid_out = layout_note(spec, chosen, where)
+    where = {v: (storage[v], value_label(fn.nodes[v - base].name)) for v in layouts.values}
+    laid_out = layout_note(spec, layouts.values, where)
     fails = any(c.failure for c in calls)
     parts += body_lines(
         fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out, fails

@@ -12,7 +12,13 @@ the value can stay in their order between them. The rule, per value of one funct
 - parameters, constants and the function's outputs stay plain (a caller hands them in,
   or reads them, row-major), so a value that is both an output and read by kernels
   stays plain;
-- when several layouts qualify, the first the producing macro lists wins.
+- when several layouts qualify, the first the producing macro lists wins;
+- a kernel whose macro says ``mixed_layouts: false`` sees one layout at all the ports of
+  its ``layouts`` (a library whose fast code needs its source and result in one order):
+  while one sees two, its values there go back to plain, and so on until none does. A
+  value counts as any layout that stores its elements in the same order as its own
+  (one that only moves axes of extent 1: a (N, C, 1, 1) value is the same bytes plain
+  and channels last), and the kernel gets that layout's name at each such port.
 
 Each kernel then gets its ports' layouts as ``${in<k>_layout}`` and ``${out_layout}``
 (a layout's name, or ``plain``). A layout permutes axes and keeps the byte size, so the
@@ -25,6 +31,7 @@ kernels.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from byoc.ir import Node, TensorType
 from byoc.spec.backend import PLAIN_LAYOUT, BackendSpec, MacroDef
@@ -45,6 +52,16 @@ def kernel_macro(spec: BackendSpec, node: Node, found: Match | None) -> MacroDef
     return spec.macros.get(name) if name is not None else None
 
 
+@dataclass(frozen=True)
+class LayoutPlan:
+    """The layouts of one function: ``values``, each value (by number) that takes a layout
+    other than plain -> its layout; ``ports``, each kernel (by node) with a port that is
+    not plain -> the layouts of its inputs and result, in that order."""
+
+    values: Mapping[int, str]
+    ports: Mapping[int, tuple[str, ...]]
+
+
 def choose_layouts(
     spec: BackendSpec,
     nodes: Sequence[Node],
@@ -53,14 +70,14 @@ def choose_layouts(
     first_node_value: int,
     types: Sequence[TensorType],
     outputs: Sequence[int],
-) -> dict[int, str]:
-    """Each value (by number) that takes a layout other than plain -> its layout.
+) -> LayoutPlan:
+    """The layout of each value, and of each kernel's ports.
 
     Kernel ``k`` runs ``nodes[k]`` (the composite ``composites[k]``, when there), reads
     the values ``node_inputs[k]`` and computes value ``first_node_value + k``;
     ``outputs`` are the function's outputs. A spec without layouts costs nothing."""
     if not spec.layouts:
-        return {}
+        return LayoutPlan({}, {})
     macros = [kernel_macro(spec, node, composites.get(k)) for k, node in enumerate(nodes)]
     offered = {
         first_node_value + k: m.layouts[OUT_PORT]
@@ -85,15 +102,74 @@ def choose_layouts(
             ):
                 chosen[value] = name
                 break
-    return chosen
+    tied = {
+        k: [v for port, v in _ports(node_inputs[k], first_node_value + k) if port in m.layouts]
+        for k, m in enumerate(macros)
+        if m is not None and not m.mixed_layouts
+    }
+    _untie(spec, tied, chosen, types)
+    ports: dict[int, tuple[str, ...]] = {}
+    for k, ins in enumerate(node_inputs):
+        layouts = {port: chosen.get(v, PLAIN_LAYOUT) for port, v in _ports(ins, first_node_value + k)}
+        if k in tied:
+            # A tied kernel gets one name at all its ports: its plain values hold the
+            # same bytes in its layout (they would not have been kept tied otherwise).
+            common = _common_layout(spec, tied[k], chosen, types) or PLAIN_LAYOUT
+            for port in macros[k].layouts:
+                layouts[port] = common
+        if any(layout != PLAIN_LAYOUT for layout in layouts.values()):
+            ports[k] = tuple(layouts.values())
+    return LayoutPlan(chosen, ports)
 
 
-def kernel_layouts(chosen: Mapping[int, str], ins: Sequence[int], value: int) -> tuple[str, ...] | None:
-    """The layouts of one kernel's inputs and result, in that order; None when all are plain."""
-    if not chosen:
-        return None
-    ports = tuple(chosen.get(i, PLAIN_LAYOUT) for i in ins) + (chosen.get(value, PLAIN_LAYOUT),)
-    return None if all(p == PLAIN_LAYOUT for p in ports) else ports
+def _ports(ins: Sequence[int], value: int) -> list[tuple[str, int]]:
+    """A kernel's ports and the values at them: ``in0``, ``in1``, ..., then ``out``."""
+    return [(f"in{k}", v) for k, v in enumerate(ins)] + [(OUT_PORT, value)]
+
+
+def _untie(
+    spec: BackendSpec, tied: Mapping[int, list[int]], chosen: dict[int, str], types: Sequence[TensorType]
+) -> None:
+    """Make every tied kernel (``mixed_layouts: false``; its values at the ports of its
+    ``layouts``) see one layout: while one sees two, its values go back to plain, which
+    may untie another kernel in turn."""
+    changed = True
+    while changed:
+        changed = False
+        for values in tied.values():
+            if _common_layout(spec, values, chosen, types) is None:
+                for v in values:
+                    changed |= chosen.pop(v, None) is not None
+
+
+def _common_layout(
+    spec: BackendSpec, values: Sequence[int], chosen: Mapping[int, str], types: Sequence[TensorType]
+) -> str | None:
+    """A layout (not plain, if one qualifies) that stores each of ``values`` the way its
+    own layout does, or None. Both store alike when they differ only in where they put
+    axes of extent 1: a (N, C, 1, 1) value has the same bytes plain and channels last."""
+    own = [chosen.get(v, PLAIN_LAYOUT) for v in values]
+    for name in sorted(set(own), key=lambda n: (n == PLAIN_LAYOUT, n)):
+        wanted = [_memory_order(spec, name, types[v].shape) for v in values]
+        if all(
+            w is not None and w == _memory_order(spec, layout, types[v].shape)
+            for w, v, layout in zip(wanted, values, own)
+        ):
+            return name
+    return None
+
+
+def _memory_order(spec: BackendSpec, layout: str, shape: Sequence[int]) -> tuple[int, ...] | None:
+    """The axes of a value of ``shape`` in ``layout``, in the order memory steps through
+    them, leaving out axes of extent 1 (they do not move an element); None when the
+    layout is of another rank."""
+    if layout == PLAIN_LAYOUT:
+        axes: Sequence[int] = range(len(shape))
+    else:
+        axes = spec.layouts[layout].permutation
+        if len(axes) != len(shape):
+            return None
+    return tuple(a for a in axes if shape[a] != 1)
 
 
 def layout_values(inputs: int, ports: tuple[str, ...] | None) -> dict[str, str]:

@@ -106,6 +106,9 @@ class MacroDef:
     layouts: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
     """c_source: each port (``in<k>``, ``out``) that takes a layout of the spec's
     ``layouts:`` besides plain -> those layouts, in the macro's order of preference."""
+    mixed_layouts: bool = True
+    """c_source: whether the ports of ``layouts`` may get different layouts in one use
+    (``mixed_layouts: false``: all plain, or all the same layout)."""
     status: bool = False
     """c_source: the kernel returns an ``int``, 0 on success; the function's body stops at
     the first other value, and the call raises RuntimeError naming the kernel's nodes."""

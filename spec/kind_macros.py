@@ -22,7 +22,7 @@ from .backend import MacroDef
 from .bindings import frozen_map
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
-from .layouts import load_macro_layouts
+from .layouts import load_macro_layouts, load_mixed_layouts
 from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .patterns import Pattern
@@ -156,7 +156,7 @@ class MacroKind(CodegenKind):
             c_name(doc, node, name, "macro name")
             mnode = doc.mapping(node, name, what)
             required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
-            layouts = ("layouts",) if self.macro_layouts else ()
+            layouts = ("layouts", "mixed_layouts") if self.macro_layouts else ()
             status_key = ("status",) if self.macro_status else ()
             doc.check_keys(mnode, what, required, ("doc", *self.macro_setup, *layouts, *status_key))
             inputs = None
@@ -199,6 +199,7 @@ class MacroKind(CodegenKind):
             ports = frozen_map()
             if "layouts" in mnode and inputs is not None:
                 ports = load_macro_layouts(doc, mnode, what, inputs, args, draft)
+            mixed = load_mixed_layouts(doc, mnode, what, ports) if "mixed_layouts" in mnode else True
             status = bool(doc.typed(mnode, "status", bool, f"{what}: status")) if "status" in mnode else False
             draft.macros[name] = MacroDef(
                 str(name),
@@ -209,6 +210,7 @@ class MacroKind(CodegenKind):
                 doc.at(node, name),
                 frozen_map(setup),
                 ports,
+                mixed,
                 status,
             )
             draft.macro_params[name] = params

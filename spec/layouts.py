@@ -143,6 +143,24 @@ def load_macro_layouts(
     return frozen_map(out)
 
 
+def load_mixed_layouts(doc: YamlDoc, mnode: Any, what: str, ports: Mapping[str, tuple[str, ...]]) -> bool:
+    """A macro's ``mixed_layouts:`` (default true). ``false`` says its kernel takes the
+    ports of its ``layouts:`` only all in one layout (all plain, or all the same one):
+    a library whose fast code needs its source and result in one order, say."""
+    mixed = bool(doc.typed(mnode, "mixed_layouts", bool, f"{what}: mixed_layouts"))
+    if not mixed and len(ports) < 2:
+        listed = f"only {next(iter(ports))}" if ports else "no port"
+        raise doc.error(
+            f"{what}: mixed_layouts: false ties the ports of its layouts together, but layouts lists {listed}",
+            mnode,
+            "mixed_layouts",
+            value=True,
+            hint="list the layouts of two ports or more (`layouts: {in0: [...], out: [...]}`), "
+            "or remove mixed_layouts",
+        )
+    return mixed
+
+
 def check_layout_ranks(doc: YamlDoc, draft: SpecDraft, uses: list[Any]) -> None:
     """A macro whose result takes a layout serves only the layout's rank; ``uses`` are
     the :class:`~byoc.spec.kind_macros.MacroUse` of the spec. (An input's rank depends

@@ -206,6 +206,8 @@ _TYPE_NAMES = {
 
 
 def _type_text(value: Any) -> str:
+    """What a YAML value is, for an error message: ``an integer 0``, ``a string 'x'``
+    (ruamel's scalar types, ScalarInt and the like, read as the Python types they extend)."""
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
@@ -214,8 +216,7 @@ def _type_text(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return (
-        _TYPE_NAMES.get(type(value), type(value).__name__)
-        if type(value) in _TYPE_NAMES
-        else f"{type(value).__name__} {value!r}"
-    )
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return f"{_TYPE_NAMES[kind]} {kind(value)!r}"
+    return f"{type(value).__name__} {value!r}"

@@ -202,3 +202,69 @@ def test_byoc_run_with_the_spec_on_the_search_path(spec_dir, tmp_path, capsys):
     rc, out, err = run_cli(capsys, "--spec-path", spec_dir, "run", graph, "--backend", "permuted")
     assert rc == 0, out + err
     assert "result: every output matches the numpy reference" in out
+
+
+# ``mixed_layouts: false`` on the unary macro: its input and result take one layout.
+TIED_SPEC = SPEC.replace(
+    "    layouts: {in0: [nhwc], out: [nhwc]}\n",
+    "    layouts: {in0: [nhwc], out: [nhwc]}\n    mixed_layouts: false\n",
+)
+
+CHAIN = """\
+graph main(x: float32[{shape}]) {{
+  a = relu(x)
+  b = negative(a)
+  c = relu(b)
+  d = negative(c)
+  return abs(d)
+}}
+"""
+
+
+def unary_ports(text: str) -> list[tuple[str, str]]:
+    """The (input, result) layouts of each unary kernel, in the order they are defined."""
+    return [
+        tuple(part.strip(" )") for part in line.rsplit(",", 2)[1:])
+        for line in text.splitlines()
+        if line.startswith("PERMUTED_UNARY(")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [(SPEC, {"a": "nhwc", "b": "nhwc", "c": "nhwc"}), (TIED_SPEC, {})],
+    ids=["mixed", "tied"],
+)
+def test_a_tied_kernel_sends_its_values_back_to_plain_down_the_chain(spec_dir, spec, want, rng):
+    """relu(x) reads a parameter (plain), so a tied relu keeps its result plain; then
+    negative(a) reads a plain value, and so on: every value stays plain."""
+    (spec_dir / "permuted.yaml").write_text(spec, encoding="utf-8")
+    graph = CHAIN.format(shape="2, 3, 4, 5")
+    text = generate(spec_dir, graph)
+    assert body_layouts(text) == want
+    if spec is TIED_SPEC:
+        assert set(unary_ports(text)) == {("plain", "plain")}
+    else:
+        assert ("plain", "nhwc") in unary_ports(text)
+    _check_runs(spec_dir, graph, rng)
+
+
+def test_a_tied_kernel_takes_a_value_whose_bytes_are_the_same_in_its_layout(spec_dir, rng):
+    """A (2, 3, 1, 1) value has the same bytes plain and nhwc: the tied relu(x) keeps its
+    result nhwc, and gets ``nhwc`` for its plain parameter too; the last negative gets
+    ``nhwc`` for its result, which abs reads plain."""
+    (spec_dir / "permuted.yaml").write_text(TIED_SPEC, encoding="utf-8")
+    graph = CHAIN.format(shape="2, 3, 1, 1")
+    text = generate(spec_dir, graph)
+    assert body_layouts(text) == {"a": "nhwc", "b": "nhwc", "c": "nhwc"}
+    assert set(unary_ports(text)) == {("nhwc", "nhwc")}
+    _check_runs(spec_dir, graph, rng)
+
+
+def _check_runs(spec_dir: Path, graph: str, rng) -> None:
+    program = parse(graph, "graph", file="layouts.graph")
+    model = byoc.build(program, backends=["permuted"], spec_path=[str(spec_dir)])
+    fn = program.functions[0]
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    (got,), (want,) = model(**inputs), evaluate(fn, inputs)
+    np.testing.assert_array_equal(got, want)

@@ -89,6 +89,29 @@ CASES = {
         ),
         {"a", "q", "b", "c", "d"},
     ),
+    # a 2-D pool takes its source and result in one layout (`mixed_layouts: false`:
+    # oneDNN pools mixed ones with its reference code): one of the parameter x is
+    # plain, and so is q, which the conv reads
+    "pool_of_a_parameter": (
+        graph(
+            "  q = max_pool(x, kernel_shape=[3, 3], strides=[2, 2])\n"
+            "  b = relu(conv(q, p))\n"
+            "  c = relu(conv(b, w, pads=[1, 1, 1, 1]))\n",
+            "c",
+            size=9,
+        ),
+        {"b"},
+    ),
+    # the pool's result is an output (plain): so is its source a
+    "pool_into_an_output": (
+        graph("  a = relu(conv(x, p))\n  q = max_pool(a, kernel_shape=[2, 2], strides=[2, 2])\n", "q"),
+        set(),
+    ),
+    # a (1, C, 1, 1) result has the same bytes in either layout: a stays channels_last
+    "global_pool_into_an_output": (
+        graph("  a = relu(conv(x, p))\n  g = avg_pool(a, kernel_shape=[8, 8])\n", "g"),
+        {"a"},
+    ),
     # softmax takes no layout: a stays plain; b only feeds softmax too
     "softmax_reader": (
         graph(

@@ -236,6 +236,9 @@ CASES = [
     ("layout-placeholder-index", C_SOURCE_LAYOUTS, 'p_N_: "${size}"', 'p_N_: "${in2_layout}"', 15, 41, "the kernel takes 2 input(s)"),
     ("layout-rank-mismatch", C_SOURCE_LAYOUTS, "macros: {2: BIN_2D}", "macros: {1: BIN_2D}", 22, 17, "at rank 1, but its result takes layout swapped, of rank 2"),
     ("layout-on-engine", ENGINE, "  BIN:\n", "  BIN:\n    layouts: {}\n", 9, 5, "unknown key 'layouts'"),
+    ("mixed-layouts-type", C_SOURCE_LAYOUTS, "out: [swapped]}\n", "out: [swapped]}\n    mixed_layouts: 0\n", 15, 20, "mixed_layouts must be a boolean, got an integer 0"),
+    ("mixed-layouts-one-port", C_SOURCE_LAYOUTS, ", out: [swapped]}\n", "}\n    mixed_layouts: false\n", 15, 20, "layouts lists only in0"),
+    ("mixed-layouts-on-engine", ENGINE, "  BIN:\n", "  BIN:\n    mixed_layouts: false\n", 9, 5, "unknown key 'mixed_layouts'"),
 ]
 # fmt: on
 
