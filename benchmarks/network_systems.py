@@ -31,6 +31,7 @@ def byoc_systems(
     from byoc.errors import GraphError, UsageError
 
     label = ",".join(backends)
+    suffix = ", constant weights" if constant else ""
     loader = api.backend_loader(None, catalog)
     try:
         program = offload(w.constant_program if constant else w.program, "graph", backends, loader, catalog)
@@ -54,7 +55,7 @@ def byoc_systems(
         info = {"label": label, "regions": sum(1 for n in fn.nodes if n.callee is not None)}
         return [
             System(
-                f"byoc {label} executor.run()",
+                f"byoc {label} executor.run(){suffix}",
                 "byoc",
                 Bench.of(ex.run),
                 via_executor,
@@ -75,7 +76,7 @@ def byoc_systems(
         return out.copy()
 
     info = {"label": label, "symbol": symbol}
-    name = f"byoc {label} prepared" + (", constant weights" if constant else "")
+    name = f"byoc {label} prepared{suffix}"
     return [System(name, "byoc", Bench.of(prepared), run_prepared, label, "prepared", info)], None
 
 

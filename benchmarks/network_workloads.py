@@ -3,10 +3,10 @@ an ONNX model for the peers, its inputs and its numpy reference output.
 
 The byoc graph takes every tensor as an input (as a network layer offloaded by a
 framework does); the ONNX model holds the weights as initializers, so that ONNX
-Runtime and TVM may prepack or fold them (their best configuration). A single-kernel
-workload also has that ONNX model imported into byoc (``constant_program``: the weights
-are constants, as an inference graph has them), so that a library backend may prepack
-them too, like oneDNN's format_any floor.
+Runtime and TVM may prepack or fold them (their best configuration). The conv, dense
+and basic-block workloads also have that ONNX model imported into byoc
+(``constant_program``: the weights are constants, as an inference graph has them), so
+that a library backend may prepack them too, like oneDNN's format_any floor.
 """
 
 from __future__ import annotations
@@ -172,16 +172,18 @@ def basic_block_workload(rng: np.random.Generator, c: int, size: int) -> Workloa
         helper.make_node("Relu", ["s"], ["out"]),
     ]
     weights = {k: a for k, a in arrays.items() if k != "x"} | stats
+    model = _onnx(nodes, {"x": x}, shape, weights)
     return Workload(
         "basic_block",
         f"ResNet basic block (examples/resnet_basic_block.graph) at {c} channels, {size}x{size}",
         "network",
         byoc.parse(text, "graph"),
         arrays,
-        _onnx(nodes, {"x": x}, shape, weights),
+        model,
         {"x": x},
         BLOCK_BACKENDS,
         flops=2 * 2 * c * size * size * c * 9,
+        constant_program=_imported(model, "basic_block"),
     )
 
 
