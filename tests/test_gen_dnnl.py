@@ -6,7 +6,8 @@ oneDNN computes in float32 and accumulates in its own order, where byoc's refere
 computes in float64 and rounds once, so results are compared with a float32
 tolerance scaled to the sums' length. Each kernel's primitive is created once, in its
 function's init (a macro's own `init`); the thread test calls one loaded function from
-several threads at once, which share the primitives and nothing they write.
+several threads at once, which share the primitives (test_dnnl_reuse.py tests what
+the calls reuse, with each thread's own arrays).
 """
 
 from __future__ import annotations
