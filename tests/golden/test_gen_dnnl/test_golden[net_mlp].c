@@ -68,8 +68,9 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
   return md;
 }
 
-/* Primitive attributes: a user-managed scratchpad (each call brings its own, so calls
-   from several threads share no scratch memory), then the post-ops: with `sum` the
+/* Primitive attributes: a user-managed scratchpad (a kernel's reusable one, or a
+   call's own, so calls from several threads share no scratch memory), then the
+   post-ops: with `sum` the
    result is added to what the output holds, with `relu` a relu follows. NULL on a
    failure. */
 static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, int relu) {
@@ -262,15 +263,15 @@ static inline int dnnl_byoc_run_alone(const_dnnl_primitive_t prim, dnnl_engine_t
    execution argument (the scratchpad's last) and the scratchpad's bytes, made by the
    first call that runs on them. `busy` is the lock of the reusable part: a call
    that takes it (an atomic exchange, never a wait) sets the memories' data handles
-   to its buffers and runs in the cached stream; a call made while another holds it
-   runs as dnnl_byoc_run_alone, with a stream and memories of its own. Creating
-   a stream and the memories costs about as much as executing a 10x10 inner product;
-   reusing them makes a small call cost what oneDNN called directly does. */
+   to its buffers and runs in that stream; a call made while another holds it runs
+   as dnnl_byoc_run_alone, with a stream and memories of its own. Making a stream and
+   the memories costs twice what executing a 10x10 inner product does; reused, a
+   small call costs about what oneDNN called directly does. */
 typedef struct {
   dnnl_primitive_t prim;
   atomic_int busy;                      /* 1 while a call uses the fields below */
   int ready;                            /* the fields below are made */
-  int n;                                /* memory[0 .. n): the arguments, then a scratchpad */
+  int n;                                /* args[0 .. n): the arguments, then a scratchpad */
   dnnl_stream_t stream;
   dnnl_exec_arg_t args[DNNL_BYOC_MAX_ARGS + 1];
   void* scratch;
