@@ -10,13 +10,12 @@ helpers fail on chosen calls, as test_kernel_status.py's spec does."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tvm_ffi
-from conftest import module_library, random_array
+from conftest import module_library, random_array, run_threads
 from libraries import missing_library
 
 import byoc
@@ -55,7 +54,8 @@ class Regions:
         program = partition(parse(GRAPH, "graph"), [load_backend(name, path)], load_catalog())
         self.callees = [n.callee for n in program.functions[0].nodes]
         assert all(c is not None and c.backend == name for c in self.callees)
-        module = tvm_ffi.load_module(str(module_library(byoc.build(program, spec_path=path), tmp_path / "lib.so")))
+        library = module_library(byoc.build(program, spec_path=path), tmp_path / "lib.so")
+        module = tvm_ffi.load_module(str(library))
         self.fns = [module[f"dnnl_{k}"] for k in range(len(self.callees))]  # the spec's symbol_prefix
 
     def arguments(self, rng: np.random.Generator) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
@@ -113,26 +113,16 @@ def test_calls_with_new_arrays_each_get_their_own_result(tmp_path, rng):
 def test_threads_calling_one_function_with_their_own_arrays(tmp_path, rng):
     """Concurrent calls: one holds each kernel's reusable state, the others make their own."""
     regions = Regions(None, "dnnl", tmp_path)
-    threads, rounds, errors = 4, 6, []
+    threads, rounds = 4, 6
     work = [[regions.arguments(rng) for _ in range(rounds)] for _ in range(threads)]
-    start = threading.Barrier(threads)
 
     def call(k: int) -> None:
-        try:
-            start.wait()
-            for calls in work[k]:
-                outs = fresh(calls)
-                regions.call(calls, outs)
-                assert_results(calls, outs)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for calls in work[k]:
+            outs = fresh(calls)
+            regions.call(calls, outs)
+            assert_results(calls, outs)
 
-    workers = [threading.Thread(target=call, args=(k,)) for k in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    assert errors == []
+    run_threads(call, threads)
 
 
 # Fault injection: a countdown that a helper of the copied spec consults; a call fails
