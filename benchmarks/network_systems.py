@@ -45,7 +45,7 @@ def byoc_systems(
     model = build(program, catalog=catalog)
     if w.kind == "network":
         ex = model.executor()
-        for name, value in w.inputs.items():
+        for name, value in (w.onnx_inputs if constant else w.inputs).items():  # constants are no inputs
             ex.set_input(name, value)
 
         def via_executor() -> np.ndarray:

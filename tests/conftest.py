@@ -58,6 +58,28 @@ def module_library(model, path: Path) -> Path:
     return path
 
 
+def run_threads(call, threads: int) -> None:
+    """Runs ``call(k)`` in ``threads`` threads at once (k = 0 .. threads - 1, started
+    together at a barrier) and fails with what any of them raised."""
+    import threading
+
+    start, errors = threading.Barrier(threads), []
+
+    def run(k: int) -> None:
+        try:
+            start.wait()
+            call(k)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert errors == []
+
+
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Random values of ``dtype``; integers avoid 0 so that they can be divisors."""
     if is_integer(dtype):

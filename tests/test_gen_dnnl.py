@@ -6,20 +6,20 @@ oneDNN computes in float32 and accumulates in its own order, where byoc's refere
 computes in float64 and rounds once, so results are compared with a float32
 tolerance scaled to the sums' length. Each kernel's primitive is created once, in its
 function's init (a macro's own `init`); the thread test calls one loaded function from
-several threads at once, which share the primitives and nothing they write.
+several threads at once, which share the primitives (test_dnnl_reuse.py tests what
+the calls reuse, with each thread's own arrays).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tvm_ffi
-from conftest import EXAMPLES, random_array
+from conftest import EXAMPLES, random_array, run_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -319,26 +319,15 @@ def test_a_prepared_function_runs_from_several_threads(case, tmp_path, rng):
     fn = module[f"{BACKEND}_0"]  # the first (and only) function of the module
     inputs = [random_array(rng, p.type.shape, p.type.dtype) for p in callee.params]
     wants = evaluate(callee, {p.name: a for p, a in zip(callee.params, inputs)})
-    threads, errors = 6, []
-    outs = [[np.zeros(w.shape, np.float32) for w in wants] for _ in range(threads)]
-    start = threading.Barrier(threads)
+    outs = [[np.zeros(w.shape, np.float32) for w in wants] for _ in range(6)]
 
     def call(k: int) -> None:
-        try:
-            start.wait()
-            for _ in range(5):
-                fn(*inputs, *outs[k])
-                for got, want in zip(outs[k], wants):
-                    assert_close(got, want)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for _ in range(5):
+            fn(*inputs, *outs[k])
+            for got, want in zip(outs[k], wants):
+                assert_close(got, want)
 
-    workers = [threading.Thread(target=call, args=(k,)) for k in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    assert errors == []
+    run_threads(call, len(outs))
 
 
 # ------------------------------------------------------------------- light ResNet-50

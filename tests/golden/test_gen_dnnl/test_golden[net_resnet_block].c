@@ -16,12 +16,16 @@
 #include <pthread.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #define DNNL_BYOC_ITEMS(...) __VA_ARGS__
+
+/* The most execution arguments a kernel passes (batch_norm's six), besides a scratchpad. */
+#define DNNL_BYOC_MAX_ARGS 8
 
 /* A float32 memory descriptor of `rank` extents, plain row-major (nchw, oihw, nc,
    oi, ...); NULL when oneDNN cannot make it. */
@@ -65,8 +69,9 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
   return md;
 }
 
-/* Primitive attributes: a user-managed scratchpad (each call brings its own, so calls
-   from several threads share no scratch memory), then the post-ops: with `sum` the
+/* Primitive attributes: a user-managed scratchpad (a kernel's reusable one, or a
+   call's own, so calls from several threads share no scratch memory), then the
+   post-ops: with `sum` the
    result is added to what the output holds, with `relu` a relu follows. NULL on a
    failure. */
 static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, int relu) {
@@ -215,7 +220,6 @@ static inline size_t dnnl_byoc_scratch_size(const_dnnl_primitive_t prim) {
    waits for it. 1 on success. */
 static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
                                     int n, const int* kinds, void* const* ptrs, void* scratch) {
-  enum { DNNL_BYOC_MAX_ARGS = 8 };
   dnnl_exec_arg_t args[DNNL_BYOC_MAX_ARGS + 1];
   const_dnnl_primitive_desc_t pd = NULL;
   int made = 0;
@@ -243,8 +247,8 @@ static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t e
    threads write nothing they share. 0 on success; 1 when oneDNN or an allocation
    fails (the kernels return it: their macros say `status: true`, and the call
    raises RuntimeError). */
-static inline int dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
-                                void* const* ptrs) {
+static inline int dnnl_byoc_run_alone(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
+                                      void* const* ptrs) {
   const size_t bytes = dnnl_byoc_scratch_size(prim);
   void* scratch = bytes > 0 ? malloc(bytes) : NULL;
   dnnl_stream_t stream = NULL;
@@ -253,6 +257,87 @@ static inline int dnnl_byoc_run(const_dnnl_primitive_t prim, dnnl_engine_t engin
       && dnnl_byoc_execute(prim, engine, stream, n, kinds, ptrs, scratch);
   free(scratch);
   if (stream != NULL) dnnl_stream_destroy(stream);
+  return ok ? 0 : 1;
+}
+
+/* A kernel's primitive and what its calls reuse: a stream, one memory object per
+   execution argument (the scratchpad's last) and the scratchpad's bytes, made by the
+   first call that runs on them. `busy` is the lock of the reusable part: a call
+   that takes it (an atomic exchange, never a wait) sets the memories' data handles
+   to its buffers and runs in that stream; a call made while another holds it runs
+   as dnnl_byoc_run_alone, with a stream and memories of its own. Making a stream and
+   the memories costs twice what executing a 10x10 inner product does; reused, a
+   small call costs about what oneDNN called directly does. */
+typedef struct {
+  dnnl_primitive_t prim;
+  atomic_int busy;                      /* 1 while a call uses the fields below */
+  int ready;                            /* the fields below are made */
+  int n;                                /* args[0 .. n): the arguments, then a scratchpad */
+  dnnl_stream_t stream;
+  dnnl_exec_arg_t args[DNNL_BYOC_MAX_ARGS + 1];
+  void* scratch;
+} dnnl_byoc_prim_t;
+
+/* Releases the reusable part of p (what dnnl_byoc_prim_cache made, or part of it). */
+static inline void dnnl_byoc_prim_uncache(dnnl_byoc_prim_t* p) {
+  for (int k = 0; k < p->n; ++k) dnnl_memory_destroy(p->args[k].memory);
+  if (p->stream != NULL) dnnl_stream_destroy(p->stream);
+  free(p->scratch);
+  p->n = 0;
+  p->stream = NULL;
+  p->scratch = NULL;
+  p->ready = 0;
+}
+
+/* The teardown: the reusable part, then the primitive. */
+static inline void dnnl_byoc_prim_free(dnnl_byoc_prim_t* p) {
+  dnnl_byoc_prim_uncache(p);
+  if (p->prim != NULL) dnnl_primitive_destroy(p->prim);
+  p->prim = NULL;
+}
+
+/* Makes p's reusable part for the execution arguments kinds[0 .. n): memories
+   without buffers (DNNL_MEMORY_NONE; each call sets them), the scratchpad's and its
+   bytes, and a stream. On a failure it releases what it made, so that no call uses
+   a half-made part (the next one tries again). 1 on success. */
+static inline int dnnl_byoc_prim_cache(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  int ok = n <= DNNL_BYOC_MAX_ARGS && dnnl_primitive_get_primitive_desc(p->prim, &pd) == dnnl_success;
+  for (; ok && p->n < n; ++p->n) {
+    p->args[p->n].arg = kinds[p->n];
+    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[p->n]);
+    ok = dnnl_memory_create(&p->args[p->n].memory, md, engine, DNNL_MEMORY_NONE) == dnnl_success;
+    if (!ok) break;
+  }
+  const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+  const size_t bytes = scratch_md != NULL ? dnnl_memory_desc_get_size(scratch_md) : 0;
+  if (ok && bytes > 0) {
+    p->scratch = malloc(bytes);
+    p->args[p->n].arg = DNNL_ARG_SCRATCHPAD;
+    ok = p->scratch != NULL
+        && dnnl_memory_create(&p->args[p->n].memory, scratch_md, engine, p->scratch) == dnnl_success;
+    p->n += ok;
+  }
+  ok = ok && dnnl_stream_create(&p->stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  if (!ok) dnnl_byoc_prim_uncache(p);
+  p->ready = ok;
+  return ok;
+}
+
+/* Runs p's primitive on the buffers ptrs[k] for its execution arguments kinds[k]
+   (always the same kinds for one kernel): in p's reusable stream and memories when
+   no other call holds them, else as dnnl_byoc_run_alone. Calls from several threads
+   at once each run on what they alone write. 0 on success, 1 on a failure. */
+static inline int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds,
+                                void* const* ptrs) {
+  if (atomic_exchange_explicit(&p->busy, 1, memory_order_acquire) != 0) {
+    return dnnl_byoc_run_alone(p->prim, engine, n, kinds, ptrs);
+  }
+  int ok = p->ready || dnnl_byoc_prim_cache(p, engine, n, kinds);
+  for (int k = 0; ok && k < n; ++k) ok = dnnl_memory_set_data_handle(p->args[k].memory, ptrs[k]) == dnnl_success;
+  ok = ok && dnnl_primitive_execute(p->prim, p->stream, p->n, p->args) == dnnl_success
+      && dnnl_stream_wait(p->stream) == dnnl_success;
+  atomic_store_explicit(&p->busy, 0, memory_order_release);
   return ok ? 0 : 1;
 }
 
@@ -276,13 +361,13 @@ static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const flo
    bias per call, since its parameters may be inputs (the _const patterns fold
    constant ones once, at init). Binary post-ops would keep the weights, but oneDNN's
    plain-layout convolution runs them slowly. 0 on success, 1 on a failure. */
-static inline int dnnl_byoc_run_folded(const_dnnl_primitive_t prim, dnnl_engine_t engine, const float* x,
+static inline int dnnl_byoc_run_folded(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const float* x,
                                        const float* w, int64_t wsize, int64_t m, const float* const* bn,
                                        double epsilon, float* out) {
   float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
   if (folded == NULL) return 1;
   dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
-  const int failed = dnnl_byoc_run(prim, engine, 4,
+  const int failed = dnnl_byoc_run(p, engine, 4,
                                    (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
                                    (void* const[]){(void*)x, folded, folded + wsize, out});
   free(folded);
@@ -469,7 +554,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, 0); \
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
 }
@@ -480,7 +565,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_); \
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
 }
@@ -491,7 +576,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
 } \
 static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
 }
@@ -503,7 +588,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
   if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
 }
@@ -515,7 +600,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
                  const float* mean, const float* var, float* out) { \
-  return dnnl_byoc_run_folded(p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
+  return dnnl_byoc_run_folded(&p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
                               (const float* const[]){scale, bias, mean, var}, p_EPS_, out); \
 }
 
@@ -584,7 +669,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_); \
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 3, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
 }
@@ -595,7 +680,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_); \
 } \
 static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 4, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
 }
@@ -607,7 +692,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
                           DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
 static int p_ID_(const float* x, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
 
@@ -618,7 +703,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
                           DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
 } \
 static int p_ID_(const float* x, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
 
@@ -628,7 +713,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_); \
 } \
 static int p_ID_(const float* x, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
 
@@ -638,7 +723,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_); \
 } \
 static int p_ID_(const float* x, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
 
@@ -649,7 +734,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static int p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
                  const float* var, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 6, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
                                      DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
@@ -663,7 +748,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 } \
 static int p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
                  const float* var, float* out) { \
-  return dnnl_byoc_run(p_STATE_->p_ID_, p_STATE_->engine, 6, \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 6, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
                                      DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
@@ -867,9 +952,9 @@ static void byoc_workspace_unload(void) {
 typedef struct {
   dnnl_engine_t engine;
   /* dnnl_0_0 */
-  dnnl_primitive_t dnnl_0_0;
+  dnnl_byoc_prim_t dnnl_0_0;
   /* dnnl_0_1 */
-  dnnl_primitive_t dnnl_0_1;
+  dnnl_byoc_prim_t dnnl_0_1;
 } dnnl_0_state_t;
 static dnnl_0_state_t dnnl_0_state;
 static pthread_once_t dnnl_0_once_ = PTHREAD_ONCE_INIT;
@@ -895,24 +980,24 @@ DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3,
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;
-  if (dnnl_0_0_create(&state->dnnl_0_0, state->engine) != 0) return 1;
+  if (dnnl_0_0_create(&state->dnnl_0_0.prim, state->engine) != 0) return 1;
   return 0;
 }
 
 static void dnnl_0_0_teardown_(dnnl_0_state_t* state) {
   (void)state;
-  dnnl_primitive_destroy(state->dnnl_0_0);
+  dnnl_byoc_prim_free(&state->dnnl_0_0);
 }
 
 static int dnnl_0_1_init_(dnnl_0_state_t* state) {
   (void)state;
-  if (dnnl_0_1_create(&state->dnnl_0_1, state->engine) != 0) return 1;
+  if (dnnl_0_1_create(&state->dnnl_0_1.prim, state->engine) != 0) return 1;
   return 0;
 }
 
 static void dnnl_0_1_teardown_(dnnl_0_state_t* state) {
   (void)state;
-  dnnl_primitive_destroy(state->dnnl_0_1);
+  dnnl_byoc_prim_free(&state->dnnl_0_1);
 }
 
 static int dnnl_0_init_(dnnl_0_state_t* state) {
@@ -1064,7 +1149,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32
 typedef struct {
   dnnl_engine_t engine;
   /* dnnl_1_0 */
-  dnnl_primitive_t dnnl_1_0;
+  dnnl_byoc_prim_t dnnl_1_0;
 } dnnl_1_state_t;
 static dnnl_1_state_t dnnl_1_state;
 static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
@@ -1075,13 +1160,13 @@ DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
-  if (dnnl_1_0_create(&state->dnnl_1_0, state->engine) != 0) return 1;
+  if (dnnl_1_0_create(&state->dnnl_1_0.prim, state->engine) != 0) return 1;
   return 0;
 }
 
 static void dnnl_1_0_teardown_(dnnl_1_state_t* state) {
   (void)state;
-  dnnl_primitive_destroy(state->dnnl_1_0);
+  dnnl_byoc_prim_free(&state->dnnl_1_0);
 }
 
 static int dnnl_1_init_(dnnl_1_state_t* state) {
