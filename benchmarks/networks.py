@@ -160,7 +160,11 @@ def run_workload(w: Workload, catalog, libs, rounds, quick, min_batch_s, tvm_net
     stats = measure({s.name: s.bench for s in fast}, rounds, min_batch_s, settle_s=SETTLE_S)
     stats.update(
         measure(
-            {s.name: s.bench for s in slow}, min(rounds, slow_rounds), min_batch_s, warm=False, settle_s=SETTLE_S
+            {s.name: s.bench for s in slow},
+            min(rounds, slow_rounds),
+            min_batch_s,
+            warm=False,
+            settle_s=SETTLE_S,
         )
     )
     rows = {}
