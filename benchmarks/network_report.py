@@ -235,7 +235,8 @@ def markdown(results: dict[str, Any]) -> str:
     m, p = results["machine"], results["peers"]
     out.append(
         f"\n{m['cpu']}, {m['cores']} cores; {m['compiler']}; numpy {m['numpy']}, TVM {p['tvm'] or 'absent'}, "
-        f"ONNX Runtime {p['onnxruntime'] or 'absent'}; {results['rounds']} rounds, medians; "
+        f"ONNX Runtime {p['onnxruntime'] or 'absent'}; GOMP_SPINCOUNT {m.get('GOMP_SPINCOUNT') or 'unset'}; "
+        f"{results['rounds']} rounds, medians; "
         "x columns are time / the reference's time (below 1.00x is faster)"
     )
     return "\n".join(out)

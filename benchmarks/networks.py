@@ -54,9 +54,6 @@ SLOW_ROUNDS = 3
 PEER_BUDGET_S = 3.0
 """A peer whose checked call takes longer is not timed at all (listed under "not
 run", with that call's time): untuned TVM on a 1024^3 dense takes about 11 s."""
-SETTLE_S = 0.05
-"""The pause before each sample (benchmarks/timing.py ``measure``): oneDNN's OpenMP
-workers, ONNX Runtime's and TVM's pools stop spinning before the next system runs."""
 TIMED_PER_CALL = ("median_s", "p25_s", "p75_s", "min_s")
 
 
@@ -157,16 +154,8 @@ def run_workload(w: Workload, catalog, libs, rounds, quick, min_batch_s, tvm_net
     fast = [s for s in systems if s not in slow]
     slow_rounds = 1 if quick else SLOW_ROUNDS
     log(f"[networks] {w.key}: timing {len(fast)} systems x {rounds} rounds, {len(slow)} slow x {slow_rounds}")
-    stats = measure({s.name: s.bench for s in fast}, rounds, min_batch_s, settle_s=SETTLE_S)
-    stats.update(
-        measure(
-            {s.name: s.bench for s in slow},
-            min(rounds, slow_rounds),
-            min_batch_s,
-            warm=False,
-            settle_s=SETTLE_S,
-        )
-    )
+    stats = measure({s.name: s.bench for s in fast}, rounds, min_batch_s)
+    stats.update(measure({s.name: s.bench for s in slow}, min(rounds, slow_rounds), min_batch_s, warm=False))
     rows = {}
     for s in systems:
         per_call = s.info.get("per_call", 1)

@@ -6,8 +6,7 @@ workload is measured once per *round*, the order rotating from round to round, a
 the figure reported is the median over the rounds. Each sample times a batch of calls
 long enough to dwarf the clock's resolution (one call, for anything slower than the
 batch length) and divides by the number of calls. A batch of slow calls follows
-one untimed call of the same system. A suite whose systems bring thread pools of
-their own may also pause before every sample (``settle_s``; see :func:`measure`).
+one untimed call of the same system.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 import timeit
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,20 +57,11 @@ def calibrate(timer: timeit.Timer, min_batch_s: float) -> int:
 
 
 def measure(
-    benches: Mapping[str, Bench], rounds: int, min_batch_s: float, warm: bool = True, settle_s: float = 0.0
+    benches: Mapping[str, Bench], rounds: int, min_batch_s: float, warm: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Time every bench ``rounds`` times, interleaved and rotating; per-call statistics.
     ``warm=False`` drops the untimed call before a batch of slow calls (for calls that
-    take far longer than any cache state matters).
-
-    ``settle_s`` pauses before each sample (and its untimed call) when several systems
-    take turns. A library's worker threads keep spinning on a core for a while after a
-    call returns (oneDNN's GNU OpenMP team spins for about 10 ms by default; ONNX
-    Runtime's and TVM's pools spin too), and the system timed next would lose that
-    core to them: byoc's `fused` conv took 6.3 ms right after a `dnnl` call and 3.8 ms
-    20 ms later. The pause lets them go to sleep, so that each system is timed as it
-    runs on its own; what mixing two runtimes costs shows where it is real, in the
-    rows of a network split over two backends."""
+    take far longer than any cache state matters)."""
     names = list(benches)
     timers = {name: benches[name].timer() for name in names}
     numbers = {name: calibrate(timers[name], min_batch_s) for name in names}  # also warms up
@@ -82,8 +71,6 @@ def measure(
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
             timer, number = timers[name], numbers[name]
-            if settle_s > 0 and len(names) > 1:
-                time.sleep(settle_s)
             if warm and number <= WARMUP_BELOW:
                 timer.timeit(1)  # untimed: start from this system's own cache state
             samples[name].append(timer.timeit(number) / number)
@@ -183,6 +170,7 @@ def machine() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,
         "compiler": compiler,
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),  # set by benchmarks/__init__.py
     }
 
 
