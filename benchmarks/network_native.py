@@ -28,6 +28,8 @@ FLAGS = ("-O2", "-Wall", "-Wextra", "-Werror")
 FMA_FLAGS = ("-O2", "-mavx2", "-mfma", "-pthread", "-Wall", "-Wextra", "-Werror")
 LIBRARIES = {"dnnl_direct": "dnnl", "blas_direct": "cblas"}
 """harness -> the backend spec whose ``requires:`` locates the library it calls."""
+FMA_ISA = {16: "AVX-512", 8: "AVX2"}
+"""The probe's vectors, by their float32 lanes (harness/fma_peak.c picks the widest)."""
 FMA_SECONDS = 0.02
 """How long one peak sample runs (on each thread)."""
 
@@ -159,6 +161,8 @@ def peak_systems(lib: ctypes.CDLL, threads: tuple[int, ...]) -> list[System]:
     """The FMA microbenchmark on each thread count; info["flops"] is one call's FLOPs."""
     lib.bench_fma.restype = ctypes.c_double
     lib.bench_fma.argtypes = [ctypes.c_long, ctypes.c_int]
+    lib.bench_fma_lanes.restype = ctypes.c_int
+    isa = FMA_ISA[lib.bench_fma_lanes()]
     probe = 1 << 16
     iterations = max(probe, int(probe * FMA_SECONDS / _seconds(lib, probe)))
     systems = []
@@ -168,11 +172,11 @@ def peak_systems(lib: ctypes.CDLL, threads: tuple[int, ...]) -> list[System]:
             raise RuntimeError(f"the FMA microbenchmark could not start {n} threads")
         systems.append(
             System(
-                f"peak: AVX2 FMA, {n} thread{'s' * (n > 1)}",
+                f"peak: {isa} FMA, {n} thread{'s' * (n > 1)}",
                 "peak",
                 Bench("f(i, n)", {"f": lib.bench_fma, "i": iterations, "n": n}),
                 path=f"peak_{n}",
-                info={"threads": n, "flops": flops},
+                info={"threads": n, "flops": flops, "isa": isa},
             )
         )
     return systems

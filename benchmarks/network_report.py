@@ -99,6 +99,7 @@ def ratios(w: dict[str, Any], run_peak: float | None = None) -> dict[str, Any]:
     # busy second core does not lower it: fractions of it are never overstated
     peaks = {r["threads"]: r["flops"] / r["min_s"] for r in rows.values() if r["group"] == "peak"}
     peak = max([*peaks.values(), *([run_peak] if run_peak else [])], default=None)
+    isa = next((r["isa"] for r in rows.values() if r["group"] == "peak"), None)
     for r in rows.values():
         t = r["median_s"]
         for column, ref in refs.items():
@@ -111,6 +112,7 @@ def ratios(w: dict[str, Any], run_peak: float | None = None) -> dict[str, Any]:
         "references": {k: (v[0] if v else None) for k, v in refs.items()},
         "peak_flop_per_s": peak,
         "peak_by_threads": {str(k): v for k, v in peaks.items()},
+        "peak_isa": isa,
     }
 
 
@@ -190,7 +192,8 @@ def markdown(results: dict[str, Any]) -> str:
             per = ", ".join(
                 f"{k} thread{'s' * (k != '1')} {v / 1e9:.0f}" for k, v in w["peak_by_threads"].items()
             )
-            out += [f"peak (AVX2 FMA, fastest sample of the same run): {per} GFLOP/s", ""]
+            isa = w.get("peak_isa") or "FMA"
+            out += [f"peak ({isa} FMA, fastest sample of the same run): {per} GFLOP/s", ""]
         out.append(
             "| system | median | IQR | rounds | GFLOP/s | % peak | "
             + " | ".join(HEADINGS[c] for c in columns)
@@ -235,7 +238,9 @@ def markdown(results: dict[str, Any]) -> str:
     m, p = results["machine"], results["peers"]
     out.append(
         f"\n{m['cpu']}, {m['cores']} cores; {m['compiler']}; numpy {m['numpy']}, TVM {p['tvm'] or 'absent'}, "
-        f"ONNX Runtime {p['onnxruntime'] or 'absent'}; GOMP_SPINCOUNT {m.get('GOMP_SPINCOUNT') or 'unset'}; "
+        f"ONNX Runtime {p['onnxruntime'] or 'absent'}; GOMP_SPINCOUNT {m.get('GOMP_SPINCOUNT') or 'unset'}, "
+        f"OPENBLAS_THREAD_TIMEOUT {m.get('OPENBLAS_THREAD_TIMEOUT') or 'unset'}, "
+        f"OPENBLAS_CORETYPE {m.get('OPENBLAS_CORETYPE') or 'unset'}; "
         f"{results['rounds']} rounds, medians; "
         "x columns are time / the reference's time (below 1.00x is faster)"
     )

@@ -18,7 +18,8 @@ through the graph executor (a network); oneDNN called directly from C (plain
 nchw/oihw, and format_any with per-call reorders and weights reordered once);
 OpenBLAS's sgemm called directly; numpy (matmul; im2col + matmul for conv); ONNX
 Runtime (1 and 2 threads, IO binding); TVM relax, default and target-tuned. The peak
-is an AVX2 FMA microbenchmark on 1 and 2 threads, timed with the conv and dense (its
+is an FMA microbenchmark on the widest vectors the CPU has (AVX-512, else AVX2), on 1
+and 2 threads, timed with the conv and dense (its
 fastest sample: the best rate the machine attained in this run).
 
 Every output is checked against byoc's numpy reference before anything is timed; a

@@ -170,7 +170,11 @@ def machine() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,
         "compiler": compiler,
-        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),  # set by benchmarks/__init__.py
+        # set by benchmarks/__init__.py unless the environment does
+        "GOMP_SPINCOUNT": os.environ.get("GOMP_SPINCOUNT"),
+        "OPENBLAS_THREAD_TIMEOUT": os.environ.get("OPENBLAS_THREAD_TIMEOUT"),
+        # set on some machines to pick OpenBLAS's kernels (numpy's and the cblas backend's)
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
     }
 
 

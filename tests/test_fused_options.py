@@ -61,7 +61,7 @@ def test_defaults_clone_the_bodies_and_add_no_pragma():
         "vectorize=false, openmp_threshold=262144, openmp_reduction_threshold=4194304, block_reductions=true."
         in text
     )
-    clones = '#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))'
+    clones = '#define byoc_simd_clones __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))'
     assert text.count(clones) == 1
     assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
     off = generate(externals_of("whole_graph"), {"target_clones": "false"})

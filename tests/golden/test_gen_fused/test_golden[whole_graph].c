@@ -16,14 +16,15 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 
-/* Option target_clones: each fused body is compiled for AVX-512, x86-64-v3 (AVX2 with FMA)
-   and baseline x86-64, and the dynamic loader runs the widest the CPU has (GCC's function
+/* Option target_clones: each fused body is compiled for x86-64-v4 (AVX-512 F, VL, BW, DQ
+   and CD), x86-64-v3 (AVX2 with FMA) and baseline x86-64, and the dynamic loader runs
+   the widest the CPU has (GCC's function
    multi-versioning, an ifunc). The same IEEE operations in the same order, so the results
    are the same; other compilers and targets compile one plain version.
    byoc_clones_have_fma: every clone but the baseline one has fused multiply-add
-   instructions (gcc's avx512f target implies FMA), for the spec's prelude to test. */
+   instructions, for the spec's prelude to test. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define byoc_simd_clones __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define byoc_simd_clones __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define byoc_clones_have_fma 1
 #else
 #define byoc_simd_clones
