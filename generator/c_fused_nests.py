@@ -43,10 +43,11 @@ from byoc.spec.template import placeholders, render
 
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
-from .fused_blocking import BlockedText, plan_blocking, reduction_loops
+from .fused_blocking import BlockedText, plan_blocking, reads_lanes, reduction_loops
 from .fused_loops import Loops, plan_loops
 from .fused_outline import Outliner
 from .fused_placement import Placement
+from .fused_staging import Staged, conversion, stageable, staged_read
 from .fused_tiles import TiledText
 from .memory_plan import ScheduledOp, plan_memory
 
@@ -196,8 +197,12 @@ def anchored_body(
     # An empty value's nest writes nothing, so its buffer may go unread: it takes no space.
     named = set(re.findall(r"\btmp\w+", "\n".join(statements)))
     buffers = [b for b in buffers if b[0] in named]
-    slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers})
+    slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers}, writer.staged)
     placed = [(buf, t, value_label(name), slots[name]) for buf, t, name in buffers]
+    placed += [
+        (st.buffer, st.type, f"{value_label(st.value)} as double (nest {st.nest})", slots[st.key])
+        for st in writer.staged
+    ]
     return Body(statements, placed, can_fail, parallel, len(nests) + len(copies))
 
 
@@ -206,17 +211,24 @@ def _slots(
     nests: Sequence[Nest],
     nest_of: Mapping[str, int],
     buffered: Mapping[str, TensorType],
+    staged: Sequence[Staged] = (),
 ) -> dict[str, int]:
     """The workspace slot of each buffered value (:mod:`byoc.generator.memory_plan` over
     the nests: a nest reads the buffers of earlier nests and writes its own), so values
-    whose lifetimes do not overlap share memory."""
+    whose lifetimes do not overlap share memory. A staged input's buffer (keyed by
+    ``Staged.key``) is written by a step of its own just before its nest, which reads it."""
+    types = {**buffered, **{st.key: st.type for st in staged}}
     steps = []
     for n, nest in enumerate(nests):
         nodes = [units[k].node for k in nest.members]
         reads = [name for node in nodes for name in node.inputs if name in buffered and nest_of[name] != n]
+        mine = [st for st in staged if st.nest == n]
+        if mine:
+            sources = [st.value for st in mine if st.value in buffered]
+            steps.append(ScheduledOp(tuple(dict.fromkeys(sources)), tuple(st.key for st in mine)))
         writes = [node.name for node in nodes if node.name in buffered]
-        steps.append(ScheduledOp(tuple(dict.fromkeys(reads)), tuple(writes)))
-    return dict(plan_memory((), steps, buffered).storage)
+        steps.append(ScheduledOp(tuple(dict.fromkeys([*reads, *(st.key for st in mine)])), tuple(writes)))
+    return dict(plan_memory((), steps, types).storage)
 
 
 class _NestWriter:
@@ -238,6 +250,10 @@ class _NestWriter:
         points (outputs times the points of each one's reduction) runs on the thread pool."""
         self.types = fn.types()
         self.c_name = {piece.node.name: piece.c_name for piece in units}
+        self.staged: list[Staged] = []
+        """The inputs of tiled nests converted to double before them (fused_staging)."""
+        self.n = 0
+        """The nest being written."""
 
     # ------------------------------------------------------------ one nest
 
@@ -252,6 +268,7 @@ class _NestWriter:
                 False,
             )
         in_nest = set(names)
+        self.n = n
         if head is not None:
             node = units[head].node
             attrs = self._attrs(node)
@@ -283,6 +300,8 @@ class _NestWriter:
         lines = placed.lines(f"{label}: {list(nest.shape)}, {how}", parallel, simd)
         if parallel:
             lines = self.outline(label, lines, placed.outer_count())
+        first = [line for st in self.staged if st.nest == n for line in conversion(st, value_label(st.value))]
+        lines = first + lines
         return lines, fails, parallel
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
@@ -359,14 +378,28 @@ class _NestWriter:
             plan = plan_blocking(var, loops.extents, anchor)
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents)
+            reads = list(anchor.reads)
+            if TiledText.tiles(plan):
+                for j in stageable([a.update for a in binding.accumulators], site.ins):
+                    if reads_lanes(plan, blocked.lane, reads[j]):
+                        continue  # see fused_staging: a lane-dependent input stays as it is
+                    buf = f"tmp{c[1:]}_x{j}"
+                    self.staged.append(
+                        Staged(
+                            buf, replace(site.ins[j], dtype="float64"), site.arrays[j], node.inputs[j], self.n
+                        )
+                    )
+                    self.outline.pointers[buf] = "double*"
+                    reads[j] = staged_read(reads[j], site.arrays[j], buf)
+            staged = reads != list(anchor.reads)
 
             def updates(elements: Mapping[str, str]) -> list[str]:
                 args = {**base, **{a.name: elements[accs[a.name]] for a in binding.accumulators}}
-                args.update((f"x{j}", r) for j, r in enumerate(anchor.reads))
+                args.update((f"x{j}", r) for j, r in enumerate(reads))
                 return [f"{elements[accs[a.name]]} = {render(a.update, args)};" for a in binding.accumulators]
 
             inits = {accs[a.name]: render(a.init, base) for a in binding.accumulators}
-            tiled = TiledText(blocked, c, anchor.levels)
+            tiled = TiledText(blocked, c, anchor.levels, staged)
             placed.blocked = (blocked, tiled.reduction(inits, updates))
             accs = {name: blocked.element(acc) for name, acc in accs.items()}
         for group in _passes(binding) if plan is None else ():

@@ -110,6 +110,13 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
     )
 
 
+def reads_lanes(plan: Blocking, lane: str, read: str) -> bool:
+    """Whether ``read`` (an input's element) changes from lane to lane of ``plan``'s
+    nest, whose lane counter is ``lane``: it names the counter or a lane local."""
+    moving = {lane, *(_DEFINE.match(step).group(1) for step in plan.lane_steps)}  # type: ignore[union-attr]
+    return _uses(read, moving)
+
+
 def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) -> bool:
     """Whether every read that depends on the lanes steps through consecutive elements
     from lane to lane: each lane-dependent name enters the read's index (and each lane
@@ -274,21 +281,25 @@ class BlockedText:
         return [*lines, "}"]
 
 
-def reduction_loops(levels: Sequence[Level], body: Sequence[str]) -> list[str]:
+def reduction_loops(levels: Sequence[Level], body: Sequence[str], unroll: bool = False) -> list[str]:
     """The reduction loops around ``body``, two spaces per level. A level of extent 1
     has no loop; when one with steps comes before any loop, everything sits in a
     ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
-    locals to itself)."""
+    locals to itself). With ``unroll``, the innermost loop is marked to be unrolled
+    whole (``#pragma GCC unroll``, which gcc and clang know)."""
     lines: list[str] = []
     indent = ""
     closing: list[str] = []
     first_loop = next((k for k, lv in enumerate(levels) if lv.extent != 1), len(levels))
+    last_loop = max((k for k, lv in enumerate(levels) if lv.extent != 1), default=-1)
     if any(lv.steps for lv in levels[:first_loop]):
         lines.append("do { /* a single point: `continue` skips it */")
         closing.append("} while (0);")
         indent = "  "
-    for lv in levels:
+    for k, lv in enumerate(levels):
         if lv.extent != 1:
+            if unroll and k == last_loop:
+                lines.append(f"{indent}#pragma GCC unroll {lv.extent}")
             lines.append(f"{indent}for (int64_t {lv.var} = 0; {lv.var} < {lv.extent}; ++{lv.var}) {{")
             closing.append(f"{indent}}}")
             indent += "  "

@@ -40,6 +40,16 @@ vector: gcc unrolled its lane loop and vectorised across the block instead, with
 shuffles and the accumulators on the stack, and with ``#pragma GCC unroll 1`` on the lane
 loop it left the fused multiply-adds scalar (14.5 ms)."""
 
+STAGED_TILES = (40, 16)
+"""The tiles of a nest that reads staged double weights (:mod:`byoc.generator.fused_staging`),
+with its innermost reduction loop and its block loop unrolled whole (``#pragma GCC
+unroll``): each multiply-add takes its weight from memory as a double, and 5 vectors of
+4 outputs (20 accumulators) leave gcc registers for the inputs. conv3x3 64->64 at 56x56
+(a prepared call, median of 40; one thread / two): staged weights with tiles of 40 and
+16, 3.05-3.10 / 1.61-1.63 ms; with tiles of 48 and 16, 3.25-3.28 / 1.70-1.71 ms; of 32
+and 16, 3.14-3.15 / 1.67-1.74 ms; nothing staged, tiles of 48 and 16 (:data:`TILES`),
+3.16-3.21 / 1.67-1.71 ms."""
+
 Updates = Callable[[Mapping[str, str]], list[str]]
 """The update statements of the accumulators, given the C element each one updates."""
 
@@ -51,13 +61,24 @@ def _indent(lines: Sequence[str], by: str = "  ") -> list[str]:
 class TiledText:
     """The reduction text of one block: interior tiles and border lanes, or lane loops."""
 
-    def __init__(self, blocked: BlockedText, name: str, levels: Sequence[Level]) -> None:
+    def __init__(
+        self, blocked: BlockedText, name: str, levels: Sequence[Level], staged: bool = False
+    ) -> None:
         self.b = blocked
         self.plan = blocked.plan
         self.name = name
         self.levels = levels
         """The anchor's reduction levels with every guard, for the border lanes."""
         self.j = f"{blocked.block}j" if blocked.block else ""
+        self.staged = staged
+        """The updates read staged double inputs: :data:`STAGED_TILES`, loops unrolled."""
+        self.sizes = [size for size in (STAGED_TILES if staged else TILES) if size <= self.plan.chunk]
+        """The tile sizes, none wider than a block."""
+
+    @staticmethod
+    def tiles(plan) -> bool:
+        """Whether the nest of ``plan`` computes any lanes in register tiles."""
+        return plan.interior is not None and min(TILES[-1], STAGED_TILES[-1]) <= plan.chunk
 
     def reduction(self, inits: Mapping[str, str], updates: Updates) -> list[str]:
         """The reduction of one block into the accumulator arrays ``inits`` (C name ->
@@ -66,7 +87,7 @@ class TiledText:
         decls = [b.declaration(acc) for acc in inits]
         lane_loops = [line for acc, init in inits.items() for line in b.fill(acc, init)]
         lane_loops += reduction_loops(self.plan.levels, b.lanes(n, updates({a: b.element(a) for a in inits})))
-        sizes = [size for size in TILES if size <= self.plan.chunk]  # no tile wider than a block
+        sizes = self.sizes
         if self.plan.interior is None or not sizes:
             return [*decls, *lane_loops]
         lower, upper = self.plan.interior
@@ -110,12 +131,14 @@ class TiledText:
 
     # ------------------------------------------------------------ pieces
 
-    def _over_block(self, body: Sequence[str]) -> list[str]:
-        """``body`` for each output of the block along its blocked loop (if any)."""
+    def _over_block(self, body: Sequence[str], unroll: bool = False) -> list[str]:
+        """``body`` for each output of the block along its blocked loop (if any); with
+        ``unroll``, that loop is unrolled whole."""
         b, j = self.b, self.j
         if not b.block:
             return list(body)
         return [
+            *([f"#pragma GCC unroll {self.plan.width}"] if unroll else []),
             f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
             f"  const int64_t {b.block} = {b.start(b.block)} + {j};",
             *_indent(body),
@@ -158,7 +181,7 @@ class TiledText:
         offset = f"{tile} - {b.start(b.lane)}"
         body = [
             *(x for acc, init in inits.items() for x in self._start(regs[acc], init, size)),
-            *reduction_loops(plan.levels, self._over_block(lanes)),
+            *reduction_loops(plan.levels, self._over_block(lanes, self.staged), self.staged),
             *(
                 x
                 for acc in inits
@@ -171,6 +194,9 @@ class TiledText:
                 "  " + comment("the last tile ends at the interior's end, overlapping the one before"),
                 f"  const int64_t {tile} = {at} + {size} <= {hi} ? {at} : {hi} - {size};",
             ]
+        elif 2 * size > plan.chunk:  # one tile at most: no loop (gcc would see the second overrun the block)
+            head = [f"if ({at} + {size} <= {hi}) {{", f"  const int64_t {tile} = {at};"]
+            body.append(f"{at} += {size};")
         else:
             head = [f"for (; {at} + {size} <= {hi}; {at} += {size}) {{", f"  const int64_t {tile} = {at};"]
         return [*head, *_indent(body), "}"]

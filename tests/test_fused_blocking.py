@@ -24,7 +24,7 @@ from test_fused_anchors import conv_case, linear_case, pool_case, shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
-from byoc.generator.fused_tiles import TILES
+from byoc.generator.fused_tiles import STAGED_TILES, TILES
 from byoc.generator.lowering import lower
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -197,7 +197,38 @@ def test_conv3x3_interior_is_lanes_1_to_54(tmp_path):
     params = [("x", "float32", (1, 8, 5, 56)), ("w", "float32", (8, 8, 3, 3))]
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
     assert "if (t0_in_lo < 1) t0_in_lo = 1;" in text and "if (t0_in_hi > 55) t0_in_hi = 55;" in text
-    assert all(f"double t0_acc_tile[4][{size}];" in text for size in TILES)
+    # its weights are staged as doubles (fused_staging): the staged tiles, unrolled loops
+    assert all(f"double t0_acc_tile[4][{size}];" in text for size in STAGED_TILES)
+    assert "#pragma GCC unroll 3" in text and "#pragma GCC unroll 4" in text
+
+
+def test_staging_converts_lane_independent_reads_of_dot_updates_once(tmp_path):
+    """A float32 conv's weights (read alike by every lane of a tile, and converted to
+    double by the spec's update) are converted once into a workspace buffer; its input
+    (a different element per lane) is read as it is. The results are the plain nest's
+    bits (check_case), and a float64 conv, a pool and a nest without tiles stage nothing."""
+    params = [("x", "float32", (1, 3, 6, 20)), ("w", "float32", (4, 3, 3, 3))]
+    text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
+    assert "for (int64_t s = 0; s < 108; ++s) tmp0_x1[s] = (double)in1[s];" in text
+    assert "(double)tmp0_x1[" in text and "(double)in0[" in text and "tmp0_x0" not in text
+    wide = [("x", "float64", (1, 3, 6, 20)), ("w", "float64", (4, 3, 3, 3))]
+    pool = [("x", "float32", (2, 3, 5, 40))]
+    narrow = [("x", "float32", (1, 4, 3, 7)), ("w", "float32", (4, 4, 3, 3))]
+    for case, expr in [
+        (wide, "conv(x, w, pads=[1, 1, 1, 1])"),
+        (pool, "max_pool(x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])"),
+        (narrow, "conv(x, w, pads=[1, 1, 1, 1])"),
+    ]:
+        other = check_case(case, expr, tmp_path / expr[:4] / case[0][1])
+        assert "converted to double once" not in other and "#pragma GCC unroll" not in other, expr
+
+
+def test_staged_weights_follow_an_earlier_nest(tmp_path):
+    """Weights that an earlier nest computes (a buffer of the workspace) are staged after
+    it, into a buffer of their own: the conv reads relu(w) converted, not stale memory."""
+    params = [("x", "float32", (1, 3, 6, 20)), ("w", "float32", (4, 3, 3, 3))]
+    text = check_case(params, "conv(x, relu(w), pads=[1, 1, 1, 1])", tmp_path, "relu(t)")
+    assert "converted to double once" in text
 
 
 def test_pooling_dense_and_matmul_tiles(tmp_path):

@@ -256,7 +256,7 @@ static void byoc_workspace_unload(void) {
 
 /* fused_0_: the body of region @fused at examples/mlp.graph:9:22, in 4 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   3 intermediate buffer(s) for the values another nest reads, sharing
+   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[4, 64]

@@ -268,7 +268,7 @@ static const float fused_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0
 
 /* fused_0_: the body of region @fused at examples/resnet_basic_block.graph:15:23, in 2 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads, sharing
+   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[1, 8, 16, 16]
@@ -290,9 +290,13 @@ static int fused_0_(
     const float* restrict in6,
     float* restrict out0) {
   void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
-  char* const ws = byoc_workspace(8192, &spare); /* 1 buffer(s), 8192 bytes of this thread's workspace, kept between calls */
+  char* const ws = byoc_workspace(12800, &spare); /* 2 buffer(s), 12800 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return 1;
   float* const tmp2 = (float*)(ws + 0); /* holds h */
+  double* const tmp0_x1 = (double*)(ws + 8192); /* holds w1 as double (nest 0) */
+  double* const tmp3_x1 = (double*)(ws + 8192); /* holds w2 as double (nest 1) */
+  /* tmp0_x1: w1 converted to double once, for the register tiles of nest 0 (its update converts every read to double: the same values) */
+  for (int64_t s = 0; s < 576; ++s) tmp0_x1[s] = (double)in1[s];
   {
     /* nest 0: t0 conv, t1 batch_norm, t2 relu: [1, 8, 16, 16], 3 nested loop(s) [8, 16, 16] */
     for (int64_t i0b = 0; i0b < 8; i0b += 4) {
@@ -317,13 +321,15 @@ static int fused_0_(
                 for (int64_t r1 = 0; r1 < 3; ++r1) {
                   const int64_t ix2 = i1 + r1 - 1;
                   if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
                   for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t0_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = fused_madd_float32(t0_acc_tile[i0j][i2l], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t0_acc_tile[i0j][i2l] = fused_madd_float32(t0_acc_tile[i0j][i2l], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                       }
                     }
                   }
@@ -345,7 +351,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc_one[i0j] = fused_madd_float32(t0_acc_one[i0j], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc_one[i0j] = fused_madd_float32(t0_acc_one[i0j], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -370,7 +376,7 @@ static int fused_0_(
                     const int64_t ix3 = i2 + r2 - 1;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -390,6 +396,8 @@ static int fused_0_(
       }
     }
   }
+  /* tmp3_x1: w2 converted to double once, for the register tiles of nest 1 (its update converts every read to double: the same values) */
+  for (int64_t s = 0; s < 576; ++s) tmp3_x1[s] = (double)in4[s];
   {
     /* nest 1: t3 conv, t4 batch_norm, t5 add, t6 relu: [1, 8, 16, 16], 3 nested loop(s) [8, 16, 16] */
     for (int64_t i0b = 0; i0b < 8; i0b += 4) {
@@ -414,13 +422,15 @@ static int fused_0_(
                 for (int64_t r1 = 0; r1 < 3; ++r1) {
                   const int64_t ix2 = i1 + r1 - 1;
                   if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
                   for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t3_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = fused_madd_float32(t3_acc_tile[i0j][i2l], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t3_acc_tile[i0j][i2l] = fused_madd_float32(t3_acc_tile[i0j][i2l], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                       }
                     }
                   }
@@ -442,7 +452,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc_one[i0j] = fused_madd_float32(t3_acc_one[i0j], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc_one[i0j] = fused_madd_float32(t3_acc_one[i0j], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
@@ -467,7 +477,7 @@ static int fused_0_(
                     const int64_t ix3 = i2 + r2 - 1;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
                 }
