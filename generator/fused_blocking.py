@@ -281,12 +281,14 @@ class BlockedText:
         return [*lines, "}"]
 
 
-def reduction_loops(levels: Sequence[Level], body: Sequence[str], unroll: bool = False) -> list[str]:
+def reduction_loops(levels: Sequence[Level], body: Sequence[str], unroll: int = 0) -> list[str]:
     """The reduction loops around ``body``, two spaces per level. A level of extent 1
     has no loop; when one with steps comes before any loop, everything sits in a
     ``do { ... } while (0)``, so that its ``continue`` skips the point (and keeps its
-    locals to itself). With ``unroll``, the innermost loop is marked to be unrolled
-    whole (``#pragma GCC unroll``, which gcc and clang know)."""
+    locals to itself). The innermost loop is marked to be unrolled whole (``#pragma GCC
+    unroll``, which gcc and clang know) when its extent is at most ``unroll``: a
+    kernel's taps, never a channel loop (unrolling a 1x1 convolution's 2,048 channels
+    kept gcc busy for more than 20 minutes)."""
     lines: list[str] = []
     indent = ""
     closing: list[str] = []
@@ -298,7 +300,7 @@ def reduction_loops(levels: Sequence[Level], body: Sequence[str], unroll: bool =
         indent = "  "
     for k, lv in enumerate(levels):
         if lv.extent != 1:
-            if unroll and k == last_loop:
+            if k == last_loop and lv.extent <= unroll:
                 lines.append(f"{indent}#pragma GCC unroll {lv.extent}")
             lines.append(f"{indent}for (int64_t {lv.var} = 0; {lv.var} < {lv.extent}; ++{lv.var}) {{")
             closing.append(f"{indent}}}")

@@ -50,6 +50,11 @@ unroll``): each multiply-add takes its weight from memory as a double, and 5 vec
 and 16, 3.14-3.15 / 1.67-1.74 ms; nothing staged, tiles of 48 and 16 (:data:`TILES`),
 3.16-3.21 / 1.67-1.71 ms."""
 
+UNROLL = 8
+"""A staged nest's innermost reduction loop is unrolled whole when it has at most this
+many points (a kernel row's taps): gcc then keeps the tile's accumulators in registers
+across it. A longer loop (the channels of a 1x1 convolution) is left to gcc."""
+
 Updates = Callable[[Mapping[str, str]], list[str]]
 """The update statements of the accumulators, given the C element each one updates."""
 
@@ -181,7 +186,7 @@ class TiledText:
         offset = f"{tile} - {b.start(b.lane)}"
         body = [
             *(x for acc, init in inits.items() for x in self._start(regs[acc], init, size)),
-            *reduction_loops(plan.levels, self._over_block(lanes, self.staged), self.staged),
+            *reduction_loops(plan.levels, self._over_block(lanes, self.staged), UNROLL if self.staged else 0),
             *(
                 x
                 for acc in inits
