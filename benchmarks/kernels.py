@@ -25,7 +25,7 @@ triad over the bytes the kernel moves, on 1 and 2 threads.
 Every system's output is checked against numpy's before it is timed. A byoc backend
 or an installed peer that fails to build, to run or to compute the right result is a
 failure: it is listed with its error and the suite exits 1. Figures are medians over
-interleaved, rotating rounds (see benchmarks/timing.py).
+interleaved rounds in a seeded random order (see benchmarks/timing.py).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ fastest sample: the best rate the machine attained in this run).
 Every output is checked against byoc's numpy reference before anything is timed; a
 byoc backend or an installed peer that fails to build, to run or to compute the right
 result fails the suite (exit 1), as does a missed target. Figures are medians over
-interleaved, rotating rounds (benchmarks/timing.py); compare ratios, not times.
+interleaved rounds in a seeded random order (benchmarks/timing.py); compare ratios, not
+times.
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 A machine with two noisy cores drifts: a background job that starts halfway would
 penalise whichever system happens to be measured then. So every system of a
-workload is measured once per *round*, the order rotating from round to round, and
-the figure reported is the median over the rounds. Each sample times a batch of calls
+workload is measured once per *round*, in a new (seeded) random order each round, and
+the figure reported is the median over the rounds. The order is shuffled rather than
+rotated: in a rotation every system follows the same neighbour in every round, so one
+that leaves the machine busy (a library's spinning worker threads) slows the same
+system every time, and that system's median carries it. Each sample times a batch of calls
 long enough to dwarf the clock's resolution (one call, for anything slower than the
 batch length) and divides by the number of calls. A batch of slow calls follows
 one untimed call of the same system.
@@ -16,6 +19,7 @@ import gc
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -56,20 +60,25 @@ def calibrate(timer: timeit.Timer, min_batch_s: float) -> int:
         number = max(number * 2, int(number * 1.2 * min_batch_s / max(elapsed, 1e-9)))
 
 
+ORDER_SEED = 17
+"""The seed of the systems' order in each round (the same orders in every run)."""
+
+
 def measure(
     benches: Mapping[str, Bench], rounds: int, min_batch_s: float, warm: bool = True
 ) -> dict[str, dict[str, Any]]:
-    """Time every bench ``rounds`` times, interleaved and rotating; per-call statistics.
+    """Time every bench ``rounds`` times, interleaved, in a new random order each round
+    (seeded: the same orders in every run); per-call statistics.
     ``warm=False`` drops the untimed call before a batch of slow calls (for calls that
     take far longer than any cache state matters)."""
     names = list(benches)
     timers = {name: benches[name].timer() for name in names}
     numbers = {name: calibrate(timers[name], min_batch_s) for name in names}  # also warms up
     samples: dict[str, list[float]] = {name: [] for name in names}
+    order = random.Random(ORDER_SEED)
     gc.collect()
-    for r in range(rounds):
-        k = r % len(names) if names else 0
-        for name in names[k:] + names[:k]:
+    for _ in range(rounds):
+        for name in order.sample(names, len(names)):
             timer, number = timers[name], numbers[name]
             if warm and number <= WARMUP_BELOW:
                 timer.timeit(1)  # untimed: start from this system's own cache state
