@@ -43,7 +43,7 @@ from byoc.spec.template import placeholders, render
 
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
-from .fused_blocking import BlockedText, plan_blocking, reads_lanes, reduction_loops
+from .fused_blocking import BlockedText, plan_blocking, reduction_loops
 from .fused_loops import Loops, plan_loops
 from .fused_outline import Outliner
 from .fused_placement import Placement
@@ -252,8 +252,6 @@ class _NestWriter:
         self.c_name = {piece.node.name: piece.c_name for piece in units}
         self.staged: list[Staged] = []
         """The inputs of tiled nests converted to double before them (fused_staging)."""
-        self.n = 0
-        """The nest being written."""
 
     # ------------------------------------------------------------ one nest
 
@@ -268,7 +266,6 @@ class _NestWriter:
                 False,
             )
         in_nest = set(names)
-        self.n = n
         if head is not None:
             node = units[head].node
             attrs = self._attrs(node)
@@ -286,7 +283,7 @@ class _NestWriter:
         fails = False
         for k in nest.members:
             if k == head:
-                fails |= self._anchor(units[k], loops, placed)
+                fails |= self._anchor(units[k], loops, placed, n)
             else:
                 self._expression(units[k].node, loops, placed, in_nest)
         for name in names:
@@ -340,8 +337,8 @@ class _NestWriter:
         c = self.c_name[node.name]
         placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
 
-    def _anchor(self, piece: Piece, loops: Loops, placed: Placement) -> bool:
-        """Place the statements of anchor ``piece``; whether it can fail."""
+    def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
+        """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
         node, c = piece.node, piece.c_name
         var = [loops.variables[p] for p in range(len(loops.axes))]
         axis_var = ["0"] * node.type.rank
@@ -381,13 +378,11 @@ class _NestWriter:
             reads = list(anchor.reads)
             if TiledText.tiles(plan):
                 for j in stageable([a.update for a in binding.accumulators], site.ins):
-                    if reads_lanes(plan, blocked.lane, reads[j]):
+                    if plan.lane_reads[j]:
                         continue  # see fused_staging: a lane-dependent input stays as it is
                     buf = f"tmp{c[1:]}_x{j}"
                     self.staged.append(
-                        Staged(
-                            buf, replace(site.ins[j], dtype="float64"), site.arrays[j], node.inputs[j], self.n
-                        )
+                        Staged(buf, replace(site.ins[j], dtype="float64"), site.arrays[j], node.inputs[j], n)
                     )
                     self.outline.pointers[buf] = "double*"
                     reads[j] = staged_read(reads[j], site.arrays[j], buf)

@@ -62,6 +62,9 @@ class Blocking:
     """C expressions the lane counter must be at least (from the guards)."""
     upper: tuple[str, ...]
     """C expressions the lane counter must be below."""
+    lane_reads: tuple[bool, ...] = ()
+    """For each of the anchor's reads, whether its element changes from lane to lane
+    (it names the lane counter or a lane local)."""
     interior: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     """The lane bounds at their extreme points (lower, upper): between them, no guard
     of the lanes fails anywhere in the reduction (:mod:`byoc.generator.fused_tiles`).
@@ -98,23 +101,18 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
             else:
                 return None
         levels.append(Level(level.var, level.extent, tuple(kept)))
+    lane_reads = tuple(_uses(r, moving) for r in anchor.reads)
     return Blocking(
         lane,
         min(CHUNK, extents[lane]),
-        *_block(variables, extents, anchor, moving),
+        *_block(variables, extents, anchor, lane_reads),
         tuple(levels),
         _used(lane_steps, anchor.reads),
         tuple(lower),
         tuple(upper),
+        lane_reads,
         _interior(bounds, variables, anchor.levels) if _unit_stride(anchor, moving, lane_steps) else None,
     )
-
-
-def reads_lanes(plan: Blocking, lane: str, read: str) -> bool:
-    """Whether ``read`` (an input's element) changes from lane to lane of ``plan``'s
-    nest, whose lane counter is ``lane``: it names the counter or a lane local."""
-    moving = {lane, *(_DEFINE.match(step).group(1) for step in plan.lane_steps)}  # type: ignore[union-attr]
-    return _uses(read, moving)
 
 
 def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) -> bool:
@@ -186,15 +184,15 @@ def _used(steps: Sequence[str], reads: Sequence[str]) -> tuple[str, ...]:
 
 
 def _block(
-    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, moving: set[str]
+    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, lane_reads: Sequence[bool]
 ) -> tuple[int | None, int]:
     """The loop blocked besides the lanes, innermost first among those whose counter no
-    step uses and no lane-dependent read uses, and its width."""
+    step uses and no lane-dependent read (``lane_reads``) uses, and its width."""
     steps = [s for level in anchor.levels for s in level.steps]
-    lane_reads = [r for r in anchor.reads if _uses(r, moving)]
+    moving = [r for r, lanes in zip(anchor.reads, lane_reads) if lanes]
     for k in reversed(range(len(variables) - 1)):
         names = {variables[k]}
-        if any(_uses(s, names) for s in steps) or any(_uses(r, names) for r in lane_reads):
+        if any(_uses(s, names) for s in steps) or any(_uses(r, names) for r in moving):
             continue
         width = next((w for w in WIDTHS if extents[k] % w == 0), None)
         if width is not None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .c_text import comment
 from .fused_anchors import Level
-from .fused_blocking import BlockedText, reduction_loops
+from .fused_blocking import BlockedText, Blocking, reduction_loops
 
 TILES = (48, 16)
 """The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.
@@ -81,7 +81,7 @@ class TiledText:
         """The tile sizes, none wider than a block."""
 
     @staticmethod
-    def tiles(plan) -> bool:
+    def tiles(plan: Blocking) -> bool:
         """Whether the nest of ``plan`` computes any lanes in register tiles."""
         return plan.interior is not None and min(TILES[-1], STAGED_TILES[-1]) <= plan.chunk
 
