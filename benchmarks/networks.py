@@ -53,6 +53,10 @@ SLOW_S = 0.25
 own (interleaved among the slow ones), without an untimed call before each sample."""
 SLOW_ROUNDS = 3
 """(1 with --quick)"""
+MIN_BATCH_S = 0.01
+"""A sample is a batch of calls lasting at least this long (a conv3x3: about 7 to 20
+calls), so that it measures the steady state rather than the moments after the system
+timed before it (2 ms until 2026-11-26: 2 to 6 calls)."""
 PEER_BUDGET_S = 3.0
 """A peer whose checked call takes longer is not timed at all (listed under "not
 run", with that call's time): untuned TVM on a 1024^3 dense takes about 11 s."""
@@ -190,7 +194,7 @@ def run(
 
     catalog = api.load_catalog()
     rounds = rounds or (3 if quick else 11)
-    min_batch_s = 0.001 if quick else 0.002
+    min_batch_s = 0.001 if quick else MIN_BATCH_S
     results: dict[str, Any] = {
         "suite": "networks",
         "mode": {"quick": quick, "tiny": tiny},

@@ -8,8 +8,9 @@ rotated: in a rotation every system follows the same neighbour in every round, s
 that leaves the machine busy (a library's spinning worker threads) slows the same
 system every time, and that system's median carries it. Each sample times a batch of calls
 long enough to dwarf the clock's resolution (one call, for anything slower than the
-batch length) and divides by the number of calls. A batch of slow calls follows
-one untimed call of the same system.
+batch length) and divides by the number of calls. Every batch follows one untimed
+call of the same system, so that no sample pays for the state the previous system left
+behind (its caches, or its threads still holding a core).
 """
 
 from __future__ import annotations
@@ -28,11 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-WARMUP_BELOW = 4
-"""A batch of at most this many calls (slow calls) follows one untimed call, so that a
-sample does not pay for the cache state the previous system left behind."""
-
 
 @dataclass
 class Bench:
@@ -68,9 +64,15 @@ def measure(
     benches: Mapping[str, Bench], rounds: int, min_batch_s: float, warm: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Time every bench ``rounds`` times, interleaved, in a new random order each round
-    (seeded: the same orders in every run); per-call statistics.
-    ``warm=False`` drops the untimed call before a batch of slow calls (for calls that
-    take far longer than any cache state matters)."""
+    (seeded: the same orders in every run); per-call statistics. Each batch follows
+    one untimed call; ``warm=False`` drops it (for calls that take far longer than any
+    cache state matters).
+
+    Until 2026-11-26 only batches of at most 4 calls had that call: in the networks
+    suite a conv's ONNX Runtime session (4 calls per batch) had it and the ``dnnl``
+    conv (6 calls) had not, and the first call after a neighbour took the cold state
+    for the whole batch (the ``dnnl`` conv: 634 µs median in the suite, 512-519 µs
+    alone)."""
     names = list(benches)
     timers = {name: benches[name].timer() for name in names}
     numbers = {name: calibrate(timers[name], min_batch_s) for name in names}  # also warms up
@@ -80,8 +82,8 @@ def measure(
     for _ in range(rounds):
         for name in order.sample(names, len(names)):
             timer, number = timers[name], numbers[name]
-            if warm and number <= WARMUP_BELOW:
-                timer.timeit(1)  # untimed: start from this system's own cache state
+            if warm:
+                timer.timeit(1)  # untimed: start from this system's own state
             samples[name].append(timer.timeit(number) / number)
     return {name: summarise(samples[name], numbers[name]) for name in names}
 

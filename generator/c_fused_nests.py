@@ -48,7 +48,7 @@ from .fused_loops import Loops, plan_loops
 from .fused_outline import Outliner
 from .fused_placement import Placement
 from .fused_staging import Staged, conversion, stageable, staged_read
-from .fused_tiles import TiledText
+from .fused_tiles import STAGED_WIDTHS, TiledText
 from .memory_plan import ScheduledOp, plan_memory
 
 FAIL = "{ status = 2; goto done; }"
@@ -387,6 +387,12 @@ class _NestWriter:
                     self.outline.pointers[buf] = "double*"
                     reads[j] = staged_read(reads[j], site.arrays[j], buf)
             staged = reads != list(anchor.reads)
+            if staged:  # each converted input vector feeds more outputs (fused_tiles.STAGED_WIDTHS)
+                wider = plan_blocking(var, loops.extents, anchor, STAGED_WIDTHS)
+                assert wider is not None and wider.block == plan.block
+                # but not a single block where there were several: the thread pool shares them out
+                if wider.block is not None and loops.extents[wider.block] // wider.width >= 2:
+                    plan, blocked = wider, BlockedText(wider, var, loops.extents)
 
             def updates(elements: Mapping[str, str]) -> list[str]:
                 args = {**base, **{a.name: elements[accs[a.name]] for a in binding.accumulators}}

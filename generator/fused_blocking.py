@@ -36,7 +36,8 @@ from .fused_anchors import Anchor, Bound, Level, affine
 CHUNK = 64
 """The most lanes per block: 64 doubles per accumulator row stay in the L1 cache."""
 WIDTHS = (4, 3, 2)
-"""The block widths tried, widest first: the first that divides the loop's extent."""
+"""The block widths tried, widest first: the first that divides the loop's extent (a
+nest that reads staged double weights tries :data:`~.fused_tiles.STAGED_WIDTHS`)."""
 
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _DEFINE = re.compile(r"const int64_t (\w+) = ")
@@ -75,9 +76,12 @@ def _uses(text: str, names: set[str]) -> bool:
     return any(w in names for w in _WORD.findall(text))
 
 
-def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anchor) -> Blocking | None:
-    """The blocking of a reduction nest over loops ``variables`` (outermost first), or
-    None when its lanes would need a guard that is not affine in the lane counter."""
+def plan_blocking(
+    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, widths: Sequence[int] = WIDTHS
+) -> Blocking | None:
+    """The blocking of a reduction nest over loops ``variables`` (outermost first), with
+    the first of ``widths`` that divides the blocked loop's extent, or None when its
+    lanes would need a guard that is not affine in the lane counter."""
     if not variables:
         return None
     lane = len(variables) - 1
@@ -105,7 +109,7 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
     return Blocking(
         lane,
         min(CHUNK, extents[lane]),
-        *_block(variables, extents, anchor, lane_reads),
+        *_block(variables, extents, anchor, lane_reads, widths),
         tuple(levels),
         _used(lane_steps, anchor.reads),
         tuple(lower),
@@ -184,7 +188,11 @@ def _used(steps: Sequence[str], reads: Sequence[str]) -> tuple[str, ...]:
 
 
 def _block(
-    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, lane_reads: Sequence[bool]
+    variables: Sequence[str],
+    extents: Sequence[int],
+    anchor: Anchor,
+    lane_reads: Sequence[bool],
+    widths: Sequence[int],
 ) -> tuple[int | None, int]:
     """The loop blocked besides the lanes, innermost first among those whose counter no
     step uses and no lane-dependent read (``lane_reads``) uses, and its width."""
@@ -194,7 +202,7 @@ def _block(
         names = {variables[k]}
         if any(_uses(s, names) for s in steps) or any(_uses(r, names) for r in moving):
             continue
-        width = next((w for w in WIDTHS if extents[k] % w == 0), None)
+        width = next((w for w in widths if extents[k] % w == 0), None)
         if width is not None:
             return k, width
     return None, 1

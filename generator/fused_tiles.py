@@ -40,15 +40,28 @@ vector: gcc unrolled its lane loop and vectorised across the block instead, with
 shuffles and the accumulators on the stack, and with ``#pragma GCC unroll 1`` on the lane
 loop it left the fused multiply-adds scalar (14.5 ms)."""
 
+STAGED_WIDTHS = (8, 4, 3, 2)
+"""The block widths of a nest that reads staged double weights (:mod:`byoc.generator.fused_staging`):
+each input vector it converts feeds the multiply-adds of up to 8 outputs (a convolution's
+output channels), and each weight comes from memory as a double, so a wider block costs
+no conversion. conv3x3 64->64 at 56x56 (the nest alone, median of 300 calls; two threads
+/ one): blocks of 8 with tiles of 16, 1.39-1.42 / 2.61 ms; blocks of 4 with tiles of 40
+and 16, 1.65-1.68 / 3.15 ms; blocks of 8 with tiles of 24 or 32 and 16, 1.45-1.47 ms;
+blocks of 16 with tiles of 16, 1.65 ms. The border lanes gain too: each computes a block's
+outputs together, and 8 independent sums keep both multiply-add pipes busy."""
+
 STAGED_TILES = (40, 16)
-"""The tiles of a nest that reads staged double weights (:mod:`byoc.generator.fused_staging`),
-with its innermost reduction loop and its block loop unrolled whole (``#pragma GCC
-unroll``): each multiply-add takes its weight from memory as a double, and 5 vectors of
-4 outputs (20 accumulators) leave gcc registers for the inputs. conv3x3 64->64 at 56x56
-(a prepared call, median of 40; one thread / two): staged weights with tiles of 40 and
-16, 3.05-3.10 / 1.61-1.63 ms; with tiles of 48 and 16, 3.25-3.28 / 1.70-1.71 ms; of 32
-and 16, 3.14-3.15 / 1.67-1.74 ms; nothing staged, tiles of 48 and 16 (:data:`TILES`),
-3.16-3.21 / 1.67-1.71 ms."""
+"""The tiles of a nest that reads staged double weights, those whose accumulators
+(block width times lanes) fit :data:`STAGED_ACCUMULATORS`, with its innermost reduction
+loop and its block loop unrolled whole (``#pragma GCC unroll``). With a block of 4: 5
+vectors of 4 outputs (20 accumulators) leave gcc registers for the inputs; conv3x3 with
+blocks of 4 (one thread / two): tiles of 40 and 16, 3.05-3.10 / 1.61-1.63 ms; of 48 and
+16, 3.25-3.28 / 1.70-1.71 ms; of 32 and 16, 3.14-3.15 / 1.67-1.74 ms; nothing staged,
+tiles of 48 and 16 (:data:`TILES`), 3.16-3.21 / 1.67-1.71 ms. With a block of 8, tiles of
+16 (16 vectors)."""
+
+STAGED_ACCUMULATORS = 160
+"""The most doubles in a staged tile's accumulators: 20 of AVX-512's 32 vector registers."""
 
 UNROLL = 8
 """A staged nest's innermost reduction loop is unrolled whole when it has at most this
@@ -77,8 +90,9 @@ class TiledText:
         self.j = f"{blocked.block}j" if blocked.block else ""
         self.staged = staged
         """The updates read staged double inputs: :data:`STAGED_TILES`, loops unrolled."""
-        self.sizes = [size for size in (STAGED_TILES if staged else TILES) if size <= self.plan.chunk]
-        """The tile sizes, none wider than a block."""
+        most = STAGED_ACCUMULATORS // self.plan.width if staged else self.plan.chunk
+        self.sizes = [s for s in (STAGED_TILES if staged else TILES) if s <= min(most, self.plan.chunk)]
+        """The tile sizes, none wider than a block (nor, staged, than the accumulators allow)."""
 
     @staticmethod
     def tiles(plan: Blocking) -> bool:

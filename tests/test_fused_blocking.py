@@ -24,7 +24,7 @@ from test_fused_anchors import conv_case, linear_case, pool_case, shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
-from byoc.generator.fused_tiles import STAGED_TILES, TILES, UNROLL
+from byoc.generator.fused_tiles import STAGED_ACCUMULATORS, STAGED_TILES, STAGED_WIDTHS, TILES, UNROLL
 from byoc.generator.lowering import lower
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -93,7 +93,7 @@ def test_blocked_conv_with_consumers_is_the_plain_nest(x, w, attrs, tmp_path):
 def test_blocked_conv_turns_padding_guards_into_lane_bounds(tmp_path):
     params = [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (8, 8, 3, 3))]
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
-    assert "double t0_acc[4][56];" in text
+    assert "double t0_acc[4][56];" in text  # 8 channels: two blocks of 4, not one of 8
     assert "if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;" in text
     # the guard is left only in the border lanes' plain reduction, one lane at a time
     assert text.count("ix3 >= 56") == 1 and "the border lanes" in text
@@ -194,12 +194,27 @@ def test_blocks_narrower_than_a_tile_keep_the_lane_loops(tmp_path):
 
 
 def test_conv3x3_interior_is_lanes_1_to_54(tmp_path):
-    params = [("x", "float32", (1, 8, 5, 56)), ("w", "float32", (8, 8, 3, 3))]
+    params = [("x", "float32", (1, 8, 5, 56)), ("w", "float32", (16, 8, 3, 3))]
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
     assert "if (t0_in_lo < 1) t0_in_lo = 1;" in text and "if (t0_in_hi > 55) t0_in_hi = 55;" in text
-    # its weights are staged as doubles (fused_staging): the staged tiles, unrolled loops
+    # its weights are staged as doubles (fused_staging): blocks of 8 channels, the staged
+    # tiles whose accumulators fit, unrolled loops
+    assert STAGED_WIDTHS[0] == 8 and "i0b += 8" in text
+    sizes = [size for size in STAGED_TILES if 8 * size <= STAGED_ACCUMULATORS]
+    assert sizes and all(f"double t0_acc_tile[8][{size}];" in text for size in sizes)
+    assert not any(f"t0_acc_tile[8][{size}]" in text for size in STAGED_TILES if size not in sizes)
+    assert "#pragma GCC unroll 3" in text and "#pragma GCC unroll 8" in text
+
+
+@pytest.mark.parametrize("channels", [12, 8])
+def test_staged_blocks_fall_back_to_narrower_widths(channels, tmp_path):
+    """12 output channels: no block of 8 divides them; 8: one block of 8 would leave the
+    thread pool nothing to share. So blocks of 4, with every staged tile (4 x 40
+    accumulators fit)."""
+    params = [("x", "float32", (1, 3, 4, 56)), ("w", "float32", (channels, 3, 3, 3))]
+    text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
+    assert "i0b += 4" in text and "converted to double once" in text
     assert all(f"double t0_acc_tile[4][{size}];" in text for size in STAGED_TILES)
-    assert "#pragma GCC unroll 3" in text and "#pragma GCC unroll 4" in text
 
 
 def test_staging_converts_lane_independent_reads_of_dot_updates_once(tmp_path):
