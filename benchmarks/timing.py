@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+
 @dataclass
 class Bench:
     """One way to run a workload: a statement timed in a tight ``timeit`` loop."""
