@@ -188,12 +188,12 @@ def markdown(results: dict[str, Any]) -> str:
     columns = list(HEADINGS)
     for key, w in results["workloads"].items():
         out += [f"### {key}: {w['title']}", ""]
-        if w["peak_flop_per_s"]:
+        if w["peak_by_threads"]:  # a workload without FLOPs (a whole network) has no peak rows
             per = ", ".join(
                 f"{k} thread{'s' * (k != '1')} {v / 1e9:.0f}" for k, v in w["peak_by_threads"].items()
             )
-            isa = w.get("peak_isa") or "FMA"
-            out += [f"peak ({isa} FMA, fastest sample of the same run): {per} GFLOP/s", ""]
+            probe = f"{w['peak_isa']} FMA" if w.get("peak_isa") else "FMA"
+            out += [f"peak ({probe}, fastest sample of the same run): {per} GFLOP/s", ""]
         out.append(
             "| system | median | IQR | rounds | GFLOP/s | % peak | "
             + " | ".join(HEADINGS[c] for c in columns)
