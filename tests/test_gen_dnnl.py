@@ -70,7 +70,8 @@ graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 
   k2 = batch_norm(conv(x, w2, strides=[2, 2], groups=2, pads=[0, 1, 0, 1]), s, t, m, multiply(v, v), epsilon=0.01)
   k3 = relu(add(batch_norm(conv(x, w, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v), epsilon=0.01), r))
   k4 = add(batch_norm(conv(x, w2, groups=2, pads=[1, 1, 1, 1]), s, t, m, multiply(v, v)), k3)
-  return p1, p2, p3, e, y1, y2, y3, k1, k2, k4
+  q = concatenate(p1, p3, axis=1)
+  return p1, p2, p3, e, y1, y2, y3, k1, k2, k4, q
 }
 """
 

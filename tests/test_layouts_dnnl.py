@@ -112,6 +112,29 @@ CASES = {
         graph("  a = relu(conv(x, p))\n  g = avg_pool(a, kernel_shape=[8, 8])\n", "g"),
         {"a"},
     ),
+    # a SqueezeNet fire module: a squeeze conv, two expand convs and their concatenation
+    # along the channels (concat2, one concat primitive), which the next conv reads;
+    # then a pool and a concatenation along the rows: all channels_last
+    "fire_module": (
+        graph(
+            f"  p2 = {const(np.random.default_rng(5), (32, 64, 1, 1), -0.2, 0.2)}\n"
+            "  s1 = relu(conv(x, p))\n"
+            "  e1 = relu(conv(s1, p))\n"
+            "  e3 = relu(conv(s1, w, pads=[1, 1, 1, 1]))\n"
+            "  f = concatenate(e1, e3, axis=1)\n"
+            "  q = max_pool(relu(conv(f, p2)), kernel_shape=[2, 2], strides=[2, 2])\n"
+            "  r = relu(conv(q, p))\n"
+            "  g = concatenate(q, r, axis=2)\n",
+            "relu(conv(g, p))",
+        ),
+        {"s1", "e1", "e3", "f", "relu_0", "q", "r", "g"},
+    ),
+    # a concatenation takes its inputs and result in one layout (`mixed_layouts: false`):
+    # one input is the parameter x (plain), so the other and the result are plain too
+    "concat_of_a_parameter": (
+        graph("  a = relu(conv(x, p))\n  f = concatenate(a, x, axis=2)\n", "relu(conv(f, p))"),
+        set(),
+    ),
     # softmax takes no layout: a stays plain; b only feeds softmax too
     "softmax_reader": (
         graph(

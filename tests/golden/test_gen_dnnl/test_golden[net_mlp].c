@@ -167,6 +167,21 @@ static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 2);
 }
 
+/* The concatenation along `axis` of n 4-D tensors (N, C, H, W), each in its layout
+   (DNNL_BYOC_LAYOUT_*: layouts[k] for input k, layouts[n] for the result); `shapes`
+   holds the inputs' extents, 4 each, then the result's. */
+static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engine, int n, const int64_t* shapes,
+                                     int axis, const int* layouts) {
+  dnnl_memory_desc_t mds[DNNL_BYOC_MAX_ARGS] = {NULL};
+  int ok = n < DNNL_BYOC_MAX_ARGS;
+  for (int k = 0; ok && k <= n; ++k) ok = (mds[k] = dnnl_byoc_md_4d(shapes + 4 * k, layouts[k])) != NULL;
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, 0) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_concat_primitive_desc_create(&pd, engine, mds[n], n, axis, (const_dnnl_memory_desc_t*)mds, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, n < DNNL_BYOC_MAX_ARGS ? n + 1 : 0);
+}
+
 /* An eltwise op `alg` (alpha 0, beta 0) over a tensor of `rank` extents. */
 static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                                     const int64_t* extents, dnnl_alg_kind_t alg) {
@@ -704,6 +719,19 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 static int p_ID_(const float* x, float* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
+}
+
+/* a pattern's concatenation of two 4-D tensors, along any axis */
+#define DNNL_CONCAT2(p_ID_, p_STATE_, p_AXIS_, p_SHAPES_, p_A_LAYOUT_, p_B_LAYOUT_, p_DST_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_concat4d(prim, engine, 2, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPES_}, p_AXIS_, \
+                            (const int[]){DNNL_BYOC_LAYOUT_ ## p_A_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_B_LAYOUT_, \
+                                          DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_}); \
+} \
+static int p_ID_(const float* a, const float* b, float* out) { \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_MULTIPLE_SRC, DNNL_ARG_MULTIPLE_SRC + 1, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)a, (void*)b, out}); \
 }
 
 /* an eltwise primitive (vars: alg, its algorithm) */
