@@ -43,7 +43,7 @@ from byoc.spec.template import placeholders, render
 
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
-from .fused_blocking import BlockedText, plan_blocking, reduction_loops
+from .fused_blocking import BlockedText, plan_blocking, reduction_loops, widened
 from .fused_loops import Loops, plan_loops
 from .fused_outline import Outliner
 from .fused_placement import Placement
@@ -388,11 +388,8 @@ class _NestWriter:
                     reads[j] = staged_read(reads[j], site.arrays[j], buf)
             staged = reads != list(anchor.reads)
             if staged:  # each converted input vector feeds more outputs (fused_tiles.STAGED_WIDTHS)
-                wider = plan_blocking(var, loops.extents, anchor, STAGED_WIDTHS)
-                assert wider is not None and wider.block == plan.block
-                # but not a single block where there were several: the thread pool shares them out
-                if wider.block is not None and loops.extents[wider.block] // wider.width >= 2:
-                    plan, blocked = wider, BlockedText(wider, var, loops.extents)
+                plan = widened(plan, loops.extents, STAGED_WIDTHS)
+                blocked = BlockedText(plan, var, loops.extents)
 
             def updates(elements: Mapping[str, str]) -> list[str]:
                 args = {**base, **{a.name: elements[accs[a.name]] for a in binding.accumulators}}

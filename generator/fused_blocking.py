@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .fused_anchors import Anchor, Bound, Level, affine
 
@@ -76,12 +76,9 @@ def _uses(text: str, names: set[str]) -> bool:
     return any(w in names for w in _WORD.findall(text))
 
 
-def plan_blocking(
-    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, widths: Sequence[int] = WIDTHS
-) -> Blocking | None:
-    """The blocking of a reduction nest over loops ``variables`` (outermost first), with
-    the first of ``widths`` that divides the blocked loop's extent, or None when its
-    lanes would need a guard that is not affine in the lane counter."""
+def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anchor) -> Blocking | None:
+    """The blocking of a reduction nest over loops ``variables`` (outermost first), or
+    None when its lanes would need a guard that is not affine in the lane counter."""
     if not variables:
         return None
     lane = len(variables) - 1
@@ -109,7 +106,7 @@ def plan_blocking(
     return Blocking(
         lane,
         min(CHUNK, extents[lane]),
-        *_block(variables, extents, anchor, lane_reads, widths),
+        *_block(variables, extents, anchor, lane_reads),
         tuple(levels),
         _used(lane_steps, anchor.reads),
         tuple(lower),
@@ -188,11 +185,7 @@ def _used(steps: Sequence[str], reads: Sequence[str]) -> tuple[str, ...]:
 
 
 def _block(
-    variables: Sequence[str],
-    extents: Sequence[int],
-    anchor: Anchor,
-    lane_reads: Sequence[bool],
-    widths: Sequence[int],
+    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, lane_reads: Sequence[bool]
 ) -> tuple[int | None, int]:
     """The loop blocked besides the lanes, innermost first among those whose counter no
     step uses and no lane-dependent read (``lane_reads``) uses, and its width."""
@@ -202,10 +195,21 @@ def _block(
         names = {variables[k]}
         if any(_uses(s, names) for s in steps) or any(_uses(r, names) for r in moving):
             continue
-        width = next((w for w in widths if extents[k] % w == 0), None)
+        width = next((w for w in WIDTHS if extents[k] % w == 0), None)
         if width is not None:
             return k, width
     return None, 1
+
+
+def widened(plan: Blocking, extents: Sequence[int], widths: Sequence[int]) -> Blocking:
+    """``plan`` with its blocked loop in blocks of the first of ``widths`` that divides
+    the loop's extent, when that leaves at least two blocks (the thread pool shares the
+    blocks out); else ``plan`` as it is."""
+    if plan.block is None:
+        return plan
+    extent = extents[plan.block]
+    width = next((w for w in widths if extent % w == 0), plan.width)
+    return replace(plan, width=width) if extent // width >= 2 else plan
 
 
 class BlockedText:

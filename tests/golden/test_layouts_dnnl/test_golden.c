@@ -173,13 +173,14 @@ static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
 static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engine, int n, const int64_t* shapes,
                                      int axis, const int* layouts) {
   dnnl_memory_desc_t mds[DNNL_BYOC_MAX_ARGS] = {NULL};
-  int ok = n < DNNL_BYOC_MAX_ARGS;
+  if (n + 1 > DNNL_BYOC_MAX_ARGS) return 1;
+  int ok = 1;
   for (int k = 0; ok && k <= n; ++k) ok = (mds[k] = dnnl_byoc_md_4d(shapes + 4 * k, layouts[k])) != NULL;
   dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, 0) : NULL;
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_concat_primitive_desc_create(&pd, engine, mds[n], n, axis, (const_dnnl_memory_desc_t*)mds, attr);
-  return dnnl_byoc_finish(prim, made, pd, attr, mds, n < DNNL_BYOC_MAX_ARGS ? n + 1 : 0);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, n + 1);
 }
 
 /* An eltwise op `alg` (alpha 0, beta 0) over a tensor of `rank` extents. */
