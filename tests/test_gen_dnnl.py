@@ -218,6 +218,13 @@ graph main(x: float32[{n}, {c}, {h}, {w}], k: float32[{m}, {cg}, {kh}, {kw}]) {{
 
 @st.composite
 def conv_cases(draw):
+    return CONV.format(**draw(conv_geometries()))
+
+
+@st.composite
+def conv_geometries(draw):
+    """The extents and attributes of a conv2d (CONV's fields), its result's height and
+    width as oh and ow."""
     g = draw(st.sampled_from([1, 1, 2, 3]))
     p = {
         "n": draw(st.integers(1, 2)),
@@ -235,7 +242,9 @@ def conv_cases(draw):
     p["h"] = draw(st.integers((p["kh"] - 1) * p["dh"] + 1, 9))
     p["w"] = draw(st.integers((p["kw"] - 1) * p["dw"] + 1, 9))
     p["cg"] = p["c"] // g
-    return CONV.format(**p)
+    p["oh"] = (p["h"] + p["pt"] + p["pb"] - (p["kh"] - 1) * p["dh"] - 1) // p["sh"] + 1
+    p["ow"] = (p["w"] + p["pl"] + p["pr"] - (p["kw"] - 1) * p["dw"] - 1) // p["sw"] + 1
+    return p
 
 
 # avg_pool is mapped by patterns, so the pools are offloaded by partitioning.
@@ -280,6 +289,39 @@ SLOW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthChe
 @given(graph=conv_cases())
 def test_conv_matches_the_reference(graph):
     run_against_reference(parse(graph, "graph"), np.random.default_rng(0))
+
+
+# constant weights: a packed convolution (DNNL_CONV2D_SUM_RELU_CONST)
+PACKED_RESIDUAL = """\
+graph main(x: float32[{n}, {c}, {h}, {w}], r: float32[{n}, {m}, {oh}, {ow}]) {{
+  k = {k}
+  y = conv(x, k, strides=[{sh}, {sw}], pads=[{pt}, {pl}, {pb}, {pr}], dilations=[{dh}, {dw}], groups={g})
+  return relu(add(y, r))
+}}
+"""
+
+
+@SLOW
+@given(p=conv_geometries(), seed=st.integers(0, 2**16))
+def test_packed_conv_adds_a_residual_also_passed_as_its_output(p, seed):
+    """A packed convolution plus a residual: oneDNN adds it by a binary post-op that
+    reads it where it is when it has the result's layout, and by a sum post-op on a
+    copy in the result otherwise. Either way a caller may pass the residual's own
+    array as the output, and gets the same result."""
+    rng = np.random.default_rng(seed)
+    k = const(rng, (p["m"], p["cg"], p["kh"], p["kw"]), -0.5, 0.5)
+    program = offloaded(PACKED_RESIDUAL.format(k=k, **p))
+    fn = program.functions[0]
+    inputs = {q.name: random_array(rng, q.type.shape, q.type.dtype) for q in fn.params}
+    (want,) = evaluate(fn, inputs)
+    model = byoc.build(program)
+    (got,) = model(**inputs)
+    assert_close(got, want)
+    (module,) = [m for m in model.modules if m.kind == "library"]
+    (symbol,) = module.symbols()
+    residual = inputs["r"].copy()
+    module.get_function(symbol)(inputs["x"], residual, residual)
+    assert_close(residual, want)
 
 
 @SLOW

@@ -68,18 +68,23 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
   return md;
 }
 
+/* The execution argument of a residual that a convolution adds itself (the source of
+   its first post-op, a binary add). */
+#define DNNL_BYOC_ARG_ADDEND (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)
+
 /* Primitive attributes: a user-managed scratchpad (a kernel's reusable one, or a
    call's own, so calls from several threads share no scratch memory), then the
-   post-ops: with `sum` the
-   result is added to what the output holds, with `relu` a relu follows. NULL on a
-   failure. */
-static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, int relu) {
+   post-ops: with `sum` the result is added to what the output holds, with an
+   `addend` (not NULL) a tensor of that descriptor is added to it (DNNL_BYOC_ARG_ADDEND),
+   and with `relu` a relu follows. NULL on a failure. */
+static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_desc_t addend, int relu) {
   dnnl_primitive_attr_t attr = NULL;
   dnnl_post_ops_t ops = NULL;
   if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
   const int ok = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success
       && dnnl_post_ops_create(&ops) == dnnl_success
       && (!sum || dnnl_post_ops_append_sum(ops, 1.0f, 0, dnnl_data_type_undef) == dnnl_success)
+      && (addend == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, addend) == dnnl_success)
       && (!relu || dnnl_post_ops_append_eltwise(ops, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success)
       && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
   if (ops != NULL) dnnl_post_ops_destroy(ops);
@@ -103,6 +108,22 @@ static inline int dnnl_byoc_finish(dnnl_primitive_t* prim, dnnl_status_t made, d
   return ok ? 0 : 1;
 }
 
+/* The descriptor *pd of a convolution of geometry g (as dnnl_byoc_conv2d's, below) from src
+   by w, plus b (NULL: no bias), to dst, with the attributes attr (NULL, when making
+   them failed: dnnl_out_of_memory). */
+static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+                                                const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
+                                                const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
+                                                const_dnnl_primitive_attr_t attr) {
+  /* oneDNN reads each spatial list as a whole dnnl_dims_t */
+  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
+  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
+  *pd = NULL;
+  if (attr == NULL) return dnnl_out_of_memory;
+  return dnnl_convolution_forward_primitive_desc_create(pd, engine, dnnl_forward_inference, dnnl_convolution_direct,
+                                                        src, w, b, dst, strides, dilates, left, right, attr);
+}
+
 /* conv2d of x (N, C, H, W) by w (M, C/G, KH, KW), optionally plus a bias (M,), then
    the post-ops; g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW, G}.
    oneDNN counts dilation from 0 (byoc's 1 is its 0), and takes grouped weights as
@@ -111,16 +132,11 @@ static inline int dnnl_byoc_conv2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
                                    int bias, int sum, int relu) {
   const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
   const int64_t w[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
-  /* oneDNN reads each spatial list as a whole dnnl_dims_t */
-  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
-  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
   dnnl_memory_desc_t mds[4] = {dnnl_byoc_md(4, x), g[17] == 1 ? dnnl_byoc_md(4, w + 1) : dnnl_byoc_md(5, w),
                                dnnl_byoc_md(4, y), bias ? dnnl_byoc_md(1, b) : NULL};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, relu);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, NULL, relu);
   dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
-      : dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
-            dnnl_convolution_direct, mds[0], mds[1], mds[3], mds[2], strides, dilates, left, right, attr);
+  const dnnl_status_t made = dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr);
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
 }
 
@@ -131,7 +147,7 @@ static inline int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, 
   const int64_t x[] = {batch, k}, w[] = {units, k}, y[] = {batch, units}, b[] = {units};
   dnnl_memory_desc_t mds[4] = {dnnl_byoc_md(2, x), dnnl_byoc_md(2, w), dnnl_byoc_md(2, y),
                                bias ? dnnl_byoc_md(1, b) : NULL};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, relu);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_inner_product_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, mds[0], mds[1],
@@ -159,7 +175,7 @@ static inline int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine,
      that oneDNN runs its jit pooling (one of mixed layouts runs its reference code) */
   if (g[4] == 1 && g[5] == 1) y_layout = x_layout;
   dnnl_memory_desc_t mds[2] = {dnnl_byoc_md_4d(x, x_layout), dnnl_byoc_md_4d(y, y_layout)};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL ? dnnl_out_of_memory
       : dnnl_pooling_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[1],
@@ -176,7 +192,7 @@ static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engin
   if (n + 1 > DNNL_BYOC_MAX_ARGS) return 1;
   int ok = 1;
   for (int k = 0; ok && k <= n; ++k) ok = (mds[k] = dnnl_byoc_md_4d(shapes + 4 * k, layouts[k])) != NULL;
-  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, 0) : NULL;
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, NULL, 0) : NULL;
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_concat_primitive_desc_create(&pd, engine, mds[n], n, axis, (const_dnnl_memory_desc_t*)mds, attr);
@@ -187,7 +203,7 @@ static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engin
 static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                                     const int64_t* extents, dnnl_alg_kind_t alg) {
   dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_eltwise_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[0],
@@ -199,7 +215,7 @@ static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine
 static inline int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                                     const int64_t* extents, int axis) {
   dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_softmax_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_softmax_accurate,
@@ -214,7 +230,7 @@ static inline int dnnl_byoc_batch_norm(dnnl_primitive_t* prim, dnnl_engine_t eng
   const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift
       | (relu ? dnnl_fuse_norm_relu : 0U);
   dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_batch_normalization_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, mds[0],
@@ -395,7 +411,7 @@ static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine
                                     const_dnnl_memory_desc_t to) {
   *prim = NULL;
   if (dnnl_memory_desc_equal(from, to)) return 0;
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr);
@@ -403,13 +419,12 @@ static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine
 }
 
 /* A convolution whose weights are constants, in the layouts oneDNN picks for it
-   (format_tag_any; on AVX2 and AVX-512 blocked ones, which run its direct and brgemm
-   kernels rather than the plain layouts' im2col and gemm). Its weights, and a folded
-   batch_norm's bias, are packed into its layout once, at init; the source, a
-   residual and the result are reordered between the layouts the kernel's use gives
-   them (byoc's plain one, or channels_last) and the primitive's in each call's own
-   scratch, when they differ (a NULL reorder where they do not). Read-only after the
-   init. */
+   (format_tag_any: blocked ones, which run its direct and brgemm kernels rather than
+   the plain layouts' im2col and gemm). Its weights, and a folded batch_norm's bias,
+   are packed into its layout once, at init; the source, a residual and the result
+   are reordered between the layouts the kernel's use gives them (byoc's plain one,
+   or channels_last) and the primitive's in each call's own scratch, when they differ
+   (a NULL reorder where they do not). Read-only after the init. */
 typedef struct {
   dnnl_primitive_t conv;
   dnnl_primitive_t src_in;   /* x -> the conv's source layout */
@@ -417,6 +432,7 @@ typedef struct {
   dnnl_primitive_t dst_out;  /* the destination layout -> the output's */
   void* weights;             /* the weights in the conv's layout */
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
+  int adds_residual;         /* the conv reads the residual itself (DNNL_BYOC_ARG_ADDEND), not from dst */
 } dnnl_byoc_packed_conv_t;
 
 static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
@@ -470,42 +486,81 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   return ok;
 }
 
+/* The implementation oneDNN runs for pd ("brgconv:avx512_core", ...). */
+static inline const char* dnnl_byoc_impl(const_dnnl_primitive_desc_t pd) {
+  const char* impl = "";
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success ? impl : "";
+}
+
+/* Replaces *pd by the descriptor of the same convolution (geometry g, weights w of
+   any layout, bias b) between src and dst with the attributes attr, when oneDNN runs
+   that with the same implementation as *pd: a layout of the kernel's own costs no
+   reorder, and the same kernel computes as fast in it. 1 when it did. */
+static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+                                   const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
+                                   const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
+                                   const_dnnl_primitive_attr_t attr) {
+  dnnl_primitive_desc_t other = NULL;
+  if (dnnl_byoc_conv_desc(&other, engine, g, src, w, b, dst, attr) != dnnl_success) return 0;
+  if (strcmp(dnnl_byoc_impl(other), dnnl_byoc_impl(*pd)) != 0) {
+    dnnl_primitive_desc_destroy(other);
+    return 0;
+  }
+  dnnl_primitive_desc_destroy(*pd);
+  *pd = other;
+  return 1;
+}
+
 /* Creates c: the conv2d of g (as dnnl_byoc_conv2d's) with a bias when `bias`, and
    the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
    NULL, which gives it a bias); `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
    source, the result and a residual as the kernel gets them. On a failure it
-   releases all it made. 0 on success. */
+   releases all it made. 0 on success.
+
+   The primitive is oneDNN's pick for any layouts, unless oneDNN runs the same
+   implementation between the kernel's own layouts, or with the kernel's result
+   layout (a network's first conv, of an nchw source: oneDNN picks nChw16c for its
+   result, 16 times the source's bytes to reorder). A residual that is already in
+   the result's layout is added by a binary post-op that reads it where it is,
+   rather than by a sum post-op on a copy of it in the result, when oneDNN runs that
+   with the same implementation too. */
 static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
                                           int bias, int sum, int relu, const float* w, const float* const* bn,
                                           double epsilon, const int* layouts) {
   const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
   const int64_t wd[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
-  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
-  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
   const int grouped = g[17] != 1, biased = bias || bn != NULL;
   /* the primitive's (any layout), then the kernel's: x, the plain weights, the result and a residual */
   dnnl_memory_desc_t mds[8] = {dnnl_byoc_md_any(4, x), grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
                                dnnl_byoc_md_any(4, y), biased ? dnnl_byoc_md(1, b) : NULL, dnnl_byoc_md_4d(x, layouts[0]),
                                grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1), dnnl_byoc_md_4d(y, layouts[1]),
                                sum ? dnnl_byoc_md_4d(y, layouts[2]) : NULL};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, relu);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, NULL, relu);
   dnnl_primitive_desc_t pd = NULL;
-  int ok = attr != NULL && (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum);
+  int ok = (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum);
   for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
-  const dnnl_status_t made = !ok ? dnnl_out_of_memory
-      : dnnl_convolution_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference,
-            dnnl_convolution_direct, mds[0], mds[1], mds[3], mds[2], strides, dilates, left, right, attr);
-  ok = made == dnnl_success && dnnl_primitive_create(&c->conv, pd) == dnnl_success;
+  ok = ok && dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr) == dnnl_success;
+  if (ok && !dnnl_byoc_prefer(&pd, engine, g, mds[4], mds[1], mds[3], mds[6], attr)) {
+    dnnl_byoc_prefer(&pd, engine, g, mds[0], mds[1], mds[3], mds[6], attr);
+  }
+  c->adds_residual = 0;
+  if (ok && sum && dnnl_memory_desc_equal(mds[7], dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0))) {
+    dnnl_primitive_attr_t add = dnnl_byoc_attr(0, mds[7], relu);
+    const_dnnl_memory_desc_t src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    c->adds_residual = add != NULL && dnnl_byoc_prefer(&pd, engine, g, src, mds[1], mds[3], mds[7], add);
+    if (add != NULL) dnnl_primitive_attr_destroy(add);
+  }
+  ok = ok && dnnl_primitive_create(&c->conv, pd) == dnnl_success;
   if (ok) {
     const_dnnl_memory_desc_t src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const_dnnl_memory_desc_t dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const_dnnl_memory_desc_t weights = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
         && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
-        && (!sum || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
+        && (!sum || c->adds_residual || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
         && dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon);
   }
-  if (made == dnnl_success) dnnl_primitive_desc_destroy(pd);
+  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
   if (attr != NULL) dnnl_primitive_attr_destroy(attr);
   for (int k = 0; k < 8; ++k) {
     if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
@@ -514,11 +569,13 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
   return ok ? 0 : 1;
 }
 
-/* Runs c on x, plus `bias` when c holds no folded one (NULL: none), after putting
-   `residual` into the result for a sum post-op (NULL: none; copied as it is when its
-   layout is the primitive's): the reorders and the conv in one stream, with one
-   scratch allocation of the call's own for the reordered source and result and the
-   scratchpads. 0 on success, 1 on a failure. */
+/* Runs c on x, plus `bias` when c holds no folded one (NULL: none), plus `residual`
+   (NULL: none; of out_size elements): the reorders and the conv in one stream, with
+   one scratch allocation of the call's own for the reordered source and result, the
+   scratchpads and, when the conv reads the residual itself and a caller passed it as
+   the output too, a copy of it. For a sum post-op the residual is put into the
+   result first (reordered, or copied as it is when its layout is the primitive's).
+   0 on success, 1 on a failure. */
 static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                         const float* bias, const float* residual, float* out, int64_t out_size) {
   enum { DNNL_BYOC_ALIGN = 64 };
@@ -530,31 +587,41 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
     const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
     scratch_bytes = bytes > scratch_bytes ? bytes : scratch_bytes;
   }
-  scratch_bytes = (scratch_bytes + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
   const size_t src_bytes = ok && c->src_in != NULL
       ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0)) : 0;
   const size_t dst_bytes = ok && c->dst_out != NULL
       ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) : 0;
-  const size_t src_at = scratch_bytes, dst_at = src_at + (src_bytes + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
-  char* memory = dst_at + dst_bytes > 0 ? (char*)malloc(dst_at + dst_bytes) : NULL;
-  void* src = c->src_in != NULL ? (void*)(memory + src_at) : (void*)x;
-  void* dst = c->dst_out != NULL ? (void*)(memory + dst_at) : (void*)out;
+  const int aliased = c->adds_residual && c->dst_out == NULL && residual != NULL
+      && (const void*)residual == (const void*)out;
+  const size_t sizes[] = {scratch_bytes, src_bytes, dst_bytes, aliased ? sizeof(float) * (size_t)out_size : 0};
+  size_t at[5] = {0};
+  for (int k = 0; k < 4; ++k) {
+    at[k + 1] = at[k] + (sizes[k] + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+  }
+  char* memory = at[4] > 0 ? (char*)malloc(at[4]) : NULL;
+  void* src = c->src_in != NULL ? (void*)(memory + at[1]) : (void*)x;
+  void* dst = c->dst_out != NULL ? (void*)(memory + at[2]) : (void*)out;
+  const float* addend = aliased ? (const float*)(memory + at[3]) : residual;
   const float* b = c->bias != NULL ? c->bias : bias;
   dnnl_stream_t stream = NULL;
-  ok = ok && (dst_at + dst_bytes == 0 || memory != NULL)
+  ok = ok && (at[4] == 0 || memory != NULL)
       && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
   const int move[] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+  if (ok && aliased) memcpy((void*)addend, residual, sizes[3]);
   if (ok && c->src_in != NULL) {
     ok = dnnl_byoc_execute(c->src_in, engine, stream, 2, move, (void* const[]){(void*)x, src}, memory);
   }
   if (ok && residual != NULL && c->dst_in != NULL) {
     ok = dnnl_byoc_execute(c->dst_in, engine, stream, 2, move, (void* const[]){(void*)residual, dst}, memory);
-  } else if (ok && residual != NULL && (const void*)residual != dst) {
+  } else if (ok && residual != NULL && !c->adds_residual && (const void*)residual != dst) {
     memcpy(dst, residual, sizeof(float) * (size_t)out_size);
   }
-  ok = ok && dnnl_byoc_execute(c->conv, engine, stream, b != NULL ? 4 : 3,
-                               (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS},
-                               (void* const[]){src, c->weights, dst, (void*)b}, memory);
+  /* the bias and the residual are the 4th and 5th arguments, where the conv takes them */
+  const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, b != NULL ? DNNL_ARG_BIAS : DNNL_BYOC_ARG_ADDEND,
+                       DNNL_BYOC_ARG_ADDEND};
+  void* const ptrs[] = {src, c->weights, dst, b != NULL ? (void*)b : (void*)addend, (void*)addend};
+  const int n = 3 + (b != NULL) + c->adds_residual;
+  ok = ok && dnnl_byoc_execute(c->conv, engine, stream, n, kinds, ptrs, memory);
   if (ok && c->dst_out != NULL) {
     ok = dnnl_byoc_execute(c->dst_out, engine, stream, 2, move, (void* const[]){dst, out}, memory);
   }
