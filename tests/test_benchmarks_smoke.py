@@ -184,6 +184,20 @@ def test_toolchain_times_a_warm_run_without_bytecode(tmp_path, monkeypatch):
     assert "parse" in result[toolchain.NO_BYTECODE]["stages_median_s"]
 
 
+def test_toolchain_compares_only_backends_that_offload_part_of_the_plain_graph():
+    """`byoc run examples/guide_plain_graph.graph --backend dnnl` offloads nothing (dnnl
+    maps no elementwise op) and fails: the suite lists it as not compared, with why,
+    instead of timing a failing command."""
+    from benchmarks import toolchain
+
+    assert toolchain._left_out("fused") is None
+    why = toolchain._left_out("dnnl")
+    assert why is not None and "add" in why
+    results = {"commands": [], "not_compared": {"dnnl": why}}
+    results["commands"].append({"command": "byoc run x", "repeats": 1})
+    assert f"not compared: `--backend dnnl` ({why})" in toolchain.markdown(results)
+
+
 def test_compile_suite_leaves_out_a_backend_without_the_regions_ops_with_the_reason():
     """A compiled backend that maps none of the regions' elementwise ops (a library
     backend) is not expressible, not a missed target; every backend that maps them runs."""
