@@ -29,8 +29,10 @@ SPEC = Path(__file__).resolve().parent.parent / "spec" / "backends" / "dnnl.yaml
 RTOL = ATOL = 1e-4
 
 # A kernel of each helper that runs through dnnl_byoc_run, in the regions partitioning
-# makes: conv with a bias, a sum post-op and relu, conv then batch_norm folded per
-# call, plain batch_norm, a pool, an eltwise op, dense with a bias and relu, softmax.
+# makes: plain batch_norm, a pool, an eltwise op, dense with a bias and relu, softmax;
+# and convolutions (with a bias, a sum post-op and relu; then batch_norm folded per
+# call), which make their stream and scratch per call (dnnl_byoc_run_packed) and are
+# checked here as the kernels around them.
 GRAPH = """\
 graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], b: float32[6], r: float32[2, 6, 9, 9],
            s: float32[6], t: float32[6], m: float32[6], v: float32[6], d: float32[3, 12], dw: float32[5, 12],
@@ -173,7 +175,9 @@ def hooked_spec(tmp_path: Path, hook: str) -> Path:
 def test_calls_after_a_failure_get_their_own_result(tmp_path, rng, hook):
     regions = Regions(hooked_spec(tmp_path, hook), "dnnlhook", tmp_path)
     calls = regions.arguments(rng)
-    with pytest.raises(RuntimeError, match=r"dnnl_0: kernel dnnl_0_0 reported a failure"):
+    # dnnl_0_0, the conv, runs on state of its call's own: the batch_norm after it is
+    # the first kernel through dnnl_byoc_run
+    with pytest.raises(RuntimeError, match=r"dnnl_0: kernel dnnl_0_1 reported a failure"):
         regions.call(calls, fresh(calls))
     check_calls(regions, rng, 3)
 

@@ -291,26 +291,31 @@ def test_conv_matches_the_reference(graph):
     run_against_reference(parse(graph, "graph"), np.random.default_rng(0))
 
 
-# constant weights: a packed convolution (DNNL_CONV2D_SUM_RELU_CONST)
-PACKED_RESIDUAL = """\
-graph main(x: float32[{n}, {c}, {h}, {w}], r: float32[{n}, {m}, {oh}, {ow}]) {{
-  k = {k}
-  y = conv(x, k, strides=[{sh}, {sw}], pads=[{pt}, {pl}, {pb}, {pr}], dilations=[{dh}, {dw}], groups={g})
+# the weights k are a constant (DNNL_CONV2D_SUM_PACKED, packed at init) or an input
+# (DNNL_CONV2D_SUM, reordered by each call)
+CONV_RESIDUAL = """\
+graph main(x: float32[{n}, {c}, {h}, {w}], {k_param}r: float32[{n}, {m}, {oh}, {ow}]) {{
+{k_const}  y = conv(x, k, strides=[{sh}, {sw}], pads=[{pt}, {pl}, {pb}, {pr}], dilations=[{dh}, {dw}], groups={g})
   return relu(add(y, r))
 }}
 """
 
 
+@pytest.mark.parametrize("constant", [True, False], ids=["constant_weights", "input_weights"])
 @SLOW
 @given(p=conv_geometries(), seed=st.integers(0, 2**16))
-def test_packed_conv_adds_a_residual_also_passed_as_its_output(p, seed):
-    """A packed convolution plus a residual: oneDNN adds it by a binary post-op that
-    reads it where it is when it has the result's layout, and by a sum post-op on a
-    copy in the result otherwise. Either way a caller may pass the residual's own
-    array as the output, and gets the same result."""
+def test_conv_adds_a_residual_also_passed_as_its_output(constant, p, seed):
+    """A convolution plus a residual: oneDNN adds it by a binary post-op that reads it
+    where it is when it has the result's layout, and by a sum post-op on a copy in the
+    result otherwise. Either way a caller may pass the residual's own array as the
+    output, and gets the same result."""
     rng = np.random.default_rng(seed)
-    k = const(rng, (p["m"], p["cg"], p["kh"], p["kw"]), -0.5, 0.5)
-    program = offloaded(PACKED_RESIDUAL.format(k=k, **p))
+    shape = (p["m"], p["cg"], p["kh"], p["kw"])
+    if constant:
+        p.update(k_param="", k_const=f"  k = {const(rng, shape, -0.5, 0.5)}\n")
+    else:
+        p.update(k_param=f"k: float32[{', '.join(map(str, shape))}], ", k_const="")
+    program = offloaded(CONV_RESIDUAL.format(**p))
     fn = program.functions[0]
     inputs = {q.name: random_array(rng, q.type.shape, q.type.dtype) for q in fn.params}
     (want,) = evaluate(fn, inputs)
@@ -319,9 +324,9 @@ def test_packed_conv_adds_a_residual_also_passed_as_its_output(p, seed):
     assert_close(got, want)
     (module,) = [m for m in model.modules if m.kind == "library"]
     (symbol,) = module.symbols()
-    residual = inputs["r"].copy()
-    module.get_function(symbol)(inputs["x"], residual, residual)
-    assert_close(residual, want)
+    args = [inputs[q.name].copy() for q in fn.params]
+    module.get_function(symbol)(*args, args[-1])  # the residual r, last, is the output too
+    assert_close(args[-1], want)
 
 
 @SLOW

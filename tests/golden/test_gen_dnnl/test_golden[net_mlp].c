@@ -108,9 +108,12 @@ static inline int dnnl_byoc_finish(dnnl_primitive_t* prim, dnnl_status_t made, d
   return ok ? 0 : 1;
 }
 
-/* The descriptor *pd of a convolution of geometry g (as dnnl_byoc_conv2d's, below) from src
-   by w, plus b (NULL: no bias), to dst, with the attributes attr (NULL, when making
-   them failed: dnnl_out_of_memory). */
+/* The descriptor *pd of a convolution from src by w, plus b (NULL: no bias), to dst,
+   with the attributes attr (NULL, when making them failed: dnnl_out_of_memory); its
+   geometry is g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW, G}
+   for x (N, C, H, W) by w (M, C/G, KH, KW). oneDNN counts dilation from 0 (byoc's 1
+   is its 0), and takes grouped weights as (G, M/G, C/G, KH, KW), the same bytes as
+   (M, C/G, KH, KW). */
 static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
                                                 const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
                                                 const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
@@ -122,22 +125,6 @@ static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_
   if (attr == NULL) return dnnl_out_of_memory;
   return dnnl_convolution_forward_primitive_desc_create(pd, engine, dnnl_forward_inference, dnnl_convolution_direct,
                                                         src, w, b, dst, strides, dilates, left, right, attr);
-}
-
-/* conv2d of x (N, C, H, W) by w (M, C/G, KH, KW), optionally plus a bias (M,), then
-   the post-ops; g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW, G}.
-   oneDNN counts dilation from 0 (byoc's 1 is its 0), and takes grouped weights as
-   (G, M/G, C/G, KH, KW), the same bytes as (M, C/G, KH, KW). */
-static inline int dnnl_byoc_conv2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
-                                   int bias, int sum, int relu) {
-  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
-  const int64_t w[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
-  dnnl_memory_desc_t mds[4] = {dnnl_byoc_md(4, x), g[17] == 1 ? dnnl_byoc_md(4, w + 1) : dnnl_byoc_md(5, w),
-                               dnnl_byoc_md(4, y), bias ? dnnl_byoc_md(1, b) : NULL};
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, NULL, relu);
-  dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr);
-  return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
 }
 
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
@@ -387,24 +374,6 @@ static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const flo
   }
 }
 
-/* Runs the conv2d `prim` (with a bias) on x and w (wsize elements, m output channels)
-   with the batch_norm `bn` (scale, shift, mean, variance) folded into its weights and
-   bias per call, since its parameters may be inputs (the _const patterns fold
-   constant ones once, at init). Binary post-ops would keep the weights, but oneDNN's
-   plain-layout convolution runs them slowly. 0 on success, 1 on a failure. */
-static inline int dnnl_byoc_run_folded(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const float* x,
-                                       const float* w, int64_t wsize, int64_t m, const float* const* bn,
-                                       double epsilon, float* out) {
-  float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
-  if (folded == NULL) return 1;
-  dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
-  const int failed = dnnl_byoc_run(p, engine, 4,
-                                   (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST},
-                                   (void* const[]){(void*)x, folded, folded + wsize, out});
-  free(folded);
-  return failed;
-}
-
 /* A reorder from the layout `from` to `to` (a user-managed scratchpad) into *prim;
    NULL when the layouts are equal. 0 on success. */
 static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine, const_dnnl_memory_desc_t from,
@@ -555,10 +524,12 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
                            (void* const[]){(void*)from, to}, scratch);
 }
 
-/* A convolution whose weights are constants, in the layouts oneDNN picks for it
-   (format_tag_any: blocked ones, which run its direct and brgemm kernels rather than
-   the plain layouts' im2col and gemm). Its weights, and a folded batch_norm's bias,
-   are packed into its layout once, at init; the source, a residual and the result
+/* A convolution in the layouts oneDNN picks for it (format_tag_any: blocked ones,
+   which run its direct and brgemm kernels rather than the plain layouts' im2col and
+   gemm). Constant weights, and a folded batch_norm's bias, are packed into its layout
+   once, at init; weights that are inputs are reordered into it by each call, in the
+   call's scratch (147 KB for a 64x64 3x3 conv, against the 2.4x a plain-layout conv
+   takes). The source, a residual and the result
    are reordered between the layouts the kernel's use gives them (byoc's plain one,
    or channels_last) and the primitive's in each call's own scratch, when they differ
    (a NULL reorder where they do not). Read-only after the init. */
@@ -567,15 +538,16 @@ typedef struct {
   dnnl_primitive_t src_in;   /* x -> the conv's source layout */
   dnnl_primitive_t dst_in;   /* a residual -> the destination layout (a sum post-op) */
   dnnl_primitive_t dst_out;  /* the destination layout -> the output's */
-  void* weights;             /* the weights in the conv's layout */
+  dnnl_primitive_t w_in;     /* a call's plain weights -> the conv's layout (weights NULL) */
+  void* weights;             /* the weights in the conv's layout; NULL: each call brings them */
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
   int adds_residual;         /* the conv reads the residual itself (DNNL_BYOC_ARG_ADDEND), not from dst */
   int64_t transposes[3][5];  /* byoc's transposes doing src_in, dst_in, dst_out (dnnl_byoc_transposition) */
 } dnnl_byoc_packed_conv_t;
 
 static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
-  dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out};
-  for (int k = 0; k < 4; ++k) {
+  dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out, &c->w_in};
+  for (int k = 0; k < 5; ++k) {
     if (*prims[k] != NULL) dnnl_primitive_destroy(*prims[k]);
     *prims[k] = NULL;
   }
@@ -649,9 +621,10 @@ static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engi
   return 1;
 }
 
-/* Creates c: the conv2d of g (as dnnl_byoc_conv2d's) with a bias when `bias`, and
+/* Creates c: the conv2d of g (as dnnl_byoc_conv_desc's) with a bias when `bias`, and
    the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
-   NULL, which gives it a bias); `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
+   NULL, which gives it a bias), or, when w is NULL, reordered by each call from the
+   plain weights it brings; `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
    source, the result and a residual as the kernel gets them. On a failure it
    releases all it made. 0 on success.
 
@@ -697,7 +670,8 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
     ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
         && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
         && (!sum || c->adds_residual || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
-        && dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon);
+        && (w != NULL ? dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon)
+                      : dnnl_byoc_reorder(&c->w_in, engine, mds[5], weights) == 0);
     dnnl_byoc_transposition(c->transposes[0], x, mds[4], src);
     if (sum) dnnl_byoc_transposition(c->transposes[1], y, mds[7], dst);
     dnnl_byoc_transposition(c->transposes[2], y, dst, mds[6]);
@@ -711,21 +685,23 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
   return ok ? 0 : 1;
 }
 
-/* Runs c on x, plus `bias` when c holds no folded one (NULL: none), plus `residual`
-   (NULL: none; of out_size elements): the reorders and the conv in one stream, with
-   one scratch allocation of the call's own for the reordered source and result, the
-   scratchpads and, when the conv reads the residual itself and a caller passed it as
-   the output too, a copy of it. For a sum post-op the residual is put into the
+/* Runs c on x by w (plain; unused when c packed its own at init), plus `bias` when
+   c holds no folded one (NULL: none), plus `residual` (NULL: none; of out_size
+   elements): the reorders and the conv in one stream, with one scratch allocation of
+   the call's own for the reordered source, result and weights, the scratchpads and,
+   when the conv reads the residual itself and a caller passed it as the output too,
+   a copy of it. For a sum post-op the residual is put into the
    result first (reordered, or copied as it is when its layout is the primitive's).
    0 on success, 1 on a failure. */
 static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
-                                        const float* bias, const float* residual, float* out, int64_t out_size) {
+                                        const float* w, const float* bias, const float* residual, float* out,
+                                        int64_t out_size) {
   enum { DNNL_BYOC_ALIGN = 64 };
   const_dnnl_primitive_desc_t pd = NULL;
   int ok = dnnl_primitive_get_primitive_desc(c->conv, &pd) == dnnl_success;
   size_t scratch_bytes = 0;
-  const_dnnl_primitive_t prims[] = {c->conv, c->src_in, c->dst_in, c->dst_out};
-  for (int k = 0; k < 4; ++k) {
+  const_dnnl_primitive_t prims[] = {c->conv, c->src_in, c->dst_in, c->dst_out, c->w_in};
+  for (int k = 0; k < 5; ++k) {
     const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
     scratch_bytes = bytes > scratch_bytes ? bytes : scratch_bytes;
   }
@@ -735,20 +711,28 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
       ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)) : 0;
   const int aliased = c->adds_residual && c->dst_out == NULL && residual != NULL
       && (const void*)residual == (const void*)out;
-  const size_t sizes[] = {scratch_bytes, src_bytes, dst_bytes, aliased ? sizeof(float) * (size_t)out_size : 0};
-  size_t at[5] = {0};
-  for (int k = 0; k < 4; ++k) {
+  const size_t w_bytes = ok && c->w_in != NULL
+      ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)) : 0;
+  const size_t sizes[] = {scratch_bytes, src_bytes, dst_bytes, aliased ? sizeof(float) * (size_t)out_size : 0,
+                          w_bytes};
+  size_t at[6] = {0};
+  for (int k = 0; k < 5; ++k) {
     at[k + 1] = at[k] + (sizes[k] + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
   }
-  char* memory = at[4] > 0 ? (char*)malloc(at[4]) : NULL;
+  char* memory = at[5] > 0 ? (char*)malloc(at[5]) : NULL;
   void* src = c->src_in != NULL ? (void*)(memory + at[1]) : (void*)x;
   void* dst = c->dst_out != NULL ? (void*)(memory + at[2]) : (void*)out;
   const float* addend = aliased ? (const float*)(memory + at[3]) : residual;
+  void* weights = c->weights != NULL ? c->weights : c->w_in != NULL ? (void*)(memory + at[4]) : (void*)w;
   const float* b = c->bias != NULL ? c->bias : bias;
   dnnl_stream_t stream = NULL;
-  ok = ok && (at[4] == 0 || memory != NULL)
+  ok = ok && (at[5] == 0 || memory != NULL)
       && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
   if (ok && aliased) memcpy((void*)addend, residual, sizes[3]);
+  if (ok && c->w_in != NULL) {
+    ok = dnnl_byoc_execute(c->w_in, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                           (void* const[]){(void*)w, weights}, memory);
+  }
   ok = ok && dnnl_byoc_move(c->src_in, c->transposes[0], engine, stream, x, src, memory);
   if (ok && residual != NULL && c->dst_in != NULL) {
     ok = dnnl_byoc_move(c->dst_in, c->transposes[1], engine, stream, residual, dst, memory);
@@ -758,7 +742,7 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
   /* the bias and the residual are the 4th and 5th arguments, where the conv takes them */
   const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, b != NULL ? DNNL_ARG_BIAS : DNNL_BYOC_ARG_ADDEND,
                        DNNL_BYOC_ARG_ADDEND};
-  void* const ptrs[] = {src, c->weights, dst, b != NULL ? (void*)b : (void*)addend, (void*)addend};
+  void* const ptrs[] = {src, weights, dst, b != NULL ? (void*)b : (void*)addend, (void*)addend};
   const int n = 3 + (b != NULL) + c->adds_residual;
   ok = ok && dnnl_byoc_execute(c->conv, engine, stream, n, kinds, ptrs, memory);
   ok = ok && dnnl_byoc_move(c->dst_out, c->transposes[2], engine, stream, dst, out, memory);
@@ -767,60 +751,72 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
   return ok ? 0 : 1;
 }
 
-/* conv2d (NCHW, OIHW weights) */
-#define DNNL_CONV2D(p_ID_, p_STATE_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, 0); \
-} \
-static int p_ID_(const float* x, const float* w, float* out) { \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)x, (void*)w, out}); \
+/* Runs c (made with a bias and weights per call) on x by w (wsize elements, m output
+   channels) with the batch_norm `bn` (scale, shift, mean, variance) folded into the
+   weights and the bias per call, since its parameters may be inputs (the _PACKED
+   macros fold constant ones once, at init), plus `residual` (NULL: none). 0 on
+   success, 1 on a failure. */
+static inline int dnnl_byoc_run_folded(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+                                       const float* w, int64_t wsize, int64_t m, const float* const* bn,
+                                       double epsilon, const float* residual, float* out, int64_t out_size) {
+  float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
+  if (folded == NULL) return 1;
+  dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
+  const int failed = dnnl_byoc_run_packed(c, engine, x, folded, folded + wsize, residual, out, out_size);
+  free(folded);
+  return failed;
 }
 
-/* a pattern's conv2d with relu after it */
-#define DNNL_CONV2D_RELU(p_ID_, p_STATE_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_); \
+/* conv2d (NCHW, OIHW weights) in the layouts oneDNN picks, the weights reordered by each call */
+#define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, 0, NULL, NULL, 0.0, \
+                                 (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)x, (void*)w, out}); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, NULL, out, p_SIZE_); \
 }
 
-/* a pattern's conv2d plus a per-channel bias, optionally with relu after it (vars: relu) */
-#define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
+/* a pattern's conv2d with relu after it, the weights reordered by each call */
+#define DNNL_CONV2D_RELU(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, NULL, NULL, \
+                                 0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+} \
+static int p_ID_(const float* x, const float* w, float* out) { \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, NULL, out, p_SIZE_); \
+}
+
+/* a pattern's conv2d plus a per-channel bias, optionally with relu after it, the weights reordered by each call (vars: relu) */
+#define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+                                 0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, b, NULL, out, p_SIZE_); \
 }
 
-/* a pattern's conv2d plus a residual of the output's shape (a sum post-op), optionally with relu */
-#define DNNL_CONV2D_SUM(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_); \
+/* a pattern's conv2d plus a residual of the output's shape, optionally with relu, the weights reordered by each call */
+#define DNNL_CONV2D_SUM(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, NULL, NULL, \
+                                 0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
 } \
 static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
-  if (out != residual) memcpy(out, residual, sizeof(float) * (size_t)p_SIZE_); \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)x, (void*)w, out}); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, residual, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call, optionally relu */
-#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_) \
-static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_conv2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_); \
+#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+                                 0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
                  const float* mean, const float* var, float* out) { \
   return dnnl_byoc_run_folded(&p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
-                              (const float* const[]){scale, bias, mean, var}, p_EPS_, out); \
+                              (const float* const[]){scale, bias, mean, var}, p_EPS_, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
@@ -831,7 +827,7 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
   (void)w; /* packed by the init */ \
-  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights plus a per-channel bias, packed at init (vars: relu) */
@@ -842,7 +838,7 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 } \
 static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
   (void)w; /* packed by the init */ \
-  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, b, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, b, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d of constant weights plus a residual (a sum post-op), packed at init (vars: relu) */
@@ -853,7 +849,7 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 } \
 static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
   (void)w; /* packed by the init */ \
-  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init (vars: relu) */
@@ -866,7 +862,7 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
                  const float* mean, const float* var, float* out) { \
   (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
-  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
 }
 
 /* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init, plus a residual (a sum post-op) (vars: relu) */
@@ -879,7 +875,7 @@ static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
                  const float* mean, const float* var, const float* residual, float* out) { \
   (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
-  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, residual, out, p_SIZE_); \
+  return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
 }
 
 /* dense (an inner product), optionally with relu after it (vars: relu) */
