@@ -469,7 +469,7 @@ static inline void dnnl_byoc_transposition(int64_t* t, const int64_t* e, const_d
   dnnl_memory_desc_t nchw = dnnl_byoc_md_4d(e, DNNL_BYOC_LAYOUT_plain);
   dnnl_memory_desc_t nhwc = dnnl_byoc_md_4d(e, DNNL_BYOC_LAYOUT_channels_last);
   const int64_t pixels = e[2] * e[3], side = dnnl_byoc_tile_width();
-  t[0] = 0;
+  t[0] = t[1] = t[2] = t[4] = 0;
   if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nchw) && dnnl_memory_desc_equal(to, nhwc)) {
     t[0] = e[0], t[1] = e[1], t[2] = pixels, t[4] = 0;
   } else if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nhwc) && dnnl_memory_desc_equal(to, nchw)) {
