@@ -462,8 +462,8 @@ static inline int dnnl_byoc_tile_width(void) { return 0; }
 
 /* The transpose that reorders a 4-D tensor of extents e from the layout `from` into
    `to`, when one of them is nchw and the other nhwc, into t = {images, rows, cols,
-   tile side, 1 when the rows are the pixels}; t[0] = 0 when it is not such a reorder, or when this machine moves no
-   tiles or the matrices are thinner than one. */
+   tile side, 1 when the rows are the pixels}; t[0] = 0 when it is not such a
+   reorder, or when this machine moves no tiles or the matrices are thinner than one. */
 static inline void dnnl_byoc_transposition(int64_t* t, const int64_t* e, const_dnnl_memory_desc_t from,
                                            const_dnnl_memory_desc_t to) {
   dnnl_memory_desc_t nchw = dnnl_byoc_md_4d(e, DNNL_BYOC_LAYOUT_plain);
@@ -471,7 +471,7 @@ static inline void dnnl_byoc_transposition(int64_t* t, const int64_t* e, const_d
   const int64_t pixels = e[2] * e[3], side = dnnl_byoc_tile_width();
   t[0] = t[1] = t[2] = t[4] = 0;
   if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nchw) && dnnl_memory_desc_equal(to, nhwc)) {
-    t[0] = e[0], t[1] = e[1], t[2] = pixels, t[4] = 0;
+    t[0] = e[0], t[1] = e[1], t[2] = pixels;
   } else if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nhwc) && dnnl_memory_desc_equal(to, nchw)) {
     t[0] = e[0], t[1] = pixels, t[2] = e[1], t[4] = 1;
   }
@@ -529,10 +529,10 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
    gemm). Constant weights, and a folded batch_norm's bias, are packed into its layout
    once, at init; weights that are inputs are reordered into it by each call, in the
    call's scratch (147 KB for a 64x64 3x3 conv, against the 2.4x a plain-layout conv
-   takes). The source, a residual and the result
-   are reordered between the layouts the kernel's use gives them (byoc's plain one,
-   or channels_last) and the primitive's in each call's own scratch, when they differ
-   (a NULL reorder where they do not). Read-only after the init. */
+   takes). The source, a residual and the result are reordered between the layouts
+   the kernel's use gives them (byoc's plain one, or channels_last) and the
+   primitive's in each call's own scratch, when they differ (a NULL reorder where
+   they do not). Read-only after the init. */
 typedef struct {
   dnnl_primitive_t conv;
   dnnl_primitive_t src_in;   /* x -> the conv's source layout */
@@ -690,9 +690,9 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
    elements): the reorders and the conv in one stream, with one scratch allocation of
    the call's own for the reordered source, result and weights, the scratchpads and,
    when the conv reads the residual itself and a caller passed it as the output too,
-   a copy of it. For a sum post-op the residual is put into the
-   result first (reordered, or copied as it is when its layout is the primitive's).
-   0 on success, 1 on a failure. */
+   a copy of it. For a sum post-op the residual is put into the result first
+   (reordered, or copied as it is when its layout is the primitive's). 0 on success,
+   1 on a failure. */
 static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                         const float* w, const float* bias, const float* residual, float* out,
                                         int64_t out_size) {
