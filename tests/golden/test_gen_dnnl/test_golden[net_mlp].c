@@ -545,12 +545,13 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
 #else
 #define DNNL_BYOC_CLONES
 #endif
-/* Kept out of line: inlined into the init of a conv's constant weights that it never
-   transforms (a 1x1 one), gcc's -Warray-bounds reads its 3x3 loop against them. */
+/* The transforms are kept out of line, and may go unused in a module without such a
+   conv. (Inlined into the init of constant weights that it never transforms, a 1x1
+   conv's, gcc's -Warray-bounds read the weights' 3x3 loop against them.) */
 #if defined(__GNUC__)
-#define DNNL_BYOC_NOINLINE __attribute__((noinline))
+#define DNNL_BYOC_OUTLINED __attribute__((noinline, unused))
 #else
-#define DNNL_BYOC_NOINLINE
+#define DNNL_BYOC_OUTLINED
 #endif
 
 /* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
@@ -569,8 +570,8 @@ static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
 
 /* u (16, C, M): G g G' of each 3x3 kernel g = w[m][c] (M, C, 3, 3), with
    G = (1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1). */
-DNNL_BYOC_NOINLINE DNNL_BYOC_CLONES static void dnnl_byoc_winograd_weights(float* u, const float* w, int64_t c_in,
-                                                                             int64_t m) {
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_weights(float* u, const float* w,
+                                                                           int64_t c_in, int64_t m) {
   const int64_t blocks = (m + DNNL_BYOC_WG_BLOCK - 1) / DNNL_BYOC_WG_BLOCK;
   #pragma omp parallel for schedule(static) if (c_in * m >= 4096)
   for (int64_t k = 0; k < c_in * blocks; ++k) {
@@ -607,13 +608,14 @@ DNNL_BYOC_NOINLINE DNNL_BYOC_CLONES static void dnnl_byoc_winograd_weights(float
 /* v (16, T, C): B' d B of the 4x4 patch d of each tile t (the tiles of each image in
    row-major order, 2x2 result pixels each) of the nhwc source x, zero outside it,
    with B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`. */
-DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v, const int64_t* wg) {
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v, const int64_t* wg) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t h = wg[1], w = wg[2], c_in = wg[3], tiles_h = (wg[7] + 1) / 2, tiles_w = (wg[8] + 1) / 2;
   const int64_t tiles = wg[10], plane = tiles * c_in;
   #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t image = t / (tiles_h * tiles_w), y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
+    const int64_t image = t / (tiles_h * tiles_w);
+    const int64_t y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
     for (int64_t c0 = 0; c0 < c_in; c0 += DNNL_BYOC_WG_BLOCK) {
       const int64_t n = c_in - c0 < DNNL_BYOC_WG_BLOCK ? c_in - c0 : DNNL_BYOC_WG_BLOCK;
       const float* d[16];
@@ -650,8 +652,9 @@ DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v, con
    0 1 -1 -1), plus `bias` and `addend` (nhwc; either NULL: none), then a relu when
    wg[9]; a result pixel past the edge of y is not written. The addend may be y
    itself: each element is read before it is written, by the same thread. */
-DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const float* p, const float* bias, const float* addend, float* y,
-                                                    const int64_t* wg) {
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const float* p, const float* bias,
+                                                                       const float* addend, float* y,
+                                                                       const int64_t* wg) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
   const int64_t tiles = wg[10], plane = tiles * m;
@@ -761,7 +764,8 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   dnnl_stream_t stream = NULL;
   void* scratch = NULL;
   const int64_t* wg = c->winograd;
-  const size_t packed_bytes = wg[0] > 0 ? sizeof(float) * 16 * (size_t)(wg[3] * wg[4]) : dnnl_memory_desc_get_size(packed);
+  const size_t packed_bytes = wg[0] > 0 ? sizeof(float) * 16 * (size_t)(wg[3] * wg[4])
+                                        : dnnl_memory_desc_get_size(packed);
   c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
   if (c->weights != NULL && wg[0] > 0) dnnl_byoc_winograd_weights((float*)c->weights, w, wg[3], wg[4]);
   int ok = c->weights != NULL && (wg[0] > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
@@ -831,8 +835,8 @@ static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engi
   float* v = (float*)work;
   float* p = v + 16 * c->winograd[10] * c->winograd[3];
   dnnl_byoc_winograd_in(src, v, c->winograd);
-  const int ok = dnnl_byoc_execute(c->conv, engine, stream, 3, (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
-                                   (void* const[]){v, (void*)u, p}, scratch);
+  const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+  const int ok = dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, scratch);
   if (ok) dnnl_byoc_winograd_out(p, bias, addend, dst, c->winograd);
   return ok;
 }
@@ -861,15 +865,20 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
   const int grouped = g[17] != 1, biased = bias || bn != NULL, winograd = dnnl_byoc_winograd_fits(g);
   /* the primitive's (any layout), then the kernel's: x, the plain weights, the result
      and a residual, then Winograd's x and result (nhwc) */
-  dnnl_memory_desc_t mds[10] = {dnnl_byoc_md_any(4, x), grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
-                                dnnl_byoc_md_any(4, y), biased ? dnnl_byoc_md(1, b) : NULL, dnnl_byoc_md_4d(x, layouts[0]),
-                                grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1), dnnl_byoc_md_4d(y, layouts[1]),
+  dnnl_memory_desc_t mds[10] = {dnnl_byoc_md_any(4, x),
+                                grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
+                                dnnl_byoc_md_any(4, y),
+                                biased ? dnnl_byoc_md(1, b) : NULL,
+                                dnnl_byoc_md_4d(x, layouts[0]),
+                                grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1),
+                                dnnl_byoc_md_4d(y, layouts[1]),
                                 sum ? dnnl_byoc_md_4d(y, layouts[2]) : NULL,
                                 winograd ? dnnl_byoc_md_4d(x, DNNL_BYOC_LAYOUT_channels_last) : NULL,
                                 winograd ? dnnl_byoc_md_4d(y, DNNL_BYOC_LAYOUT_channels_last) : NULL};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, NULL, relu);
   dnnl_primitive_desc_t pd = NULL;
-  int ok = (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum) && (!winograd || (mds[8] != NULL && mds[9] != NULL));
+  int ok = (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum)
+      && (!winograd || (mds[8] != NULL && mds[9] != NULL));
   for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
   c->adds_residual = 0;
   memset(c->transposes, 0, sizeof c->transposes);
@@ -911,7 +920,7 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
     c->scratch[1] = c->src_in != NULL ? dnnl_memory_desc_get_size(src) : 0;
     c->scratch[2] = c->dst_out != NULL ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
-    c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0))
+    c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
     c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) : 0;
   }
@@ -949,7 +958,8 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
   void* weights = c->weights != NULL ? c->weights : c->scratch[4] > 0 ? (void*)(memory + at[4]) : (void*)w;
   const float* b = c->bias != NULL ? c->bias : bias;
   dnnl_stream_t stream = NULL;
-  int ok = (at[6] == 0 || memory != NULL) && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  int ok = (at[6] == 0 || memory != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
   if (ok && aliased) memcpy((void*)addend, residual, c->scratch[3]);
   if (ok && c->w_in != NULL) {
     ok = dnnl_byoc_execute(c->w_in, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
