@@ -87,6 +87,8 @@ FITS = [
     (dict(n=1, c=16, h=56, w=56, m=64), 0),  # too few input channels
     (dict(n=1, c=64, h=56, w=56, m=16), 0),  # too few output channels
     (dict(n=1, c=1024, h=14, w=14, m=512), 0),  # 32 MB of transformed weights
+    (dict(n=5, c=64, h=56, w=56, m=64), 1),  # 30.6 MB of transforms a call
+    (dict(n=6, c=64, h=56, w=56, m=64), 0),  # 36.8 MB: left to oneDNN
     (dict(n=1, c=64, h=56, w=56, m=64, stride=2), 0),
     (dict(n=1, c=64, h=56, w=56, m=64, dilation=2, pad=2), 0),
     (dict(n=1, c=64, h=56, w=56, m=64, groups=2), 0),

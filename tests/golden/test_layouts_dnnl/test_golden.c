@@ -556,12 +556,14 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
 
 /* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
    stride 1, no dilation or groups, at least 32 channels in and out, transformed
-   weights of at most 16 MB, and at least 25 tiles (the matmuls' rows). */
+   weights of at most 16 MB, at least 25 tiles (the matmuls' rows), and transforms
+   of at most 32 MB a call (5 images of 64 channels at 56x56 take 30.6 MB). */
 static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
 #ifdef DNNL_BYOC_WINOGRAD
   const int64_t tiles = g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
   return g[5] == 3 && g[6] == 3 && g[9] == 1 && g[10] == 1 && g[15] == 1 && g[16] == 1 && g[17] == 1
-      && g[1] >= 32 && g[4] >= 32 && g[1] * g[4] <= 512 * 512 && tiles >= 25;
+      && g[1] >= 32 && g[4] >= 32 && g[1] * g[4] <= 512 * 512 && tiles >= 25
+      && 16 * 4 * tiles * (g[1] + g[4]) <= ((int64_t)32 << 20);
 #else
   (void)g;
   return 0;
