@@ -711,8 +711,12 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
    call's scratch (147 KB for a 64x64 3x3 conv, against the 2.4x a plain-layout conv
    takes). The source, a residual and the result are reordered between the layouts
    the kernel's use gives them (byoc's plain one, or channels_last) and the
-   primitive's in each call's own scratch, when they differ (a NULL reorder where
-   they do not). Read-only after the init. */
+   primitive's in the call's scratch, when they differ (a NULL reorder where they do
+   not). Read-only after the init but for `busy`, the lock of the scratch it keeps
+   (`memory`): a call takes it, and a call made while another thread holds it
+   allocates its own. Allocating it per call cost what the kernel zeroes fresh pages
+   for: with glibc handing the 8 MB of a 64x56x56 Winograd conv back to the system
+   after each call (MALLOC_MMAP_THRESHOLD_=1048576), 2.6 ms a call against 0.32. */
 typedef struct {
   dnnl_primitive_t conv;
   dnnl_primitive_t src_in;   /* x -> the conv's source layout */
@@ -730,7 +734,17 @@ typedef struct {
      result, a copy of a residual passed as the output too, the reordered weights,
      and the Winograd transforms' */
   size_t scratch[6];
+  char* memory;              /* the kept scratch, of all of scratch[] (dnnl_byoc_scratch_offsets) */
+  atomic_int busy;           /* 1 while a call uses `memory` */
 } dnnl_byoc_packed_conv_t;
+
+/* at[k]: where the scratch part k of `sizes` starts, each at a multiple of 64 bytes
+   (a cache line, an AVX-512 vector); at[6] the bytes of all. */
+static inline void dnnl_byoc_scratch_offsets(const size_t* sizes, size_t* at) {
+  enum { DNNL_BYOC_ALIGN = 64 };
+  at[0] = 0;
+  for (int k = 0; k < 6; ++k) at[k + 1] = at[k] + (sizes[k] + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+}
 
 static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
   dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out, &c->w_in};
@@ -740,8 +754,10 @@ static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
   }
   free(c->weights);
   free(c->bias);
+  free(c->memory);
   c->weights = NULL;
   c->bias = NULL;
+  c->memory = NULL;
 }
 
 /* c's weights: w (plain), the batch_norm `bn` (scale, shift, mean, variance) folded
@@ -925,6 +941,13 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
     c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) : 0;
+    size_t at[7];
+    dnnl_byoc_scratch_offsets(c->scratch, at);
+    /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
+       cache lines (the conv3x3 call: 340-355 us, against 315-321 aligned) */
+    c->memory = at[6] > 0 ? (char*)aligned_alloc(4096, (at[6] + 4095) / 4096 * 4096) : NULL;
+    ok = ok && (at[6] == 0 || c->memory != NULL);
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
   }
   if (pd != NULL) dnnl_primitive_desc_destroy(pd);
   if (attr != NULL) dnnl_primitive_attr_destroy(attr);
@@ -937,23 +960,21 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
 
 /* Runs c on x by w (plain; unused when c packed its own at init), plus `bias` when
    c holds no folded one (NULL: none), plus `residual` (NULL: none; of out_size
-   elements): the reorders and the conv in one stream, with one scratch allocation of
-   the call's own (c->scratch) for the reordered source, result and weights, the
-   scratchpads, Winograd's transforms and, when the conv reads the residual itself
-   and a caller passed it as the output too, a copy of it. For a sum post-op the
+   elements): the reorders and the conv in one stream, in one scratch (c's kept one,
+   or, when another call holds it, an allocation of the call's own; laid out by
+   c->scratch) for the reordered source, result and weights, the scratchpads,
+   Winograd's transforms and, when the conv reads the residual itself and a caller
+   passed it as the output too, a copy of it. For a sum post-op the
    residual is put into the result first (reordered, or copied as it is when its
    layout is the primitive's). 0 on success, 1 on a failure. */
-static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+static inline int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                         const float* w, const float* bias, const float* residual, float* out,
                                         int64_t out_size) {
-  enum { DNNL_BYOC_ALIGN = 64 };
   const int aliased = c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
-  size_t at[7] = {0};
-  for (int k = 0; k < 6; ++k) {
-    const size_t bytes = k == 3 && !aliased ? 0 : c->scratch[k];
-    at[k + 1] = at[k] + (bytes + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
-  }
-  char* memory = at[6] > 0 ? (char*)malloc(at[6]) : NULL;
+  size_t at[7];
+  dnnl_byoc_scratch_offsets(c->scratch, at);
+  const int kept = c->memory != NULL && atomic_exchange_explicit(&c->busy, 1, memory_order_acquire) == 0;
+  char* memory = kept ? c->memory : at[6] > 0 ? (char*)aligned_alloc(64, at[6]) : NULL;
   void* src = c->src_in != NULL ? (void*)(memory + at[1]) : (void*)x;
   void* dst = c->dst_out != NULL ? (void*)(memory + at[2]) : (void*)out;
   const float* addend = aliased ? (const float*)(memory + at[3]) : residual;
@@ -987,7 +1008,11 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
     ok = ok && dnnl_byoc_execute(c->conv, engine, stream, n, kinds, ptrs, memory);
   }
   ok = ok && dnnl_byoc_move(c->dst_out, c->transposes[2], engine, stream, dst, out, memory);
-  free(memory);
+  if (kept) {
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
+  } else {
+    free(memory);
+  }
   if (stream != NULL) dnnl_stream_destroy(stream);
   return ok ? 0 : 1;
 }
@@ -997,7 +1022,7 @@ static inline int dnnl_byoc_run_packed(const dnnl_byoc_packed_conv_t* c, dnnl_en
    weights and the bias per call, since its parameters may be inputs (the _PACKED
    macros fold constant ones once, at init), plus `residual` (NULL: none). 0 on
    success, 1 on a failure. */
-static inline int dnnl_byoc_run_folded(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+static inline int dnnl_byoc_run_folded(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                                        const float* w, int64_t wsize, int64_t m, const float* const* bn,
                                        double epsilon, const float* residual, float* out, int64_t out_size) {
   float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
