@@ -134,14 +134,16 @@ graph main(x: float32[{n}, {c}, {h}, {w}], {k_param}{tail_params}) {{
 @st.composite
 def winograd_geometries(draw):
     """A 3x3 stride-1 conv that Winograd takes: 32 to 80 channels (a block of 64 and a
-    ragged one past it), odd and even results (edge tiles of one pixel), unequal pads."""
+    ragged one past it), odd and even results (edge tiles of one pixel), unequal pads,
+    and at least 25 tiles (results of at least 9x9)."""
     p = {"n": draw(st.integers(1, 2)), "c": draw(st.sampled_from([32, 37, 64, 80]))}
     p["m"] = draw(st.sampled_from([32, 48, 72]))
     p.update({k: draw(st.integers(0, 2)) for k in ("pt", "pl", "pb", "pr")})
-    p["h"] = draw(st.integers(8, 13))
-    p["w"] = draw(st.integers(8, 13))
+    p["h"] = draw(st.integers(11, 15))
+    p["w"] = draw(st.integers(11, 15))
     p["oh"] = p["h"] + p["pt"] + p["pb"] - 2
     p["ow"] = p["w"] + p["pl"] + p["pr"] - 2
+    assert p["n"] * ((p["oh"] + 1) // 2) * ((p["ow"] + 1) // 2) >= 25
     return p
 
 
