@@ -14,6 +14,7 @@ import ctypes
 import numpy as np
 import pytest
 from conftest import random_array
+from dnnl_support import assert_close, const
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -27,7 +28,6 @@ if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
 BACKEND = "dnnl"
-RTOL = ATOL = 1e-4
 
 ENTRY = """
 /* 1 when the packed conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd, 0
@@ -107,12 +107,6 @@ def test_winograd_takes_the_3x3_convolutions_it_fits(winograd, geometry, expecte
     assert winograd(**geometry) == expected
 
 
-def const(rng: np.random.Generator, shape: tuple[int, ...]) -> str:
-    """A DSL constant of ``shape`` with seeded values in [-0.5, 0.5)."""
-    values = ", ".join(repr(float(v)) for v in rng.uniform(-0.5, 0.5, shape).astype(np.float32).ravel())
-    return f"const float32[{', '.join(map(str, shape))}] [{values}]"
-
-
 # what follows the conv: a bias and a relu; a residual (r) and a relu; a batch_norm
 TAILS = {
     "bias_relu": ("b: float32[{m}]", "relu(bias_add(y, b, axis=1))"),
@@ -159,7 +153,7 @@ def test_winograd_matches_the_reference(constant, tail, p, seed):
     shape = (p["m"], p["c"], 3, 3)
     tail_params, expression = TAILS[tail]
     if constant:
-        p.update(k_param="", k_const=f"  k = {const(rng, shape)}\n")
+        p.update(k_param="", k_const=f"  k = {const(rng, shape, -0.5, 0.5)}\n")
     else:
         p.update(k_param=f"k: float32[{', '.join(map(str, shape))}], ", k_const="")
     graph = GRAPH.format(tail_params=tail_params.format(**p), tail=expression, **p)
@@ -171,14 +165,13 @@ def test_winograd_matches_the_reference(constant, tail, p, seed):
     (want,) = evaluate(fn, inputs)
     model = byoc.build(program)
     (got,) = model(**inputs)
-    scale = max(1.0, float(np.max(np.abs(want))))
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * scale)
+    assert_close(got, want)
     if tail == "residual" and all(n.callee is not None for n in fn.nodes):
         (module,) = [m for m in model.modules if m.kind == "library"]
         (symbol,) = module.symbols()
         args = [inputs[q.name].copy() for q in fn.params]
         module.get_function(symbol)(*args, args[-1])  # the residual r, last, is the output too
-        np.testing.assert_allclose(args[-1], want, rtol=RTOL, atol=ATOL * scale)
+        assert_close(args[-1], want)
 
 
 def test_winograd_agrees_with_onednns_convolution(rng):

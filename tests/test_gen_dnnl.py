@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import EXAMPLES, random_array, run_threads
+from dnnl_support import assert_close, const
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -38,16 +39,6 @@ if missing_library("dnnl"):
 
 BACKEND = "dnnl"
 REPO = Path(__file__).resolve().parent.parent
-RTOL = ATOL = 1e-4
-"""float32 sums of up to a few hundred terms, in oneDNN's order: relative to each
-element, and (for the elements where a sum cancels) to the largest one."""
-
-
-def assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * scale)
-
-
 # Every composite pattern of the spec, and the single ops, in one graph.
 PATTERNS = """\
 graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 3], b: float32[6], r: float32[2, 6, 9, 9],
@@ -74,12 +65,6 @@ graph main(x: float32[2, 4, 9, 9], w: float32[6, 4, 3, 3], w2: float32[6, 2, 3, 
   return p1, p2, p3, e, y1, y2, y3, k1, k2, k4, q
 }
 """
-
-
-def const(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float) -> str:
-    """A DSL constant of ``shape`` with seeded values in [low, high)."""
-    values = ", ".join(repr(float(v)) for v in rng.uniform(low, high, shape).astype(np.float32).ravel())
-    return f"const float32[{', '.join(map(str, shape))}] [{values}]"
 
 
 def const_patterns() -> str:

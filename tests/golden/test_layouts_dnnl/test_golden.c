@@ -554,13 +554,19 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
 #define DNNL_BYOC_OUTLINED
 #endif
 
+/* The 2x2 result tiles of the conv of geometry g (dnnl_byoc_conv_desc's), over all
+   its images: the rows of each of Winograd's matmuls. */
+static inline int64_t dnnl_byoc_winograd_tiles(const int64_t* g) {
+  return g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+}
+
 /* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
    stride 1, no dilation or groups, at least 32 channels in and out, transformed
    weights of at most 16 MB, at least 25 tiles (the matmuls' rows), and transforms
    of at most 32 MB a call (5 images of 64 channels at 56x56 take 30.6 MB). */
 static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
 #ifdef DNNL_BYOC_WINOGRAD
-  const int64_t tiles = g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+  const int64_t tiles = dnnl_byoc_winograd_tiles(g);
   return g[5] == 3 && g[6] == 3 && g[9] == 1 && g[10] == 1 && g[15] == 1 && g[16] == 1 && g[17] == 1
       && g[1] >= 32 && g[4] >= 32 && g[1] * g[4] <= 512 * 512 && tiles >= 25
       && 16 * 4 * tiles * (g[1] + g[4]) <= ((int64_t)32 << 20);
@@ -660,6 +666,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
   const int64_t tiles = wg[10], plane = tiles * m;
+  const int relu = wg[9] != 0;
   #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t image = t / (tiles_h * tiles_w), y0 = t / tiles_w % tiles_h * 2, x0 = t % tiles_w * 2;
@@ -685,7 +692,6 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
         const float* e3 = e2 + DNNL_BYOC_WG_BLOCK;
         const float* r = addend != NULL ? addend + at : zeros;
         float* o = y + at;
-        const int relu = wg[9] != 0;
         if (i % 2 == 0) {
           #pragma omp simd
           for (int64_t k = 0; k < n; ++k) {
@@ -832,7 +838,7 @@ static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engi
    for the conv of geometry g, with a relu when `relu`. 1 on success. */
 static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
                                           int relu) {
-  const int64_t tiles = g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+  const int64_t tiles = dnnl_byoc_winograd_tiles(g);
   const int64_t wg[11] = {g[0], g[2], g[3], g[1], g[4], g[11], g[12], g[7], g[8], relu, tiles};
   memcpy(c->winograd, wg, sizeof wg);
   const int64_t a[] = {16, tiles, g[1]}, b[] = {16, g[1], g[4]}, d[] = {16, tiles, g[4]};
