@@ -21,7 +21,7 @@ import numpy as np
 from . import reference_kernels
 from .ast_lock import PYTHON_AST_LOCK
 from .errors import Location
-from .ir import Attrs, AttrValue, TensorType
+from .ir import Attrs, AttrValue, TensorType, is_float
 from .shape_rules import OUTPUT_COUNT, SHAPE_RULES, RuleError, ShapeRule, broadcast_shapes, count_text
 from .value_types import VALUE_TYPES, ValueType
 
@@ -326,7 +326,7 @@ def compile_reference(text: str, arity: int | None, attr_names: Sequence[str]) -
 
 def _call_ufunc(fn: np.ufunc, args: Sequence[Callable[..., object]], xs, at, out=None) -> object:
     values = [a(xs, at) for a in args]
-    floats = any(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in values)
+    floats = any(isinstance(v, np.ndarray) and is_float(str(v.dtype)) for v in values)
     if out is None:
         return fn(*values, dtype=np.float64) if floats else fn(*values)
     return fn(*values, dtype=np.float64, out=out) if floats else fn(*values, out=out)

@@ -32,23 +32,70 @@ import hashlib
 from dataclasses import dataclass, field
 from math import prod
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy: np.dtype("bfloat16"))
 import numpy as np
 
 from .errors import Location
 
-DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64", "int8", "uint8")
-"""The element types byoc supports, in a stable order."""
+DTYPES: tuple[str, ...] = (
+    "float32",
+    "float64",
+    "int32",
+    "int64",
+    "int8",
+    "uint8",
+    "bool",
+    "float16",
+    "bfloat16",
+    "int16",
+    "uint16",
+    "uint32",
+    "uint64",
+)
+"""The element types byoc supports, in a stable order (the first six are the original
+ones; the rest were added later, so listings that follow this order keep their place)."""
 
 OP_DEFAULT_DTYPES: tuple[str, ...] = ("float32", "float64", "int32", "int64")
-"""The dtypes of a catalog op that lists none. The 8-bit ones are opt-in: an op
-takes ``int8`` or ``uint8`` only where its catalog entry says so, since arithmetic
-that is exact in 32 bits wraps in 8 and a C expression such as ``x < 0`` is always
-false (a ``-Wtype-limits`` warning) on an unsigned type."""
+"""The dtypes of a catalog op that lists none. The others are opt-in: an op takes
+``int8``, ``bool``, ``float16`` ... only where its catalog entry says so, since
+arithmetic that is exact in 32 bits wraps in 8, a C expression such as ``x < 0`` is
+always false (a ``-Wtype-limits`` warning) on an unsigned type, and the 16-bit floats
+need their loads and stores converted (see :data:`FLOAT_DTYPES`)."""
 
-INTEGER_DTYPES: tuple[str, ...] = ("int32", "int64", "int8", "uint8")
-"""The dtypes whose values are integers (their constants take integer literals)."""
+INTEGER_DTYPES: tuple[str, ...] = ("int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64")
+"""The dtypes whose values are integers (their constants take integer literals).
+``bool`` is not one of them: its literals are ``true`` and ``false``."""
 
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+FLOAT_DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
+"""The floating-point dtypes.
+
+``float16`` and ``bfloat16`` are *storage* types: byoc computes on them in float32, as
+ONNX Runtime does on CPUs without native half arithmetic. Generated C converts each
+element to ``float`` where it is read, computes, and rounds the result back (round to
+nearest even) where a node's value is defined, so every node's value is rounded once to
+its dtype, exactly like the numpy reference (:data:`HALF_DTYPES`)."""
+
+HALF_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
+"""The 16-bit float dtypes, stored in 16 bits and computed in float32."""
+
+UNSIGNED_DTYPES: tuple[str, ...] = ("uint8", "uint16", "uint32", "uint64", "bool")
+"""The dtypes that hold no negative value."""
+
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "float64": 8,
+    "int32": 4,
+    "int64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float16": 2,
+    "bfloat16": 2,
+    "int16": 2,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+}
 
 C_TYPES: dict[str, str] = {
     "float32": "float",
@@ -57,13 +104,54 @@ C_TYPES: dict[str, str] = {
     "int64": "int64_t",
     "int8": "int8_t",
     "uint8": "uint8_t",
+    "bool": "bool",
+    "float16": "byoc_float16",
+    "bfloat16": "byoc_bfloat16",
+    "int16": "int16_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
 }
-"""The C (and C++) element type of each dtype; the value of a template's ``${ctype}``."""
+"""The C (and C++) element type of each dtype; the value of a template's ``${ctype}``.
+``bool`` is C99's ``bool`` (``<stdbool.h>``; one byte holding 0 or 1, as numpy's and
+DLPack's bool). ``byoc_float16`` and ``byoc_bfloat16`` are 16-bit storage types that
+generated code defines in its support text: never computed on directly, only
+converted to and from ``float``."""
+
+C_COMPUTE_TYPES: dict[str, str] = {**C_TYPES, "float16": "float", "bfloat16": "float"}
+"""The C type that generated code computes a dtype's values in: the storage type, but
+``float`` for the 16-bit floats (see :data:`FLOAT_DTYPES`)."""
 
 
 def is_integer(dtype: str) -> bool:
     """Whether ``dtype`` holds integers (see :data:`INTEGER_DTYPES`)."""
     return dtype in INTEGER_DTYPES
+
+
+def is_float(dtype: str) -> bool:
+    """Whether ``dtype`` is a floating-point type (see :data:`FLOAT_DTYPES`)."""
+    return dtype in FLOAT_DTYPES
+
+
+def is_half(dtype: str) -> bool:
+    """Whether ``dtype`` is a 16-bit float computed in float32 (see :data:`HALF_DTYPES`)."""
+    return dtype in HALF_DTYPES
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a byoc dtype. ``bfloat16`` is ``ml_dtypes.bfloat16``, which
+    this module registers with numpy by importing it, so ``np.dtype("bfloat16")`` and
+    ``str(array.dtype) == "bfloat16"`` work everywhere byoc runs."""
+    return np.dtype(dtype)
+
+
+def dtype_name(dtype: np.dtype) -> str | None:
+    """The byoc dtype of a numpy dtype, or None when byoc has no such dtype (a
+    byte-swapped or structured dtype, float8, complex, strings, objects)."""
+    if not dtype.isnative:
+        return None
+    name = str(dtype)
+    return name if name in DTYPES else None
 
 
 CALL_OP = "call"

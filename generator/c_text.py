@@ -23,6 +23,13 @@ DLPACK_CODES = {
     "int64": ("kDLInt", 64),
     "int8": ("kDLInt", 8),
     "uint8": ("kDLUInt", 8),
+    "bool": ("kDLBool", 8),
+    "float16": ("kDLFloat", 16),
+    "bfloat16": ("kDLBfloat", 16),
+    "int16": ("kDLInt", 16),
+    "uint16": ("kDLUInt", 16),
+    "uint32": ("kDLUInt", 32),
+    "uint64": ("kDLUInt", 64),
 }
 """dtype -> (DLPack type code, bits)."""
 

@@ -332,7 +332,7 @@ def test_library_manifest_errors(tmp_path, capsys, library_bundle):
         m["modules"][0]["functions"][symbol]["inputs"] = [["float32"]]
 
     def bad_dtype(m):
-        m["modules"][0]["functions"][symbol]["inputs"][0][0] = "float16"
+        m["modules"][0]["functions"][symbol]["inputs"][0][0] = "complex64"
 
     def bad_extent(m):
         m["modules"][0]["functions"][symbol]["inputs"][0][1] = ["three", 4]

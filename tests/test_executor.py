@@ -347,7 +347,7 @@ MALFORMED = [
     ("output shape", _edit("attrs/shape/1/3", [16]), "but the function takes"),
     ("input dtype", _edit("attrs/dltype/1/1", "float64"), "but the function takes"),
     ("host function dtype", lambda data: _host_output(data, "int32"), "but the function takes"),
-    ("unknown dtype", _edit("attrs/dltype/1/0", "float16"), "invalid type"),
+    ("unknown dtype", _edit("attrs/dltype/1/0", "complex64"), "invalid type"),
     ("negative extent", _edit("attrs/shape/1/0", [-4, 4]), "invalid type"),
     ("text extent", _edit("attrs/shape/1/0", ["four", 4]), "malformed host graph"),
     ("huge storage", _edit("attrs/shape/1/0", [2**40, 2**20]), "cannot allocate"),

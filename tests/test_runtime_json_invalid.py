@@ -58,7 +58,7 @@ INVALID = {
     "node name": (edit(f"{NODES}/0/name", None), "node 0: key 'name' is missing"),
     "node attrs": (edit(f"{NODES}/1/attrs", None), "node 1: key 'attrs' is missing"),
     "shape attr": (edit(f"{NODES}/0/attrs/shape", [[2, 3]]), "node 0: attrs need"),
-    "dtype attr": (edit(f"{NODES}/0/attrs/dtype", [["float16"]]), "node 0: unknown dtype 'float16'"),
+    "dtype attr": (edit(f"{NODES}/0/attrs/dtype", [["complex64"]]), "node 0: unknown dtype 'complex64'"),
     "forward input": (edit(f"{NODES}/2/inputs", [[0, 0, 0], [3, 0, 0]]), "node 2: input 1 refers to node 3"),
     "self input": (edit(f"{NODES}/3/inputs/0", [3, 0, 0]), "node 3: input 0 refers to node 3"),
     "negative id": (edit(f"{NODES}/2/inputs/0", [-1, 0, 0]), "node 2: input 0 refers to node -1"),

@@ -175,7 +175,7 @@ CASES = [
     ("undefined-layer", ENGINE, "{layers: {2: add_2d}}", "{layers: {2: add2d}}", 17, 21, "undefined layer 'add2d'"),
     ("kind-cannot-dtype", EXAMPLEJSON, "dtypes: [float32]", "dtypes: [float32, float64]", 4, 19, "cannot generate float64"),
     ("engine-one-dtype", ENGINE, "dtypes: [float32]", "dtypes: [float32, int32]", 4, 19, "exactly one dtype"),
-    ("unknown-dtype", JSON, "dtypes: [float32, int32]", "dtypes: [float32, float16]", 4, 19, "unknown dtype 'float16'"),
+    ("unknown-dtype", JSON, "dtypes: [float32, int32]", "dtypes: [float32, complex64]", 4, 19, "unknown dtype 'complex64'"),
     ("rank-out-of-range", JSON, "ranks: [1, 2]", "ranks: [1, 40]", 5, 12, "rank 40 is out of range"),
     ("op-rank-not-declared", C_SOURCE, "macros: {1: BIN_1D}", "macros: {3: BIN_1D}", 22, 14, "rank 3 is not one of"),
     ("macro-name-keyword", C_SOURCE, "  BIN_1D:\n", "  int:\n", 13, 3, "C or C++ keyword"),
