@@ -10,7 +10,7 @@ import numpy as np
 
 from .cli_gen import add_graph_arguments, parse_options
 from .errors import UsageError
-from .ir import is_integer
+from .ir import is_integer, numpy_dtype
 from .npz_files import read_npz
 
 RUN_EPILOG = """\
@@ -86,14 +86,15 @@ def add_commands(sub, parents) -> None:
         "--rtol",
         type=_tolerance,
         default=None,
-        help="relative tolerance (default: 1e-5 float32, 1e-12 float64; 1e-3 against output_*.pb)",
+        help="relative tolerance (default: 1e-5 float32, 1e-12 float64, 5e-3 float16, 4e-2 bfloat16; "
+        "1e-3 against output_*.pb; bool and integer outputs must be equal)",
     )
     r.add_argument(
         "--atol",
         type=_tolerance,
         default=None,
-        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64, times the output's largest "
-        "magnitude when above 1; 1e-7 against output_*.pb)",
+        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64, 1e-3 float16, 8e-3 bfloat16, "
+        "times the output's largest magnitude when above 1; 1e-7 against output_*.pb)",
     )
     r.set_defaults(run=_cmd_run)
 
@@ -290,12 +291,7 @@ def _inputs(executor, graph: str, supplied, origins, seed: int, qualified: bool)
     for name in executor.input_names:
         t = executor.input_type(name)
         if supplied is None:
-            if is_integer(t.dtype):  # small values, within every integer dtype's range
-                info = np.iinfo(t.dtype)
-                low, high = max(-100, int(info.min)), min(100, int(info.max))
-                inputs[name] = rng.integers(low, high, size=t.shape, endpoint=True).astype(t.dtype)
-            else:
-                inputs[name] = rng.uniform(-2.0, 2.0, size=t.shape).astype(t.dtype)
+            inputs[name] = random_array(rng, t)
             continue
         key = f"{graph}/{name}" if qualified else name
         if key not in supplied:
@@ -306,6 +302,20 @@ def _inputs(executor, graph: str, supplied, origins, seed: int, qualified: bool)
         _check_array(supplied[key], t, origins[key], f"{graph} takes")
         inputs[name] = supplied[key]
     return inputs
+
+
+def random_array(rng: np.random.Generator, t) -> np.ndarray:
+    """Seeded random values of type ``t``: small integers (0 to 100 for the unsigned
+    dtypes, -100 to 100 else, within every integer dtype's range), True/False for bool,
+    and floats in [-2, 2] rounded to the dtype (every float dtype holds them, float16
+    and bfloat16 included)."""
+    if t.dtype == "bool":
+        return rng.integers(0, 1, size=t.shape, endpoint=True).astype(np.bool_)
+    if is_integer(t.dtype):
+        info = np.iinfo(t.dtype)
+        low, high = max(-100, int(info.min)), min(100, int(info.max))
+        return rng.integers(low, high, size=t.shape, endpoint=True).astype(t.dtype)
+    return rng.uniform(-2.0, 2.0, size=t.shape).astype(numpy_dtype(t.dtype))
 
 
 def _check_unused(supplied, model, qualified: bool) -> None:
@@ -337,26 +347,54 @@ def _report(outputs, expected, rtol: float | None, atol: float | None) -> int:
     return failed
 
 
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-12, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (5e-3, 1e-3),
+    "bfloat16": (4e-2, 8e-3),
+}
+"""``(rtol, atol)`` of each float dtype when --rtol/--atol are not given; the atol is
+scaled by the output's largest magnitude above 1 (see :func:`_compare`).
+
+float16 and bfloat16 are computed in float32 and each node's result is rounded once
+to the dtype, as the numpy reference rounds its float64 result: the two roundings
+start from values a float32 rounding apart, so they land on the same or neighbouring
+16-bit values, one unit in the last place (ulp) apart per node, and a chain of nodes
+carries its inputs' differences along. A ulp is 2**-10 of a float16 value at most
+(11 significant bits: 9.8e-4 relative at 1.0) and 2**-7 of a bfloat16 (8 bits:
+7.8e-3), so the relative tolerances allow about 5 ulps (5e-3, 4e-2) and the absolute
+ones about one ulp of the output's largest magnitude (1e-3, 8e-3), for an element
+where a sum cancels. float32's 1e-5 is about 84 of its ulps (2**-23 = 1.2e-7), for
+kernels that sum in their own order. bool and integer outputs must be equal."""
+
+
 def _compare(got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None) -> tuple[str, str]:
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"MISMATCH (expected {want.dtype}{list(want.shape)})", "-"
     if got.size == 0:
         return "ok", "0"
-    if got.dtype.kind in "iu":
-        error = int(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
-        return ("ok" if error == 0 else "MISMATCH"), str(error)
-    precise = got.dtype == np.float64
+    dtype = str(got.dtype)
+    if dtype == "bool" or is_integer(dtype):  # exact; the difference without wrapping (uint64)
+        differ = got != want
+        if not differ.any():
+            return "ok", "0"
+        big, small = np.maximum(got[differ], want[differ]), np.minimum(got[differ], want[differ])
+        error = max(int(b) - int(s) for b, s in zip(big.tolist(), small.tolist()))
+        return "MISMATCH", str(error)
+    default_rtol, default_atol = DEFAULT_TOLERANCES[dtype]
+    # np.allclose on a bfloat16 array computes in bfloat16: compare doubles
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
     if atol is None:
         # A kernel that sums in its own order (a library's blocked conv, a tree
         # reduction) leaves an element where the sum cancels with the rounding of its
         # larger terms: the default allows each element a few units of the output's
         # largest magnitude besides its own relative error.
-        finite = np.abs(want[np.isfinite(want)])
+        finite = np.abs(want64[np.isfinite(want64)])
         largest = float(finite.max()) if finite.size else 0.0
-        atol = (1e-12 if precise else 1e-6) * max(1.0, largest)
-    rtol = _or(rtol, 1e-12 if precise else 1e-5)
-    error = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-    ok = np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        atol = default_atol * max(1.0, largest)
+    rtol = _or(rtol, default_rtol)
+    error = float(np.max(np.abs(got64 - want64)))
+    ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
     return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
 
 

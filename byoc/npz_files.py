@@ -5,6 +5,18 @@ Three surfaces read archives: ``byoc run --inputs`` (a :class:`~byoc.errors.Usag
 a graph's weights file (a located :class:`~byoc.errors.GraphError`) and a JSON module's
 large constants (a :class:`~byoc.errors.RuntimeFailure`); each calls :func:`read_npz`
 with the error to raise and a phrase naming the file.
+
+bfloat16 entries. An ``.npz`` holds ``.npy`` members, whose header names a numpy dtype
+by its type string; ml_dtypes' bfloat16 has none of its own (``np.savez`` writes it as
+``|V2``, raw bytes that read back as no number), and a pickled dtype is never read. So
+byoc stores a bfloat16 array as its bits, a ``uint16`` entry of the same shape, and
+lists the names of such entries in one more entry, :data:`BFLOAT16_MARKER`: a 1-D
+array of strings (``<U``), sorted. :func:`npz_bytes` writes that form and
+:func:`read_npz` gives the entries back as bfloat16 arrays (a view, no copy) and drops
+the marker; a marker that is not such a list, names a missing entry or one that is not
+``uint16``, or an ``|V2`` entry (bfloat16 saved by ``np.savez`` directly) is an error.
+bool and float16 have numpy type strings (``|b1``, ``<f2``) and are stored as they are.
+A weights file's digest is that of these bytes, so it is the same on every write.
 """
 
 from __future__ import annotations
@@ -17,8 +29,18 @@ from typing import BinaryIO
 import numpy as np
 
 from .errors import ByocError
+from .ir import numpy_dtype
+
+BFLOAT16 = numpy_dtype("bfloat16")
 
 NEVER_UNPICKLES = "byoc never unpickles; save plain arrays with np.savez"
+
+BFLOAT16_MARKER = "__byoc_bfloat16__"
+"""The entry that lists the archive's bfloat16 entries (stored as their uint16 bits)."""
+BFLOAT16_HINT = (
+    f"store a bfloat16 array as its bits, array.view(np.uint16), and list its name in an entry "
+    f"{BFLOAT16_MARKER!r} (a 1-D array of str); byoc.npz_files.npz_bytes writes that form"
+)
 
 
 def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -> dict[str, np.ndarray]:
@@ -30,7 +52,7 @@ def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -
         if not hasattr(data, "files"):  # a .npy file: one plain array, not a context manager
             raise error(f"{what} is a single array, not an .npz archive", hint="save with np.savez")
         with data:
-            return {key: data[key] for key in data.files}
+            arrays = {key: data[key] for key in data.files}
     except ByocError:
         raise
     except ValueError as exc:
@@ -39,12 +61,60 @@ def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -
         raise error(f"{what}: cannot read it as .npz ({exc})") from None
     except Exception as exc:  # zipfile and numpy's format module raise assorted errors on corrupt files
         raise error(f"{what} is not a valid .npz file ({type(exc).__name__}: {exc})") from None
+    return _with_bfloat16(arrays, what, error)
+
+
+def _with_bfloat16(
+    arrays: dict[str, np.ndarray], what: str, error: Callable[..., ByocError]
+) -> dict[str, np.ndarray]:
+    """``arrays`` with the entries that :data:`BFLOAT16_MARKER` lists viewed as bfloat16,
+    and the marker dropped (see the module doc)."""
+    marker = arrays.pop(BFLOAT16_MARKER, None)
+    names: list[str] = []
+    if marker is not None:
+        if marker.ndim != 1 or marker.dtype.kind != "U":
+            raise error(
+                f"{what}: entry {BFLOAT16_MARKER!r} is {marker.dtype}{list(marker.shape)}, "
+                "not a list of entry names",
+                hint=BFLOAT16_HINT,
+            )
+        names = [str(name) for name in marker]
+    for name in names:
+        array = arrays.get(name)
+        if array is None:
+            raise error(
+                f"{what}: {BFLOAT16_MARKER!r} names the entry {name!r}, which it lacks", hint=BFLOAT16_HINT
+            )
+        if array.dtype != np.uint16:
+            raise error(
+                f"{what}: entry {name!r} is listed as bfloat16, so it must hold uint16 bits, "
+                f"but it is {array.dtype}",
+                hint=BFLOAT16_HINT,
+            )
+        arrays[name] = array.view(BFLOAT16)
+    for name, array in arrays.items():
+        if array.dtype.kind == "V" and name not in names:
+            raise error(
+                f"{what}: entry {name!r} holds raw {array.dtype} values, not numbers "
+                "(np.savez writes a bfloat16 array so)",
+                hint=BFLOAT16_HINT,
+            )
+    return arrays
 
 
 def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """The bytes of an uncompressed .npz archive holding ``arrays`` (for an atomic write)."""
+    """The bytes of an uncompressed .npz archive holding ``arrays`` (for an atomic write);
+    bfloat16 arrays are stored as their bits, listed in :data:`BFLOAT16_MARKER`."""
+    if BFLOAT16_MARKER in arrays:
+        raise ValueError(f"{BFLOAT16_MARKER!r} is reserved for byoc's list of bfloat16 entries")
+    stored = dict(arrays)
+    halves = sorted(name for name, array in arrays.items() if array.dtype == BFLOAT16)
+    for name in halves:
+        stored[name] = np.ascontiguousarray(arrays[name]).view(np.uint16)
+    if halves:
+        stored[BFLOAT16_MARKER] = np.array(halves, dtype=str)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **stored)
     return buffer.getvalue()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UsageError
-from .ir import DTYPES
+from .ir import DTYPES, numpy_dtype
 from .onnx_import import require_onnx
 
 TENSOR_HINT = "an ONNX test-data directory holds input_0.pb, input_1.pb, ... (serialised onnx.TensorProto)"
@@ -117,15 +117,26 @@ def read_tensor(path: Path) -> np.ndarray:
                 hint="the file is truncated or corrupt",
             )
     try:
-        return np.ascontiguousarray(onnx.numpy_helper.to_array(tensor))
+        array = np.ascontiguousarray(onnx.numpy_helper.to_array(tensor))
     except Exception as exc:  # values that do not fill the shape
         raise UsageError(f"{where}: its values do not fit its shape {list(tensor.dims)} ({exc})") from None
+    if dtype == "bfloat16" and array.dtype in (np.uint16, np.int32):
+        # an onnx without ml_dtypes gives a bfloat16 tensor's bits: from raw_data as
+        # uint16, from int32_data (one value per int32, in its low 16 bits) as int32
+        array = np.ascontiguousarray(array.astype(np.uint16).view(numpy_dtype("bfloat16")))
+    if array.dtype != numpy_dtype(dtype):
+        raise UsageError(
+            f"{where}: onnx read its {dtype} tensor as {array.dtype}", hint="update the onnx package"
+        )
+    return array
 
 
 def _dtype_name(onnx, data_type: int) -> str:
     """byoc's name of an ONNX element type, else ONNX's own (``string``, ``float16``)."""
     if data_type == 0:
         return "undefined"
+    if data_type == onnx.TensorProto.BFLOAT16:  # older onnx versions name its numpy type uint16
+        return "bfloat16"
     try:
         name = onnx.helper.tensor_dtype_to_np_dtype(data_type).name
     except Exception:  # an element type this onnx does not know

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 
+import ml_dtypes
 import numpy as np
 from lark import Token
 
@@ -246,6 +247,21 @@ class _Reader:
                 hint='put large values in a weights file (`const T weights["entry"]`), '
                 "or pass them as graph parameters",
             )
+        dtype = type_.dtype
+        words = [v for v in values if type(v) is Token]  # true / false, or a stray name
+        for word in words:
+            if word.value not in BOOL_LITERALS:
+                raise ParseError(
+                    f"unexpected name {word.value!r} as a constant's values",
+                    self._loc(word),
+                    hint='give a number, [numbers], true/false (bool) or weights["ENTRY"]',
+                )
+        if words and dtype != "bool":
+            raise GraphError(
+                f"{_article(dtype)} {dtype} constant takes numbers, not {words[0].value}",
+                self._loc(words[0]),
+                hint="true and false are the values of bool constants; write 1 or 0 here",
+            )
         if len(values) == 1 and type_.size != 1:
             values = values * type_.size  # a single value fills the tensor
         if len(values) != type_.size:
@@ -254,25 +270,38 @@ class _Reader:
                 loc,
                 hint="give one value per element in row-major order, or a single value to fill it",
             )
-        integer = is_integer(type_.dtype)
-        if integer:
+        if dtype == "bool":
+            number = next((v for v in values if type(v) is not Token), None)
+            if number is not None:
+                raise GraphError(
+                    f"a bool constant takes true or false, not {number!r}",
+                    loc,
+                    hint="write true or false; compare with a number (e.g. greater(x, y)) for a bool tensor",
+                )
+            return Const(type_, tuple(v.value == "true" for v in values), loc)
+        if is_integer(dtype):
             if any(isinstance(v, float) for v in values):
-                raise GraphError(f"{_article(type_.dtype)} {type_.dtype} constant takes integers only", loc)
-            info = np.iinfo(type_.dtype)
+                raise GraphError(f"{_article(dtype)} {dtype} constant takes integers only", loc)
+            info = np.iinfo(dtype)
             low, high = int(info.min), int(info.max)
-        else:
-            high = float(np.finfo(type_.dtype).max)
-            low = -high
-        bad = next((v for v in values if not low <= v <= high), None)
-        if bad is not None:
-            raise GraphError(
-                f"constant value {bad!r} is out of range for {type_.dtype}",
-                loc,
-                hint=f"{type_.dtype} values lie in [{low:g}, {high:g}]",
-            )
-        if integer:
+            bad = next((v for v in values if not low <= v <= high), None)
+            if bad is not None:
+                raise GraphError(
+                    f"constant value {bad!r} is out of range for {dtype}",
+                    loc,
+                    hint=f"{dtype} values lie in [{low}, {high}]",
+                )
             return Const(type_, tuple(values), loc)
-        return Const(type_, tuple(float(v) for v in values), loc)
+        floats = tuple(float(v) for v in values)
+        bad_at = out_of_range(floats, dtype)
+        if bad_at is not None:
+            high = float(ml_dtypes.finfo(dtype).max)
+            raise GraphError(
+                f"constant value {values[bad_at]!r} is out of range for {dtype}",
+                loc,
+                hint=f"{dtype} values lie in [{-high:.8g}, {high:.8g}]: a larger one rounds to infinity",
+            )
+        return Const(type_, floats, loc)
 
     def const_values(self, c):
         return [v for v in c if v is not None]
@@ -317,6 +346,22 @@ class _Reader:
 
     def SIGNED_FLOAT(self, tok):
         return float(tok)
+
+
+BOOL_LITERALS = ("true", "false")
+"""The values of a bool constant (``const bool[2] [true, false]``)."""
+
+
+def out_of_range(values: tuple[float, ...], dtype: str) -> int | None:
+    """The index of the first of ``values`` that rounds to an infinity in the float
+    ``dtype`` (it is beyond the largest finite value by half a unit in the last place
+    or more, or is itself infinite), or None. Rounding decides, not ``finfo(dtype).max``:
+    ``3.4028235e+38``, the shortest text of float32's largest value, is a little above
+    it as a double and still a float32."""
+    with np.errstate(over="ignore"):
+        rounded = np.array(values, dtype=np.float64).astype(dtype)
+    bad = ~np.isfinite(rounded.astype(np.float64))
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _article(word: str) -> str:

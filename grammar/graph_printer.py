@@ -21,6 +21,7 @@ from byoc.ir import (
     Program,
     TensorType,
     WeightsSource,
+    is_half,
     plain_numbers,
 )
 
@@ -151,5 +152,30 @@ def _all_same(values: np.ndarray) -> bool:
 
 def number_texts(values: np.ndarray) -> list[str]:
     """Each value as the DSL writes it, the shortest text that reads back as exactly
-    that value of its dtype (:func:`~byoc.ir.plain_numbers`)."""
+    that value of its dtype (:func:`~byoc.ir.plain_numbers`); ``true``/``false`` for
+    bool, and for float16 and bfloat16 the shortest decimal that rounds back to the
+    value's bits (:func:`half_text`)."""
+    if values.dtype == np.bool_:
+        return ["true" if v else "false" for v in values.tolist()]
+    if is_half(str(values.dtype)):
+        return [half_text(v) for v in values]
     return [repr(v) for v in plain_numbers(values)]
+
+
+def half_text(value: np.generic) -> str:
+    """The shortest text of a float16 or bfloat16 ``value`` that the parser reads back
+    as the same bits: ``0.1`` for the float16 nearest 0.1 (not ``0.0999755859375``), and
+    always with a point or exponent, so ``-0.0`` stays a float. Neither numpy's nor
+    ml_dtypes' ``str`` is that for bfloat16 (ml_dtypes prints six digits), so the
+    digits are searched: a 16-bit float needs at most 5 significant ones."""
+    x = float(value)
+    if not np.isfinite(x):
+        return repr(x)  # the DSL has no literal for these; the printer of a weights file does
+    dtype = value.dtype
+    bits = value.tobytes()
+    with np.errstate(over="ignore"):  # 3e+38 is an infinity as a bfloat16: a miss
+        for digits in range(1, 18):
+            candidate = float(f"{x:.{digits}g}")
+            if np.array(candidate, dtype=np.float64).astype(dtype).tobytes() == bits:
+                return repr(candidate)
+    return repr(x)  # unreachable: 17 digits read back as the very double

@@ -194,11 +194,14 @@ class GraphLoader:
         data = value.get("data")
         if not isinstance(data, list) or len(data) != prod(t.shape):
             raise self.fail(f"const_values[{name!r}] needs {prod(t.shape)} data values", nid)
-        if is_integer(t.dtype):
+        if t.dtype == "bool":
+            ok = all(isinstance(x, bool) for x in data)
+        elif is_integer(t.dtype):
             low, high = np.iinfo(t.dtype).min, np.iinfo(t.dtype).max
             ok = all(_is_int(x) and low <= x <= high for x in data)
-        else:
+        else:  # a number that rounds to a finite value of the dtype (65520 is no float16)
             ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data)
+            ok = ok and _finite_in(data, t.dtype)
         if not ok:
             raise self.fail(f"const_values[{name!r}] holds a value that is not a {t.dtype} number", nid)
 
@@ -214,6 +217,16 @@ class GraphLoader:
         if array is None or array.dtype != np.dtype(t.dtype) or array.shape != t.shape:
             got = "no such entry" if array is None else f"{array.dtype}{list(array.shape)}"
             raise self.fail(f"{value['file']}[{name!r}] is not of the node's type {t} ({got})", nid)
+
+
+def _finite_in(data: list, dtype: str) -> bool:
+    """Whether every number of ``data`` (finite in JSON) is finite in the float ``dtype``."""
+    with np.errstate(over="ignore"):
+        try:
+            rounded = np.array(data, dtype=np.float64).astype(dtype)
+        except OverflowError:  # an integer beyond every double
+            return False
+    return bool(np.isfinite(rounded.astype(np.float64)).all())
 
 
 def _is_int(x: Any) -> bool:
