@@ -299,6 +299,68 @@ def npz_huge_declared_shape(d: Path) -> None:
         z.writestr("x.npy", member)
         z.writestr("y.npy", member)
 
+NPZ_NEW_DTYPES_GRAPH = """\
+graph main(x: float16[2, 2], h: bfloat16[2, 2], b: bool[2, 2]) {
+  s = @json { return negative(x) }
+  return s, h, b
+}
+"""
+
+
+def _new_dtype_arrays(**changed) -> dict[str, np.ndarray]:
+    """Good --inputs for NPZ_NEW_DTYPES_GRAPH (h as bits listed in the marker), with
+    ``changed`` replacing some."""
+    arrays = {
+        "x": np.ones((2, 2), np.float16),
+        "h": _bfloat16(np.ones((2, 2))).view(np.uint16),
+        "b": np.ones((2, 2), np.bool_),
+        BFLOAT16_MARKER: np.array(["h"]),
+    }
+    return {**arrays, **changed}
+
+
+@fixture
+def npz_float32_for_float16(d: Path) -> None:
+    _npz(d, _new_dtype_arrays(x=np.ones((2, 2), np.float32)), graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_byteswapped_float16(d: Path) -> None:
+    _npz(d, _new_dtype_arrays(x=np.ones((2, 2), ">f2")), graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_float16_for_bfloat16(d: Path) -> None:
+    arrays = _new_dtype_arrays(h=np.ones((2, 2), np.float16))
+    del arrays[BFLOAT16_MARKER]
+    _npz(d, arrays, graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_bits_for_bfloat16(d: Path) -> None:
+    """uint16 bits not listed as bfloat16 are uint16."""
+    arrays = _new_dtype_arrays()
+    del arrays[BFLOAT16_MARKER]
+    _npz(d, arrays, graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_bfloat16_saved_by_savez(d: Path) -> None:
+    arrays = _new_dtype_arrays(h=_bfloat16(np.ones((2, 2))))
+    del arrays[BFLOAT16_MARKER]
+    _npz(d, arrays, graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_bfloat16_marker_names_missing_entry(d: Path) -> None:
+    _npz(d, _new_dtype_arrays(**{BFLOAT16_MARKER: np.array(["h", "q"])}), graph=NPZ_NEW_DTYPES_GRAPH)
+
+
+@fixture
+def npz_uint8_for_bool(d: Path) -> None:
+    _npz(d, _new_dtype_arrays(b=np.ones((2, 2), np.uint8)), graph=NPZ_NEW_DTYPES_GRAPH)
+
+
 
 # ------------------------------------------------------------------- bundles
 
@@ -612,6 +674,51 @@ def weights_not_a_digest(d: Path) -> None:
     _weights(d, digest="9f2c")
 
 
+# The new dtypes' weights files. A bfloat16 entry is stored as its uint16 bits and listed
+# in the entry __byoc_bfloat16__ (byoc/npz_files.py); these break that form.
+BFLOAT16_MARKER = "__byoc_bfloat16__"
+
+
+def _bfloat16(values) -> np.ndarray:
+    import ml_dtypes
+
+    return np.asarray(values, dtype=np.float32).astype(ml_dtypes.bfloat16)
+
+
+@fixture
+def weights_bool_stored_as_float32(d: Path) -> None:
+    _weights(d, type_="bool[2, 3]", k=np.ones((2, 3), np.float32))
+
+
+@fixture
+def weights_bfloat16_without_marker(d: Path) -> None:
+    """The bits of a bfloat16 array, not listed as bfloat16: plain uint16."""
+    _weights(d, type_="bfloat16[2, 3]", k=_bfloat16(np.ones((2, 3))).view(np.uint16))
+
+
+@fixture
+def weights_bfloat16_marker_names_float32(d: Path) -> None:
+    _weights(d, type_="bfloat16[2, 3]", k=np.ones((2, 3), np.float32), **{BFLOAT16_MARKER: np.array(["k"])})
+
+
+@fixture
+def weights_bfloat16_marker_names_missing_entry(d: Path) -> None:
+    bits = _bfloat16(np.ones((2, 3))).view(np.uint16)
+    _weights(d, type_="bfloat16[2, 3]", k=bits, **{BFLOAT16_MARKER: np.array(["k", "w"])})
+
+
+@fixture
+def weights_bfloat16_marker_not_names(d: Path) -> None:
+    bits = _bfloat16(np.ones((2, 3))).view(np.uint16)
+    _weights(d, type_="bfloat16[2, 3]", k=bits, **{BFLOAT16_MARKER: np.array([0, 1])})
+
+
+@fixture
+def weights_bfloat16_saved_by_savez(d: Path) -> None:
+    """np.savez of an ml_dtypes bfloat16 array writes raw |V2 bytes."""
+    _weights(d, type_="bfloat16[2, 3]", k=_bfloat16(np.ones((2, 3))))
+
+
 # ------------------------------------------------------------------ ONNX models (byoc import)
 
 
@@ -725,14 +832,15 @@ def onnx_runtime_cast(d: Path) -> None:
 
 
 @fixture
-def onnx_bool_input(d: Path) -> None:
+def onnx_complex_input(d: Path) -> None:
+    """A complex64 input (bool, this case's dtype before, is one of byoc's now)."""
     from onnx import helper
 
     graph = helper.make_graph(
-        [helper.make_node("Not", ["x"], ["y"], name="not")],
+        [helper.make_node("Identity", ["x"], ["y"], name="copy")],
         "g",
-        [helper.make_tensor_value_info("x", 9, [2])],
-        [helper.make_tensor_value_info("y", 9, [2])],
+        [helper.make_tensor_value_info("x", 14, [2])],
+        [helper.make_tensor_value_info("y", 14, [2])],
     )
     (d / "m.onnx").write_bytes(
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
@@ -924,6 +1032,23 @@ def onnx_test_data_external(d: Path) -> None:
     entry = t.external_data.add()
     entry.key, entry.value = "location", "/dev/zero"
     _test_data(d, {"input_0.pb": t.SerializeToString()})
+
+
+@fixture
+def onnx_test_data_float16_for_float32(d: Path) -> None:
+    _test_data(d, {"input_0.pb": X23.astype(np.float16)})
+
+
+@fixture
+def onnx_test_data_bfloat16_for_float32(d: Path) -> None:
+    _test_data(d, {"input_0.pb": _bfloat16(X23)})
+
+
+@fixture
+def onnx_test_data_float8(d: Path) -> None:
+    import ml_dtypes
+
+    _test_data(d, {"input_0.pb": X23.astype(ml_dtypes.float8_e4m3fn)})
 
 
 def main(argv: list[str]) -> int:
