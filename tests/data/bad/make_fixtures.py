@@ -299,6 +299,7 @@ def npz_huge_declared_shape(d: Path) -> None:
         z.writestr("x.npy", member)
         z.writestr("y.npy", member)
 
+
 NPZ_NEW_DTYPES_GRAPH = """\
 graph main(x: float16[2, 2], h: bfloat16[2, 2], b: bool[2, 2]) {
   s = @json { return negative(x) }
@@ -359,7 +360,6 @@ def npz_bfloat16_marker_names_missing_entry(d: Path) -> None:
 @fixture
 def npz_uint8_for_bool(d: Path) -> None:
     _npz(d, _new_dtype_arrays(b=np.ones((2, 2), np.uint8)), graph=NPZ_NEW_DTYPES_GRAPH)
-
 
 
 # ------------------------------------------------------------------- bundles
