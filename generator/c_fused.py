@@ -5,6 +5,8 @@ One C99 file per backend, holding every external function of that backend::
     header comment          what generated the file, from which spec, with which options
     #include ...            the TVM FFI entry's headers (ffi_entry.includes()), and <math.h>
                             when an op expression calls a function or a constant is not finite
+    dtype support           where the module uses them: <stdbool.h>, the half types'
+                            storage and conversions, the cast functions (c_dtypes.py)
     byoc_simd_clones        option target_clones: the clones' attribute, and
                             byoc_clones_have_fma for the prelude to test
     prelude                 the spec's `prelude` template
@@ -59,7 +61,7 @@ from byoc.spec.bindings import ExpressionBinding, OpBinding
 from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
-from . import c_workspace, ffi_entry
+from . import c_dtypes, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
 from .c_fused_nests import needs_nests
@@ -77,6 +79,7 @@ HELPERS = (
     "byoc_simd_clones",
     "byoc_clones_have_fma",
     *POOL_NAMES,
+    *c_dtypes.NAMES,
 )
 """The static helpers of the module, which no generated name may take."""
 
@@ -111,6 +114,9 @@ def module_text(
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
         + _extra_includes(workspace, parallel),
     ]
+    types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
+    if types:
+        parts.append(types)
     if values.get("target_clones") is True:
         parts.append(CLONES)
     prelude = render(spec.templates.get("prelude", ""), values)

@@ -8,8 +8,9 @@ For a function (a region) with symbol ``<sym>`` it writes:
   pointers are ``restrict``-qualified. Outputs are
   grouped by shape; each group gets one loop nest over its shape
   (:mod:`byoc.generator.fused_loops`: one flat loop when no operand broadcasts), and
-  in it every node the group's outputs need is a scalar local,
-  ``const float t3 = t1 * in2[i];``, from the op's C expression (the spec's ``c``, by
+  in it every node the group's outputs need is a scalar local of its compute type,
+  ``const float t3 = t1 * in2[i];`` (a half type's element read as a float and each
+  node's value rounded to its dtype: :mod:`byoc.generator.c_dtypes`), from the op's C expression (the spec's ``c``, by
   default the op catalog's). Only the outputs are stored. A node needed by groups of
   two shapes is computed in both, and a node of a smaller shape than its loop is
   recomputed along the axes it is broadcast over; so nothing is ever materialised:
@@ -39,7 +40,7 @@ from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.template import render
 
-from . import ffi_entry
+from . import c_dtypes, ffi_entry
 from .artifacts import Artifact
 from .c_fused_nests import Body, anchored_body, needs_nests
 from .c_fused_support import pragmas
@@ -201,22 +202,34 @@ def _group(
         v = table[name]
         return v.c_name if v.node is not None else f"{v.c_name}[{loops.index(v.type.shape)}]"
 
+    def loaded(name: str) -> str:  # in the compute type
+        v = table[name]
+        return operand(name) if v.node is not None else c_dtypes.load(operand(name), v.type.dtype)
+
+    def stored(name: str) -> str:  # in the storage type
+        v = table[name]
+        return operand(name) if v.node is None else c_dtypes.store(operand(name), v.type.dtype)
+
     for v in members:
         if v.node is None:
             continue
         node = fn.nodes[v.node]
         depth[v.name] = max((depth[n] for n in node.inputs), default=0)
-        args = {f"x{j}": operand(n) for j, n in enumerate(node.inputs)}
-        ctype = C_TYPES[node.type.dtype]
+        args = c_dtypes.input_args([(loaded(n), table[n].type.dtype) for n in node.inputs])
+        dtype = node.type.dtype
         binding = spec.ops[node.op]
         assert isinstance(binding, ExpressionBinding)  # needs_nests() took every other region
         attrs = c_attributes(resolve(catalog[node.op], [table[n].type for n in node.inputs], node.attrs))
         expression = render(
-            binding.expression, {**values, "ctype": ctype, "dtype": node.type.dtype, **attrs, **args}
+            binding.expression,
+            {**values, "ctype": c_dtypes.compute_type(dtype), "dtype": dtype, **attrs, **args},
         )
-        levels[depth[v.name]].append(f"const {ctype} {v.c_name} = {expression}; {comment(origin(node))}")
+        levels[depth[v.name]].append(
+            f"const {c_dtypes.compute_type(dtype)} {v.c_name} = {c_dtypes.rounded(expression, dtype)};"
+            f" {comment(origin(node))}"
+        )
     index = loops.index(shape)
-    levels[-1] += [f"out{o}[{index}] = {operand(fn.outputs[o])};" for o in outs]
+    levels[-1] += [f"out{o}[{index}] = {stored(fn.outputs[o])};" for o in outs]
 
     lines = [f"  {comment(_describe(loops, labels, leaves))}"]
     indent = "  "

@@ -41,6 +41,7 @@ from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
 from byoc.spec.template import placeholders, render
 
+from . import c_dtypes
 from .c_text import comment, origin, value_label
 from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
 from .fused_blocking import BlockedText, plan_blocking, reduction_loops, widened
@@ -288,7 +289,8 @@ class _NestWriter:
                 self._expression(units[k].node, loops, placed, in_nest)
         for name in names:
             for dest in self.stored.get(name, ()):
-                placed.store(f"{dest}[{loops.index(nest.shape)}] = {self.c_name[name]};")
+                value = c_dtypes.store(self.c_name[name], self.types[name].dtype)
+                placed.store(f"{dest}[{loops.index(nest.shape)}] = {value};")
         heavy = 0 < self.heavy <= loops.size * placed.points if placed.points else False
         parallel = not fails and bool(loops.axes) and (0 < self.threshold <= loops.size or heavy)
         parallel = parallel and placed.outer_count() > 1  # one block: nothing to share
@@ -320,7 +322,7 @@ class _NestWriter:
     def _template_values(self, node: Node) -> dict[str, object]:
         return {
             **self.values,
-            "ctype": C_TYPES[node.type.dtype],
+            "ctype": c_dtypes.compute_type(node.type.dtype),
             "dtype": node.type.dtype,
             **c_attributes(self._attrs(node)),
         }
@@ -328,14 +330,20 @@ class _NestWriter:
     def _expression(self, node: Node, loops: Loops, placed: Placement, in_nest: set[str]) -> None:
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ExpressionBinding)
-        args = {}
-        for j, (name, view) in enumerate(zip(node.inputs, self._views(node))):
-            args[f"x{j}"] = (
-                self.c_name[name] if name in in_nest else f"{self.arrays[name]}[{loops.index(view)}]"
-            )
-        text = render(binding.expression, {**self._template_values(node), **args})
-        c = self.c_name[node.name]
-        placed.add(f"const {C_TYPES[node.type.dtype]} {c} = {text};", comment(origin(node)), defines=c)
+        inputs = []
+        for name, view in zip(node.inputs, self._views(node)):
+            dtype = self.types[name].dtype
+            if name in in_nest:
+                inputs.append((self.c_name[name], dtype))
+            else:
+                inputs.append((c_dtypes.load(f"{self.arrays[name]}[{loops.index(view)}]", dtype), dtype))
+        text = render(binding.expression, {**self._template_values(node), **c_dtypes.input_args(inputs)})
+        c, dtype = self.c_name[node.name], node.type.dtype
+        placed.add(
+            f"const {c_dtypes.compute_type(dtype)} {c} = {c_dtypes.rounded(text, dtype)};",
+            comment(origin(node)),
+            defines=c,
+        )
 
     def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
         """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
@@ -358,35 +366,45 @@ class _NestWriter:
             piece.parts,
         )
         anchor = RULES[rule](site)
-        ctype = C_TYPES[node.type.dtype]
+        dtype = node.type.dtype
+        ctype = c_dtypes.compute_type(dtype)
         note = comment(origin(node))
         if rule not in REDUCTION_RULES:
             for step in anchor.steps:
                 placed.add(step, "", defines=_defined(step))
-            placed.add(f"const {ctype} {c} = {anchor.value};", note, defines=c)
+            placed.add(f"const {ctype} {c} = {c_dtypes.load(anchor.value, dtype)};", note, defines=c)
             return anchor.can_fail
         binding = self.spec.ops[node.op]
         assert isinstance(binding, ReductionBinding)
         placed.points = math.prod(lv.extent for lv in anchor.levels)
-        base = self._template_values(node)
+        base = {**self._template_values(node), **{f"x{j}_dtype": t.dtype for j, t in enumerate(site.ins)}}
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
+        loaded = [c_dtypes.load(r, t.dtype) for r, t in zip(anchor.reads, site.ins)]
         plan = None
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
             plan = plan_blocking(var, loops.extents, anchor)
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents)
-            reads = list(anchor.reads)
+            reads = list(loaded)
             if TiledText.tiles(plan):
                 for j in stageable([a.update for a in binding.accumulators], site.ins):
                     if plan.lane_reads[j]:
                         continue  # see fused_staging: a lane-dependent input stays as it is
                     buf = f"tmp{c[1:]}_x{j}"
+                    source = site.ins[j].dtype
                     self.staged.append(
-                        Staged(buf, replace(site.ins[j], dtype="float64"), site.arrays[j], node.inputs[j], n)
+                        Staged(
+                            buf,
+                            replace(site.ins[j], dtype="float64"),
+                            site.arrays[j],
+                            node.inputs[j],
+                            n,
+                            source,
+                        )
                     )
                     self.outline.pointers[buf] = "double*"
-                    reads[j] = staged_read(reads[j], site.arrays[j], buf)
-            staged = reads != list(anchor.reads)
+                    reads[j] = staged_read(anchor.reads[j], site.arrays[j], buf)
+            staged = reads != list(loaded)
             if staged:  # each converted input vector feeds more outputs (fused_tiles.STAGED_WIDTHS)
                 plan = widened(plan, loops.extents, STAGED_WIDTHS)
                 blocked = BlockedText(plan, var, loops.extents)
@@ -404,15 +422,17 @@ class _NestWriter:
             decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
             updates = []
             for a in group:
-                args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(anchor.reads)}}
+                args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(loaded)}}
                 updates.append(f"{accs[a.name]} = {render(a.update, args)};")
             text = "\n".join([*decls, *reduction_loops(anchor.levels, updates)])
             placed.add(text, "", defines=tuple(accs[a.name] for a in group))
         result_args = {**base, **accs, "window": str(anchor.window)}
         result_args.update(
-            (f"x{j}", element(site.arrays[j], axis_var, t.shape)) for j, t in enumerate(site.ins)
+            (f"x{j}", c_dtypes.load(element(site.arrays[j], axis_var, t.shape), t.dtype))
+            for j, t in enumerate(site.ins)
         )
-        placed.add(f"const {ctype} {c} = {render(binding.result, result_args)};", note, defines=c)
+        result = c_dtypes.rounded(render(binding.result, result_args), dtype)
+        placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
 
 

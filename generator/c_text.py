@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_integer
+from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_half, is_integer
 
+from . import c_dtypes
 from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, weights_artifact
 
 DLPACK_CODES = {
@@ -177,8 +178,9 @@ def constant_arrays(sym: str, constants: Sequence[Constant], backend: str) -> Co
         else:
             items, special = c_literals(c.values, c.type.dtype)
             head = f"static const {ctype} {name}[{max(len(items), 1)}] = {{"
+            note = f" ({c_dtypes.half_note(c.values, c.type.dtype)})" if is_half(c.type.dtype) else ""
             out.texts.append(
-                f"{comment(f'{name}: constant {c.name}: {c.type}{where}')}\n{_initializer(head, items)}\n"
+                f"{comment(f'{name}: constant {c.name}: {c.type}{where}{note}')}\n{_initializer(head, items)}\n"
             )
             out.non_finite = out.non_finite or special
         out.names.append(name)
@@ -250,8 +252,13 @@ def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bo
     written in the shortest form that reads back as exactly that value: ``0.1f`` for a
     float32 (numpy's shortest round-trip digits), ``0.1`` for a float64, plain decimal
     integers (``INT32_MIN`` / ``INT64_MIN``, whose positive part has no C type; the
-    8-bit types' values, ``-128`` included, are plain ``int`` literals).
+    8-bit types' values, ``-128`` included, are plain ``int`` literals). The types added
+    later are :func:`byoc.generator.c_dtypes.literals`'s: a half type's bit pattern
+    (``{0x3c00}``), a bool 0 or 1, unsigned 32 and 64 bit integers with a ``u``.
     """
+    new = c_dtypes.literals(values, dtype)
+    if new is not None:
+        return new, False
     array = np.array(values, dtype=dtype).reshape(-1)
     out: list[str] = []
     special = False

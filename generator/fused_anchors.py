@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from byoc import shape_functions as sf
-from byoc.ir import AttrValue, TensorType
+from byoc.ir import AttrValue, TensorType, is_half
 
+from . import c_dtypes
 from .fused_loops import axis_strides
 
 
@@ -436,7 +437,9 @@ def _pad(site: Site) -> Anchor:
         index.append(local)
     value = element(site.arrays[0], index, x.shape)
     if outside:
-        value = f"({' || '.join(outside)}) ? ({site.ctype}){_float(site.attrs['value'])} : {value}"
+        pad = _float(site.attrs["value"])
+        pad = c_dtypes.store(pad, site.out.dtype) if is_half(site.out.dtype) else f"({site.ctype}){pad}"
+        value = f"({' || '.join(outside)}) ? {pad} : {value}"
     return Anchor(steps=tuple(steps), value=value)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from byoc.ir import TensorType
 
+from . import c_dtypes
 from .c_text import comment
 
 
@@ -45,6 +46,8 @@ class Staged:
     """The graph value of that array (the key of its workspace slot is ``key``)."""
     nest: int
     """The nest that reads it."""
+    dtype: str = "float32"
+    """The dtype of the source array (a half type's elements are read through its conversion)."""
 
     @property
     def key(self) -> str:
@@ -74,11 +77,12 @@ def staged_read(read: str, array: str, buffer: str) -> str:
 def conversion(staged: Staged, label: str) -> list[str]:
     """The body statements that fill ``staged.buffer`` before its nest."""
     size = math.prod(staged.type.shape)
+    read = c_dtypes.load(f"{staged.source}[s]", staged.dtype)
     note = (
         f"{staged.buffer}: {label} converted to double once, for the register tiles of nest "
         f"{staged.nest} (its update converts every read to double: the same values)"
     )
     return [
         f"  {comment(note)}",
-        f"  for (int64_t s = 0; s < {size}; ++s) {staged.buffer}[s] = (double){staged.source}[s];",
+        f"  for (int64_t s = 0; s < {size}; ++s) {staged.buffer}[s] = (double){read};",
     ]

@@ -18,6 +18,7 @@ what an op computes is data.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -30,6 +31,9 @@ from .codegen_kind import CodegenKind, Slot
 from .draft import SpecDraft, c_name, check_template
 from .names import COMMON_PLACEHOLDERS, INPUT_PLACEHOLDER
 from .yaml_doc import YamlDoc
+
+INPUT_DTYPE_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)_dtype\Z")
+"""``${x0_dtype}``, ...: the name of an input's dtype (``byoc_cast_${x0_dtype}_${dtype}``)."""
 
 EXPRESSION_RULES = ("elementwise", "unidirectional", "bias_add", "batch_norm")
 """Rules whose ops compute each output element from the input elements at its index
@@ -128,13 +132,17 @@ class CFusedKind(CodegenKind):
     can_broadcast = True
     expression_placeholders = ("ctype", "dtype")
     """The placeholders of an expression besides the inputs', the common ones and options."""
-    reserved_more = ", x0, x1, ..."
+    reserved_more = ", x0, x1, ..., x0_dtype, x1_dtype, ..."
 
     def placeholders(self) -> set[str]:
         return super().placeholders() | set(self.expression_placeholders) | set(RESULT_PLACEHOLDERS)
 
     def reserves(self, name: str) -> bool:
-        return super().reserves(name) or INPUT_PLACEHOLDER.match(name) is not None
+        return (
+            super().reserves(name)
+            or INPUT_PLACEHOLDER.match(name) is not None
+            or INPUT_DTYPE_PLACEHOLDER.match(name) is not None
+        )
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> OpBinding:
         onode = node[op]
@@ -163,6 +171,7 @@ class CFusedKind(CodegenKind):
             | set(draft.options)
             | set(self.expression_placeholders)
             | set(attribute_names(opdef))
+            | {f"x{i}_dtype" for i in range(opdef.max_inputs or 0)}
         )
 
     def _expression(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> str:

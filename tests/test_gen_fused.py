@@ -32,6 +32,7 @@ from byoc.generator.fused_loops import plan_loops
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import CALL_OP, DTYPES, Function, is_integer
+from byoc.runtime.module import bfloat16_tensor
 
 BACKEND = "fused"
 REPO = Path(__file__).resolve().parent.parent
@@ -152,10 +153,19 @@ def compile_text(text: str, out_dir: Path):
     return tvm_ffi.load_module(str(compile_library({f"{BACKEND}.c": text}, f"{BACKEND}.c", out_dir)))
 
 
+def ffi_array(array: np.ndarray):
+    """``array`` as tvm_ffi takes it: numpy cannot export bfloat16 through DLPack, so a
+    bfloat16 array goes through the runtime's zero-copy kDLBfloat tensor."""
+    return bfloat16_tensor(array) if array.dtype == np.dtype("bfloat16") else array
+
+
 def check_against_reference(module, fn: Function, rng: np.random.Generator) -> None:
     inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    for p in fn.params:  # conftest's random_array has no False for bool
+        if p.type.dtype == "bool":
+            inputs[p.name] = rng.integers(0, 2, size=p.type.shape).astype(bool)
     outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
-    assert module[fn.name](*inputs.values(), *outputs) is None
+    assert module[fn.name](*(ffi_array(a) for a in [*inputs.values(), *outputs])) is None
     for got, want in zip(outputs, evaluate(fn, inputs)):
         assert got.dtype == want.dtype and got.shape == want.shape
         if all(load_catalog()[n.op].rule.elementwise for n in fn.nodes):
@@ -274,11 +284,21 @@ def test_plan_loops_index_is_numpy_broadcasting():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_op_at_every_dtype(dtype, tmp_path, rng):
-    ops = ["add", "subtract", "multiply", "maximum", "minimum"]
     catalog = load_catalog()
+    ops = [op for op in ("add", "subtract", "multiply", "maximum", "minimum") if dtype in catalog[op].dtypes]
     unary = [op for op in ("negative", "relu", "copy") if dtype in catalog[op].dtypes]  # relu: no uint8
-    if not is_integer(dtype):
+    if not is_integer(dtype) and dtype in catalog["divide"].dtypes:
         ops.append("divide")
+    if not ops:  # bool: no arithmetic; where and copy
+        text = f"""graph main(a: bool[2, 3, 4], b: bool[3, 1], c: bool[]) {{
+  r, s = @fused {{ return copy(a), where(b, copy(c), a) }}
+  return r, s
+}}"""
+        if "bool" not in catalog["where"].dtypes:
+            text = text.replace(", where(b, copy(c), a)", ", copy(b)")
+        (fn,) = lower(parse(text, "graph", file="bool.graph"), load_backend, catalog).externals_for(BACKEND)
+        check_against_reference(compile_text(generate([fn]), tmp_path), fn, rng)
+        return
     lines = [f"graph main(a: {dtype}[2, 3, 4], b: {dtype}[3, 1], c: {dtype}[]) {{", "  r = @fused {"]
     names = []
     for k, op in enumerate(ops):

@@ -47,6 +47,8 @@
 #define fused_madd_float32(acc, a, b) ((acc) + (a) * (b))
 #endif
 #define fused_madd_float64(acc, a, b) ((acc) + (a) * (b))
+#define fused_madd_float16(acc, a, b) fused_madd_float32(acc, a, b) /* read as float */
+#define fused_madd_bfloat16(acc, a, b) fused_madd_float32(acc, a, b)
 
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
