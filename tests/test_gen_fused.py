@@ -290,10 +290,10 @@ def test_every_op_at_every_dtype(dtype, tmp_path, rng):
     if not is_integer(dtype) and dtype in catalog["divide"].dtypes:
         ops.append("divide")
     if not ops:  # bool: no arithmetic; where and copy
-        text = f"""graph main(a: bool[2, 3, 4], b: bool[3, 1], c: bool[]) {{
-  r, s = @fused {{ return copy(a), where(b, copy(c), a) }}
+        text = """graph main(a: bool[2, 3, 4], b: bool[3, 1], c: bool[]) {
+  r, s = @fused { return copy(a), where(b, copy(c), a) }
   return r, s
-}}"""
+}"""
         if "bool" not in catalog["where"].dtypes:
             text = text.replace(", where(b, copy(c), a)", ", copy(b)")
         (fn,) = lower(parse(text, "graph", file="bool.graph"), load_backend, catalog).externals_for(BACKEND)
