@@ -407,6 +407,11 @@ def where(condition, x, y) -> np.ndarray:
     return np.where(np.asarray(condition) != 0, x, y)
 
 
+def copy(x) -> np.ndarray:
+    """A copy of ``x``, of its dtype (bool included, which numpy's ``positive`` refuses)."""
+    return np.array(x, copy=True)
+
+
 def concatenate(*xs, axis: int = 0) -> np.ndarray:
     sf.concatenate(*map(np.shape, xs), axis=axis)
     return np.concatenate(xs, axis=axis)

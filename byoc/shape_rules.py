@@ -191,6 +191,10 @@ def _fill_checked(rule: ShapeRule, key: str) -> ShapeRule:
         out = inner(types, kwargs)
         dtype = out[0].dtype if isinstance(out, tuple) else out.dtype
         value = kwargs[key]
+        if dtype == "bool" and value not in (0, 1):
+            raise RuleError(
+                f"{key} {value!r} cannot fill a bool tensor", hint="give 0 (false) or 1 (true)", key=key
+            )
         if is_integer(dtype):
             info = np.iinfo(dtype)
             low, high = int(info.min), int(info.max)

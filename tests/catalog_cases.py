@@ -25,7 +25,7 @@ from test_reference_kernels import (
     pool_case,
 )
 
-from byoc.ir import is_integer
+from byoc.ir import is_float, is_integer
 
 Attr = int | float | bool | str | tuple[int, ...]
 
@@ -90,9 +90,24 @@ def shapes(min_rank=0, max_rank=3, min_side=1, max_side=4):
 
 
 def array(rng: np.random.Generator, shape, dtype: str, low=-3.0, high=3.0) -> np.ndarray:
+    """Random data of ``dtype``: floats uniform in [low, high) rounded to the dtype,
+    integers in [low - 2, high + 2] (negative ones wrap for an unsigned dtype, as numpy's
+    astype does), bools half true."""
+    if dtype == "bool":
+        return rng.random(size=shape) < 0.5
     if is_integer(dtype):
         return rng.integers(int(low) - 2, int(high) + 3, size=shape).astype(dtype)
     return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def wrapped(values, dtype: str, shape=None) -> np.ndarray:
+    """Python integers reduced modulo 2**bits into ``dtype`` (two's complement for a
+    signed one): what C's and numpy's fixed-width integer arithmetic gives."""
+    info = np.iinfo(dtype)
+    bits, low = info.bits, int(info.min)
+    flat = [(int(v) - low) % 2**bits + low for v in np.ravel(np.asarray(values, dtype=object))]
+    out = np.array(flat, dtype=object).astype(dtype)
+    return out.reshape(np.shape(values) if shape is None else shape)
 
 
 def _per_element(fn: Callable[[float], float], x: np.ndarray) -> np.ndarray:
@@ -154,7 +169,9 @@ def _unary(op: str):
     def case(draw, dtype: str) -> OpCase:
         x = array(_rng(draw), draw(shapes()), dtype, low, high)
         if is_integer(dtype):
-            return OpCase([x], expected=np.vectorize(lambda v: int(fn(int(v))), otypes=[np.int64])(x))
+            return OpCase([x], expected=wrapped([int(fn(int(v))) for v in x.ravel()], dtype, x.shape))
+        if dtype == "bool":
+            return OpCase([x], expected=np.array([bool(fn(bool(v))) for v in x.ravel()], bool).reshape(x.shape))
         return OpCase([x], expected=_per_element(fn, x))
 
     return case
@@ -535,7 +552,8 @@ def pad_case(draw, dtype: str) -> OpCase:
     top = [d - 1 if mode == "reflect" else 2 for d in shape]
     pads = [draw(st.integers(0, min(2, t))) for t in top] + [draw(st.integers(0, min(2, t))) for t in top]
     # the fill value must fit the dtype (a uint8 tensor cannot be padded with -1)
-    value = float(draw(st.integers(0 if dtype == "uint8" else -3, 3)))
+    unsigned = dtype.startswith("uint") or dtype == "bool"
+    value = float(draw(st.integers(0 if unsigned else -3, 1 if dtype == "bool" else 3)))
     n = len(shape)
     out = [d + pads[i] + pads[n + i] for i, d in enumerate(shape)]
     expected = np.full(out, value, dtype=x.dtype)
