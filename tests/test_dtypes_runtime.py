@@ -412,3 +412,72 @@ def test_npz_reads_of_supplied_inputs_keep_bfloat16_bits():
     h = np.array([np.nan, -0.0, 1e38], np.float32).astype(BF16)
     back = read_npz(io.BytesIO(npz_bytes({"h": h})), "x", RuntimeFailure)["h"]
     assert back.dtype == BF16 and back.tobytes() == h.tobytes()
+
+
+# ------------------------------------------------------------------ JSON modules' constants
+
+JSON_CONSTS = """\
+graph main(h: float16[3], b: bfloat16[3], m: bool[3]) {
+  r, q, n = @json {
+    kh = const float16[3] [0.1, -65504, 2.5]
+    kb = const bfloat16[3] [0.1, -3.3895e38, 2.5]
+    km = const bool[3] [true, false, true]
+    return add(h, kh), multiply(b, kb), concatenate(m, km, axis=0)
+  }
+  return r, q, n
+}
+"""
+
+
+def _json_doc():
+    import json
+
+    from runtime_json_support import json_module_text
+
+    from byoc.api import parse
+
+    text, _ = json_module_text(parse(JSON_CONSTS, "graph"))
+    return json.loads(text)
+
+
+def _json_module(doc):
+    import json
+
+    from byoc.runtime.json_module import JsonRuntimeModule
+
+    return JsonRuntimeModule.from_text(json.dumps(doc))
+
+
+def test_a_json_module_binds_float16_bfloat16_and_bool_constants():
+    doc = _json_doc()
+    module = _json_module(doc)
+    (symbol,) = doc["functions"]
+    rng = np.random.default_rng(9)
+    h = rng.uniform(-2, 2, 3).astype(np.float16)
+    b = rng.uniform(-2, 2, 3).astype(BF16)
+    m = np.array([True, True, False])
+    outs = (np.empty(3, np.float16), np.empty(3, BF16), np.empty(6, bool))
+    module.get_function(symbol)(h, b, m, *outs)
+    kh = np.array([0.1, -65504, 2.5], np.float16)
+    kb = np.array([0.1, -3.3895e38, 2.5]).astype(BF16)
+    assert outs[0].tobytes() == (h.astype(np.float64) + kh.astype(np.float64)).astype(np.float16).tobytes()
+    assert outs[1].tobytes() == (b.astype(np.float64) * kb.astype(np.float64)).astype(BF16).tobytes()
+    assert outs[2].tolist() == [True, True, False, True, False, True]
+
+
+@pytest.mark.parametrize(
+    "index, value, dtype",
+    [
+        (0, 65520.0, "float16"),
+        (1, 1e39, "bfloat16"),
+        (2, 1, "bool"),
+        (2, "true", "bool"),
+        (0, True, "float16"),
+    ],
+)
+def test_a_json_constant_that_its_dtype_cannot_hold_is_refused(index, value, dtype):
+    doc = _json_doc()
+    names = [n for n, v in doc["const_values"].items() if v["dtype"] == dtype]
+    doc["const_values"][names[0]]["data"][index] = value
+    with pytest.raises(RuntimeFailure, match=f"not a {dtype} number"):
+        _json_module(doc)
