@@ -481,3 +481,29 @@ def test_a_json_constant_that_its_dtype_cannot_hold_is_refused(index, value, dty
     doc["const_values"][names[0]]["data"][index] = value
     with pytest.raises(RuntimeFailure, match=f"not a {dtype} number"):
         _json_module(doc)
+
+
+def test_a_large_bfloat16_constant_of_a_json_module_lives_in_its_npz(capsys, tmp_path):
+    """Over LARGE_CONSTANT_ELEMENTS, a JSON module's constant is an entry of its .npz,
+    written by npz_bytes and read back by read_npz, bfloat16 bits and all."""
+    from byoc.generator.artifacts import LARGE_CONSTANT_ELEMENTS
+    from byoc.npz_files import sha256_hex
+
+    n = LARGE_CONSTANT_ELEMENTS + 4
+    k = np.random.default_rng(6).uniform(-8, 8, n).astype(BF16)
+    data = npz_bytes({"k": k})
+    (tmp_path / "w.npz").write_bytes(data)
+    graph = tmp_path / "g.graph"
+    graph.write_text(
+        f'weights "w.npz" sha256 "{sha256_hex(data)}"\n'
+        f"graph main(x: bfloat16[{n}]) {{\n"
+        f'  s = @json {{\n    k = const bfloat16[{n}] weights["k"]\n    return add(x, k)\n  }}\n'
+        "  return s\n}\n"
+    )
+    x = np.random.default_rng(7).uniform(-8, 8, n).astype(BF16)
+    (tmp_path / "in.npz").write_bytes(npz_bytes({"x": x}))
+    out_file = tmp_path / "out.npz"
+    rc, out, err = run_cli(capsys, "run", graph, "--inputs", tmp_path / "in.npz", "--save-outputs", out_file)
+    assert rc == 0, out + err
+    got = read_npz(str(out_file), "out", RuntimeFailure)["output_0"]
+    assert got.tobytes() == (x.astype(np.float64) + k.astype(np.float64)).astype(BF16).tobytes()
