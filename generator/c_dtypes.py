@@ -24,8 +24,9 @@ byoc's C representation of the dtypes (:data:`byoc.ir.C_TYPES`):
   ``<to>``'s: to bool ``x != 0`` (NaN is true); from bool 0 or 1; float to integer NaN ->
   0, else truncated toward zero and saturated to the target's range; integer to integer
   wraps modulo 2**bits (through the unsigned type: no undefined or
-  implementation-defined behaviour); to a float type C's conversion (round to nearest);
-  float64 to bfloat16 through float.
+  implementation-defined behaviour); to a float type C's conversion (round to nearest;
+  float64 to float16 rounded once, through a float rounded to odd); float64 to bfloat16
+  through float (as ml_dtypes converts it).
 
 :func:`support_text` writes only what a module uses, so a float32-only module's text
 is unchanged.
@@ -98,7 +99,9 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     types and their conversions where used, and the casts. Empty for a module of the
     original six dtypes that casts nothing."""
     pairs = casts_in(text)
-    used = set(dtypes) | {d for pair in pairs for d in pair}
+    used = set(dtypes) | {d for pair in pairs for d in pair if d == "bool"}
+    if ("float64", "float16") in pairs:
+        used.add("float16")  # its cast rounds through byoc_float16_round
     parts = []
     if "bool" in used and not cplusplus:
         parts.append("#include <stdbool.h>\n")
@@ -239,6 +242,20 @@ def cast_function(src: str, dst: str) -> str:
     head = f"static inline {result} byoc_cast_{src}_{dst}({arg} x) {{\n"
     if dst == "bool":
         body = ["  return x != 0;"]
+    elif (src, dst) == ("float64", "float16"):  # one rounding, as numpy's: see below
+        body = [
+            "  float f = (float)x; /* to nearest; then odd when inexact, so the rounding to",
+            "                         float16 (13 bits fewer) is the one from x itself */",
+            "  if ((double)f != x && x == x) {",
+            "    uint32_t u;",
+            "    memcpy(&u, &f, sizeof u);",
+            "    if ((u & 1u) == 0) {",
+            "      u = (f < 0 ? -(double)f : (double)f) < (x < 0 ? -x : x) ? u + 1 : u - 1;",
+            "      memcpy(&f, &u, sizeof f);",
+            "    }",
+            "  }",
+            "  return byoc_float16_round(f);",
+        ]
     elif is_float(dst):
         body = [f"  return ({result})x;"]
     elif src == "bool":

@@ -104,12 +104,30 @@ graph main(x: float32[2, 6, 3], b: float32[3]) {
 }
 """
 
+# A half-precision region of every kind of nest: elementwise with a constant (bit
+# patterns), dense -> bias_add -> relu (a double accumulator, rounded once), softmax,
+# a sum, transpose and a pad with a value; each value read as float and rounded to
+# the dtype where it is defined (generator/c_dtypes.py).
+HALF = """\
+graph main(x: DTYPE[4, 8], w: DTYPE[6, 8], b: DTYPE[6]) {
+  y, z, s, p = @fused {
+    k = const DTYPE[8] [0.5, -1.25, 3, 0.1, 100, -0.001, 7, 2]
+    h = relu(bias_add(dense(multiply(x, k), w), b))
+    t = transpose(h)
+    return softmax(h), exp(t), sum(h, axes=[1]), pad(x, pads=[0, 1, 0, 1], value=1.5)
+  }
+  return y, z, s, p
+}
+"""
+
 EXTRA = {
     "bias_add_relu": BIAS_ADD_RELU,
     "broadcast_mix": BROADCAST_MIX,
     "chain64": chain_graph(),
     "conv_bias_relu": CONV_BIAS_RELU,
     "split": SPLIT,
+    "float16": HALF.replace("DTYPE", "float16"),
+    "bfloat16": HALF.replace("DTYPE", "bfloat16"),
 }
 PARTITIONED = ("resnet_basic_block", "mlp")
 """Examples offloaded by ``--backend fused`` (automatic partitioning)."""
