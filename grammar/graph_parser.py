@@ -301,7 +301,7 @@ class _Reader:
                 loc,
                 hint=f"{dtype} values lie in [{-high:.8g}, {high:.8g}]: a larger one rounds to infinity",
             )
-        return Const(type_, floats, loc)
+        return Const(type_, rounded(floats, dtype) if dtype == "bfloat16" else floats, loc)
 
     def const_values(self, c):
         return [v for v in c if v is not None]
@@ -352,15 +352,38 @@ BOOL_LITERALS = ("true", "false")
 """The values of a bool constant (``const bool[2] [true, false]``)."""
 
 
+def rounded(values, dtype: str) -> np.ndarray:
+    """``values`` (numbers) rounded once, to nearest even, to the float ``dtype``.
+
+    numpy rounds doubles to float16 and float32 directly, but ml_dtypes rounds a double
+    to bfloat16 through float32, twice: ``1 + 2**-8 + 2**-40`` becomes ``1 + 2**-8`` in
+    float32, a tie, and then 1.0 instead of the nearer ``1 + 2**-7``. Rounding to float32
+    *to odd* first (an inexact result with an even last bit moved one unit towards the
+    double) keeps the information a second rounding needs, so the bfloat16 is the
+    double's nearest; overflow and subnormals come out the same way."""
+    doubles = np.asarray(values, dtype=np.float64)
+    if dtype != "bfloat16":
+        with np.errstate(over="ignore"):
+            return doubles.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        singles = doubles.astype(np.float32)
+        bits = singles.view(np.uint32).copy()
+        wide = singles.astype(np.float64)
+        inexact = (wide != doubles) & ~np.isnan(doubles)
+        move = inexact & (bits & 1 == 0)
+        towards_zero = np.abs(wide) > np.abs(doubles)
+        bits[move & towards_zero] -= np.uint32(1)
+        bits[move & ~towards_zero] += np.uint32(1)
+        return bits.view(np.float32).astype(ml_dtypes.bfloat16)
+
+
 def out_of_range(values: tuple[float, ...], dtype: str) -> int | None:
     """The index of the first of ``values`` that rounds to an infinity in the float
     ``dtype`` (it is beyond the largest finite value by half a unit in the last place
     or more, or is itself infinite), or None. Rounding decides, not ``finfo(dtype).max``:
     ``3.4028235e+38``, the shortest text of float32's largest value, is a little above
     it as a double and still a float32."""
-    with np.errstate(over="ignore"):
-        rounded = np.array(values, dtype=np.float64).astype(dtype)
-    bad = ~np.isfinite(rounded.astype(np.float64))
+    bad = ~np.isfinite(rounded(values, dtype).astype(np.float64))
     return int(np.argmax(bad)) if bad.any() else None
 
 

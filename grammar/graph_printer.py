@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 
 from byoc.errors import UsageError
+from byoc.grammar.graph_parser import rounded
 from byoc.ir import (
     ANON_PREFIX,
     CALL_OP,
@@ -176,6 +177,6 @@ def half_text(value: np.generic) -> str:
     with np.errstate(over="ignore"):  # 3e+38 is an infinity as a bfloat16: a miss
         for digits in range(1, 18):
             candidate = float(f"{x:.{digits}g}")
-            if np.array(candidate, dtype=np.float64).astype(dtype).tobytes() == bits:
+            if rounded([candidate], str(dtype)).tobytes() == bits:
                 return repr(candidate)
     return repr(x)  # unreachable: 17 digits read back as the very double

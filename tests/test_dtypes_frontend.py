@@ -357,3 +357,43 @@ def test_a_bfloat16_constant_reads_listed_bits_only():
         _parse(WEIGHTS.format(digest=sha256_hex(data), dtype="bfloat16"), weights_files={"w.npz": data})
     assert "weights entry 'k' is uint16[2, 3], but the constant declares bfloat16[2, 3]" in info.value.message
     assert (info.value.location.line, info.value.location.column) == (4, 36)
+
+
+def _positive_bfloat16() -> tuple[np.ndarray, np.ndarray]:
+    """Every finite non-negative bfloat16 as doubles, ascending, and its bits."""
+    finite = _all_finite(BF16)
+    finite = finite[finite.view(np.uint16) < 0x8000]
+    order = np.argsort(finite.astype(np.float64))
+    return finite.astype(np.float64)[order], finite.view(np.uint16)[order]
+
+
+POSITIVE_BFLOAT16 = _positive_bfloat16()
+
+
+def _nearest_bfloat16_bits(x: float) -> int:
+    """The bits of the bfloat16 nearest ``x`` (ties to even), by exact arithmetic."""
+    from fractions import Fraction
+
+    doubles, bits = POSITIVE_BFLOAT16
+    i = int(np.searchsorted(doubles, abs(x)))
+    candidates = [j for j in (i - 1, i) if 0 <= j < len(doubles)]
+    exact = Fraction(abs(x))
+    best = min(candidates, key=lambda j: (abs(Fraction(float(doubles[j])) - exact), int(bits[j]) & 1))
+    return int(bits[best]) | (0x8000 if np.signbit(x) else 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-3e38, 3e38, allow_nan=False, allow_infinity=False), st.integers(-40, 40))
+def test_bfloat16_literals_round_once_to_the_nearest(x, extra):
+    """ml_dtypes rounds a double to bfloat16 through float32 (twice); a literal is
+    rounded once, to the nearest bfloat16."""
+    value = x + extra * 2.0**-40 if abs(x) < 1e30 else x
+    program = _parse(_graph(f"k = const bfloat16[1] {value!r}"))
+    got = int(_const(program).values.view(np.uint16)[0])
+    assert got == _nearest_bfloat16_bits(value), value
+
+
+def test_a_double_rounding_case_rounds_up():
+    text = repr(1 + 2**-8 + 2**-40)  # float32 rounds it to the tie 1 + 2**-8
+    program = _parse(_graph(f"k = const bfloat16[1] {text}"))
+    assert float(_const(program).values[0]) == 1 + 2**-7
