@@ -2,7 +2,8 @@
 
 An op maps to one of three bindings, by its catalog shape rule:
 
-- **expression** rules (:data:`EXPRESSION_RULES`: elementwise ops and the channel-wise
+- **expression** rules (:data:`EXPRESSION_RULES`: elementwise ops (comparisons, where,
+  cast, ... too) and the channel-wise
   ``bias_add`` and ``batch_norm``): ``c``, a C expression over ``${x0}``, ``${x1}``, ...
   (one scalar of each input) and the op's attributes; the spec's, else the catalog's;
 - **reduction** rules (:data:`REDUCTION_RULES`: convolutions, pooling, dense, matmul,
@@ -25,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from byoc.catalog import OpDef
+from byoc.shape_rules import SHAPE_RULES
 
 from .bindings import ExpressionBinding, OpBinding
 from .codegen_kind import CodegenKind, Slot
@@ -35,7 +37,21 @@ from .yaml_doc import YamlDoc
 INPUT_DTYPE_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)_dtype\Z")
 """``${x0_dtype}``, ...: the name of an input's dtype (``byoc_cast_${x0_dtype}_${dtype}``)."""
 
-EXPRESSION_RULES = ("elementwise", "unidirectional", "bias_add", "batch_norm")
+EXPRESSION_RULES = tuple(
+    rule
+    for rule in (
+        "elementwise",
+        "unidirectional",
+        "bias_add",
+        "batch_norm",
+        "compare",
+        "predicate",
+        "select",
+        "cast",
+        "mod",
+    )
+    if rule in SHAPE_RULES
+)
 """Rules whose ops compute each output element from the input elements at its index
 (a channel-wise parameter indexed along its axis): one C expression."""
 REDUCTION_RULES = (
