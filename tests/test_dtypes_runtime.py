@@ -507,3 +507,17 @@ def test_a_large_bfloat16_constant_of_a_json_module_lives_in_its_npz(capsys, tmp
     assert rc == 0, out + err
     got = read_npz(str(out_file), "out", RuntimeFailure)["output_0"]
     assert got.tobytes() == (x.astype(np.float64) + k.astype(np.float64)).astype(BF16).tobytes()
+
+
+def test_against_stored_outputs_half_outputs_keep_their_own_tolerances(capsys):
+    """ONNX's test tolerance (rtol 1e-3) is finer than a bfloat16's last place: a half
+    output is held to its dtype's defaults, float32 to ONNX's."""
+    from byoc.cli_run import _report
+
+    want16 = np.random.default_rng(8).uniform(0.5, 4, 20).astype(BF16)
+    assert _report([_ulps(want16, 2)], [want16], None, None, stored=True) == 0
+    want32 = want16.astype(np.float32)
+    off32 = want32 * np.float32(1.01)
+    assert _report([off32], [want32], None, None, stored=True) == 1
+    assert _report([_ulps(want16, 2)], [want16], 1e-4, 0.0, stored=True) == 1  # given: taken as is
+    capsys.readouterr()
