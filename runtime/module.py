@@ -177,7 +177,8 @@ def _checked_call(symbol: str, fn: tvm_ffi.Function, sig: Signature) -> PackedFu
 
 def _retry_read_only(symbol: str, fn: tvm_ffi.Function, sig: Signature, args: tuple[Any, ...]) -> None:
     """The slow path after numpy refused an export: pass read-only numpy inputs
-    through versioned DLPack, and name any argument that still cannot be passed."""
+    through versioned DLPack and bfloat16 arrays through :func:`bfloat16_tensor`, and
+    name any argument that still cannot be passed."""
     n_in = len(sig.inputs)
     tensors = [_tensor(symbol, k, _role(k, n_in), a, output=k >= n_in) for k, a in enumerate(args)]
     try:
