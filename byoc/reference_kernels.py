@@ -24,6 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from . import shape_functions as sf
+from .ir import is_float, is_integer
 
 Ints = Sequence[int] | None
 
@@ -403,8 +404,8 @@ def split(x, *, axis: int = 0, sizes: Ints = None, num_outputs: int | None = Non
 
 
 def where(condition, x, y) -> np.ndarray:
-    """x where ``condition`` is non-zero (NaN counts as non-zero, as in C), else y; numpy broadcasting."""
-    return np.where(np.asarray(condition) != 0, x, y)
+    """x where the bool ``condition`` is true, else y; numpy broadcasting of all three."""
+    return np.where(np.asarray(condition, dtype=bool), x, y)
 
 
 def copy(x) -> np.ndarray:
@@ -494,3 +495,107 @@ def clip(x, *, min: float | None = None, max: float | None = None) -> np.ndarray
     if max is not None:
         x = np.where(x > max, max, x)
     return x
+
+
+# ------------------------------------------------------------------- comparisons and types
+
+
+def _wide(x) -> np.ndarray:
+    """``x`` as an array, a float one in float64 (exact for every float dtype)."""
+    x = np.asarray(x)
+    return x.astype(np.float64) if is_float(str(x.dtype)) else x
+
+
+def equal(a, b) -> np.ndarray:
+    return np.equal(_wide(a), _wide(b))
+
+
+def not_equal(a, b) -> np.ndarray:
+    return np.not_equal(_wide(a), _wide(b))
+
+
+def less(a, b) -> np.ndarray:
+    return np.less(_wide(a), _wide(b))
+
+
+def less_equal(a, b) -> np.ndarray:
+    return np.less_equal(_wide(a), _wide(b))
+
+
+def greater(a, b) -> np.ndarray:
+    return np.greater(_wide(a), _wide(b))
+
+
+def greater_equal(a, b) -> np.ndarray:
+    return np.greater_equal(_wide(a), _wide(b))
+
+
+def isnan(x) -> np.ndarray:
+    return np.isnan(_wide(x))
+
+
+def isinf(x, *, detect_positive: int = 1, detect_negative: int = 1) -> np.ndarray:
+    w = _wide(x)
+    return (np.isposinf(w) & bool(detect_positive)) | (np.isneginf(w) & bool(detect_negative))
+
+
+def round_half_even(x) -> np.ndarray:
+    """Round to the nearest integer, halves to even (numpy's rint, C's nearbyint)."""
+    return np.rint(_wide(x))
+
+
+def sign(x) -> np.ndarray:
+    """-1, 0 or 1 (NaN stays NaN); an unsigned input gives 0 or 1."""
+    x = np.asarray(x)
+    if x.dtype == bool or (is_integer(str(x.dtype)) and np.iinfo(x.dtype).min == 0):
+        return (x != 0).astype(x.dtype)
+    return np.sign(_wide(x))
+
+
+def mod(a, b, *, fmod: int = 0) -> np.ndarray:
+    """ONNX Mod: with ``fmod``, C's fmod (the sign of the dividend, truncated division);
+    without, the sign of the divisor (Python's %). An integer divisor of 0 gives 0, as
+    numpy does; floats take fmod only (the shape rule checks)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if is_float(str(a.dtype)):
+        return np.fmod(_wide(a), _wide(b))
+    zero = b == 0
+    safe = np.where(zero, np.ones((), b.dtype), b)
+    r = np.fmod(a, safe) if fmod else np.mod(a, safe)
+    return np.where(zero, np.zeros((), r.dtype), r)
+
+
+def bit_shift(a, b, *, direction: str = "LEFT") -> np.ndarray:
+    """ONNX BitShift of unsigned integers: a shift by the type's width or more gives 0."""
+    a, b = np.asarray(a), np.asarray(b)
+    bits = a.dtype.itemsize * 8
+    wide = b >= bits
+    count = np.where(wide, np.zeros((), b.dtype), b).astype(a.dtype)
+    shifted = np.left_shift(a, count) if direction == "LEFT" else np.right_shift(a, count)
+    return np.where(wide, np.zeros((), a.dtype), shifted).astype(a.dtype)
+
+
+def cast(x, *, to: str) -> np.ndarray:
+    """byoc's cast rule: to bool ``x != 0`` (NaN is true); bool to a number 0 or 1; float
+    to integer: NaN is 0, else truncated toward zero and saturated to the target's range;
+    integer to integer: wrapped modulo 2**bits; to a float type: rounded to nearest even
+    (float64 to bfloat16 through float32, as ml_dtypes and ONNX Runtime do)."""
+    x = np.asarray(x)
+    src = str(x.dtype)
+    if to == "bool":
+        return _wide(x) != 0
+    if src == "bool":
+        return x.astype(np.uint8).astype(to)
+    if is_float(to):
+        if to == "bfloat16" and src == "float64":
+            x = x.astype(np.float32)
+        with np.errstate(over="ignore"):
+            return x.astype(to)
+    if is_float(src):
+        info = np.iinfo(to)
+        w = np.trunc(np.nan_to_num(_wide(x), nan=0.0, posinf=np.inf, neginf=-np.inf))
+        above = w >= 2.0 ** (info.bits - (1 if info.min < 0 else 0))
+        below = w < float(info.min)
+        inside = np.where(above | below, 0.0, w).astype(to)
+        return np.where(above, np.array(info.max, to), np.where(below, np.array(info.min, to), inside))
+    return x.astype(to)

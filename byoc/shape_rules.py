@@ -26,7 +26,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import shape_functions as sf
-from .ir import TensorType, is_integer
+from .ir import DTYPES, TensorType, is_float, is_integer
 
 INDEX_DTYPES = ("int32", "int64")
 """The dtypes of an index input (``gather``'s indices)."""
@@ -168,6 +168,46 @@ def _elementwise(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return TensorType(broadcast_shapes([t.shape for t in types]), dtype)
 
 
+def _compare(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    same_dtype(types)
+    return TensorType(broadcast_shapes([t.shape for t in types]), "bool")
+
+
+def _predicate(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    if not is_float(types[0].dtype):
+        raise RuleError(f"the input is {types[0].dtype}, not a float type", hint="the op tests float values")
+    return TensorType(types[0].shape, "bool")
+
+
+def _select(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    condition = types[0].dtype
+    if condition != "bool":
+        raise RuleError(
+            f"the condition (the first input) is {condition}; where's condition must be bool",
+            hint='cast it, `cast(c, to="bool")` (non-zero is true), or compare it, `not_equal(c, z)`',
+        )
+    dtype = same_dtype(types[1:])
+    return TensorType(broadcast_shapes([t.shape for t in types]), dtype)
+
+
+def _cast(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    to = kwargs["to"]
+    if to not in DTYPES:  # the op's `choices:` normally catches it first
+        raise RuleError(f"cannot cast to {to!r}", hint=f"byoc's dtypes: {', '.join(DTYPES)}", key="to")
+    return TensorType(types[0].shape, str(to))
+
+
+def _mod(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    out = _elementwise(types, kwargs)
+    if is_float(out.dtype) and not kwargs["fmod"]:
+        raise RuleError(
+            f"the mod of {out.dtype} values needs fmod=true",
+            hint="float mod takes the sign of the dividend, as C's fmod (ONNX Mod asks fmod=1 for floats)",
+            key="fmod",
+        )
+    return out
+
+
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -270,6 +310,42 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
         for rule in (
             ShapeRule(
                 "elementwise", _elementwise, True, doc="numpy broadcasting of the inputs, all of one dtype"
+            ),
+            ShapeRule(
+                "compare",
+                _compare,
+                True,
+                doc="numpy broadcasting of the inputs, all of one dtype; the output is bool",
+            ),
+            ShapeRule(
+                "predicate",
+                _predicate,
+                True,
+                doc="the input's shape; a float input, a bool output",
+                max_inputs=1,
+            ),
+            ShapeRule(
+                "select",
+                _select,
+                True,
+                doc="a bool condition and two values of one dtype, all three broadcast (numpy's rule)",
+                min_inputs=3,
+                max_inputs=3,
+            ),
+            ShapeRule(
+                "cast",
+                _cast,
+                True,
+                MappingProxyType({"to": "str"}),
+                doc="the input's shape, of the dtype named by the attribute to",
+                max_inputs=1,
+            ),
+            ShapeRule(
+                "mod",
+                _mod,
+                True,
+                MappingProxyType({"fmod": "bool"}),
+                doc="numpy broadcasting of inputs of one dtype; float inputs need fmod",
             ),
             ShapeRule(
                 "unidirectional",

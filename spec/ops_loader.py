@@ -246,7 +246,10 @@ def _load_op(doc: YamlDoc, ops_node, name) -> OpDef:
         c = doc.typed(node, "c", str, f"{what}: c")
         if not SHAPE_RULES[rule].elementwise:
             raise doc.error(f"{what}: only elementwise ops take a C template", node, "c", hint="remove `c:`")
-        allowed = {f"x{i}" for i in range(min_inputs)}
+        allowed = (
+            {f"x{i}" for i in range(min_inputs)} | {f"x{i}_dtype" for i in range(min_inputs)} | {"dtype"}
+        )
+        allowed |= {a.name for a in attrs if a.type in ("int", "float", "bool")}
         try:
             found = list(placeholders(c))
         except TemplateSyntaxError as exc:

@@ -25,7 +25,7 @@ from test_reference_kernels import (
     pool_case,
 )
 
-from byoc.ir import is_float, is_integer
+from byoc.ir import DTYPES, is_float, is_integer
 
 Attr = int | float | bool | str | tuple[int, ...]
 
@@ -38,6 +38,8 @@ class OpCase:
     """None: the op must reject the case (``error`` is a fragment of the message); a tuple
     for an op of several outputs, one array per output."""
     error: str = ""
+    out_dtype: str | None = None
+    """The outputs' dtype when it is not the drawn one (a comparison's bool, a cast's ``to``)."""
 
     @property
     def outputs(self) -> tuple[np.ndarray, ...]:
@@ -171,7 +173,9 @@ def _unary(op: str):
         if is_integer(dtype):
             return OpCase([x], expected=wrapped([int(fn(int(v))) for v in x.ravel()], dtype, x.shape))
         if dtype == "bool":
-            return OpCase([x], expected=np.array([bool(fn(bool(v))) for v in x.ravel()], bool).reshape(x.shape))
+            return OpCase(
+                [x], expected=np.array([bool(fn(bool(v))) for v in x.ravel()], bool).reshape(x.shape)
+            )
         return OpCase([x], expected=_per_element(fn, x))
 
     return case
@@ -259,16 +263,240 @@ def _binary(op: str):
 
 
 @st.composite
+def broadcast_triple(draw):
+    """Three shapes that broadcast together: a shape and two broadcast partners of it."""
+    a, b = draw(broadcast_pair())
+    c, _ = draw(broadcast_pair())
+    return draw(st.permutations([a, b, c if _broadcasts(a, b, c) else a]))
+
+
+def _broadcasts(*shapes) -> bool:
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
+
+
+@st.composite
 def where_case(draw, dtype: str) -> OpCase:
     rng = _rng(draw)
-    sc, sx = draw(broadcast_pair())
-    c = array(rng, sc, dtype, -1, 1)
-    c[rng.random(sc) < 0.4] = 0
-    x, y = array(rng, sx, dtype), array(rng, sc, dtype)
-    out = np.broadcast_shapes(sc, sx)
+    sc, sx, sy = draw(broadcast_triple())
+    c = array(rng, sc, "bool")
+    x, y = array(rng, sx, dtype), array(rng, sy, dtype)
+    out = np.broadcast_shapes(sc, sx, sy)
     flat = zip(*(np.broadcast_to(a, out).ravel() for a in (c, x, y)))
-    expected = np.array([xv if cv != 0 else yv for cv, xv, yv in flat], dtype=x.dtype).reshape(out)
+    expected = np.array([xv if cv else yv for cv, xv, yv in flat], dtype=x.dtype).reshape(out)
+    if draw(st.booleans()):  # a condition of another dtype is refused, with a hint to cast it
+        other = draw(st.sampled_from([d for d in DTYPES if d != "bool"]))
+        return OpCase([c.astype(other), x, y], expected=None, error="condition must be bool")
     return OpCase([c, x, y], expected=expected)
+
+
+# ------------------------------------------------------------ comparisons, logic, types
+
+
+def _special(rng: np.random.Generator, x: np.ndarray, values) -> np.ndarray:
+    """``x`` with about a quarter of its elements replaced by ``values`` (NaN, inf, ...)."""
+    x = np.array(x)
+    if x.size and is_float(str(x.dtype)):
+        mask = rng.random(x.shape) < 0.25
+        with np.errstate(over="ignore", invalid="ignore"):
+            picks = np.array(values, np.float64)[rng.integers(0, len(values), size=x.shape)].astype(x.dtype)
+        x[mask] = picks[mask]
+    return x
+
+
+def _scalar(v):
+    """One element as a Python bool, int or float."""
+    return v.item() if v.dtype.kind in "biu" else float(v)
+
+
+def _elementwise_expected(fn, arrays, out_dtype) -> np.ndarray:
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    flat = zip(*(np.broadcast_to(a, shape).ravel() for a in arrays))
+    values = [fn(*map(_scalar, items)) for items in flat]
+    if is_integer(out_dtype):
+        return wrapped(values, out_dtype, shape)
+    return np.array(values, dtype=np.float64 if is_float(out_dtype) else out_dtype).reshape(shape)
+
+
+COMPARE: dict[str, Callable[[object, object], bool]] = {
+    "equal": lambda a, b: a == b,
+    "not_equal": lambda a, b: a != b,
+    "less": lambda a, b: a < b,
+    "less_equal": lambda a, b: a <= b,
+    "greater": lambda a, b: a > b,
+    "greater_equal": lambda a, b: a >= b,
+}
+
+
+def _compare(op: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        rng = _rng(draw)
+        sa, sb = draw(broadcast_pair())
+        a, b = array(rng, sa, dtype, -2, 2), array(rng, sb, dtype, -2, 2)
+        if is_float(dtype):  # equal elements, NaN and infinities
+            a = np.round(a.astype(np.float64)).astype(dtype)
+            b = _special(rng, np.round(b.astype(np.float64)).astype(dtype), [np.nan, np.inf, -np.inf, 1.0])
+        return OpCase([a, b], expected=_elementwise_expected(COMPARE[op], [a, b], "bool"), out_dtype="bool")
+
+    return case
+
+
+LOGICAL: dict[str, Callable[..., bool]] = {
+    "logical_and": lambda a, b: a and b,
+    "logical_or": lambda a, b: a or b,
+    "logical_xor": lambda a, b: a != b,
+    "logical_not": lambda a: not a,
+}
+
+
+def _logical(op: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        rng = _rng(draw)
+        shapes_ = draw(broadcast_pair())[: 1 if op == "logical_not" else 2]
+        xs = [array(rng, s, "bool") for s in shapes_]
+        return OpCase(xs, expected=_elementwise_expected(LOGICAL[op], xs, "bool"))
+
+    return case
+
+
+def _cast_one(v, src: str, to: str):
+    """byoc's cast rule for one element ``v`` (a Python bool, int or float)."""
+    if to == "bool":
+        return v != 0  # NaN != 0 is true
+    if src == "bool":
+        return int(v)
+    if is_integer(to):
+        if isinstance(v, float):
+            if math.isnan(v):
+                return 0
+            info = np.iinfo(to)
+            if math.isinf(v):
+                return int(info.max) if v > 0 else int(info.min)
+            return min(max(math.trunc(v), int(info.min)), int(info.max))
+        return v  # an integer wraps (wrapped() reduces it)
+    return v
+
+
+@st.composite
+def cast_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    to = draw(st.sampled_from(DTYPES))
+    x = array(rng, draw(shapes()), dtype, -300, 300)
+    x = _special(
+        rng, x, [np.nan, np.inf, -np.inf, 0.5, -0.5, 2.5, -1.7, 1e10, -1e10, 7e4, 3e38, 70000.5, -0.0]
+    )
+    values = [_cast_one(_scalar(v), dtype, to) for v in x.ravel()]
+    if is_integer(to):
+        expected = wrapped(values, to, x.shape)
+    elif to == "bool":
+        expected = np.array(values, bool).reshape(x.shape)
+    else:  # a float: each element rounded once from its exact value (float64 -> bfloat16 via float32)
+        with np.errstate(over="ignore"):
+            exact = np.array(values, np.float64)
+            if to == "bfloat16" and dtype == "float64":
+                exact = exact.astype(np.float32)
+            expected = exact.astype(to).reshape(x.shape)
+    return OpCase([x], {"to": to}, expected, out_dtype=to)
+
+
+def _predicate(op: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        rng = _rng(draw)
+        x = _special(rng, array(rng, draw(shapes()), dtype), [np.nan, np.inf, -np.inf])
+        attrs: dict[str, Attr] = {}
+        if op == "isinf":
+            attrs = {
+                k: draw(st.booleans()) for k in ("detect_positive", "detect_negative") if draw(st.booleans())
+            }
+            pos, neg = attrs.get("detect_positive", True), attrs.get("detect_negative", True)
+            fn = lambda v: math.isinf(v) and (pos if v > 0 else neg)  # noqa: E731
+        else:
+            fn = math.isnan
+        return OpCase([x], attrs, _elementwise_expected(fn, [x], "bool"), out_dtype="bool")
+
+    return case
+
+
+def _mod_one(a, b, fmod: bool):
+    if isinstance(a, float):
+        return math.fmod(a, b)
+    if b == 0:
+        return 0
+    if fmod:  # the sign of the dividend: truncated division
+        r = abs(a) % abs(b)
+        return -r if a < 0 else r
+    return a % b  # Python's: the sign of the divisor
+
+
+@st.composite
+def mod_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    sa, sb = draw(broadcast_pair())
+    a, b = array(rng, sa, dtype, -9, 9), array(rng, sb, dtype, -4, 4)
+    if is_float(dtype):
+        b[np.abs(b.astype(np.float64)) < 0.25] = 0.5
+        if draw(st.integers(0, 4)) == 0:  # ONNX Mod asks fmod=1 for floats
+            return OpCase([a, b], {"fmod": False}, None, "needs fmod")
+        fmod = True
+    else:
+        fmod = draw(st.booleans())
+    attrs: dict[str, Attr] = {"fmod": fmod} if fmod or draw(st.booleans()) else {}
+    return OpCase([a, b], attrs, _elementwise_expected(lambda x, y: _mod_one(x, y, fmod), [a, b], dtype))
+
+
+BITWISE: dict[str, Callable[..., int]] = {
+    "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+    "bitwise_not": lambda a: ~a,
+}
+
+
+def _bitwise(op: str):
+    @st.composite
+    def case(draw, dtype: str) -> OpCase:
+        rng = _rng(draw)
+        shapes_ = draw(broadcast_pair())[: 1 if op == "bitwise_not" else 2]
+        info = np.iinfo(dtype)
+        xs = [rng.integers(int(info.min), int(info.max), size=s, endpoint=True, dtype=dtype) for s in shapes_]
+        return OpCase(xs, expected=_elementwise_expected(BITWISE[op], xs, dtype))
+
+    return case
+
+
+@st.composite
+def bit_shift_case(draw, dtype: str) -> OpCase:
+    rng = _rng(draw)
+    sa, sb = draw(broadcast_pair())
+    bits = np.iinfo(dtype).bits
+    a = rng.integers(0, int(np.iinfo(dtype).max), size=sa, endpoint=True, dtype=dtype)
+    b = rng.integers(0, bits + 3, size=sb).astype(dtype)
+    direction = draw(st.sampled_from(["LEFT", "RIGHT"]))
+
+    def shift(x: int, n: int) -> int:
+        if n >= bits:
+            return 0
+        return (x << n) % 2**bits if direction == "LEFT" else x >> n
+
+    return OpCase([a, b], {"direction": direction}, _elementwise_expected(shift, [a, b], dtype))
+
+
+@st.composite
+def round_case(draw, dtype: str) -> OpCase:
+    """Halves (which go to the even neighbour), other values, NaN and infinities."""
+    rng = _rng(draw)
+    shape = draw(shapes())
+    x = (rng.integers(-12, 13, size=shape) / 2 + rng.choice([0.0, 0.2], size=shape)).astype(dtype)
+    x = _special(rng, x, [np.nan, np.inf, -np.inf, -0.5, 0.5, 1.5, 2.5])
+    return OpCase(
+        [x], expected=_elementwise_expected(lambda v: float(round(v)) if math.isfinite(v) else v, [x], dtype)
+    )
 
 
 @st.composite
@@ -642,6 +870,15 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     **ATTR_UNARY,
     **{op: _binary(op) for op in BINARY},
     "where": where_case,
+    **{op: _compare(op) for op in COMPARE},
+    **{op: _logical(op) for op in LOGICAL},
+    **{op: _bitwise(op) for op in BITWISE},
+    "cast": cast_case,
+    "isnan": _predicate("isnan"),
+    "isinf": _predicate("isinf"),
+    "mod": mod_case,
+    "bit_shift": bit_shift_case,
+    "round": round_case,
     "prelu": prelu_case,
     "concatenate": concatenate_case,
     "conv": conv_op_case,

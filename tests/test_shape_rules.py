@@ -73,8 +73,14 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "slice",
         "split",
         "gather",
+        "compare",
+        "predicate",
+        "select",
+        "cast",
+        "mod",
     }
-    assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == {"elementwise", "unidirectional"}
+    elementwise = {"elementwise", "unidirectional", "compare", "predicate", "select", "cast", "mod"}
+    assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == elementwise
     assert all(rule.name == name and rule.doc for name, rule in SHAPE_RULES.items())
     assert (SHAPE_RULES["batch_norm"].min_inputs, SHAPE_RULES["batch_norm"].max_inputs) == (5, 5)
     assert (SHAPE_RULES["concatenate"].min_inputs, SHAPE_RULES["concatenate"].max_inputs) == (1, None)
