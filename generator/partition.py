@@ -32,8 +32,10 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 
 from byoc.catalog import Catalog
+from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
 from byoc.spec.backend import BackendSpec
+from byoc.spec.bindings import MacroBinding
 
 from .composite import GraphView, Match, implementable, match_pattern
 
@@ -54,7 +56,26 @@ def supports(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], cat
         return False
     if not all(spec.supports(node.op, t.dtype, t.rank) for t in node.types):
         return False
-    return takes_types(spec, node, types, catalog)
+    return takes_types(spec, node, types, catalog) and _macro_fits(spec, node, types)
+
+
+def _macro_fits(spec: BackendSpec, node: Node, types: Mapping[str, TensorType]) -> bool:
+    """Whether the macro of a macro backend reads only axes ``node``'s inputs have (a
+    rank-2 matmul macro reading the second input's ``${in1_dim1}`` cannot take a
+    vector); other bindings always fit."""
+    if not isinstance(spec.ops.get(node.op), MacroBinding):
+        return True
+    from .c_source_layouts import kernel_macro
+    from .c_source_values import check_input_axes
+
+    macro = kernel_macro(spec, node, None)
+    if macro is None:
+        return True  # lowering says which rank has no macro
+    try:
+        check_input_axes(node, macro, [types[n] for n in node.inputs], spec.name)
+    except GraphError:
+        return False
+    return True
 
 
 def takes_types(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:

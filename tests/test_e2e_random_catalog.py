@@ -35,10 +35,13 @@ from byoc.building import build
 from byoc.catalog import OpDef, RuleError, infer_types, normalize_attrs
 from byoc.generator.partition import partition
 from byoc.ir import TensorType, is_integer
+from byoc.shape_rules import SHAPE_RULES
 
 CATALOG = byoc.load_catalog()
 SPECS = {spec.name: spec for spec in byoc.list_backends()}
-FLOATS = ("float32", "float64")
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+"""The dtypes a graph is drawn at (its values of other dtypes come from comparisons and
+casts), where the backend declares them."""
 INDEX_DTYPE = "int64"
 EXAMPLES = {"engine": 8}
 """Examples per backend; the default is DEFAULT_EXAMPLES (engine pays a C++ compile each)."""
@@ -46,9 +49,17 @@ DEFAULT_EXAMPLES = 20
 DERANDOMIZE = True
 MAX_ELEMENTS = 2048
 """No value of a random graph has more elements; keeps the reference and compiles cheap."""
-TOLERANCE = {"float32": (2e-4, 1e-5), "float64": (1e-9, 1e-12)}
+TOLERANCE = {
+    "float32": (2e-4, 1e-5),
+    "float64": (1e-9, 1e-12),
+    "float16": (4e-3, 1e-3),
+    "bfloat16": (3e-2, 8e-3),
+}
 """(rtol, atol relative to the largest finite reference magnitude) per dtype: backends
-sum in other orders than numpy (convolutions, reductions), so results differ by rounding."""
+sum in other orders than numpy (convolutions, reductions), so results differ by rounding.
+float16 and bfloat16 are computed in float32 (the reference in float64), and a value
+one rounding apart is one of their ulps (2**-10 and 2**-7 relative) away. Integer and
+bool results must be equal."""
 
 
 @dataclass(frozen=True)
@@ -320,6 +331,34 @@ def _gather(d: Draft, op: OpDef) -> Proposal:
     return Proposal([x, indices], {"axis": axis})
 
 
+def _one(d: Draft, op: OpDef) -> Proposal:
+    """One input of any shape (a predicate's float, a cast's anything; cast's `to` is
+    drawn from its choices)."""
+    return Proposal([d.data()])
+
+
+def _select(d: Draft, op: OpDef) -> Proposal:
+    """where: a bool condition (a comparison's result in scope, or a new parameter) and
+    two values, all broadcast."""
+    x = d.data()
+    conditions = [v for v in d.values if v.type.dtype == "bool"]
+    if conditions and d.maybe():
+        condition = d.draw(st.sampled_from(conditions))
+    else:
+        condition = d.fresh(_broadcastable(d, x.type.shape), "bool")
+    other = d.fresh(_broadcastable(d, x.type.shape)) if d.maybe() else x
+    return Proposal([condition, *d.draw(st.permutations([x, other]))])
+
+
+NEW_RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
+    "compare": _elementwise,
+    "mod": _elementwise,  # a float mod without fmod=true is rejected, and redrawn
+    "predicate": _one,
+    "cast": _one,
+    "select": _select,
+}
+"""The rules of comparisons, where, cast, ... (where the catalog has them)."""
+
 RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "elementwise": _elementwise,
     "unidirectional": _unidirectional,
@@ -345,6 +384,7 @@ RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "slice": _slice,
     "split": _split,
     "gather": _gather,
+    **{rule: strategy for rule, strategy in NEW_RULES.items() if rule in SHAPE_RULES},
 }
 """Inputs and the rule's attributes, by shape rule name (the rule vocabulary's, not ops)."""
 
@@ -450,7 +490,9 @@ def catalog_graphs(draw, backend: str) -> RandomGraph:
     inputs = {}
     for p in d.params:
         t = p.value.type
-        if is_integer(t.dtype):
+        if t.dtype == "bool":
+            inputs[p.value.name] = rng.integers(0, 2, size=t.shape).astype(bool)
+        elif is_integer(t.dtype):
             inputs[p.value.name] = rng.integers(int(p.low), int(p.high) + 1, size=t.shape).astype(t.dtype)
         else:
             inputs[p.value.name] = rng.uniform(p.low, p.high, size=t.shape).astype(t.dtype)
@@ -462,6 +504,9 @@ def check_close(got: np.ndarray, want: np.ndarray, text: str) -> None:
     of a negative, or a NaN carried on through maximum, relu, a max pool, ...), the same
     infinities (an overflow), and the finite values within the dtype's tolerance."""
     assert got.dtype == want.dtype and got.shape == want.shape, text
+    if str(want.dtype) not in TOLERANCE:  # integers and bool
+        np.testing.assert_array_equal(got, want, err_msg=text)
+        return
     rtol, atol = TOLERANCE[str(want.dtype)]
     finite = np.isfinite(want)
     np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=text)  # NaN equals NaN here
