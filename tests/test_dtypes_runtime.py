@@ -521,3 +521,33 @@ def test_against_stored_outputs_half_outputs_keep_their_own_tolerances(capsys):
     assert _report([off32], [want32], None, None, stored=True) == 1
     assert _report([_ulps(want16, 2)], [want16], 1e-4, 0.0, stored=True) == 1  # given: taken as is
     capsys.readouterr()
+
+
+def test_byoc_run_on_onnx_test_data_of_bfloat16(capsys, tmp_path):
+    """An imported bfloat16 model (its initializer in the weights file, as bits listed
+    as bfloat16) run on input_0.pb and compared with output_0.pb."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.linspace(-3, 3, 16).astype(BF16)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [16])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [16])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    x = np.random.default_rng(10).uniform(-4, 4, 16).astype(BF16)
+    y = (x.astype(np.float64) + w.astype(np.float64)).astype(BF16)
+    data = tmp_path / "data"
+    data.mkdir()
+    _tensor_file(data / "input_0.pb", numpy_helper.from_array(x))
+    _tensor_file(data / "output_0.pb", numpy_helper.from_array(y))
+    rc, out, err = run_cli(capsys, "run", tmp_path / "m.onnx", "--backend", "json", "--inputs", data)
+    assert rc == 0, out + err
+    assert "output_*.pb" in out and "bfloat16" in out
+    wrong = y.astype(np.float32) + 1  # a whole unit off: beyond any tolerance
+    _tensor_file(data / "output_0.pb", numpy_helper.from_array(wrong.astype(BF16)))
+    rc, out, err = run_cli(capsys, "run", tmp_path / "m.onnx", "--backend", "json", "--inputs", data)
+    assert rc == 1 and "differ from" in out
