@@ -551,3 +551,42 @@ def test_byoc_run_on_onnx_test_data_of_bfloat16(capsys, tmp_path):
     _tensor_file(data / "output_0.pb", numpy_helper.from_array(wrong.astype(BF16)))
     rc, out, err = run_cli(capsys, "run", tmp_path / "m.onnx", "--backend", "json", "--inputs", data)
     assert rc == 1 and "differ from" in out
+
+
+FUSED_GRAPH = """\
+graph main(x: bfloat16[8, 16], y: bfloat16[8, 16], b: bool[5], h: float16[7]) {
+  s = @fused { return add(multiply(x, y), x) }
+  t = @fused { return concatenate(b, b) }
+  u = @fused { return multiply(h, h) }
+  return s, t, u
+}
+"""
+
+
+@needs_cc
+def test_byoc_pipeline_runs_bfloat16_bool_and_float16_on_a_compiled_backend(capsys, tmp_path):
+    """Generated C (the fused backend) called through tvm_ffi: the bfloat16 arguments go
+    through bfloat16_tensor, inputs and outputs, and match the numpy reference."""
+    import byoc
+    from byoc.api import evaluate, parse
+
+    path = tmp_path / "f.graph"
+    path.write_text(FUSED_GRAPH)
+    rc, out, err = run_cli(capsys, "run", path, "--seed", "3")
+    assert rc == 0, out + err
+    model = byoc.build(path)
+    (library,) = [m for m in model.modules if m.kind == "library"]
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-4, 4, (8, 16)).astype(BF16)
+    y = rng.uniform(-4, 4, (8, 16)).astype(BF16)
+    symbol = next(s for s in library.symbols() if library.signature(s).inputs[0].dtype == "bfloat16")
+    result = np.zeros((8, 16), BF16)
+    library.get_function(symbol)(x, y, result)
+    fn = parse(FUSED_GRAPH, "graph").functions[0]
+    inputs = {"x": x, "y": y, "b": np.array([True, False, True, True, False]), "h": np.ones(7, np.float16)}
+    want = evaluate(fn, inputs)[0]
+    assert result.dtype == BF16
+    status, error = _compare(result, want, None, None)
+    assert status == "ok", error
+    outputs = model(**inputs)
+    assert outputs[1].tolist() == [True, False, True, True, False] * 2
