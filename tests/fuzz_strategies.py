@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import byoc
-from byoc.ir import is_integer
+from byoc.ir import UNSIGNED_DTYPES, is_integer
 
 FUZZ_ENV = "BYOC_FUZZ_EXAMPLES"
 COMPILED_DIVISOR = 20
@@ -161,9 +161,11 @@ def region_graphs(draw, caps: Caps):
             shape = variant()
             size = int(np.prod(shape))
             values = draw(
-                st.lists(st.integers(0 if dtype == "uint8" else -6, 6), min_size=size, max_size=size)
+                st.lists(st.integers(0 if dtype in UNSIGNED_DTYPES else -6, 6), min_size=size, max_size=size)
             )
             items = [f"{v / 2}" for v in values] if not is_integer(dtype) else [str(v) for v in values]
+            if dtype == "bool":
+                items = ["true" if v % 2 else "false" for v in values]
             name = f"k{next(counter)}"
             body.append(f"{name} = const {text(shape)} [{', '.join(items)}]")
             scope[name] = (shape, 6)
@@ -240,7 +242,9 @@ def region_graphs(draw, caps: Caps):
     head = ", ".join(f"{n}: {text(s)}" for n, s in params.items())
     graph = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if is_integer(dtype):
+    if dtype == "bool":
+        inputs = {n: rng.integers(0, 2, size=s).astype(bool) for n, s in params.items()}
+    elif is_integer(dtype):
         inputs = {n: rng.integers(-9, 10, size=s).astype(dtype) for n, s in params.items()}
     else:
         inputs = {n: rng.uniform(-9, 9, size=s).astype(dtype) for n, s in params.items()}
@@ -255,10 +259,11 @@ def assert_matches_reference(graph: str, inputs, model) -> None:
     assert len(got) == len(want), graph
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, graph
-        if g.dtype.kind in "iu":
+        if g.dtype.kind in "iub":
             np.testing.assert_array_equal(g, w, err_msg=graph)
-        else:
+        else:  # float16 and bfloat16 too: these ops are rounded once from float32, exactly
             rtol = 1e-6 if g.dtype == np.float32 else 1e-14
+            g, w = g.astype(np.float64), w.astype(np.float64)
             np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6, err_msg=graph)
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import byoc.runtime
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
-from byoc.ir import is_integer
+from byoc.ir import DTYPES, UNSIGNED_DTYPES, is_integer
 
 # ------------------------------------------------------------------ random graphs
 
@@ -32,7 +32,8 @@ class Caps:
         self.constants, self.outputs, self.opt = constants, outputs, opt
 
 
-ALL_DTYPES = ("float32", "float64", "int32", "int64")
+ALL_DTYPES = DTYPES
+"""Every dtype; a graph takes the ops the catalog gives its dtype (bool: copy)."""
 BOUNDED = ("add", "subtract", "multiply", "maximum", "minimum", "negative", "relu", "copy")
 """The ops these graphs are drawn from, deliberately: binary_op below works out each
 one's bound on |value| (a sum, a product), so integer results never overflow and
@@ -85,7 +86,7 @@ def random_graphs(draw, backends: tuple[str, ...]):
     lines = []
 
     def binary_op(ops, a_bound, b_bound):
-        op = draw(st.sampled_from([o for o in ops if o not in UNARY]))
+        op = draw(st.sampled_from([o for o in ops if o not in UNARY and dtype in CATALOG[o].dtypes]))
         if op == "multiply" and a_bound * b_bound > LIMIT:
             op = "subtract"
         return op, (a_bound * b_bound if op == "multiply" else a_bound + b_bound)
@@ -97,17 +98,22 @@ def random_graphs(draw, backends: tuple[str, ...]):
         body = []
         if caps.constants and draw(st.booleans()):
             name = f"k{next(counter)}"
-            values = draw(st.lists(st.integers(-6, 6), min_size=size, max_size=size))
+            values = draw(
+                st.lists(st.integers(0 if dtype in UNSIGNED_DTYPES else -6, 6), min_size=size, max_size=size)
+            )
             texts = [f"{v / 2}" for v in values] if not is_integer(dtype) else map(str, values)
+            if dtype == "bool":
+                texts = ["true" if v % 2 else "false" for v in values]
             body.append(f"{name} = const {type_text} [{', '.join(texts)}]")
             scope[name] = 6
         defined = []
-        unary = [o for o in caps.ops if o in UNARY]
+        unary = [o for o in caps.ops if o in UNARY and dtype in CATALOG[o].dtypes]
+        binary = [o for o in caps.ops if o not in UNARY and dtype in CATALOG[o].dtypes]
         for _ in range(draw(st.integers(1, 5))):
             names = sorted(scope)
             a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
             name = f"t{next(counter)}"
-            if unary and draw(st.integers(0, 3)) == 0:
+            if unary and (not binary or draw(st.integers(0, 3)) == 0):
                 body.append(f"{name} = {draw(st.sampled_from(unary))}({a})")
                 scope[name] = scope[a]
             else:
@@ -127,9 +133,10 @@ def random_graphs(draw, backends: tuple[str, ...]):
         lines.append("  }")
         for target, result in zip(targets, results):
             outer[target] = scope[result]
-        if draw(st.booleans()):  # a host op between or after regions
+        host = [o for o in HOST_OPS if dtype in CATALOG[o].dtypes]
+        if host and draw(st.booleans()):  # a host op between or after regions
             a, b = draw(st.sampled_from(sorted(outer))), draw(st.sampled_from(sorted(outer)))
-            op = draw(st.sampled_from(HOST_OPS))
+            op = draw(st.sampled_from(host))
             name = f"h{next(counter)}"
             if op == "negative":
                 lines.append(f"  {name} = negative({a})")
@@ -144,7 +151,9 @@ def random_graphs(draw, backends: tuple[str, ...]):
     text = f"graph main({head}) {{\n" + "\n".join(lines) + f"\n  return {', '.join(returned)}\n}}\n"
 
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if is_integer(dtype):
+    if dtype == "bool":
+        inputs = {p: rng.integers(0, 2, size=shape).astype(bool) for p in params}
+    elif is_integer(dtype):
         inputs = {p: rng.integers(-9, 10, size=shape).astype(dtype) for p in params}
     else:
         inputs = {p: rng.uniform(-9, 9, size=shape).astype(dtype) for p in params}
@@ -164,10 +173,11 @@ def _check_random_graph(text: str, inputs: dict[str, np.ndarray], bundle_dir: Pa
     for g, w, a in zip(got, want, again):
         assert g.dtype == w.dtype and g.shape == w.shape, text
         np.testing.assert_array_equal(g, a)
-        if g.dtype.kind in "iu":
+        if g.dtype.kind in "iub":
             np.testing.assert_array_equal(g, w, err_msg=text)
-        else:
+        else:  # float16 and bfloat16 too: these ops are rounded once from float32, exactly
             rtol = 1e-6 if g.dtype == np.float32 else 1e-14
+            g, w = g.astype(np.float64), w.astype(np.float64)
             np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6, err_msg=text)
 
 
