@@ -20,6 +20,7 @@ import numpy as np
 from byoc.errors import RuntimeFailure
 from byoc.ir import TensorType
 
+from .dlpack import bfloat16_array
 from .interface import Signature
 
 Kernel = Callable[[list[np.ndarray]], Sequence[np.ndarray]]
@@ -105,7 +106,12 @@ def as_array(arg: Any, what: str, t: TensorType, *, output: bool = False) -> np.
         try:
             array = np.from_dlpack(arg)
         except (BufferError, TypeError, ValueError, RuntimeError) as exc:
-            raise RuntimeFailure(f"{what} cannot be read through DLPack: {exc}") from None
+            try:  # numpy reads no bfloat16 tensor; bfloat16_array does
+                array = bfloat16_array(arg)
+            except (BufferError, TypeError, ValueError, RuntimeError):
+                array = None
+            if array is None:
+                raise RuntimeFailure(f"{what} cannot be read through DLPack: {exc}") from None
     if array.dtype != np.dtype(t.dtype) or array.shape != t.shape:
         raise RuntimeFailure(f"{what} is {array.dtype}{list(array.shape)}, expected {t}")
     if output and not array.flags.c_contiguous:

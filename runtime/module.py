@@ -32,7 +32,6 @@ This module never imports ``byoc.generator``.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -45,6 +44,7 @@ import tvm_ffi
 from byoc.errors import RuntimeFailure
 from byoc.ir import TensorType
 
+from .dlpack import BFLOAT16, bfloat16_tensor
 from .interface import PackedFunction, Signature
 
 CALL_ERRORS = (TypeError, ValueError, RuntimeError, MemoryError, BufferError)
@@ -185,42 +185,6 @@ def _retry_read_only(symbol: str, fn: tvm_ffi.Function, sig: Signature, args: tu
         fn(*tensors)
     except CALL_ERRORS as exc:
         raise RuntimeFailure(_message(exc), hint=_describe(sig)) from exc
-
-
-KDL_BFLOAT = 4
-"""DLPack's type code of bfloat16 (``kDLBfloat`` of ``DLDataTypeCode``)."""
-_DTYPE_CODE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 32 + 20}
-"""Where the capsule's ``DLTensor.dtype.code`` byte is: ``DLTensor`` is ``void *data;
-DLDevice device`` (16 bytes) then ``int32_t ndim`` (4), then ``DLDataType dtype`` whose
-first byte is its code; a ``DLManagedTensor`` starts with its ``DLTensor``, a
-``DLManagedTensorVersioned`` has it after ``version`` (8), ``manager_ctx``,
-``deleter`` and ``flags`` (8 each), so at 32, on the 64-bit platforms byoc builds for."""
-_capsule_name = ctypes.pythonapi.PyCapsule_GetName
-_capsule_name.restype, _capsule_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-BFLOAT16 = np.dtype("bfloat16")  # registered by ml_dtypes, which byoc.ir imports
-
-
-def bfloat16_tensor(array: np.ndarray) -> tvm_ffi.Tensor:
-    """A bfloat16 numpy array as a tvm_ffi Tensor of DLPack type ``(kDLBfloat, 16, 1)``
-    over the array's own memory (zero-copy; an output written through it is written
-    into ``array``).
-
-    numpy refuses to export ml_dtypes' bfloat16 through DLPack ("DLPack only supports
-    signed/unsigned integers, float and complex dtypes"), but it exports the same
-    memory viewed as ``uint16``, whose bits a bfloat16 array is. This takes that
-    export's capsule, before anyone consumed it, and changes the one byte that says
-    ``kDLUInt`` to ``kDLBfloat``; bits and lanes (16, 1) are already right. A read-only
-    array goes through the versioned export (DLPack 1.0), which marks it read-only,
-    as :func:`_tensor` does for other read-only inputs."""
-    bits = array.view(np.uint16)
-    capsule = bits.__dlpack__(max_version=(1, 0)) if not array.flags.writeable else bits.__dlpack__()
-    name = _capsule_name(capsule)
-    code = ctypes.c_uint8.from_address(_capsule_pointer(capsule, name) + _DTYPE_CODE_OFFSET[name])
-    assert code.value == 1, "numpy exported uint16 as DLPack code kDLUInt"  # the layout is as read
-    code.value = KDL_BFLOAT
-    return tvm_ffi.from_dlpack(capsule)
 
 
 def _tensor(symbol: str, k: int, role: str, array: Any, *, output: bool) -> Any:

@@ -590,3 +590,30 @@ def test_byoc_pipeline_runs_bfloat16_bool_and_float16_on_a_compiled_backend(caps
     assert status == "ok", error
     outputs = model(**inputs)
     assert outputs[1].tolist() == [True, False, True, True, False] * 2
+
+
+def test_bfloat16_array_reads_a_dlpack_bfloat16_tensor_in_place():
+    from byoc.runtime.dlpack import bfloat16_array
+
+    array = np.arange(6, dtype=np.float32).reshape(2, 3).astype(BF16)
+    back = bfloat16_array(bfloat16_tensor(array))
+    assert back.dtype == BF16 and back.shape == (2, 3) and back.flags.writeable
+    assert back.ctypes.data == array.ctypes.data
+    assert bfloat16_array(tvm_ffi.from_dlpack(np.zeros(3, np.uint16))) is None  # numpy reads those
+
+
+def test_an_interpreted_module_takes_dlpack_bfloat16_tensors():
+    """The JSON runtime reads its arguments through np.from_dlpack, which refuses
+    bfloat16; a tvm_ffi bfloat16 tensor still works, the output written in place."""
+    doc = _json_doc()
+    module = _json_module(doc)
+    (symbol,) = doc["functions"]
+    rng = np.random.default_rng(12)
+    h = rng.uniform(-2, 2, 3).astype(np.float16)
+    b = rng.uniform(-2, 2, 3).astype(BF16)
+    m = np.array([True, False, True])
+    q = np.zeros(3, BF16)
+    outs = [np.empty(3, np.float16), bfloat16_tensor(q), np.empty(6, bool)]
+    module.get_function(symbol)(h, bfloat16_tensor(b), m, *outs)
+    kb = np.array([0.1, -3.3895e38, 2.5]).astype(BF16)
+    assert q.tobytes() == (b.astype(np.float64) * kb.astype(np.float64)).astype(BF16).tobytes()
