@@ -203,7 +203,8 @@ class GraphLoader:
             ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in data)
             ok = ok and _finite_in(data, t.dtype)
         if not ok:
-            raise self.fail(f"const_values[{name!r}] holds a value that is not a {t.dtype} number", nid)
+            kind = "bool value (true or false)" if t.dtype == "bool" else f"{t.dtype} number"
+            raise self.fail(f"const_values[{name!r}] holds a value that is not a {kind}", nid)
 
     def check_stored(self, name: str, value: Mapping[str, Any], t: TensorType, nid: int) -> None:
         """A large constant: entry ``name`` of the archive ``value["file"]``, of type ``t``."""
