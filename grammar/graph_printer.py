@@ -158,8 +158,10 @@ def number_texts(values: np.ndarray) -> list[str]:
     value's bits (:func:`half_text`)."""
     if values.dtype == np.bool_:
         return ["true" if v else "false" for v in values.tolist()]
-    if is_half(str(values.dtype)):
-        return [half_text(v) for v in values]
+    if is_half(str(values.dtype)):  # each of the (at most 65536) distinct values searched once
+        distinct, index = np.unique(values.view(np.uint16), return_inverse=True)
+        texts = [half_text(v) for v in distinct.view(values.dtype)]
+        return [texts[k] for k in index.reshape(-1).tolist()]
     return [repr(v) for v in plain_numbers(values)]
 
 
