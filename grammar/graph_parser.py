@@ -276,7 +276,7 @@ class _Reader:
                 raise GraphError(
                     f"a bool constant takes true or false, not {number!r}",
                     loc,
-                    hint="write true or false; compare with a number (e.g. greater(x, y)) for a bool tensor",
+                    hint="write true or false: 1 and 0 are numbers, not bools",
                 )
             return Const(type_, tuple(v.value == "true" for v in values), loc)
         if is_integer(dtype):
