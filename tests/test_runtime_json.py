@@ -21,8 +21,10 @@ from runtime_json_support import CONCAT_GRAPH, GEN, gen_program, json_module_tex
 
 import byoc
 from byoc.api import evaluate, parse
+from byoc.catalog import infer_type
 from byoc.errors import RuntimeFailure
 from byoc.generator.lowering import offload_whole
+from byoc.ir import TensorType
 from byoc.runtime.interface import call
 from byoc.runtime.json_module import JsonRuntimeModule
 from byoc.spec import SHIPPED_BACKENDS
@@ -130,9 +132,11 @@ CATALOG = byoc.load_catalog()
 
 def elementwise_ops(inputs: int, dtype: str) -> tuple[str, ...]:
     """The attribute-free elementwise ops of ``inputs`` inputs at ``dtype`` that the json
-    backend maps: the interpreter runs them by the catalog's references, so whatever
-    they compute (NaN included), it must equal the evaluator's."""
+    backend maps and whose result is of ``dtype`` too (not a comparison's bool): the
+    interpreter runs them by the catalog's references, so whatever they compute (NaN
+    included), it must equal the evaluator's."""
     json_ops = byoc.load_backend("json").ops
+    operand = TensorType((1,), dtype)
     return tuple(
         name
         for name, op in CATALOG.items()
@@ -141,6 +145,7 @@ def elementwise_ops(inputs: int, dtype: str) -> tuple[str, ...]:
         and op.min_inputs == op.max_inputs == inputs
         and dtype in op.dtypes
         and name in json_ops
+        and infer_type(op, [operand] * inputs, ()).dtype == dtype
     )
 
 
