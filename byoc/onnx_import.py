@@ -304,7 +304,7 @@ def dsl_dtype(dtype: np.dtype, what: str) -> str:
 def number(v) -> str:
     """A DSL literal for one value (repr keeps a float32's value exactly)."""
     if isinstance(v, (bool, np.bool_)):
-        return str(int(v))
+        return "true" if v else "false"
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     text = repr(float(v))

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import GraphError
+from .ir import DTYPES, dtype_name
 from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, number, require_onnx
 
 RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
@@ -633,24 +634,60 @@ def _reduce(imp: Importer, node, e: OnnxOp) -> None:
 
 
 def _where(imp: Importer, node, e: OnnxOp) -> None:
+    """Where(condition, x, y): a bool condition (a constant or a value computed at run
+    time), all three broadcast."""
     imp.check_attrs(node, set())
-    condition = imp.const_input(0, "Where condition (byoc has no bool tensors)")
-    c = imp.constant(condition.astype(imp.dtype(node.input[1])), node.input[0] + "_mask")
-    imp.emit(e.op, [c, imp.value(node.input[1]), imp.value(node.input[2])], out=node.output[0])
+    imp.emit(e.op, [imp.value(i) for i in node.input[:3]], out=node.output[0])
 
 
 def _cast(imp: Importer, node, e: OnnxOp) -> None:
-    """Cast to ``to``, or CastLike to the dtype of input 1: byoc has no conversion op,
-    so only a cast to the dtype the value already has (a no-op) is taken."""
+    """Cast to ``to``, or CastLike to the dtype of input 1, as the catalog's ``cast`` (its
+    rule: spec/ops.yaml); a cast to the dtype the value already has is no node at all.
+    ``saturate`` and ``round_mode`` concern float8 targets only, which byoc lacks."""
     imp.check_attrs(node, {"to", "saturate", "round_mode"})
     if len(node.input) > 1:
         target = imp.dtype(node.input[1])
     else:
-        target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(int(imp.attr("to"))))
+        to = int(imp.attr("to"))
+        try:
+            target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(to))
+        except Exception:
+            target = None
+        if target is None or dtype_name(target) is None:
+            name = (
+                imp.onnx.TensorProto.DataType.Name(to) if to in imp.onnx.TensorProto.DataType.values() else to
+            )
+            raise imp.unsupported(f"a Cast to {name}", hint=f"byoc's dtypes: {', '.join(DTYPES)}")
     source = imp.dtype(node.input[0])
-    if source != target:
-        raise imp.unsupported(f"a Cast from {source} to {target} at run time")
-    imp.alias(node.output[0], imp.value(node.input[0]))
+    for what, dtype in (("from", source), ("to", target)):
+        if dtype is None or dtype_name(np.dtype(dtype)) is None:
+            raise imp.unsupported(
+                f"a Cast {what} {'an unknown dtype' if dtype is None else dtype}",
+                hint=f"byoc's dtypes: {', '.join(DTYPES)}",
+            )
+    if source == target:
+        imp.alias(node.output[0], imp.value(node.input[0]))
+        return
+    imp.emit(e.op or "cast", [imp.value(node.input[0])], {"to": dtype_name(np.dtype(target))}, node.output[0])
+
+
+def _attributed(imp: Importer, node, e: OnnxOp) -> None:
+    """An elementwise op of any number of inputs whose ONNX attributes ``attrs`` names
+    (ONNX name -> [catalog name, default]); each value the node gives is converted to
+    the catalog attribute's type (an ONNX int flag to a bool), the defaults being the
+    catalog's (which are ONNX's)."""
+    imp.check_attrs(node, set(e.attrs))
+    from . import spec
+
+    types = {a.name: a.type for a in spec.load_catalog()[e.op].attrs}
+    values: dict[str, object] = {}
+    for key, (name, _) in e.attrs.items():
+        value = imp.attr(key)
+        if value is None:
+            continue
+        kind = types[name]
+        values[name] = bool(int(value)) if kind == "bool" else str(value) if kind == "str" else value
+    imp.emit(e.op, [imp.value(i) for i in node.input], values, node.output[0])
 
 
 def _prelu(imp: Importer, node, e: OnnxOp) -> None:
@@ -743,6 +780,7 @@ KINDS: dict[str, Handler] = {
     "reduce": _reduce,
     "select": _where,
     "cast": _cast,
+    "attributed": _attributed,
     "channel_slope": _prelu,
     "tile": _tile,
     "instance_norm": _instance_norm,
@@ -759,7 +797,10 @@ def onnx_ops() -> dict[str, OnnxOp]:
     table = YAML(typ="safe").load((Path(__file__).parent / "onnx_ops.yaml").read_text(encoding="utf-8"))
     rows = {}
     for name, row in table.items():
-        attrs = {k: (v[0], float(v[1])) for k, v in row.get("attrs", {}).items()}
+        attrs = {
+            k: (v[0], v[1] if row["kind"] == "attributed" else float(v[1]))
+            for k, v in row.get("attrs", {}).items()
+        }
         rows[name] = OnnxOp(
             row["kind"], row.get("op"), row.get("roles", {}), attrs, row.get("axes_input_since", 1)
         )

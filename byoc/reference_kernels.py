@@ -554,11 +554,11 @@ def sign(x) -> np.ndarray:
 
 def mod(a, b, *, fmod: int = 0) -> np.ndarray:
     """ONNX Mod: with ``fmod``, C's fmod (the sign of the dividend, truncated division);
-    without, the sign of the divisor (Python's %). An integer divisor of 0 gives 0, as
-    numpy does; floats take fmod only (the shape rule checks)."""
+    without, the sign of the divisor (numpy's and Python's %, for floats too, as ONNX's
+    reference and node tests). An integer divisor of 0 gives 0, as numpy does."""
     a, b = np.asarray(a), np.asarray(b)
     if is_float(str(a.dtype)):
-        return np.fmod(_wide(a), _wide(b))
+        return np.fmod(_wide(a), _wide(b)) if fmod else np.mod(_wide(a), _wide(b))
     zero = b == 0
     safe = np.where(zero, np.ones((), b.dtype), b)
     r = np.fmod(a, safe) if fmod else np.mod(a, safe)
@@ -566,13 +566,23 @@ def mod(a, b, *, fmod: int = 0) -> np.ndarray:
 
 
 def bit_shift(a, b, *, direction: str = "LEFT") -> np.ndarray:
-    """ONNX BitShift of unsigned integers: a shift by the type's width or more gives 0."""
-    a, b = np.asarray(a), np.asarray(b)
+    """ONNX BitShift. A shift count below 0 or of the type's width or more gives 0 (a
+    right shift of a negative signed value: -1, its sign filling every bit); a right
+    shift of a signed value is arithmetic; a left shift of one wraps (it shifts the
+    bits of the unsigned type of its width)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     bits = a.dtype.itemsize * 8
-    wide = b >= bits
-    count = np.where(wide, np.zeros((), b.dtype), b).astype(a.dtype)
-    shifted = np.left_shift(a, count) if direction == "LEFT" else np.right_shift(a, count)
-    return np.where(wide, np.zeros((), a.dtype), shifted).astype(a.dtype)
+    signed = np.iinfo(a.dtype).min < 0
+    out_of_range = (b < 0) | (b >= bits) if signed else b >= bits
+    count = np.where(out_of_range, np.zeros((), b.dtype), b)
+    if direction == "RIGHT":
+        shifted = np.right_shift(a, count.astype(a.dtype))
+        fill = np.where(a < 0, np.array(-1).astype(a.dtype), np.zeros((), a.dtype)) if signed else 0
+    else:
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        shifted = np.left_shift(a.view(unsigned), count.astype(unsigned)).view(a.dtype)
+        fill = 0
+    return np.where(out_of_range, fill, shifted).astype(a.dtype)
 
 
 def cast(x, *, to: str) -> np.ndarray:

@@ -197,17 +197,6 @@ def _cast(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return TensorType(types[0].shape, str(to))
 
 
-def _mod(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
-    out = _elementwise(types, kwargs)
-    if is_float(out.dtype) and not kwargs["fmod"]:
-        raise RuleError(
-            f"the mod of {out.dtype} values needs fmod=true",
-            hint="float mod takes the sign of the dividend, as C's fmod (ONNX Mod asks fmod=1 for floats)",
-            key="fmod",
-        )
-    return out
-
-
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -342,10 +331,10 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             ),
             ShapeRule(
                 "mod",
-                _mod,
+                _elementwise,
                 True,
                 MappingProxyType({"fmod": "bool"}),
-                doc="numpy broadcasting of inputs of one dtype; float inputs need fmod",
+                doc="numpy broadcasting of inputs of one dtype; fmod picks C's fmod over the divisor's sign",
             ),
             ShapeRule(
                 "unidirectional",

@@ -36,15 +36,8 @@ def test_every_catalog_op_has_a_case():
     assert len(CATALOG) >= 60
 
 
-def test_json_maps_every_op():
+def test_json_and_fused_map_every_op():
     assert set(byoc.load_backend("json").ops) == set(CATALOG)
-
-
-# The comparisons, logic, cast, mod, bitwise and round ops were added to the catalog
-# before spec/backends/fused.yaml maps them (another change, in flight); remove this
-# mark when it lands.
-@pytest.mark.xfail(strict=False, reason="fused.yaml does not map the ops of issue 29 yet")
-def test_fused_maps_every_op():
     assert set(byoc.load_backend("fused").ops) == set(CATALOG)
 
 
