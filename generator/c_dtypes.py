@@ -93,6 +93,17 @@ def casts_in(text: str) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda p: (DTYPES.index(p[0]), DTYPES.index(p[1])))
 
 
+HELPER_CALL = re.compile(r"\bbyoc_(mod|fmod|shift_LEFT|shift_RIGHT)_([a-z0-9]+)\(")
+"""A call of an op helper in generated text: ``byoc_mod_int32(``, ``byoc_shift_LEFT_uint8(``."""
+
+
+def helpers_in(text: str) -> list[tuple[str, str]]:
+    """The (helper, dtype) pairs of the op helpers ``text`` calls, sorted."""
+    found = {(h, d) for h, d in HELPER_CALL.findall(text) if d in DTYPES}
+    order = ("mod", "fmod", "shift_LEFT", "shift_RIGHT")
+    return sorted(found, key=lambda p: (order.index(p[0]), DTYPES.index(p[1])))
+
+
 def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = False) -> str:
     """The support text for a module whose values have ``dtypes`` and whose C ``text``
     calls the cast functions it calls: ``<stdbool.h>`` (C) where bool is used, the half
@@ -112,6 +123,13 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     if pairs:
         head = "/* byoc_cast_<from>_<to>(x): the cast op, between compute types (generator/c_dtypes.py). */\n"
         parts.append(head + "".join(cast_function(a, b) for a, b in pairs))
+    helpers = helpers_in(text)
+    if helpers:
+        head = (
+            "/* byoc_mod_<t> (the divisor's sign), byoc_fmod_<t> (the dividend's), byoc_shift_<LEFT|RIGHT>_<t>:\n"
+            "   the mod and bit_shift ops, with no undefined behaviour (generator/c_dtypes.py). */\n"
+        )
+        parts.append(head + "".join(helper_function(h, d) for h, d in helpers))
     return "\n".join(parts)
 
 
@@ -291,6 +309,53 @@ def input_args(inputs: Sequence[tuple[str, str]]) -> dict[str, str]:
         args[f"x{j}"] = text
         args[f"x{j}_dtype"] = dtype
     return args
+
+
+def helper_function(helper: str, dtype: str) -> str:
+    """The ``static inline`` C function ``byoc_<helper>_<dtype>`` of the mod and
+    bit_shift ops (the catalog's rules): an integer divisor of 0 gives 0 (and -1 gives 0,
+    where C's INT_MIN % -1 would trap); a shift count below 0 or of the width or more
+    gives 0, or -1 for a negative value shifted right; a signed right shift is
+    arithmetic, a signed left shift wraps."""
+    t = compute_type(dtype)
+    head = f"static inline {t} byoc_{helper}_{dtype}({t} a, {t} b) {{\n"
+    signed = not is_float(dtype) and not dtype.startswith("u")
+    if helper in ("mod", "fmod"):
+        if is_float(dtype):
+            body = [f"  {t} r = ({t})fmod(a, b);"]
+            if helper == "mod":
+                body.append("  if (r != 0 && (r < 0) != (b < 0)) r += b;")
+            body.append("  return r;")
+        else:
+            body = ["  if (b == 0) return 0;"]
+            if signed:
+                body += ["  if (b == -1) return 0;"]
+            body.append(f"  {'const ' if helper == 'fmod' or not signed else ''}{t} r = ({t})(a % b);")
+            if helper == "mod" and signed:
+                body.append(f"  if (r != 0 && (r < 0) != (b < 0)) r = ({t})(r + b);")
+            body.append("  return r;")
+        return head + "\n".join(body) + "\n}\n"
+    bits = _BITS[dtype]
+    unsigned = f"uint{bits}_t"
+    wide = "uint64_t" if bits == 64 else "uint32_t"
+    out_of_range = f"b < 0 || b >= {bits}" if signed else f"b >= {bits}"
+    if helper == "shift_LEFT":
+        body = [
+            f"  if ({out_of_range}) return 0;",
+            f"  const {unsigned} u = ({unsigned})(({wide})({unsigned})a << b);",
+        ]
+        if signed:
+            body.append(f"  return u <= INT{bits}_MAX ? ({t})u : ({t})(-({t})(UINT{bits}_MAX - u) - 1);")
+        else:
+            body.append("  return u;")
+    elif signed:  # arithmetic: a negative a shifts its complement, which is not negative
+        body = [
+            f"  if ({out_of_range}) return a < 0 ? -1 : 0;",
+            f"  return a < 0 ? ({t})~(({t})~a >> b) : ({t})(a >> b);",
+        ]
+    else:
+        body = [f"  if ({out_of_range}) return 0;", f"  return ({t})(a >> b);"]
+    return head + "\n".join(body) + "\n}\n"
 
 
 # ---------------------------------------------------------------------- literals

@@ -548,4 +548,6 @@ def c_attributes(attrs: Mapping[str, AttrValue]) -> dict[str, str]:
             out[name] = str(value)
         elif isinstance(value, float):
             out[name] = _float(value)
+        elif isinstance(value, str) and re.fullmatch(r"[A-Za-z_]\w*", value):
+            out[name] = value  # a choice that is a C identifier (bit_shift's LEFT, RIGHT)
     return out

@@ -120,8 +120,15 @@ class MovementBinding(OpBinding):
 
 
 def attribute_names(opdef: OpDef) -> list[str]:
-    """The attributes a template of ``opdef`` may use: the scalar ones (int, float, bool)."""
-    return [a.name for a in opdef.attrs if a.type in ("int", "float", "bool")]
+    """The attributes a template of ``opdef`` may use: the scalar ones (int, float, bool),
+    and a str one whose choices are C identifiers (bit_shift's LEFT or RIGHT, pasted into
+    a name: ``byoc_shift_${direction}_${dtype}``)."""
+    return [
+        a.name
+        for a in opdef.attrs
+        if a.type in ("int", "float", "bool")
+        or (a.type == "str" and a.choices and all(re.fullmatch(r"[A-Za-z_]\w*", str(c)) for c in a.choices))
+    ]
 
 
 class CFusedKind(CodegenKind):
