@@ -120,12 +120,26 @@ graph main(x: DTYPE[4, 8], w: DTYPE[6, 8], b: DTYPE[6]) {
 }
 """
 
+# bool values: a comparison, logic with a bool input and a bool constant, where on the
+# result, and casts (their byoc_cast_<from>_<to> functions defined once, where used).
+BOOL = """\
+graph main(x: float32[4, 8], y: float32[8], m: bool[4, 8]) {
+  r, c, n = @fused {
+    k = const bool[8] [true, false, true, true, false, false, true, false]
+    g = logical_and(greater(x, y), logical_or(m, k))
+    return where(g, x, y), cast(g, to="int8"), logical_not(cast(x, to="bool"))
+  }
+  return r, c, n
+}
+"""
+
 EXTRA = {
     "bias_add_relu": BIAS_ADD_RELU,
     "broadcast_mix": BROADCAST_MIX,
     "chain64": chain_graph(),
     "conv_bias_relu": CONV_BIAS_RELU,
     "split": SPLIT,
+    "bool": BOOL,
     "float16": HALF.replace("DTYPE", "float16"),
     "bfloat16": HALF.replace("DTYPE", "bfloat16"),
 }
