@@ -875,3 +875,47 @@ def test_invalid_attributes_raise_value_error_naming_the_cause(
         getattr(sf, shape_fn)(*shapes, *extra, **attrs)
     with pytest.raises(ValueError, match=message):
         getattr(rk, kernel)(*(np.zeros(s) for s in shapes), *extra, **attrs)
+
+
+# ------------------------------------------------------------------ the kernels of issue 29
+
+
+def test_cast_saturates_at_the_exact_range_bounds():
+    """2**63 and 2**64 are floats: the first value beyond int64's and uint64's range."""
+    x = np.array([2.0**64, 2.0**64 - 2048, 2.0**63, -0.9, -1.0, np.nan, -np.inf])
+    big = 2**64 - 2048
+    assert rk.cast(x, to="uint64").tolist() == [2**64 - 1, big, 2**63, 0, 0, 0, 0]
+    assert rk.cast(x, to="int64").tolist()[:3] == [2**63 - 1, 2**63 - 1, 2**63 - 1]
+    assert rk.cast(x, to="int64").tolist()[3:] == [0, -1, 0, -(2**63)]
+
+
+def test_cast_to_bool_and_back():
+    x = np.array([0.0, -0.0, np.nan, 1e-300, -2.0])
+    assert rk.cast(x, to="bool").tolist() == [False, False, True, True, True]
+    assert rk.cast(np.array([True, False]), to="bfloat16").astype(np.float32).tolist() == [1.0, 0.0]
+    assert rk.cast(np.array([-1, 256, 255], np.int32), to="uint8").tolist() == [255, 0, 255]
+
+
+def test_cast_float64_to_bfloat16_rounds_through_float32():
+    """1 + 2**-8 + 2**-33 rounds to the float32 tie 1 + 2**-8, which rounds to even, 1;
+    rounded once it would be 1 + 2**-7."""
+    x = np.array([1 + 2.0**-8 + 2.0**-33])
+    assert rk.cast(x, to="bfloat16").astype(np.float64).tolist() == [1.0]
+    assert rk.cast(x.astype(np.float32), to="bfloat16").astype(np.float64).tolist() == [1.0]
+
+
+def test_mod_by_zero_and_minus_one_never_traps():
+    a = np.array([-128, -7, 7, -7, 5], np.int8)
+    b = np.array([-1, 0, -2, 2, 3], np.int8)
+    assert rk.mod(a, b).tolist() == [0, 0, -1, 1, 2]
+    assert rk.mod(a, b, fmod=1).tolist() == [0, 0, 1, -1, 2]
+    assert rk.mod(np.array([-7.5, 7.5]), np.array([2.0, -2.0])).tolist() == [0.5, -0.5]
+    assert rk.mod(np.array([-7.5, 7.5]), np.array([2.0, -2.0]), fmod=1).tolist() == [-1.5, 1.5]
+
+
+def test_bit_shift_beyond_the_width():
+    a = np.array([1, 255, 128, 3], np.uint8)
+    assert rk.bit_shift(a, np.array([8, 1, 7, 0], np.uint8), direction="LEFT").tolist() == [0, 254, 0, 3]
+    s = np.array([-8, -8, 8, 64], np.int8)
+    assert rk.bit_shift(s, np.array([1, 9, -1, 1], np.int8), direction="RIGHT").tolist() == [-4, -1, 0, 32]
+    assert rk.bit_shift(s, np.array([1, 9, -1, 1], np.int8), direction="LEFT").tolist() == [-16, 0, 0, -128]
