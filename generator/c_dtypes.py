@@ -42,8 +42,14 @@ import numpy as np
 
 from byoc.ir import C_COMPUTE_TYPES, C_TYPES, DTYPES, Function, is_float, is_half, is_integer
 
-CAST_CALL = re.compile(r"\bbyoc_cast_([a-z0-9]+)_([a-z0-9]+)\(")
-"""A call of a cast function in generated text: ``byoc_cast_float32_int8(``."""
+CAST_CALL = re.compile(r"\bbyoc_cast_([a-z0-9]+)_([a-z0-9]+)\b")
+"""A cast function named in generated text (called, or passed to a macro):
+``byoc_cast_float32_int8``."""
+
+CONVERSION_NAME = re.compile(r"\bbyoc_(load|store)_([a-z0-9]+)\b")
+"""A conversion macro named in generated text: ``byoc_load_float16`` (an element of the
+dtype as its compute type), ``byoc_store_bfloat16`` (a compute value as the storage
+type). A macro spec passes them to its kernels (``p_LOAD_: "byoc_load_${in0_dtype}"``)."""
 
 NAMES: tuple[str, ...] = (
     "byoc_float16",
@@ -110,7 +116,11 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     types and their conversions where used, and the casts. Empty for a module of the
     original six dtypes that casts nothing."""
     pairs = casts_in(text)
-    used = set(dtypes) | {d for pair in pairs for d in pair if d == "bool"}
+    conversions = sorted(
+        {(k, d) for k, d in CONVERSION_NAME.findall(text) if d in DTYPES},
+        key=lambda p: (p[0] == "store", DTYPES.index(p[1])),
+    )
+    used = set(dtypes) | {d for pair in pairs for d in pair if d == "bool"} | {d for _, d in conversions}
     if ("float64", "float16") in pairs:
         used.add("float16")  # its cast rounds through byoc_float16_round
     parts = []
@@ -120,6 +130,13 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
         parts.append(FLOAT16)
     if "bfloat16" in used:
         parts.append(BFLOAT16)
+    if conversions:
+        head = "/* byoc_load_<dtype>(x), byoc_store_<dtype>(x): an element as its compute type and back. */\n"
+        lines = []
+        for kind, d in conversions:
+            name = (load if kind == "load" else store)("x", d)
+            lines.append(f"#define byoc_{kind}_{d}(x) {name if name != 'x' else '(x)'}\n")
+        parts.append(head + "".join(lines))
     if pairs:
         head = "/* byoc_cast_<from>_<to>(x): the cast op, between compute types (generator/c_dtypes.py). */\n"
         parts.append(head + "".join(cast_function(a, b) for a, b in pairs))
@@ -129,7 +146,8 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
             "/* byoc_mod_<t> (the divisor's sign), byoc_fmod_<t> (the dividend's), byoc_shift_<LEFT|RIGHT>_<t>:\n"
             "   the mod and bit_shift ops, with no undefined behaviour (generator/c_dtypes.py). */\n"
         )
-        parts.append(head + "".join(helper_function(h, d) for h, d in helpers))
+        include = "#include <math.h>\n" if any(is_float(d) for _, d in helpers) else ""  # fmod
+        parts.append(include + head + "".join(helper_function(h, d) for h, d in helpers))
     return "\n".join(parts)
 
 

@@ -31,7 +31,7 @@ from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 
-from . import c_workspace, ffi_entry
+from . import c_dtypes, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_source_function import function_text
 from .c_source_state import INCLUDE as STATE_INCLUDE
@@ -70,6 +70,9 @@ def module_text(
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
         + (STATE_INCLUDE if stateful(spec) or workspace else ""),
     ]
+    types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
+    if types:
+        parts.append(types)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")

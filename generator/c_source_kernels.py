@@ -92,9 +92,10 @@ def node_macro(
     if not catalog[node.op].rule.elementwise:
         return macro
     for name_in, given in zip(node.inputs, input_types):
-        if given.shape != t.shape or given.dtype != t.dtype:
+        if given.shape != t.shape:  # (a comparison's, where's condition and a cast's dtypes differ)
             raise GraphError(
-                f"{node.op} on backend {spec.name} needs every input to be {t}, but {value_label(name_in)} is {given}",
+                f"{node.op} on backend {spec.name} needs every input to have the shape of its result {t},"
+                f" but {value_label(name_in)} is {given}",
                 node.loc,
                 hint=f"the macros of {spec.name} do not broadcast: make the shapes equal before the "
                 "region, or run this op on the host (broadcasting is for the `fused` backend)",

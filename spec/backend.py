@@ -206,7 +206,7 @@ class BackendSpec:
     def supports(self, op: str, dtype: str | None = None, rank: int | None = None) -> bool:
         """Whether this backend can run ``op`` (at ``dtype`` and ``rank``, when given)."""
         binding = self.ops.get(op)
-        if binding is None or (dtype is not None and dtype not in self.dtypes):
+        if binding is None or (dtype is not None and (dtype not in self.dtypes or not binding.takes(dtype))):
             return False
         if rank is None:
             return True

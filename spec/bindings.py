@@ -33,6 +33,10 @@ class OpBinding:
         """Whether the mapping covers ``rank`` (one of the backend's ranks)."""
         return True
 
+    def takes(self, dtype: str) -> bool:
+        """Whether the mapping covers ``dtype`` (one of the backend's dtypes)."""
+        return True
+
     def describe(self) -> str:
         """The mapping in one line, as ``byoc backends NAME`` shows it."""
         raise NotImplementedError
@@ -62,9 +66,15 @@ class RankedBinding(OpBinding):
 
 @dataclass(frozen=True, slots=True)
 class MacroBinding(RankedBinding):
-    """c_source: C macros by rank; ``vars`` fill the macro arguments' own placeholders."""
+    """c_source: C macros by rank; ``vars`` fill the macro arguments' own placeholders;
+    ``dtypes``, when set, the backend's dtypes the macros take (the others' nodes go
+    elsewhere)."""
 
     vars: Mapping[str, str] = field(default_factory=frozen_map)
+    dtypes: tuple[str, ...] | None = None
+
+    def takes(self, dtype: str) -> bool:
+        return self.dtypes is None or dtype in self.dtypes
 
     def describe(self) -> str:
         text = RankedBinding.describe(self)

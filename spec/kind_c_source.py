@@ -43,7 +43,7 @@ class CSourceKind(MacroKind):
     structure_required = ("macros",)
     structure_optional = ("layouts",)
     op_required = ("macros",)
-    op_optional = ("vars",)
+    op_optional = ("vars", "dtypes")
     pattern_required = ("macros",)
     pattern_optional = ("vars",)
     shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
@@ -77,8 +77,22 @@ class CSourceKind(MacroKind):
                     hint="map the op to a macro with its number of inputs",
                 )
         ovars = self.load_vars(doc, onode, what, draft, opdef) if "vars" in onode else {}
+        dtypes = None
+        if "dtypes" in onode:
+            listed = doc.typed(onode, "dtypes", list, f"{what}: dtypes")
+            for k, d in enumerate(listed):
+                if d not in draft.dtypes:
+                    raise doc.error(
+                        f"{what}: dtype {d!r} is not one of the backend's dtypes",
+                        listed,
+                        k,
+                        hint=f"the backend's dtypes: {', '.join(draft.dtypes)}",
+                    )
+            dtypes = tuple(str(d) for d in listed)
         draft.opdefs[op] = opdef
-        return MacroBinding(op, frozen_map(by_rank), default, frozen_map(ovars), loc=doc.at(node, op))
+        return MacroBinding(
+            op, frozen_map(by_rank), default, frozen_map(ovars), dtypes=dtypes, loc=doc.at(node, op)
+        )
 
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
         """Besides the macro checks: ``${in<k>_const}`` only in macros that patterns with

@@ -29,6 +29,7 @@ from byoc.generator.c_text import c_literals
 from byoc.generator.lowering import lower, offload_whole
 from byoc.generator.partition import partition
 from byoc.ir import Constant, Function, Node, Param, TensorType
+from byoc.runtime.module import bfloat16_tensor
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 
 BACKEND = "ccompiler"
@@ -80,7 +81,23 @@ NETWORKS = {
     "net_mlp": EXAMPLES / "mlp.graph",
 }
 
-CASES = [g.stem for g in GEN] + list(EJSON) + ["edge"] + list(NETWORKS)
+# The dtypes of issue 29 on ccompiler's macros: comparisons giving bool, logic, where on
+# a bool condition and casts; the half types are only loaded (byoc_load_<dtype>),
+# copied by where and converted by cast; int16 and uint32 take the arithmetic macros.
+TYPED = """\
+graph main(x: DTYPE[2, 5], y: DTYPE[2, 5], m: bool[2, 5], i: int16[2, 5], u: uint32[2, 5]) {
+  w, c, b, s, v = @ccompiler {
+    k = const DTYPE[2, 5] [0.5, -1, 2, 0, 3.25, -0.125, 100, 7, -3, 1]
+    g = logical_or(greater(x, y), logical_and(m, less_equal(y, k)))
+    w = where(g, x, k)
+    return w, cast(w, to="int8"), logical_not(g), cast(i, to="DTYPE"), add(u, cast(x, to="uint32"))
+  }
+  return w, c, b, s, v
+}
+"""
+DTYPE_CASES = {f"types_{d}": TYPED.replace("DTYPE", d) for d in ("float32", "float16", "bfloat16")}
+
+CASES = [g.stem for g in GEN] + list(EJSON) + ["edge"] + list(NETWORKS) + list(DTYPE_CASES)
 RTOL = {"float32": 1e-6, "float64": 1e-12}
 
 
@@ -96,6 +113,8 @@ def externals_of(case: str, loader=load_backend) -> tuple[Function, ...]:
         program = offload_whole(parse(path.read_bytes(), "examplejson", file=label(path)), BACKEND)
     elif case == "edge":
         program = parse(EDGE, "graph", file="edge.graph")
+    elif case in DTYPE_CASES:
+        program = parse(DTYPE_CASES[case], "graph", file=f"{case}.graph")
     elif case in NETWORKS:
         path = NETWORKS[case]
         source = parse(path.read_text(), "graph", file=label(path))
@@ -119,8 +138,15 @@ def build(text: str, out_dir: Path):
 
 def check_against_reference(module, fn: Function, rng: np.random.Generator) -> None:
     inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    for p in fn.params:  # conftest's random_array gives bool only True
+        if p.type.dtype == "bool":
+            inputs[p.name] = rng.integers(0, 2, size=p.type.shape).astype(bool)
     outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
-    assert module[fn.name](*inputs.values(), *outputs) is None
+    arrays = [*inputs.values(), *outputs]  # numpy exports no bfloat16: the runtime's kDLBfloat tensor
+    assert (
+        module[fn.name](*(bfloat16_tensor(a) if a.dtype == np.dtype("bfloat16") else a for a in arrays))
+        is None
+    )
     expected = evaluate(fn, inputs)
     for got, want, t in zip(outputs, expected, fn.output_types):
         if t.dtype in RTOL:

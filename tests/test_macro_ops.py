@@ -55,11 +55,12 @@ def draw_cases(data, backend: str) -> list[tuple[str, OpCase]]:
     for op in spec.ops:
         if CATALOG[op].rule.elementwise and CATALOG[op].min_inputs > 1:
             continue
-        for dtype in (d for d in CATALOG[op].dtypes if d in spec.dtypes):
+        for dtype in (d for d in CATALOG[op].dtypes if spec.supports(op, d)):  # the op's own dtypes too
             strategy = AT_MAPPED_RANK.get(op, CASES[op])(dtype).filter(lambda c: c.expected is not None)
             for _ in range(CASES_PER_OP):
                 case = data.draw(strategy, label=f"{op} {dtype}")
-                assert spec.supports(op, dtype, np.ndim(case.expected)), (op, case.expected.shape)
+                out = case.out_dtype or dtype  # a cast's result
+                assert spec.supports(op, out, np.ndim(case.expected)), (op, out, case.expected.shape)
                 cases.append((op, case))
     return cases
 

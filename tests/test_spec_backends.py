@@ -66,6 +66,16 @@ def test_ccompiler_holds_the_guides_macros():
         "add": "+",
         "subtract": "-",
         "multiply": "*",
+        # issue 29: the comparisons' macro and the logical ops on the guide's binary macros
+        "equal": "==",
+        "not_equal": "!=",
+        "less": "<",
+        "less_equal": "<=",
+        "greater": ">",
+        "greater_equal": ">=",
+        "logical_and": "&&",
+        "logical_or": "||",
+        "logical_xor": "!=",
     }
 
 

@@ -51,6 +51,30 @@ static void p_ID_(const p_DTYPE_* a, p_DTYPE_* out) { \
   } \
 }
 
+/* a comparison: each pair of input elements, read as their compute type, gives a bool */
+#define CSOURCE_COMPARE_ND(p_ID_, p_OP_, p_SIZE_, p_IN_, p_LOAD_) \
+static void p_ID_(const p_IN_* a, const p_IN_* b, bool* out) { \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    out[k] = p_LOAD_(a[k]) p_OP_ p_LOAD_(b[k]); \
+  } \
+}
+
+/* where: an element of a where the bool condition is true, else of b */
+#define CSOURCE_WHERE_ND(p_ID_, p_SIZE_, p_DTYPE_) \
+static void p_ID_(const bool* c, const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    out[k] = c[k] ? a[k] : b[k]; \
+  } \
+}
+
+/* cast: each element read as its compute type, converted by the cast rule, stored */
+#define CSOURCE_CAST_ND(p_ID_, p_SIZE_, p_IN_, p_OUT_, p_LOAD_, p_CAST_, p_STORE_) \
+static void p_ID_(const p_IN_* a, p_OUT_* out) { \
+  for (int64_t k = 0; k < p_SIZE_; ++k) { \
+    out[k] = p_STORE_(p_CAST_(p_LOAD_(a[k]))); \
+  } \
+}
+
 /* conv2d: x (N, C, H, W) by w (M, C/groups, KH, KW), NCHW, cross-correlation */
 #define CSOURCE_CONV2D(p_ID_, p_DTYPE_, p_N_, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_G_) \
 static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, p_DTYPE_* out) { \
