@@ -292,6 +292,24 @@ class Names:
         return f"{hint}_{k}"
 
 
+def tensor_array(onnx, tensor) -> np.ndarray:
+    """A TensorProto's values; a bfloat16 one as ml_dtypes' bfloat16 (byoc's) also where
+    an older onnx gives its bits as uint16."""
+    array = onnx.numpy_helper.to_array(tensor)
+    if tensor.data_type == onnx.TensorProto.BFLOAT16 and array.dtype != np.dtype("bfloat16"):
+        bf16 = np.dtype("bfloat16")
+        array = array.view(bf16) if array.dtype == np.uint16 else array.astype(bf16)
+    return array
+
+
+def element_dtype(onnx, elem: int) -> np.dtype:
+    """The numpy dtype of a TensorProto element type; bfloat16 as byoc's (ml_dtypes')
+    also where an older onnx maps it to float32 or uint16."""
+    if elem == onnx.TensorProto.BFLOAT16:
+        return np.dtype("bfloat16")
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+
+
 def dsl_dtype(dtype: np.dtype, what: str) -> str:
     name = np.dtype(dtype).name
     if name not in DTYPES:

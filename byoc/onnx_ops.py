@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import GraphError
 from .ir import DTYPES, dtype_name
-from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, number, require_onnx
+from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, element_dtype, number, require_onnx, tensor_array
 
 RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
 """Ops of constants that are not constants: never folded."""
@@ -36,9 +36,7 @@ class Importer:
         self.path = path
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         graph = model.graph
-        self.consts: dict[str, np.ndarray] = {
-            t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer
-        }
+        self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t) for t in graph.initializer}
         self.inputs = [i for i in graph.input if i.name not in self.consts]
         declared = [onnx.ValueInfoProto() for _ in self.inputs]
         for saved, value in zip(declared, self.inputs):
@@ -255,7 +253,7 @@ class Importer:
 
 def _value_type(onnx, value):
     t = value.type.tensor_type
-    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)) if t.elem_type else None
+    dtype = element_dtype(onnx, t.elem_type) if t.elem_type else None
     if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
         return None, dtype
     return tuple(d.dim_value for d in t.shape.dim), dtype

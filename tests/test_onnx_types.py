@@ -174,3 +174,30 @@ def test_the_command_line_reports_it_without_a_traceback(tmp_path):
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
     assert "Cast 'to_f8'" in out.stderr and "FLOAT8E5M2" in out.stderr
+
+
+def test_a_bfloat16_initializer_given_as_uint16_bits_is_read_as_bfloat16(monkeypatch, rng):
+    """Older onnx versions return a bfloat16 TensorProto's values as their uint16 bits."""
+    values = _data(rng, "bfloat16", SHAPE)
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"])]
+    model = _model(
+        nodes,
+        [("x", TensorProto.BFLOAT16, SHAPE)],
+        [("y", TensorProto.BFLOAT16, SHAPE)],
+        [numpy_helper.from_array(values, "w")],
+    )
+    x = _data(rng, "bfloat16", SHAPE)
+    want = JSON.prepare(model).run([x])[0]
+    real = numpy_helper.to_array
+
+    def as_bits(tensor, *args, **kwargs):
+        array = real(tensor, *args, **kwargs)
+        return array.view(np.uint16) if str(array.dtype) == "bfloat16" else array
+
+    monkeypatch.setattr(numpy_helper, "to_array", as_bits)
+    got = JSON.prepare(model).run([x])[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(
+        want.astype(np.float32),
+        (x.astype(np.float32) + values.astype(np.float32)).astype(x.dtype).astype(np.float32),
+    )
