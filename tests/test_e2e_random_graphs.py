@@ -27,9 +27,15 @@ class Caps:
     """What one backend runs: dtypes, ranks and ops, whether its regions may hold
     constants, how many results a region may return, and its opt_level for tests."""
 
-    def __init__(self, dtypes, ranks, ops, *, constants=True, outputs=3, opt=None):
+    def __init__(self, dtypes, ranks, ops, *, constants=True, outputs=3, opt=None, spec=None):
         self.dtypes, self.ranks, self.ops = dtypes, ranks, ops
         self.constants, self.outputs, self.opt = constants, outputs, opt
+        self.spec = spec
+
+    def ops_at(self, dtype: str) -> tuple[str, ...]:
+        """The ops it runs at ``dtype``: the catalog's op takes it, and so do the spec's
+        macros (ccompiler's arithmetic takes no bool or half type)."""
+        return tuple(o for o in self.ops if dtype in CATALOG[o].dtypes and self.spec.supports(o, dtype))
 
 
 ALL_DTYPES = DTYPES
@@ -52,6 +58,7 @@ def caps_of(name: str, opt: str | None = None) -> Caps:
         constants=spec.kind.constants,
         outputs=spec.kind.max_outputs or 3,
         opt=opt,
+        spec=spec,
     )
 
 
@@ -74,7 +81,11 @@ def random_graphs(draw, backends: tuple[str, ...]):
     ``backends``: one dtype and shape throughout (the C macros do not broadcast),
     DAGs inside the regions, optional constants and host ops between and after them,
     several region results where the backend allows them."""
-    dtype = draw(st.sampled_from([d for d in ALL_DTYPES if all(d in CAPS[b].dtypes for b in backends)]))
+    dtype = draw(
+        st.sampled_from(
+            [d for d in ALL_DTYPES if all(d in CAPS[b].dtypes and CAPS[b].ops_at(d) for b in backends)]
+        )
+    )
     rank = draw(st.sampled_from([r for r in range(1, 5) if all(r in CAPS[b].ranks for b in backends)]))
     shape = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
     type_text = f"{dtype}[{', '.join(map(str, shape))}]"
@@ -107,8 +118,8 @@ def random_graphs(draw, backends: tuple[str, ...]):
             body.append(f"{name} = const {type_text} [{', '.join(texts)}]")
             scope[name] = 6
         defined = []
-        unary = [o for o in caps.ops if o in UNARY and dtype in CATALOG[o].dtypes]
-        binary = [o for o in caps.ops if o not in UNARY and dtype in CATALOG[o].dtypes]
+        unary = [o for o in caps.ops_at(dtype) if o in UNARY]
+        binary = [o for o in caps.ops_at(dtype) if o not in UNARY]
         for _ in range(draw(st.integers(1, 5))):
             names = sorted(scope)
             a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
@@ -117,7 +128,7 @@ def random_graphs(draw, backends: tuple[str, ...]):
                 body.append(f"{name} = {draw(st.sampled_from(unary))}({a})")
                 scope[name] = scope[a]
             else:
-                op, scope[name] = binary_op(caps.ops, scope[a], scope[b])
+                op, scope[name] = binary_op(binary, scope[a], scope[b])
                 body.append(f"{name} = {op}({a}, {b})")
             defined.append(name)
         # results: the last value, then (where allowed) any values of the region
