@@ -112,7 +112,9 @@ def _byoc(model, backends: str, settings: dict, feeds: dict[str, np.ndarray]) ->
 
 
 @pytest.mark.parametrize(("backends", "settings"), CONFIGURATIONS)
-@pytest.mark.parametrize("negative", [-10000.0, float(np.finfo(np.float32).min)], ids=["minus_1e4", "f32_min"])
+@pytest.mark.parametrize(
+    "negative", [-10000.0, float(np.finfo(np.float32).min)], ids=["minus_1e4", "f32_min"]
+)
 def test_additive_int64_mask(backends, settings, negative, rng):
     model = additive_mask_model(negative)
     mask = _padding(rng)
