@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from compile_util import compile_library
 from conftest import random_array
-from test_gen_fused import BACKEND, CASES, compile_text, externals_of, generate
+from test_gen_fused import BACKEND, CASES, compile_text, externals_of, ffi_array, generate
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
@@ -105,13 +105,19 @@ def _bits(root: Path) -> None:
             got = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
             want = [np.full(t.shape, 98, dtype=t.dtype) for t in fn.output_types]
             for _ in range(3):  # the first call starts the pool, later ones reuse it
-                pooled[fn.name](*inputs, *got)
-                serial[fn.name](*inputs, *want)
+                pooled[fn.name](*map(ffi_array, [*inputs, *got]))
+                serial[fn.name](*map(ffi_array, [*inputs, *want]))
                 for g, w in zip(got, want):
+                    half = g.dtype.kind not in "biuf" or g.dtype == np.float16  # compared by their bits
+                    g, w = (g.view(np.uint16), w.view(np.uint16)) if half else (g, w)
                     np.testing.assert_array_equal(g, w, err_msg=f"{case}: {fn.name}")
             reference = evaluate(fn, dict(zip((p.name for p in fn.params), inputs)))
             for g, r in zip(got, reference):
-                np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6, err_msg=case)
+                if g.dtype.kind == "b":
+                    np.testing.assert_array_equal(g, r, err_msg=case)
+                else:  # float16 and bfloat16 compared as the float32 values they hold
+                    f = np.float64 if g.dtype == np.float64 else np.float32
+                    np.testing.assert_allclose(g.astype(f), r.astype(f), rtol=1e-5, atol=1e-6, err_msg=case)
     assert parallel_cases >= len(SHAPES) + 5, parallel_cases
     print("ok", parallel_cases)
 
