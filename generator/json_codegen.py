@@ -41,7 +41,9 @@ name (unique within the module since it starts with the symbol): ``shape``,
 :data:`~byoc.generator.artifacts.LARGE_CONSTANT_ELEMENTS` elements has
 ``"file": "<backend>.consts.npz"`` instead of ``data``: its values are that
 archive's entry of the const's name, a binary artifact beside the module, so the
-JSON never holds millions of numbers as text. A runtime binds them when it loads
+JSON never holds millions of numbers as text. So does a float constant of any size
+holding a NaN or an infinity (a folded causal mask's -inf), which JSON numbers
+cannot write. A runtime binds them when it loads
 the module, as TVM's ``__init_<symbol>`` does with ``get_const_vars``.
 
 The text is deterministic: keys in a fixed order, nodes one per line, indented by
@@ -58,7 +60,7 @@ import numpy as np
 
 from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location
-from byoc.ir import CALL_OP, AttrValue, Function, TensorType, plain_numbers
+from byoc.ir import CALL_OP, AttrValue, Constant, Function, TensorType, is_float, plain_numbers
 from byoc.npz_files import npz_bytes
 from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.bindings import KernelBinding
@@ -124,7 +126,7 @@ def function_graph(
         name = f"{symbol}_const_{k}"
         const_names.append(name)
         value: dict[str, Any] = {"dtype": c.type.dtype, "shape": list(c.type.shape)}
-        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+        if c.values.size > LARGE_CONSTANT_ELEMENTS or not _json_numbers(c):
             value["file"] = archive
             arrays[name] = c.array
         else:
@@ -164,6 +166,14 @@ def function_graph(
     }
     entry = {"symbol": symbol, "source": _where(fn.loc), "const_names": const_names, "graph": graph}
     return entry, const_values
+
+
+def _json_numbers(c: Constant) -> bool:
+    """Whether JSON numbers can hold the constant's values: not a NaN or an infinity
+    (a float constant holding one goes to the ``.npz``, whatever its size)."""
+    if not is_float(c.type.dtype):
+        return True
+    return bool(np.isfinite(c.values.astype(np.float64)).all())
 
 
 def _type_attrs(types: Sequence[TensorType]) -> dict[str, Any]:

@@ -11,9 +11,8 @@ compared with ONNX Runtime.
    Every row keeps at least one true entry, so no row is all -inf (a NaN row, on
    which ONNX Runtime and numpy agree only by chance).
 
-Each runs on json (every op offloaded), and on ``fused,ccompiler`` and ``dnnl,fused``,
-which are marked xfail(strict=False) until the C backends take the new dtypes and ops
-(another change, in flight; the lead removes the marks). The judge is ONNX Runtime, at
+Each runs on json (every op offloaded), on ``fused,ccompiler`` and on ``dnnl,fused``
+(oneDNN takes none of these ops at these dtypes, so ``fused`` runs them). The judge is ONNX Runtime, at
 ONNX's node-test tolerances (rtol 1e-3, atol 1e-7); the masked probabilities must also
 be exactly zero (an additive mask of -10000 leaves exp(-10000) = 0 in float32).
 """
@@ -32,15 +31,14 @@ from byoc.onnx_backend import backend_for  # noqa: E402
 
 B, H, S = 2, 3, 5
 RTOL, ATOL = 1e-3, 1e-7
-IN_FLIGHT = pytest.mark.xfail(strict=False, reason="the C backends' part of issue 29 is in flight")
 CONFIGURATIONS = [
     pytest.param("json", {"host_fallback": False}, id="json"),
-    pytest.param("fused,ccompiler", {}, id="fused-ccompiler", marks=IN_FLIGHT),
+    pytest.param("fused,ccompiler", {}, id="fused-ccompiler"),
     pytest.param(
         "dnnl,fused",
         {},
         id="dnnl-fused",
-        marks=[IN_FLIGHT, pytest.mark.skipif(missing_library("dnnl"), reason="oneDNN is not installed")],
+        marks=pytest.mark.skipif(missing_library("dnnl"), reason="oneDNN is not installed"),
     ),
 ]
 
@@ -128,17 +126,9 @@ def test_additive_int64_mask(backends, settings, negative, rng):
     np.testing.assert_allclose(got.sum(axis=-1), 1.0, rtol=1e-5)
 
 
-JSON_INF = (
-    "a JSON module writes a small constant inline as a JSON number, which cannot be -inf "
-    "(generator/json_codegen.py: a non-finite constant should go to its .npz)"
-)
-
-
 @pytest.mark.parametrize(("backends", "settings"), CONFIGURATIONS)
 @pytest.mark.parametrize("fill", [-np.inf, float(np.finfo(np.float32).min)], ids=["minus_inf", "f32_min"])
-def test_bool_mask_with_where(backends, settings, fill, rng, request):
-    if backends == "json" and fill == -np.inf:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=JSON_INF))
+def test_bool_mask_with_where(backends, settings, fill, rng):
     model = bool_mask_model(fill)
     causal = np.tril(np.ones((S, S), bool))
     keep = _padding(rng).astype(bool)

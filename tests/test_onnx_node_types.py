@@ -10,11 +10,9 @@ imported (:mod:`byoc.onnx_backend`), offloaded and run, and each output compared
 the case's expected one at the case's own tolerances (``rtol``/``atol`` of the loader,
 1e-3 and 1e-7), integers and bools exactly, with the dtype the model declares.
 
-Configurations: ``json`` (every op on the json backend, ``host_fallback=False``) must
-pass all but :data:`EXPECTED_FAILURES`, each with its reason, marked strict so that a
-case that starts passing is noticed. ``fused,ccompiler`` is marked xfail(strict=False)
-as a whole until the C generators and fused.yaml take the new ops (another change in
-flight); the lead removes that mark when it lands.
+Configurations: ``json`` (every op on the json backend, ``host_fallback=False``) and
+``fused,ccompiler`` must pass all but :data:`EXPECTED_FAILURES`, each with its reason,
+marked strict so that a case that starts passing is noticed.
 """
 
 from __future__ import annotations
@@ -56,7 +54,7 @@ EXPECTED_FAILURES: dict[str, str] = {
     "documented (onnx.version_converter converts older models)"
     for name in ("test_not_2d", "test_not_3d", "test_not_4d")
 }
-"""Node tests that fail on json, with the reason (checked strictly: a case that starts
+"""Node tests that fail in every configuration, with the reason (checked strictly: a case that starts
 passing fails the run until it leaves this list). 186 of 189 pass (98.4%)."""
 
 CONFIGURATIONS = {
@@ -135,12 +133,8 @@ def _params():
     for config in CONFIGURATIONS:
         for name in _case_names():
             marks = []
-            if config == "json" and name in EXPECTED_FAILURES:
+            if name in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(strict=True, reason=EXPECTED_FAILURES[name]))
-            if config != "json":
-                marks.append(
-                    pytest.mark.xfail(strict=False, reason="the C backends' part of issue 29 is in flight")
-                )
             out.append(pytest.param(config, name, marks=marks, id=f"{config}-{name}"))
     return out
 
