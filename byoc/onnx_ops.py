@@ -672,19 +672,23 @@ def _cast(imp: Importer, node, e: OnnxOp) -> None:
 def _attributed(imp: Importer, node, e: OnnxOp) -> None:
     """An elementwise op of any number of inputs whose ONNX attributes ``attrs`` names
     (ONNX name -> [catalog name, default]); each value the node gives is converted to
-    the catalog attribute's type (an ONNX int flag to a bool), the defaults being the
-    catalog's (which are ONNX's)."""
+    the type of the row's default (an ONNX int flag to a bool where the default is
+    ``true``/``false``), the defaults being the catalog's (which are ONNX's)."""
     imp.check_attrs(node, set(e.attrs))
-    from . import spec
-
-    types = {a.name: a.type for a in spec.load_catalog()[e.op].attrs}
     values: dict[str, object] = {}
-    for key, (name, _) in e.attrs.items():
+    for key, (name, default) in e.attrs.items():
         value = imp.attr(key)
         if value is None:
             continue
-        kind = types[name]
-        values[name] = bool(int(value)) if kind == "bool" else str(value) if kind == "str" else value
+        # The row's default says the catalog attribute's type: a YAML bool for a flag
+        # that ONNX writes as an int, a string for a string.
+        values[name] = (
+            bool(int(value))
+            if isinstance(default, bool)
+            else str(value)
+            if isinstance(default, str)
+            else value
+        )
     imp.emit(e.op, [imp.value(i) for i in node.input], values, node.output[0])
 
 
