@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.catalog import infer_type
 from byoc.generator import host_graph
 from byoc.generator.lowering import lower, offload_whole
+from byoc.ir import TensorType
 
 GEN = DATA / "gen"
 
@@ -285,10 +287,12 @@ def test_deterministic():
 # Random programs: host ops, regions (some with two outputs) and constants, wired at
 # random; whatever the fusion and the memory plan do, the results must not change.
 def _float_ops(inputs: int) -> tuple[str, ...]:
-    """Attribute-free float32 elementwise ops of ``inputs`` inputs that json maps: host
-    and regions both run the catalog's references, so fusing and buffer sharing must
-    leave whatever they compute (NaN included) unchanged."""
+    """Attribute-free float32 elementwise ops of ``inputs`` inputs that json maps and
+    that give a float32 result (not a comparison's bool): host and regions both run the
+    catalog's references, so fusing and buffer sharing must leave whatever they compute
+    (NaN included) unchanged."""
     json_ops = load_backend("json").ops
+    operand = TensorType((2, 3), "float32")
     return tuple(
         name
         for name, op in load_catalog().items()
@@ -297,6 +301,7 @@ def _float_ops(inputs: int) -> tuple[str, ...]:
         and op.min_inputs == op.max_inputs == inputs
         and "float32" in op.dtypes
         and name in json_ops
+        and infer_type(op, [operand] * inputs, ()).dtype == "float32"
     )
 
 

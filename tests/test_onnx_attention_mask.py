@@ -38,7 +38,7 @@ CONFIGURATIONS = [
         "dnnl,fused",
         {},
         id="dnnl-fused",
-        marks=pytest.mark.skipif(missing_library("dnnl"), reason="oneDNN is not installed"),
+        marks=pytest.mark.skipif(missing_library("dnnl") is not None, reason=str(missing_library("dnnl"))),
     ),
 ]
 
