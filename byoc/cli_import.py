@@ -53,10 +53,8 @@ def shapes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .api import parse
-    from .atomic import write_file
     from .errors import UsageError
-    from .onnx_import import import_onnx
+    from .onnx_import import import_onnx, parse_imported
 
     shapes = shapes_of(args)
     out = Path(args.output)
@@ -65,13 +63,71 @@ def _cmd_import(args: argparse.Namespace) -> int:
     stem = Path(args.model).stem
     imported = import_onnx(args.model, shapes, weights_file=f"{stem}.npz")
     graph, weights = out / f"{stem}.graph", out / f"{stem}.npz"
-    write_file(weights, imported.weights)  # first: the graph names the weights' digest
-    # checked by the parser like any graph before it is written: an importer mistake is
-    # an error here, not a broken model.graph
-    parse(imported.text, file=str(graph), spec_path=args.spec_path)
-    write_file(graph, imported.text)
+    # checked by the parser like any graph before anything is written (the weights read
+    # from memory): an importer mistake is an error here, not a broken model.graph
+    parse_imported(imported, str(graph), spec_path=args.spec_path)
+    write_together([(weights, imported.weights), (graph, imported.text.encode("utf-8"))])
     sys.stdout.write(
         f"wrote {graph} ({imported.text.count(chr(10))} lines) and {weights} "
         f"({imported.entries} array(s), {len(imported.weights):,} bytes)\n"
     )
     return 0
+
+
+def write_together(outputs: list[tuple[Path, bytes]]) -> None:
+    """Write every ``(path, data)`` of ``outputs`` or none: each is written in full to a
+    hidden temporary sibling first (a full disk or an unwritable directory fails there,
+    leaving the old files as they were), then they are renamed into place in order. If
+    a rename fails, the files already renamed get their old content back. A kill
+    between two renames can still leave the first file new and the second old (the
+    graph's digest then refuses the new weights, as it must)."""
+    import os
+    import shutil
+    import tempfile
+
+    from .errors import UsageError
+
+    for target, _ in outputs:
+        if target.exists() and not target.is_file():
+            what = "Is a directory" if target.is_dir() else "not a regular file (a device, pipe or socket)"
+            raise UsageError(f"cannot write {target}: {what}", hint="choose another output directory")
+    mask = os.umask(0)
+    os.umask(mask)
+    staged: list[str] = []
+    done: list[tuple[Path, Path | None]] = []  # renamed targets, and a link to their old content
+    asides: list[str] = []
+    current = outputs[0][0]
+    try:
+        for target, data in outputs:
+            current = target
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            staged.append(tmp)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private
+        for (target, _), tmp in zip(outputs, staged):
+            current, old = target, None
+            if target.exists():  # kept aside (a hard link) until every rename is done
+                asides.append(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+                old = Path(asides[-1]) / "previous"
+                os.link(target, old)
+            os.replace(tmp, target)
+            done.append((target, old))
+    except OSError as exc:
+        for target, old in reversed(done):  # put back what was renamed already
+            try:
+                if old is None:
+                    os.unlink(target)
+                else:
+                    os.replace(old, target)
+            except OSError:
+                pass
+        raise UsageError(f"cannot write {current}: {exc.strerror or exc}") from None
+    finally:
+        for tmp in staged:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+        for aside in asides:
+            shutil.rmtree(aside, ignore_errors=True)

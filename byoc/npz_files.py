@@ -113,8 +113,20 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
         stored[name] = np.ascontiguousarray(arrays[name]).view(np.uint16)
     if halves:
         stored[BFLOAT16_MARKER] = np.array(halves, dtype=str)
+    return _npz_archive(stored)
+
+
+def _npz_archive(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """What ``np.savez(buffer, **arrays)`` writes (the same bytes), from a mapping: an
+    entry may have any name, ``file`` and ``allow_pickle`` too, which ``np.savez`` takes
+    as its own arguments."""
+    import zipfile
+
     buffer = io.BytesIO()
-    np.savez(buffer, **stored)
+    with zipfile.ZipFile(buffer, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
     return buffer.getvalue()
 
 

@@ -12,18 +12,26 @@ dynamic dimension), runs ONNX shape inference, then walks the nodes in order:
 Constants that a statement uses are written as DSL constants: small ones inline,
 the rest as ``weights["entry"]`` entries of the sidecar. The text is then parsed by
 byoc's own parser, so the result is checked like any graph the user writes.
+
+Names from the model (its file name, value names, attribute strings) reach the text
+only as data: value names become fresh identifiers (:class:`Names`), strings are
+escaped (:func:`dsl_string`). An error the parser finds in the generated text is
+reported against the model file and the ONNX node that the offending line came from
+(:func:`parse_imported`), never against the text, which the user never sees.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .errors import GraphError, ParseError, UsageError
+from .errors import ByocError, GraphError, ParseError, UsageError
 from .ir import DTYPES, MAX_NAME_LENGTH
 from .npz_files import npz_bytes, sha256_hex
 
@@ -45,12 +53,16 @@ def require_onnx(purpose: str = "importing ONNX models"):
 
 @dataclass(frozen=True)
 class Imported:
-    """An imported model: the DSL text (naming ``weights_file``) and the weights' bytes."""
+    """An imported model: the DSL text (naming ``weights_file``) and the weights' bytes;
+    ``origins[k]`` names the ONNX node that line ``k + 1`` of the text came from ("" for
+    the lines of no node), and ``where`` the model in messages."""
 
     text: str
     weights: bytes
     weights_file: str
     entries: int
+    origins: tuple[str, ...] = ()
+    where: str = "<model>"
 
 
 def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
@@ -74,6 +86,14 @@ MIN_OPSET = 6
 """The oldest ONNX opset byoc imports: 6, that of the PyTorch exports in ONNX's backend
 test data, whose ``broadcast``/``axis`` attributes and per-channel PRelu slopes the op
 table handles; opsets 1-5 differ further (``consumed_inputs``, Concat's optional axis)."""
+
+
+def max_opset() -> int:
+    """The newest ONNX opset byoc imports: the newest that the installed onnx package
+    defines, whose checker, shape inference and reference evaluator (folding) the
+    import relies on; a newer one may have changed an op's meaning."""
+    onnx = require_onnx()
+    return int(onnx.defs.onnx_opset_version())
 
 
 def load_model(path: str | Path):
@@ -130,35 +150,76 @@ def _load_external_data(model, directory: Path | None, where: str) -> None:
     from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_tensor
 
     for tensor in tensors:
-        location = ExternalDataInfo(tensor).location
+        _check_names_utf8(tensor, where)
+        fields = {entry.key: entry.value for entry in tensor.external_data}
+        location = fields.get("location", "")
         what = f"{where}: tensor {tensor.name!r} keeps its data in {location!r}"
         if directory is None:
             raise UsageError(f"{what}, but the model was given in memory", hint="import it from its file")
         file = directory / location
-        if Path(location).is_absolute() or ".." in Path(location).parts:
+        if not location or Path(location).is_absolute() or ".." in Path(location).parts:
             raise ParseError(
                 f"{what}, outside the model's directory", hint="keep data files beside the model"
             )
-        if not file.is_file():
+        try:
+            info = os.stat(file)  # never opened before it is known to be a regular file (a FIFO hangs)
+        except OSError:
             raise ParseError(
                 f"{what}, which is missing (no file {file})", hint="copy the data file beside the model"
+            ) from None
+        if not stat.S_ISREG(info.st_mode):
+            raise ParseError(
+                f"{what}, which is not a regular file (a directory, device, FIFO or socket)",
+                hint="external data must be a regular file beside the model",
             )
+        _check_extent(fields, info.st_size, what)
         try:
+            ExternalDataInfo(tensor)
             load_external_data_for_tensor(tensor, str(directory))
-        except Exception as exc:  # a short file, a bad offset
+        except Exception as exc:  # whatever else onnx refuses
             raise ParseError(f"{what}, which cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _check_extent(fields: Mapping[str, str], size: int, what: str) -> None:
+    """An external tensor's ``offset`` and ``length`` must be decimal numbers of bytes
+    within the file's ``size``."""
+    numbers = {}
+    for key in ("offset", "length"):
+        text = fields.get(key)
+        if text is None:
+            continue
+        if not re.fullmatch(r"[0-9]+", text):
+            raise ParseError(
+                f"{what}, at {key} {text!r}, which is not a number of bytes",
+                hint="an external tensor's offset and length are non-negative decimal integers",
+            )
+        numbers[key] = int(text)
+    offset = numbers.get("offset", 0)
+    length = numbers.get("length", size - offset)
+    if offset > size or offset + length > size:
+        raise ParseError(
+            f"{what}, at bytes {offset}..{offset + length}, past the end of the file ({size} bytes)",
+            hint="the data file is truncated, or the model names the wrong file",
+        )
 
 
 def check_model(model, where: str):
     """``model`` if ONNX's checker accepts it and byoc can take its opset, inputs and
     outputs; a clean error naming ``where`` if not."""
     onnx = require_onnx()
+    _check_names_utf8(model, where)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    newest = max_opset()
+    if opset is not None and opset > newest:  # before the checker, which may not know it either
+        raise GraphError(
+            f"{where} uses ONNX opset {opset}; byoc imports opsets {MIN_OPSET} to {newest}",
+            hint=f"convert it first: onnx.version_converter.convert_version(model, {newest})",
+        )
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is None or opset < MIN_OPSET:
         raise GraphError(
             f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
@@ -172,6 +233,33 @@ def check_model(model, where: str):
     for value in model.graph.output:  # their dtypes are the importer's to judge, at the node
         _check_tensor("output", value)
     return model
+
+
+def _check_names_utf8(message, where: str, path: str = "") -> None:
+    """Every string field of ``message`` (a protobuf message: the model, its graphs,
+    nodes, tensors, ...) must be UTF-8 text; protobuf hands an invalid one over as bytes,
+    which the importer cannot use as a name."""
+    for field, value in message.ListFields():
+        here = f"{path}.{field.name}" if path else field.name
+        if field.type == field.TYPE_STRING:
+            for k, item in enumerate(value if _repeated(field) else [value]):
+                if isinstance(item, bytes):
+                    at = f"{here}[{k}]" if _repeated(field) else here
+                    raise ParseError(
+                        f"{where}: the string {at} ({item[:60]!r}) is not UTF-8 text",
+                        hint="ONNX names and strings are UTF-8; the model is corrupt or was not written "
+                        "by an ONNX exporter",
+                    )
+        elif field.type == field.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                continue
+            for k, item in enumerate(value if _repeated(field) else [value]):
+                _check_names_utf8(item, where, f"{here}[{k}]" if _repeated(field) else here)
+
+
+def _repeated(field) -> bool:
+    flag = getattr(field, "is_repeated", None)  # newer protobuf; older ones have only label
+    return bool(flag) if flag is not None else field.label == field.LABEL_REPEATED
 
 
 def _check_tensor(role: str, value) -> None:
@@ -230,11 +318,51 @@ def _import(model, where: str, shapes, weights_file: str) -> Imported:
     from .onnx_ops import Importer
 
     importer = Importer(model, dict(shapes or {}), where)
-    body, arrays = importer.run()
+    body, arrays, body_origins = importer.run()
     data = npz_bytes(arrays)
-    head = f'weights "{weights_file}" sha256 "{sha256_hex(data)}"\n\n' if arrays else ""
-    comment = f"# Imported by byoc from {Path(where).name} (ONNX opset {importer.opset}).\n"
-    return Imported(comment + head + body, data, weights_file, len(arrays))
+    # the file names are data: escaped as DSL strings, so that no name can end the
+    # comment or the string and add text of its own (a graph, a declaration)
+    head = f"weights {dsl_string(weights_file)} sha256 {dsl_string(sha256_hex(data))}\n\n" if arrays else ""
+    name = Path(where).name
+    shown = name if name.isprintable() and not set(name) & set('"\\') else dsl_string(name)
+    comment = f"# Imported by byoc from {shown} (ONNX opset {importer.opset}).\n"
+    text = comment + head + body
+    origins = ("",) * (comment + head).count("\n") + tuple(body_origins)
+    return Imported(text, data, weights_file, len(arrays), origins, where)
+
+
+def parse_imported(imported: Imported, file: str | None = None, *, catalog=None, spec_path=None):
+    """The Program of ``imported``'s text, its weights read from memory (nothing is
+    written). ``file`` is where the text will be written, if it will (the weights file is
+    resolved beside it); an error the parser finds in the text names the model and the
+    ONNX node the line came from, not the text."""
+    from .api import parse
+
+    name = file or f"<{imported.where} imported>"
+    try:
+        return parse(
+            imported.text,
+            file=name,
+            catalog=catalog,
+            spec_path=spec_path,
+            weights_files={imported.weights_file: imported.weights},
+        )
+    except ByocError as exc:
+        loc = exc.location
+        if loc is None or loc.file != name:
+            raise
+        origin = imported.origins[loc.line - 1] if 1 <= loc.line <= len(imported.origins) else ""
+        statement = _source_line_of(imported.text, loc.line)
+        raise type(exc)(
+            f"{imported.where}: {origin or 'the imported graph'}: {exc.message}"
+            + (f" (in the imported statement `{statement}`)" if statement else ""),
+            hint=exc.hint,
+        ) from None
+
+
+def _source_line_of(text: str, line: int) -> str:
+    lines = text.split("\n")
+    return lines[line - 1].strip() if 1 <= line <= len(lines) else ""
 
 
 def import_program(
@@ -247,19 +375,11 @@ def import_program(
 ):
     """The model ``source`` (as for :func:`import_onnx`) imported and parsed in memory:
     the Program that ``byoc import`` followed by parsing the written graph would give
-    (its weights file ``STEM.npz``, the digest the same). The weights file exists only
-    while the text is parsed (the parser reads every external constant then)."""
-    import tempfile
-
-    from .api import parse
-
+    (its weights file ``STEM.npz``, the digest the same). Nothing is written: the parser
+    reads the weights from memory."""
     model, where, stem = _model_of(source, where)
     imported = _import(model, where, shapes, f"{stem}.npz")
-    with tempfile.TemporaryDirectory(prefix="byoc-onnx-") as tmp:
-        (Path(tmp) / imported.weights_file).write_bytes(imported.weights)
-        return parse(
-            imported.text, file=str(Path(tmp) / f"{stem}.graph"), catalog=catalog, spec_path=spec_path
-        )
+    return parse_imported(imported, catalog=catalog, spec_path=spec_path)
 
 
 class Names:
@@ -292,10 +412,26 @@ class Names:
         return f"{hint}_{k}"
 
 
-def tensor_array(onnx, tensor) -> np.ndarray:
+def dsl_string(text: str) -> str:
+    """``text`` as a DSL string literal: every quote, backslash, line break and other
+    control or non-ASCII character escaped (the parser decodes the escapes back)."""
+    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+
+
+def tensor_array(onnx, tensor, where: str = "<model>") -> np.ndarray:
     """A TensorProto's values; a bfloat16 one as ml_dtypes' bfloat16 (byoc's) also where
-    an older onnx gives its bits as uint16."""
-    array = onnx.numpy_helper.to_array(tensor)
+    an older onnx gives its bits as uint16. Data that does not fill the tensor's shape
+    (raw bytes not a whole number of elements, too few or too many values) is an error
+    naming ``where`` and the tensor."""
+    try:
+        array = onnx.numpy_helper.to_array(tensor)
+    except Exception as exc:  # numpy's ValueError on a buffer of the wrong size, onnx's own
+        dims = "x".join(map(str, tensor.dims)) or "scalar"
+        raise ParseError(
+            f"{where}: tensor {tensor.name!r} ({dims}) has data that does not fill its shape "
+            f"({type(exc).__name__}: {exc})",
+            hint="its raw_data must hold exactly one element per position of its dims; the model is corrupt",
+        ) from None
     if tensor.data_type == onnx.TensorProto.BFLOAT16 and array.dtype != np.dtype("bfloat16"):
         bf16 = np.dtype("bfloat16")
         array = array.view(bf16) if array.dtype == np.uint16 else array.astype(bf16)

@@ -21,7 +21,16 @@ import numpy as np
 
 from .errors import GraphError
 from .ir import DTYPES, dtype_name
-from .onnx_import import INLINE_ELEMENTS, Names, dsl_dtype, element_dtype, number, require_onnx, tensor_array
+from .onnx_import import (
+    INLINE_ELEMENTS,
+    Names,
+    dsl_dtype,
+    dsl_string,
+    element_dtype,
+    number,
+    require_onnx,
+    tensor_array,
+)
 
 RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
 """Ops of constants that are not constants: never folded."""
@@ -36,7 +45,7 @@ class Importer:
         self.path = path
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         graph = model.graph
-        self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t) for t in graph.initializer}
+        self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t, path) for t in graph.initializer}
         self.inputs = [i for i in graph.input if i.name not in self.consts]
         declared = [onnx.ValueInfoProto() for _ in self.inputs]
         for saved, value in zip(declared, self.inputs):
@@ -59,6 +68,7 @@ class Importer:
         self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
         self.names = Names()
         self.lines: list[str] = []
+        self.origins: list[str] = []  # per line of self.lines: the node it came from
         self.arrays: dict[str, np.ndarray] = {}
         self.emitted: dict[str, str] = {}  # ONNX name -> DSL identifier of a value in the text
         self.node = None
@@ -96,7 +106,9 @@ class Importer:
 
     # ------------------------------------------------------------ running
 
-    def run(self) -> tuple[str, dict[str, np.ndarray]]:
+    def run(self) -> tuple[str, dict[str, np.ndarray], list[str]]:
+        """The graph's text, its weights, and for each line of the text the ONNX node it
+        came from ("" for none)."""
         params = []
         for value, (shape, dtype) in zip(self.inputs, self.input_types):
             ident = self.names(value.name)
@@ -113,10 +125,14 @@ class Importer:
             if row is None:
                 raise self.unsupported("this op")
             KINDS[row.kind](self, node, row)
+            self.origins += [self.describe()] * (len(self.lines) - len(self.origins))
+        self.node = None
         outputs = [self.value(o.name) for o in self.graph.output]
+        self.origins += ["the model's outputs"] * (len(self.lines) - len(self.origins))
         body = "\n".join(self.lines)
         text = f"graph main({', '.join(params)}) {{\n{body}\n  return {', '.join(outputs)}\n}}\n"
-        return text, self.arrays
+        origins = ["the model's inputs", *(self.origins or [""]), "the model's outputs", ""]
+        return text, self.arrays, origins
 
     def foldable(self, node) -> bool:
         """Whether ``node`` computes a constant: Shape of a static tensor, Constant, or
@@ -160,19 +176,34 @@ class Importer:
 
     # ------------------------------------------------------------ helpers for handlers
 
-    def unsupported(self, what: str, hint: str | None = None) -> GraphError:
+    def describe(self) -> str:
+        """The current node, for messages: ``ONNX node 3 (Conv 'conv1', opset 13)``."""
         node = self.node
+        return f"ONNX node {self.index} ({node.op_type} {node.name!r}, opset {self.opset})"
+
+    def unsupported(self, what: str, hint: str | None = None) -> GraphError:
         return GraphError(
-            f"ONNX node {self.index} ({node.op_type} {node.name!r}, opset {self.opset}): "
-            f"byoc does not support {what}",
+            f"{self.path}: {self.describe()}: byoc does not support {what}",
             hint=hint or "byoc imports the ONNX ops its catalog has (`byoc ops` lists them)",
         )
+
+    def invalid(self, what: str, hint: str | None = None) -> GraphError:
+        """The current node breaks ONNX's own rules: ``what`` says how."""
+        return GraphError(f"{self.path}: {self.describe()}: {what}", hint=hint)
 
     def attr(self, name: str, default=None):
         for a in self.node.attribute:
             if a.name == name:
                 value = self.onnx.helper.get_attribute_value(a)
-                return value.decode("utf-8") if isinstance(value, bytes) else value
+                if not isinstance(value, bytes):
+                    return value
+                try:
+                    return value.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise self.invalid(
+                        f"its attribute {name!r} ({value[:60]!r}) is not UTF-8 text",
+                        hint="ONNX string attributes are UTF-8; the model is corrupt",
+                    ) from None
         return default
 
     def check_attrs(self, node, allowed: set[str]) -> None:
@@ -221,7 +252,7 @@ class Importer:
         else:
             entry = name if name not in self.arrays else ident
             self.arrays[entry] = array
-            values = f"weights[{_string(entry)}]"
+            values = f"weights[{dsl_string(entry)}]"
         self.lines.append(f"  {ident} = const {type_} {values}")
         self.emitted[name] = ident
         return ident
@@ -253,7 +284,10 @@ class Importer:
 
 def _value_type(onnx, value):
     t = value.type.tensor_type
-    dtype = element_dtype(onnx, t.elem_type) if t.elem_type else None
+    try:
+        dtype = element_dtype(onnx, t.elem_type) if t.elem_type else None
+    except (KeyError, ValueError, TypeError):  # an element type this onnx does not know
+        dtype = None  # the node that makes or takes such a value is refused with its name
     if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
         return None, dtype
     return tuple(d.dim_value for d in t.shape.dim), dtype
@@ -263,17 +297,13 @@ def _dims(shape) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-def _string(text: str) -> str:
-    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
-
-
 def _attr(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(str(int(x)) for x in v) + "]"
     if isinstance(v, str):
-        return _string(v)
+        return dsl_string(v)
     return number(v)
 
 
@@ -340,6 +370,7 @@ def _auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise imp.unsupported(f"auto_pad={auto}")
     spatial = imp.shape(imp.node.input[0])[2:]
+    _check_positive(imp, "strides", strides, rank)
     begins, ends = [], []
     for size, k, s, d in zip(spatial, kernel, strides, dilations):
         out = math.ceil(size / s)
@@ -348,6 +379,16 @@ def _auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
         begins.append(small if auto == "SAME_UPPER" else large)
         ends.append(large if auto == "SAME_UPPER" else small)
     return begins + ends
+
+
+def _check_positive(imp: Importer, name: str, values, rank: int) -> None:
+    """An attribute of one positive int per spatial axis (``strides``), as ``auto_pad``
+    SAME_* needs to compute its pads."""
+    if len(values) != rank or any(int(v) < 1 for v in values):
+        raise imp.invalid(
+            f"{name} {list(values)} with auto_pad={imp.attr('auto_pad')}: it needs {rank} positive value(s)",
+            hint=f"ONNX's {name} are positive, one per spatial axis",
+        )
 
 
 def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int], list[int]]:
@@ -360,6 +401,8 @@ def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int
     auto = imp.attr("auto_pad", "NOTSET")
     wanted = imp.attr("output_shape")
     spatial = imp.shape(imp.node.input[0])[2:]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        _check_positive(imp, "strides", strides, rank)
     if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
         wanted = [size * s for size, s in zip(spatial, strides)]
     if wanted is None:
@@ -384,6 +427,12 @@ def _conv(transpose: bool) -> Handler:
         imp.check_attrs(node, allowed | ({"output_padding", "output_shape"} if transpose else set()))
         weight_shape = imp.shape(node.input[1])
         kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
+        if kernel != list(weight_shape[2:]):
+            raise imp.invalid(
+                f"its kernel_shape {kernel} disagrees with its weights {node.input[1]!r} of shape "
+                f"{list(weight_shape)}, whose kernel is {list(weight_shape[2:])}",
+                hint="kernel_shape must be the weights' spatial dimensions (or be left out)",
+            )
         rank = len(kernel)
         strides = list(imp.attr("strides", [1] * rank))
         dilations = list(imp.attr("dilations", [1] * rank))
@@ -440,8 +489,20 @@ def _clip(imp: Importer, node, e: OnnxOp) -> None:
     bounds = {}
     for k, (key, (name, default)) in enumerate(e.attrs.items(), start=1):
         given = imp.const_input(k, f"Clip {key}")
-        bounds[name] = float(np.ravel(given)[0]) if given is not None else float(imp.attr(key, default))
+        bounds[name] = (
+            _one_value(imp, given, f"Clip {key}") if given is not None else float(imp.attr(key, default))
+        )
     imp.emit(e.op, [imp.value(node.input[0])], bounds, node.output[0])
+
+
+def _one_value(imp: Importer, given: np.ndarray, what: str) -> float:
+    """A scalar input (Clip's bounds, Pad's value) as a float: it must hold one value."""
+    if np.size(given) != 1:
+        raise imp.invalid(
+            f"its {what} input holds {np.size(given)} values{f' (shape {list(np.shape(given))})' if np.ndim(given) else ''}, not one",
+            hint=f"{what} is a scalar (or leave the input out, with an empty name)",
+        )
+    return float(np.ravel(given)[0])
 
 
 def _batch_norm(imp: Importer, node, e: OnnxOp) -> None:
@@ -498,13 +559,23 @@ def _softmax(imp: Importer, node, e: OnnxOp) -> None:
     if imp.opset >= 13:
         imp.emit(e.op, [x], {"axis": int(imp.attr("axis", -1))}, node.output[0])
         return
-    axis = int(imp.attr("axis", 1)) % max(len(shape), 1)
+    axis = _axis(imp, int(imp.attr("axis", 1)), len(shape), "axis")
     if axis == len(shape) - 1:
         imp.emit(e.op, [x], {"axis": -1}, node.output[0])
         return
     flat = [math.prod(shape[:axis]), math.prod(shape[axis:])]
     y = imp.emit(e.op, [imp.emit(e.roles["flat"], [x], {"newshape": flat})], {"axis": 1})
     imp.emit(e.roles["flat"], [y], {"newshape": list(shape)}, node.output[0])
+
+
+def _axis(imp: Importer, axis: int, rank: int, what: str) -> int:
+    """``axis`` of a rank-``rank`` input, in ONNX's range [-rank, rank - 1], as 0..rank - 1."""
+    if not -rank <= axis < rank:
+        raise imp.invalid(
+            f"{what} {axis} is out of range for an input of rank {rank}",
+            hint=f"ONNX takes an axis in [{-rank}, {rank - 1}] here",
+        )
+    return axis % rank
 
 
 def _reshape(imp: Importer, node, e: OnnxOp) -> None:
@@ -547,7 +618,13 @@ def _squeeze(imp: Importer, node, e: OnnxOp) -> None:
 
 def _expand(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
-    shape = [int(v) for v in imp.const_input(1, "Expand shape")]
+    given = imp.const_input(1, "Expand shape")
+    if given is None or np.ndim(given) != 1:
+        raise imp.invalid(
+            f"its shape input is {'absent' if given is None else f'of rank {np.ndim(given)}'}, not a 1-D tensor",
+            hint="Expand's shape is a 1-D int64 tensor, one value per output dimension",
+        )
+    shape = [int(v) for v in given]
     imp.emit(e.op, [imp.value(node.input[0])], {"newshape": shape}, node.output[0])
 
 
@@ -563,7 +640,7 @@ def _pad(imp: Importer, node, e: OnnxOp) -> None:
             raise imp.unsupported("Pad's axes input")
         pads = imp.const_input(1, "Pad pads")
         given = imp.const_input(2, "Pad value")
-        value = float(np.ravel(given)[0]) if given is not None else 0.0
+        value = _one_value(imp, given, "Pad constant_value") if given is not None else 0.0
     attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
     imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
@@ -590,6 +667,7 @@ def _slice(imp: Importer, node, e: OnnxOp) -> None:
 def _split(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis", "split", "num_outputs"})
     axis = int(imp.attr("axis", 0))
+    _axis(imp, axis, len(imp.shape(node.input[0])), "axis")  # checked; written as ONNX gives it
     sizes = imp.attr("split") if imp.opset < 13 else imp.const_input(1, "Split sizes")
     attrs = {"axis": axis}
     if sizes is not None:
