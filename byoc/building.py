@@ -79,10 +79,14 @@ def partition_over(
     program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
 ) -> Program:
     """``program`` with every node that one of ``backends`` (in order of preference)
-    supports in a region of that backend; the other nodes stay on the host."""
+    supports in a region of that backend; the other nodes stay on the host. A backend
+    takes a dtype its spec probes (``probe:``) only where this machine computes it."""
     from .generator.partition import partition
+    from .runtime.probe import for_machine
 
-    return partition(program, [load_backend(name) for name in dict.fromkeys(backends)], catalog)
+    used = {t.dtype for fn in program.functions for t in fn.types().values()}
+    specs = [for_machine(load_backend(name), used) for name in dict.fromkeys(backends)]
+    return partition(program, specs, catalog)
 
 
 def build(
@@ -103,6 +107,7 @@ def build(
     from .generator.pipeline import generate
     from .runtime import Model
     from .runtime.manifest import GraphEntry, Manifest
+    from .runtime.probe import check_regions
 
     timings = timings or Timings()
     catalog = catalog or load_catalog(spec_path=spec_path)
@@ -126,6 +131,8 @@ def build(
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):
+        for name, spec in generated.specs.items():
+            check_regions(spec, lowered.externals_for(name))
         modules = tuple(
             _package_module(name, spec, artifacts, lowered, generated.options[name], members)
             for name, spec in generated.specs.items()

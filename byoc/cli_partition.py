@@ -68,8 +68,8 @@ def add_commands(sub, parents) -> None:
 
 def _partitioned(args: argparse.Namespace, catalog):
     from .api import backend_loader, language_of, parse_file
+    from .building import partition_over
     from .cli_import import shapes_of
-    from .generator.partition import partition
 
     language = language_of(args.file, args.source_language)
     program = parse_file(
@@ -78,8 +78,7 @@ def _partitioned(args: argparse.Namespace, catalog):
     if args.option:
         raise UsageError("--option does not change partitioning", hint="pass options to gen, build or run")
     if args.backend:
-        loader = backend_loader(args.spec_path, catalog)
-        program = partition(program, [loader(b) for b in dict.fromkeys(args.backend)], catalog)
+        program = partition_over(program, args.backend, backend_loader(args.spec_path, catalog), catalog)
     return program
 
 

@@ -130,6 +130,19 @@ def requirement_lines(spec: BackendSpec) -> list[str]:
     return lines
 
 
+def probe_text(spec: BackendSpec) -> str:
+    """What ``spec``'s probe says about this machine: which of its dtypes it computes here."""
+    from .runtime.probe import machine_computes
+
+    assert spec.probe is not None
+    if spec.missing_library() is not None:
+        answer = "unknown here (a required library is missing)"
+    else:
+        here = [d for d in spec.probe.dtypes if machine_computes(spec, d)]
+        answer = f"{', '.join(here)} on this machine" if here else "none on this machine"
+    return f"{', '.join(spec.probe.dtypes)} where the machine computes them: {answer}\n    ({spec.probe.doc})"
+
+
 def describe(spec: BackendSpec) -> str:
     """A readable account of one backend spec (``byoc backends NAME``)."""
     lines = [f"{spec.name}: {spec.kind.name} backend, from {spec.source}"]
@@ -140,6 +153,8 @@ def describe(spec: BackendSpec) -> str:
         f"  dtypes:        {', '.join(spec.dtypes)}",
         f"  ranks:         {ranks_text(spec.ranks)}",
     ]
+    if spec.probe is not None:
+        lines.append(f"  probed:        {probe_text(spec)}")
     comp = spec.compile
     if comp.compiled:
         flags = " ".join(comp.render_flags(spec.template_values()))

@@ -21,6 +21,7 @@ from .template import render
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
     from .patterns import Pattern
+    from .probe import Probe
     from .requirements import Requirement
 
 OptionValue = int | float | bool | str
@@ -171,6 +172,8 @@ class BackendSpec:
     ops: Mapping[str, OpBinding]
     requires: Mapping[str, Requirement] = field(default_factory=frozen_map)
     """The libraries the generated code includes and links (``requires:``), by name."""
+    probe: Probe | None = None
+    """The dtypes it computes only where the machine does (``probe:``, :mod:`byoc.spec.probe`)."""
     macros: Mapping[str, MacroDef] = field(default_factory=frozen_map)
     layers: Mapping[str, LayerDef] = field(default_factory=frozen_map)
     templates: Mapping[str, str] = field(default_factory=frozen_map)

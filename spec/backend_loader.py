@@ -26,6 +26,7 @@ from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
 from .patterns import load_patterns
+from .probe import load_probe
 from .requirements import load_requirements
 from .yaml_doc import YamlDoc
 
@@ -64,7 +65,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         root,
         f"a {kind.name} backend spec",
         COMMON_REQUIRED + compile_key + required + ("ops",),
-        COMMON_OPTIONAL + (("requires",) if kind.compiled else ("compile",)) + optional,
+        COMMON_OPTIONAL + (("requires", "probe") if kind.compiled else ("compile",)) + optional,
     )
     if doc.typed(root, "version", int, "version") != SCHEMA_VERSION:
         raise doc.error(
@@ -83,6 +84,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     options = _options(doc, root, kind) if "options" in root else {}
     compile_settings = _compile(doc, root, kind, options)
     requires = load_requirements(doc, root) if "requires" in root else {}
+    probe = load_probe(doc, root, dtypes) if "probe" in root else None
     draft = SpecDraft(ranks, options, dtypes)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
@@ -99,6 +101,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         ranks=ranks,
         compile=compile_settings,
         requires=frozen_map(requires),
+        probe=probe,
         options=frozen_map(options),
         ops=frozen_map(draft.ops),
         macros=frozen_map(draft.macros),

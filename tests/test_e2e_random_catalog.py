@@ -35,6 +35,7 @@ from byoc.building import build
 from byoc.catalog import OpDef, RuleError, infer_types, normalize_attrs
 from byoc.generator.partition import partition
 from byoc.ir import TensorType, is_integer
+from byoc.runtime.probe import for_machine
 from byoc.shape_rules import SHAPE_RULES
 
 CATALOG = byoc.load_catalog()
@@ -464,7 +465,7 @@ class RandomGraph:
 @st.composite
 def catalog_graphs(draw, backend: str) -> RandomGraph:
     """A random float graph of catalog ops, most of them ops ``backend`` maps."""
-    spec = SPECS[backend]
+    spec = machine_spec(backend)
     dtype = draw(st.sampled_from([t for t in FLOATS if t in spec.dtypes] or list(FLOATS)))
     usable = [name for name, op in CATALOG.items() if dtype in op.dtypes]
     mapped = [name for name in usable if name in spec.ops]
@@ -516,9 +517,15 @@ def check_close(got: np.ndarray, want: np.ndarray, text: str) -> None:
     np.testing.assert_allclose(got[finite], want[finite], rtol=rtol, atol=atol * scale, err_msg=text)
 
 
+def machine_spec(backend: str):
+    """The backend's spec as partitioning sees it on this machine: without the probed
+    dtypes (dnnl's 16-bit floats) this CPU does not compute."""
+    return for_machine(SPECS[backend], FLOATS)
+
+
 def _offloaded(program, backend: str) -> int:
     """How many nodes automatic partitioning gives ``backend``."""
-    fn = partition(program, [SPECS[backend]]).functions[0]
+    fn = partition(program, [machine_spec(backend)]).functions[0]
     return sum(len(n.callee.nodes) for n in fn.nodes if n.callee is not None)
 
 

@@ -133,6 +133,44 @@ def test_golden(case, golden):
     assert generate(program_of(case)) == golden("c")
 
 
+HALF_REGION = """\
+graph main(x: {t}[4, 16], w: {t}[8, 16], b: {t}[8]) {{
+  r = @dnnl {{
+    y = @dnnl.dense_bias_relu {{
+      return relu(bias_add(dense(x, w), b, axis=1))
+    }}
+    return softmax(sigmoid(y), axis=1)
+  }}
+  return r
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_golden_half_precision_region(dtype, golden):
+    """A region of dense, eltwise and softmax in a 16-bit float: the same macros, with
+    the storage type and oneDNN's data type as arguments; the text compiles with the
+    spec's flags (-Wall -Wextra -Werror) whether or not this CPU computes the type
+    (test_probe.py runs it where it does)."""
+    from byoc.runtime.build import build_artifacts
+
+    text = generate(parse(HALF_REGION.format(t=dtype), "graph", file=f"{dtype}_region.graph"))
+    assert text == golden("c")
+    assert (
+        f"DNNL_DENSE_BIAS(dnnl_0_0, (&dnnl_0_state), 4, 16, 8, 1, byoc_{dtype}, DNNL_BYOC_DT_{dtype})" in text
+    )
+    spec = load_backend(BACKEND)
+    linkages = [r.locate() for r in spec.requires.values()]
+    build_artifacts(
+        {"dnnl.c": text},
+        "dnnl.c",
+        spec.compile,
+        spec.template_values(),
+        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
+        link_flags=[f for linkage in linkages for f in linkage.link_flags],
+    )
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_runs_like_the_reference(case, rng):
     run_against_reference(program_of(case), rng)

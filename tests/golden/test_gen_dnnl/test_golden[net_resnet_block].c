@@ -27,9 +27,14 @@
 /* The most execution arguments a kernel passes (batch_norm's six), besides a scratchpad. */
 #define DNNL_BYOC_MAX_ARGS 8
 
-/* A float32 memory descriptor of `rank` extents, plain row-major (nchw, oihw, nc,
-   oi, ...); NULL when oneDNN cannot make it. */
-static inline dnnl_memory_desc_t dnnl_byoc_md(int rank, const int64_t* extents) {
+/* oneDNN's data type of a byoc dtype, as a macro pastes it: DNNL_BYOC_DT_ ## dtype. */
+#define DNNL_BYOC_DT_float32 dnnl_f32
+#define DNNL_BYOC_DT_float16 dnnl_f16
+#define DNNL_BYOC_DT_bfloat16 dnnl_bf16
+
+/* A memory descriptor of `rank` extents of data type `dt`, plain row-major (nchw,
+   oihw, nc, oi, ...); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_of(int rank, const int64_t* extents, dnnl_data_type_t dt) {
   dnnl_dims_t dims, strides;
   int64_t step = 1;
   for (int k = rank - 1; k >= 0; --k) {
@@ -38,8 +43,14 @@ static inline dnnl_memory_desc_t dnnl_byoc_md(int rank, const int64_t* extents) 
     step *= extents[k] > 0 ? extents[k] : 1;
   }
   dnnl_memory_desc_t md = NULL;
-  if (dnnl_memory_desc_create_with_strides(&md, rank, dims, dnnl_f32, strides) != dnnl_success) return NULL;
+  if (dnnl_memory_desc_create_with_strides(&md, rank, dims, dt, strides) != dnnl_success) return NULL;
   return md;
+}
+
+/* A float32 memory descriptor of `rank` extents, plain row-major; NULL when oneDNN
+   cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md(int rank, const int64_t* extents) {
+  return dnnl_byoc_md_of(rank, extents, dnnl_f32);
 }
 
 /* A float32 memory descriptor of `rank` extents in whatever layout the primitive
@@ -129,12 +140,12 @@ static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_
 }
 
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
-   optionally plus a bias (U,), then a relu when `relu`. */
+   optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. */
 static inline int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch, int64_t k,
-                                  int64_t units, int bias, int relu) {
+                                  int64_t units, int bias, int relu, dnnl_data_type_t dt) {
   const int64_t x[] = {batch, k}, w[] = {units, k}, y[] = {batch, units}, b[] = {units};
-  dnnl_memory_desc_t mds[4] = {dnnl_byoc_md(2, x), dnnl_byoc_md(2, w), dnnl_byoc_md(2, y),
-                               bias ? dnnl_byoc_md(1, b) : NULL};
+  dnnl_memory_desc_t mds[4] = {dnnl_byoc_md_of(2, x, dt), dnnl_byoc_md_of(2, w, dt), dnnl_byoc_md_of(2, y, dt),
+                               bias ? dnnl_byoc_md_of(1, b, dt) : NULL};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
@@ -187,10 +198,10 @@ static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engin
   return dnnl_byoc_finish(prim, made, pd, attr, mds, n + 1);
 }
 
-/* An eltwise op `alg` (alpha 0, beta 0) over a tensor of `rank` extents. */
+/* An eltwise op `alg` (alpha 0, beta 0) over a tensor of `rank` extents of data type `dt`. */
 static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
-                                    const int64_t* extents, dnnl_alg_kind_t alg) {
-  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
+                                    const int64_t* extents, dnnl_alg_kind_t alg, dnnl_data_type_t dt) {
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
@@ -199,10 +210,11 @@ static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
 }
 
-/* softmax along `axis` of a tensor of `rank` extents, shifted by the maximum. */
+/* softmax along `axis` of a tensor of `rank` extents of data type `dt`, shifted by
+   the maximum (oneDNN computes it in float32 for the 16-bit types). */
 static inline int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
-                                    const int64_t* extents, int axis) {
-  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
+                                    const int64_t* extents, int axis, dnnl_data_type_t dt) {
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
@@ -1152,22 +1164,22 @@ static int p_ID_(const float* x, const float* w, const float* scale, const float
 }
 
 /* dense (an inner product), optionally with relu after it (vars: relu) */
-#define DNNL_DENSE(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_) \
+#define DNNL_DENSE(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_); \
+  return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_, p_DT_); \
 } \
-static int p_ID_(const float* x, const float* w, float* out) { \
+static int p_ID_(const p_T_* x, const p_T_* w, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
 }
 
 /* dense plus a bias (an inner product with a bias), optionally with relu after it */
-#define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_) \
+#define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_); \
+  return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_, p_DT_); \
 } \
-static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
+static int p_ID_(const p_T_* x, const p_T_* w, const p_T_* b, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
@@ -1209,21 +1221,21 @@ static int p_ID_(const float* a, const float* b, float* out) { \
 }
 
 /* an eltwise primitive (vars: alg, its algorithm) */
-#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_) \
+#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_); \
+  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, p_DT_); \
 } \
-static int p_ID_(const float* x, float* out) { \
+static int p_ID_(const p_T_* x, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
 
 /* softmax along axis */
-#define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_) \
+#define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_); \
+  return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_, p_DT_); \
 } \
-static int p_ID_(const float* x, float* out) { \
+static int p_ID_(const p_T_* x, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
 }
@@ -1660,7 +1672,7 @@ static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
 
 /* dnnl_1_0: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu)
+DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu, float, DNNL_BYOC_DT_float32)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
