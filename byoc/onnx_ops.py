@@ -150,6 +150,10 @@ class Importer:
         from onnx.reference import ReferenceEvaluator
 
         helper = self.onnx.helper
+        if node.op_type == "Cast":  # an element type no ONNX defines: say so, not the evaluator's KeyError
+            to = self.attr("to")
+            if to is not None and int(to) not in self.onnx.TensorProto.DataType.values():
+                raise self.unsupported(f"a Cast to {to}, an element type ONNX does not define")
         feeds = {}
         for name in node.input:
             if name in self.consts:
