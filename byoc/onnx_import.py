@@ -228,10 +228,10 @@ def check_model(model, where: str):
     initializers = {t.name for t in model.graph.initializer}
     for value in model.graph.input:
         if value.name not in initializers:
-            _check_tensor("input", value)
-            _check_dtype(onnx, value)
+            _check_tensor(where, "input", value)
+            _check_dtype(onnx, value, where)
     for value in model.graph.output:  # their dtypes are the importer's to judge, at the node
-        _check_tensor("output", value)
+        _check_tensor(where, "output", value)
     return model
 
 
@@ -262,17 +262,17 @@ def _repeated(field) -> bool:
     return bool(flag) if flag is not None else field.label == field.LABEL_REPEATED
 
 
-def _check_tensor(role: str, value) -> None:
+def _check_tensor(where: str, role: str, value) -> None:
     """A model input or output must be a tensor."""
     kind = value.type.WhichOneof("value")
     if kind != "tensor_type":
         raise GraphError(
-            f"{role} {value.name!r} is a {(kind or 'untyped value').removesuffix('_type')}, not a tensor",
+            f"{where}: {role} {value.name!r} is a {(kind or 'untyped value').removesuffix('_type')}, not a tensor",
             hint="byoc imports models whose inputs and outputs are tensors",
         )
 
 
-def _check_dtype(onnx, value) -> None:
+def _check_dtype(onnx, value, where: str) -> None:
     """A model input must have a dtype byoc has."""
     elem = value.type.tensor_type.elem_type
     try:
@@ -282,7 +282,7 @@ def _check_dtype(onnx, value) -> None:
         name, supported = f"<element type {elem}>", False
     if not supported:
         raise GraphError(
-            f"input {value.name!r} has dtype {name}, which byoc does not support",
+            f"{where}: input {value.name!r} has dtype {name}, which byoc does not support",
             hint=f"byoc supports {', '.join(DTYPES)}",
         )
 

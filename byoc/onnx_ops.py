@@ -113,7 +113,7 @@ class Importer:
         for value, (shape, dtype) in zip(self.inputs, self.input_types):
             ident = self.names(value.name)
             self.emitted[value.name] = ident
-            params.append(f"{ident}: {dsl_dtype(dtype, f'input {value.name!r}')}{_dims(shape)}")
+            params.append(f"{ident}: {dsl_dtype(dtype, f'{self.path}: input {value.name!r}')}{_dims(shape)}")
         for index, node in enumerate(self.graph.node):
             self.node, self.index = node, index
             if node.domain not in ("", "ai.onnx"):
@@ -244,13 +244,16 @@ class Importer:
         if found is not None:
             return found
         if name not in self.consts:
-            raise GraphError(f"ONNX value {name!r} is used but never defined")
+            raise GraphError(
+                f"{self.path}: {self.describe() + ': ' if self.node else ''}ONNX value {name!r} is used but never defined"
+            )
         return self.constant(self.consts[name], name)
 
     def constant(self, array: np.ndarray, name: str) -> str:
         ident = self.names(name)
         array = np.ascontiguousarray(array)
-        type_ = f"{dsl_dtype(array.dtype, f'constant {name!r}')}{_dims(array.shape)}"
+        where = f"{self.path}: {self.describe() + ': ' if self.node else ''}constant {name!r}"
+        type_ = f"{dsl_dtype(array.dtype, where)}{_dims(array.shape)}"
         if array.size <= INLINE_ELEMENTS and (array.dtype.kind in "iub" or np.isfinite(array).all()):
             values = "[" + ", ".join(number(v) for v in array.ravel().tolist()) + "]"
         else:

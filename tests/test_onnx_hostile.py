@@ -233,6 +233,14 @@ HOSTILE = [
     ),
     ("onnx_softmax_axis_out_of_range", GraphError, "(Softmax 'n0', opset 11): axis 5 is out of range"),
     ("onnx_opset_too_new", GraphError, "uses ONNX opset 99; byoc imports opsets 6 to"),
+    # earlier cases, whose messages now name the model first too
+    ("onnx_complex_input", GraphError, "input 'x' has dtype complex64, which byoc does not support"),
+    ("onnx_sequence_input", GraphError, "input 'x' is a sequence, not a tensor"),
+    (
+        "onnx_unsupported_op",
+        GraphError,
+        "ONNX node 1 (Hardmax 'hm', opset 13): byoc does not support this op",
+    ),
 ]
 
 
