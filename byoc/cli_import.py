@@ -112,7 +112,10 @@ def write_together(outputs: list[tuple[Path, bytes]]) -> None:
             if target.exists():  # kept aside (a hard link) until every rename is done
                 asides.append(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
                 old = Path(asides[-1]) / "previous"
-                os.link(target, old)
+                try:
+                    os.link(target, old)
+                except OSError:  # a file system without hard links: a copy
+                    shutil.copy2(target, old)
             os.replace(tmp, target)
             done.append((target, old))
     except OSError as exc:

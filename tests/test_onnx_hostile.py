@@ -392,3 +392,27 @@ def test_write_together_removes_a_new_first_file_when_the_second_fails(tmp_path,
     with pytest.raises(UsageError):
         cli_import.write_together([(first, b"new weights"), (second, b"new graph")])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_write_together_without_hard_links(tmp_path, monkeypatch):
+    """Where the file system has no hard links, the old file is kept aside as a copy."""
+    first, second = tmp_path / "m.npz", tmp_path / "m.graph"
+    first.write_bytes(b"old weights")
+    real_replace = os.replace
+
+    def no_link(src, dst, **kwargs):
+        raise OSError(1, "Operation not permitted")
+
+    def failing_replace(src, dst):
+        if Path(dst) == second:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "link", no_link)
+    cli_import.write_together([(first, b"new weights"), (second, b"new graph")])
+    assert first.read_bytes() == b"new weights" and second.read_bytes() == b"new graph"
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(UsageError):
+        cli_import.write_together([(first, b"newer weights"), (second, b"newer graph")])
+    assert first.read_bytes() == b"new weights" and second.read_bytes() == b"new graph"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.graph", "m.npz"]
