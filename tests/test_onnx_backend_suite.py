@@ -17,20 +17,25 @@ group, and names its tests ``test_<name>_<device>`` in a class per group:
   output the shipped ``light_*_output_0.pb``.
 * ``Simple``, ``PyTorchConverted``, ``PyTorchOperator``: ``data/<kind>/test_*/model.onnx``
   with ``test_data_set_*/{input,output}_*.pb``.
-* ``Node``, the node tests of every ONNX op, is out of scope (tests/test_onnx_import.py
-  covers the op table). The runner always loads it; its class is not collected here, and
-  the include patterns name only the tests of the four groups above (a name such as
-  ``test_shrink`` is both a node and a simple test, so patterns alone cannot drop it).
+* ``Node``, the node tests of every ONNX op, is out of scope here (tests/test_onnx_node_types.py
+  runs those of the ops it covers). The runner always builds them, which runs every
+  op's reference implementation (about 4.5 s, four times): :func:`_runner` hands it no
+  node tests instead, and each other group's tests are loaded once for the four
+  configurations. The include patterns name only the tests of the four groups above (a
+  name such as ``test_shrink`` is both a node and a simple test).
 
 The expected outputs are the judge: nothing here is compared with byoc itself.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
+import onnx.backend.test.runner as runner_module  # noqa: E402
 from libraries import missing_library  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
@@ -58,8 +63,22 @@ EXCLUDED = {
 }
 
 
+@cache
+def _model_tests(kind: str) -> tuple:
+    """The model tests of one group, loaded once; none of the node group."""
+    return () if kind == "node" else tuple(load_model_tests(kind=kind))
+
+
+def _runner(backend) -> onnx.backend.test.BackendTest:
+    """BackendTest for ``backend``, built from :func:`_model_tests` (its loader is
+    looked up in its own module when it is built)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "load_model_tests", lambda kind: list(_model_tests(kind)))
+        return onnx.backend.test.BackendTest(backend, __name__)
+
+
 def _suite_names() -> list[str]:
-    return sorted(t.name for kind in GROUPS.values() for t in load_model_tests(kind=kind))
+    return sorted(t.name for kind in GROUPS.values() for t in _model_tests(kind))
 
 
 def _collect() -> dict[str, type]:
@@ -69,7 +88,7 @@ def _collect() -> dict[str, type]:
     for config, backend in CONFIGURATIONS.items():
         if config in LIBRARIES and missing_library(LIBRARIES[config]):
             continue
-        runner = onnx.backend.test.BackendTest(backend, __name__).include(include)
+        runner = _runner(backend).include(include)
         for pattern in EXCLUDED:
             runner.exclude(pattern)
         cases = runner.test_cases
