@@ -2,8 +2,9 @@
 Round, Sign ...), run through byoc against the expected outputs shipped with onnx.
 
 ``onnx.backend.test.loader.load_model_tests(kind="node")`` builds every node test in
-memory (a one-node model and its data sets); this module keeps those whose node is one
-of :data:`OPS` (every node: the ``_expanded`` variants of other ops, such as
+memory (a one-node model and its data sets); collection reads their names, ops and
+types from the index of tests/onnx_node_cases.py instead, and the tests are built when
+the first one runs. This module keeps those whose node is one of :data:`OPS` (every node: the ``_expanded`` variants of other ops, such as
 Attention's, are not theirs) and leaves out the variants of dtypes byoc does not have (float8, 4-bit
 and 2-bit types, string): :data:`EXCLUDED_COUNT` says how many. Each kept case is
 imported (:mod:`byoc.onnx_backend`), offloaded and run, and each output compared with
@@ -17,13 +18,11 @@ marked strict so that a case that starts passing is noticed.
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx.backend.test.loader import load_model_tests  # noqa: E402
+from onnx_node_cases import RECORD, case, computed_index, index, recorded  # noqa: E402
 
 from byoc.ir import dtype_name, is_float  # noqa: E402
 from byoc.onnx_backend import backend_for  # noqa: E402
@@ -63,47 +62,33 @@ CONFIGURATIONS = {
 }
 
 
-def _type_names(model) -> list[str]:
-    """The TensorProto type names a node test's model uses: its inputs', outputs' and
-    Cast's ``to``."""
-    names = []
-    graph = model.graph
-    for value in (*graph.input, *graph.output):
-        names.append(onnx.TensorProto.DataType.Name(value.type.tensor_type.elem_type))
-    for node in graph.node:
-        for a in node.attribute:
-            if a.name == "to":
-                names.append(onnx.TensorProto.DataType.Name(a.i))
-    return names
-
-
-@cache
-def selection() -> tuple[list, list]:
-    """(kept cases, excluded cases) of the node tests of :data:`OPS`, built once."""
+def selection() -> tuple[list[str], list[str]]:
+    """(kept, excluded): the names of the node tests of :data:`OPS`."""
     kept, excluded = [], []
-    with np.errstate(all="ignore"):  # the loader's own data builders overflow on purpose
-        cases = load_model_tests(kind="node")
-    for case in cases:
-        if not all(n.op_type in OPS for n in case.model.graph.node):
+    for info in index().values():
+        if not all(op in OPS for op in info.ops):
             continue  # another op's test, or a function of it expanded into several ops
-        if any(fragment in t for t in _type_names(case.model) for fragment in UNSUPPORTED_TYPES):
-            excluded.append(case)
+        if any(fragment in t for t in info.types for fragment in UNSUPPORTED_TYPES):
+            excluded.append(info.name)
         else:
-            kept.append(case)
+            kept.append(info.name)
     return kept, excluded
-
-
-def _case_names() -> list[str]:
-    return [c.name for c in selection()[0]]
 
 
 def test_the_selection():
     kept, excluded = selection()
-    assert len(excluded) == EXCLUDED_COUNT, sorted(c.name for c in excluded)
-    ops = {n.op_type for c in kept for n in c.model.graph.node}
+    assert len(excluded) == EXCLUDED_COUNT, sorted(excluded)
+    ops = {op for name in kept for op in index()[name].ops}
     assert ops == OPS, sorted(OPS - ops)
     assert len(kept) == 189
-    assert set(EXPECTED_FAILURES) <= set(_case_names())
+    assert set(EXPECTED_FAILURES) <= set(kept)
+
+
+def test_the_recorded_index_is_the_installed_onnxs():
+    version, record = recorded()
+    if version != onnx.__version__:
+        pytest.skip(f"{RECORD.name} is for onnx {version}; collection built the index of {onnx.__version__}")
+    assert record == computed_index(), "rewrite it: .venv/bin/python tests/onnx_node_cases.py"
 
 
 def _check(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, name: str) -> None:
@@ -131,7 +116,7 @@ def _typed(values, declared) -> list[np.ndarray]:
 def _params():
     out = []
     for config in CONFIGURATIONS:
-        for name in _case_names():
+        for name in selection()[0]:
             marks = []
             if name in EXPECTED_FAILURES:
                 marks.append(pytest.mark.xfail(strict=True, reason=EXPECTED_FAILURES[name]))
@@ -141,12 +126,12 @@ def _params():
 
 @pytest.mark.parametrize(("config", "name"), _params())
 def test_node_case(config, name):
-    case = next(c for c in selection()[0] if c.name == name)
-    rep = CONFIGURATIONS[config].prepare(case.model)
-    graph = case.model.graph
-    for inputs, outputs in case.data_sets:
+    node_test = case(name)
+    rep = CONFIGURATIONS[config].prepare(node_test.model)
+    graph = node_test.model.graph
+    for inputs, outputs in node_test.data_sets:
         inputs, outputs = _typed(inputs, graph.input), _typed(outputs, graph.output)
         got = rep.run(inputs)
         assert len(got) == len(outputs)
         for g, w in zip(got, outputs):
-            _check(np.asarray(g), np.asarray(w), case.rtol, case.atol, name)
+            _check(np.asarray(g), np.asarray(w), node_test.rtol, node_test.atol, name)
