@@ -156,10 +156,20 @@ def _load_external_data(model, directory: Path | None, where: str) -> None:
         what = f"{where}: tensor {tensor.name!r} keeps its data in {location!r}"
         if directory is None:
             raise UsageError(f"{what}, but the model was given in memory", hint="import it from its file")
+        if not location:
+            raise ParseError(
+                f"{where}: tensor {tensor.name!r} keeps its data in another file, but names none",
+                hint="its external_data needs a 'location': the data file's name beside the model",
+            )
         file = directory / location
-        if not location or Path(location).is_absolute() or ".." in Path(location).parts:
+        if Path(location).is_absolute() or ".." in Path(location).parts:
             raise ParseError(
                 f"{what}, outside the model's directory", hint="keep data files beside the model"
+            )
+        if "\0" in location:
+            raise ParseError(
+                f"{what}, which is not a file name (it holds a NUL character)",
+                hint="the model is corrupt, or was not written by an ONNX exporter",
             )
         try:
             info = os.stat(file)  # never opened before it is known to be a regular file (a FIFO hangs)

@@ -183,6 +183,8 @@ HOSTILE = [
     ("onnx_external_length_negative", ParseError, "at length '-1', which is not a number of bytes"),
     ("onnx_external_length_overflow", ParseError, "at bytes 0..99999999999999999999999, past the end"),
     ("onnx_external_data_directory", ParseError, "keeps its data in 'data', which is not a regular file"),
+    ("onnx_external_data_no_location", ParseError, "keeps its data in another file, but names none"),
+    ("onnx_external_data_nul_in_location", ParseError, "which is not a file name (it holds a NUL character)"),
     (
         "onnx_raw_data_not_whole_elements",
         ParseError,

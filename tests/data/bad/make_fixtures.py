@@ -1064,7 +1064,7 @@ def _float(values, name: str):
     return numpy_helper.from_array(np.asarray(values, np.float32), name)
 
 
-def _external_extent(d: Path, offset: str, length: str, location: str = "weights.bin") -> None:
+def _external_extent(d: Path, offset: str, length: str, location: str | None = "weights.bin") -> None:
     """m.onnx whose initializer 'w' (float32[2, 3], 24 bytes) is at ``offset`` and
     ``length`` of ``location``, a 24-byte file beside it."""
     (d / "weights.bin").write_bytes(np.ones(6, np.float32).tobytes())
@@ -1074,9 +1074,20 @@ def _external_extent(d: Path, offset: str, length: str, location: str = "weights
     w.ClearField("raw_data")
     w.data_location = TensorProto.EXTERNAL
     for key, value in (("location", location), ("offset", offset), ("length", length)):
-        entry = w.external_data.add()
-        entry.key, entry.value = key, value
+        if value is not None:
+            entry = w.external_data.add()
+            entry.key, entry.value = key, value
     _onnx_model(d, [_node("Add", ("x", "w"))], initializers=[w], output=(1, [2, 3]), check=False)
+
+
+@fixture
+def onnx_external_data_no_location(d: Path) -> None:
+    _external_extent(d, "0", "24", location=None)
+
+
+@fixture
+def onnx_external_data_nul_in_location(d: Path) -> None:
+    _external_extent(d, "0", "24", location="weights.bin\0x")
 
 
 @fixture
