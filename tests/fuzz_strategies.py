@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import byoc
 from byoc.ir import UNSIGNED_DTYPES, is_integer
+from byoc.runtime.probe import for_machine
 
 FUZZ_ENV = "BYOC_FUZZ_EXAMPLES"
 COMPILED_DIVISOR = 20
@@ -110,13 +111,18 @@ class Caps:
         spec = byoc.load_backend(name)
         kind = spec.kind
         self.name = name
-        self.dtypes = tuple(spec.dtypes)
         self.ranks = tuple(r for r in spec.ranks if 1 <= r <= 4) or tuple(spec.ranks)
         self.ops = tuple(o for o in ELEMENTWISE if o in spec.ops)
         self.broadcast = bool(spec.broadcast)
         self.constants = bool(kind.constants)
         self.max_outputs = kind.max_outputs or 3
         self.spec = spec
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The spec's dtypes that this machine computes (dnnl's 16-bit floats only where
+        oneDNN does: its probe, asked when a graph is first drawn, not at collection)."""
+        return for_machine(self.spec, self.spec.dtypes).dtypes
 
     def supports(self, op: str, dtype: str, rank: int) -> bool:
         """Whether the spec maps ``op`` at ``dtype`` and ``rank`` and the catalog's op takes
