@@ -27,6 +27,21 @@ TVM_EXTERNAL_RUNTIME = EXAMPLES / "tvm_external_runtime.examplejson"
 GUIDE_WHOLE_GRAPH = EXAMPLES / "guide_whole_graph.graph"
 
 
+IMPLIES_SLOW = ("network", "sanitizers", "onnx_suite")
+"""Markers whose tests are slow too (pyproject.toml registers them all)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the items of IMPLIES_SLOW's markers and of the test functions
+    tests/slow_tests.txt lists (measured: tests/slow_tests.py)."""
+    from slow_tests import function_of, read
+
+    measured = read()
+    for item in items:
+        if function_of(item.nodeid) in measured or any(item.get_closest_marker(m) for m in IMPLIES_SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return byoc.spec.load_catalog()

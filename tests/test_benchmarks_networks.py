@@ -13,7 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from libraries import missing_library
+
+pytestmark = pytest.mark.network
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "tiny_cnn"}

@@ -8,6 +8,8 @@ from conftest import EXAMPLES, run_cli
 
 from byoc.api import parse
 
+pytestmark = pytest.mark.network
+
 OFFLOADED = {
     "resnet_basic_block": {"conv", "batch_norm", "relu", "add"},
     "mlp": {"dense", "bias_add", "relu", "softmax"},

@@ -33,6 +33,7 @@ from functools import cache
 
 import pytest
 
+pytestmark = pytest.mark.onnx_suite
 pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
 import onnx.backend.test.runner as runner_module  # noqa: E402

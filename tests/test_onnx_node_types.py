@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.onnx_suite
 onnx = pytest.importorskip("onnx")
 from onnx_node_cases import RECORD, case, computed_index, index, recorded  # noqa: E402
 

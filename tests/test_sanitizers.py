@@ -43,9 +43,10 @@ if MISSING and os.environ.get("BYOC_REQUIRE_SANITIZERS") == "1":
         "BYOC_REQUIRE_SANITIZERS=1 but gcc's sanitizer runtimes (libasan, libubsan) or g++ are missing; "
         "on Debian/Ubuntu: apt-get install gcc g++ (they come with libgcc-<version>-dev)"
     )
-pytestmark = pytest.mark.skipif(
-    MISSING, reason="gcc's sanitizer runtimes (libasan, libubsan) are not installed"
-)
+pytestmark = [
+    pytest.mark.sanitizers,
+    pytest.mark.skipif(MISSING, reason="gcc's sanitizer runtimes (libasan, libubsan) are not installed"),
+]
 
 
 def sanitizer_env(cache: Path) -> dict[str, str]:

@@ -1,0 +1,78 @@
+"""Which test functions are ``slow``: measured, then recorded in tests/slow_tests.txt.
+
+A test function is slow when one of its items (a parametrization) takes at least
+:data:`ITEM_SECONDS`, or all of them together at least :data:`FUNCTION_SECONDS`, in a
+full run of the suite. ``tests/conftest.py`` marks the items of every function the file
+lists ``slow``, besides those of the ``network``, ``sanitizers`` and ``onnx_suite``
+markers, so that ``pytest -m "not slow"`` is a quick loop. After tests were added or
+made faster, measure and rewrite the list::
+
+    .venv/bin/python -m pytest -q --durations=0 > durations.txt
+    .venv/bin/python tests/slow_tests.py durations.txt
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+LIST = Path(__file__).resolve().parent / "slow_tests.txt"
+ITEM_SECONDS = 2.0
+FUNCTION_SECONDS = 5.0
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (?:setup|call|teardown) +(\S+)")
+MARKED_MODULES = (
+    "tests/test_onnx_backend_suite.py",
+    "tests/test_onnx_node_types.py",
+    "tests/test_sanitizers.py",
+    "tests/test_e2e_networks.py",
+    "tests/test_benchmarks_networks.py",
+)
+"""Modules whose tests a marker makes slow already (their ``pytestmark``)."""
+
+
+def function_of(nodeid: str) -> str:
+    """``tests/m.py::test_f[param]`` -> ``tests/m.py::test_f``."""
+    return nodeid.split("[", 1)[0]
+
+
+def read() -> set[str]:
+    """The test functions tests/slow_tests.txt lists."""
+    if not LIST.exists():
+        return set()
+    lines = (line.strip() for line in LIST.read_text(encoding="utf-8").splitlines())
+    return {line for line in lines if line and not line.startswith("#")}
+
+
+def slow_functions(report: str) -> list[str]:
+    """The slow test functions of a ``--durations=0`` report."""
+    total: dict[str, float] = defaultdict(float)
+    longest: dict[str, float] = defaultdict(float)
+    for line in report.splitlines():
+        m = DURATION.match(line)
+        if m is None or m.group(2).startswith(MARKED_MODULES):
+            continue
+        seconds, function = float(m.group(1)), function_of(m.group(2))
+        total[function] += seconds
+        longest[function] = max(longest[function], seconds)
+    return sorted(f for f in total if longest[f] >= ITEM_SECONDS or total[f] >= FUNCTION_SECONDS)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    functions = slow_functions(Path(argv[0]).read_text(encoding="utf-8"))
+    header = (
+        "# Test functions marked `slow` (tests/slow_tests.py: an item of at least "
+        f"{ITEM_SECONDS:g} s, or {FUNCTION_SECONDS:g} s in all),\n"
+        "# measured in a full run; rewrite with tests/slow_tests.py.\n"
+    )
+    LIST.write_text(header + "".join(f + "\n" for f in functions), encoding="utf-8")
+    print(f"wrote {LIST}: {len(functions)} slow test functions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
