@@ -1,16 +1,17 @@
-"""The bad-input corpus (tests/data/bad/cases.yaml): every case runs the CLI in a
+"""The bad-input corpus (tests/data/bad/cases.yaml and cases_*.yaml): every case runs the CLI in a
 subprocess and must fail cleanly: exit status 2, no traceback, no signal, the
 error's kind first, its message, and ``--> FILE:LINE:COLUMN`` where the input has
 lines. The subprocesses run in parallel, once per test session."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +23,29 @@ from ruamel.yaml import YAML
 from byoc.errors import BuildError, GraphError, ParseError, RuntimeFailure, SpecError, UsageError
 
 BAD = DATA / "bad"
-CASES_FILE = BAD / "cases.yaml"
+CASE_FILES = (BAD / "cases.yaml", *sorted(BAD.glob("cases_*.yaml")))
+"""The corpus: cases.yaml, then one file per theme (options, special files, ...)."""
+FIXTURE_MODULES = ("make_fixtures", *sorted(p.stem for p in BAD.glob("fixtures_*.py")))
+"""make_fixtures.py, then one fixture module per theme; each has a ``FIXTURES`` dict."""
 KINDS = {
     cls.__name__: cls.title
     for cls in (ParseError, GraphError, SpecError, UsageError, BuildError, RuntimeFailure)
 }
 ARGPARSE = "argparse"
-SURFACES = ("graph", "examplejson", "spec", "cli", "npz", "bundle", "onnx")
+SURFACES = (
+    "graph",
+    "examplejson",
+    "spec",
+    "cli",
+    "npz",
+    "bundle",
+    "onnx",
+    "option",
+    "special_file",
+    "bomb",
+    "native",
+)
+"""The surfaces tests/RELIABILITY.md counts; the last four have no default argv."""
 DEFAULT_ARGV = {
     "graph": ["parse", "{file}"],
     "examplejson": ["parse", "{file}"],
@@ -37,7 +54,20 @@ DEFAULT_ARGV = {
     "bundle": ["run", "{file}"],
     "onnx": ["import", "{file}"],
 }
-FIELDS = {"id", "surface", "file", "make", "input", "argv", "error", "at", "at_file", "message"}
+FIELDS = {
+    "id",
+    "surface",
+    "file",
+    "make",
+    "input",
+    "argv",
+    "error",
+    "at",
+    "at_file",
+    "message",
+    "max_rss_mb",
+    "within_s",
+}
 TIMEOUT = 120
 
 
@@ -53,26 +83,46 @@ class BadCase:
     input: str | None = None
     at: tuple[int, int] | None = None
     at_file: str | None = None
+    max_rss_mb: int | None = None
+    """The CLI's peak resident memory must stay under this (bombs)."""
+    within_s: float | None = None
+    """The CLI must have failed within this many seconds (special files)."""
 
 
-def load_make_fixtures():
-    spec = importlib.util.spec_from_file_location("make_fixtures", BAD / "make_fixtures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@dataclass(frozen=True)
+class Fixtures:
+    FIXTURES: dict
+
+
+def load_make_fixtures() -> Fixtures:
+    """Every fixture module's ``FIXTURES``, merged (a name defined twice is an error).
+    The modules are imported with tests/data/bad on ``sys.path``, so a theme's module
+    may ``import make_fixtures`` for its helpers."""
+    merged: dict = {}
+    if str(BAD) not in sys.path:
+        sys.path.insert(0, str(BAD))
+    for name in FIXTURE_MODULES:
+        module = importlib.import_module(name)
+        clash = set(merged) & set(module.FIXTURES)
+        assert not clash, f"{name}.py redefines fixtures {sorted(clash)}"
+        merged.update(module.FIXTURES)
+    return Fixtures(merged)
 
 
 def load_cases() -> list[BadCase]:
-    """Every case of cases.yaml, checked for well-formedness."""
-    data = YAML(typ="safe").load(CASES_FILE.read_text(encoding="utf-8"))
+    """Every case of the corpus files, checked for well-formedness."""
+    raws = []
+    for case_file in CASE_FILES:
+        raws += YAML(typ="safe").load(case_file.read_text(encoding="utf-8"))["cases"]
     cases = []
-    for raw in data["cases"]:
+    for raw in raws:
         unknown = set(raw) - FIELDS
         assert not unknown, f"{raw.get('id')}: unknown fields {unknown}"
         surface = raw["surface"]
         assert surface in SURFACES, raw["id"]
         assert raw["error"] in KINDS or raw["error"] == ARGPARSE, raw["id"]
-        argv = raw.get("argv") or DEFAULT_ARGV[surface]
+        argv = raw.get("argv") or DEFAULT_ARGV.get(surface)
+        assert argv, f"{raw['id']}: a case of surface {surface} states its argv"
         file = raw.get("file")
         cases.append(
             BadCase(
@@ -86,6 +136,8 @@ def load_cases() -> list[BadCase]:
                 input=raw.get("input") or (Path(file).name if file else None),
                 at=tuple(raw["at"]) if raw.get("at") else None,
                 at_file=raw.get("at_file"),
+                max_rss_mb=raw.get("max_rss_mb"),
+                within_s=raw.get("within_s"),
             )
         )
     return cases
@@ -121,21 +173,46 @@ class Outcome:
     returncode: int
     stdout: str
     stderr: str
+    max_rss_mb: float
+    """Peak resident memory of the CLI process (``wait4``'s ``ru_maxrss``)."""
+    seconds: float
 
 
 def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
-    proc = subprocess.run(
+    """Run the case's command; its own peak memory comes from ``wait4`` on its pid, so
+    that cases running in parallel threads do not mix their figures."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
         command(case),
         cwd=directory,
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=TIMEOUT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
+    with ThreadPoolExecutor(max_workers=2) as readers:
+        stdout, stderr = readers.submit(proc.stdout.read), readers.submit(proc.stderr.read)
+        deadline = started + TIMEOUT
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.01)
+        seconds = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out, err = stdout.result(), stderr.result()
+    proc.stdout.close()
+    proc.stderr.close()
     return Outcome(
         proc.returncode,
-        proc.stdout.decode("utf-8", "replace"),
-        proc.stderr.decode("utf-8", "replace"),
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        usage.ru_maxrss / 1024,
+        seconds,
     )
 
 
@@ -186,6 +263,10 @@ def test_bad_input(case: BadCase, outcomes: dict[str, Outcome]):
         assert re.search(pattern, out.stderr, re.M), f"no location matching {pattern!r}\n{shown}"
     else:
         assert "  --> " not in out.stderr, shown
+    if case.max_rss_mb is not None:
+        assert out.max_rss_mb < case.max_rss_mb, f"peak memory {out.max_rss_mb:.0f} MB\n{shown}"
+    if case.within_s is not None:
+        assert out.seconds < case.within_s, f"took {out.seconds:.1f} s\n{shown}"
 
 
 # ------------------------------------------------------------------ the corpus itself
