@@ -176,18 +176,10 @@ def _package_module(name, spec, artifacts, lowered, option_values, members: dict
     module = next(a for a in own if a.role is Role.MODULE)
     kind = spec.kind
     if kind.compiled:
-        from .runtime.build import build_artifacts
+        from .runtime.build import build_spec_module
 
         values = spec.template_values(option_values)
-        linkages = [r.check(name) for r in spec.requires.values()]
-        library = build_artifacts(
-            {a.name: a.content for a in own},
-            module.name,
-            spec.compile,
-            values,
-            include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-            link_flags=[f for linkage in linkages for f in linkage.link_flags],
-        )
+        library = build_spec_module(spec, {a.name: a.content for a in own}, module.name, values)
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
         functions = {

@@ -10,7 +10,8 @@ found, only orphaned. Entries are pickles: the cache is trusted as the build cac
 shared libraries are, which byoc loads and runs.
 
 The cache is an accelerator, never a dependency: an entry that cannot be read or
-decoded is made again, and one that cannot be written (a read-only or full disk) is
+decoded, or decodes to a value of the wrong type (``expect``), or lacks its header
+(the format, kind and key it was written under), is made again and replaced, and one that cannot be written (a read-only or full disk) is
 skipped without a word. Entries are written to a temporary file and renamed, so a
 concurrent reader sees a whole entry or none.
 """
@@ -28,7 +29,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-FORMAT = "byoc-disk-cache-1"
+FORMAT = "byoc-disk-cache-2"
 """Part of every key; change it when the layout of an entry changes."""
 
 
@@ -56,18 +57,28 @@ def cached(
     *,
     dump: Callable[[T], bytes] = pickle.dumps,
     load: Callable[[bytes], T] = pickle.loads,
+    expect: type | tuple[type, ...] = object,
 ) -> T:
     """The value of entry ``key`` in the cache's ``kind`` folder; on a miss, ``make()``'s
     value, stored with ``dump`` for the next process. ``load`` turns an entry's bytes
-    back into a value. An exception from ``make`` propagates, and nothing is stored."""
+    back into a value; one that is not an instance of ``expect`` is a miss (a damaged or
+    foreign entry must cost a rebuild, never an error), and a made value that is not
+    one is not stored. An exception from ``make`` propagates, and nothing is stored."""
     path = cache_dir() / kind / key[:2] / key
+    header = f"{FORMAT} {kind} {key}\n".encode()
     try:
-        return load(path.read_bytes())
+        data = path.read_bytes()
+        if data.startswith(header):  # else another entry's bytes, or a foreign file
+            found = load(data[len(header) :])
+            if isinstance(found, expect):
+                return found
     except Exception:  # missing, unreadable or undecodable: made again, and replaced
         pass
     value = make()
+    if not isinstance(value, expect):
+        return value
     try:
-        data = dump(value)
+        data = header + dump(value)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
         try:

@@ -17,7 +17,13 @@
 * A build happens in a private directory under ``<root>/tmp/`` that is renamed into
   place as a whole, so processes that build the same source at once never see a
   partial entry: the first rename wins and the others use its library. An entry
-  whose library no longer matches its sha256 is moved aside and rebuilt.
+  whose library no longer matches its sha256, or is not a whole shared object for
+  this machine (:mod:`byoc.runtime.elf_check`: cut short with its digest recomputed),
+  is moved aside and rebuilt.
+* Every compiler process reads nothing: its standard input is ``/dev/null`` (a flag
+  such as ``-x c -`` or a wrapper script that reads it cannot hang a build).
+* :func:`build_spec_module` compiles a spec's module with its ``requires:`` libraries
+  and loads the result with every symbol bound, so a missing symbol is a BuildError.
 * A compiler error is a :class:`BuildError` with the compiler's message and the
   generated lines around the first error; a missing compiler is one that says how
   to install one or set ``$CC`` / ``$CXX``. Neither leaves anything in the cache.
@@ -45,8 +51,11 @@ from typing import TYPE_CHECKING
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 
+from .elf_check import NotLoadable, check_shared_object
+
 if TYPE_CHECKING:
-    from byoc.spec.backend import CompileSettings
+    from byoc.spec.backend import BackendSpec, CompileSettings
+    from byoc.spec.requirements import Linkage
 
 FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
@@ -130,6 +139,46 @@ def build_artifacts(
     return build_library(sources, main, chain, cache=cache)
 
 
+def build_spec_module(
+    spec: BackendSpec,
+    sources: Mapping[str, str | bytes],
+    main: str,
+    values: Mapping[str, object],
+    *,
+    linkages: Sequence[Linkage] | None = None,
+    cache: Path | None = None,
+) -> Path:
+    """Compile ``sources[main]`` as ``spec``'s ``compile:`` settings say, with the
+    flags of its ``requires:`` libraries (``linkages``, their located
+    :class:`~byoc.spec.requirements.Linkage`: located here, a missing one a UsageError
+    at the requirement, when not given), and check that the library loads with every
+    symbol bound (:func:`~byoc.runtime.native_load.load_now`): a symbol that none of
+    the required libraries defines is a BuildError at the requirement, here, and never
+    the loader killing the process at the first call."""
+    from .native_load import load_now
+
+    requirements = tuple(spec.requires.values())
+    if linkages is None:
+        linkages = [r.check(spec.name) for r in requirements]
+    library = build_artifacts(
+        sources,
+        main,
+        spec.compile,
+        values,
+        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
+        link_flags=[f for linkage in linkages for f in linkage.link_flags],
+        cache=cache,
+    )
+    load_now(
+        library,
+        what=f"the library built for backend {spec.name}",
+        requirements=requirements,
+        error=BuildError,
+        located=True,
+    )
+    return library
+
+
 @lru_cache(maxsize=16)
 def compiler_version(compiler: tuple[str, ...], env_var: str = "CC") -> str:
     """The compiler's ``--version`` banner (part of the cache key); raises BuildError if missing.
@@ -153,13 +202,15 @@ def compiler_version(compiler: tuple[str, ...], env_var: str = "CC") -> str:
 
     def banner() -> str:
         try:
-            proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [*compiler, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BuildError(f"cannot run {compiler[0]}: {exc}", hint=f"check ${env_var}") from None
         return proc.stdout.strip() or proc.stderr.strip()
 
     key = entry_key("compiler", *compiler, real, str(stat.st_size), str(stat.st_mtime_ns))
-    return cached("compiler", key, banner)
+    return cached("compiler", key, banner, expect=str)
 
 
 def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
@@ -265,7 +316,9 @@ def _compile(
         *chain.link,
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=src)
+        proc = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT, cwd=src
+        )
     except OSError as exc:
         raise BuildError(
             f"cannot run {chain.compiler[0]}: {exc.strerror or exc}", hint=f"check ${chain.env_var}"
@@ -306,11 +359,16 @@ def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
 
 
 def _valid(library: Path) -> bool:
-    """True when the cached library exists and matches its recorded sha256."""
+    """True when the cached library exists, matches its recorded sha256 and is a whole
+    shared object for this machine (an entry cut short with its digest recomputed
+    would otherwise be mapped past its end: SIGBUS)."""
     try:
         recorded = (library.parent / f"{library.name}.sha256").read_text().strip()
-        return hashlib.sha256(library.read_bytes()).hexdigest() == recorded
-    except OSError:
+        if hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
+            return False
+        check_shared_object(library)
+        return True
+    except (OSError, NotLoadable):
         return False
 
 

@@ -116,7 +116,12 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
         from .module import LibraryModule
 
         _load_requirements(entry)
-        return LibraryModule(_materialise(members, entry.file), entry.functions)
+        return LibraryModule(
+            _materialise(members, entry.file),
+            entry.functions,
+            requirements=entry.requires,
+            backend=entry.backend,
+        )
     if isinstance(entry, JsonEntry):
         from .json_module import JsonRuntimeModule
 
@@ -132,10 +137,12 @@ def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) 
 def _load_requirements(entry: LibraryEntry) -> None:
     """Locate the libraries ``entry`` links against on this machine and load them
     (globally), so the library finds them wherever this machine installed them, not
-    only where the build machine had them (its rpath)."""
-    import ctypes
-
+    only where the build machine had them (its rpath). Each is checked and bound now
+    (:func:`~byoc.runtime.native_load.load_now`); a linker script (glibc's
+    ``libm.so``) stands for the shared objects it names."""
     from byoc.spec.requirements import NotFound
+
+    from .native_load import load_now
 
     for req in entry.requires:
         try:
@@ -146,13 +153,12 @@ def _load_requirements(entry: LibraryEntry) -> None:
                 hint=req.install,
             ) from None
         for file in files:
-            try:
-                ctypes.CDLL(file, mode=ctypes.RTLD_GLOBAL)
-            except OSError as exc:
-                raise RuntimeFailure(
-                    f"backend {entry.backend} needs {req.name}, and {file} does not load: {exc}",
-                    hint=req.install,
-                ) from None
+            load_now(
+                file,
+                what=f"{req.name}, which backend {entry.backend} needs,",
+                requirements=(req,),
+                global_=True,
+            )
 
 
 def _materialise(members: Mapping[str, bytes], name: str) -> Path:

@@ -17,6 +17,11 @@ contiguity and device, and raises ``TypeError`` / ``ValueError`` from C.
   bfloat16 (it has no DLPack type code of its own in numpy); :func:`bfloat16_tensor`
   passes such an array as the DLPack type ``(kDLBfloat, 16)`` over the same memory.
   Like read-only inputs, it is taken after the fast path failed.
+* **Loading never kills the process.** The file is checked to be a whole shared
+  object for this machine and opened with every symbol bound
+  (:func:`~byoc.runtime.native_load.load_now`) before ``tvm_ffi`` loads it: a
+  truncated library or one needing a symbol nothing defines is a RuntimeFailure,
+  not a SIGBUS or the loader's "symbol lookup error" at the first call.
 * **Errors.** Every failure of a call (the entry's ``TypeError`` / ``ValueError`` /
   ``RuntimeError`` / ``MemoryError``, and numpy's ``BufferError``) becomes a
   :class:`byoc.errors.RuntimeFailure` with the same message (the original is its
@@ -36,7 +41,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tvm_ffi
@@ -46,6 +51,10 @@ from byoc.ir import TensorType
 
 from .dlpack import BFLOAT16, bfloat16_tensor
 from .interface import PackedFunction, Signature
+from .native_load import load_now
+
+if TYPE_CHECKING:
+    from byoc.spec.requirements import Requirement
 
 CALL_ERRORS = (TypeError, ValueError, RuntimeError, MemoryError, BufferError)
 """What tvm_ffi raises for a failed call; turned into RuntimeFailure."""
@@ -66,9 +75,21 @@ class LibraryModule:
 
     kind = "library"
 
-    def __init__(self, path: str | PathLike[str], signatures: Mapping[str, SignatureLike]) -> None:
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        signatures: Mapping[str, SignatureLike],
+        *,
+        requirements: Sequence[Requirement] = (),
+        backend: str | None = None,
+    ) -> None:
+        """``requirements`` are the spec's ``requires:`` the library links against
+        (loaded already), and ``backend`` its backend, both named in load errors."""
         self.path = Path(path)
         self._signatures = {sym: _signature(sig) for sym, sig in signatures.items()}
+        what = f"the library of backend {backend}" if backend else "the library"
+        # a truncated file or an unbound symbol is an error here, never a signal later
+        self._handle = load_now(self.path, what=what, requirements=requirements)
         try:
             self._module = tvm_ffi.load_module(str(self.path))
         except Exception as exc:  # tvm_ffi raises RuntimeError (or others) for a bad file

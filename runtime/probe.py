@@ -74,20 +74,15 @@ def _probe_function(spec: BackendSpec):
     from byoc.spec.probe import PROBE_FUNCTION
     from byoc.spec.requirements import NotFound
 
-    from .build import build_artifacts
+    from .build import build_spec_module
 
     assert spec.probe is not None
     try:
         linkages = [r.locate() for r in spec.requires.values()]
     except NotFound:
         return None
-    library = build_artifacts(
-        {SOURCE_NAME: spec.probe.source},
-        SOURCE_NAME,
-        spec.compile,
-        spec.template_values(),
-        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-        link_flags=[f for linkage in linkages for f in linkage.link_flags],
+    library = build_spec_module(
+        spec, {SOURCE_NAME: spec.probe.source}, SOURCE_NAME, spec.template_values(), linkages=linkages
     )
     function = getattr(ctypes.CDLL(str(library)), PROBE_FUNCTION)
     function.argtypes = [ctypes.c_char_p]

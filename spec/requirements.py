@@ -33,6 +33,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,8 @@ FINDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 """Each finder's (required, optional) keys of ``from:``."""
 REQUIREMENT_KEYS = (("headers", "libraries", "install", "from"), ("doc",))
 PKG_CONFIG_TIMEOUT = 30
+LINKER_SCRIPT_DEPTH = 4
+LINKER_SCRIPT_BYTES = 1 << 16
 
 
 def library_file(name: str) -> str:
@@ -95,7 +98,9 @@ class Linkage:
     libraries: tuple[str, ...]
     """``-l`` names, in link order."""
     files: tuple[str, ...]
-    """The shared library files, one per library, as absolute paths."""
+    """The shared library files the libraries stand for, as absolute paths, in link
+    order: one per library, or those a library's linker script names (glibc's
+    ``libm.so`` is the text ``GROUP ( .../libm.so.6 AS_NEEDED ( ... ) )``)."""
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -144,7 +149,10 @@ class Requirement:
         default_inc, default_lib = default_dirs()
         inc = [_dir_holding(h, include_dirs, default_inc, "header") for h in self.headers]
         lib = [_dir_holding(library_file(n), lib_dirs, default_lib, "library") for n in self.libraries]
-        files = tuple(os.path.join(d, library_file(n)) for d, n in zip(lib, self.libraries))
+        found = (os.path.join(d, library_file(n)) for d, n in zip(lib, self.libraries))
+        files = tuple(
+            dict.fromkeys(f for path in found for f in shared_objects(path, (*lib_dirs, *default_lib)))
+        )
         return Linkage(_flagged(inc, default_inc), _flagged(lib, default_lib), self.libraries, files)
 
     def check(self, backend: str) -> Linkage:
@@ -157,6 +165,55 @@ class Requirement:
                 self.loc,
                 hint=self.install,
             ) from None
+
+
+def shared_objects(path: str, lib_dirs: tuple[str, ...], depth: int = 0) -> tuple[str, ...]:
+    """The shared objects that the library file ``path`` stands for: itself, or, when
+    it is a GNU ld script (``GROUP`` / ``INPUT``, as glibc's ``libm.so`` and ``libc.so``
+    are), the shared objects it names, followed as the linker follows them (``-lname``
+    and relative names in ``lib_dirs`` and the script's directory; static archives are
+    linked in, never loaded, so they are left out). Raises NotFound for a script that
+    names none, or a file that is neither."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as exc:
+        raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head == b"\x7fELF":
+        return (path,)
+    if depth >= LINKER_SCRIPT_DEPTH:
+        raise NotFound(f"the linker scripts from {path} nest more than {LINKER_SCRIPT_DEPTH} deep")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(LINKER_SCRIPT_BYTES)
+    except (OSError, UnicodeDecodeError):
+        raise NotFound(f"{path} is neither a shared library nor a linker script") from None
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    names = [
+        word
+        for group in re.findall(r"\b(?:GROUP|INPUT)\s*\(((?:[^()]|\([^()]*\))*)\)", text)
+        for word in re.split(r"[\s,()]+", group)
+        if word and word != "AS_NEEDED"
+    ]
+    out: list[str] = []
+    here = os.path.dirname(path)
+    for name in names:
+        if name.startswith("-l"):
+            candidates = [os.path.join(d, library_file(name[2:])) for d in lib_dirs]
+        elif os.path.isabs(name.lstrip("=")):
+            candidates = [name.lstrip("=")]
+        else:
+            candidates = [os.path.join(d, name) for d in (here, *lib_dirs)]
+        found = next((c for c in candidates if os.path.isfile(c)), None)
+        if found is None or found.endswith(".a"):
+            continue  # a static archive is linked in; a missing AS_NEEDED one is not needed
+        with open(found, "rb") as f:
+            if f.read(8) == b"!<arch>\n":
+                continue
+        out += shared_objects(os.path.abspath(found), lib_dirs, depth + 1)
+    if not out:
+        raise NotFound(f"{path} is a linker script that names no shared library")
+    return tuple(out)
 
 
 def _dir_holding(name: str, dirs: tuple[str, ...], defaults: tuple[str, ...], what: str) -> str:
@@ -226,6 +283,7 @@ def _pkg_config(req: Requirement) -> tuple[tuple[str, ...], tuple[str, ...]]:
     try:
         proc = subprocess.run(
             [tool, "--cflags-only-I", "--libs-only-L", package],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=PKG_CONFIG_TIMEOUT,

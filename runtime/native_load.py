@@ -1,0 +1,89 @@
+"""Load a native library so that a bad one is an error, never a dead process.
+
+:func:`load_now` first checks the file (:func:`~byoc.runtime.elf_check.check_shared_object`:
+a whole ELF shared object for this machine, so a truncated one is not mapped past its
+end), then opens it with ``RTLD_NOW``: the loader binds every undefined symbol before
+``dlopen`` returns, so a symbol that none of its libraries defines is an ``OSError``
+("undefined symbol: X") here, instead of the loader's "symbol lookup error" killing
+the process (exit 127) at the first call that needs it. The failure becomes the
+caller's error class (:class:`~byoc.errors.BuildError` after a build,
+:class:`~byoc.errors.RuntimeFailure` when loading a bundle), naming the library, the
+symbol and the spec's requirements, located at the first requirement when it has a
+location.
+
+The handle stays open (and ``tvm_ffi.load_module`` of the same path then finds the
+library already loaded, relocated). This module never imports ``byoc.generator``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from byoc.errors import ByocError, Location, RuntimeFailure
+
+from .elf_check import NotLoadable, check_shared_object
+
+if TYPE_CHECKING:
+    from byoc.spec.requirements import Requirement
+
+UNDEFINED = re.compile(r"(?:(?P<file>[^\s:][^:]*): )?undefined symbol: (?P<symbol>[^\s,()]+)")
+REBUILD_HINT = "rebuild it; a library from another machine or byoc version may not load"
+
+
+def load_now(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    requirements: Sequence[Requirement] = (),
+    error: type[ByocError] = RuntimeFailure,
+    located: bool = False,
+    global_: bool = False,
+) -> ctypes.CDLL:
+    """Open ``path`` (``what`` names it in messages: "the library of backend x") with
+    every symbol bound now; raise ``error`` when the file is not a loadable library or
+    a symbol is missing. ``requirements`` are the spec's ``requires:`` it links
+    against (named in the message; with ``located``, the first one's location is the
+    error's); ``global_`` makes its symbols visible to libraries loaded later."""
+    where = requirements[0].loc if requirements and located else None
+    try:
+        check_shared_object(path)
+    except NotLoadable as exc:
+        raise error(f"{what} ({os.fspath(path)}) cannot be loaded: {exc}", where, hint=REBUILD_HINT) from None
+    mode = os.RTLD_NOW | (os.RTLD_GLOBAL if global_ else os.RTLD_LOCAL)
+    try:
+        return ctypes.CDLL(os.fspath(path), mode=mode)
+    except OSError as exc:
+        raise _load_error(os.fspath(path), str(exc), what, requirements, error, where) from None
+
+
+def _load_error(
+    path: str,
+    message: str,
+    what: str,
+    requirements: Sequence[Requirement],
+    error: type[ByocError],
+    where: Location | None,
+) -> ByocError:
+    libs = ", ".join(f"{r.name} ({', '.join(r.libraries) or 'headers only'})" for r in requirements)
+    found = UNDEFINED.search(message)
+    if found is None:
+        return error(f"{what} ({path}) does not load: {message}", where, hint=REBUILD_HINT)
+    symbol, holder = found.group("symbol"), found.group("file")
+    needs = f"{what} ({path})" if holder in (None, path) else f"{holder}, which {what} ({path}) loads,"
+    if requirements:
+        text = f"{needs} needs the symbol {symbol}, which none of its required libraries defines: {libs}"
+        hint = (
+            f"a required library that lacks {symbol} is not the one the spec expects (another library "
+            f"or version under its name), or the spec's C names a function that does not exist; "
+            f"install it as its spec says: {requirements[0].install}"
+        )
+    else:
+        text = f"{needs} needs the symbol {symbol}, which no library it loads defines"
+        hint = (
+            f"the spec's C calls {symbol}: check its name, or list the library that defines it in `requires:`"
+        )
+    return error(text, where, hint=hint)
