@@ -19,6 +19,7 @@ checking backend specs alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from .catalog import Catalog
 from .errors import Location, ParseError, UsageError
+from .input_files import GRAPH_TEXT_LIMIT, ONNX_LIMIT, read_limited, read_stdin
 from .ir import Function, Program
 
 if TYPE_CHECKING:
@@ -150,21 +152,19 @@ def parse_file(
 ) -> Program:
     """Parse a ``.graph``, ``.examplejson`` or ``.onnx`` file (``-`` reads standard
     input). An ONNX model is read with the external data beside it."""
-    import sys
 
     lang = language_of(path, language)
     options = {"catalog": catalog, "spec_path": spec_path, "examplejson_backend": examplejson_backend}
     if str(path) == "-":
-        return parse(sys.stdin.buffer.read(), lang, file="<stdin>", shapes=shapes, **options)
+        limit = ONNX_LIMIT if lang == "onnx" else GRAPH_TEXT_LIMIT
+        data = read_stdin("standard input", limit, partial(ParseError, location=Location("<stdin>", 1, 1)))
+        return parse(data, lang, file="<stdin>", shapes=shapes, **options)
     p = Path(path)
     if lang == "onnx":
         from .onnx_import import import_program
 
         return import_program(p, shapes, catalog=catalog, spec_path=spec_path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(f"cannot read {p}: {exc.strerror or exc}", Location(str(p), 1, 1)) from None
+    data = read_limited(p, str(p), GRAPH_TEXT_LIMIT, partial(ParseError, location=Location(str(p), 1, 1)))
     return parse(data, lang, file=str(p), shapes=shapes, **options)
 
 

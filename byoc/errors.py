@@ -9,13 +9,17 @@ without a traceback.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 YAML_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """Where ruamel.yaml, which locates spec errors, breaks lines (also at a lone CR)."""
+MAX_SHOWN_FILE = 256 << 20
+"""A located error shows a line of its file only if the file is regular and at most this large."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +101,12 @@ def _clip(text: str, column: int, width: int = 100) -> tuple[str, int]:
 
 def _source_line(loc: Location, source: str | None, line_break: re.Pattern[str]) -> str | None:
     if source is None and loc.file:
-        try:
+        try:  # only a regular file of a sane size: never a FIFO, a device or a huge file
+            st = os.stat(loc.file)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SHOWN_FILE:
+                return None
             source = Path(loc.file).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        except (OSError, ValueError):
             return None
     if source is None:
         return None

@@ -23,17 +23,24 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import zipfile
 from collections.abc import Callable, Mapping
 from typing import BinaryIO
 
 import numpy as np
 
 from .errors import ByocError
+from .input_files import CHUNK, NPZ_LIMIT, check_zip_members, read_limited, size_text
 from .ir import numpy_dtype
 
 BFLOAT16 = numpy_dtype("bfloat16")
 
 NEVER_UNPICKLES = "byoc never unpickles; save plain arrays with np.savez"
+
+NPY_MAGIC = b"\x93NUMPY"
+HEADER_BYTES = 1 << 16
+"""Enough of a member to hold its ``.npy`` header (numpy reads at most 10,000 bytes of one)."""
 
 BFLOAT16_MARKER = "__byoc_bfloat16__"
 """The entry that lists the archive's bfloat16 entries (stored as their uint16 bits)."""
@@ -43,16 +50,31 @@ BFLOAT16_HINT = (
 )
 
 
-def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -> dict[str, np.ndarray]:
-    """Every array of the .npz archive at ``path`` (or in an open binary file); ``what``
-    names it in messages ("--inputs x.npz"), ``error(message, hint=...)`` builds the
-    error to raise."""
+def read_npz(
+    source: str | os.PathLike[str] | bytes | BinaryIO, what: str, error: Callable[..., ByocError]
+) -> dict[str, np.ndarray]:
+    """Every array of the .npz archive at the path ``source`` (or in its bytes, or in an
+    open binary file); ``what`` names it in messages ("--inputs x.npz"),
+    ``error(message, hint=...)`` builds the error to raise.
+
+    A path is read by :func:`~byoc.input_files.read_limited` (a regular file of at most
+    :data:`~byoc.input_files.NPZ_LIMIT` bytes), and the archive's members are checked
+    before numpy reads them: see :func:`_check_archive`."""
+    if isinstance(source, (str, os.PathLike)):
+        data = read_limited(source, what, NPZ_LIMIT, error)
+    elif isinstance(source, bytes):
+        data = source
+    else:
+        data = source.read()
+    if data.startswith(NPY_MAGIC):
+        raise error(f"{what} is a single array, not an .npz archive", hint="save with np.savez")
     try:
-        data = np.load(path, allow_pickle=False)
-        if not hasattr(data, "files"):  # a .npy file: one plain array, not a context manager
+        _check_archive(data, what, error)
+        loaded = np.load(io.BytesIO(data), allow_pickle=False)
+        if not hasattr(loaded, "files"):  # a .npy file: one plain array, not a context manager
             raise error(f"{what} is a single array, not an .npz archive", hint="save with np.savez")
-        with data:
-            arrays = {key: data[key] for key in data.files}
+        with loaded:
+            arrays = {key: loaded[key] for key in loaded.files}
     except ByocError:
         raise
     except ValueError as exc:
@@ -62,6 +84,59 @@ def read_npz(path: str | BinaryIO, what: str, error: Callable[..., ByocError]) -
     except Exception as exc:  # zipfile and numpy's format module raise assorted errors on corrupt files
         raise error(f"{what} is not a valid .npz file ({type(exc).__name__}: {exc})") from None
     return _with_bfloat16(arrays, what, error)
+
+
+def _check_archive(data: bytes, what: str, error: Callable[..., ByocError]) -> None:
+    """Refuse a zip bomb before numpy decompresses it: duplicate member names, members
+    declaring more than :data:`NPZ_LIMIT` bytes in all or expanding too much
+    (:func:`~byoc.input_files.check_zip_members`), a compressed member that gives more
+    bytes than it declares, and an ``.npy`` header declaring more data than its member
+    holds (numpy would allocate the header's shape first). Not a zip archive: numpy's
+    own error follows."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        return
+    with archive:
+        for info in check_zip_members(archive, what, NPZ_LIMIT, NPZ_LIMIT, error):
+            with archive.open(info) as member:
+                head = member.read(HEADER_BYTES)
+                _check_npy_header(head, info, what, error)
+                if info.compress_type != zipfile.ZIP_STORED:  # count what it really expands to
+                    total = len(head)
+                    while chunk := member.read(CHUNK):
+                        total += len(chunk)
+                        if total > info.file_size:
+                            raise error(
+                                f"{what}: member {info.filename!r} expands to more than the "
+                                f"{size_text(info.file_size)} it declares",
+                                hint="the archive is corrupt or hostile",
+                            )
+
+
+def _check_npy_header(head: bytes, info: zipfile.ZipInfo, what: str, error: Callable[..., ByocError]) -> None:
+    """Refuse an ``.npy`` member whose header declares more data than the member holds."""
+    stream = io.BytesIO(head)
+    try:
+        version = np.lib.format.read_magic(stream)
+        read_header = (
+            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(stream)
+    except Exception:  # not an .npy header, or a malformed one: numpy says so when it reads it
+        return
+    if dtype.hasobject:  # pickled: refused when read
+        return
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    declared = count * dtype.itemsize
+    if stream.tell() + declared > info.file_size:
+        raise error(
+            f"{what}: entry {info.filename!r} declares {dtype}{list(shape)}, {size_text(declared)} "
+            f"of data, but the member holds {size_text(max(info.file_size - stream.tell(), 0))}",
+            hint="the archive is truncated or hostile; save it again with np.savez",
+        )
 
 
 def _with_bfloat16(
@@ -120,8 +195,6 @@ def _npz_archive(arrays: Mapping[str, np.ndarray]) -> bytes:
     """What ``np.savez(buffer, **arrays)`` writes (the same bytes), from a mapping: an
     entry may have any name, ``file`` and ``allow_pickle`` too, which ``np.savez`` takes
     as its own arguments."""
-    import zipfile
-
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():

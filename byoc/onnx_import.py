@@ -100,10 +100,9 @@ def load_model(path: str | Path):
     """The ModelProto at ``path``, with the external data that sits beside it, checked;
     a clean error for a malformed file."""
     require_onnx()
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from .input_files import ONNX_LIMIT, read_limited
+
+    data = read_limited(path, str(path), ONNX_LIMIT, UsageError)
     model = model_from_bytes(data, str(path))
     _load_external_data(model, Path(path).parent, str(path))
     return check_model(model, str(path))

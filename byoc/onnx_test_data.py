@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UsageError
+from .input_files import TENSOR_LIMIT, read_limited
 from .ir import DTYPES, numpy_dtype
 from .onnx_import import require_onnx
 
@@ -82,12 +83,7 @@ def read_tensor(path: Path) -> np.ndarray:
     from onnx.external_data_helper import uses_external_data
 
     where = f"--inputs {path}"
-    if not path.is_file():  # a directory, a device, a dangling link
-        raise UsageError(f"{where}: not a regular file", hint=TENSOR_HINT)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+    data = read_limited(path, where, TENSOR_LIMIT, UsageError)
     tensor = onnx.TensorProto()
     try:
         tensor.ParseFromString(data)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from byoc.errors import GraphError, Location, ParseError
+from byoc.input_files import NPZ_LIMIT, read_limited
 from byoc.ir import Function, Program, TensorType, WeightsSource
 from byoc.npz_files import npz_bytes, read_npz, sha256_hex
 
@@ -66,24 +67,17 @@ class WeightsFile:
                 self.in_memory, f"weights file {self.file!r}", io.BytesIO(self.in_memory)
             )
         if self._arrays is None:
-            if self.path.exists() and not self.path.is_file():  # /dev/zero would never end
-                raise GraphError(
-                    f"weights file {str(self.path)!r} is not a regular file",
-                    self.file_loc,
-                    hint="name an .npz file written by np.savez or byoc import",
-                )
-            try:
-                data = self.path.read_bytes()
-            except OSError as exc:
-                raise GraphError(
-                    f"cannot read weights file {str(self.path)!r}: {exc.strerror or exc}",
-                    self.file_loc,
-                    hint="the weights file is found relative to the graph file",
-                ) from None
-            self._arrays = self._read(data, f"weights file {str(self.path)!r}", str(self.path))
+            data = read_limited(self.path, f"weights file {str(self.path)!r}", NPZ_LIMIT, self._read_error)
+            self._arrays = self._read(data, f"weights file {str(self.path)!r}", data)
         return self._arrays
 
-    def _read(self, data: bytes, what: str, source: str | io.BytesIO) -> dict[str, np.ndarray]:
+    def _read_error(self, message: str, hint: str | None = None) -> GraphError:
+        """An error reading the weights file, at its name in the graph."""
+        return GraphError(
+            message, self.file_loc, hint=hint or "the weights file is found relative to the graph file"
+        )
+
+    def _read(self, data: bytes, what: str, source: bytes | io.BytesIO) -> dict[str, np.ndarray]:
         """The arrays of ``data`` (read from ``source``), after checking its digest."""
         digest = sha256_hex(data)
         if digest != self.sha256:

@@ -14,8 +14,12 @@ A bundle is a zip archive with a ``manifest.json`` and plain members:
   functions and the source graph), stored uncompressed, since deflate gains little
   on floating-point weights and costs seconds per hundred megabytes.
 
-Reading checks everything before anything runs: the archive's integrity, the
-format and version, that member names are plain file names (no ``../``), that
+Reading checks everything before anything runs: the bundle is a regular file of at
+most :data:`~byoc.input_files.BUNDLE_LIMIT` bytes; no two members share a name; no
+member expands beyond its limit or like a zip bomb, and none gives more bytes than it
+declares (:mod:`byoc.input_files`); the manifest is at most
+:data:`~byoc.input_files.MANIFEST_LIMIT` bytes and names no key twice; then the
+archive's integrity, the format and version, that member names are plain file names (no ``../``), that
 every listed member exists with its recorded size and sha256, and that no member
 is unlisted. A problem is a :class:`~byoc.errors.RuntimeFailure` naming it.
 
@@ -35,10 +39,19 @@ from pathlib import Path
 
 from byoc.atomic import write_file
 from byoc.errors import RuntimeFailure
+from byoc.input_files import (
+    BUNDLE_LIMIT,
+    BUNDLE_MEMBER_LIMIT,
+    MANIFEST_LIMIT,
+    check_member_size,
+    check_zip_members,
+    read_limited,
+    read_member,
+)
 
 from .manifest import MANIFEST, Manifest
 
-MAX_MEMBER_BYTES = 1 << 31
+MAX_MEMBER_BYTES = BUNDLE_MEMBER_LIMIT
 BINARY_SUFFIXES = (".bin", ".npz")
 """Members holding constants' values, stored without compression."""
 MEMBER_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\Z")
@@ -62,30 +75,29 @@ def write_bundle(path: str | Path, manifest: Manifest, members: Mapping[str, byt
 def read_bundle(path: str | Path) -> tuple[Manifest, dict[str, bytes]]:
     """The manifest and every member of a bundle, verified; raises RuntimeFailure."""
     where = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise RuntimeFailure(f"cannot read bundle {where}: {exc.strerror or exc}") from None
+    raw = read_limited(path, f"bundle {where}", BUNDLE_LIMIT, RuntimeFailure)
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
-        names = archive.namelist()
-        if MANIFEST not in names:
+        infos = check_zip_members(archive, where, BUNDLE_LIMIT, BUNDLE_MEMBER_LIMIT, RuntimeFailure)
+        found = {info.filename: info for info in infos}
+        if MANIFEST not in found:
             raise RuntimeFailure(
                 f"{where} has no {MANIFEST}", hint="is this a .byoc bundle written by `byoc build`?"
             )
-        manifest = Manifest.from_json(archive.read(MANIFEST), where)
+        check_member_size(found[MANIFEST], where, MANIFEST_LIMIT, RuntimeFailure)
+        manifest = Manifest.from_json(read_member(archive, found[MANIFEST], where, RuntimeFailure), where)
         listed = manifest.members
-        for name in names:
+        for name in found:
             if name != MANIFEST and name not in listed:
                 raise RuntimeFailure(f"{where}: member {name!r} is not listed in the manifest")
         members: dict[str, bytes] = {}
         for name, record in listed.items():
             _check_name(name, where)
-            if name not in names:
+            if name not in found:
                 raise RuntimeFailure(f"{where}: the manifest lists {name!r}, but the bundle lacks it")
-            if archive.getinfo(name).file_size != record.size or record.size > MAX_MEMBER_BYTES:
+            if found[name].file_size != record.size or record.size > MAX_MEMBER_BYTES:
                 raise RuntimeFailure(f"{where}: member {name!r} has the wrong size")
-            data = archive.read(name)
+            data = read_member(archive, found[name], where, RuntimeFailure)
             if hashlib.sha256(data).hexdigest() != record.sha256:
                 raise RuntimeFailure(
                     f"{where}: member {name!r} fails its sha256 check; the bundle is corrupt"

@@ -122,8 +122,8 @@ def as_array(arg: Any, what: str, t: TensorType, *, output: bool = False) -> np.
 
 
 def read_module_file(path: str | Path) -> bytes:
-    """The bytes of an interpreted module's file; a RuntimeFailure if it cannot be read."""
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise RuntimeFailure(f"cannot read {path}: {exc.strerror}") from None
+    """The bytes of an interpreted module's file; a RuntimeFailure if it cannot be read, is
+    not a regular file or is larger than a bundle member may be."""
+    from byoc.input_files import BUNDLE_MEMBER_LIMIT, read_limited
+
+    return read_limited(path, str(path), BUNDLE_MEMBER_LIMIT, RuntimeFailure)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 
 from byoc.catalog import Catalog
 from byoc.errors import Location, RuntimeFailure
+from byoc.input_files import NPZ_LIMIT, read_limited
 from byoc.npz_files import read_npz
 
 from .bundle import MEMBER_NAME
@@ -70,8 +72,8 @@ def read_archives(
         if not MEMBER_NAME.match(name):  # a plain file name, never a path
             raise RuntimeFailure(f"{where}: const file {name!r} is not a plain file name")
         data = (files or {}).get(name)
-        if data is None and directory is not None and (directory / name).is_file():
-            data = (directory / name).read_bytes()
+        if data is None and directory is not None and os.path.lexists(directory / name):
+            data = read_limited(directory / name, f"{where}: {name}", NPZ_LIMIT, RuntimeFailure)
         if data is not None:
             archives[name] = read_npz(io.BytesIO(data), f"{where}: {name}", RuntimeFailure)
     return archives

@@ -2,8 +2,8 @@
 
 A build (:func:`byoc.build`) makes a :class:`Manifest`; a ``.byoc`` bundle stores it
 as ``manifest.json`` (:meth:`Manifest.to_json`, sorted keys, two-space indent) and
-loading reads it back with :meth:`Manifest.from_json`, which checks every field and
-raises :class:`~byoc.errors.RuntimeFailure` for anything missing or mistyped, so the
+loading reads it back with :meth:`Manifest.from_json`, which refuses a key given twice
+in one object (a member listed twice), checks every field and raises :class:`~byoc.errors.RuntimeFailure` for anything missing or mistyped, so the
 rest of the runtime works with typed entries only. The JSON, version 1::
 
     {"format": "byoc-bundle", "version": 1, "byoc": "<byoc version>",
@@ -215,7 +215,12 @@ class Manifest:
     def from_json(cls, data: bytes | str, where: str) -> Manifest:
         """The manifest in ``data`` (from the bundle ``where``), every field checked."""
         try:
-            raw = json.loads(data)
+            raw = json.loads(data, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            raise RuntimeFailure(
+                f"{where}: {MANIFEST} names {exc.key!r} twice in one object",
+                hint="a manifest lists each member, graph and field once; rebuild the bundle",
+            ) from None
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: too deep
             raise RuntimeFailure(f"{where}: {MANIFEST} is not valid JSON ({exc})") from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
@@ -319,6 +324,22 @@ def _member(fields: _Fields) -> Member:
     if size < 0:
         raise fields.incomplete(f"{fields.what}: 'size' is negative")
     return Member(fields.text("sha256"), size)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's dict, refusing a key given twice (``json`` keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _signature_to_json(sig: Signature) -> dict[str, list]:

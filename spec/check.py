@@ -10,7 +10,7 @@ from byoc.errors import UsageError
 
 from .backend_loader import is_backend_doc, load_backend_doc
 from .ops_loader import SHIPPED_OPS, USER_CATALOG, load_catalog_text, load_user_catalogs
-from .search import SpecPath, catalog_files, spec_dirs
+from .search import SpecPath, catalog_files, is_spec_file, spec_dirs
 from .yaml_doc import YamlDoc
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -38,7 +38,7 @@ def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_pa
         if catalog is None:
             beside = p.parent / USER_CATALOG
             on_path = catalog_files(spec_path)
-            catalog = load_user_catalogs(_first(beside, on_path) if beside.is_file() else on_path)
+            catalog = load_user_catalogs(_first(beside, on_path) if is_spec_file(beside) else on_path)
         spec = load_backend_doc(doc, catalog)
         return f"backend {spec.name} ({spec.kind.name}, {len(spec.ops)} ops)"
     ops = load_catalog_text(doc)
@@ -75,4 +75,4 @@ def spec_files(paths: Iterable[str | Path], spec_path: SpecPath = None) -> list[
 
 
 def _specs_in(directory: Path) -> list[Path]:
-    return sorted(f for f in directory.iterdir() if f.suffix in SPEC_SUFFIXES and f.is_file())
+    return sorted(f for f in directory.iterdir() if f.suffix in SPEC_SUFFIXES and is_spec_file(f))

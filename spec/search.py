@@ -24,7 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from byoc.catalog import Catalog
-from byoc.errors import UsageError
+from byoc.errors import Location, SpecError, UsageError
+from byoc.input_files import file_kind, not_regular
 
 from .backend import BackendSpec
 from .backend_loader import load_backend_file
@@ -87,7 +88,7 @@ def _search(spec_path: SpecPath) -> dict[str, tuple[Path, str]]:
     found: dict[str, tuple[Path, str]] = {}
     for d, origin in _search_dirs(spec_path, True):
         for f in sorted(d.glob(f"*{SUFFIX}")):
-            if f.is_file() and f.name != USER_CATALOG and f.stem not in found:
+            if f.name != USER_CATALOG and f.stem not in found and is_spec_file(f):
                 found[f.stem] = (f, display_path(f, origin))
     return dict(sorted(found.items()))
 
@@ -109,7 +110,29 @@ def _find(name: str, spec_path: SpecPath) -> tuple[Path, str]:
 
 def catalog_files(spec_path: SpecPath = None) -> list[Path]:
     """The user op catalogs (``ops.yaml``) of the search path's directories, in search order."""
-    return [d / USER_CATALOG for d, _ in _search_dirs(spec_path, True) if (d / USER_CATALOG).is_file()]
+    return [d / USER_CATALOG for d, _ in _search_dirs(spec_path, True) if is_spec_file(d / USER_CATALOG)]
+
+
+def is_spec_file(path: Path) -> bool:
+    """Whether the spec directory entry ``path`` is there: a regular file (links followed);
+    False if it is absent (or a dangling link). Anything else, a directory, a FIFO or a
+    device named like a spec, is a located SpecError rather than silently skipped."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:
+        raise SpecError(
+            f"cannot read spec file: {getattr(exc, 'strerror', None) or exc}", Location(str(path), 1, 1)
+        ) from None
+    kind = file_kind(st.st_mode)
+    if kind is not None:
+        raise not_regular(
+            "spec file",
+            kind,
+            lambda message, hint=None: SpecError(message, Location(str(path), 1, 1), hint=hint),
+        )
+    return True
 
 
 def load_catalog_on_path(spec_path: SpecPath = None) -> Catalog:

@@ -12,6 +12,7 @@ here is 1-based, as humans count.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from ruamel.yaml.scalarstring import (
 
 from byoc.disk_cache import cached, entry_key
 from byoc.errors import YAML_LINE_BREAK, Location, SpecError
+from byoc.input_files import SPEC_LIMIT, read_limited
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DUPLICATE = re.compile(r'found duplicate key "(.*?)"')
@@ -42,15 +44,130 @@ def round_trip_yaml() -> YAML:
 
 
 def read_spec_text(path: str | Path) -> str:
-    """The text of a spec file; a located SpecError if it cannot be read or is not UTF-8."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise SpecError(f"cannot read spec file: {exc.strerror}", Location(str(path), 1, 1)) from None
+    """The text of a spec file; a located SpecError if it cannot be read, is not a regular
+    file, is larger than :data:`~byoc.input_files.SPEC_LIMIT` or is not UTF-8."""
+
+    def error(message: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, Location(str(path), 1, 1), hint=hint)
+
+    raw = read_limited(path, "spec file", SPEC_LIMIT, error)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(f"spec file is not UTF-8 ({exc.reason})", Location(str(path), 1, 1)) from None
+
+
+MAX_EXPANDED_VALUES = 1 << 24
+"""How many values (scalars, lists, mappings) a document may hold once its aliases are
+expanded: a billion-laughs document (aliases of aliases) is refused when it is loaded,
+before any check walks it."""
+SHOWN_VALUES = 1000
+"""A list or mapping whose aliases expand beyond this (and beyond the text's length) is
+shown in messages cut short (:class:`ShownSeq`, :class:`ShownMap`)."""
+ALIAS_CHECK = "aliases-1"
+"""Part of the cache key: documents cached before these checks are parsed again."""
+
+
+class _ShortRepr(reprlib.Repr):
+    """A repr of a few levels and items, whatever the value's size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict = 3, 4, 4
+        self.maxstring = self.maxother = 40
+
+    def repr_CommentedSeq(self, x: Any, level: int) -> str:
+        return self.repr_list(x, level)
+
+    def repr_CommentedMap(self, x: Any, level: int) -> str:
+        return self.repr_dict(x, level)
+
+    repr_ShownSeq = repr_CommentedSeq
+    repr_ShownMap = repr_CommentedMap
+
+
+_SHORT = _ShortRepr()
+
+
+class ShownSeq(CommentedSeq):
+    """A list that aliases make huge: its repr (and so its text in any message) is cut short."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _SHORT.repr(self)
+
+
+class ShownMap(CommentedMap):
+    """A mapping that aliases make huge, shown cut short like :class:`ShownSeq`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _SHORT.repr(self)
+
+
+def _aliases_checked(root: Any, path: str, text: str) -> Any:
+    """``root``, after refusing a document whose aliases expand to more than
+    :data:`MAX_EXPANDED_VALUES` values or refer to themselves; a list or mapping that
+    aliases make huge becomes a :class:`ShownSeq` or :class:`ShownMap`. Every distinct
+    list and mapping is visited once (no recursion: a deep document is fine)."""
+    sizes: dict[int, int] = {}
+    nodes: dict[int, Any] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            total = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
+            sizes[key] = total
+            if total > MAX_EXPANDED_VALUES:
+                raise SpecError(
+                    f"the aliases here expand to more than {MAX_EXPANDED_VALUES:,} values",
+                    _node_location(node, path),
+                    hint="a spec needs no alias of an alias of ...; write the values out",
+                    source=text,
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise SpecError(
+                "an alias refers to a value that holds it (a recursive alias)",
+                _node_location(node, path),
+                hint="a spec's values are trees; remove the alias",
+                source=text,
+            )
+        open_.add(key)
+        nodes[key] = node
+        stack.append((node, True))
+        stack.extend(
+            (c, False) for c in _children(node) if isinstance(c, (list, dict)) and id(c) not in sizes
+        )
+    cut = max(SHOWN_VALUES, len(text))
+    for key, size in sizes.items():
+        node = nodes[key]
+        if size > cut and type(node) is CommentedSeq:
+            node.__class__ = ShownSeq
+        elif size > cut and type(node) is CommentedMap:
+            node.__class__ = ShownMap
+    return root
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        return [*node.keys(), *node.values()]
+    if isinstance(node, list):
+        return list(node)
+    return []
+
+
+def _node_location(node: Any, path: str) -> Location:
+    lc = getattr(node, "lc", None)
+    line, col = (lc.line, lc.col) if lc is not None and lc.line is not None else (0, 0)
+    return Location(path, line + 1, col + 1)
 
 
 class YamlDoc:
@@ -63,8 +180,12 @@ class YamlDoc:
         self.text = text
         try:
             self.root = cached(
-                "yaml", entry_key("ruamel.yaml", ruamel_version, text), lambda: round_trip_yaml().load(text)
+                "yaml",
+                entry_key("ruamel.yaml", ruamel_version, ALIAS_CHECK, text),
+                lambda: _aliases_checked(round_trip_yaml().load(text), self.path, text),
             )
+        except SpecError:
+            raise
         except DuplicateKeyError as exc:
             mark = exc.problem_mark
             found = _DUPLICATE.search(str(exc.problem))
