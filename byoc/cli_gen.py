@@ -84,11 +84,14 @@ def add_graph_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
+    from .spec.option_types import split_option_key
+
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--option {pair!r} is not KEY=VALUE", hint="for example --option opt_level=3")
+        split_option_key(key.strip())  # NAME or BACKEND.NAME, before the graph is read
         if key.strip() in out:
             raise UsageError(f"--option {key.strip()} is given twice")
         out[key.strip()] = value
@@ -103,6 +106,7 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     from .generator.artifacts import Role
     from .generator.pipeline import generate
 
+    options = parse_options(args.option)
     catalog = load_catalog(spec_path=args.spec_path)
     loader = backend_loader(args.spec_path, catalog)
     language = language_of(args.file, args.source_language)
@@ -110,7 +114,7 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
     )
     program = offload(program, language, args.backend, loader, catalog)
-    artifacts = generate(program, catalog, loader, parse_options(args.option)).artifacts
+    artifacts = generate(program, catalog, loader, options).artifacts
     if args.output is None:
         main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)

@@ -171,6 +171,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         from .api import language_of, parse_file
 
+        options = parse_options(args.option)
         catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
         with timings.measure("parse"):
@@ -180,7 +181,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model = build(
             program,
             backends=args.backend,
-            options=parse_options(args.option),
+            options=options,
             spec_path=args.spec_path,
             language=language,
             catalog=catalog,

@@ -173,6 +173,7 @@ def describe(spec: BackendSpec) -> str:
     for o in spec.options.values():
         value = value_text(o.default)
         choices = f" (one of {', '.join(map(value_text, o.choices))})" if o.choices else ""
+        choices += f" ({o.range_text()})" if o.range_text() else ""
         lines.append(f"    {o.name}: {o.type} = {value}{choices}" + (f"  {o.doc}" if o.doc else ""))
     lines.append("  ops:")
     for op, b in spec.ops.items():

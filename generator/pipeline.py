@@ -11,6 +11,7 @@ from byoc.errors import UsageError
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
+from byoc.spec.option_types import split_option_key
 
 from . import generator_for, host_graph
 from .artifacts import Artifact
@@ -25,7 +26,7 @@ def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> d
     """
     routed: dict[str, dict[str, str]] = {name: {} for name in specs}
     for key, value in raw.items():
-        backend, _, name = key.rpartition(".")
+        backend, name = split_option_key(key)  # refuses ".opt_level", "json.", "a.b.c"
         targets = [backend] if backend else [b for b, s in specs.items() if name in s.options]
         if backend and backend not in specs:
             raise UsageError(

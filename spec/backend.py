@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from byoc.errors import Location, UsageError
 from byoc.ir import C_TYPES
-from byoc.value_types import VALUE_TYPES, ValueType, type_of, value_text
+from byoc.value_types import type_of
 
 from .bindings import NamedBinding, OpBinding, frozen_map
+from .option_types import OPTION_TYPES, OptionType
 from .template import render
 
 if TYPE_CHECKING:
@@ -33,25 +34,42 @@ class OptionDef:
 
     name: str
     type: str
-    """A name of :data:`~byoc.value_types.OPTION_TYPES`: ``int``, ``float``, ``bool`` or ``str``."""
+    """A name of :data:`~byoc.spec.option_types.OPTION_TYPES`: ``int``, ``float``,
+    ``bool``, ``str`` or ``identifier``."""
     default: OptionValue
     doc: str = ""
     choices: tuple[OptionValue, ...] | None = None
     loc: Location | None = field(default=None, compare=False, repr=False)
+    minimum: int | float | None = None
+    """int and float options: the smallest value (``min:``), when the spec bounds it."""
+    maximum: int | float | None = None
+    """int and float options: the largest value (``max:``)."""
 
     @property
-    def value_type(self) -> ValueType:
-        return VALUE_TYPES[self.type]
+    def value_type(self) -> OptionType:
+        return OPTION_TYPES[self.type]
 
     def value(self, given: str | OptionValue) -> OptionValue:
         """The option's value for ``given``: text (``--option name=text``) is parsed by
-        the option's type, a Python value is checked against it. Raises ValueError
+        the option's type, a Python value is checked against it (ranges, finiteness,
+        the identifier pattern: :mod:`byoc.spec.option_types`). Raises ValueError
         naming what is wrong."""
         vtype = self.value_type
         value = vtype.parse(given) if isinstance(given, str) else vtype.check(given)
         if self.choices is not None and value not in self.choices:
-            raise ValueError(f"{value!r} is not one of {', '.join(map(value_text, self.choices))}")
+            shown = ", ".join(map(vtype.text, self.choices))
+            raise ValueError(f"{value!r} is not one of {shown}")
+        low, high = self.minimum, self.maximum
+        if (low is not None and value < low) or (high is not None and value > high):  # type: ignore[operator]
+            raise ValueError(f"{value} is out of range: it must be {self.range_text()}")
         return value  # type: ignore[return-value]
+
+    def range_text(self) -> str:
+        """``from 0 to 16``, ``at least 0``, ``at most 8``, or "" when unbounded."""
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None:
+            return f"from {low} to {high}"
+        return f"at least {low}" if low is not None else f"at most {high}" if high is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +266,8 @@ class BackendSpec:
                 raise UsageError(
                     f"option {key} of backend {self.name}: {exc}",
                     option.loc,
-                    hint=f"{key} is {option.type}" + (f": {option.doc}" if option.doc else ""),
+                    hint=f"{key} is {option.type}, {option.value_type.rule}"
+                    + (f": {option.doc}" if option.doc else ""),
                 ) from None
         return values
 
@@ -258,9 +277,17 @@ class BackendSpec:
         return next((o.loc for o in self.options.values() if o.loc is not None), self.loc)
 
     def template_values(self, options: Mapping[str, OptionValue] | None = None) -> dict[str, object]:
-        """The placeholder values every template may use: common names and options."""
+        """The placeholder values every template may use: common names and options.
+
+        Each option's value goes through its type's one path to C
+        (:meth:`~byoc.spec.option_types.OptionType.template_value`): a str as an
+        escaped string literal, an int or float as a checked literal, a bool as 1 or 0,
+        an identifier as code. Generators read the same values as numbers and bools.
+        ``options`` are checked again here (UsageError), whoever made them.
+        """
         values: dict[str, object] = {"backend": self.name, "symbol_prefix": self.symbol_prefix}
-        values.update(self.option_values() if options is None else options)
+        for name, value in self.option_values(options).items():
+            values[name] = self.options[name].value_type.template_value(value)
         return values
 
     @staticmethod

@@ -16,7 +16,6 @@ from typing import Any
 
 from byoc.catalog import Catalog
 from byoc.ir import DTYPES
-from byoc.value_types import OPTION_TYPES, VALUE_TYPES
 
 from .backend import BackendSpec, CompileSettings, OptionDef, frozen_map
 from .codegen_kind import CodegenKind
@@ -25,13 +24,14 @@ from .kinds import KINDS
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
+from .option_types import OPTION_NAME, OPTION_TYPES
+from .option_uses import check_option_uses
 from .patterns import load_patterns
 from .probe import load_probe
 from .requirements import load_requirements
 from .yaml_doc import YamlDoc
 
 BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 MAX_SYMBOL_PREFIX = 64
 SCHEMA_VERSION = 1
 
@@ -91,6 +91,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     if "patterns" in root:
         load_patterns(doc, root, catalog, draft, kind)
     kind.check_spec(doc, draft)
+    check_option_uses(doc, root, options)
     return BackendSpec(
         name=name,
         kind=kind,
@@ -261,7 +262,7 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
             )
         what = f"option {name}"
         onode = doc.mapping(node, name, what)
-        doc.check_keys(onode, what, ("type", "default"), ("doc", "choices"))
+        doc.check_keys(onode, what, ("type", "default"), ("doc", "choices", "min", "max"))
         otype = doc.typed(onode, "type", str, f"{what}: type")
         if otype not in OPTION_TYPES:
             raise doc.error(
@@ -272,13 +273,14 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
                 hint=f"use {', '.join(OPTION_TYPES)}",
             )
         wanted = kind.options.get(name)
-        if wanted is not None and otype != wanted:
+        if wanted is not None and otype != wanted:  # kinds read int and bool options
             raise doc.error(
                 f"{what}: the {kind.name} generator reads {name} as {wanted}, not {otype}",
                 onode,
                 "type",
                 value=True,
             )
+        bounds = [_option_bound(doc, onode, key, otype, what) for key in ("min", "max")]
         default = _option_value(doc, onode, "default", otype, what)
         choices = None
         if "choices" in onode:
@@ -289,13 +291,34 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
                     f"{what}: the default {default!r} is not one of its choices", onode, "default", value=True
                 )
         doc_text = doc.typed(onode, "doc", str, f"{what}: doc") if "doc" in onode else ""
-        out[name] = OptionDef(str(name), str(otype), default, doc_text.strip(), choices, doc.at(node, name))
+        option = OptionDef(
+            str(name), str(otype), default, doc_text.strip(), choices, doc.at(node, name), *bounds
+        )
+        if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
+            raise doc.error(f"{what}: min is larger than max", onode, "min", value=True)
+        for key, value in [("default", default)] + [("choices", c) for c in choices or ()]:
+            try:
+                option.value(value)
+            except ValueError as exc:
+                raise doc.error(
+                    f"{what}: the {key[:-1] if key == 'choices' else key} {exc}", onode, key, value=True
+                ) from None
+        out[name] = option
     return out
+
+
+def _option_bound(doc: YamlDoc, node, key: str, otype: str, what: str) -> int | float | None:
+    """The ``min:`` or ``max:`` of an int or float option, else None."""
+    if key not in node:
+        return None
+    if otype not in ("int", "float"):
+        raise doc.error(f"{what}: only int and float options take {key}", node, key, hint="use choices")
+    return _option_value(doc, node, key, otype, f"{what}: {key}")
 
 
 def _option_value(doc: YamlDoc, node, key, otype: str, what: str) -> Any:
     try:
-        return VALUE_TYPES[otype].check(node[key])  # plain values, not ruamel's scalar subclasses
+        return OPTION_TYPES[otype].check(node[key])  # plain values, not ruamel's scalar subclasses
     except ValueError as exc:
         raise doc.error(f"{what} {exc}", node, key, value=True) from None
 

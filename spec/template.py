@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from byoc.value_types import value_text
 
+from .option_types import C_TEXT_TYPES
+
 PLACEHOLDER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLACEHOLDER_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?\Z")
 """A placeholder's name, or a namespaced one (``${conv.strides0}``: an attribute of one
@@ -70,8 +72,11 @@ def placeholder_names(text: str) -> tuple[str, ...]:
 
 
 def render(text: str, values: Mapping[str, object]) -> str:
-    """Substitute every ``${name}`` of ``text`` by its value, as
-    :func:`~byoc.value_types.value_text` writes it (booleans as ``true`` / ``false``).
+    """Substitute every ``${name}`` of ``text`` by its value as C text: an option's
+    value as its type writes it (:data:`~byoc.spec.option_types.C_TEXT_TYPES`: an
+    escaped string literal, a checked number), a bool as ``1`` or ``0``, anything else
+    (names and C text the generator made) as :func:`~byoc.value_types.value_text`
+    writes it.
 
     A missing name raises KeyError: the loader has already checked every template,
     so this is a programming error.
@@ -83,6 +88,15 @@ def render(text: str, values: Mapping[str, object]) -> str:
         name = m.group(1)
         if name is None or name not in values:
             raise KeyError(f"template placeholder {m.group(0)!r} has no value")
-        return value_text(values[name])
+        return c_text(values[name])
 
     return _TOKEN.sub(one, text)
+
+
+def c_text(value: object) -> str:
+    """One placeholder value as :func:`render` writes it."""
+    if isinstance(value, C_TEXT_TYPES):
+        return value.c_text
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return value_text(value)

@@ -194,7 +194,9 @@ def test_spec_model_is_frozen():
 
 def test_template_syntax():
     assert placeholder_names("a ${x} $$ ${y} ${x}") == ("x", "y")
-    assert render("-O${n} $$ORIGIN ${flag}", {"n": 2, "flag": True}) == "-O2 $ORIGIN true"
+    # a bool is C's 1 or 0 (issue 31: every option value reaches C as a literal of its type)
+    assert render("-O${n} $$ORIGIN ${flag}", {"n": 2, "flag": True}) == "-O2 $ORIGIN 1"
+    assert render("${off}", {"off": False}) == "0"
     with pytest.raises(TemplateSyntaxError):
         placeholder_names("${unclosed")
     with pytest.raises(TemplateSyntaxError):
