@@ -30,6 +30,7 @@ from byoc.ir import (
     Function,
     Program,
     TensorType,
+    is_float,
     is_integer,
     shape_problem,
 )
@@ -54,6 +55,7 @@ DESCRIBE = {
     "INT": "an integer",
     "SIGNED_INT": "an integer",
     "SIGNED_FLOAT": "a number",
+    "NONFINITE": "a number",
     "STRING": "a string",
     "DOT": "`.`",
     "LPAR": "`(`",
@@ -248,38 +250,18 @@ class _Reader:
                 "or pass them as graph parameters",
             )
         dtype = type_.dtype
-        words = [v for v in values if type(v) is Token]  # true / false, or a stray name
-        for word in words:
-            if word.value not in BOOL_LITERALS:
-                raise ParseError(
-                    f"unexpected name {word.value!r} as a constant's values",
-                    self._loc(word),
-                    hint='give a number, [numbers], true/false (bool) or weights["ENTRY"]',
-                )
-        if words and dtype != "bool":
-            raise GraphError(
-                f"{_article(dtype)} {dtype} constant takes numbers, not {words[0].value}",
-                self._loc(words[0]),
-                hint="true and false are the values of bool constants; write 1 or 0 here",
-            )
-        if len(values) == 1 and type_.size != 1:
-            values = values * type_.size  # a single value fills the tensor
-        if len(values) != type_.size:
-            raise GraphError(
-                f"constant of type {type_} needs {type_.size} values, got {len(values)}",
-                loc,
-                hint="give one value per element in row-major order, or a single value to fill it",
-            )
+        values = self._literal_values(values, dtype)
+        # The values are checked as written, before one value fills the tensor: a
+        # constant with no elements (`const float32[0] 1e39`) is refused like any other.
         if dtype == "bool":
-            number = next((v for v in values if type(v) is not Token), None)
+            number = next((v for v in values if type(v) is not bool), None)
             if number is not None:
                 raise GraphError(
                     f"a bool constant takes true or false, not {number!r}",
                     loc,
                     hint="write true or false: 1 and 0 are numbers, not bools",
                 )
-            return Const(type_, tuple(v.value == "true" for v in values), loc)
-        if is_integer(dtype):
+        elif is_integer(dtype):
             if any(isinstance(v, float) for v in values):
                 raise GraphError(f"{_article(dtype)} {dtype} constant takes integers only", loc)
             info = np.iinfo(dtype)
@@ -291,17 +273,64 @@ class _Reader:
                     loc,
                     hint=f"{dtype} values lie in [{low}, {high}]",
                 )
-            return Const(type_, tuple(values), loc)
-        floats = tuple(float(v) for v in values)
-        bad_at = out_of_range(floats, dtype)
-        if bad_at is not None:
-            high = float(ml_dtypes.finfo(dtype).max)
+        else:
+            values = [float(v) for v in values]
+            bad_at = out_of_range(values, dtype)
+            if bad_at is not None:
+                high = float(ml_dtypes.finfo(dtype).max)
+                raise GraphError(
+                    f"constant value {values[bad_at]!r} is out of range for {dtype}",
+                    loc,
+                    hint=f"{dtype} values lie in [{-high:.8g}, {high:.8g}]: a larger one rounds to "
+                    "infinity (write inf or -inf for an infinity)",
+                )
+        if len(values) == 1 and type_.size != 1:
+            values = values * type_.size  # a single value fills the tensor
+        if len(values) != type_.size:
             raise GraphError(
-                f"constant value {values[bad_at]!r} is out of range for {dtype}",
+                f"constant of type {type_} needs {type_.size} values, got {len(values)}",
                 loc,
-                hint=f"{dtype} values lie in [{-high:.8g}, {high:.8g}]: a larger one rounds to infinity",
+                hint="give one value per element in row-major order, or a single value to fill it",
             )
-        return Const(type_, rounded(floats, dtype) if dtype == "bfloat16" else floats, loc)
+        if dtype == "bfloat16":
+            return Const(type_, rounded(values, dtype), loc)
+        return Const(type_, tuple(values), loc)
+
+    def _literal_values(self, values: list, dtype: str) -> list:
+        """The numbers of a constant's literals: a word (a NAME or NONFINITE token)
+        becomes its bool, or the NaN or infinity it spells, if ``dtype`` takes it."""
+        if not any(type(v) is Token for v in values):
+            return values
+        out = []
+        for v in values:
+            if type(v) is not Token:
+                out.append(v)
+                continue
+            word = v.value
+            if word in BOOL_LITERALS:
+                if dtype != "bool":
+                    raise GraphError(
+                        f"{_article(dtype)} {dtype} constant takes numbers, not {word}",
+                        self._loc(v),
+                        hint="true and false are the values of bool constants; write 1 or 0 here",
+                    )
+                out.append(word == "true")
+            elif word.lstrip("+-") in NONFINITE_LITERALS:
+                if not is_float(dtype):
+                    raise GraphError(
+                        f"{_article(dtype)} {dtype} constant cannot hold {word}",
+                        self._loc(v),
+                        hint="nan, inf and -inf are values of float constants "
+                        "(float16, bfloat16, float32, float64)",
+                    )
+                out.append(float(word))
+            else:
+                raise ParseError(
+                    f"unexpected name {word!r} as a constant's values",
+                    self._loc(v),
+                    hint='give a number, [numbers], true/false (bool), nan/inf/-inf (float) or weights["ENTRY"]',
+                )
+        return out
 
     def const_values(self, c):
         return [v for v in c if v is not None]
@@ -350,6 +379,9 @@ class _Reader:
 
 BOOL_LITERALS = ("true", "false")
 """The values of a bool constant (``const bool[2] [true, false]``)."""
+NONFINITE_LITERALS = ("nan", "inf")
+"""The words of a float constant's NaN and infinities: ``nan``, ``inf``, and with a
+sign ``-inf``, ``+inf``, ``-nan`` (a NaN with its sign bit set)."""
 
 
 def rounded(values, dtype: str) -> np.ndarray:
@@ -380,10 +412,11 @@ def rounded(values, dtype: str) -> np.ndarray:
 def out_of_range(values: tuple[float, ...], dtype: str) -> int | None:
     """The index of the first of ``values`` that rounds to an infinity in the float
     ``dtype`` (it is beyond the largest finite value by half a unit in the last place
-    or more, or is itself infinite), or None. Rounding decides, not ``finfo(dtype).max``:
-    ``3.4028235e+38``, the shortest text of float32's largest value, is a little above
-    it as a double and still a float32."""
-    bad = ~np.isfinite(rounded(values, dtype).astype(np.float64))
+    or more), or None. Rounding decides, not ``finfo(dtype).max``: ``3.4028235e+38``,
+    the shortest text of float32's largest value, is a little above it as a double and
+    still a float32. A NaN or an infinity given as such (``nan``, ``-inf``) is in range."""
+    doubles = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(rounded(doubles, dtype).astype(np.float64)) & np.isfinite(doubles)
     return int(np.argmax(bad)) if bad.any() else None
 
 

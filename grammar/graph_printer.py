@@ -6,6 +6,7 @@ of their single consumer, so the printed text has the shape the user wrote.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -162,7 +163,20 @@ def number_texts(values: np.ndarray) -> list[str]:
         distinct, index = np.unique(values.view(np.uint16), return_inverse=True)
         texts = [half_text(v) for v in distinct.view(values.dtype)]
         return [texts[k] for k in index.reshape(-1).tolist()]
+    if values.dtype.kind == "f":  # a NaN's sign comes from its bits (float32's text drops it)
+        signs = np.signbit(values).tolist()
+        return [
+            float_text(math.copysign(v, -1.0 if neg else 1.0)) for v, neg in zip(plain_numbers(values), signs)
+        ]
     return [repr(v) for v in plain_numbers(values)]
+
+
+def float_text(x: float) -> str:
+    """A float as the DSL writes it: ``repr``, and for a NaN ``nan``, or ``-nan`` when
+    its sign bit is set (a NaN's payload is not kept: it reads back as the quiet NaN)."""
+    if x != x:
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return repr(x)
 
 
 def half_text(value: np.generic) -> str:
@@ -173,7 +187,7 @@ def half_text(value: np.generic) -> str:
     digits are searched: a 16-bit float needs at most 5 significant ones."""
     x = float(value)
     if not np.isfinite(x):
-        return repr(x)  # the DSL has no literal for these; the printer of a weights file does
+        return float_text(x)
     dtype = value.dtype
     bits = value.tobytes()
     with np.errstate(over="ignore"):  # 3e+38 is an infinity as a bfloat16: a miss
