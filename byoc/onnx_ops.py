@@ -499,6 +499,12 @@ def _clip(imp: Importer, node, e: OnnxOp) -> None:
         bounds[name] = (
             _one_value(imp, given, f"Clip {key}") if given is not None else float(imp.attr(key, default))
         )
+    if not all(map(math.isfinite, bounds.values())):
+        # An attribute is finite: clamp by constants instead, which hold inf and nan.
+        low, high = (imp.scalar(v, node.input[0]) for v in bounds.values())
+        clamped = imp.emit("maximum", [imp.value(node.input[0]), low])
+        imp.emit("minimum", [clamped, high], out=node.output[0])
+        return
     imp.emit(e.op, [imp.value(node.input[0])], bounds, node.output[0])
 
 

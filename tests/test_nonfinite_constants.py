@@ -225,3 +225,24 @@ def test_json_module_moves_nonfinite_constants_to_its_npz(tmp_path, capsys):
     with np.load(tmp_path / "out" / "json.consts.npz") as npz:
         arrays = [npz[name] for name in npz.files]
     assert any(np.isnan(a).any() and np.isneginf(a).any() for a in arrays)
+
+
+# ------------------------------------------------------------------ ONNX
+
+
+@pytest.mark.parametrize(("low", "high"), [(-math.inf, math.inf), (-math.inf, 2.0), (-1.0, math.inf)])
+def test_onnx_clip_at_opset_6_takes_infinite_bounds(tmp_path, low, high):
+    """Clip's bounds are attributes before opset 11; an infinite one (no bound on that
+    side) imports as a maximum and minimum with constants, and runs like numpy's clip."""
+    from onnx import TensorProto, helper, save
+
+    node = helper.make_node("Clip", ["x"], ["y"], min=low, max=high)
+    info = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [6]) for n in "xy"]
+    model = helper.make_model(
+        helper.make_graph([node], "g", info[:1], info[1:]), opset_imports=[helper.make_opsetid("", 6)]
+    )
+    path = tmp_path / "clip.onnx"
+    save(model, str(path))
+    x = np.array([math.inf, -math.inf, math.nan, -3.0, 0.5, 5.0], np.float32)
+    (got,) = build(path, backends=["fused"])(x=x)
+    assert_like_reference(np.asarray(got), np.clip(x, np.float32(low), np.float32(high)))
