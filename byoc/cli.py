@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ByocError as exc:
         if args.debug:
             traceback.print_exc()
-        sys.stderr.write(exc.render() + "\n")
+        from .onnx_locations import at_onnx_node
+
+        sys.stderr.write(at_onnx_node(exc).render() + "\n")  # an imported ONNX model's: at its node
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

@@ -34,6 +34,7 @@ import numpy as np
 from .errors import ByocError, GraphError, ParseError, UsageError
 from .ir import DTYPES, MAX_NAME_LENGTH
 from .npz_files import npz_bytes, sha256_hex
+from .onnx_locations import locate_at_nodes, node_message
 
 INSTALL_HINT = "install the ONNX extra: pip install 'byoc[onnx]'"
 INLINE_ELEMENTS = 8
@@ -344,12 +345,14 @@ def parse_imported(imported: Imported, file: str | None = None, *, catalog=None,
     """The Program of ``imported``'s text, its weights read from memory (nothing is
     written). ``file`` is where the text will be written, if it will (the weights file is
     resolved beside it); an error the parser finds in the text names the model and the
-    ONNX node the line came from, not the text."""
+    ONNX node the line came from, not the text. When the text is not written, the
+    Program's locations name the model and the node too (:mod:`byoc.onnx_locations`),
+    for the errors found after parsing."""
     from .api import parse
 
     name = file or f"<{imported.where} imported>"
     try:
-        return parse(
+        program = parse(
             imported.text,
             file=name,
             catalog=catalog,
@@ -362,11 +365,10 @@ def parse_imported(imported: Imported, file: str | None = None, *, catalog=None,
             raise
         origin = imported.origins[loc.line - 1] if 1 <= loc.line <= len(imported.origins) else ""
         statement = _source_line_of(imported.text, loc.line)
-        raise type(exc)(
-            f"{imported.where}: {origin or 'the imported graph'}: {exc.message}"
-            + (f" (in the imported statement `{statement}`)" if statement else ""),
-            hint=exc.hint,
-        ) from None
+        raise type(exc)(node_message(exc.message, imported.where, origin, statement), hint=exc.hint) from None
+    if file is not None:  # the text is written: errors found later point into it
+        return program
+    return locate_at_nodes(program, name, imported.where, imported.origins, imported.text)
 
 
 def _source_line_of(text: str, line: int) -> str:

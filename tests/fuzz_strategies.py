@@ -41,6 +41,9 @@ CI_EXAMPLES: dict[str, int] = {
     "catalog-mutations": 150,
     "bundle-bytes": 400,
     "bundle-manifests": 400,
+    # tests/test_fuzz_onnx.py (the ONNX importer, then json generation and runs)
+    "onnx-bytes": 150,
+    "onnx-structure": 150,
 }
 """CI examples per fuzz target (per run of the suite)."""
 
