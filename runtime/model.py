@@ -155,7 +155,7 @@ def _load_requirements(entry: LibraryEntry) -> None:
         for file in files:
             load_now(
                 file,
-                what=f"{req.name}, which backend {entry.backend} needs,",
+                what=f"the library of requirement {req.name} of backend {entry.backend}",
                 requirements=(req,),
                 global_=True,
             )

@@ -52,7 +52,7 @@ def load_now(
     try:
         check_shared_object(path)
     except NotLoadable as exc:
-        raise error(f"{what} ({os.fspath(path)}) cannot be loaded: {exc}", where, hint=REBUILD_HINT) from None
+        raise error(f"cannot load {what} ({os.fspath(path)}): {exc}", where, hint=REBUILD_HINT) from None
     mode = os.RTLD_NOW | (os.RTLD_GLOBAL if global_ else os.RTLD_LOCAL)
     try:
         return ctypes.CDLL(os.fspath(path), mode=mode)
@@ -71,7 +71,7 @@ def _load_error(
     libs = ", ".join(f"{r.name} ({', '.join(r.libraries) or 'headers only'})" for r in requirements)
     found = UNDEFINED.search(message)
     if found is None:
-        return error(f"{what} ({path}) does not load: {message}", where, hint=REBUILD_HINT)
+        return error(f"cannot load {what} ({path}): {message}", where, hint=REBUILD_HINT)
     symbol, holder = found.group("symbol"), found.group("file")
     needs = f"{what} ({path})" if holder in (None, path) else f"{holder}, which {what} ({path}) loads,"
     if requirements:

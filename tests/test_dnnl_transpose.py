@@ -14,7 +14,7 @@ import pytest
 from libraries import missing_library
 
 from byoc.api import load_backend
-from byoc.runtime.build import build_artifacts
+from byoc.runtime.build import build_spec_module
 
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
@@ -35,15 +35,8 @@ int byoc_test_transpose(const float* in, float* out, int64_t images, int64_t row
 @pytest.fixture(scope="module")
 def transpose():
     spec = load_backend("dnnl")
-    linkages = [r.check("dnnl") for r in spec.requires.values()]
-    library = build_artifacts(
-        {"transpose.c": spec.templates["prelude"] + ENTRY},
-        "transpose.c",
-        spec.compile,
-        spec.template_values(),
-        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-        link_flags=[f for linkage in linkages for f in linkage.link_flags],
-    )
+    sources = {"transpose.c": spec.templates["prelude"] + ENTRY}
+    library = build_spec_module(spec, sources, "transpose.c", spec.template_values())
     fn = ctypes.CDLL(str(library)).byoc_test_transpose
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 5

@@ -22,7 +22,7 @@ from libraries import missing_library
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator.partition import partition
-from byoc.runtime.build import build_artifacts
+from byoc.runtime.build import build_spec_module
 
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
@@ -50,16 +50,8 @@ int byoc_test_winograd(const int64_t* g) {
 @pytest.fixture(scope="module")
 def winograd():
     spec = load_backend(BACKEND)
-    linkages = [r.check(BACKEND) for r in spec.requires.values()]
     values = spec.template_values()
-    library = build_artifacts(
-        {"winograd.c": spec.templates["prelude"] + ENTRY},
-        "winograd.c",
-        spec.compile,
-        values,
-        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-        link_flags=[f for linkage in linkages for f in linkage.link_flags],
-    )
+    library = build_spec_module(spec, {"winograd.c": spec.templates["prelude"] + ENTRY}, "winograd.c", values)
     fn = ctypes.CDLL(str(library)).byoc_test_winograd
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p]

@@ -152,7 +152,7 @@ def test_golden_half_precision_region(dtype, golden):
     the storage type and oneDNN's data type as arguments; the text compiles with the
     spec's flags (-Wall -Wextra -Werror) whether or not this CPU computes the type
     (test_probe.py runs it where it does)."""
-    from byoc.runtime.build import build_artifacts
+    from byoc.runtime.build import build_spec_module
 
     text = generate(parse(HALF_REGION.format(t=dtype), "graph", file=f"{dtype}_region.graph"))
     assert text == golden("c")
@@ -161,14 +161,7 @@ def test_golden_half_precision_region(dtype, golden):
     )
     spec = load_backend(BACKEND)
     linkages = [r.locate() for r in spec.requires.values()]
-    build_artifacts(
-        {"dnnl.c": text},
-        "dnnl.c",
-        spec.compile,
-        spec.template_values(),
-        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-        link_flags=[f for linkage in linkages for f in linkage.link_flags],
-    )
+    build_spec_module(spec, {"dnnl.c": text}, "dnnl.c", spec.template_values(), linkages=linkages)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -209,10 +209,23 @@ static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_
 }
 
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
-   optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. */
+   optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. oneDNN
+   has no inner product of K = 0: there y is the bias or zeros (dnnl_byoc_dense_empty
+   writes it), and *prim the relu of a bias, in place (NULL when there is nothing to do). */
 static inline int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch, int64_t k,
                                   int64_t units, int bias, int relu, dnnl_data_type_t dt) {
   const int64_t x[] = {batch, k}, w[] = {units, k}, y[] = {batch, units}, b[] = {units};
+  if (k == 0) {
+    *prim = NULL;
+    if (!bias || !relu) return 0;
+    dnnl_memory_desc_t md = dnnl_byoc_md_of(2, y, dt);
+    dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+    dnnl_primitive_desc_t pd = NULL;
+    const dnnl_status_t made = attr == NULL || md == NULL ? dnnl_out_of_memory
+        : dnnl_eltwise_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_eltwise_relu, md, md,
+            0.0f, 0.0f, attr);
+    return dnnl_byoc_finish(prim, made, pd, attr, &md, 1);
+  }
   dnnl_memory_desc_t mds[4] = {dnnl_byoc_md_of(2, x, dt), dnnl_byoc_md_of(2, w, dt), dnnl_byoc_md_of(2, y, dt),
                                bias ? dnnl_byoc_md_of(1, b, dt) : NULL};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
@@ -439,6 +452,19 @@ static inline int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n
       && dnnl_stream_wait(p->stream) == dnnl_success;
   atomic_store_explicit(&p->busy, 0, memory_order_release);
   return ok ? 0 : 1;
+}
+
+/* dense with K = 0, which has no products: out (B, U) is the bias b (U values of
+   `size` bytes; NULL: zeros), then p's relu in place when it has one. 0 on success. */
+static inline int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* b, void* out,
+                                        int64_t batch, int64_t units, size_t size) {
+  const size_t row = (size_t)units * size;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (b != NULL) memcpy((char*)out + (size_t)i * row, b, row);
+    else memset((char*)out + (size_t)i * row, 0, row);
+  }
+  if (p->prim == NULL) return 0;
+  return dnnl_byoc_run(p, engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (void* const[]){out, out});
 }
 
 /* batch_norm(conv(x, w)) = conv(x, w * k) + (shift - mean * k) per output channel
@@ -1238,6 +1264,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_, p_DT_); \
 } \
 static int p_ID_(const p_T_* x, const p_T_* w, p_T_* out) { \
+  if (p_K_ == 0) return dnnl_byoc_dense_empty(&p_STATE_->p_ID_, p_STATE_->engine, NULL, out, p_B_, p_U_, sizeof(p_T_)); \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, out}); \
@@ -1249,6 +1276,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_, p_DT_); \
 } \
 static int p_ID_(const p_T_* x, const p_T_* w, const p_T_* b, p_T_* out) { \
+  if (p_K_ == 0) return dnnl_byoc_dense_empty(&p_STATE_->p_ID_, p_STATE_->engine, b, out, p_B_, p_U_, sizeof(p_T_)); \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
