@@ -36,7 +36,8 @@ def write_file(path: str | Path, data: str | bytes) -> None:
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     _check_writable(parent)
-    if target.exists() and not target.is_file():  # the rename would replace /dev/null itself
+    if _exists(target, "choose another output path") and not target.is_file():
+        # the rename would replace /dev/null itself
         what = "Is a directory" if target.is_dir() else "not a regular file (a device, pipe or socket)"
         raise UsageError(f"cannot write {target}: {what}", hint="choose another output path")
     try:
@@ -73,7 +74,7 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
             f"cannot create {parent}: {exc.strerror or exc}", hint="choose another -o path"
         ) from None
     _check_writable(parent)
-    if target.exists():
+    if _exists(target, "choose another -o path"):
         if not target.is_dir():
             raise UsageError(f"{target} exists and is not a directory", hint="choose another -o path")
         if any(target.iterdir()) and not (target / MARKER).exists():
@@ -89,7 +90,16 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
         for name, data in files.items():
             if "/" in name or "\\" in name or name in ("", ".", "..", MARKER):
                 raise UsageError(f"invalid artifact name {name!r}")
-            with open(staging / name, "wb") as handle:
+            try:
+                handle = open(staging / name, "wb")
+            except OSError as exc:  # a name too long for the file system, from a graph's name
+                raise UsageError(
+                    f"cannot write {target / name}: {exc.strerror or exc}",
+                    hint="a graph or region name becomes part of a file name: choose a shorter one"
+                    if exc.errno == errno.ENAMETOOLONG
+                    else None,
+                ) from None
+            with handle:
                 handle.write(data.encode("utf-8") if isinstance(data, str) else data)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -139,8 +149,22 @@ def _default_mode(directory: bool) -> int:
     return (0o777 if directory else 0o666) & ~mask
 
 
+def _exists(path: Path, hint: str) -> bool:
+    """Whether ``path`` exists; a path the system cannot even look up (a name longer
+    than the file system allows, ENAMETOOLONG) is a UsageError rather than an OSError."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+            return False
+        raise UsageError(f"cannot use {path}: {exc.strerror or exc}", hint=hint) from None
+    return True
+
+
 def _check_writable(directory: Path) -> None:
-    if not directory.is_dir():
+    if not _exists(directory, "choose another output path") or not directory.is_dir():
         raise UsageError(f"output directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write to {directory}: permission denied", hint="choose a writable location")

@@ -10,6 +10,7 @@ every command, before or after the command name. The spec commands (``check``,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
 from .cli_spec import add_commands as add_spec_commands
-from .errors import ByocError
+from .errors import ByocError, UsageError
 
 EPILOG = """\
 examples:
@@ -144,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.spec_path = args.global_spec_path + getattr(args, "spec_path", [])
     try:
+        _check_utf8(vars(args))
         if args.spec_path:  # a mistyped --spec-path fails every command, not only those that read specs
             from .spec import spec_dirs
 
@@ -165,3 +167,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _check_utf8(values: dict[str, object]) -> None:
+    """Refuse an argument that is not valid UTF-8 (Python keeps its stray bytes as
+    surrogates, ``\udcff``): paths reach generated code, bundles and messages, which
+    are UTF-8 text, so one would fail deep inside with a UnicodeEncodeError."""
+    for key, value in values.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (str, os.PathLike)):
+                text = os.fspath(item)
+                if isinstance(text, str) and not _is_utf8(text):
+                    shown = os.fsencode(text).decode("utf-8", "backslashreplace")  # g\xff.graph
+                    raise UsageError(
+                        f"argument {shown} ({key.replace('_', '-')}) is not valid UTF-8",
+                        hint="byoc writes paths into generated code and messages as UTF-8: rename the file",
+                    )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

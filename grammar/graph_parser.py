@@ -250,7 +250,7 @@ class _Reader:
                 "or pass them as graph parameters",
             )
         dtype = type_.dtype
-        values = self._literal_values(values, dtype)
+        values, spelled = self._literal_values(values, dtype)
         # The values are checked as written, before one value fills the tensor: a
         # constant with no elements (`const float32[0] 1e39`) is refused like any other.
         if dtype == "bool":
@@ -275,7 +275,7 @@ class _Reader:
                 )
         else:
             values = [float(v) for v in values]
-            bad_at = out_of_range(values, dtype)
+            bad_at = out_of_range(values, dtype, spelled)
             if bad_at is not None:
                 high = float(ml_dtypes.finfo(dtype).max)
                 raise GraphError(
@@ -296,12 +296,13 @@ class _Reader:
             return Const(type_, rounded(values, dtype), loc)
         return Const(type_, tuple(values), loc)
 
-    def _literal_values(self, values: list, dtype: str) -> list:
+    def _literal_values(self, values: list, dtype: str) -> tuple[list, list[int]]:
         """The numbers of a constant's literals: a word (a NAME or NONFINITE token)
-        becomes its bool, or the NaN or infinity it spells, if ``dtype`` takes it."""
+        becomes its bool, or the NaN or infinity it spells, if ``dtype`` takes it; and
+        the indices of those NaNs and infinities (a number that overflows is no such)."""
         if not any(type(v) is Token for v in values):
-            return values
-        out = []
+            return values, []
+        out, spelled = [], []
         for v in values:
             if type(v) is not Token:
                 out.append(v)
@@ -323,6 +324,7 @@ class _Reader:
                         hint="nan, inf and -inf are values of float constants "
                         "(float16, bfloat16, float32, float64)",
                     )
+                spelled.append(len(out))
                 out.append(float(word))
             else:
                 raise ParseError(
@@ -330,7 +332,7 @@ class _Reader:
                     self._loc(v),
                     hint='give a number, [numbers], true/false (bool), nan/inf/-inf (float) or weights["ENTRY"]',
                 )
-        return out
+        return out, spelled
 
     def const_values(self, c):
         return [v for v in c if v is not None]
@@ -409,14 +411,15 @@ def rounded(values, dtype: str) -> np.ndarray:
         return bits.view(np.float32).astype(ml_dtypes.bfloat16)
 
 
-def out_of_range(values: tuple[float, ...], dtype: str) -> int | None:
+def out_of_range(values, dtype: str, spelled=()) -> int | None:
     """The index of the first of ``values`` that rounds to an infinity in the float
     ``dtype`` (it is beyond the largest finite value by half a unit in the last place
     or more), or None. Rounding decides, not ``finfo(dtype).max``: ``3.4028235e+38``,
     the shortest text of float32's largest value, is a little above it as a double and
-    still a float32. A NaN or an infinity given as such (``nan``, ``-inf``) is in range."""
-    doubles = np.asarray(values, dtype=np.float64)
-    bad = ~np.isfinite(rounded(doubles, dtype).astype(np.float64)) & np.isfinite(doubles)
+    still a float32. The values at the indices ``spelled`` are NaNs and infinities written
+    as such (``nan``, ``-inf``), in range; ``1e400`` is not (it overflows a double)."""
+    bad = ~np.isfinite(rounded(values, dtype).astype(np.float64))
+    bad[list(spelled)] = False
     return int(np.argmax(bad)) if bad.any() else None
 
 

@@ -54,6 +54,7 @@ class CSourceKind(MacroKind):
     macro_layouts = True
     macro_status = True
     macro_setup = ("state", "init", "teardown")
+    body_rendered = False  # the body is #define'd as the spec writes it
     dims = True
     op_args = True
 

@@ -69,6 +69,9 @@ class MacroKind(CodegenKind):
     macro_args: ClassVar[tuple[str, ...]] = ()
     """Placeholders of macro arguments (besides ``${dim<k>}`` when :attr:`dims`)."""
     macro_body: ClassVar[tuple[str, ...]] = ()
+    body_rendered: ClassVar[bool] = True
+    """Whether the generator renders a macro's body as a template (engine). c_source
+    writes it as is, so a placeholder there would reach the C compiler: refused."""
     """Placeholders of macro bodies."""
     macro_inputs: ClassVar[bool] = False
     """True when each macro declares how many inputs its kernel takes (ops use macros directly)."""
@@ -168,7 +171,10 @@ class MacroKind(CodegenKind):
             body = doc.typed(mnode, "body", str, f"{what}: body")
             if not body.strip():
                 raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
-            check_template(doc, mnode, "body", f"the body of {what}", names | set(self.macro_body))
+            if self.body_rendered:
+                check_template(doc, mnode, "body", f"the body of {what}", names | set(self.macro_body))
+            else:
+                _refuse_placeholders(doc, mnode, what)
             _check_body_lines(doc, mnode, what)
             for param in params:
                 c_name(doc, params, param, f"{what}: parameter")
@@ -414,4 +420,17 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
             use.key,
             value=True,
             hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}{attrs}",
+        )
+
+
+def _refuse_placeholders(doc: YamlDoc, mnode: Any, what: str) -> None:
+    """A body written into the C file as is may hold no ``${name}``: the compiler
+    would get it verbatim. Values reach the body through the macro's parameters."""
+    found = check_template(doc, mnode, "body", f"the body of {what}", (), accept=lambda name: True)
+    if found:
+        p = found[0]
+        raise doc.error_at(
+            f"undefined placeholder ${{{p.name}}} in the body of {what}: the body is C, copied as is",
+            doc.at_offset(mnode, "body", p.offset),
+            hint=f'pass the value as a parameter, params: {{p_X_: "${{{p.name}}}"}}, and write p_X_ in the body',
         )
