@@ -145,8 +145,8 @@ def read_limited(path: str | os.PathLike[str], what: str, limit: int, error: Err
 
 
 def read_stdin(what: str, limit: int, error: Error) -> bytes:
-    """Standard input's bytes, at most ``limit`` of them (a pipe or a file; a directory is
-    refused)."""
+    """Standard input's bytes, at most ``limit`` of them: a pipe, a file or a terminal (a
+    directory or another device, such as ``/dev/zero``, is refused)."""
     stream = sys.stdin.buffer if sys.stdin is not None else None
     if stream is None:
         raise error(f"cannot read {what}: there is no standard input")
@@ -156,6 +156,8 @@ def read_stdin(what: str, limit: int, error: Error) -> bytes:
         mode = stat.S_IFIFO
     if stat.S_ISDIR(mode):
         raise not_regular(what, "a directory", error)
+    if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not stream.isatty():  # /dev/zero never ends
+        raise not_regular(what, file_kind(mode) or "a device", error)
     try:
         data = _read_at_most(stream, limit + 1, first=CHUNK)
     except OSError as exc:

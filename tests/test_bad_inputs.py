@@ -67,8 +67,11 @@ FIELDS = {
     "message",
     "max_rss_mb",
     "within_s",
+    "stdin",
 }
 TIMEOUT = 120
+STDINS = (None, "pipe", "zero")
+"""A case's ``stdin``: /dev/null (None), an open pipe that no one writes to, /dev/zero."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,9 @@ class BadCase:
     """The CLI's peak resident memory must stay under this (bombs)."""
     within_s: float | None = None
     """The CLI must have failed within this many seconds (special files)."""
+    stdin: str | None = None
+    """The CLI's standard input: ``pipe`` (a pipe kept open that no one writes to) or
+    ``zero`` (``/dev/zero``); default: ``/dev/null``."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ def load_cases() -> list[BadCase]:
         assert raw["error"] in KINDS or raw["error"] == ARGPARSE, raw["id"]
         argv = raw.get("argv") or DEFAULT_ARGV.get(surface)
         assert argv, f"{raw['id']}: a case of surface {surface} states its argv"
+        assert raw.get("stdin") in STDINS, f"{raw['id']}: stdin is one of {sorted(map(str, STDINS))}"
         file = raw.get("file")
         cases.append(
             BadCase(
@@ -138,6 +145,7 @@ def load_cases() -> list[BadCase]:
                 at_file=raw.get("at_file"),
                 max_rss_mb=raw.get("max_rss_mb"),
                 within_s=raw.get("within_s"),
+                stdin=raw.get("stdin"),
             )
         )
     return cases
@@ -181,15 +189,27 @@ class Outcome:
 def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
     """Run the case's command; its own peak memory comes from ``wait4`` on its pid, so
     that cases running in parallel threads do not mix their figures."""
+    writer = None  # the write end of a ``stdin: pipe``, held open until the CLI exits
+    if case.stdin == "pipe":
+        reader, writer = os.pipe()
+        stdin = reader
+    elif case.stdin == "zero":
+        stdin = os.open("/dev/zero", os.O_RDONLY)
+    else:
+        stdin = subprocess.DEVNULL
     started = time.monotonic()
-    proc = subprocess.Popen(
-        command(case),
-        cwd=directory,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    try:
+        proc = subprocess.Popen(
+            command(case),
+            cwd=directory,
+            env=env,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        if stdin != subprocess.DEVNULL:
+            os.close(stdin)
     with ThreadPoolExecutor(max_workers=2) as readers:
         stdout, stderr = readers.submit(proc.stdout.read), readers.submit(proc.stderr.read)
         deadline = started + TIMEOUT
@@ -203,6 +223,8 @@ def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
                 break
             time.sleep(0.01)
         seconds = time.monotonic() - started
+        if writer is not None:
+            os.close(writer)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out, err = stdout.result(), stderr.result()
     proc.stdout.close()
