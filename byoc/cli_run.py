@@ -154,6 +154,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     timings = Timings()
+    given = _read_inputs(args.inputs)  # before any build: a bad --inputs costs no compile
     if str(args.file).endswith(".byoc"):
         if args.backend or args.option:
             raise UsageError(
@@ -188,7 +189,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timings=timings,
         )
     qualified = len(model.graph_names) > 1
-    supplied, origins, stored = _supplied(args.inputs, model, program)
+    supplied, origins, stored = _supplied(args.inputs, given, model, program)
     backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
     failed = failed_stored = 0
@@ -245,18 +246,28 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def _supplied(path: str | None, model, program):
-    """``(arrays, origins, test_data)`` of --inputs: the arrays by --inputs key (None:
-    random inputs), where each came from (for messages), and the ONNX test data when
-    --inputs is a directory (None otherwise)."""
+def _read_inputs(path: str | None):
+    """What --inputs holds, read before the build: an .npz's arrays by key, the ONNX
+    test data of a directory, or None (no --inputs: random inputs)."""
     if path is None:
-        return None, {}, None
+        return None
     if not Path(path).is_dir():
-        arrays = read_npz(path, f"--inputs {path}", UsageError)
-        return arrays, {key: f"--inputs array {key!r}" for key in arrays}, None
+        return read_npz(path, f"--inputs {path}", UsageError)
     from .onnx_test_data import read_test_data
 
-    data = read_test_data(path)
+    return read_test_data(path)
+
+
+def _supplied(path: str | None, given, model, program):
+    """``(arrays, origins, test_data)`` of --inputs (``given``, read by :func:`_read_inputs`)
+    matched to the built model: the arrays by --inputs key (None: random inputs), where
+    each came from (for messages), and the ONNX test data when --inputs is a directory
+    (None otherwise)."""
+    if given is None:
+        return None, {}, None
+    if isinstance(given, dict):
+        return given, {key: f"--inputs array {key!r}" for key in given}, None
+    data = given
     if len(model.graph_names) != 1:
         raise UsageError(
             f"--inputs {path}: an ONNX test-data directory feeds one graph, and this file has "

@@ -235,6 +235,11 @@ def check_model(model, where: str):
             f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
             hint="convert it first: onnx.version_converter.convert_version(model, 13)",
         )
+    if not model.graph.output:
+        raise GraphError(
+            f"{where}: the model's graph has no outputs",
+            hint="an ONNX graph names the values it computes in graph.output; the model is incomplete",
+        )
     initializers = {t.name for t in model.graph.initializer}
     for value in model.graph.input:
         if value.name not in initializers:
@@ -325,9 +330,11 @@ def import_onnx(
 
 
 def _import(model, where: str, shapes, weights_file: str) -> Imported:
+    from .onnx_functions import inline
     from .onnx_ops import Importer
 
-    importer = Importer(model, dict(shapes or {}), where)
+    model, calls = inline(model, where)
+    importer = Importer(model, dict(shapes or {}), where, calls)
     body, arrays, body_origins = importer.run()
     data = npz_bytes(arrays)
     # the file names are data: escaped as DSL strings, so that no name can end the

@@ -39,8 +39,9 @@ RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multi
 class Importer:
     """One model's import: known constants, value types, and the statements so far."""
 
-    def __init__(self, model, shapes: dict[str, tuple[int, ...]], path: str) -> None:
+    def __init__(self, model, shapes: dict[str, tuple[int, ...]], path: str, calls=()) -> None:
         onnx = require_onnx()
+        self.calls = calls  # per node: the model's call of the local function it came from, if any
         self.onnx = onnx
         self.path = path
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -103,6 +104,11 @@ class Importer:
                         + (f" ({d.dim_param!r})" if d.dim_param else ""),
                         hint=f"byoc needs static shapes: pass --shape {value.name}={shown}",
                     )
+                if d.dim_value < 0:
+                    raise GraphError(
+                        f"{self.path}: input {value.name!r} has a negative dimension {k} ({d.dim_value})",
+                        hint="a dimension is a number of elements, 0 or more; the model is corrupt",
+                    )
 
     # ------------------------------------------------------------ running
 
@@ -158,9 +164,9 @@ class Importer:
         for name in node.input:
             if name in self.consts:
                 feeds[name] = self.consts[name]
-            elif name:  # Shape of a static tensor: any array of its shape and dtype
-                shape, dtype = self.types[name]
-                feeds[name] = np.zeros(shape, dtype)
+            elif name:  # Shape of a static tensor: any array of its shape and dtype (a view of
+                shape, dtype = self.types[name]  # one element: the tensor may be huge)
+                feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
         graph = helper.make_graph(
             [node],
             "fold",
@@ -183,6 +189,9 @@ class Importer:
     def describe(self) -> str:
         """The current node, for messages: ``ONNX node 3 (Conv 'conv1', opset 13)``."""
         node = self.node
+        call = self.calls[self.index] if self.index < len(self.calls) else None
+        if call is not None:
+            return call.describe(node, self.opset)
         return f"ONNX node {self.index} ({node.op_type} {node.name!r}, opset {self.opset})"
 
     def unsupported(self, what: str, hint: str | None = None) -> GraphError:
@@ -295,8 +304,8 @@ def _value_type(onnx, value):
         dtype = element_dtype(onnx, t.elem_type) if t.elem_type else None
     except (KeyError, ValueError, TypeError):  # an element type this onnx does not know
         dtype = None  # the node that makes or takes such a value is refused with its name
-    if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
-        return None, dtype
+    if not t.HasField("shape") or any(not d.HasField("dim_value") or d.dim_value < 0 for d in t.shape.dim):
+        return None, dtype  # unknown: dynamic, or a negative dimension (inference of a corrupt model)
     return tuple(d.dim_value for d in t.shape.dim), dtype
 
 
@@ -500,10 +509,11 @@ def _clip(imp: Importer, node, e: OnnxOp) -> None:
             _one_value(imp, given, f"Clip {key}") if given is not None else float(imp.attr(key, default))
         )
     if not all(map(math.isfinite, bounds.values())):
-        # An attribute is finite: clamp by constants instead, which hold inf and nan.
+        # An attribute is finite: clamp by constants instead, which hold inf and nan
+        # (the roles low and high: elementwise maximum, then minimum).
         low, high = (imp.scalar(v, node.input[0]) for v in bounds.values())
-        clamped = imp.emit("maximum", [imp.value(node.input[0]), low])
-        imp.emit("minimum", [clamped, high], out=node.output[0])
+        clamped = imp.emit(e.roles["low"], [imp.value(node.input[0]), low])
+        imp.emit(e.roles["high"], [clamped, high], out=node.output[0])
         return
     imp.emit(e.op, [imp.value(node.input[0])], bounds, node.output[0])
 
@@ -799,7 +809,14 @@ def _tile(imp: Importer, node, e: OnnxOp) -> None:
     the repeat count, then merged into it (row-major order makes that a tiling)."""
     imp.check_attrs(node, set())
     shape = imp.shape(node.input[0])
-    repeats = [int(r) for r in np.ravel(imp.const_input(1, "Tile repeats"))]
+    given = imp.const_input(1, "Tile repeats")
+    if given is None or np.ndim(given) != 1 or len(given) != len(shape) or np.any(given < 0):
+        shown = "absent" if given is None else f"{np.asarray(given).tolist()} (shape {list(np.shape(given))})"
+        raise imp.invalid(
+            f"its repeats input is {shown}, not {len(shape)} non-negative counts, one per axis of its input",
+            hint="Tile's repeats is a 1-D int64 tensor with one count per input dimension",
+        )
+    repeats = [int(r) for r in given]
     spread, expanded, merged = [], [], []
     for size, r in zip(shape, repeats):
         spread += [1, size] if r != 1 else [size]

@@ -274,12 +274,12 @@ class _Reader:
                     hint=f"{dtype} values lie in [{low}, {high}]",
                 )
         else:
-            values = [float(v) for v in values]
+            written, values = values, [float(v) for v in values]
             bad_at = out_of_range(values, dtype, spelled)
             if bad_at is not None:
                 high = float(ml_dtypes.finfo(dtype).max)
                 raise GraphError(
-                    f"constant value {values[bad_at]!r} is out of range for {dtype}",
+                    f"constant value {written[bad_at]!r} is out of range for {dtype}",
                     loc,
                     hint=f"{dtype} values lie in [{-high:.8g}, {high:.8g}]: a larger one rounds to "
                     "infinity (write inf or -inf for an infinity)",

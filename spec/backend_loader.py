@@ -262,7 +262,7 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
             )
         what = f"option {name}"
         onode = doc.mapping(node, name, what)
-        doc.check_keys(onode, what, ("type", "default"), ("doc", "choices", "min", "max"))
+        doc.check_keys(onode, what, ("type", "default"), ("doc", "choices", "at_least", "at_most"))
         otype = doc.typed(onode, "type", str, f"{what}: type")
         if otype not in OPTION_TYPES:
             raise doc.error(
@@ -280,7 +280,7 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
                 "type",
                 value=True,
             )
-        bounds = [_option_bound(doc, onode, key, otype, what) for key in ("min", "max")]
+        bounds = [_option_bound(doc, onode, key, otype, what) for key in ("at_least", "at_most")]
         default = _option_value(doc, onode, "default", otype, what)
         choices = None
         if "choices" in onode:
@@ -295,7 +295,7 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
             str(name), str(otype), default, doc_text.strip(), choices, doc.at(node, name), *bounds
         )
         if bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
-            raise doc.error(f"{what}: min is larger than max", onode, "min", value=True)
+            raise doc.error(f"{what}: at_least is larger than at_most", onode, "at_least", value=True)
         for key, value in [("default", default)] + [("choices", c) for c in choices or ()]:
             try:
                 option.value(value)
@@ -308,7 +308,7 @@ def _options(doc: YamlDoc, root, kind: CodegenKind) -> dict[str, OptionDef]:
 
 
 def _option_bound(doc: YamlDoc, node, key: str, otype: str, what: str) -> int | float | None:
-    """The ``min:`` or ``max:`` of an int or float option, else None."""
+    """The ``at_least:`` or ``at_most:`` bound of an int or float option, else None."""
     if key not in node:
         return None
     if otype not in ("int", "float"):

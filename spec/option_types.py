@@ -160,12 +160,10 @@ class FloatOption(OptionType):
     def parse(self, text: str) -> float:
         value = VALUE_TYPES["float"].parse(text)
         if not math.isfinite(value):  # type: ignore[arg-type]
-            kind = "nan" if math.isnan(value) else "infinite"  # type: ignore[arg-type]
             word = text.strip()
-            overflow = kind == "infinite" and "inf" not in word.lower()
-            raise ValueError(
-                f"{word!r} is {'too large for a double' if overflow else kind}: it must be {self.rule}"
-            )
+            overflow = math.isinf(value) and "inf" not in word.lower()  # type: ignore[arg-type]
+            what = "overflows a double" if overflow else "is not a finite number"
+            raise ValueError(f"{word!r} {what}: it must be {self.rule}")
         return float(value)  # type: ignore[arg-type]
 
     def check(self, value: object) -> float:

@@ -416,11 +416,14 @@ def test_bounds_and_identifier_declarations(tmp_path):
     base = (SPECS / "json.yaml").read_text()
     assert load_backend("json").options["indent"].maximum == 16
     for bad, message in [
-        ("    type: str\n    default: x\n    min: 0\n", "only int and float options take min"),
-        ("    type: int\n    default: 99\n    max: 16\n", "the default 99 is out of range"),
+        ("    type: str\n    default: x\n    at_least: 0\n", "only int and float options take at_least"),
+        ("    type: int\n    default: 99\n    at_most: 16\n", "the default 99 is out of range"),
         ("    type: float\n    default: .nan\n", "not finite"),
         ("    type: identifier\n    default: a b\n", "not an identifier"),
-        ("    type: int\n    default: 1\n    min: 3\n    max: 2\n", "min is larger than max"),
+        (
+            "    type: int\n    default: 1\n    at_least: 3\n    at_most: 2\n",
+            "at_least is larger than at_most",
+        ),
     ]:
         text = base.replace("\noptions:\n", f"\noptions:\n  extra:\n{bad}", 1)
         path = tmp_path / "json.yaml"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 from collections import Counter
 from pathlib import Path
@@ -57,6 +59,8 @@ FUZZ_TESTS = {
     "bundle-bytes": test_fuzz.test_fuzz_bundle_bytes,
     "bundle-manifests": test_fuzz.test_fuzz_bundle_structure,
 }
+ONNX_FUZZ_TESTS = {"onnx-bytes": "test_fuzz_onnx_bytes", "onnx-structure": "test_fuzz_onnx_structure"}
+"""tests/test_fuzz_onnx.py's targets, by name: that module needs onnx, this one does not."""
 
 
 def _max_examples(test) -> int:
@@ -68,9 +72,13 @@ def test_fuzz_examples():
     expected.update({f"differential-{b}": n for b, n in DIFFERENTIAL_EXAMPLES.items()})
     expected["total"] = sum(CI_EXAMPLES.values()) + sum(DIFFERENTIAL_EXAMPLES.values())
     assert figures("Fuzzing") == expected
-    assert set(FUZZ_TESTS) == set(CI_EXAMPLES)
+    assert set(FUZZ_TESTS) | set(ONNX_FUZZ_TESTS) == set(CI_EXAMPLES)
+    tests = dict(FUZZ_TESTS)
+    if importlib.util.find_spec("onnx") is not None:
+        test_fuzz_onnx = importlib.import_module("test_fuzz_onnx")
+        tests.update({key: getattr(test_fuzz_onnx, name) for key, name in ONNX_FUZZ_TESTS.items()})
     # ... and the tests really run that many (in CI; the long mode runs more)
-    for key, test in FUZZ_TESTS.items():
+    for key, test in tests.items():
         assert _max_examples(test) == examples(CI_EXAMPLES[key]), key
     for backend, n in DIFFERENTIAL_EXAMPLES.items():
         test = getattr(test_fuzz, f"test_differential_{backend}")
