@@ -190,3 +190,59 @@ def test_winograd_agrees_with_onednns_convolution(rng):
     scale = float(np.max(np.abs(direct)))
     np.testing.assert_allclose(winograd, direct, rtol=1e-5, atol=1e-6 * scale)
     assert not np.array_equal(winograd, direct), "the option switched the algorithm"
+
+
+def assert_same_specials(got: np.ndarray, want: np.ndarray) -> None:
+    """NaN where the reference has NaN, infinities of its signs where it has them, and
+    the finite elements close (assert_close alone would take an inf as its scale)."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    finite = np.isfinite(want)
+    assert_close(got[finite], want[finite])
+
+
+# (what is not finite, where): one source element (the issue's case: inf became NaN in
+# most of the pixels it reaches), a whole source pixel (every channel: NaN where weights
+# of both signs meet it), one at a corner (an edge tile), and one weight
+SPECIALS = {
+    "inf-element": ("x", np.inf, (0, 5, 6, 7)),
+    "minus-inf-element": ("x", -np.inf, (0, 3, 0, 10)),
+    "nan-element": ("x", np.nan, (0, 0, 12, 12)),
+    "inf-pixel": ("x", np.inf, (0, slice(None), 4, 4)),
+    "inf-corner": ("x", np.inf, (0, 7, 0, 0)),
+    "inf-weight": ("k", np.inf, (3, 5, 1, 1)),
+}
+
+
+@pytest.mark.parametrize("constant", [True, False], ids=["constant_weights", "input_weights"])
+@pytest.mark.parametrize("tail", list(TAILS))
+@pytest.mark.parametrize("special", list(SPECIALS))
+def test_winograd_keeps_infinities_and_nans(constant, tail, special):
+    """A value that is not finite gives what the direct convolution gives: the tiles it
+    reaches are computed directly (the transforms would subtract inf from inf)."""
+    rng = np.random.default_rng(7)
+    p = dict(n=1, c=40, m=36, h=13, w=13, pt=1, pl=1, pb=1, pr=1, oh=13, ow=13)
+    shape = (p["m"], p["c"], 3, 3)
+    name, value, at = SPECIALS[special]
+    weights = rng.uniform(-0.5, 0.5, shape).astype(np.float32)
+    if name == "k":
+        weights[at] = value
+    if constant:
+        values = ", ".join(repr(float(v)) for v in weights.ravel())
+        p.update(k_param="", k_const=f"  k = const float32[{', '.join(map(str, shape))}] [{values}]\n")
+    else:
+        p.update(k_param=f"k: float32[{', '.join(map(str, shape))}], ", k_const="")
+    tail_params, expression = TAILS[tail]
+    graph = GRAPH.format(tail_params=tail_params.format(**p), tail=expression, **p)
+    program = partition(parse(graph, "graph"), [load_backend(BACKEND)], load_catalog())
+    fn = program.functions[0]
+    inputs = {q.name: random_array(rng, q.type.shape, q.type.dtype) for q in fn.params}
+    if not constant:
+        inputs["k"] = weights
+    if name == "x":
+        inputs["x"][at] = value
+    (want,) = evaluate(fn, inputs)
+    assert not np.all(np.isfinite(want)), "the case reaches the result"
+    (got,) = byoc.build(program)(**inputs)
+    assert_same_specials(got, want)
