@@ -615,17 +615,23 @@ static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
 }
 
 /* u (16, C, M): G g G' of each 3x3 kernel g = w[m][c] (M, C, 3, 3), with
-   G = (1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1). */
-DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_weights(float* u, const float* w,
-                                                                           int64_t c_in, int64_t m) {
+   G = (1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1). 1 when every weight is finite;
+   0 when one is not (inf or NaN), and then every result pixel is computed directly
+   (dnnl_byoc_winograd_out). */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static int dnnl_byoc_winograd_weights(float* u, const float* w,
+                                                                          int64_t c_in, int64_t m) {
   const int64_t blocks = (m + DNNL_BYOC_WG_BLOCK - 1) / DNNL_BYOC_WG_BLOCK;
-  #pragma omp parallel for schedule(static) if (c_in * m >= 4096)
+  float probe = 0.0f;  /* the sum of 0 * each weight: NaN when one is inf or NaN */
+  #pragma omp parallel for schedule(static) if (c_in * m >= 4096) reduction(+ : probe)
   for (int64_t k = 0; k < c_in * blocks; ++k) {
     const int64_t c = k / blocks, o0 = k % blocks * DNNL_BYOC_WG_BLOCK;
     const int64_t n = m - o0 < DNNL_BYOC_WG_BLOCK ? m - o0 : DNNL_BYOC_WG_BLOCK;
     float g[9][DNNL_BYOC_WG_BLOCK], t[12][DNNL_BYOC_WG_BLOCK];  /* the kernels (o0 + o, c), then G g */
     for (int64_t o = 0; o < n; ++o) {
-      for (int j = 0; j < 9; ++j) g[j][o] = w[((o0 + o) * c_in + c) * 9 + j];
+      for (int j = 0; j < 9; ++j) {
+        g[j][o] = w[((o0 + o) * c_in + c) * 9 + j];
+        probe += 0.0f * g[j][o];
+      }
     }
     for (int j = 0; j < 3; ++j) {
       #pragma omp simd
@@ -649,12 +655,17 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_weights(float
       }
     }
   }
+  return probe == 0.0f;
 }
 
 /* v (16, T, C): B' d B of the 4x4 patch d of each tile t (the tiles of each image in
    row-major order, 2x2 result pixels each) of the nhwc source x, zero outside it,
-   with B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`. */
-DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v, const int64_t* wg) {
+   with B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`.
+   direct[t] = 1 when the patch of tile t holds a value that is not finite (or its
+   transform overflows), else 0: the transforms subtract, so one inf there would
+   come out of them as inf - inf = NaN in pixels where the convolution is inf. */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v,
+                                                                      unsigned char* direct, const int64_t* wg) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t h = wg[1], w = wg[2], c_in = wg[3], tiles_h = (wg[7] + 1) / 2, tiles_w = (wg[8] + 1) / 2;
   const int64_t tiles = wg[10], plane = tiles * c_in;
@@ -662,6 +673,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t image = t / (tiles_h * tiles_w);
     const int64_t y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
+    float probe = 0.0f;  /* the sum of 0 * each transformed value: NaN when one is not finite */
     for (int64_t c0 = 0; c0 < c_in; c0 += DNNL_BYOC_WG_BLOCK) {
       const int64_t n = c_in - c0 < DNNL_BYOC_WG_BLOCK ? c_in - c0 : DNNL_BYOC_WG_BLOCK;
       const float* d[16];
@@ -682,14 +694,37 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
       for (int i = 0; i < 4; ++i) {  /* then (B' d) B: its columns */
         float* o = v + (4 * i * tiles + t) * c_in + c0;
         const float *e0 = e[4 * i], *e1 = e[4 * i + 1], *e2 = e[4 * i + 2], *e3 = e[4 * i + 3];
-        #pragma omp simd
+        #pragma omp simd reduction(+ : probe)
         for (int64_t k = 0; k < n; ++k) {
           o[k] = e0[k] - e2[k];
           o[plane + k] = e1[k] + e2[k];
           o[2 * plane + k] = e2[k] - e1[k];
           o[3 * plane + k] = e1[k] - e3[k];
+          probe += 0.0f * o[k] + 0.0f * o[plane + k] + 0.0f * o[2 * plane + k] + 0.0f * o[3 * plane + k];
         }
       }
+    }
+    direct[t] = probe != 0.0f;  /* NaN != 0 */
+  }
+}
+
+/* s[k] (k < n): the 3x3 convolution at result pixel (row, col) of image `image`,
+   output channels m0 + k, computed directly from the nhwc source x and the plain
+   weights w (M, C, 3, 3), zero outside the source: Winograd's stand-in for the
+   pixels of a tile whose patch or weights are not all finite. */
+static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const int64_t* wg, int64_t image,
+                                        int64_t row, int64_t col, int64_t m0, int64_t n, float* s) {
+  const int64_t h = wg[1], width = wg[2], c_in = wg[3];
+  for (int64_t k = 0; k < n; ++k) s[k] = 0.0f;
+  for (int j = 0; j < 9; ++j) {
+    const int64_t y = row + j / 3 - wg[5], at = col + j % 3 - wg[6];
+    if (y < 0 || y >= h || at < 0 || at >= width) continue;
+    const float* d = x + ((image * h + y) * width + at) * c_in;
+    for (int64_t k = 0; k < n; ++k) {
+      const float* g = w + (m0 + k) * c_in * 9 + j;
+      float sum = 0.0f;
+      for (int64_t c = 0; c < c_in; ++c) sum += d[c] * g[c * 9];
+      s[k] += sum;
     }
   }
 }
@@ -697,9 +732,13 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
 /* y (nhwc) = A' P A of each tile's products P (p: 16, T, M), with A' = (1 1 1 0;
    0 1 -1 -1), plus `bias` and `addend` (nhwc; either NULL: none), then a relu when
    wg[9]; a result pixel past the edge of y is not written. The addend may be y
-   itself: each element is read before it is written, by the same thread. */
+   itself: each element is read before it is written, by the same thread. The tiles
+   that `direct` flags (all of them when it is NULL: weights that are not finite)
+   are computed directly from the source x and the plain weights w instead. */
 DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const float* p, const float* bias,
                                                                        const float* addend, float* y,
+                                                                       const unsigned char* direct,
+                                                                       const float* x, const float* w,
                                                                        const int64_t* wg) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
@@ -730,7 +769,14 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
         const float* e3 = e2 + DNNL_BYOC_WG_BLOCK;
         const float* r = addend != NULL ? addend + at : zeros;
         float* o = y + at;
-        if (i % 2 == 0) {
+        if (direct == NULL || direct[t]) {
+          float s[DNNL_BYOC_WG_BLOCK];
+          dnnl_byoc_conv3x3_at(x, w, wg, image, row, col, m0, n, s);
+          for (int64_t k = 0; k < n; ++k) {
+            s[k] = s[k] + b[k] + r[k];
+            o[k] = relu && s[k] < 0.0f ? 0.0f : s[k];
+          }
+        } else if (i % 2 == 0) {
           #pragma omp simd
           for (int64_t k = 0; k < n; ++k) {
             const float s = e0[k] + e1[k] + e2[k] + b[k] + r[k];
@@ -768,6 +814,9 @@ typedef struct {
   dnnl_primitive_t dst_out;  /* the destination layout -> the output's */
   dnnl_primitive_t w_in;     /* a call's plain weights -> the conv's layout (weights NULL) */
   void* weights;             /* the weights in the conv's layout; NULL: each call brings them */
+  float* plain;              /* a Winograd conv's packed weights as they were, (M, C, 3, 3) with a batch_norm
+                                folded in: the direct stand-in's for tiles that are not finite */
+  int weights_finite;        /* a Winograd conv's packed weights are all finite (0: every tile direct) */
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
   int adds_residual;         /* the conv reads the residual itself (DNNL_BYOC_ARG_ADDEND), not from dst */
   int64_t transposes[3][5];  /* byoc's transposes doing src_in, dst_in, dst_out (dnnl_byoc_transposition) */
@@ -797,9 +846,11 @@ static inline void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
     *prims[k] = NULL;
   }
   free(c->weights);
+  free(c->plain);
   free(c->bias);
   free(c->memory);
   c->weights = NULL;
+  c->plain = NULL;
   c->bias = NULL;
   c->memory = NULL;
 }
@@ -829,8 +880,15 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   const size_t packed_bytes = wg[0] > 0 ? sizeof(float) * 16 * (size_t)(wg[3] * wg[4])
                                         : dnnl_memory_desc_get_size(packed);
   c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
-  if (c->weights != NULL && wg[0] > 0) dnnl_byoc_winograd_weights((float*)c->weights, w, wg[3], wg[4]);
-  int ok = c->weights != NULL && (wg[0] > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
+  if (wg[0] > 0) {
+    c->plain = (float*)malloc(bytes > 0 ? bytes : 1);
+    if (c->plain != NULL) memcpy(c->plain, w, bytes);
+  }
+  if (c->weights != NULL && wg[0] > 0) {
+    c->weights_finite = dnnl_byoc_winograd_weights((float*)c->weights, w, wg[3], wg[4]);
+  }
+  int ok = c->weights != NULL && (wg[0] == 0 || c->plain != NULL)
+      && (wg[0] > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
   if (ok && reorder == NULL && wg[0] == 0) memcpy(c->weights, w, bytes);
   if (ok && reorder != NULL) {
     const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
@@ -888,18 +946,22 @@ static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engin
   return dnnl_byoc_finish(&c->conv, made, pd, attr, mds, 3) == 0;
 }
 
-/* Runs c's Winograd conv from src to dst (both nhwc) by the transformed weights u,
-   plus bias and addend (NULL: none), transforming in `work` (c->scratch[5] bytes),
-   with `scratch` as the matmul's scratchpad. 1 on success. */
+/* Runs c's Winograd conv from src to dst (both nhwc) by the transformed weights u
+   (of the plain weights w, which are all finite when `finite`), plus bias and
+   addend (NULL: none), transforming in `work` (c->scratch[5] bytes: the transforms,
+   then a flag per tile), with `scratch` as the matmul's scratchpad. 1 on success. */
 static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, dnnl_stream_t stream,
-                                     const float* src, const void* u, const float* bias, const float* addend,
-                                     float* dst, void* work, void* scratch) {
+                                     const float* src, const void* u, const float* w, int finite,
+                                     const float* bias, const float* addend, float* dst, void* work,
+                                     void* scratch) {
+  const int64_t* wg = c->winograd;
   float* v = (float*)work;
-  float* p = v + 16 * c->winograd[10] * c->winograd[3];
-  dnnl_byoc_winograd_in(src, v, c->winograd);
+  float* p = v + 16 * wg[10] * wg[3];
+  unsigned char* direct = (unsigned char*)(p + 16 * wg[10] * wg[4]);
+  dnnl_byoc_winograd_in(src, v, direct, wg);
   const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
   const int ok = dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, scratch);
-  if (ok) dnnl_byoc_winograd_out(p, bias, addend, dst, c->winograd);
+  if (ok) dnnl_byoc_winograd_out(p, bias, addend, dst, finite ? direct : NULL, src, w, wg);
   return ok;
 }
 
@@ -943,6 +1005,8 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
       && (!winograd || (mds[8] != NULL && mds[9] != NULL));
   for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
   c->adds_residual = 0;
+  c->plain = NULL;
+  c->weights_finite = 0;
   memset(c->transposes, 0, sizeof c->transposes);
   memset(c->winograd, 0, sizeof c->winograd);
   memset(c->scratch, 0, sizeof c->scratch);
@@ -984,7 +1048,8 @@ static inline int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engin
     c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
-    c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) : 0;
+    c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) + (size_t)c->winograd[10]
+                             : 0;
     size_t at[7];
     dnnl_byoc_scratch_offsets(c->scratch, at);
     /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
@@ -1031,8 +1096,10 @@ static inline int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t
   if (ok && c->w_in != NULL) {
     ok = dnnl_byoc_execute(c->w_in, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
                            (void* const[]){(void*)w, weights}, memory);
-  } else if (ok && c->weights == NULL && c->winograd[0] > 0) {
-    dnnl_byoc_winograd_weights((float*)weights, w, c->winograd[3], c->winograd[4]);
+  }
+  int finite = c->weights_finite;  /* a call's own weights: whether they are all finite */
+  if (ok && c->weights == NULL && c->winograd[0] > 0) {
+    finite = dnnl_byoc_winograd_weights((float*)weights, w, c->winograd[3], c->winograd[4]);
   }
   ok = ok && dnnl_byoc_move(c->src_in, c->transposes[0], engine, stream, x, src, memory);
   if (ok && residual != NULL && c->dst_in != NULL) {
@@ -1042,7 +1109,8 @@ static inline int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t
   }
   if (c->winograd[0] > 0) {  /* the residual is added from where it is, or from dst after the moves above */
     const float* add = c->adds_residual ? addend : residual != NULL ? (const float*)dst : NULL;
-    ok = ok && dnnl_byoc_winograd(c, engine, stream, src, weights, b, add, dst, memory + at[5], memory);
+    const float* plain = c->plain != NULL ? c->plain : w;
+    ok = ok && dnnl_byoc_winograd(c, engine, stream, src, weights, plain, finite, b, add, dst, memory + at[5], memory);
   } else {
     /* the bias and the residual are the 4th and 5th arguments, where the conv takes them */
     const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
