@@ -234,19 +234,20 @@ def check_member_size(info: zipfile.ZipInfo, what: str, limit: int, error: Error
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str, error: Error) -> bytes:
     """Member ``info`` decompressed in chunks, refused as soon as it gives more bytes than
     it declares (checked by :func:`check_member_size` before)."""
-    chunks: list[bytes] = []
-    total = 0
     with archive.open(info) as member:
-        while True:
-            chunk = member.read(CHUNK)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > info.file_size:
-                raise error(
-                    f"{what}: member {info.filename!r} expands to more than the "
-                    f"{size_text(info.file_size)} it declares",
-                    hint="the archive is corrupt or hostile",
-                )
-            chunks.append(chunk)
-    return b"".join(chunks)
+        return b"".join(member_chunks(member, info, what, error))
+
+
+def member_chunks(member, info: zipfile.ZipInfo, what: str, error: Error, done: int = 0):
+    """The rest of the open member ``info`` (``done`` bytes of it read already), chunk by
+    chunk, refused as soon as it gives more bytes than it declares: a compressed
+    member's declared size is only a claim."""
+    while chunk := member.read(CHUNK):
+        done += len(chunk)
+        if done > info.file_size:
+            raise error(
+                f"{what}: member {info.filename!r} expands to more than the "
+                f"{size_text(info.file_size)} it declares",
+                hint="the archive is corrupt or hostile",
+            )
+        yield chunk

@@ -31,7 +31,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .errors import ByocError
-from .input_files import CHUNK, NPZ_LIMIT, check_zip_members, read_limited, size_text
+from .input_files import NPZ_LIMIT, check_zip_members, member_chunks, read_limited, size_text
 from .ir import numpy_dtype
 
 BFLOAT16 = numpy_dtype("bfloat16")
@@ -103,15 +103,8 @@ def _check_archive(data: bytes, what: str, error: Callable[..., ByocError]) -> N
                 head = member.read(HEADER_BYTES)
                 _check_npy_header(head, info, what, error)
                 if info.compress_type != zipfile.ZIP_STORED:  # count what it really expands to
-                    total = len(head)
-                    while chunk := member.read(CHUNK):
-                        total += len(chunk)
-                        if total > info.file_size:
-                            raise error(
-                                f"{what}: member {info.filename!r} expands to more than the "
-                                f"{size_text(info.file_size)} it declares",
-                                hint="the archive is corrupt or hostile",
-                            )
+                    for _ in member_chunks(member, info, what, error, len(head)):
+                        pass
 
 
 def _check_npy_header(head: bytes, info: zipfile.ZipInfo, what: str, error: Callable[..., ByocError]) -> None:

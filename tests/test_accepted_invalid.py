@@ -22,6 +22,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import run_cli
+from mini_spec import C_SOURCE
 
 from byoc.api import parse
 from byoc.atomic import write_directory, write_file
@@ -83,32 +84,6 @@ def test_float32s_largest_value_is_accepted_and_3_5e38_is_not():
 
 
 # ------------------------------------------------------------------ macro bodies
-
-C_SOURCE = """\
-version: 1
-name: mini
-kind: c_source
-symbol_prefix: mini
-dtypes: [float32]
-ranks: [1]
-compile:
-  language: c
-  flags: ["-O${opt_level}", -Wall]
-options:
-  opt_level: {type: int, default: 2}
-macros:
-  BIN_1D:
-    inputs: 2
-    params: {p_ID_: "${symbol}", p_OP_: "${operator}", p_N_: "${dim0}"}
-    body: |
-      static void p_ID_(const float* a, const float* b, float* out) {
-        for (int i = 0; i < p_N_; ++i) out[i] = a[i] p_OP_ b[i];
-      }
-ops:
-  add:
-    macros: {1: BIN_1D}
-    vars: {operator: "+"}
-"""
 
 
 @pytest.mark.parametrize("name", ["opt_level", "backend", "symbol_prefix", "symbol", "in0_dim0", "x"])

@@ -9,35 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mini_spec import C_SOURCE
 
 from byoc.errors import SpecError
 from byoc.spec import load_backend_file
-
-C_SOURCE = """\
-version: 1
-name: mini
-kind: c_source
-symbol_prefix: mini
-dtypes: [float32]
-ranks: [1, 2]
-compile:
-  language: c
-  flags: ["-O${opt_level}", -Wall]
-options:
-  opt_level: {type: int, default: 2}
-macros:
-  BIN_1D:
-    inputs: 2
-    params: {p_ID_: "${symbol}", p_OP_: "${operator}", p_N_: "${dim0}"}
-    body: |
-      static void p_ID_(const float* a, const float* b, float* out) {
-        for (int i = 0; i < p_N_; ++i) out[i] = a[i] p_OP_ b[i];
-      }
-ops:
-  add:
-    macros: {1: BIN_1D}
-    vars: {operator: "+"}
-"""
 
 ENGINE = """\
 version: 1
