@@ -230,7 +230,14 @@ def check_model(model, where: str):
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
-    if opset is None or opset < MIN_OPSET:
+    if opset is None:
+        others = ", ".join(f"{o.domain} {o.version}" for o in model.opset_import) or "none"
+        raise GraphError(
+            f"{where} imports no opset of ONNX's default domain (ai.onnx), only: {others}",
+            hint="byoc imports the ops of the default domain; a model of another domain alone "
+            "(ai.onnx.ml: classic machine learning) has none it can take",
+        )
+    if opset < MIN_OPSET:
         raise GraphError(
             f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
             hint="convert it first: onnx.version_converter.convert_version(model, 13)",

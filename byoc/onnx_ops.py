@@ -260,7 +260,7 @@ class Importer:
 
     def constant(self, array: np.ndarray, name: str) -> str:
         ident = self.names(name)
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # not np.ascontiguousarray: it makes a scalar shape (1,)
         where = f"{self.path}: {self.describe() + ': ' if self.node else ''}constant {name!r}"
         type_ = f"{dsl_dtype(array.dtype, where)}{_dims(array.shape)}"
         if array.size <= INLINE_ELEMENTS and (array.dtype.kind in "iub" or np.isfinite(array).all()):

@@ -113,13 +113,13 @@ def read_tensor(path: Path) -> np.ndarray:
                 hint="the file is truncated or corrupt",
             )
     try:
-        array = np.ascontiguousarray(onnx.numpy_helper.to_array(tensor))
+        array = np.asarray(onnx.numpy_helper.to_array(tensor), order="C")  # a scalar stays rank 0
     except Exception as exc:  # values that do not fill the shape
         raise UsageError(f"{where}: its values do not fit its shape {list(tensor.dims)} ({exc})") from None
     if dtype == "bfloat16" and array.dtype in (np.uint16, np.int32):
         # an onnx without ml_dtypes gives a bfloat16 tensor's bits: from raw_data as
         # uint16, from int32_data (one value per int32, in its low 16 bits) as int32
-        array = np.ascontiguousarray(array.astype(np.uint16).view(numpy_dtype("bfloat16")))
+        array = np.asarray(array.astype(np.uint16).view(numpy_dtype("bfloat16")), order="C")
     if array.dtype != numpy_dtype(dtype):
         raise UsageError(
             f"{where}: onnx read its {dtype} tensor as {array.dtype}", hint="update the onnx package"

@@ -116,9 +116,16 @@ def function_text(
     const_text, const_names, non_finite = arrays.texts, arrays.names, arrays.non_finite
     for c, c_name in zip(constants, const_names):
         table[c.name] = _Value(c.name, c.type, c_name)
+    # A constant with no elements is read by no loop: without a use its array would be
+    # an unused static (an error under -Werror).
+    empty = [
+        f"  (void){n};  /* no elements: nothing reads it */"
+        for c, n in zip(constants, const_names)
+        if not c.values.size
+    ]
 
     body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed]
-    body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
+    body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
     parallel = False
     clones = bool(values.get("target_clones"))
     outline = Outliner(sym, _pointers(fn), clones)
@@ -127,7 +134,7 @@ def function_text(
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline)
         used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
         body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
-        body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0]
+        body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
         parallel = nested.parallel
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))

@@ -222,6 +222,19 @@ def test_compiles_and_matches_reference(case, tmp_path, rng):
         check_against_reference(module, fn, rng)
 
 
+def test_a_constant_with_no_elements_compiles_and_runs(tmp_path, rng):
+    """A constant of no elements that a region reads (a concatenate's empty part) is an
+    array no loop reads: it once failed the module's -Werror build as an unused static."""
+    text = "graph main(x: float32[2, 3]) {\n  m = const float32[2, 0] []\n  return relu(concatenate(x, m, axis=1))\n}\n"
+    program = partition(parse(text, "graph"), [load_backend(BACKEND)])
+    externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    source = generate(externals)
+    assert "(void)fused_0_const_0;  /* no elements: nothing reads it */" in source
+    module = compile_text(source, tmp_path)
+    for fn in externals:
+        check_against_reference(module, fn, rng)
+
+
 def test_one_loop_of_scalar_locals():
     text = generate(externals_of("guide_subgraph"))
     body = text[text.index("static void fused_0_(") :]

@@ -215,6 +215,46 @@ def test_test_data_inputs_bind_in_order(tmp_path, capsys):
     assert rc == 1, out + err
 
 
+def test_test_data_keeps_a_scalar_input_scalar(tmp_path, capsys):
+    """y = x * s for a rank-0 input s: its input_1.pb is a scalar tensor, read as one
+    (it once became shape [1], and the run refused it as of the wrong shape)."""
+    import onnxruntime
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "mul.onnx")
+    x, s = RNG.standard_normal((2, 3)).astype(np.float32), np.asarray(1.5, np.float32)
+    session = onnxruntime.InferenceSession(model.read_bytes(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": x, "s": s})
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, array in (("input_0.pb", x), ("input_1.pb", s), ("output_0.pb", y)):
+        (data / name).write_bytes(numpy_helper.from_array(array).SerializeToString())
+    rc, out, err = run_cli(capsys, "run", model, "--backend", "json", "--inputs", data)
+    assert rc == 0, out + err
+
+
+def test_a_second_run_of_a_model_hits_the_compile_cache(tmp_path, capsys, monkeypatch):
+    """The in-memory import leaves no temporary path in the generated code (its text is
+    part of the cache key): the second run of the same model compiles nothing."""
+    from test_runtime_build import compilations, wrapper
+
+    script, log = wrapper(tmp_path)
+    monkeypatch.setenv("CC", str(script))
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    for _ in range(2):
+        rc, out, err = run_cli(capsys, "run", TINY, "--backend", "fused", "--inputs", TINY_DATA)
+        assert rc == 0, out + err
+    assert len(compilations(log)) == 1, "the second run compiled the model again"
+
+
 PYTORCH_CONVERTED = [
     "test_Conv2d_groups",
     "test_BatchNorm2d_eval",

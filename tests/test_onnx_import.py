@@ -490,3 +490,17 @@ def test_backend_module_imports_without_onnx():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "needs the onnx package" in out.stdout and "pip install 'byoc[onnx]'" in out.stdout
+
+
+def test_a_rank_0_constant_keeps_its_rank(tmp_path):
+    """Gather by a scalar index drops the axis (BERT's pooler takes token 0 so, ViT its
+    class token): the index initializer is rank 0, and must stay so through the import
+    (it once became shape [1], and the result kept the axis, in byoc and in its
+    reference alike)."""
+    nodes = [
+        helper.make_node("Gather", ["x", "first"], ["token"], axis=1),
+        helper.make_node("Add", ["token", "scalar"], ["shifted"]),
+    ]
+    inits = [ints(0, "first"), numpy_helper.from_array(np.asarray(0.25, np.float32), "scalar")]
+    graph = run_case(model(nodes, [("x", [2, 5, 8])], ["shifted"], inits), {"x": x(2, 5, 8)}, tmp_path)
+    assert "first = const int64[] [0]" in graph.read_text()  # rank 0: no dimensions

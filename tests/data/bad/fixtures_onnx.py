@@ -115,6 +115,14 @@ def onnx_no_outputs(d: Path) -> None:
 
 
 @fixture
+def onnx_ml_domain_only(d: Path) -> None:
+    """A classic-ML model: its one opset is ai.onnx.ml's (no default-domain opset)."""
+    node = _node("Binarizer", ["x"], ["y"], "binarize")
+    node.domain = "ai.onnx.ml"
+    _save(d, [node], [_value("x", [2, 3])], [_value("y", [2, 3])], opsets=(("ai.onnx.ml", 3),))
+
+
+@fixture
 def onnx_cycle(d: Path) -> None:
     _save(
         d,
