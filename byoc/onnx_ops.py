@@ -176,13 +176,34 @@ class Importer:
             ],
             [helper.make_empty_tensor_value_info(o) for o in node.output if o],
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
-        try:
-            results = ReferenceEvaluator(model).run(None, feeds)
-        except Exception as exc:
-            raise self.unsupported(f"folding it at import ({type(exc).__name__}: {exc})") from None
+        results = None
+        for opset in (self.opset, *self._newer_versions(node.op_type)):
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+            try:
+                results = ReferenceEvaluator(model).run(None, feeds)
+                break
+            except Exception as exc:
+                if opset == self.opset:
+                    failure = exc
+                if "No implementation for operator" not in str(exc):
+                    break
+        if results is None:
+            raise self.unsupported(f"folding it at import ({type(failure).__name__}: {failure})") from None
         for name, value in zip([o for o in node.output if o], results):
             self.consts[name] = np.asarray(value)
+
+    def _newer_versions(self, op_type: str) -> list[int]:
+        """The versions of ``op_type`` newer than the model's opset, oldest first: the
+        reference evaluator implements some ops only from a later version
+        (QuantizeLinear and DequantizeLinear from 19, which added types and attributes
+        with defaults that keep the earlier meaning), so a constant one is folded at the
+        first version it implements."""
+        schemas = self.onnx.defs.get_all_schemas_with_history()
+        return sorted(
+            s.since_version
+            for s in schemas
+            if s.name == op_type and s.domain == "" and s.since_version > self.opset
+        )
 
     # ------------------------------------------------------------ helpers for handlers
 

@@ -504,3 +504,26 @@ def test_a_rank_0_constant_keeps_its_rank(tmp_path):
     inits = [ints(0, "first"), numpy_helper.from_array(np.asarray(0.25, np.float32), "scalar")]
     graph = run_case(model(nodes, [("x", [2, 5, 8])], ["shifted"], inits), {"x": x(2, 5, 8)}, tmp_path)
     assert "first = const int64[] [0]" in graph.read_text()  # rank 0: no dimensions
+
+
+def test_a_constant_dequantize_linear_folds_at_opset_17(tmp_path):
+    """Weights stored as int8 with a scale and zero point, dequantized by a node whose
+    inputs are all constants: folded at import, although ONNX's reference evaluator
+    implements DequantizeLinear only from opset 19 (it was refused at opset 17)."""
+    q = numpy_helper.from_array(RNG.integers(-128, 128, (4, 3)).astype(np.int8), "q")
+    scale = numpy_helper.from_array(np.asarray(0.05, np.float32), "scale")
+    zero = numpy_helper.from_array(np.asarray(3, np.int8), "zero")
+    nodes = [
+        helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["w"]),
+        helper.make_node("MatMul", ["x", "w"], ["y"]),
+    ]
+    m = model(nodes, [("x", [2, 4])], ["y"], [q, scale, zero], opset=17)
+    feeds = {"x": x(2, 4)}
+    # onnxruntime without its graph optimizations: with them, it fuses the pair into an
+    # int8 matmul that quantizes x too (2e-3 of the largest output away from the model)
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    check_backends(import_model(m, tmp_path), feeds, session.run(None, feeds))
