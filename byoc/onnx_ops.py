@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .catalog import infer_type, normalize_attrs
 from .errors import GraphError
-from .ir import DTYPES, dtype_name
+from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
 from .onnx_import import (
     INLINE_ELEMENTS,
     Names,
@@ -31,6 +32,16 @@ from .onnx_import import (
     require_onnx,
     tensor_array,
 )
+from .shape_rules import RuleError
+
+
+@cache
+def shipped_catalog():
+    """The shipped op catalog: every op the importer writes is in it."""
+    from .api import load_catalog
+
+    return load_catalog()
+
 
 RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"))
 """Ops of constants that are not constants: never folded."""
@@ -72,6 +83,7 @@ class Importer:
         self.origins: list[str] = []  # per line of self.lines: the node it came from
         self.arrays: dict[str, np.ndarray] = {}
         self.emitted: dict[str, str] = {}  # ONNX name -> DSL identifier of a value in the text
+        self.typed: dict[str, TensorType] = {}  # DSL identifier -> its type, by byoc's own rules
         self.node = None
         self.index = 0
 
@@ -119,6 +131,7 @@ class Importer:
         for value, (shape, dtype) in zip(self.inputs, self.input_types):
             ident = self.names(value.name)
             self.emitted[value.name] = ident
+            self.typed[ident] = TensorType(tuple(shape), dtype_name(dtype))
             params.append(f"{ident}: {dsl_dtype(dtype, f'{self.path}: input {value.name!r}')}{_dims(shape)}")
         for index, node in enumerate(self.graph.node):
             self.node, self.index = node, index
@@ -292,6 +305,7 @@ class Importer:
             values = f"weights[{dsl_string(entry)}]"
         self.lines.append(f"  {ident} = const {type_} {values}")
         self.emitted[name] = ident
+        self.typed[ident] = TensorType(array.shape, dtype_name(array.dtype))
         return ident
 
     def scalar(self, value: float, like: str) -> str:
@@ -306,7 +320,29 @@ class Importer:
         self.lines.append(f"  {ident} = {op}({', '.join(args)})")
         if out is not None:
             self.emitted[out] = ident
+        self._infer(op, ident, inputs, attrs or {}, out)
         return ident
+
+    def _infer(self, op: str, ident: str, inputs: list[str], attrs: dict, out: str | None) -> None:
+        """The type of ``ident = op(inputs, attrs)`` by the catalog's shape rules, and of
+        ONNX value ``out`` where ONNX's inference left its shape unknown: after a
+        Reshape to a shape that a Shape/Gather/Concat chain computes, it may, and a
+        later op that needs the shape (Softmax's axis) would be refused. A statement
+        byoc's rules refuse is left untyped: the parser reports it, located."""
+        types = [self.typed.get(i) for i in inputs]
+        opdef = shipped_catalog().get(op)
+        if opdef is None or None in types:
+            return
+        given = [
+            (k, tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else v) for k, v in attrs.items()
+        ]
+        try:
+            inferred = infer_type(opdef, types, normalize_attrs(opdef, given))
+        except (RuleError, ValueError, TypeError):
+            return
+        self.typed[ident] = inferred
+        if out is not None and self.types.get(out, (None, None))[0] is None:
+            self.types[out] = (inferred.shape, numpy_dtype(inferred.dtype))
 
     def alias(self, onnx_name: str, ident: str) -> None:
         self.emitted[onnx_name] = ident

@@ -527,3 +527,22 @@ def test_a_constant_dequantize_linear_folds_at_opset_17(tmp_path):
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = onnxruntime.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
     check_backends(import_model(m, tmp_path), feeds, session.run(None, feeds))
+
+
+def test_shapes_flow_through_a_reshape_to_a_computed_shape(tmp_path):
+    """An exporter's shape chain: Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))
+    folds to a constant shape, but ONNX's inference leaves the Reshape's result without
+    one; byoc types it by its own rules, so the Softmax after it (which needs the rank
+    for its axis) imports (it was refused as 'a value of unknown shape')."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"]),
+        helper.make_node("Softmax", ["flat"], ["y"], axis=-1),
+    ]
+    inits = [ints(0, "zero"), ints([0], "axes"), ints([-1], "rest")]
+    m = model(nodes, [("x", [2, 3, 4])], [("y", ["a", "b"])], inits)
+    assert not any(v.name == "flat" and v.type.tensor_type.shape.dim for v in m.graph.value_info)
+    run_case(m, {"x": x(2, 3, 4)}, tmp_path)
