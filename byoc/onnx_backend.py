@@ -13,6 +13,10 @@ of preference; what none of them takes runs on the host, unless
 no inputs, so a model with a dynamic input dimension is built on ``run``, once per
 combination of input shapes (the built models are kept, keyed by those shapes):
 the dynamic dimensions come from the arrays given, the static ones must match.
+An input whose value a node needs at build time (Reshape's shape, a reduction's axes,
+Pad's pads, given as inputs rather than initializers) makes the model specialised:
+it is built on ``run`` with that input's value bound as a constant, once per
+combination of such values (:attr:`ByocRep.specialised` names those inputs).
 
 ``run`` takes the model's inputs that are not initializers, in the graph's order,
 and returns the outputs in the graph's order, with the dtypes the model declares.
@@ -31,6 +35,7 @@ import numpy as np
 
 from .errors import GraphError, UsageError
 from .onnx_import import check_model, require_onnx
+from .onnx_ops import NeedsValue
 
 try:
     from onnx.backend.base import Backend as _OnnxBackend
@@ -39,6 +44,9 @@ except ImportError:  # the classes still import; require_onnx() says how to inst
     _OnnxBackend = _OnnxBackendRep = object
 
 Shapes = tuple[tuple[int, ...], ...]
+Key = Shapes | tuple[Shapes, tuple[tuple[str, str, bytes], ...]]
+"""A build's key: the input shapes, and with them the values of the specialised inputs
+when there are any."""
 
 
 @dataclass(frozen=True)
@@ -170,9 +178,14 @@ class ByocRep(_OnnxBackendRep):
         self.input_dtypes = [_dtype(onnx, v) for v in self.inputs]
         self.output_names = [v.name for v in graph.output]
         self.output_dtypes = [_dtype(onnx, v) for v in graph.output]
-        self.built: dict[Shapes, Built] = {}
+        self.built: dict[Key, Built] = {}
+        self.specialised: list[str] = []
+        """The inputs whose values the model is built for (see the module doc)."""
         if all(d is not None for dims in self.input_dims for d in dims):
-            self._build(tuple(tuple(dims) for dims in self.input_dims))
+            try:
+                self._build(tuple(tuple(dims) for dims in self.input_dims), None)
+            except NeedsValue as need:  # built by run, for the values it is given
+                self.specialised.append(need.input)
 
     def run(self, inputs: Any, **kwargs: Any):
         onnx = require_onnx()
@@ -180,7 +193,7 @@ class ByocRep(_OnnxBackendRep):
             raise UsageError(f"run got unknown keyword(s) {', '.join(sorted(kwargs))}")
         arrays = self._arrays(inputs)
         shapes = tuple(a.shape for a in arrays)
-        built = self.built.get(shapes) or self._build(shapes)
+        built = self.built.get(self._key(shapes, arrays)) or self._build(shapes, arrays)
         outputs = [
             np.asarray(o, dtype) if dtype is not None else np.asarray(o)
             for o, dtype in zip(built.run(arrays), self.output_dtypes)
@@ -223,17 +236,48 @@ class ByocRep(_OnnxBackendRep):
             arrays.append(array)
         return arrays
 
-    def _build(self, shapes: Shapes) -> Built:
-        from .api import backend_loader, load_catalog
-        from .building import build, partition_over
-        from .ir import CALL_OP
+    def _key(self, shapes: Shapes, arrays: Sequence[np.ndarray] | None) -> Key:
+        if not self.specialised or arrays is None:
+            return shapes
+        names = [v.name for v in self.inputs]
+        values = {name: arrays[names.index(name)] for name in self.specialised}
+        return shapes, tuple((n, a.dtype.str, a.tobytes()) for n, a in sorted(values.items()))
+
+    def _build(self, shapes: Shapes, arrays: Sequence[np.ndarray] | None) -> Built:
+        """The build for ``shapes`` and, of the specialised inputs, the values in
+        ``arrays`` (None: no values known, at prepare); an input found to need its value
+        joins :attr:`specialised`, and the import starts again with it bound."""
+        from .api import load_catalog
         from .onnx_import import import_program
-        from .reference import evaluate
 
         s = self.settings
         catalog = load_catalog(spec_path=s.spec_path)
-        fixed = {v.name: shape for v, shape in zip(self.inputs, shapes)}
-        program = import_program(self.model, fixed, catalog=catalog, spec_path=s.spec_path)
+        names = [v.name for v in self.inputs]
+        fixed = dict(zip(names, shapes))
+        while True:
+            bound = {n: arrays[names.index(n)] for n in self.specialised} if arrays is not None else {}
+            try:
+                program = import_program(
+                    self.model, fixed, catalog=catalog, spec_path=s.spec_path, bound=bound
+                )
+                break
+            except NeedsValue as need:
+                if arrays is None or need.input in self.specialised or need.input not in names:
+                    raise
+                self.specialised.append(need.input)
+        built = self._built(program, catalog, [k for k, n in enumerate(names) if n not in bound])
+        self.built[self._key(shapes, arrays)] = built
+        return built
+
+    def _built(self, program, catalog, taken: list[int]) -> Built:
+        """``program`` partitioned and built; it takes the inputs at ``taken`` (the rest
+        are bound)."""
+        from .api import backend_loader
+        from .building import build, partition_over
+        from .ir import CALL_OP
+        from .reference import evaluate
+
+        s = self.settings
         program = partition_over(program, s.backends, backend_loader(s.spec_path, catalog), catalog)
         main = program.functions[0]
         host_ops = tuple(n.op for n in main.nodes if n.op != CALL_OP)
@@ -248,16 +292,14 @@ class ByocRep(_OnnxBackendRep):
             executor = build(program, options=s.options, spec_path=s.spec_path, catalog=catalog).executor()
 
             def run(arrays):
-                return executor(**dict(zip(params, arrays)))
+                return executor(**dict(zip(params, [arrays[k] for k in taken])))
 
         else:  # no node, or none that a backend takes: the host runs it all, as it would its part
 
             def run(arrays):
-                return evaluate(main, dict(zip(params, arrays)), catalog)
+                return evaluate(main, dict(zip(params, [arrays[k] for k in taken])), catalog)
 
-        built = Built(run, host_ops)
-        self.built[shapes] = built
-        return built
+        return Built(run, host_ops)
 
 
 def _dims(value) -> list[int | None]:

@@ -336,12 +336,12 @@ def import_onnx(
     return _import(model, where, shapes, weights_file or f"{stem}.npz")
 
 
-def _import(model, where: str, shapes, weights_file: str) -> Imported:
+def _import(model, where: str, shapes, weights_file: str, bound=None) -> Imported:
     from .onnx_functions import inline
     from .onnx_ops import Importer
 
     model, calls = inline(model, where)
-    importer = Importer(model, dict(shapes or {}), where, calls)
+    importer = Importer(model, dict(shapes or {}), where, calls, bound)
     body, arrays, body_origins = importer.run()
     data = npz_bytes(arrays)
     # the file names are data: escaped as DSL strings, so that no name can end the
@@ -397,13 +397,15 @@ def import_program(
     catalog=None,
     spec_path=None,
     where: str | None = None,
+    bound: Mapping[str, np.ndarray] | None = None,
 ):
     """The model ``source`` (as for :func:`import_onnx`) imported and parsed in memory:
     the Program that ``byoc import`` followed by parsing the written graph would give
     (its weights file ``STEM.npz``, the digest the same). Nothing is written: the parser
-    reads the weights from memory."""
+    reads the weights from memory. ``bound`` specialises the model to values of some
+    of its inputs, which it then no longer takes (:class:`byoc.onnx_ops.NeedsValue`)."""
     model, where, stem = _model_of(source, where)
-    imported = _import(model, where, shapes, f"{stem}.npz")
+    imported = _import(model, where, shapes, f"{stem}.npz", bound)
     return parse_imported(imported, catalog=catalog, spec_path=spec_path)
 
 

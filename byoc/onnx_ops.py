@@ -47,10 +47,24 @@ RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multi
 """Ops of constants that are not constants: never folded."""
 
 
-class Importer:
-    """One model's import: known constants, value types, and the statements so far."""
+class NeedsValue(GraphError):
+    """A node needs the value of a model input as a constant (Reshape's shape, a
+    reduction's axes, ...): the model can be built once that input's value is known
+    (bound, see :class:`Importer`). ``input`` is the input's ONNX name."""
 
-    def __init__(self, model, shapes: dict[str, tuple[int, ...]], path: str, calls=()) -> None:
+    def __init__(self, message: str, input: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.input = input
+
+
+class Importer:
+    """One model's import: known constants, value types, and the statements so far.
+    ``bound`` gives values of model inputs, which the import takes as constants (the
+    model specialised to them: they are no longer inputs)."""
+
+    def __init__(
+        self, model, shapes: dict[str, tuple[int, ...]], path: str, calls=(), bound: Mapping | None = None
+    ) -> None:
         onnx = require_onnx()
         self.calls = calls  # per node: the model's call of the local function it came from, if any
         self.onnx = onnx
@@ -76,6 +90,11 @@ class Importer:
         self.types: dict[str, tuple[tuple[int, ...] | None, np.dtype]] = {}
         for v in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
             self.types[v.name] = _value_type(onnx, v)
+        for name, array in (bound or {}).items():  # specialised: constants from now on
+            kept = [k for k, v in enumerate(self.inputs) if v.name != name]
+            self.inputs = [self.inputs[k] for k in kept]
+            self.input_types = [self.input_types[k] for k in kept]
+            self.consts[name] = np.asarray(array)
         self.graph = graph
         self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
         self.names = Names()
@@ -264,6 +283,14 @@ class Importer:
         if k >= len(node.input) or not node.input[k]:
             return None
         if node.input[k] not in self.consts:
+            if node.input[k] in {v.name for v in self.inputs}:  # known once the model runs
+                raise NeedsValue(
+                    f"{self.path}: {self.describe()}: its {what} is the model input {node.input[k]!r}, "
+                    "whose value byoc needs at build time",
+                    node.input[k],
+                    hint="make it an initializer, or run the model through byoc.onnx_backend, which "
+                    "builds it for the values it is given",
+                )
             raise self.unsupported(f"a {what} computed at run time (input {k}, {node.input[k]!r})")
         return self.consts[node.input[k]]
 
@@ -393,6 +420,8 @@ class OnnxOp:
     roles: Mapping[str, str] = field(default_factory=dict)
     attrs: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     axes_input_since: int = 1
+    fixed: Mapping[str, float] = field(default_factory=dict)
+    """Catalog attributes of ``op`` that the ONNX op fixes (HardSwish's hard_sigmoid slope)."""
 
 
 Handler = Callable[[Importer, object, OnnxOp], None]
@@ -920,8 +949,177 @@ def _shrink(imp: Importer, node, e: OnnxOp) -> None:
     imp.emit(r["times"], [moved, imp.emit(r["magnitude"], [side])], out=node.output[0])
 
 
+def _normalized(imp: Importer, node, e: OnnxOp, centred: bool) -> None:
+    """LayerNormalization (``centred``) and RMSNormalization over the axes from ``axis``
+    on: (x - mean) / sqrt(variance + epsilon), or x / sqrt(mean(x^2) + epsilon), times
+    Scale, plus B (LayerNormalization's optional third input); both broadcast to x's
+    trailing axes. A float16 or bfloat16 x is computed in float32 when ``stash_type``
+    is 1 (the default), as ONNX says, and the result cast back. LayerNormalization's
+    optional Mean and InvStdDev outputs are the statistics, kept dims."""
+    imp.check_attrs(node, {"axis", "epsilon", "stash_type"})
+    r = e.roles
+    shape = imp.shape(node.input[0])
+    axis = int(imp.attr("axis", -1))
+    if not -len(shape) <= axis < len(shape):
+        raise imp.invalid(f"its axis {axis} is out of range for a rank-{len(shape)} input")
+    over = {"axes": list(range(axis % len(shape), len(shape))), "keepdims": True}
+    dtype = imp.dtype(node.input[0])
+    stash = int(imp.attr("stash_type", 1)) == 1 and dtype_name(np.dtype(dtype)) in ("float16", "bfloat16")
+    x = imp.value(node.input[0])
+    if stash:
+        x = imp.emit(r["cast"], [x], {"to": "float32"})
+    eps = imp.constant(
+        np.asarray(float(imp.attr("epsilon", 1e-5)), np.float32 if stash else dtype), imp.names.fresh("k")
+    )
+    if centred:
+        mean = imp.emit(e.op, [x], over)
+        x = imp.emit(r["minus"], [x, mean])
+    inverse = imp.emit(
+        r["inverse_sqrt"], [imp.emit(r["plus"], [imp.emit(e.op, [imp.emit(r["times"], [x, x])], over), eps])]
+    )
+    y = imp.emit(r["times"], [x, inverse])
+    if stash:
+        y = imp.emit(r["cast"], [y], {"to": dtype_name(np.dtype(dtype))})
+    has_bias = centred and len(node.input) > 2 and node.input[2]
+    y = imp.emit(r["times"], [y, imp.value(node.input[1])], out=None if has_bias else node.output[0])
+    if has_bias:
+        imp.emit(r["plus"], [y, imp.value(node.input[2])], out=node.output[0])
+    for k, value in ((1, mean if centred else None), (2, inverse)):  # Mean, InvStdDev
+        if k < len(node.output) and node.output[k] and node.output[k] in imp.used:
+            if not centred or value is None:
+                raise imp.unsupported(f"its output {k}")
+            imp.alias(node.output[k], value)
+
+
+def _gelu(imp: Importer, node, e: OnnxOp) -> None:
+    """Gelu (opset 20): the exact form, the catalog's op, or the approximation that
+    ONNX names after the function it uses, ``approximate`` = the ``squash`` role's op:
+    0.5 x (1 + squash(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    imp.check_attrs(node, {"approximate"})
+    r = e.roles
+    x = imp.value(node.input[0])
+    approximate = imp.attr("approximate", "none")
+    if approximate == "none":
+        imp.emit(e.op, [x], out=node.output[0])
+        return
+    if approximate != r["squash"]:
+        raise imp.invalid(f"its approximate {approximate!r} is not 'none' or {r['squash']!r}")
+    k = {v: imp.scalar(v, node.input[0]) for v in (0.044715, math.sqrt(2 / math.pi), 0.5, 1.0)}
+    cube = imp.emit(r["times"], [imp.emit(r["times"], [x, x]), x])
+    inner = imp.emit(
+        r["times"],
+        [k[math.sqrt(2 / math.pi)], imp.emit(r["plus"], [x, imp.emit(r["times"], [k[0.044715], cube])])],
+    )
+    half = imp.emit(r["times"], [k[0.5], x])
+    imp.emit(
+        r["times"], [half, imp.emit(r["plus"], [k[1.0], imp.emit(r["squash"], [inner])])], out=node.output[0]
+    )
+
+
+def _gated(imp: Importer, node, e: OnnxOp) -> None:
+    """x times a gate of x: Swish x sigmoid(alpha x), HardSwish x hard_sigmoid(x) (its
+    slope ``fixed`` at 1/6), Mish x tanh(softplus(x)). ``op`` is the gate's last op, with
+    the ``fixed`` attributes and those of ``attrs`` (as for unary), but for one named
+    ``scale``, which multiplies x first (Swish's alpha); ``roles.inner`` is an op
+    before it (Mish's softplus)."""
+    imp.check_attrs(node, set(e.attrs))
+    r = e.roles
+    x = imp.value(node.input[0])
+    values = {**e.fixed, **{name: float(imp.attr(key, default)) for key, (name, default) in e.attrs.items()}}
+    gate = x
+    if "scale" in values:
+        gate = imp.emit(r["times"], [imp.scalar(values.pop("scale"), node.input[0]), x])
+    if "inner" in r:
+        gate = imp.emit(r["inner"], [gate])
+    imp.emit(r["times"], [x, imp.emit(e.op, [gate], values)], out=node.output[0])
+
+
+def _celu(imp: Importer, node, e: OnnxOp) -> None:
+    """Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)), which is alpha elu(x / alpha)."""
+    imp.check_attrs(node, {"alpha"})
+    r = e.roles
+    alpha = imp.scalar(float(imp.attr("alpha", 1.0)), node.input[0])
+    scaled = imp.emit(r["over"], [imp.value(node.input[0]), alpha])
+    imp.emit(r["times"], [alpha, imp.emit(e.op, [scaled], {"alpha": 1.0})], out=node.output[0])
+
+
+def _thresholded(imp: Importer, node, e: OnnxOp) -> None:
+    """ThresholdedRelu: x where x > alpha, else 0."""
+    imp.check_attrs(node, {"alpha"})
+    r = e.roles
+    x = imp.value(node.input[0])
+    above = imp.emit(r["above"], [x, imp.scalar(float(imp.attr("alpha", 1.0)), node.input[0])])
+    imp.emit(e.op, [above, x, imp.scalar(0.0, node.input[0])], out=node.output[0])
+
+
+def _reduce_composed(imp: Importer, node, e: OnnxOp) -> None:
+    """ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp as the
+    catalog's sum between elementwise ops: ``roles.before`` maps each element first
+    (abs, square, exp), ``roles.after`` the sums (sqrt, log). LogSumExp subtracts the
+    maximum over the same axes first (``roles.peak``) and adds it back after the log
+    (``roles.plus``), so that exp cannot overflow; with keepdims 0 the kept axes are
+    then squeezed (``roles.drop``)."""
+    imp.check_attrs(node, {"axes", "keepdims", "noop_with_empty_axes"})
+    r = e.roles
+    axes = _axes(imp, node, e.axes_input_since)
+    out = node.output[0]
+    x = imp.value(node.input[0])
+    if not axes and imp.attr("noop_with_empty_axes", 0):
+        # each element is its own reduction: L1 |x|, L2 sqrt(x^2), LogSumExp x, ...
+        steps = [] if "peak" in r else [r[k] for k in ("before", "after") if k in r]
+        if not steps:
+            imp.alias(out, x)
+        for k, op in enumerate(steps):
+            x = imp.emit(op, [x], out=out if k == len(steps) - 1 else None)
+        return
+    keep = bool(imp.attr("keepdims", 1))
+    over = {"axes": axes or []}
+    shape = imp.shape(node.input[0])
+    empty = any(shape[a] == 0 for a in (axes or range(len(shape))))  # no maximum to take out
+    if "peak" in r and not empty:
+        peak = imp.emit(r["peak"], [x], {**over, "keepdims": True})
+        sums = imp.emit(
+            e.op, [imp.emit(r["before"], [imp.emit(r["minus"], [x, peak])])], {**over, "keepdims": True}
+        )
+        logged = imp.emit(r["plus"], [imp.emit(r["after"], [sums]), peak], out=out if keep else None)
+        if not keep:
+            rank = len(imp.shape(node.input[0]))
+            imp.emit(
+                r["drop"],
+                [logged],
+                {"axes": sorted(a % rank for a in axes) if axes else list(range(rank))},
+                out=out,
+            )
+        return
+    if "before" in r:
+        x = imp.emit(r["before"], [x])
+    if "after" in r:
+        imp.emit(r["after"], [imp.emit(e.op, [x], {**over, "keepdims": keep})], out=out)
+    else:
+        imp.emit(e.op, [x], {**over, "keepdims": keep}, out=out)
+
+
+def _mean_of(imp: Importer, node, e: OnnxOp) -> None:
+    """Mean of several inputs, broadcast: their sum, divided by how many there are."""
+    imp.check_attrs(node, set())
+    names = [imp.value(i) for i in node.input]
+    total = names[0]
+    for other in names[1:]:
+        total = imp.emit(e.op, [total, other])
+    count = imp.scalar(float(len(names)), node.input[0])
+    imp.emit(e.roles["over"], [total, count], out=node.output[0])
+
+
 KINDS: dict[str, Handler] = {
     "unary": _unary,
+    "normalized": lambda imp, node, e: _normalized(imp, node, e, centred=True),
+    "rms_normalized": lambda imp, node, e: _normalized(imp, node, e, centred=False),
+    "gaussian_error": _gelu,
+    "gated": _gated,
+    "celu": _celu,
+    "thresholded": _thresholded,
+    "reduce_composed": _reduce_composed,
+    "mean_of": _mean_of,
     "binary": _binary,
     "pass_through": _pass_through,
     "conv": _conv(transpose=False),
@@ -969,7 +1167,12 @@ def onnx_ops() -> dict[str, OnnxOp]:
             for k, v in row.get("attrs", {}).items()
         }
         rows[name] = OnnxOp(
-            row["kind"], row.get("op"), row.get("roles", {}), attrs, row.get("axes_input_since", 1)
+            row["kind"],
+            row.get("op"),
+            row.get("roles", {}),
+            attrs,
+            row.get("axes_input_since", 1),
+            {k: float(v) for k, v in row.get("fixed", {}).items()},
         )
         assert rows[name].kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
     return rows

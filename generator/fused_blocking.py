@@ -259,7 +259,7 @@ class BlockedText:
             j = f"{self.block}j"
             lines += [
                 f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-                f"  const int64_t {self.block} = {self.start(self.block)} + {j};",
+                *self._block_counter(body, "  "),
             ]
             indent = "  "
         lines.append(
@@ -268,6 +268,14 @@ class BlockedText:
         lines += [f"{indent}  {line}" for s in body for line in s.split("\n")]
         lines.append(f"{indent}}}")
         return lines + (["}"] if self.block else [])
+
+    def _block_counter(self, uses: Sequence[str], indent: str) -> list[str]:
+        """The block's counter, defined where ``uses`` read it: an operand of no
+        elements along that axis (stride 0) leaves it unread, an unused variable under
+        -Werror."""
+        if not any(re.search(rf"\b{self.block}\b", u) for u in uses):
+            return []
+        return [f"{indent}const int64_t {self.block} = {self.start(self.block)} + {self.block}j;"]
 
     def lanes(self, name: str, updates: Sequence[str]) -> list[str]:
         """The lane loop at one point of the reduction: its bounds (the guards), the
@@ -282,7 +290,7 @@ class BlockedText:
             j = f"{self.block}j"
             lines += [
                 f"  for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-                f"    const int64_t {self.block} = {self.start(self.block)} + {j};",
+                *self._block_counter(updates, "    "),
                 *(f"    {u}" for u in updates),
                 "  }",
             ]

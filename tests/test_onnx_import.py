@@ -19,6 +19,7 @@ import byoc  # noqa: E402
 from byoc.building import build  # noqa: E402
 
 FLOAT = TensorProto.FLOAT
+INT64 = TensorProto.INT64
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 RNG = np.random.default_rng(7)
 
@@ -546,3 +547,34 @@ def test_shapes_flow_through_a_reshape_to_a_computed_shape(tmp_path):
     m = model(nodes, [("x", [2, 3, 4])], [("y", ["a", "b"])], inits)
     assert not any(v.name == "flat" and v.type.tensor_type.shape.dim for v in m.graph.value_info)
     run_case(m, {"x": x(2, 3, 4)}, tmp_path)
+
+
+def test_backend_specialises_a_model_to_the_values_of_shape_inputs():
+    """Reshape's shape given as a model input: prepare cannot build the model, run builds
+    it for the value given, once per distinct value; each run matches onnxruntime."""
+    import onnxruntime
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["x", "shape"], ["r"]),
+            helper.make_node("Softmax", ["r"], ["y"], axis=-1),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", FLOAT, [3, 4]),
+            helper.make_tensor_value_info("shape", INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", FLOAT, ["a", "b"])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    rep = ByocBackend.prepare(m, backends="json", host_fallback=False)
+    assert rep.specialised == ["shape"] and not rep.built
+    x_value = x(3, 4)
+    for target in ([4, 3], [2, 6], [4, 3]):
+        feeds = {"x": x_value, "shape": np.asarray(target, np.int64)}
+        (got,) = rep.run(feeds)
+        (want,) = session.run(None, feeds)
+        assert got.shape == want.shape == tuple(target)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert len(rep.built) == 2, "one build per distinct value"
