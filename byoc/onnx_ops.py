@@ -176,7 +176,7 @@ class Importer:
         """Whether ``node`` computes a constant: Shape of a static tensor, Constant, or
         any deterministic op of constants only."""
         inputs = [i for i in node.input if i]
-        if node.op_type in ("Shape", "Size"):
+        if node.op_type in ("Shape", "Size", "EyeLike"):  # of the input's shape (and dtype) alone
             return inputs[0] in self.consts or self.types.get(inputs[0], (None, None))[0] is not None
         if not inputs:
             return node.op_type == "Constant"
@@ -1110,7 +1110,18 @@ def _mean_of(imp: Importer, node, e: OnnxOp) -> None:
     imp.emit(e.roles["over"], [total, count], out=node.output[0])
 
 
+def _folded(imp: Importer, node, e: OnnxOp) -> None:
+    """An op that byoc only folds (ConstantOfShape, Range): its inputs are shapes and
+    bounds, whose values a build needs. It reaches this handler when one is not a
+    constant: a model input's value specialises the model (:class:`NeedsValue`);
+    anything else is refused."""
+    for k, name in enumerate(node.input):
+        if name and name not in imp.consts:
+            imp.const_input(k, f"input {k}")
+
+
 KINDS: dict[str, Handler] = {
+    "folded": _folded,
     "unary": _unary,
     "normalized": lambda imp, node, e: _normalized(imp, node, e, centred=True),
     "rms_normalized": lambda imp, node, e: _normalized(imp, node, e, centred=False),

@@ -578,3 +578,35 @@ def test_backend_specialises_a_model_to_the_values_of_shape_inputs():
         assert got.shape == want.shape == tuple(target)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert len(rep.built) == 2, "one build per distinct value"
+
+
+def test_backend_folds_constant_of_shape_and_range_of_input_values():
+    """ConstantOfShape and Range, which byoc only folds, of model inputs: specialised to
+    the values given (the issue's 'at run time'), matching onnxruntime."""
+    import onnxruntime
+
+    fill = helper.make_tensor("fill", FLOAT, [1], [1.5])
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["c"], value=fill),
+        helper.make_node("Range", ["start", "limit", "delta"], ["steps"]),
+        helper.make_node("Add", ["x", "c"], ["y"]),
+        helper.make_node("Mul", ["y", "steps"], ["z"]),
+    ]
+    inputs = [("x", FLOAT, [2, 3]), ("shape", INT64, [2]), ("start", FLOAT, []), ("limit", FLOAT, [])]
+    inputs.append(("delta", FLOAT, []))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info("z", FLOAT, ["a", "b"])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    rep = ByocBackend.prepare(m, backends="json", host_fallback=False)
+    scalar = lambda v: np.asarray(v, np.float32)  # noqa: E731
+    feeds = {"x": x(2, 3), "shape": np.asarray([2, 3], np.int64), "start": scalar(1), "limit": scalar(4)}
+    feeds["delta"] = scalar(1)
+    (got,) = rep.run(feeds)
+    (want,) = session.run(None, feeds)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert sorted(rep.specialised) == ["delta", "limit", "shape", "start"]
