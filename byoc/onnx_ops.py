@@ -745,11 +745,25 @@ def _pad(imp: Importer, node, e: OnnxOp) -> None:
     if imp.opset < 11:
         pads, value = imp.attr("pads", imp.attr("paddings")), float(imp.attr("value", 0.0))
     else:
-        if len(node.input) > 3 and node.input[3]:
-            raise imp.unsupported("Pad's axes input")
         pads = imp.const_input(1, "Pad pads")
         given = imp.const_input(2, "Pad value")
         value = _one_value(imp, given, "Pad constant_value") if given is not None else 0.0
+        axes = imp.const_input(3, "Pad axes")
+        if axes is not None:  # opset 18: pads for these axes only (begins, then ends); 0 elsewhere
+            rank = len(imp.shape(node.input[0]))
+            listed = [int(a) for a in np.ravel(axes)]
+            if len(np.ravel(pads)) != 2 * len(listed) or any(not -rank <= a < rank for a in listed):
+                raise imp.invalid(
+                    f"its pads {np.ravel(pads).tolist()} and axes {listed} do not match a rank-{rank} input",
+                    hint="Pad's pads hold a begin and an end for each of its axes, in range",
+                )
+            full = [0] * (2 * rank)
+            for k, a in enumerate(listed):
+                full[a % rank], full[a % rank + rank] = (
+                    int(np.ravel(pads)[k]),
+                    int(np.ravel(pads)[k + len(listed)]),
+                )
+            pads = full
     attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
     imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 

@@ -610,3 +610,11 @@ def test_backend_folds_constant_of_shape_and_range_of_input_values():
     (want,) = session.run(None, feeds)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert sorted(rep.specialised) == ["delta", "limit", "shape", "start"]
+
+
+def test_pad_of_opset_18_with_axes(tmp_path):
+    """Pad's axes input (opset 18): pads for the listed axes only, a negative one too."""
+    nodes = [helper.make_node("Pad", ["x", "pads", "value", "axes"], ["y"], mode="constant")]
+    inits = [ints([1, 2, 0, 3], "pads"), numpy_helper.from_array(np.asarray(0.5, np.float32), "value")]
+    inits.append(ints([0, -1], "axes"))
+    run_case(model(nodes, [("x", [2, 3, 4])], ["y"], inits, opset=18), {"x": x(2, 3, 4)}, tmp_path)
