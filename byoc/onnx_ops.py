@@ -1124,6 +1124,28 @@ def _mean_of(imp: Importer, node, e: OnnxOp) -> None:
     imp.emit(e.roles["over"], [total, count], out=node.output[0])
 
 
+def _trilu(imp: Importer, node, e: OnnxOp) -> None:
+    """Trilu: the upper (``upper`` 1) or lower triangle of the last two axes, from the
+    diagonal ``k`` (an input: a model input's value specialises the model), zero
+    elsewhere: ``op`` (where) between a constant mask and zero."""
+    imp.check_attrs(node, {"upper"})
+    shape = imp.shape(node.input[0])
+    if len(shape) < 2:
+        raise imp.invalid(f"its input has rank {len(shape)}, not 2 or more")
+    given = imp.const_input(1, "Trilu k")
+    k = int(np.ravel(given)[0]) if given is not None and np.size(given) == 1 else 0
+    if given is not None and np.size(given) != 1:
+        raise imp.invalid(f"its k holds {np.size(given)} values, not one")
+    rows, cols = np.indices(shape[-2:])
+    mask = cols - rows >= k if int(imp.attr("upper", 1)) else cols - rows <= k
+    zero = imp.scalar(0, node.input[0])
+    imp.emit(
+        e.op,
+        [imp.constant(mask, imp.names.fresh("mask")), imp.value(node.input[0]), zero],
+        out=node.output[0],
+    )
+
+
 def _folded(imp: Importer, node, e: OnnxOp) -> None:
     """An op that byoc only folds (ConstantOfShape, Range): its inputs are shapes and
     bounds, whose values a build needs. It reaches this handler when one is not a
@@ -1136,6 +1158,7 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 KINDS: dict[str, Handler] = {
     "folded": _folded,
+    "triangle": _trilu,
     "unary": _unary,
     "normalized": lambda imp, node, e: _normalized(imp, node, e, centred=True),
     "rms_normalized": lambda imp, node, e: _normalized(imp, node, e, centred=False),
