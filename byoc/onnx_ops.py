@@ -32,6 +32,7 @@ from .onnx_import import (
     require_onnx,
     tensor_array,
 )
+from .onnx_resize import resize
 from .shape_rules import RuleError
 
 
@@ -1158,6 +1159,7 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 KINDS: dict[str, Handler] = {
     "folded": _folded,
+    "resize": lambda imp, node, e: resize(imp, node, e),
     "triangle": _trilu,
     "unary": _unary,
     "normalized": lambda imp, node, e: _normalized(imp, node, e, centred=True),
