@@ -1090,6 +1090,8 @@ def _reduce_composed(imp: Importer, node, e: OnnxOp) -> None:
     keep = bool(imp.attr("keepdims", 1))
     over = {"axes": axes or []}
     shape = imp.shape(node.input[0])
+    if any(not -len(shape) <= a < len(shape) for a in axes or ()):
+        raise imp.invalid(f"its axes {axes} are out of range for a rank-{len(shape)} input")
     empty = any(shape[a] == 0 for a in (axes or range(len(shape))))  # no maximum to take out
     if "peak" in r and not empty:
         peak = imp.emit(r["peak"], [x], {**over, "keepdims": True})

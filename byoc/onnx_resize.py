@@ -43,7 +43,7 @@ def resize(imp, node, e) -> None:
     and linear with asymmetric coordinates, as Resize-10 too); ``e.op`` is the gather,
     ``e.roles`` times and plus."""
     upsample = node.op_type == "Upsample" or imp.opset < 11
-    imp.check_attrs(node, {"mode"} if upsample else ATTRS)
+    imp.check_attrs(node, {"mode", "scales"} if upsample else ATTRS)
     shape = imp.shape(node.input[0])
     rank = len(shape)
     if upsample:
@@ -57,7 +57,10 @@ def resize(imp, node, e) -> None:
         attrs = {a.name: imp.attr(a.name) for a in node.attribute}
     if attrs.get("mode", "nearest") not in ("nearest", "linear", "cubic"):
         raise imp.invalid(f"its mode {attrs['mode']!r} is not nearest, linear or cubic")
-    axes = [int(a) % rank for a in attrs.pop("axes", None) or range(rank)]
+    axes = [int(a) for a in attrs.pop("axes", None) or range(rank)]
+    if any(not -rank <= a < rank for a in axes) or len(set(a % rank for a in axes)) != len(axes):
+        raise imp.invalid(f"its axes {axes} are out of range or repeat, for a rank-{rank} input")
+    axes = [a % rank for a in axes]
     if (scales is None) == (sizes is None):
         raise imp.invalid("it gives both scales and sizes, or neither", hint="Resize takes exactly one")
     values = np.ravel(scales if sizes is None else sizes)
