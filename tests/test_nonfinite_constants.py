@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import run_cli
+from libraries import missing_library
 
 import byoc
 from byoc.api import parse, print_program
@@ -162,6 +163,8 @@ graph main(x: float32[3, 4]) {
   return dense(x, w)
 }
 """
+    if missing_library("dnnl"):
+        pytest.skip(missing_library("dnnl"))
     program = parse(text, "graph")
     (fn,) = partition(program, [byoc.load_backend("dnnl")]).functions
     if not any(n.callee is not None for n in fn.nodes):

@@ -58,7 +58,7 @@ def test_the_suite_passes_with_the_libraries_hidden(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
-            "-rs",
+            "-rfs",  # failures and skips in the summary: the report names what failed
             *(f"tests/{n}" for n in names),
         ],
         cwd=TESTS.parent,
