@@ -421,8 +421,9 @@ class OnnxOp:
     roles: Mapping[str, str] = field(default_factory=dict)
     attrs: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     axes_input_since: int = 1
-    fixed: Mapping[str, float] = field(default_factory=dict)
-    """Catalog attributes of ``op`` that the ONNX op fixes (HardSwish's hard_sigmoid slope)."""
+    fixed: Mapping[str, float | str] = field(default_factory=dict)
+    """Attributes that the ONNX op fixes: of the catalog ``op`` (HardSwish's hard_sigmoid
+    slope), or of the ONNX op whose semantics it has (Upsample's, as a Resize)."""
 
 
 Handler = Callable[[Importer, object, OnnxOp], None]
@@ -1161,7 +1162,7 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 KINDS: dict[str, Handler] = {
     "folded": _folded,
-    "resize": lambda imp, node, e: resize(imp, node, e),
+    "resize": lambda imp, node, e: resize(imp, node, onnx_ops()["Upsample"] if imp.opset < 11 else e),
     "triangle": _trilu,
     "unary": _unary,
     "normalized": lambda imp, node, e: _normalized(imp, node, e, centred=True),
@@ -1224,7 +1225,7 @@ def onnx_ops() -> dict[str, OnnxOp]:
             row.get("roles", {}),
             attrs,
             row.get("axes_input_since", 1),
-            {k: float(v) for k, v in row.get("fixed", {}).items()},
+            {k: v if isinstance(v, str) else float(v) for k, v in row.get("fixed", {}).items()},
         )
         assert rows[name].kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
     return rows

@@ -40,7 +40,8 @@ PROBE_OPSET = 19
 
 def resize(imp, node, e) -> None:
     """Resize (opset 11 on: X, roi, scales, sizes) and Upsample (X, scales; nearest
-    and linear with asymmetric coordinates, as Resize-10 too); ``e.op`` is the gather,
+    and linear, as Resize-10 too, with the Resize attributes of its row's ``fixed``:
+    asymmetric coordinates, nearest rounding down); ``e.op`` is the gather,
     ``e.roles`` times and plus."""
     upsample = node.op_type == "Upsample" or imp.opset < 11
     imp.check_attrs(node, {"mode", "scales"} if upsample else ATTRS)
@@ -49,9 +50,8 @@ def resize(imp, node, e) -> None:
     if upsample:
         scales = imp.attr("scales") if imp.opset < 9 else imp.const_input(1, "Upsample scales")
         roi, sizes = None, None
-        attrs = {"mode": imp.attr("mode", "nearest"), "coordinate_transformation_mode": "asymmetric"}
-        if attrs["mode"] == "nearest":
-            attrs["nearest_mode"] = "floor"
+        # Upsample's (and Resize-10's) coordinates, as Resize attributes: the row's `fixed`
+        attrs = {"mode": imp.attr("mode", "nearest"), **e.fixed}
     else:
         roi, scales, sizes = (_given(imp, k, what) for k, what in ((1, "roi"), (2, "scales"), (3, "sizes")))
         attrs = {a.name: imp.attr(a.name) for a in node.attribute}
