@@ -174,6 +174,7 @@ class ByocRep(_OnnxBackendRep):
         graph = model.graph
         initializers = {t.name for t in graph.initializer}
         self.inputs = [v for v in graph.input if v.name not in initializers]
+        self.input_names = [v.name for v in self.inputs]
         self.input_dims = [_dims(v) for v in self.inputs]
         self.input_dtypes = [_dtype(onnx, v) for v in self.inputs]
         self.output_names = [v.name for v in graph.output]
@@ -202,7 +203,7 @@ class ByocRep(_OnnxBackendRep):
 
     def _arrays(self, inputs: Any) -> list[np.ndarray]:
         """The inputs in graph order, checked against the model's dtypes and static dims."""
-        names = [v.name for v in self.inputs]
+        names = self.input_names
         if isinstance(inputs, Mapping):
             hint = f"the model's inputs: {', '.join(names)}"
             missing = [n for n in names if n not in inputs]
@@ -239,8 +240,7 @@ class ByocRep(_OnnxBackendRep):
     def _key(self, shapes: Shapes, arrays: Sequence[np.ndarray] | None) -> Key:
         if not self.specialised or arrays is None:
             return shapes
-        names = [v.name for v in self.inputs]
-        values = {name: arrays[names.index(name)] for name in self.specialised}
+        values = {name: arrays[self.input_names.index(name)] for name in self.specialised}
         return shapes, tuple((n, a.dtype.str, a.tobytes()) for n, a in sorted(values.items()))
 
     def _build(self, shapes: Shapes, arrays: Sequence[np.ndarray] | None) -> Built:
@@ -252,7 +252,7 @@ class ByocRep(_OnnxBackendRep):
 
         s = self.settings
         catalog = load_catalog(spec_path=s.spec_path)
-        names = [v.name for v in self.inputs]
+        names = self.input_names
         fixed = dict(zip(names, shapes))
         while True:
             bound = {n: arrays[names.index(n)] for n in self.specialised} if arrays is not None else {}

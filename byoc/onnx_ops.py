@@ -91,11 +91,11 @@ class Importer:
         self.types: dict[str, tuple[tuple[int, ...] | None, np.dtype]] = {}
         for v in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
             self.types[v.name] = _value_type(onnx, v)
-        for name, array in (bound or {}).items():  # specialised: constants from now on
-            kept = [k for k, v in enumerate(self.inputs) if v.name != name]
+        if bound:  # specialised: constants from now on, no longer inputs
+            kept = [k for k, v in enumerate(self.inputs) if v.name not in bound]
             self.inputs = [self.inputs[k] for k in kept]
             self.input_types = [self.input_types[k] for k in kept]
-            self.consts[name] = np.asarray(array)
+            self.consts.update({name: np.asarray(array) for name, array in bound.items()})
         self.graph = graph
         self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
         self.names = Names()
@@ -209,19 +209,24 @@ class Importer:
             ],
             [helper.make_empty_tensor_value_info(o) for o in node.output if o],
         )
-        results = None
-        for opset in (self.opset, *self._newer_versions(node.op_type)):
+
+        def evaluate(opset: int):
             model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-            try:
-                results = ReferenceEvaluator(model).run(None, feeds)
-                break
-            except Exception as exc:
-                if opset == self.opset:
-                    failure = exc
-                if "No implementation for operator" not in str(exc):
-                    break
-        if results is None:
-            raise self.unsupported(f"folding it at import ({type(failure).__name__}: {failure})") from None
+            return ReferenceEvaluator(model).run(None, feeds)
+
+        try:
+            results = evaluate(self.opset)
+        except Exception as exc:
+            results = None
+            if "No implementation for operator" in str(exc):  # only at a later version of the op
+                for opset in self._newer_versions(node.op_type):
+                    try:
+                        results = evaluate(opset)
+                        break
+                    except Exception:  # noqa: BLE001 - the first failure is the one reported
+                        continue
+            if results is None:
+                raise self.unsupported(f"folding it at import ({type(exc).__name__}: {exc})") from None
         for name, value in zip([o for o in node.output if o], results):
             self.consts[name] = np.asarray(value)
 
@@ -1101,7 +1106,7 @@ def _reduce_composed(imp: Importer, node, e: OnnxOp) -> None:
         )
         logged = imp.emit(r["plus"], [imp.emit(r["after"], [sums]), peak], out=out if keep else None)
         if not keep:
-            rank = len(imp.shape(node.input[0]))
+            rank = len(shape)
             imp.emit(
                 r["drop"],
                 [logged],
@@ -1137,9 +1142,9 @@ def _trilu(imp: Importer, node, e: OnnxOp) -> None:
     if len(shape) < 2:
         raise imp.invalid(f"its input has rank {len(shape)}, not 2 or more")
     given = imp.const_input(1, "Trilu k")
-    k = int(np.ravel(given)[0]) if given is not None and np.size(given) == 1 else 0
     if given is not None and np.size(given) != 1:
         raise imp.invalid(f"its k holds {np.size(given)} values, not one")
+    k = 0 if given is None else int(np.ravel(given)[0])
     rows, cols = np.indices(shape[-2:])
     mask = cols - rows >= k if int(imp.attr("upper", 1)) else cols - rows <= k
     zero = imp.scalar(0, node.input[0])

@@ -89,11 +89,7 @@ def resize(imp, node, e) -> None:
             probe = {"scales": [float(values[k])]} if sizes is None else {"sizes": [int(values[k])]}
             region = None if roi is None else [float(np.ravel(roi)[k]), float(np.ravel(roi)[k + len(axes)])]
         weights, offset = _axis_weights(imp, lengths, at, probe, region, attrs)
-        if (
-            weights.shape == (shape[axis], shape[axis])
-            and np.array_equal(weights, np.eye(shape[axis]))
-            and not offset.any()
-        ):
+        if np.array_equal(weights, np.eye(shape[axis])) and not offset.any():
             continue  # identity along this axis
         value = _along(imp, value, axis, rank, weights, offset, dtype, e.op, r)
     imp.alias(node.output[0], value)
@@ -151,7 +147,7 @@ def _axis_weights(imp, lengths: list[int], k: int, probe: dict, region, attrs: d
 def _along(imp, value: str, axis: int, rank: int, weights: np.ndarray, offset, dtype, gather: str, r) -> str:
     """``value`` resized along ``axis`` by ``weights`` (out x in) plus ``offset``."""
     out = weights.shape[0]
-    taps = max(1, max(np.count_nonzero(row) for row in weights) if out else 1)
+    taps = int(np.count_nonzero(weights, axis=1).max(initial=1))
     index = np.zeros((taps, out), np.int64)
     share = np.zeros((taps, out), np.float64)
     for j, row in enumerate(weights):

@@ -124,8 +124,9 @@ def function_text(
         if not c.values.size
     ]
 
-    body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed]
-    body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
+    # what nothing reads: empty outputs and constants (unused inputs are found below)
+    unread = [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
+    body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed] + unread
     parallel = False
     clones = bool(values.get("target_clones"))
     outline = Outliner(sym, _pointers(fn), clones)
@@ -133,8 +134,7 @@ def function_text(
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline)
         used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
-        body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used]
-        body += [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
+        body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used] + unread
         parallel = nested.parallel
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))
