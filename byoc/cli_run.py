@@ -155,6 +155,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     timings = Timings()
     given = _read_inputs(args.inputs)  # before any build: a bad --inputs costs no compile
+    specialised: dict[str, np.ndarray] = {}
     if str(args.file).endswith(".byoc"):
         if args.backend or args.option:
             raise UsageError(
@@ -176,9 +177,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
         with timings.measure("parse"):
-            program = parse_file(
-                args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
-            )
+            if language == "onnx" and given is not None and str(args.file) != "-":
+                program, specialised = _import_specialised(args, catalog, given)
+            else:
+                program = parse_file(
+                    args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
+                )
+        if specialised:
+            given = _without(given, specialised)
         model = build(
             program,
             backends=args.backend,
@@ -192,6 +198,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     supplied, origins, stored = _supplied(args.inputs, given, model, program)
     backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
+    for name, value in specialised.items():
+        sys.stdout.write(
+            f"specialised: input {name!r} = {_shown(value)} (built as a constant, from --inputs)\n"
+        )
     failed = failed_stored = 0
     graph_inputs = {
         name: _inputs(model.executor(name), name, supplied, origins, args.seed, qualified)
@@ -256,6 +266,60 @@ def _read_inputs(path: str | None):
     from .onnx_test_data import read_test_data
 
     return read_test_data(path)
+
+
+def _import_specialised(args: argparse.Namespace, catalog, given):
+    """``(program, specialised)``: the ONNX model of ``byoc run``, specialised to the
+    --inputs values of the inputs that a node needs at build time (Reshape's shape, a
+    reduction's axes, TopK's k: :class:`byoc.onnx_ops.NeedsValue`), as
+    :mod:`byoc.onnx_backend` does; ``specialised`` maps each such ONNX input to its value."""
+    from .cli_import import shapes_of
+    from .onnx_import import import_program, load_model
+    from .onnx_ops import NeedsValue
+
+    model = load_model(args.file)
+    initializers = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    bound: dict[str, np.ndarray] = {}
+    while True:
+        try:
+            program = import_program(
+                model,
+                shapes_of(args),
+                catalog=catalog,
+                spec_path=args.spec_path,
+                where=str(args.file),
+                bound=bound,
+            )
+            return program, bound
+        except NeedsValue as need:
+            value = _given_value(given, names, need.input)
+            if value is None or need.input in bound:
+                raise
+            bound[need.input] = value
+
+
+def _given_value(given, names: list[str], name: str) -> np.ndarray | None:
+    """The --inputs value of ONNX input ``name`` (the K-th input's input_K.pb, or the
+    .npz array of that name), or None."""
+    if isinstance(given, dict):
+        return given.get(name)
+    k = names.index(name) if name in names else len(given.inputs)
+    return given.inputs[k].array if k < len(given.inputs) else None
+
+
+def _without(given, specialised: dict[str, np.ndarray]):
+    """--inputs less the values that the build took as constants."""
+    if isinstance(given, dict):
+        return {k: v for k, v in given.items() if k not in specialised}
+    kept = tuple(t for t in given.inputs if not any(t.array is v for v in specialised.values()))
+    return type(given)(given.directory, kept, given.outputs)
+
+
+def _shown(value: np.ndarray) -> str:
+    """A specialised input's value, short: ``[1, 128, 768]``, or its size when large."""
+    flat = np.ravel(value)
+    return str(flat.tolist()) if flat.size <= 8 else f"{value.dtype}{list(value.shape)}"
 
 
 def _supplied(path: str | None, given, model, program):

@@ -241,6 +241,56 @@ def test_test_data_keeps_a_scalar_input_scalar(tmp_path, capsys):
     assert rc == 0, out + err
 
 
+def _reshape_by_input(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(model, data, other): y = relu(reshape(x, shape)) with ``shape`` a model input,
+    and two test-data directories holding different shapes, with onnxruntime's outputs."""
+    import onnxruntime
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", "cols"])],
+    )
+    model = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "r.onnx")
+    session = onnxruntime.InferenceSession(model.read_bytes(), providers=["CPUExecutionProvider"])
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    dirs = []
+    for label, shape in (("data", [3, 4]), ("other", [4, -1])):
+        shape = np.asarray(shape, np.int64)
+        (y,) = session.run(None, {"x": x, "shape": shape})
+        d = tmp_path / label
+        d.mkdir()
+        for name, array in (("input_0.pb", x), ("input_1.pb", shape), ("output_0.pb", y)):
+            (d / name).write_bytes(numpy_helper.from_array(array).SerializeToString())
+        dirs.append(d)
+    return model, dirs[0], dirs[1]
+
+
+@pytest.mark.parametrize("backend", ["json", "fused"])
+def test_run_specialises_to_the_inputs_a_node_needs(tmp_path, capsys, backend):
+    """Reshape's shape given as a model input: ``byoc run --inputs DIR`` builds the model
+    with that input's value as a constant (and says so), and the result matches
+    onnxruntime's stored output; another value builds another model."""
+    model, data, other = _reshape_by_input(tmp_path)
+    for d, shown in ((data, "[3, 4]"), (other, "[4, -1]")):
+        rc, out, err = run_cli(capsys, "run", model, "--backend", backend, "--inputs", d)
+        assert rc == 0, out + err
+        assert f"specialised: input 'shape' = {shown}" in out
+        assert "output_*.pb" in out.splitlines()[-1]
+
+
+def test_run_without_the_value_a_node_needs_names_the_input(tmp_path, capsys):
+    """Random inputs cannot give Reshape's shape: the error names the input."""
+    model, _, _ = _reshape_by_input(tmp_path)
+    rc, out, err = run_cli(capsys, "run", model, "--backend", "json")
+    assert rc != 0
+    assert "'shape'" in err and "Traceback" not in err
+
+
 def test_a_second_run_of_a_model_hits_the_compile_cache(tmp_path, capsys, monkeypatch):
     """The in-memory import leaves no temporary path in the generated code (its text is
     part of the cache key): the second run of the same model compiles nothing."""
