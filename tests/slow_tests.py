@@ -24,7 +24,7 @@ FUNCTION_SECONDS = 5.0
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (?:setup|call|teardown) +(\S+)")
 MARKED_MODULES = (
     "tests/test_onnx_backend_suite.py",
-    "tests/test_onnx_node_types.py",
+    "tests/test_onnx_node_suite.py",
     "tests/test_sanitizers.py",
     "tests/test_e2e_networks.py",
     "tests/test_benchmarks_networks.py",

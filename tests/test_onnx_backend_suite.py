@@ -17,8 +17,8 @@ group, and names its tests ``test_<name>_<device>`` in a class per group:
   output the shipped ``light_*_output_0.pb``.
 * ``Simple``, ``PyTorchConverted``, ``PyTorchOperator``: ``data/<kind>/test_*/model.onnx``
   with ``test_data_set_*/{input,output}_*.pb``.
-* ``Node``, the node tests of every ONNX op, is out of scope here (tests/test_onnx_node_types.py
-  runs those of the ops it covers). The runner always builds them, which runs every
+* ``Node``, the node tests of every ONNX op, is out of scope here (tests/test_onnx_node_suite.py
+  runs every applicable one). The runner always builds them, which runs every
   op's reference implementation (about 4.5 s, four times): :func:`_runner` hands it no
   node tests instead, and each other group's tests are loaded once for the four
   configurations. The include patterns name only the tests of the four groups above (a
