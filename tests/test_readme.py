@@ -164,13 +164,14 @@ def test_readme_fits_in_320_lines():
 
 def test_onnx_section_shows_the_whole_flow_and_runs():
     """ "Bring an ONNX model": import, partition over two backends, draw, run on the
-    example's test data, save a bundle and run it; its block is one of SH_BLOCKS, so
+    example's test data, save a bundle and run it, and run a transformer of the zoo; its block is one of SH_BLOCKS, so
     test_readme_commands_run runs every command."""
     (block,) = blocks(section("Bring an ONNX model"), "sh")
     assert block in SH_BLOCKS
     commands = byoc_commands(block)
-    assert [subcommand(c) for c in commands] == ["import", "partition", "dot", "run", "build", "run"]
-    assert all(c[1].endswith(".onnx") for c in commands[:-1])
+    assert [subcommand(c) for c in commands] == ["import", "partition", "dot", "run", "build", "run", "run"]
+    assert all(c[1].endswith(".onnx") for c in commands[:5] + commands[6:])
     assert "ccompiler,json" in commands[1] and "ccompiler,json" in commands[2]
     assert commands[3][commands[3].index("--inputs") + 1] == "examples/onnx/test_data_set_0"
     assert commands[5] == ["run", commands[4][commands[4].index("-o") + 1]]
+    assert commands[6][1] == "examples/zoo/gpt2/model.onnx", "a transformer, not only a CNN"
