@@ -17,6 +17,7 @@ examples:
   byoc ops                                 every op: inputs, shape rule, dtypes, attributes
   byoc ops conv relu                       those ops in detail: doc, reference, C expression
   byoc --spec-path my_specs ops            with the ops of my_specs/ops.yaml
+  byoc ops --onnx                          every ONNX op byoc imports, and the catalog ops it becomes
   byoc backends                            which backend runs which op
 
 The catalog is the shipped spec/ops.yaml extended by the ops.yaml of each spec
@@ -41,12 +42,23 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     o.add_argument("names", nargs="*", metavar="NAME", help="show these ops in detail")
+    o.add_argument(
+        "--onnx",
+        action="store_true",
+        help="list the ONNX ops that byoc imports (byoc/onnx_ops.yaml): how each is handled "
+        "and the catalog ops it becomes",
+    )
     o.set_defaults(run=_cmd_ops)
 
 
 def _cmd_ops(args: argparse.Namespace) -> int:
     from .api import load_catalog
 
+    if args.onnx:
+        if args.names:
+            raise UsageError("--onnx lists every ONNX op; it takes no op names", hint="byoc ops --onnx")
+        sys.stdout.write(onnx_table())
+        return 0
     catalog = load_catalog(spec_path=args.spec_path)
     if args.names:
         for name in args.names:
@@ -58,10 +70,31 @@ def _cmd_ops(args: argparse.Namespace) -> int:
         attrs = ", ".join(_attr_text(a) for a in op.attrs) or "-"
         origin = (_origin(op, catalog),) if extended else ()
         rows.append((op.name, op.arity_text(), op.shape_rule, ", ".join(op.dtypes)) + origin + (attrs,))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n")
+    sys.stdout.write(_table(rows))
     return 0
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    """Rows as columns padded to their widest cell."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
+
+
+def onnx_table() -> str:
+    """Every ONNX op of byoc/onnx_ops.yaml, sorted: its handler (the row's ``kind``, a
+    handler of byoc's ONNX import) and the catalog ops it emits (``op``, then the
+    ``roles``); ops that byoc only folds at import say so."""
+    from .onnx_ops import onnx_ops
+
+    rows = [("onnx op", "handler", "catalog ops")]
+    for name, row in sorted(onnx_ops().items()):
+        if row.kind == "folded":
+            rows.append((name, row.kind, "folded at import (a model input's value specialises the model)"))
+            continue
+        ops = [row.op] if row.op else []
+        ops += [op for op in row.roles.values() if op not in ops]
+        rows.append((name, row.kind, ", ".join(ops) or "- (an alias of its input)"))
+    return _table(rows)
 
 
 def _op(catalog: Catalog, name: str) -> OpDef:

@@ -382,3 +382,24 @@ def test_save_outputs_names_the_graph_when_there_are_several(tmp_path, capsys):
         inputs = {p.name: rng.uniform(-2.0, 2.0, size=p.type.shape).astype(np.float32) for p in fn.params}
         for k, want in enumerate(byoc.evaluate(fn, inputs)):
             np.testing.assert_allclose(outputs[f"{fn.name}/output_{k}"], want, rtol=1e-6)
+
+
+def test_ops_onnx_lists_every_imported_op_and_its_catalog_ops(capsys):
+    """`byoc ops --onnx`: one row per ONNX op of byoc/onnx_ops.yaml, naming catalog ops
+    that exist; docs/languages.md shows the same table."""
+    from byoc.api import load_catalog
+    from byoc.onnx_ops import onnx_ops
+
+    rc, out, err = run_cli(capsys, "ops", "--onnx")
+    assert rc == 0, err
+    rows = [line.split(None, 2) for line in out.splitlines()[1:]]
+    assert [r[0] for r in rows] == sorted(onnx_ops())
+    catalog = load_catalog()
+    for name, kind, ops in rows:
+        assert kind == onnx_ops()[name].kind
+        if kind != "folded" and not ops.startswith("-"):
+            assert all(op in catalog for op in ops.split(", ")), (name, ops)
+    docs = (EXAMPLES.parent / "docs" / "languages.md").read_text(encoding="utf-8")
+    assert out in docs, "paste `byoc ops --onnx` into docs/languages.md's ONNX section"
+    rc, _, err = run_cli(capsys, "ops", "--onnx", "relu")
+    assert rc == 2 and "takes no op names" in err
