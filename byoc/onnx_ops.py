@@ -22,6 +22,7 @@ import numpy as np
 from .catalog import infer_type, normalize_attrs
 from .errors import GraphError
 from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
+from .onnx_control import IN_PLACE, branch, loop, scan
 from .onnx_import import (
     INLINE_ELEMENTS,
     Names,
@@ -155,15 +156,7 @@ class Importer:
             params.append(f"{ident}: {dsl_dtype(dtype, f'{self.path}: input {value.name!r}')}{_dims(shape)}")
         for index, node in enumerate(self.graph.node):
             self.node, self.index = node, index
-            if node.domain not in ("", "ai.onnx"):
-                raise self.unsupported(f"op domain {node.domain!r}")
-            if self.foldable(node):
-                self.fold(node)
-                continue
-            row = onnx_ops().get(node.op_type)
-            if row is None:
-                raise self.unsupported("this op")
-            KINDS[row.kind](self, node, row)
+            self.import_node(node)
             self.origins += [self.describe()] * (len(self.lines) - len(self.origins))
         self.node = None
         outputs = [self.value(o.name) for o in self.graph.output]
@@ -173,15 +166,35 @@ class Importer:
         origins = ["the model's inputs", *(self.origins or [""]), "the model's outputs", ""]
         return text, self.arrays, origins
 
+    def import_node(self, node) -> None:
+        """Fold ``node``, or write its statements by its handler; an unrolled loop's
+        body imports its nodes through here too (byoc/onnx_control.py)."""
+        outer, self.node = self.node, node
+        if node.domain not in ("", "ai.onnx"):
+            raise self.unsupported(f"op domain {node.domain!r}")
+        if self.foldable(node):
+            self.fold(node)
+        else:
+            row = onnx_ops().get(node.op_type)
+            if row is None:
+                raise self.unsupported("this op")
+            KINDS[row.kind](self, node, row)
+        self.node = outer
+
     def foldable(self, node) -> bool:
         """Whether ``node`` computes a constant: Shape of a static tensor, Constant, or
-        any deterministic op of constants only."""
+        any deterministic op of constants only (with what its subgraphs read of the
+        enclosing scopes: an If's branches, a Loop's body)."""
         inputs = [i for i in node.input if i]
         if node.op_type in ("Shape", "Size", "EyeLike"):  # of the input's shape (and dtype) alone
             return inputs[0] in self.consts or self.types.get(inputs[0], (None, None))[0] is not None
         if not inputs:
             return node.op_type == "Constant"
-        return node.op_type not in RANDOM and all(i in self.consts for i in inputs)
+        row = onnx_ops().get(node.op_type)
+        if row is not None and row.kind in IN_PLACE:
+            return False  # its subgraph's nodes fold one by one
+        read = inputs + sorted(outer_names(node))
+        return node.op_type not in RANDOM and all(i in self.consts for i in read)
 
     def fold(self, node) -> None:
         """Compute ``node`` now, with ONNX's reference evaluator at the model's opset, as
@@ -194,7 +207,7 @@ class Importer:
             if to is not None and int(to) not in self.onnx.TensorProto.DataType.values():
                 raise self.unsupported(f"a Cast to {to}, an element type ONNX does not define")
         feeds = {}
-        for name in node.input:
+        for name in [*node.input, *sorted(outer_names(node))]:
             if name in self.consts:
                 feeds[name] = self.consts[name]
             elif name:  # Shape of a static tensor: any array of its shape and dtype (a view of
@@ -289,21 +302,48 @@ class Importer:
         if k >= len(node.input) or not node.input[k]:
             return None
         if node.input[k] not in self.consts:
-            if node.input[k] in {v.name for v in self.inputs}:  # known once the model runs
+            behind = self.inputs_behind(node.input[k])
+            if behind:  # known once the model runs: computed from these model inputs alone
+                how = "" if node.input[k] == behind[0] else "computed from "
                 raise NeedsValue(
-                    f"{self.path}: {self.describe()}: its {what} is the model input {node.input[k]!r}, "
+                    f"{self.path}: {self.describe()}: its {what} is {how}the model input {behind[0]!r}, "
                     "whose value byoc needs at build time",
-                    node.input[k],
+                    behind[0],
                     hint="make it an initializer, or run the model through byoc.onnx_backend, which "
                     "builds it for the values it is given",
                 )
             raise self.unsupported(f"a {what} computed at run time (input {k}, {node.input[k]!r})")
         return self.consts[node.input[k]]
 
+    def inputs_behind(self, name: str) -> list[str]:
+        """The model inputs that the value ``name`` is computed from, when it is
+        computed from them and constants alone by deterministic nodes of the model's
+        graph (Range's bounds before a Loop's trip count, say): binding them makes it a
+        constant. Empty when anything else goes into it."""
+        model_inputs = {v.name for v in self.inputs}
+        producers = {o: n for n in self.graph.node for o in n.output if o}
+        found: list[str] = []
+        stack, seen = [name], set()
+        while stack:
+            value = stack.pop()
+            if value in seen or value in self.consts or not value:
+                continue
+            seen.add(value)
+            if value in model_inputs:
+                found.append(value)
+                continue
+            node = producers.get(value)
+            if node is None or node.op_type in RANDOM:
+                return []
+            stack += [i for i in node.input if i] + sorted(outer_names(node))
+        return sorted(found, key=[v.name for v in self.inputs].index)
+
     def shape(self, name: str) -> tuple[int, ...]:
         if name in self.consts:
             return self.consts[name].shape
         shape, _ = self.types.get(name, (None, None))
+        if shape is None and name in self.emitted and self.emitted[name] in self.typed:
+            shape = self.typed[self.emitted[name]].shape  # an alias (Identity) of a typed value
         if shape is None:
             raise self.unsupported(f"a value of unknown shape ({name!r})")
         return shape
@@ -386,6 +426,21 @@ class Importer:
         if name in self.consts:
             return self.constant(self.consts[name].reshape(shape), self.names.fresh("k"))
         return self.emit(op, [self.value(name)], {"newshape": list(shape)})
+
+
+def outer_names(node) -> set[str]:
+    """The values that ``node``'s subgraphs (an If's branches, a Loop's or Scan's body,
+    and theirs in turn) read from the scopes around ``node``."""
+    found: set[str] = set()
+    for attribute in node.attribute:
+        for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+            defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+            for inner in graph.node:
+                read = {i for i in inner.input if i} | outer_names(inner)
+                found |= read - defined
+                defined |= set(inner.output)
+            found |= {o.name for o in graph.output} - defined
+    return found
 
 
 def _value_type(onnx, value):
@@ -1167,6 +1222,9 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 KINDS: dict[str, Handler] = {
     "folded": _folded,
+    "branch": branch,
+    "loop": loop,
+    "scan": scan,
     "resize": lambda imp, node, e: resize(imp, node, onnx_ops()["Upsample"] if imp.opset < 11 else e),
     "triangle": _trilu,
     "unary": _unary,
