@@ -94,23 +94,16 @@ def bind(imp: Importer, out: str, name: str) -> None:
         imp.consts[out] = imp.consts[name]
         return
     imp.alias(out, imp.value(name))
-    known = imp.types.get(name)
-    if known is not None and known[0] is not None:
+    known = imp.type_of(name)
+    if known[0] is not None:
         imp.types[out] = known
 
 
 def _known_bool(imp: Importer, name: str, what: str) -> bool:
     """The value of a condition that must be known at import."""
     if name not in imp.consts:
-        raise imp.unsupported(
-            f"{what} computed at run time ({name!r})",
-            hint="byoc compiles one graph with no control flow: a condition must be a constant, "
-            "or computed from constants and static shapes",
-        )
-    value = np.asarray(imp.consts[name])
-    if value.size != 1:
-        raise imp.invalid(f"its {what} holds {value.size} values, not one")
-    return bool(value.ravel()[0])
+        raise imp.not_constant(name, what)
+    return _condition(imp, imp.consts[name])
 
 
 def _condition(imp: Importer, value) -> bool:

@@ -23,6 +23,7 @@ from .catalog import infer_type, normalize_attrs
 from .errors import GraphError
 from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
 from .onnx_control import IN_PLACE, branch, loop, scan
+from .onnx_expand import expand
 from .onnx_import import (
     INLINE_ELEMENTS,
     Names,
@@ -107,6 +108,8 @@ class Importer:
         self.typed: dict[str, TensorType] = {}  # DSL identifier -> its type, by byoc's own rules
         self.node = None
         self.index = 0
+        self.expanding = None  # (node, the model's opset) while its function's nodes import
+        self.producers: dict[str, object] = {}  # ONNX value -> the node imported that defines it
 
     # ------------------------------------------------------------ model inputs
 
@@ -170,15 +173,17 @@ class Importer:
         """Fold ``node``, or write its statements by its handler; an unrolled loop's
         body imports its nodes through here too (byoc/onnx_control.py)."""
         outer, self.node = self.node, node
+        self.producers.update((o, node) for o in node.output if o)
         if node.domain not in ("", "ai.onnx"):
             raise self.unsupported(f"op domain {node.domain!r}")
         if self.foldable(node):
             self.fold(node)
         else:
             row = onnx_ops().get(node.op_type)
-            if row is None:
+            if row is not None:
+                KINDS[row.kind](self, node, row)
+            elif not expand(self, node):  # ONNX defines it as a function of other ops
                 raise self.unsupported("this op")
-            KINDS[row.kind](self, node, row)
         self.node = outer
 
     def foldable(self, node) -> bool:
@@ -187,7 +192,7 @@ class Importer:
         enclosing scopes: an If's branches, a Loop's body)."""
         inputs = [i for i in node.input if i]
         if node.op_type in ("Shape", "Size", "EyeLike"):  # of the input's shape (and dtype) alone
-            return inputs[0] in self.consts or self.types.get(inputs[0], (None, None))[0] is not None
+            return self.type_of(inputs[0])[0] is not None
         if not inputs:
             return node.op_type == "Constant"
         row = onnx_ops().get(node.op_type)
@@ -211,7 +216,7 @@ class Importer:
             if name in self.consts:
                 feeds[name] = self.consts[name]
             elif name:  # Shape of a static tensor: any array of its shape and dtype (a view of
-                shape, dtype = self.types[name]  # one element: the tensor may be huge)
+                shape, dtype = self.type_of(name)  # one element: the tensor may be huge)
                 feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
         graph = helper.make_graph(
             [node],
@@ -259,8 +264,15 @@ class Importer:
     # ------------------------------------------------------------ helpers for handlers
 
     def describe(self) -> str:
-        """The current node, for messages: ``ONNX node 3 (Conv 'conv1', opset 13)``."""
+        """The current node, for messages: ``ONNX node 3 (Conv 'conv1', opset 13)``; a
+        node of a function body that byoc expands, as that node of the model's node."""
         node = self.node
+        if self.expanding is not None and node is not self.expanding[0]:
+            outer, opset = self.expanding
+            return (
+                f"ONNX node {self.index} ({outer.op_type} {outer.name!r}, opset {opset}), "
+                f"the {node.op_type} node of the function ONNX defines it by"
+            )
         call = self.calls[self.index] if self.index < len(self.calls) else None
         if call is not None:
             return call.describe(node, self.opset)
@@ -302,26 +314,33 @@ class Importer:
         if k >= len(node.input) or not node.input[k]:
             return None
         if node.input[k] not in self.consts:
-            behind = self.inputs_behind(node.input[k])
-            if behind:  # known once the model runs: computed from these model inputs alone
-                how = "" if node.input[k] == behind[0] else "computed from "
-                raise NeedsValue(
-                    f"{self.path}: {self.describe()}: its {what} is {how}the model input {behind[0]!r}, "
-                    "whose value byoc needs at build time",
-                    behind[0],
-                    hint="make it an initializer, or run the model through byoc.onnx_backend, which "
-                    "builds it for the values it is given",
-                )
-            raise self.unsupported(f"a {what} computed at run time (input {k}, {node.input[k]!r})")
+            raise self.not_constant(node.input[k], what, f" (input {k}, {node.input[k]!r})")
         return self.consts[node.input[k]]
+
+    def not_constant(self, name: str, what: str, where: str = "") -> GraphError:
+        """The error for value ``name``, which the node needs at build time (its ``what``)
+        and which is not a constant: :class:`NeedsValue` when it is computed from model
+        inputs alone (binding them makes it one), else a refusal."""
+        behind = self.inputs_behind(name)
+        if behind:  # known once the model runs
+            how = "" if name == behind[0] else "computed from "
+            return NeedsValue(
+                f"{self.path}: {self.describe()}: its {what} is {how}the model input {behind[0]!r}, "
+                "whose value byoc needs at build time",
+                behind[0],
+                hint="make it an initializer, or run the model through byoc.onnx_backend, which "
+                "builds it for the values it is given",
+            )
+        return self.unsupported(f"a {what} computed at run time{where or f' ({name!r})'}")
 
     def inputs_behind(self, name: str) -> list[str]:
         """The model inputs that the value ``name`` is computed from, when it is
-        computed from them and constants alone by deterministic nodes of the model's
-        graph (Range's bounds before a Loop's trip count, say): binding them makes it a
-        constant. Empty when anything else goes into it."""
+        computed from them and constants alone by deterministic nodes imported so far
+        (the model's, and those of expanded functions and unrolled bodies: Range's
+        bounds before a Loop's trip count, say): binding them makes it a constant.
+        Empty when anything else goes into it."""
         model_inputs = {v.name for v in self.inputs}
-        producers = {o: n for n in self.graph.node for o in n.output if o}
+        producers = self.producers
         found: list[str] = []
         stack, seen = [name], set()
         while stack:
@@ -338,21 +357,29 @@ class Importer:
             stack += [i for i in node.input if i] + sorted(outer_names(node))
         return sorted(found, key=[v.name for v in self.inputs].index)
 
-    def shape(self, name: str) -> tuple[int, ...]:
+    def type_of(self, name: str) -> tuple[tuple[int, ...] | None, np.dtype | None]:
+        """``(shape, dtype)`` of ONNX value ``name``, None where unknown: a constant's,
+        ONNX's inference's, or byoc's own of the statement that defines it (where ONNX's
+        inference has none: a value of an expanded function or an unrolled loop, or one
+        after a Reshape to a computed shape)."""
         if name in self.consts:
-            return self.consts[name].shape
-        shape, _ = self.types.get(name, (None, None))
-        if shape is None and name in self.emitted and self.emitted[name] in self.typed:
-            shape = self.typed[self.emitted[name]].shape  # an alias (Identity) of a typed value
+            return self.consts[name].shape, self.consts[name].dtype
+        shape, dtype = self.types.get(name, (None, None))
+        typed = self.typed.get(self.emitted.get(name, ""))
+        if typed is not None:  # an alias (Identity) of a typed value, or a statement's own type
+            shape = typed.shape if shape is None else shape
+            dtype = numpy_dtype(typed.dtype) if dtype is None else dtype
+        return shape, dtype
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        shape = self.type_of(name)[0]
         if shape is None:
             raise self.unsupported(f"a value of unknown shape ({name!r})")
         return shape
 
     def dtype(self, name: str) -> np.dtype | None:
-        """The dtype of ONNX value ``name`` (None when ONNX's inference does not know it)."""
-        if name in self.consts:
-            return self.consts[name].dtype
-        return self.types.get(name, (None, None))[1]
+        """The dtype of ONNX value ``name`` (None when no inference knows it)."""
+        return self.type_of(name)[1]
 
     def value(self, name: str) -> str:
         """The DSL identifier of ONNX value ``name``, writing a constant on first use."""
@@ -862,8 +889,12 @@ def _split(imp: Importer, node, e: OnnxOp) -> None:
     targets = [imp.names(o) for o in node.output]
     args = ", ".join([imp.value(node.input[0])] + [f"{k}={_attr(v)}" for k, v in attrs.items()])
     imp.lines.append(f"  {', '.join(targets)} = {e.op}({args})")
-    for o, t in zip(node.output, targets):
+    shape, dtype = imp.shape(node.input[0]), imp.dtype(node.input[0])
+    parts = attrs.get("sizes") or [shape[axis] // len(node.output)] * len(node.output)
+    for o, t, size in zip(node.output, targets, parts):
         imp.alias(o, t)
+        part = tuple(size if k == axis % len(shape) else d for k, d in enumerate(shape))
+        imp.typed[t] = TensorType(part, dtype_name(np.dtype(dtype)))  # byoc's type of each part
 
 
 def _even_split(size: int, parts: int) -> list[int]:

@@ -88,8 +88,10 @@ def test_a_loop_over_the_unroll_limit_is_refused():
     assert "ONNX node 0 (Loop" in str(info.value)
 
 
-def test_a_loop_whose_condition_the_run_decides_is_refused():
-    """The body's condition is x's sum > 0: a value of the run, so nothing to unroll by."""
+def test_a_loop_whose_condition_comes_from_an_input_specialises():
+    """The body's condition is the state's sum > 0, the state x negated each time: how
+    many iterations run depends on x, so byoc import names x, and the ONNX backend
+    builds the model for each x it is given (here 3 iterations, and 1)."""
     body = helper.make_graph(
         [
             helper.make_node("ReduceSum", ["s"], ["total"], keepdims=0),
@@ -116,9 +118,13 @@ def test_a_loop_whose_condition_the_run_decides_is_refused():
             numpy_helper.from_array(np.asarray(0, np.float32), "zero"),
         ],
     )
-    with pytest.raises(ByocError, match="condition of its body computed at run time") as info:
-        backend_for("json").prepare(m)
+    from byoc.onnx_import import import_program
+
+    with pytest.raises(ByocError, match="condition of its body is computed from the model input 'x'") as info:
+        import_program(m)
     assert "ONNX node 0 (Loop" in str(info.value)
+    for x in ([1.0, 2.0], [-1.0, -2.0]):
+        same_as_onnxruntime(m, {"x": np.asarray(x, np.float32)}, "json")
 
 
 def if_model():
@@ -180,9 +186,10 @@ def test_an_if_on_a_condition_computed_from_model_inputs_specialises():
         same_as_onnxruntime(m, feeds, "json")
 
 
-def test_an_if_on_a_value_of_the_loop_body_is_refused():
-    """Inside an unrolled Loop, an If whose condition is the carried state's sign
-    depends on the iterations before it: nothing to specialise to, so a located error."""
+def test_an_if_on_a_value_of_the_loop_body_specialises():
+    """Inside an unrolled Loop, an If whose condition is the carried state's sign: it
+    is computed from the model input x alone, so byoc import names x, and the ONNX
+    backend builds the model for each value of x, matching onnxruntime."""
     then = helper.make_graph(
         [helper.make_node("Neg", ["s"], ["t"])], "then", [], [helper.make_tensor_value_info("t", F, [])]
     )
@@ -215,9 +222,13 @@ def test_an_if_on_a_value_of_the_loop_body_is_refused():
             numpy_helper.from_array(np.asarray(0, np.float32), "zero"),
         ],
     )
-    with pytest.raises(ByocError, match="condition computed at run time") as info:
-        backend_for("json").prepare(m)
+    from byoc.onnx_import import import_program
+
+    with pytest.raises(ByocError, match="computed from the model input 'x'") as info:
+        import_program(m)
     assert "(If " in str(info.value)
+    for x in (-1.5, 0.25):
+        same_as_onnxruntime(m, {"x": np.asarray(x, np.float32)}, "json")
 
 
 @pytest.mark.parametrize("config", CONFIGS)

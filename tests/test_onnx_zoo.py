@@ -35,7 +35,6 @@ TOLERANCES = ["--rtol", "1e-3", "--atol", "1e-5"]
 NOT_YET: dict[str, str] = {
     "gru": "byoc does not import ONNX's GRU yet",
     "lstm": "byoc does not import ONNX's LSTM yet",
-    "llama_ops": "byoc does not import ONNX's RotaryEmbedding and Attention yet",
 }
 """Models of the zoo that byoc refuses today, with why: strict expected failures."""
 
