@@ -1,5 +1,6 @@
 """ONNX ops that byoc has no handler for, but that ONNX defines as a function of other
-ops (LinearAttention, CausalConvWithState, ...): imported as that function's nodes.
+ops (LinearAttention, CausalConvWithState, ai.onnx.preview's FlexAttention, ...):
+imported as that function's nodes.
 
 An op schema may carry a function body, fixed or built for the node at hand (a
 *context-dependent* function, which reads the node's attributes and input types).
@@ -23,11 +24,16 @@ if TYPE_CHECKING:
 
 def function_nodes(imp: Importer, node) -> tuple[list, int] | None:
     """``(nodes, opset)``: the nodes of the function body that ONNX defines ``node``'s
-    op by at the model's opset, renamed for this node, and the body's opset; None when
-    the op has no function (or its schema, none at this opset)."""
+    op by at the model's version of the op's domain (ai.onnx, or another such as
+    ai.onnx.preview), renamed for this node, and the body's opset; None when the op
+    has no function (or its schema, none at this version)."""
     onnx = imp.onnx
+    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    version = imp.opset if not domain else imp.domains.get(domain)
+    if version is None:
+        return None
     try:
-        schema = onnx.defs.get_schema(node.op_type, imp.opset, node.domain or "")
+        schema = onnx.defs.get_schema(node.op_type, version, domain)
     except Exception:  # noqa: BLE001 - onnx's SchemaError: an op it does not define here
         return None
     if not (schema.has_function or schema.has_context_dependent_function):
@@ -35,11 +41,11 @@ def function_nodes(imp: Importer, node) -> tuple[list, int] | None:
     from onnx.backend.test.case.node import function_expand_helper
 
     node = _with_defaults(onnx, node, schema)
-    versions = [v for v in schema.function_opset_versions if v <= imp.opset]
+    versions = [v for v in schema.function_opset_versions if v <= version]
     if versions:
         body = onnx.FunctionProto.FromString(schema.get_function_with_opset_version(max(versions)))
     else:
-        versions = [v for v in schema.context_dependent_function_opset_versions if v <= imp.opset]
+        versions = [v for v in schema.context_dependent_function_opset_versions if v <= version]
         if not versions:
             return None
         types = [_type_proto(imp, name) for name in node.input]

@@ -73,6 +73,7 @@ class Importer:
         self.onnx = onnx
         self.path = path
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+        self.domains = {o.domain: o.version for o in model.opset_import}  # the other domains' versions
         graph = model.graph
         self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t, path) for t in graph.initializer}
         self.inputs = [i for i in graph.input if i.name not in self.consts]
@@ -175,8 +176,9 @@ class Importer:
         outer, self.node = self.node, node
         self.producers.update((o, node) for o in node.output if o)
         if node.domain not in ("", "ai.onnx"):
-            raise self.unsupported(f"op domain {node.domain!r}")
-        if self.foldable(node):
+            if not expand(self, node):  # ONNX defines it as a function of default-domain ops
+                raise self.unsupported(f"op domain {node.domain!r}")
+        elif self.foldable(node):
             self.fold(node)
         else:
             row = onnx_ops().get(node.op_type)

@@ -671,3 +671,138 @@ def concatenate(*shapes: Sequence[int], axis: int = 0) -> Shape:
                 f"{differ[0]}, and only axis = {a} may differ"
             )
     return (*first[:a], sum(s[a] for s in dims), *first[a + 1 :])
+
+
+# ------------------------------------------------------------------------- indexing and ordering
+
+
+def arg_reduce(
+    x_shape: Sequence[int], *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0
+) -> Shape:
+    """ONNX ArgMax/ArgMin: x without ``axis`` (or with it as 1 when keepdims); the axis
+    must not be empty (an empty axis has no first maximum)."""
+    op = "arg_reduce"
+    x = _shape(x_shape, f"{op}: input shape")
+    a = normalize_axis(axis, len(x), op)
+    keep = _flag(keepdims, "keepdims", op)
+    _flag(select_last_index, "select_last_index", op)
+    if x[a] == 0:
+        raise AttributeProblem("axis", f"{op}: axis {a} of the input {list(x)} is empty: no element to pick")
+    return tuple(1 if i == a else d for i, d in enumerate(x)) if keep else x[:a] + x[a + 1 :]
+
+
+def gather_elements(x_shape: Sequence[int], indices_shape: Sequence[int], *, axis: int = 0) -> Shape:
+    """ONNX GatherElements: indices of x's rank; the output has the indices' shape."""
+    op = "gather_elements"
+    x = _shape(x_shape, f"{op}: input shape")
+    idx = _shape(indices_shape, f"{op}: indices shape")
+    if len(idx) != len(x) or not x:
+        raise ValueError(f"{op}: indices {list(idx)} must have the input's rank {len(x)} (>= 1)")
+    normalize_axis(axis, len(x), op)
+    return idx
+
+
+def scatter_elements(
+    x_shape: Sequence[int],
+    indices_shape: Sequence[int],
+    updates_shape: Sequence[int],
+    *,
+    axis: int = 0,
+    reduction: str = "none",
+) -> Shape:
+    """ONNX ScatterElements: indices and updates of one shape, of x's rank -> x's shape."""
+    op = "scatter_elements"
+    x = _shape(x_shape, f"{op}: input shape")
+    idx = _shape(indices_shape, f"{op}: indices shape")
+    if tuple(updates_shape) != idx:
+        raise ValueError(f"{op}: updates {list(updates_shape)} must have the indices' shape {list(idx)}")
+    if len(idx) != len(x) or not x:
+        raise ValueError(f"{op}: indices {list(idx)} must have the input's rank {len(x)} (>= 1)")
+    normalize_axis(axis, len(x), op)
+    return x
+
+
+def gather_nd(x_shape: Sequence[int], indices_shape: Sequence[int], *, batch_dims: int = 0) -> Shape:
+    """ONNX GatherND: indices (..., k) address x after its batch_dims leading axes ->
+    indices[:-1] + x[batch_dims + k:]."""
+    op = "gather_nd"
+    x = _shape(x_shape, f"{op}: input shape")
+    idx = _shape(indices_shape, f"{op}: indices shape")
+    b = _int(batch_dims, f"{op}: batch_dims")
+    if not 0 <= b < min(len(x), len(idx) or 1):
+        raise AttributeProblem(
+            "batch_dims", f"{op}: batch_dims = {b} must be below both ranks ({len(x)} and {len(idx)})"
+        )
+    if not idx or not 1 <= idx[-1] <= len(x) - b:
+        raise ValueError(f"{op}: the indices' last axis ({list(idx)}) must be 1..{len(x) - b}")
+    if idx[:b] != x[:b]:
+        raise AttributeProblem(
+            "batch_dims", f"{op}: the first {b} axes of x {list(x)} and of the indices {list(idx)} differ"
+        )
+    return (*idx[:-1], *x[b + idx[-1] :])
+
+
+def scatter_nd(
+    x_shape: Sequence[int], indices_shape: Sequence[int], updates_shape: Sequence[int], *, reduction: str = "none"
+) -> Shape:
+    """ONNX ScatterND: updates of shape indices[:-1] + x[k:] -> x's shape."""
+    op = "scatter_nd"
+    x = _shape(x_shape, f"{op}: input shape")
+    idx = _shape(indices_shape, f"{op}: indices shape")
+    if not idx or not 1 <= idx[-1] <= len(x):
+        raise ValueError(f"{op}: the indices' last axis ({list(idx)}) must be 1..{len(x)}")
+    want = (*idx[:-1], *x[idx[-1] :])
+    if tuple(updates_shape) != want:
+        raise ValueError(f"{op}: updates {list(updates_shape)} must have the shape {list(want)}")
+    return x
+
+
+def cumulative(x_shape: Sequence[int], *, axis: int = 0, exclusive: int = 0, reverse: int = 0) -> Shape:
+    """ONNX CumSum and CumProd: x's shape; axis in range."""
+    x = _shape(x_shape, "cumulative: input shape")
+    if not x:
+        raise ValueError("cumulative: the input is a scalar; it needs an axis")
+    normalize_axis(axis, len(x), "cumulative")
+    _flag(exclusive, "exclusive", "cumulative")
+    _flag(reverse, "reverse", "cumulative")
+    return x
+
+
+def top_k(
+    x_shape: Sequence[int],
+    *,
+    k: int,
+    axis: int = -1,
+    largest: int = 1,
+    sorted: int = 1,  # ONNX's name
+    num_outputs: int = 2,
+) -> tuple[Shape, Shape]:
+    """ONNX TopK: the values and their indices, both x with ``axis`` cut to k."""
+    op = "top_k"
+    x = _shape(x_shape, f"{op}: input shape")
+    if not x:
+        raise ValueError(f"{op}: the input is a scalar; it needs an axis")
+    a = normalize_axis(axis, len(x), op)
+    count = _int(k, f"{op}: k")
+    if not 0 <= count <= x[a]:
+        raise AttributeProblem("k", f"{op}: k = {count} must be in 0..{x[a]} (the size of axis {a})")
+    _flag(largest, "largest", op)
+    _flag(sorted, "sorted", op)
+    if num_outputs != 2:
+        raise ValueError(f"{op}: gives 2 outputs (values, indices), not {num_outputs}")
+    out = (*x[:a], count, *x[a + 1 :])
+    return out, out
+
+
+def one_hot(indices_shape: Sequence[int], values_shape: Sequence[int], *, depth: int, axis: int = -1) -> Shape:
+    """ONNX OneHot: the indices' shape with an axis of ``depth`` inserted at ``axis``
+    (of the output's rank); values holds [off, on]."""
+    op = "one_hot"
+    idx = _shape(indices_shape, f"{op}: indices shape")
+    if math.prod(_shape(values_shape, f"{op}: values shape")) != 2 or len(values_shape) != 1:
+        raise ValueError(f"{op}: values {list(values_shape)} must have shape [2] (off, on)")
+    d = _int(depth, f"{op}: depth")
+    if d < 1:
+        raise AttributeProblem("depth", f"{op}: depth = {d} must be positive")
+    a = normalize_axis(axis, len(idx) + 1, op)
+    return (*idx[:a], d, *idx[a:])
