@@ -143,7 +143,7 @@ def _stack(imp: Importer, e: OnnxOp, values: list[str], axis: int, out: str) -> 
     axis = axis % (rank + 1)
     parts = [imp.emit(e.roles["stack"], [imp.value(v)], {"axes": [axis]}) for v in values]
     if len(parts) == 1:
-        imp.emit(e.roles["copy"], parts, out=out)
+        imp.emit(e.roles["single"], parts, out=out)
     else:
         imp.emit(e.roles["join"], parts, {"axis": axis}, out=out)
 

@@ -34,6 +34,7 @@ from .onnx_import import (
     require_onnx,
     tensor_array,
 )
+from .onnx_indexing import INDEXING_KINDS
 from .onnx_resize import resize
 from .shape_rules import RuleError
 
@@ -1254,6 +1255,7 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 
 KINDS: dict[str, Handler] = {
+    **INDEXING_KINDS,
     "folded": _folded,
     "branch": branch,
     "loop": loop,

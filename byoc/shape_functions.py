@@ -743,7 +743,11 @@ def gather_nd(x_shape: Sequence[int], indices_shape: Sequence[int], *, batch_dim
 
 
 def scatter_nd(
-    x_shape: Sequence[int], indices_shape: Sequence[int], updates_shape: Sequence[int], *, reduction: str = "none"
+    x_shape: Sequence[int],
+    indices_shape: Sequence[int],
+    updates_shape: Sequence[int],
+    *,
+    reduction: str = "none",
 ) -> Shape:
     """ONNX ScatterND: updates of shape indices[:-1] + x[k:] -> x's shape."""
     op = "scatter_nd"
@@ -794,7 +798,9 @@ def top_k(
     return out, out
 
 
-def one_hot(indices_shape: Sequence[int], values_shape: Sequence[int], *, depth: int, axis: int = -1) -> Shape:
+def one_hot(
+    indices_shape: Sequence[int], values_shape: Sequence[int], *, depth: int, axis: int = -1
+) -> Shape:
     """ONNX OneHot: the indices' shape with an axis of ``depth`` inserted at ``axis``
     (of the output's rank); values holds [off, on]."""
     op = "one_hot"

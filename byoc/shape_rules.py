@@ -133,12 +133,45 @@ def same_dtype(types: Sequence[TensorType]) -> str:
 
 def _data_with_indices(types: Sequence[TensorType]) -> str:
     """The first input's dtype; the second input holds indices."""
-    if types[1].dtype not in INDEX_DTYPES:
+    _index_dtype(types[1].dtype)
+    return types[0].dtype
+
+
+def _index_dtype(dtype: str, what: str = "indices") -> None:
+    if dtype not in INDEX_DTYPES:
         raise RuleError(
-            f"the indices are {types[1].dtype}, not an integer type",
-            hint=f"indices must be {' or '.join(INDEX_DTYPES)}",
+            f"the {what} are {dtype}, not an integer type",
+            hint=f"{what} must be {' or '.join(INDEX_DTYPES)}",
+        )
+
+
+def _scattered(types: Sequence[TensorType]) -> str:
+    """The data's dtype (input 0); input 1 holds indices, input 2 updates of the data's dtype."""
+    _index_dtype(types[1].dtype)
+    if types[2].dtype != types[0].dtype:
+        raise RuleError(
+            f"the updates are {types[2].dtype}, the data {types[0].dtype}",
+            hint="the updates (the third input) must have the data's dtype",
         )
     return types[0].dtype
+
+
+def _int64(types: Sequence[TensorType]) -> str:
+    """An index result: int64, whatever the input."""
+    return "int64"
+
+
+def _values_and_indices(types: Sequence[TensorType]) -> tuple[str, str]:
+    """The input's dtype for the values, int64 for their indices."""
+    return types[0].dtype, "int64"
+
+
+def _numeric_indices(types: Sequence[TensorType]) -> str:
+    """The second input's dtype (one_hot's values); the first holds indices of any
+    numeric dtype (a float is truncated)."""
+    if types[0].dtype == "bool":
+        raise RuleError("the indices are bool, not a number", hint="give integer (or float) indices")
+    return types[1].dtype
 
 
 # --------------------------------------------------------------------------- shapes
@@ -247,13 +280,14 @@ def _wrap(
     function: Callable[..., tuple[int, ...]],
     attrs: Mapping[str, str],
     doc: str,
-    dtype: Callable[[Sequence[TensorType]], str] = same_dtype,
-    several: bool = False,
+    dtype: Callable[[Sequence[TensorType]], str | tuple[str, ...]] = same_dtype,
+    several: bool | int = False,
 ) -> ShapeRule:
     """A rule computing the shape by ``function`` (of :mod:`byoc.shape_functions`), called
-    with the input shapes and the attributes ``attrs`` as keyword arguments. With
-    ``several``, the function also takes :data:`OUTPUT_COUNT` and returns one shape per
-    output, and the rule gives one output or more."""
+    with the input shapes and the attributes ``attrs`` as keyword arguments, and the
+    dtype by ``dtype``. With ``several``, the function also takes :data:`OUTPUT_COUNT`
+    and returns one shape per output, and the rule gives one output or more (an int:
+    exactly that many, and ``dtype`` may give one dtype per output)."""
     read = (*attrs, OUTPUT_COUNT) if several else tuple(attrs)
 
     def infer(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType | tuple[TensorType, ...]:
@@ -269,8 +303,9 @@ def _wrap(
                 key=key if key in attrs else None,
             ) from None
         if several:
-            return tuple(TensorType(tuple(s), out_dtype) for s in shape)
-        return TensorType(tuple(shape), out_dtype)
+            dtypes = out_dtype if isinstance(out_dtype, tuple) else (out_dtype,) * len(shape)
+            return tuple(TensorType(tuple(s), d) for s, d in zip(shape, dtypes, strict=True))
+        return TensorType(tuple(shape), str(out_dtype))
 
     positional = [
         p
@@ -287,7 +322,8 @@ def _wrap(
         doc,
         max(count, 1),
         None if variadic else count,
-        max_outputs=None if several else 1,
+        min_outputs=several if several is not True and several else 1,
+        max_outputs=(None if several is True else several) if several else 1,
     )
 
 
@@ -423,6 +459,62 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 {"axis": "int"},
                 "x[:axis] + indices + x[axis+1:]; x's dtype, integer indices",
                 dtype=_data_with_indices,
+            ),
+            _wrap(
+                "arg_reduce",
+                sf.arg_reduce,
+                {"axis": "int", "keepdims": "bool", "select_last_index": "bool"},
+                "x without axis (as 1 when keepdims); int64 indices; axis not empty",
+                dtype=_int64,
+            ),
+            _wrap(
+                "gather_elements",
+                sf.gather_elements,
+                {"axis": "int"},
+                "the indices' shape (of x's rank); x's dtype, integer indices",
+                dtype=_data_with_indices,
+            ),
+            _wrap(
+                "scatter_elements",
+                sf.scatter_elements,
+                {"axis": "int", "reduction": "str"},
+                "x's shape; indices and updates of one shape and x's rank, updates of x's dtype",
+                dtype=_scattered,
+            ),
+            _wrap(
+                "gather_nd",
+                sf.gather_nd,
+                {"batch_dims": "int"},
+                "indices[:-1] + x[batch_dims + indices[-1]:]; x's dtype, integer indices",
+                dtype=_data_with_indices,
+            ),
+            _wrap(
+                "scatter_nd",
+                sf.scatter_nd,
+                {"reduction": "str"},
+                "x's shape; updates of shape indices[:-1] + x[indices[-1]:] and x's dtype",
+                dtype=_scattered,
+            ),
+            _wrap(
+                "cumulative",
+                sf.cumulative,
+                {"axis": "int", "exclusive": "bool", "reverse": "bool"},
+                "x's shape (rank >= 1); axis in range",
+            ),
+            _wrap(
+                "top_k",
+                sf.top_k,
+                {"k": "int", "axis": "int", "largest": "bool", "sorted": "bool"},
+                "two outputs, x with axis cut to k: values of x's dtype, int64 indices",
+                dtype=_values_and_indices,
+                several=2,
+            ),
+            _wrap(
+                "one_hot",
+                sf.one_hot,
+                {"depth": "int", "axis": "int"},
+                "the indices' shape with depth inserted at axis; the values' ([off, on]) dtype",
+                dtype=_numeric_indices,
             ),
         )
     }

@@ -38,8 +38,9 @@ class OpCase:
     """None: the op must reject the case (``error`` is a fragment of the message); a tuple
     for an op of several outputs, one array per output."""
     error: str = ""
-    out_dtype: str | None = None
-    """The outputs' dtype when it is not the drawn one (a comparison's bool, a cast's ``to``)."""
+    out_dtype: str | tuple[str, ...] | None = None
+    """The outputs' dtype when it is not the drawn one (a comparison's bool, a cast's
+    ``to``), or one per output when they differ (top_k's values and int64 indices)."""
 
     @property
     def outputs(self) -> tuple[np.ndarray, ...]:
@@ -154,6 +155,15 @@ UNARY: dict[str, tuple[Callable[[float], float], float, float]] = {
     "reciprocal": (lambda v: 1 / v, 0.1, 5),
     "sin": (math.sin, -7, 7),
     "cos": (math.cos, -7, 7),
+    "tan": (math.tan, -1.4, 1.4),
+    "asin": (math.asin, -1, 1),
+    "acos": (math.acos, -1, 1),
+    "atan": (math.atan, -5, 5),
+    "sinh": (math.sinh, -5, 5),
+    "cosh": (math.cosh, -5, 5),
+    "asinh": (math.asinh, -5, 5),
+    "acosh": (math.acosh, 1, 10),
+    "atanh": (math.atanh, -0.99, 0.99),
     "tanh": (math.tanh, -5, 5),
     "sigmoid": (lambda v: 1 / (1 + math.exp(-v)), -30, 30),
     "erf": (math.erf, -4, 4),
@@ -909,3 +919,8 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     "split": split_case,
     "gather": gather_case,
 }
+
+# The indexing and ordering ops' cases build on the helpers above.
+from catalog_cases_indexing import INDEXING_CASES  # noqa: E402
+
+CASES.update(INDEXING_CASES)

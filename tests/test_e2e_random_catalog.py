@@ -332,6 +332,83 @@ def _gather(d: Draft, op: OpDef) -> Proposal:
     return Proposal([x, indices], {"axis": axis})
 
 
+def _axis_of(d: Draft, x) -> int:
+    return d.integers(-x.type.rank, x.type.rank - 1)
+
+
+def _arg_reduce(d: Draft, op: OpDef) -> Proposal:
+    """argmax, argmin: an axis (the rule reads it), keepdims and select_last_index drawn."""
+    x = d.data(1)
+    return Proposal([x], {"axis": _axis_of(d, x)})
+
+
+def _cumulative(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    return Proposal([x], {"axis": _axis_of(d, x)})
+
+
+def _top_k(d: Draft, op: OpDef) -> Proposal:
+    """top_k: k of at most the axis' size; two outputs (values, int64 indices)."""
+    x = d.data(1)
+    axis = _axis_of(d, x)
+    return Proposal([x], {"axis": axis, "k": d.integers(1, x.type.shape[axis])}, outputs=2)
+
+
+def _element_indices(d: Draft, x, axis: int) -> tuple[tuple[int, ...], Value]:
+    """An index tensor of x's rank, no larger than x off the axis, in range along it."""
+    shape = tuple(
+        d.integers(1, 3) if k == axis % x.type.rank else d.integers(1, s) for k, s in enumerate(x.type.shape)
+    )
+    size = x.type.shape[axis]
+    return shape, d.fresh(shape, INDEX_DTYPE, -size, size - 1)
+
+
+def _gather_elements(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    axis = _axis_of(d, x)
+    _, indices = _element_indices(d, x, axis)
+    return Proposal([x, indices], {"axis": axis})
+
+
+def _scatter_elements(d: Draft, op: OpDef) -> Proposal:
+    """Duplicate indices are allowed: the reference and every backend that takes the
+    op write them in the same (row-major) order."""
+    x = d.data(1)
+    axis = _axis_of(d, x)
+    shape, indices = _element_indices(d, x, axis)
+    return Proposal([x, indices, d.fresh(shape, x.type.dtype)], {"axis": axis})
+
+
+def _nd_indices(d: Draft, x) -> tuple[int, Value]:
+    """(m, indices): index tuples of m leading axes of x, each in range for every axis."""
+    m = d.integers(1, x.type.rank)
+    high = min(x.type.shape[:m]) - 1
+    return m, d.fresh((*d.shape(d.integers(0, 1), 1, 3), m), INDEX_DTYPE, 0, high)
+
+
+def _gather_nd(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    _, indices = _nd_indices(d, x)
+    return Proposal([x, indices], {"batch_dims": 0})
+
+
+def _scatter_nd(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    m, indices = _nd_indices(d, x)
+    updates = d.fresh((*indices.type.shape[:-1], *x.type.shape[m:]), x.type.dtype)
+    return Proposal([x, indices, updates])
+
+
+def _one_hot(d: Draft, op: OpDef) -> Proposal:
+    """one_hot: int64 indices in [-depth, depth - 1] and two values (off, on)."""
+    depth = d.integers(1, 4)
+    indices = d.fresh(d.shape(d.integers(0, 2), 1, 3), INDEX_DTYPE, -depth, depth - 1)
+    values = d.fresh((2,), d.dtype)
+    return Proposal(
+        [indices, values], {"depth": depth, "axis": d.integers(-indices.type.rank - 1, indices.type.rank)}
+    )
+
+
 def _one(d: Draft, op: OpDef) -> Proposal:
     """One input of any shape (a predicate's float, a cast's anything; cast's `to` is
     drawn from its choices)."""
@@ -385,6 +462,14 @@ RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "slice": _slice,
     "split": _split,
     "gather": _gather,
+    "arg_reduce": _arg_reduce,
+    "cumulative": _cumulative,
+    "top_k": _top_k,
+    "gather_elements": _gather_elements,
+    "scatter_elements": _scatter_elements,
+    "gather_nd": _gather_nd,
+    "scatter_nd": _scatter_nd,
+    "one_hot": _one_hot,
     **{rule: strategy for rule, strategy in NEW_RULES.items() if rule in SHAPE_RULES},
 }
 """Inputs and the rule's attributes, by shape rule name (the rule vocabulary's, not ops)."""

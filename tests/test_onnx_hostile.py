@@ -241,7 +241,7 @@ HOSTILE = [
     (
         "onnx_unsupported_op",
         GraphError,
-        "ONNX node 1 (Hardmax 'hm', opset 13): byoc does not support this op",
+        "ONNX node 1 (Unique 'hm', opset 13): byoc does not support this op",
     ),
 ]
 

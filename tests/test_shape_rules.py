@@ -78,13 +78,22 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "select",
         "cast",
         "mod",
+        "arg_reduce",
+        "gather_elements",
+        "scatter_elements",
+        "gather_nd",
+        "scatter_nd",
+        "cumulative",
+        "top_k",
+        "one_hot",
     }
     elementwise = {"elementwise", "unidirectional", "compare", "predicate", "select", "cast", "mod"}
     assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == elementwise
     assert all(rule.name == name and rule.doc for name, rule in SHAPE_RULES.items())
     assert (SHAPE_RULES["batch_norm"].min_inputs, SHAPE_RULES["batch_norm"].max_inputs) == (5, 5)
     assert (SHAPE_RULES["concatenate"].min_inputs, SHAPE_RULES["concatenate"].max_inputs) == (1, None)
-    assert {n for n, r in SHAPE_RULES.items() if r.max_outputs != 1} == {"split"}
+    assert {n for n, r in SHAPE_RULES.items() if r.max_outputs != 1} == {"split", "top_k"}
+    assert (SHAPE_RULES["top_k"].min_outputs, SHAPE_RULES["top_k"].max_outputs) == (2, 2)
     assert dict(SHAPE_RULES["pool"].attrs) == {
         "kernel_shape": "ints",
         "strides": "ints",

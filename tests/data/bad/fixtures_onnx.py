@@ -188,7 +188,7 @@ def onnx_tile_scalar_repeats(d: Path) -> None:
 
 @fixture
 def onnx_local_function_unsupported_op(d: Path) -> None:
-    """A model-local function is inlined at its call; its Hardmax node is then refused
+    """A model-local function is inlined at its call; its Unique node is then refused
     as any other."""
     from onnx import helper
 
@@ -199,7 +199,7 @@ def onnx_local_function_unsupported_op(d: Path) -> None:
         ["b"],
         [
             helper.make_node("Relu", ["a"], ["r"], name="inner_relu"),
-            helper.make_node("Hardmax", ["r"], ["b"]),
+            helper.make_node("Unique", ["r"], ["b"]),
         ],
         [helper.make_opsetid("", 13)],
     )

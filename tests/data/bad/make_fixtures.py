@@ -775,7 +775,7 @@ def onnx_garbage(d: Path) -> None:
 
 @fixture
 def onnx_unsupported_op(d: Path) -> None:
-    _onnx_model(d, [_node("Relu", outputs=("r",), name="first"), _node("Hardmax", ("r",), name="hm")])
+    _onnx_model(d, [_node("Relu", outputs=("r",), name="first"), _node("Unique", ("r",), name="hm")])
 
 
 @fixture
