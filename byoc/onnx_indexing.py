@@ -185,6 +185,13 @@ EXACT_INTEGERS = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
 computed through float64 and converted back."""
 
 
+SHAPE_LIKE = 8
+"""The most elements of an operand that is shape arithmetic (one value per axis):
+an integer Div or Pow byoc cannot compute at run time specialises the model to the
+inputs it is computed from when its operands are no larger (CenterCropPad's function
+halves the crop's margins so)."""
+
+
 def _base_handler(kind: str):
     """The handler onnx_ops.py has for ``kind``: the float forms of Div, Pow and Clip."""
     from .onnx_ops import KINDS
@@ -208,6 +215,10 @@ def _through_float64(imp: Importer, node, e: OnnxOp, what: str) -> None:
     imp.check_attrs(node, set())
     dtype = _dtype_text(imp, node.input[0])
     if dtype not in EXACT_INTEGERS:
+        varying = [i for i in node.input[:2] if i and i not in imp.consts]
+        shape_like = all(math.prod(imp.shape(i)) <= SHAPE_LIKE and imp.inputs_behind(i) for i in varying)
+        if varying and shape_like:  # shape arithmetic on model inputs: folded once they are bound
+            raise imp.not_constant(varying[0], f"{dtype} operand (byoc folds such a {what} at import)")
         raise imp.unsupported(
             f"{what} of {dtype}",
             hint=f"byoc computes an integer {what} in float64, exact for {', '.join(EXACT_INTEGERS)}",

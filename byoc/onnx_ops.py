@@ -22,6 +22,7 @@ import numpy as np
 from .catalog import infer_type, normalize_attrs
 from .errors import GraphError
 from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
+from .onnx_composed import COMPOSED_KINDS
 from .onnx_control import IN_PLACE, branch, loop, scan
 from .onnx_expand import expand
 from .onnx_import import (
@@ -36,6 +37,8 @@ from .onnx_import import (
 )
 from .onnx_indexing import INDEXING_KINDS
 from .onnx_resize import resize
+from .onnx_rnn import recurrent
+from .onnx_signal import SIGNAL_KINDS, wrap_pad
 from .shape_rules import RuleError
 
 
@@ -832,7 +835,7 @@ def _expand(imp: Importer, node, e: OnnxOp) -> None:
 def _pad(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"mode", "pads", "value", "paddings"})
     mode = imp.attr("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
+    if mode not in ("constant", "reflect", "edge", "wrap"):
         raise imp.unsupported(f"Pad mode {mode!r}")
     if imp.opset < 11:
         pads, value = imp.attr("pads", imp.attr("paddings")), float(imp.attr("value", 0.0))
@@ -856,6 +859,9 @@ def _pad(imp: Importer, node, e: OnnxOp) -> None:
                     int(np.ravel(pads)[k + len(listed)]),
                 )
             pads = full
+    if mode == "wrap":  # a gather per padded axis (byoc/onnx_signal.py)
+        wrap_pad(imp, node, e, [int(p) for p in np.ravel(pads)])
+        return
     attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
     imp.emit(e.op, [imp.value(node.input[0])], attrs, node.output[0])
 
@@ -1255,7 +1261,10 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 
 KINDS: dict[str, Handler] = {
+    "recurrent": recurrent,
     **INDEXING_KINDS,
+    **SIGNAL_KINDS,
+    **COMPOSED_KINDS,
     "folded": _folded,
     "branch": branch,
     "loop": loop,

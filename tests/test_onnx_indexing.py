@@ -265,12 +265,34 @@ def test_gather_elements_axis_out_of_range_is_located():
 
 
 def test_div_of_int64_is_refused_not_inexact():
+    """float64 holds int64 values only to 2**53: a run-time int64 Div is refused."""
+    m = model(
+        [helper.make_node("Div", ["a", "b"], ["q"])],
+        [value("a", I64, [3, 4]), value("b", I64, [3, 4])],
+        [value("q", I64, [3, 4])],
+    )
+    _refused(m, "division of int64")
+
+
+def test_int64_shape_arithmetic_specialises_and_is_exact():
+    """An int64 Div of a few values from model inputs (shape arithmetic, as in
+    CenterCropPad's function) makes the model specialise to them, and folds exactly
+    even past 2**53, truncating toward zero as ONNX says."""
+    from byoc.errors import ByocError
+    from byoc.onnx_backend import backend_for
+    from byoc.onnx_import import import_program
+
     m = model(
         [helper.make_node("Div", ["a", "b"], ["q"])],
         [value("a", I64, [3]), value("b", I64, [3])],
         [value("q", I64, [3])],
     )
-    _refused(m, "division of int64")
+    with pytest.raises(ByocError, match="computed from the model input 'a'|is the model input 'a'"):
+        import_program(m)
+    a = np.array([2**60 + 7, -7, 9], np.int64)
+    b = np.array([3, 2, -4], np.int64)
+    (q,) = backend_for("json").prepare(m).run([a, b])
+    np.testing.assert_array_equal(q, [(2**60 + 7) // 3, -3, -2])
 
 
 @pytest.mark.parametrize("config", CONFIGS)

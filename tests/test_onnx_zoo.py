@@ -32,11 +32,6 @@ CONFIGURATIONS = {
     "dnnl,fused": ["--backend", "dnnl", "--backend", "fused"],
 }
 TOLERANCES = ["--rtol", "1e-3", "--atol", "1e-5"]
-NOT_YET: dict[str, str] = {
-    "gru": "byoc does not import ONNX's GRU yet",
-    "lstm": "byoc does not import ONNX's LSTM yet",
-}
-"""Models of the zoo that byoc refuses today, with why: strict expected failures."""
 
 
 def make_zoo():
@@ -53,9 +48,7 @@ def test_the_zoo_holds_every_model_of_the_script():
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))
 @pytest.mark.parametrize("name", MODELS)
-def test_zoo_model_matches_onnxruntime(request, capsys, name, config):
-    if name in NOT_YET:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[name]))
+def test_zoo_model_matches_onnxruntime(capsys, name, config):
     if config.startswith("dnnl") and missing_library("dnnl"):
         pytest.skip(missing_library("dnnl"))
     model = ZOO / name / "model.onnx"

@@ -857,12 +857,17 @@ def onnx_invalid_graph(d: Path) -> None:
 
 
 @fixture
-def onnx_dropout_mask_used(d: Path) -> None:
+def onnx_dropout_in_training(d: Path) -> None:
+    from onnx import numpy_helper
+
     _onnx_model(
         d,
-        [_node("Dropout", outputs=("y", "mask")), _node("Identity", ("mask",), ("z",), name="n1")],
+        [_node("Dropout", ("x", "r", "t"), ("y", "mask"))],
+        initializers=[
+            numpy_helper.from_array(np.float32(0.5), "r"),
+            numpy_helper.from_array(np.array(True), "t"),
+        ],
         opset=12,
-        output=(9, [2, 3]),
     )
 
 
