@@ -178,7 +178,8 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     stored = dict(arrays)
     halves = sorted(name for name, array in arrays.items() if array.dtype == BFLOAT16)
     for name in halves:
-        stored[name] = np.ascontiguousarray(arrays[name]).view(np.uint16)
+        # not np.ascontiguousarray, which makes a rank-0 array shape (1,)
+        stored[name] = np.asarray(arrays[name], order="C").view(np.uint16)
     if halves:
         stored[BFLOAT16_MARKER] = np.array(halves, dtype=str)
     return _npz_archive(stored)

@@ -22,6 +22,7 @@ import numpy as np
 from .catalog import infer_type, normalize_attrs
 from .errors import GraphError
 from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
+from .onnx_attention import ATTENTION_KINDS
 from .onnx_composed import COMPOSED_KINDS
 from .onnx_control import IN_PLACE, branch, loop, scan
 from .onnx_expand import expand
@@ -1261,6 +1262,7 @@ def _folded(imp: Importer, node, e: OnnxOp) -> None:
 
 
 KINDS: dict[str, Handler] = {
+    **ATTENTION_KINDS,
     "recurrent": recurrent,
     **INDEXING_KINDS,
     **SIGNAL_KINDS,
