@@ -780,7 +780,7 @@ def onnx_unsupported_op(d: Path) -> None:
 
 @fixture
 def onnx_unsupported_attribute(d: Path) -> None:
-    _onnx_model(d, [_node("Pad", ("x", "pads"), mode="wrap")], initializers=[_int64([0, 1, 0, 1], "pads")])
+    _onnx_model(d, [_node("MaxPool", kernel_shape=[2, 2], storage_order=1)], inputs=(("x", [1, 1, 4, 4]),))
 
 
 @fixture
