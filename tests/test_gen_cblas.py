@@ -59,10 +59,25 @@ graph main(x: float32[3, 0], w: float32[4, 0], z: float64[0, 5], v: float64[2, 5
 }
 """
 
+# N-D matmul as numpy has it: a linear layer's [B, S, K] by [K, N] (one gemm over
+# all rows), attention's batched products, batch axes broadcast both ways, 1-D operands
+# (a row, a column), and an empty sum.
+BATCHED = """\
+graph main(x: float32[2, 3, 5], w: float32[5, 4], q: float32[2, 3, 4, 6], k: float32[2, 3, 6, 4],
+           p: float64[3, 1, 2, 5], r: float64[4, 5, 3], v: float32[5], s: float32[2, 5, 3],
+           t: float32[3], e: float32[2, 3, 0], f: float32[0, 4]) {
+  a, b, c, d, g, h = @cblas {
+    return matmul(x, w), matmul(q, k), matmul(p, r), matmul(v, s), matmul(s, t), matmul(e, f)
+  }
+  return a, b, c, d, g, h
+}
+"""
+
 CASES = {
     "net_mlp": None,
     "gemms": GEMMS,
     "empty": EMPTY,
+    "batched": BATCHED,
 }
 
 

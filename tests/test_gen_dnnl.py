@@ -192,6 +192,34 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
     assert used == set(load_backend(BACKEND).patterns)
 
 
+# A transformer's products and activations: a linear layer's [B, S, K] by [K, N],
+# attention's batched products, batch axes broadcast both ways, 1-D operands (a row, a
+# column), an empty sum; then the eltwise algorithms (with their alpha and beta).
+MATMUL_ELTWISE = """\
+graph main(x: float32[2, 3, 5], w: float32[5, 4], q: float32[2, 3, 4, 6], k: float32[2, 3, 6, 4],
+           p: float32[3, 1, 2, 5], r: float32[4, 5, 3], v: float32[5], s: float32[2, 5, 3],
+           t: float32[3], e: float32[2, 3, 0], f: float32[0, 4]) {
+  a, b, c, d, g, h = @dnnl {
+    return matmul(x, w), matmul(q, k), matmul(p, r), matmul(v, s), matmul(s, t), matmul(e, f)
+  }
+  l1, l2, l3, l4, l5 = @dnnl {
+    return leaky_relu(a, alpha=0.1), elu(a, alpha=0.5), softplus(a), abs(a), square(a)
+  }
+  return l1, l2, l3, l4, l5, b, c, d, g, h
+}
+"""
+
+
+def test_golden_matmul_and_eltwise(golden):
+    assert generate(parse(MATMUL_ELTWISE, "graph", file="matmul_eltwise.graph")) == golden("c")
+
+
+def test_matmul_and_eltwise_run_like_the_reference(rng):
+    program = parse(MATMUL_ELTWISE, "graph", file="matmul_eltwise.graph")
+    run_against_reference(program, rng)
+    assert {m.backend for m in byoc.build(program).manifest.modules} == {BACKEND}
+
+
 def test_constant_weights_are_packed_by_the_init():
     """The packed patterns' kernels get their constants' arrays in the init (the large
     one .incbin'd), and their calls take the weights from the state, not the argument."""

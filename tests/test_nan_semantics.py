@@ -2,8 +2,8 @@
 reference does, NaN for NaN included (numpy's maximum, minimum and relu propagate a NaN
 from either operand; a max pool or max reduction over a window holding a NaN is NaN).
 
-Each op runs in a region of ``fused``, ``ccompiler`` and ``engine`` (for the ops and
-dtypes the backend maps) on inputs holding NaN, +inf, -inf, signed zeros and finite
+Each op runs in a region of ``fused``, ``ccompiler``, ``engine`` and ``dnnl`` (for the
+ops and dtypes the backend maps) on inputs holding NaN, +inf, -inf, signed zeros and finite
 values, every special value meeting every other in the binary ops, and is compared
 with byoc's reference: NaN where the reference has NaN, the same infinities, and the
 finite values within rounding (assert_allclose treats NaN as equal to NaN).
@@ -13,12 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from libraries import missing_library
 
 from byoc.api import evaluate, load_backend, parse
 from byoc.building import build
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 0.25])
-BACKENDS = ("fused", "ccompiler", "engine")
+BACKENDS = ("fused", "ccompiler", "engine") + (() if missing_library("dnnl") else ("dnnl",))
+# Where oneDNN's primitive itself differs, recorded rather than hidden: its relu is
+# max(x, 0), 0 at a NaN (dnnl keeps it: its convolutions' and inner products' relu
+# post-ops compute the same), its max pool skips a NaN, and its softmax of a row
+# holding a NaN or +inf is NaN there and 0 elsewhere, not NaN throughout. The eltwise ops whose oneDNN form differs (gelu, exp,
+# hard_sigmoid) are not mapped by dnnl at all, nor log and sqrt, which make NaNs.
+KNOWN_DIFFERENCES = {
+    ("dnnl", "relu"): "oneDNN's relu gives 0 for a NaN",
+    ("dnnl", "max_pool"): "oneDNN's max pool skips a NaN",
+    ("dnnl", "softmax"): "oneDNN's softmax of a row with a NaN is NaN there, 0 elsewhere",
+}
 DTYPES = ("float32", "float64")
 
 UNARY = [
@@ -76,7 +87,15 @@ def op_of(expr: str) -> str:
 
 
 CASES = [
-    pytest.param(backend, dtype, expr, id=f"{backend}-{dtype}-{expr}")
+    pytest.param(
+        backend,
+        dtype,
+        expr,
+        id=f"{backend}-{dtype}-{expr}",
+        marks=[pytest.mark.xfail(reason=KNOWN_DIFFERENCES[backend, op_of(expr)], strict=True)]
+        if (backend, op_of(expr)) in KNOWN_DIFFERENCES
+        else [],
+    )
     for backend in BACKENDS
     for dtype in DTYPES
     for expr in UNARY + BINARY + WINDOWS

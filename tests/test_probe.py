@@ -202,9 +202,9 @@ def test_an_interpreted_backend_has_no_probe(tmp_path):
 # --------------------------------------------------------------------- dnnl's probe
 
 HALF_MLP = """\
-graph main(x: {t}[4, 16], w: {t}[8, 16], b: {t}[8], w2: {t}[3, 8]) {{
+graph main(x: {t}[4, 16], w: {t}[8, 16], b: {t}[8], w2: {t}[3, 8], v: {t}[2, 3, 5]) {{
   h = relu(bias_add(dense(x, w), b, axis=1))
-  return softmax(tanh(dense(h, w2)), axis=1)
+  return matmul(softmax(tanh(dense(h, w2)), axis=1), v)
 }}
 """
 

@@ -211,16 +211,47 @@ static inline int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engin
   return dnnl_byoc_finish(prim, made, pd, attr, mds, n + 1);
 }
 
-/* An eltwise op `alg` (alpha 0, beta 0) over a tensor of `rank` extents of data type `dt`. */
+/* An eltwise op `alg` with its parameters alpha and beta (oneDNN's names: the slope of
+   a leaky relu, elu's scale, soft_relu's 1) over a tensor of `rank`
+   extents of data type `dt`. */
 static inline int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
-                                    const int64_t* extents, dnnl_alg_kind_t alg, dnnl_data_type_t dt) {
+                                    const int64_t* extents, dnnl_alg_kind_t alg, double alpha, double beta,
+                                    dnnl_data_type_t dt) {
   dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
       : dnnl_eltwise_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[0],
-            0.0f, 0.0f, attr);
+            (float)alpha, (float)beta, attr);
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
+}
+
+/* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the
+   batch axes right-aligned and broadcast (oneDNN broadcasts an extent of 1), a 1-D a
+   a row (1, K) and a 1-D b a column (K, 1); all of data type dt. The result's bytes
+   are those of numpy's shape, which drops the axes a 1-D operand added. oneDNN has
+   no matmul of an empty sum or an empty result: there *prim is NULL, and the
+   kernel's call writes zeros. */
+static inline int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
+                                   int rb, const int64_t* b, dnnl_data_type_t dt) {
+  const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);
+  int64_t ea[DNNL_MAX_NDIMS], eb[DNNL_MAX_NDIMS], ey[DNNL_MAX_NDIMS], size = 1;
+  *prim = NULL;
+  if (r > DNNL_MAX_NDIMS) return 1;
+  for (int k = 0; k < r; ++k) ea[k] = eb[k] = 1;
+  for (int k = 0; k < ra; ++k) ea[r - (ra == 1 ? 1 : ra) + k] = a[k];
+  for (int k = 0; k < rb; ++k) eb[r - (rb == 1 ? 2 : rb) + k] = b[k];
+  for (int k = 0; k < r - 2; ++k) ey[k] = ea[k] == 1 ? eb[k] : ea[k];
+  ey[r - 2] = ea[r - 2];
+  ey[r - 1] = eb[r - 1];
+  for (int k = 0; k < r; ++k) size *= ey[k];
+  if (size == 0 || ea[r - 1] == 0) return 0;
+  dnnl_memory_desc_t mds[3] = {dnnl_byoc_md_of(r, ea, dt), dnnl_byoc_md_of(r, eb, dt), dnnl_byoc_md_of(r, ey, dt)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL || mds[2] == NULL
+      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
 }
 
 /* softmax along `axis` of a tensor of `rank` extents of data type `dt`, shifted by
@@ -1316,10 +1347,26 @@ static int p_ID_(const float* a, const float* b, float* out) { \
                        (void* const[]){(void*)a, (void*)b, out}); \
 }
 
-/* an eltwise primitive (vars: alg, its algorithm) */
-#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_T_, p_DT_) \
+/* matmul as numpy has it (N-D, batch axes broadcast, a 1-D operand promoted), one oneDNN matmul */
+#define DNNL_MATMUL(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, p_DT_); \
+  return dnnl_byoc_matmul(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_); \
+} \
+static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
+  if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
+    memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
+    return 0; \
+  } \
+  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                       (void* const[]){(void*)a, (void*)b, out}); \
+}
+
+/* an eltwise primitive (vars: alg, its algorithm; alpha and beta, its parameters, or the op's attributes of those names) */
+#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_ALPHA_, p_BETA_, p_T_, p_DT_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, \
+                           p_ALPHA_, p_BETA_, p_DT_); \
 } \
 static int p_ID_(const p_T_* x, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
@@ -1768,7 +1815,7 @@ static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
 
 /* dnnl_1_0: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
-DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu, float, DNNL_BYOC_DT_float32)
+DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu, 0, 0, float, DNNL_BYOC_DT_float32)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
