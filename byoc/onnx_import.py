@@ -84,9 +84,10 @@ def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
 
 
 MIN_OPSET = 6
-"""The oldest ONNX opset byoc imports: 6, that of the PyTorch exports in ONNX's backend
-test data, whose ``broadcast``/``axis`` attributes and per-channel PRelu slopes the op
-table handles; opsets 1-5 differ further (``consumed_inputs``, Concat's optional axis)."""
+"""The oldest ONNX opset byoc's op table is written for: 6, that of the PyTorch exports in
+ONNX's backend test data, whose ``broadcast``/``axis`` attributes and per-channel PRelu
+slopes it handles; opsets 1-5 differ further (``consumed_inputs``, Concat's optional
+axis), so an older model imports only when none of its ops changed since."""
 
 
 def max_opset() -> int:
@@ -213,6 +214,29 @@ def _check_extent(fields: Mapping[str, str], size: int, what: str) -> None:
         )
 
 
+def _check_old_opset(model, opset: int, where: str) -> None:
+    """A model of an opset before :data:`MIN_OPSET` imports when each op of the default
+    domain it uses is defined at its opset as at MIN_OPSET (Not, Relu at opset 1 do):
+    then byoc's handlers, written for MIN_OPSET and newer, read it right. The first op
+    whose definition changed in between is refused, by name."""
+    from onnx import defs
+
+    for k, node in enumerate(model.graph.node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            then = defs.get_schema(node.op_type, opset).since_version
+            later = defs.get_schema(node.op_type, MIN_OPSET).since_version
+        except Exception:  # an op unknown at one of the two: the checker or the op table says so
+            continue
+        if then != later:
+            raise GraphError(
+                f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer, and node {k} "
+                f"({node.op_type} {node.name!r}) was redefined in opset {later}",
+                hint="convert it first: onnx.version_converter.convert_version(model, 13)",
+            )
+
+
 def check_model(model, where: str):
     """``model`` if ONNX's checker accepts it and byoc can take its opset, inputs and
     outputs; a clean error naming ``where`` if not."""
@@ -238,10 +262,7 @@ def check_model(model, where: str):
             "(ai.onnx.ml: classic machine learning) has none it can take",
         )
     if opset < MIN_OPSET:
-        raise GraphError(
-            f"{where} uses ONNX opset {opset}; byoc imports opset {MIN_OPSET} and newer",
-            hint="convert it first: onnx.version_converter.convert_version(model, 13)",
-        )
+        _check_old_opset(model, opset, where)
     if not model.graph.output:
         raise GraphError(
             f"{where}: the model's graph has no outputs",
