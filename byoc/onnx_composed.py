@@ -368,6 +368,53 @@ def max_unpool(imp: Importer, node, e: OnnxOp) -> None:
     imp.emit(r["grow"], [written], {"pads": [0] * len(implied) + ends}, out=node.output[0])
 
 
+def tensor_scatter(imp: Importer, node, e: OnnxOp) -> None:
+    """TensorScatter, a KV cache's update: ``update`` written into ``past_cache`` along
+    ``axis`` from each batch entry's write index on (0 without ``write_indices``), the
+    position taken modulo the cache's length in mode ``circular``. One ``op``
+    (scatter_elements) whose indices are the write index plus the step, spread over
+    the other axes; the write indices may be computed at run time."""
+    imp.check_attrs(node, {"axis", "mode"})
+    past, update = imp.shape(node.input[0]), imp.shape(node.input[1])
+    rank = len(past)
+    axis = int(imp.attr("axis", -2))
+    axis = axis + rank if axis < 0 else axis
+    if not 1 <= axis < rank:
+        raise imp.invalid(
+            f"its axis {imp.attr('axis', -2)} is not a sequence axis of a rank-{rank} cache",
+            hint="the axis is 1 or more (0 is the batch) and below the cache's rank",
+        )
+    mode = imp.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise imp.invalid(f"its mode {mode!r} is not 'linear' or 'circular'")
+    if len(update) != rank or any(u != p for k, (u, p) in enumerate(zip(update, past)) if k != axis):
+        raise imp.invalid(
+            f"its update of shape {list(update)} does not match the cache's {list(past)} but along axis {axis}"
+        )
+    if update[axis] > past[axis]:
+        raise imp.invalid(f"its update holds {update[axis]} steps, more than the cache's {past[axis]}")
+    along = [1] * rank
+    along[axis] = update[axis]
+    index = imp.constant(np.arange(update[axis], dtype=np.int64).reshape(along), imp.names.fresh("steps"))
+    if len(node.input) > 2 and node.input[2]:
+        (batch,) = imp.shape(node.input[2]) or (None,)
+        if batch != past[0]:
+            raise imp.invalid(
+                f"its write_indices have shape {list(imp.shape(node.input[2]))}, not [{past[0]}]"
+            )
+        start = imp.emit(
+            e.roles["reshape"], [imp.value(node.input[2])], {"newshape": [batch] + [1] * (rank - 1)}
+        )
+        index = imp.emit(e.roles["plus"], [start, index])
+        if mode == "circular":
+            length = imp.constant(np.asarray(past[axis], np.int64), imp.names.fresh("k"))
+            index = imp.emit(e.roles["wrap"], [index, length])
+    index = imp.emit(e.roles["spread"], [index], {"newshape": list(update)})
+    imp.emit(
+        e.op, [imp.value(node.input[0]), index, imp.value(node.input[1])], {"axis": axis}, node.output[0]
+    )
+
+
 COMPOSED_KINDS = {
     "max_unpool": max_unpool,
     "lp_normalized": lp_normalization,
@@ -377,5 +424,6 @@ COMPOSED_KINDS = {
     "dropout": dropout,
     "reverse_sequence": reverse_sequence,
     "col2im": col2im,
+    "tensor_scatter": tensor_scatter,
 }
 """The handlers of this module that onnx_ops.yaml's ``kind`` names."""

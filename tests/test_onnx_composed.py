@@ -296,3 +296,51 @@ def test_max_unpool_to_a_smaller_output_is_refused():
         opset_imports=[helper.make_opsetid("", 11)],
     )
     assert "output_shape [1, 1, 3, 3] smaller than the shape [1, 1, 4, 4]" in refusal(m)
+
+
+# ---------------------------------------------------------------- TensorScatter (opset 24)
+
+
+def tensor_scatter_model(cache, update, attrs, with_indices=True, checked=True):
+    """A TensorScatter of a cache and an update (and write indices); unchecked: not run
+    through ONNX's shape inference, which would reject it first."""
+    inputs = [value("past", F, list(cache)), value("update", F, list(update))]
+    inputs += [value("write", I64, [cache[0]])] if with_indices else []
+    node = helper.make_node("TensorScatter", [i.name for i in inputs], ["present"], **attrs)
+    if checked:
+        return model([node], inputs, [value("present", F, list(cache))], opset=24)
+    graph = helper.make_graph([node], "g", inputs, [value("present", F, list(cache))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_at_write_indices_given_at_run_time(config, mode):
+    """A KV cache's update: each batch entry's steps written from its own write index
+    (a model input), wrapping around the cache in mode circular; judged by ONNX's
+    reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    m = tensor_scatter_model((2, 3, 6, 4), (2, 3, 3, 4), {"mode": mode, "axis": 2})
+    feeds = {
+        "past": RNG.standard_normal((2, 3, 6, 4)).astype(np.float32),
+        "update": RNG.standard_normal((2, 3, 3, 4)).astype(np.float32),
+        "write": np.array([1, 4 if mode == "circular" else 3], np.int64),
+    }
+    (want,) = ReferenceEvaluator(m).run(None, feeds)
+    (got,) = backend_for(config).prepare(m).run([feeds[i.name] for i in m.graph.input])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_scatter_along_the_batch_axis_is_invalid():
+    message = refusal(
+        tensor_scatter_model((2, 5, 4), (2, 5, 4), {"axis": 0}, with_indices=False, checked=False)
+    )
+    assert "TensorScatter" in message and "not a sequence axis" in message
+
+
+def test_tensor_scatter_of_more_steps_than_the_cache_is_invalid():
+    message = refusal(
+        tensor_scatter_model((2, 3, 4), (2, 5, 4), {"axis": 1}, with_indices=False, checked=False)
+    )
+    assert "TensorScatter" in message and "5 steps, more than the cache's 3" in message
