@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir import dtype_name, is_float
 from .onnx_import import dsl_string, number
+from .onnx_pool_indices import max_pool_indices, values_only, wants_indices
 from .shape_rules import RuleError
 
 if TYPE_CHECKING:
@@ -298,15 +299,24 @@ def _on_float32(imp: Importer, node, e: OnnxOp, kind: str) -> str:
 def window_max(imp: Importer, node, e: OnnxOp) -> None:
     """MaxPool: of floats the ``window_max`` handler; of int8 and uint8 (ONNX's other
     types) that handler's max_pool on the input cast to float32, which holds every value,
-    and the result cast back (every window holds an input element)."""
+    and the result cast back (every window holds an input element). Its indices, when
+    asked for, are composed by :mod:`byoc.onnx_pool_indices`."""
     dtype = _dtype_text(imp, node.input[0])
-    if _floating(dtype):
-        _base_handler("window_max")(imp, node, e)
-        return
-    if dtype not in ("int8", "uint8"):
+    if not _floating(dtype) and dtype not in ("int8", "uint8"):
         raise imp.unsupported(f"MaxPool of {dtype}", hint="ONNX's MaxPool takes floats, int8 and uint8")
-    pooled = _on_float32(imp, node, e, "window_max")
-    imp.emit(e.roles["cast"], [pooled], {"to": dtype}, node.output[0])
+    indices = wants_indices(imp, node)
+    values = values_only(node) if indices else node  # the indices are composed apart
+    outer, imp.node = imp.node, values
+    try:
+        if _floating(dtype):
+            _base_handler("window_max")(imp, values, e)
+        else:
+            pooled = _on_float32(imp, values, e, "window_max")
+            imp.emit(e.roles["cast"], [pooled], {"to": dtype}, node.output[0])
+    finally:
+        imp.node = outer
+    if indices:
+        max_pool_indices(imp, node, e)
 
 
 def bool_reduce(imp: Importer, node, e: OnnxOp) -> None:

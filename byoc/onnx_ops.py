@@ -735,8 +735,8 @@ def _pool(average: bool) -> Handler:
     def handle(imp: Importer, node, e: OnnxOp) -> None:
         allowed = {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "storage_order", "dilations"}
         imp.check_attrs(node, allowed | ({"count_include_pad"} if average else set()))
-        if imp.attr("storage_order", 0) != 0 or any(o in imp.used for o in node.output[1:]):
-            raise imp.unsupported("MaxPool's indices (storage_order, a second output)")
+        if any(o in imp.used for o in node.output[1:]):  # the MaxPool handler composes them
+            raise imp.unsupported("MaxPool's indices here")
         kernel = list(imp.attr("kernel_shape"))
         rank = len(kernel)
         strides = list(imp.attr("strides", [1] * rank))

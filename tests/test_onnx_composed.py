@@ -344,3 +344,31 @@ def test_tensor_scatter_of_more_steps_than_the_cache_is_invalid():
         tensor_scatter_model((2, 3, 4), (2, 5, 4), {"axis": 1}, with_indices=False, checked=False)
     )
     assert "TensorScatter" in message and "5 steps, more than the cache's 3" in message
+
+
+# ---------------------------------------------------------------- MaxPool's indices
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize(
+    "shape, attrs",
+    [
+        ((2, 3, 6, 7), {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 1]}),
+        ((2, 3, 6, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "storage_order": 1}),
+        ((1, 2, 7, 7), {"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
+        ((2, 2, 9), {"kernel_shape": [3], "strides": [2], "auto_pad": "SAME_UPPER"}),
+    ],
+)
+def test_max_pool_indices_match_onnxruntime(config, shape, attrs):
+    """The second output: each maximum's number in the flattened input, row- or
+    column-major (storage_order), through pads, strides, dilations and ceil_mode, with
+    repeated values so that ties pick the first."""
+    m = one_node("MaxPool", shape, attrs=attrs, outputs=("y", "i"))
+    x = RNG.integers(-3, 4, size=shape).astype(np.float32)
+    same_as_onnxruntime(m, {"x": x}, config)
+
+
+def test_max_pool_storage_order_without_indices_is_only_the_values():
+    """storage_order says how the indices are numbered; without them it changes nothing."""
+    m = one_node("MaxPool", (1, 2, 5, 5), attrs={"kernel_shape": [2, 2], "storage_order": 1})
+    same_as_onnxruntime(m, x_of((1, 2, 5, 5)), "json")

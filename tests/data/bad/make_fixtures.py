@@ -780,7 +780,9 @@ def onnx_unsupported_op(d: Path) -> None:
 
 @fixture
 def onnx_unsupported_attribute(d: Path) -> None:
-    _onnx_model(d, [_node("MaxPool", kernel_shape=[2, 2], storage_order=1)], inputs=(("x", [1, 1, 4, 4]),))
+    params = [_float([1.0, 1.0, 1.0], name) for name in ("scale", "bias", "mean", "var")]
+    node = _node("BatchNormalization", ("x", "scale", "bias", "mean", "var"), spatial=0)
+    _onnx_model(d, [node], initializers=params, opset=7)
 
 
 @fixture
