@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .api import LANGUAGES, PRINTED_LANGUAGES
+from .cli_cache import add_commands as add_cache_commands
 from .cli_gen import add_commands as add_gen_commands
 from .cli_import import add_commands as add_import_commands
 from .cli_import import add_shape_argument
@@ -36,6 +37,7 @@ examples:
   byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
   byoc import model.onnx -o models            # models/model.graph + models/model.npz
   byoc run model.onnx --backend fused         # an ONNX model directly (imported in memory)
+  byoc cache info                             # the compile cache: place, size, bound
 
 spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated by
 ':'), then the shipped spec/backends/. The first <name>.yaml found wins. The ops.yaml
@@ -126,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     add_run_commands(sub, parents)
     add_partition_commands(sub, parents)
     add_import_commands(sub, parents)
+    add_cache_commands(sub, parents)
     return top
 
 

@@ -19,7 +19,9 @@
   partial entry: the first rename wins and the others use its library. An entry
   whose library no longer matches its sha256, or is not a whole shared object for
   this machine (:mod:`byoc.runtime.elf_check`: cut short with its digest recomputed),
-  is moved aside and rebuilt.
+  is moved aside and rebuilt. A found entry is touched (its last use), and a new one
+  may make the cache evict its least recently used entries
+  (:mod:`byoc.runtime.cache_store`, ``$BYOC_CACHE_MAX``).
 * Every compiler process reads nothing: its standard input is ``/dev/null`` (a flag
   such as ``-x c -`` or a wrapper script that reads it cannot hang a build).
 * :func:`build_spec_module` compiles a spec's module with its ``requires:`` libraries
@@ -51,6 +53,7 @@ from typing import TYPE_CHECKING
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 
+from .cache_store import prune_after_build, touch
 from .elf_check import NotLoadable, check_shared_object
 
 if TYPE_CHECKING:
@@ -261,13 +264,16 @@ def build_library(
     entry = root / digest[:2] / digest
     library = entry / f"lib{Path(main).stem}.so"
     if _valid(library):
+        touch(entry)  # its last use, for least-recently-used eviction
         return library
     staging: Path | None = None
     try:
         (root / "tmp").mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix="build.", dir=root / "tmp"))
         _compile(sources, main, chain, staging, library.name, includes, libdir)
-        return _publish(staging, entry, library, root)
+        published = _publish(staging, entry, library, root)
+        prune_after_build(root)
+        return published
     except OSError as exc:
         raise BuildError(
             f"cannot write the build cache {root}: {exc.strerror or exc}",

@@ -20,6 +20,7 @@ from byoc.catalog import Catalog
 from byoc.errors import RuntimeFailure, UsageError
 
 from .build import cache_dir
+from .cache_store import touch
 from .bundle import read_bundle, write_bundle
 from .executor import GraphExecutor
 from .host_module import HostModule
@@ -168,6 +169,7 @@ def _materialise(members: Mapping[str, bytes], name: str) -> Path:
     target = cache_dir() / "bundles" / digest[:2] / digest / name
     try:
         if hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+            touch(target.parent)  # its last use, for least-recently-used eviction
             return target
     except OSError:  # absent, or something else (a directory) sits there: unpack afresh
         pass

@@ -123,6 +123,7 @@ def cache_dir(tmp_path_factory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("byoc-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(root))
+        mp.setenv("BYOC_CACHE_MAX", "0")  # no eviction between tests; test_cache_store.py bounds its own
         yield root
 
 
