@@ -133,8 +133,9 @@ def build(
     with timings.measure("compile"):
         for name, spec in generated.specs.items():
             check_regions(spec, lowered.externals_for(name))
+        built: dict[str, Path] = {}  # library members -> their cache entries, loaded there
         modules = tuple(
-            _package_module(name, spec, artifacts, lowered, generated.options[name], members)
+            _package_module(name, spec, artifacts, lowered, generated.options[name], members, built)
             for name, spec in generated.specs.items()
         )
     graphs = tuple(
@@ -149,7 +150,7 @@ def build(
         byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules, catalogs=catalogs
     )
     with timings.measure("load"):
-        return Model(manifest, members, catalog)
+        return Model(manifest, members, catalog, built)
 
 
 def source_members(program: Program) -> dict[str, bytes]:
@@ -167,7 +168,9 @@ def source_members(program: Program) -> dict[str, bytes]:
     return members
 
 
-def _package_module(name, spec, artifacts, lowered, option_values, members: dict[str, bytes]) -> ModuleEntry:
+def _package_module(
+    name, spec, artifacts, lowered, option_values, members: dict[str, bytes], built: dict[str, Path]
+) -> ModuleEntry:
     from .generator.artifacts import Role
     from .runtime.interface import Signature
     from .runtime.manifest import ENTRY_TYPES, LibraryEntry
@@ -182,6 +185,7 @@ def _package_module(name, spec, artifacts, lowered, option_values, members: dict
         library = build_spec_module(spec, {a.name: a.content for a in own}, module.name, values)
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
+        built[lib_name] = Path(library)
         functions = {
             fn.name: Signature(tuple(p.type for p in fn.params), fn.output_types)
             for fn in lowered.externals_for(name)

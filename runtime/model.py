@@ -20,8 +20,8 @@ from byoc.catalog import Catalog
 from byoc.errors import RuntimeFailure, UsageError
 
 from .build import cache_dir
-from .cache_store import touch
 from .bundle import read_bundle, write_bundle
+from .cache_store import touch
 from .executor import GraphExecutor
 from .host_module import HostModule
 from .interface import Module
@@ -32,15 +32,23 @@ class Model:
     """Run with ``model(**inputs)`` (one graph) or ``model.run(graph, **inputs)``."""
 
     def __init__(
-        self, manifest: Manifest, members: Mapping[str, bytes], catalog: Catalog | None = None
+        self,
+        manifest: Manifest,
+        members: Mapping[str, bytes],
+        catalog: Catalog | None = None,
+        built: Mapping[str, Path] | None = None,
     ) -> None:
-        """``catalog`` defaults to the shipped one extended by the bundle's user catalogs."""
+        """``catalog`` defaults to the shipped one extended by the bundle's user catalogs.
+        ``built`` names the files that already hold library members (a build's cache
+        entries): those are loaded where they are, not unpacked into a second copy."""
         self.manifest = manifest
         self.members = dict(members)
         catalog = catalog or _catalog(manifest, self.members)
         self.catalog = catalog
         """The op catalog the model runs its host ops and interpreted modules with."""
-        self.modules: list[Module] = [_module(m, self.members, catalog) for m in manifest.modules]
+        self.modules: list[Module] = [
+            _module(m, self.members, catalog, built or {}) for m in manifest.modules
+        ]
         self.graphs: dict[str, GraphExecutor] = {}
         for g in manifest.graphs:
             modules = list(self.modules)
@@ -112,13 +120,15 @@ def _catalog(manifest: Manifest, members: Mapping[str, bytes]) -> Catalog:
     return merge_catalogs([CatalogFile(name, _text(members, name)) for name in manifest.catalogs])
 
 
-def _module(entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog) -> Module:
+def _module(
+    entry: ModuleEntry, members: Mapping[str, bytes], catalog: Catalog, built: Mapping[str, Path]
+) -> Module:
     if isinstance(entry, LibraryEntry):
         from .module import LibraryModule
 
         _load_requirements(entry)
         return LibraryModule(
-            _materialise(members, entry.file),
+            built[entry.file] if entry.file in built else _materialise(members, entry.file),
             entry.functions,
             requirements=entry.requires,
             backend=entry.backend,

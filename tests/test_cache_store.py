@@ -111,3 +111,19 @@ def test_cache_command_refuses_bad_sizes_with_a_hint(private_cache, capsys, monk
     monkeypatch.setenv("BYOC_CACHE_MAX", "lots")
     rc, _, err = run_cli(capsys, "cache", "info")
     assert rc == 2 and "$BYOC_CACHE_MAX is 'lots', not a size" in err
+
+
+def test_a_build_stores_each_library_once(private_cache, tmp_path):
+    """A model built in this process loads its libraries from their build entries; only
+    a bundle read from a file unpacks them (once per content)."""
+    import byoc.runtime
+
+    model = byoc.build(EXAMPLES / "mlp.graph", backends=["fused"])
+    assert sorted(e.kind for e in entries(private_cache) if e.kind in ("build", "bundle")) == ["build"]
+    model.save(tmp_path / "mlp.byoc")
+    byoc.runtime.load(tmp_path / "mlp.byoc")
+    byoc.runtime.load(tmp_path / "mlp.byoc")
+    assert sorted(e.kind for e in entries(private_cache) if e.kind in ("build", "bundle")) == [
+        "build",
+        "bundle",
+    ]
