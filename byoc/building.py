@@ -7,7 +7,8 @@ manifest and members are what ``Model.save`` writes into a ``.byoc`` bundle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -25,6 +26,8 @@ SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
 SOURCE_WEIGHTS_MEMBER = "source.npz"
 """The weights file of the source member: its external and large constants' values."""
+QUIET_SECONDS = 1.0
+"""A compilation that ends sooner (a cache hit, a small module) reports no progress."""
 USER_CATALOG_MEMBER = "user_ops"
 """The user op catalogs of a build are saved as members ``user_ops_1.yaml``, ... in search order."""
 
@@ -99,10 +102,12 @@ def build(
     catalog: Catalog | None = None,
     timings: Timings | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
+    progress: Callable[[str], None] | None = None,
 ):
     """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
     ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
-    (see module doc)."""
+    (see module doc). The backends' modules compile in parallel; ``progress``, when
+    given, gets a line per event of a compilation longer than a second."""
     from .api import backend_loader, load_catalog, parse_file
     from .generator.pipeline import generate
     from .runtime import Model
@@ -133,9 +138,10 @@ def build(
     with timings.measure("compile"):
         for name, spec in generated.specs.items():
             check_regions(spec, lowered.externals_for(name))
+        libraries = compile_modules(generated.specs, artifacts, generated.options, progress)
         built: dict[str, Path] = {}  # library members -> their cache entries, loaded there
         modules = tuple(
-            _package_module(name, spec, artifacts, lowered, generated.options[name], members, built)
+            _package_module(name, spec, artifacts, lowered, libraries.get(name), members, built)
             for name, spec in generated.specs.items()
         )
     graphs = tuple(
@@ -168,21 +174,57 @@ def source_members(program: Program) -> dict[str, bytes]:
     return members
 
 
-def _package_module(
-    name, spec, artifacts, lowered, option_values, members: dict[str, bytes], built: dict[str, Path]
-) -> ModuleEntry:
+def _own_artifacts(name: str, artifacts) -> tuple[list, object]:
+    """Backend ``name``'s module, headers and weights, and its module."""
     from .generator.artifacts import Role
+
+    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER, Role.WEIGHTS)]
+    return own, next(a for a in own if a.role is Role.MODULE)
+
+
+def compile_modules(
+    specs, artifacts, options, progress: Callable[[str], None] | None = None
+) -> dict[str, Path]:
+    """Compile the module of every compiled backend, all at once (one compiler per core):
+    the library of each. ``progress`` (a terminal's, say) hears of a compilation that
+    takes longer than :data:`QUIET_SECONDS`: which modules, and each one's end."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from .runtime.build import build_spec_module
+
+    jobs = {}
+    start = perf_counter()
+    compiled = {name: spec for name, spec in specs.items() if spec.kind.compiled}
+    with ThreadPoolExecutor(max_workers=max(1, min(len(compiled), os.cpu_count() or 1))) as pool:
+        for name, spec in compiled.items():
+            own, module = _own_artifacts(name, artifacts)
+            values = spec.template_values(options[name])
+            jobs[
+                pool.submit(build_spec_module, spec, {a.name: a.content for a in own}, module.name, values)
+            ] = name
+        pending = set(jobs)
+        done, pending = wait(pending, timeout=QUIET_SECONDS)
+        if pending and progress is not None:
+            names = ", ".join(sorted(jobs[f] for f in pending))
+            progress(f"compiling {names} ({len(pending)} of {len(jobs)} modules)")
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    if f.exception() is None:
+                        seconds = perf_counter() - start
+                        progress(f"{jobs[f]} compiled after {seconds:.1f} s; {len(pending)} left")
+        return {name: Path(f.result()) for f, name in jobs.items()}
+
+
+def _package_module(
+    name, spec, artifacts, lowered, library: Path | None, members: dict[str, bytes], built: dict[str, Path]
+) -> ModuleEntry:
     from .runtime.interface import Signature
     from .runtime.manifest import ENTRY_TYPES, LibraryEntry
 
-    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER, Role.WEIGHTS)]
-    module = next(a for a in own if a.role is Role.MODULE)
+    own, module = _own_artifacts(name, artifacts)
     kind = spec.kind
     if kind.compiled:
-        from .runtime.build import build_spec_module
-
-        values = spec.template_values(option_values)
-        library = build_spec_module(spec, {a.name: a.content for a in own}, module.name, values)
         lib_name = f"lib{name}.so"
         members[lib_name] = Path(library).read_bytes()
         built[lib_name] = Path(library)

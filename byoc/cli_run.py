@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_gen import add_graph_arguments, parse_options
+from .cli_gen import add_graph_arguments, add_quiet_argument, parse_options, progress_printer
 from .errors import UsageError
 from .ir import is_half, is_integer, numpy_dtype
 from .npz_files import read_npz
@@ -61,6 +61,7 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(b)
+    add_quiet_argument(b)
     b.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the bundle to write (e.g. model.byoc)"
     )
@@ -75,6 +76,7 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(r)
+    add_quiet_argument(r)
     r.add_argument(
         "--inputs",
         metavar="NPZ|DIR",
@@ -135,6 +137,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         language=args.source_language,
         timings=timings,
         shapes=shapes_of(args),
+        progress=progress_printer(args),
     )
     model.save(args.output)
     size = Path(args.output).stat().st_size
@@ -193,6 +196,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             language=language,
             catalog=catalog,
             timings=timings,
+            progress=progress_printer(args),
         )
     qualified = len(model.graph_names) > 1
     supplied, origins, stored = _supplied(args.inputs, given, model, program)
