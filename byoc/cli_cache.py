@@ -110,7 +110,7 @@ def _env_bound() -> bool:
 
 
 def _ago(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
         if seconds >= size:
             return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
+    return f"{seconds:.0f} seconds"
