@@ -37,6 +37,7 @@ from .onnx_import import (
     tensor_array,
 )
 from .onnx_indexing import INDEXING_KINDS
+from .onnx_quantize import QUANTIZE_KINDS
 from .onnx_resize import resize
 from .onnx_rnn import recurrent
 from .onnx_signal import SIGNAL_KINDS, wrap_pad
@@ -1267,6 +1268,7 @@ KINDS: dict[str, Handler] = {
     **INDEXING_KINDS,
     **SIGNAL_KINDS,
     **COMPOSED_KINDS,
+    **QUANTIZE_KINDS,
     "folded": _folded,
     "branch": branch,
     "loop": loop,
