@@ -26,6 +26,7 @@ from .onnx_attention import ATTENTION_KINDS
 from .onnx_composed import COMPOSED_KINDS
 from .onnx_control import IN_PLACE, branch, loop, scan
 from .onnx_expand import expand
+from .onnx_grid_sample import GRID_SAMPLE_KINDS
 from .onnx_import import (
     INLINE_ELEMENTS,
     Names,
@@ -1269,6 +1270,7 @@ KINDS: dict[str, Handler] = {
     **SIGNAL_KINDS,
     **COMPOSED_KINDS,
     **QUANTIZE_KINDS,
+    **GRID_SAMPLE_KINDS,
     "folded": _folded,
     "branch": branch,
     "loop": loop,
