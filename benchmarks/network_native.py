@@ -77,11 +77,18 @@ def _repeats(seconds_per_call: float) -> int:
 # ------------------------------------------------------------------------- oneDNN
 
 
+def operands(kind: str, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The workload's source and weights: a matmul's a and b, a conv's or dense's x and w."""
+    return (arrays["a"], arrays["b"]) if kind == "matmul" else (arrays["x"], arrays["w"])
+
+
 def dnnl_systems(
     lib: ctypes.CDLL, kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any]
 ) -> list[System]:
-    """oneDNN directly: a conv (plain formats, and format_any with reorders) or a dense."""
-    lib.bench_dnnl_conv.restype = lib.bench_dnnl_dense.restype = ctypes.c_void_p
+    """oneDNN directly: a conv (plain formats, and format_any with reorders), a dense
+    (an inner product) or a matmul (plain row-major, the batch dims as given)."""
+    for make in (lib.bench_dnnl_conv, lib.bench_dnnl_dense, lib.bench_dnnl_matmul):
+        make.restype = ctypes.c_void_p
     lib.bench_dnnl_conv.argtypes = [
         ctypes.c_void_p,
         ctypes.c_int,
@@ -90,10 +97,11 @@ def dnnl_systems(
         ctypes.c_int,
     ]
     lib.bench_dnnl_dense.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p]
+    lib.bench_dnnl_matmul.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3
     lib.bench_dnnl_run.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long]
     lib.bench_dnnl_impl.restype = ctypes.c_char_p
     lib.bench_dnnl_impl.argtypes = lib.bench_dnnl_free.argtypes = [ctypes.c_void_p]
-    x, w = arrays["x"], arrays["w"]
+    x, w = operands(kind, arrays)
     y = np.empty(attrs["out_shape"], np.float32)
     if kind == "conv":
         g = np.asarray(attrs["geometry"], np.int64)
@@ -109,6 +117,11 @@ def dnnl_systems(
             )
             for label, path, any_ in variants
         ]
+    elif kind == "matmul":
+        rank = max(x.ndim, w.ndim)
+        xd, wd = (np.asarray((1,) * (rank - a.ndim) + a.shape, np.int64) for a in (x, w))
+        handle = lib.bench_dnnl_matmul(rank, _ptr(xd), _ptr(wd), _ptr(w))
+        made = [("oneDNN direct (matmul, row-major)", "dnnl_plain", handle)]
     else:
         made = [
             (
@@ -138,12 +151,38 @@ def dnnl_systems(
 # ------------------------------------------------------------------------ OpenBLAS
 
 
-def sgemm_system(lib: ctypes.CDLL, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> System:
-    """OpenBLAS's cblas_sgemm directly: y = x @ w.T."""
-    lib.bench_sgemm.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3 + [ctypes.c_long]
-    x, w = arrays["x"], arrays["w"]
-    y = np.empty((x.shape[0], w.shape[0]), np.float32)
-    args = (x.shape[0], x.shape[1], w.shape[0], _ptr(x), _ptr(w), _ptr(y))
+def gemm_batches(x: np.ndarray, w: np.ndarray, trans_w: bool) -> tuple[tuple[int, ...], int, int, int, int]:
+    """How cblas_sgemm computes x @ w.T (``trans_w``: a dense) or numpy's x @ w, as the
+    cblas backend does: (the result's shape, batches, m, x's step, w's step). When w
+    has no batch dims one product covers all of x's rows; otherwise one per batch,
+    an operand without batches (a step of 0) broadcast."""
+    (k, n) = (w.shape[1], w.shape[0]) if trans_w else w.shape[-2:]
+    if trans_w or w.ndim == 2:
+        return (*x.shape[:-1], n), 1, int(np.prod(x.shape[:-1])), 0, 0
+    m = x.shape[-2]
+    batch_shape = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
+    batches = int(np.prod(batch_shape))
+    steps = []
+    for a, step in ((x, m * k), (w, k * n)):
+        own = int(np.prod(a.shape[:-2]))
+        if own not in (1, batches):
+            raise NotImplementedError(f"batch dims {a.shape[:-2]} broadcast partly to {batch_shape}")
+        steps.append(step if own == batches else 0)
+    return (*batch_shape, m, n), batches, m, *steps
+
+
+def sgemm_system(lib: ctypes.CDLL, kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any]) -> System:
+    """OpenBLAS's cblas_sgemm directly: y = x @ w.T for a dense, numpy's a @ b for a
+    matmul (one sgemm, or one per batch: see ``gemm_batches``)."""
+    lib.bench_sgemm.argtypes = (
+        [ctypes.c_int] * 5 + [ctypes.c_long] * 2 + [ctypes.c_void_p] * 3 + [ctypes.c_long]
+    )
+    x, w = operands(kind, arrays)
+    trans_w = kind == "dense"
+    shape, batches, m, x_step, w_step = gemm_batches(x, w, trans_w)
+    y = np.empty(shape, np.float32)
+    k, n = x.shape[-1], shape[-1]
+    args = (batches, m, k, n, int(trans_w), x_step, w_step, _ptr(x), _ptr(w), _ptr(y))
     reps = _repeats(attrs["flops"] / 1e10)
 
     def once() -> np.ndarray:

@@ -84,6 +84,38 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
         2e-6,
         "dnnl prepared call at 10x10 dense: under 2 µs over oneDNN called directly",
     ),
+    (
+        "matmul_attention",
+        "byoc dnnl,fused prepared",
+        "x_onednn",
+        "<=",
+        1.10,
+        "dnnl,fused batched matmul 12x128x64x128: within 1.10x of oneDNN called directly",
+    ),
+    (
+        "matmul_attention",
+        "byoc cblas,fused prepared",
+        "x_sgemm",
+        "<=",
+        1.10,
+        "cblas,fused batched matmul 12x128x64x128: within 1.10x of sgemm called directly",
+    ),
+    (
+        "matmul_linear",
+        "byoc dnnl,fused prepared",
+        "x_onednn",
+        "<=",
+        1.10,
+        "dnnl,fused matmul 1x128x768 @ 768x3072: within 1.10x of oneDNN called directly",
+    ),
+    (
+        "matmul_linear",
+        "byoc cblas,fused prepared",
+        "x_sgemm",
+        "<=",
+        1.10,
+        "cblas,fused matmul 1x128x768 @ 768x3072: within 1.10x of sgemm called directly",
+    ),
 )
 
 

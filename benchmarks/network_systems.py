@@ -84,29 +84,28 @@ def byoc_systems(
 
 
 def numpy_system(w: Workload) -> System | None:
-    """numpy: matmul into a preallocated output for dense, im2col + matmul for conv."""
-    if w.kind not in ("dense", "conv"):
-        return None
-    x, wt = w.inputs["x"], w.inputs["w"]
-    if w.kind == "dense":
-        o = np.empty(w.expected.shape, np.float32)
-        ns = {"np": np, "x": x, "wt": wt.T, "o": o}
-
-        def dense() -> np.ndarray:
-            np.matmul(x, wt.T, out=o)
-            return o.copy()
-
+    """numpy: matmul into a preallocated output for dense (x @ w.T) and matmul (a @ b),
+    im2col + matmul for conv."""
+    if w.kind == "conv":
+        x, wt, b = w.inputs["x"], w.inputs["w"], w.inputs["b"]
         return System(
-            "numpy matmul (out=)", "peer", Bench("np.matmul(x, wt, out=o)", ns), dense, path="numpy"
+            "numpy im2col + matmul",
+            "peer",
+            Bench.of(lambda: conv_im2col(x, wt, b)),
+            lambda: conv_im2col(x, wt, b),
+            path="numpy",
         )
-    b = w.inputs["b"]
-    return System(
-        "numpy im2col + matmul",
-        "peer",
-        Bench.of(lambda: conv_im2col(x, wt, b)),
-        lambda: conv_im2col(x, wt, b),
-        path="numpy",
-    )
+    if w.kind not in ("dense", "matmul"):
+        return None
+    a, b = (w.inputs["x"], w.inputs["w"].T) if w.kind == "dense" else (w.inputs["a"], w.inputs["b"])
+    o = np.empty(w.expected.shape, np.float32)
+    ns = {"np": np, "a": a, "b": b, "o": o}
+
+    def product() -> np.ndarray:
+        np.matmul(a, b, out=o)
+        return o.copy()
+
+    return System("numpy matmul (out=)", "peer", Bench("np.matmul(a, b, out=o)", ns), product, path="numpy")
 
 
 def conv_im2col(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -2,9 +2,10 @@
 an ONNX model for the peers, its inputs and its numpy reference output.
 
 The byoc graph takes every tensor as an input (as a network layer offloaded by a
-framework does); the ONNX model holds the weights as initializers, so that ONNX
-Runtime and TVM may prepack or fold them (their best configuration). The conv, dense
-and basic-block workloads also have that ONNX model imported into byoc
+framework does); the ONNX model holds the weights as initializers (a matmul's b only
+where it is a layer's weights, not attention's keys), so that ONNX Runtime and TVM
+may prepack or fold them (their best configuration). The conv, dense and basic-block
+workloads also have that ONNX model imported into byoc
 (``constant_program``: the weights are constants, as an inference graph has them), so
 that a library backend may prepack them too, like oneDNN's format_any floor.
 """
@@ -33,7 +34,7 @@ ONNX_OPSET = 17
 class Workload:
     key: str
     title: str
-    kind: str  # conv | dense | network (run through the graph executor)
+    kind: str  # conv | dense | matmul | network (run through the graph executor)
     program: Any  # the byoc Program (one graph)
     inputs: dict[str, np.ndarray]  # byoc parameter name -> array
     onnx_model: Any  # the same computation for ONNX Runtime and TVM
@@ -128,6 +129,43 @@ def dense_workload(rng: np.random.Generator, key: str, n: int) -> Workload:
         flops=2 * n * n * n,
         attrs={"out_shape": (n, n)},
         constant_program=_imported(model, key),
+    )
+
+
+def matmul_workload(
+    rng: np.random.Generator,
+    key: str,
+    what: str,
+    a_shape: tuple[int, ...],
+    b_shape: tuple[int, ...],
+    weights: bool,
+) -> Workload:
+    """matmul(a, b) as numpy has it (batch dims broadcast), a single kernel on the
+    --backend choices (NETWORK_BACKENDS). With ``weights`` b is a layer's weights: an
+    initializer of the ONNX model (which ONNX Runtime may prepack); without, both are
+    activations (attention's queries and keys), both inputs of the ONNX model."""
+    from onnx import helper
+
+    import byoc
+
+    a = rng.uniform(-1, 1, a_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, b_shape).astype(np.float32)
+    out_shape = (*np.broadcast_shapes(a_shape[:-2], b_shape[:-2]), a_shape[-2], b_shape[-1])
+    text = f"graph main(a: float32{list(a_shape)}, b: float32{list(b_shape)}) {{\n  return matmul(a, b)\n}}\n"
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["out"])]
+    onnx_inputs = {"a": a} if weights else {"a": a, "b": b}
+    model = _onnx(nodes, onnx_inputs, out_shape, {"b": b} if weights else {})
+    return Workload(
+        key,
+        f"{what}: float32{list(a_shape)} @ float32{list(b_shape)}",
+        "matmul",
+        byoc.parse(text, "graph"),
+        {"a": a, "b": b},
+        model,
+        onnx_inputs,
+        NETWORK_BACKENDS,
+        flops=2 * int(np.prod(out_shape)) * a_shape[-1],
+        attrs={"out_shape": out_shape},
     )
 
 
@@ -262,6 +300,12 @@ def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
         result.append(onnx_network(rng, TINY_NETWORK, workdir, randomise=False))
     else:
         result += [onnx_network(rng, light / f"{name}.onnx", workdir, randomise=True) for name in LIGHT]
+    attention = ((2, 8, 4), (2, 4, 8)) if tiny else ((12, 128, 64), (12, 64, 128))
+    linear = ((1, 8, 16), (16, 32)) if tiny else ((1, 128, 768), (768, 3072))
+    result += [
+        matmul_workload(rng, "matmul_attention", "attention's Q @ K^T, batched per head", *attention, False),
+        matmul_workload(rng, "matmul_linear", "a transformer FFN's first product", *linear, True),
+    ]
     for w in result:
         w.expected = byoc.evaluate(w.program.functions[0], w.inputs)[0]
     return result

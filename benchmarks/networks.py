@@ -1,6 +1,6 @@
-"""Network speed: conv2d, dense and whole networks on byoc's library and C backends
-against the libraries called directly, numpy, ONNX Runtime and TVM, and against the
-machine's peak FLOP rate, all measured in one run.
+"""Network speed: conv2d, dense, matmul and whole networks on byoc's library and C
+backends against the libraries called directly, numpy, ONNX Runtime and TVM, and
+against the machine's peak FLOP rate, all measured in one run.
 
 Workloads (float32, batch 1):
 
@@ -11,16 +11,22 @@ Workloads (float32, batch 1):
 * ``basic_block``: examples/resnet_basic_block.graph at 64 channels, 56x56.
 * ``light_resnet50``, ``light_squeezenet``: the onnx wheel's light models end to end,
   their constant weights made seeded random (see network_workloads.py).
+* ``matmul_attention``: matmul of a (12, 128, 64) by b (12, 64, 128), attention's
+  Q @ K^T per head, both operands activations.
+* ``matmul_linear``: matmul of a (1, 128, 768) by b (768, 3072), a transformer FFN's
+  first product, b its weights.
 
 Systems: every byoc backend alone through its prepared call (one kernel), or the
 --backend choices ``dnnl,fused``, ``cblas,fused`` and ``fused`` (the rest on the host)
-through the graph executor (a network); oneDNN called directly from C (plain
-nchw/oihw, and format_any with per-call reorders and weights reordered once);
-OpenBLAS's sgemm called directly; numpy (matmul; im2col + matmul for conv); ONNX
+through the graph executor (a network) or through the prepared call of the one kernel
+they make (a matmul); oneDNN called directly from C (plain nchw/oihw, and format_any
+with per-call reorders and weights reordered once; the inner product; the matmul
+primitive, row-major); OpenBLAS's sgemm called directly (for a matmul one per batch,
+or one over all rows when b is 2-D); numpy (matmul; im2col + matmul for conv); ONNX
 Runtime (1 and 2 threads, IO binding); TVM relax, default and target-tuned. The peak
 is an FMA microbenchmark on the widest vectors the CPU has (AVX-512, else AVX2), on 1
-and 2 threads, timed with the conv and dense (its
-fastest sample: the best rate the machine attained in this run).
+and 2 threads, timed with the conv, dense and matmul workloads (its fastest sample:
+the best rate the machine attained in this run).
 
 Every output is checked against byoc's numpy reference before anything is timed; a
 byoc backend or an installed peer that fails to build, to run or to compute the right
@@ -78,7 +84,8 @@ def harnesses() -> dict[str, Any]:
 
 
 def native_systems(w: Workload, libs: dict[str, Any], skipped: dict, failed: dict) -> list[System]:
-    wanted = {"conv": ("fma_peak", "dnnl_direct"), "dense": ("fma_peak", "dnnl_direct", "blas_direct")}
+    gemm = ("fma_peak", "dnnl_direct", "blas_direct")
+    wanted = {"conv": ("fma_peak", "dnnl_direct"), "dense": gemm, "matmul": gemm}
     systems: list[System] = []
     for name in wanted.get(w.kind, ()):
         if name == "fma_peak" and w.key == "dense_10":
@@ -93,7 +100,7 @@ def native_systems(w: Workload, libs: dict[str, Any], skipped: dict, failed: dic
             elif name == "dnnl_direct":
                 systems += native.dnnl_systems(lib, w.kind, w.inputs, {**w.attrs, "flops": w.flops})
             else:
-                systems.append(native.sgemm_system(lib, w.inputs, {"flops": w.flops}))
+                systems.append(native.sgemm_system(lib, w.kind, w.inputs, {"flops": w.flops}))
         except Exception as exc:  # installed but cannot run this workload: a failure
             failed[name] = describe_error(exc)
     return systems

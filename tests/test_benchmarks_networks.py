@@ -13,13 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from libraries import missing_library
 
 pytestmark = pytest.mark.network
 
 REPO = Path(__file__).resolve().parents[1]
-WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "tiny_cnn"}
+MATMULS = ("matmul_attention", "matmul_linear")
+WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "tiny_cnn", *MATMULS}
 
 
 def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
@@ -70,6 +72,61 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
         assert "cblas" in conv["not_applicable"]  # cblas has no conv
         assert "sgemm" in {r["path"] for r in dense["systems"].values()}
         assert dense["systems"]["byoc cblas prepared"]["overhead_sgemm_s"] is not None
+    for key in MATMULS:
+        _check_matmul_rows(data, key)
+
+
+def _check_matmul_rows(data: dict, key: str) -> None:
+    """A matmul workload has a row for every system that is available here (the byoc
+    --backend choices, each one kernel on its library; the libraries called directly;
+    numpy; ONNX Runtime and TVM when installed) and none other, besides the peak's."""
+    w = data["workloads"][key]
+    rows = {name: r for name, r in w["systems"].items() if r["group"] != "peak"}
+    expected = {"byoc fused prepared", "numpy matmul (out=)"}
+    for library, direct in (
+        ("dnnl", "oneDNN direct (matmul, row-major)"),
+        ("cblas", "OpenBLAS cblas_sgemm direct"),
+    ):
+        if missing_library(library):
+            assert "pip install" in w["skipped"][f"byoc {library},fused"], key
+        else:
+            expected |= {f"byoc {library},fused prepared", direct}
+            assert rows[f"byoc {library},fused prepared"]["symbol"].startswith(f"{library}_"), key
+    if data["peers"]["onnxruntime"]:
+        threads = sorted({1, os.cpu_count() or 1})
+        expected |= {f"ONNX Runtime ({n} thread{'s' * (n > 1)}, IO binding)" for n in threads}
+    if data["peers"]["tvm"]:
+        expected |= {"TVM relax (default)", "TVM relax (target-tuned)"}
+    assert set(rows) == expected, key
+    assert rows["byoc fused prepared"]["symbol"].startswith("fused_"), key
+    assert w["flops"] > 0 and all(r["gflop_per_s"] > 0 for r in rows.values()), key
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape", [((3, 4, 5), (5, 6)), ((4, 5), (2, 5, 6)), ((2, 3, 4, 5), (1, 1, 5, 6))]
+)
+def test_direct_matmul_harnesses_compute_numpys_matmul(a_shape, b_shape, tmp_path, monkeypatch):
+    """The oneDNN and sgemm harnesses broadcast batch dims as numpy does (b 2-D: one
+    sgemm over all rows; a 2-D: its rows reused for every batch)."""
+    from benchmarks import network_native as native
+
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(1)
+    arrays = {
+        "a": rng.uniform(-1, 1, a_shape).astype(np.float32),
+        "b": rng.uniform(-1, 1, b_shape).astype(np.float32),
+    }
+    expected = np.matmul(arrays["a"], arrays["b"])
+    attrs = {"flops": 1, "out_shape": expected.shape}
+    systems = []
+    if missing_library("dnnl") is None:
+        systems += native.dnnl_systems(native.compile_harness("dnnl_direct"), "matmul", arrays, attrs)
+    if missing_library("cblas") is None:
+        systems.append(native.sgemm_system(native.compile_harness("blas_direct"), "matmul", arrays, attrs))
+    if not systems:
+        pytest.skip("neither oneDNN nor OpenBLAS is installed")
+    for s in systems:
+        np.testing.assert_allclose(s.output(), expected, rtol=1e-5, atol=1e-5, err_msg=s.name)
 
 
 def test_a_wrong_result_fails_the_suite_before_timing(tmp_path, monkeypatch, capsys):

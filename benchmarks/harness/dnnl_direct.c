@@ -1,11 +1,12 @@
 /* benchmarks/network_native.py: oneDNN called directly, the floor of the dnnl backend.
  *
  * A handle holds one primitive made once: a convolution (optionally with a bias and a
- * relu post-op) or an inner product (dense). With `any` the convolution picks its own
+ * relu post-op), an inner product (dense) or a matmul. With `any` the convolution picks its own
  * memory formats (blocked, for this CPU): its weights are reordered once, when the
  * handle is made, and every run reorders the plain source in and the destination out,
  * as a framework that keeps plain tensors at its boundary must. Without `any` every
- * tensor is plain (nchw, oihw, nc, oi) and is used in place. A run executes the
+ * tensor is plain (nchw, oihw, nc, oi; row-major for a matmul) and is used in
+ * place. A run executes the
  * primitive(s) on the caller's buffers `reps` times, waiting for the stream each time. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -158,6 +159,24 @@ void *bench_dnnl_conv(const int64_t *g, int any, const float *w, const float *b,
   return h;
 }
 
+/* h made from pd over the plain descriptors src_md, dst_md and wmd (weights w, no
+   bias), unless `failed` says pd was not made; pd and the descriptors are released.
+   h, or NULL (h freed) on a failure. */
+static void *bench_plain(bench_dnnl *h, int failed, dnnl_primitive_desc_t pd, dnnl_memory_desc_t src_md,
+                         dnnl_memory_desc_t dst_md, dnnl_memory_desc_t wmd, const float *w) {
+  failed = failed || bench_finish(h, pd, src_md, dst_md, wmd, w, NULL, NULL);
+  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
+  dnnl_memory_desc_t mds[] = {src_md, dst_md, wmd};
+  for (size_t k = 0; k < sizeof mds / sizeof mds[0]; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (failed) {
+    bench_dnnl_free(h);
+    return NULL;
+  }
+  return h;
+}
+
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed, an inner product on plain
    tensors (nc, oi). NULL on a failure. */
 void *bench_dnnl_dense(int64_t batch, int64_t k, int64_t units, const float *w) {
@@ -167,18 +186,31 @@ void *bench_dnnl_dense(int64_t batch, int64_t k, int64_t units, const float *w) 
   dnnl_memory_desc_t src_md = bench_md(2, xd, dnnl_nc), dst_md = bench_md(2, yd, dnnl_nc);
   dnnl_memory_desc_t wmd = bench_md(2, wd, dnnl_oi);
   dnnl_primitive_desc_t pd = NULL;
-  int failed = dnnl_inner_product_forward_primitive_desc_create(&pd, h->engine, dnnl_forward_inference, src_md,
-                                                                wmd, NULL, dst_md, NULL) != dnnl_success;
-  failed = failed || bench_finish(h, pd, src_md, dst_md, wmd, w, NULL, NULL);
-  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
-  dnnl_memory_desc_destroy(src_md);
-  dnnl_memory_desc_destroy(dst_md);
-  dnnl_memory_desc_destroy(wmd);
-  if (failed) {
-    bench_dnnl_free(h);
-    return NULL;
-  }
-  return h;
+  const int failed = dnnl_inner_product_forward_primitive_desc_create(&pd, h->engine, dnnl_forward_inference,
+                                                                      src_md, wmd, NULL, dst_md, NULL) != dnnl_success;
+  return bench_plain(h, failed, pd, src_md, dst_md, wmd, w);
+}
+
+/* matmul: y (..., M, N) = x (..., M, K) times w (..., K, N), all row-major with `rank`
+   (2 to 6) dims: xd and wd give the operands' dims, their batch dims as given (the
+   caller pads the lower-rank one with leading 1s; oneDNN broadcasts a dim of 1).
+   NULL on a failure. */
+void *bench_dnnl_matmul(int rank, const int64_t *xd, const int64_t *wd, const float *w) {
+  static const dnnl_format_tag_t row_major[] = {dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+  if (rank < 2 || rank > 6) return NULL;
+  bench_dnnl *h = bench_start();
+  if (h == NULL) return NULL;
+  int64_t yd[6];
+  for (int k = 0; k < rank - 2; ++k) yd[k] = xd[k] == 1 ? wd[k] : xd[k];
+  yd[rank - 2] = xd[rank - 2];
+  yd[rank - 1] = wd[rank - 1];
+  const dnnl_format_tag_t tag = row_major[rank - 2];
+  dnnl_memory_desc_t src_md = bench_md(rank, xd, tag), dst_md = bench_md(rank, yd, tag);
+  dnnl_memory_desc_t wmd = bench_md(rank, wd, tag);
+  dnnl_primitive_desc_t pd = NULL;
+  const int failed = src_md == NULL || dst_md == NULL || wmd == NULL
+      || dnnl_matmul_primitive_desc_create(&pd, h->engine, src_md, wmd, NULL, dst_md, NULL) != dnnl_success;
+  return bench_plain(h, failed, pd, src_md, dst_md, wmd, w);
 }
 
 /* The implementation oneDNN chose (e.g. "brg:avx512_core"). */
