@@ -20,7 +20,7 @@ from byoc.errors import close_names
 from .backend import PLAIN_LAYOUT, LayoutDef
 from .bindings import frozen_map
 from .draft import SpecDraft, c_name, known
-from .template import placeholder_names
+from .template import TemplateSyntaxError, placeholder_names
 from .yaml_doc import YamlDoc
 
 OUT_PORT = "out"
@@ -131,7 +131,7 @@ def load_macro_layouts(
                 raise doc.error(f"{what}: {port} lists layout {name} twice", names, i)
             taken.append(str(name))
         placeholder = LAYOUT_PLACEHOLDER.format(port=port)
-        if not any(placeholder in placeholder_names(arg) for arg in params.values()):
+        if not _reads(doc, mnode, what, params, placeholder):
             raise doc.error(
                 f"{what} takes layouts at {port}, but no argument reads ${{{placeholder}}}",
                 node,
@@ -179,3 +179,19 @@ def check_layout_ranks(doc: YamlDoc, draft: SpecDraft, uses: list[Any]) -> None:
                     value=True,
                     hint=f"map rank {other[0]} to a macro without layouts, or only rank {layout.rank} to this one",
                 )
+
+
+def _reads(doc: YamlDoc, mnode: Any, what: str, params: Mapping[str, str], placeholder: str) -> bool:
+    """Whether an argument of ``params`` reads ``${placeholder}``; a malformed argument
+    is a located error here, as the layouts are checked before the arguments are."""
+    for key, arg in params.items():
+        try:
+            if placeholder in placeholder_names(arg):
+                return True
+        except TemplateSyntaxError as exc:
+            raise doc.error_at(
+                f"{what}: params: {key}: {exc.message}",
+                doc.at_offset(mnode["params"], key, exc.offset),
+                hint=exc.hint,
+            ) from None
+    return False

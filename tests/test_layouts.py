@@ -268,3 +268,18 @@ def _check_runs(spec_dir: Path, graph: str, rng) -> None:
     inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
     (got,), (want,) = model(**inputs), evaluate(fn, inputs)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_malformed_argument_of_a_macro_with_layouts_is_a_located_error(tmp_path):
+    """The layouts of a macro are checked against its arguments before the arguments'
+    own check: an unclosed placeholder there is a located SpecError, not a crash."""
+    from byoc.errors import SpecError
+
+    specs = tmp_path / "my_specs"
+    specs.mkdir()
+    broken = SPEC.replace('p_IN_: "${in0_layout}"', 'p_IN_: "${in0_layout"', 1)
+    assert broken != SPEC
+    (specs / "permuted.yaml").write_text(broken, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_backend("permuted", [specs])
+    assert "permuted.yaml:" in str(info.value) and "p_IN_" in str(info.value)
