@@ -200,7 +200,8 @@ def _base_handler(kind: str):
     return KINDS[kind]
 
 
-def _dtype_text(imp: Importer, name: str) -> str:
+def dtype_text(imp: Importer, name: str) -> str:
+    """The byoc dtype name of value ``name`` ("" when unknown)."""
     dtype = imp.dtype(name)
     return "" if dtype is None else dtype_name(np.dtype(dtype)) or str(dtype)
 
@@ -214,7 +215,7 @@ def _through_float64(imp: Importer, node, e: OnnxOp, what: str) -> None:
     """``e.op`` of two integer inputs computed in float64 and cast back to the first
     input's dtype (``roles.cast``; a float to integer cast truncates toward zero)."""
     imp.check_attrs(node, set())
-    dtype = _dtype_text(imp, node.input[0])
+    dtype = dtype_text(imp, node.input[0])
     if dtype not in EXACT_INTEGERS:
         varying = [i for i in node.input[:2] if i and i not in imp.consts]
         shape_like = all(math.prod(imp.shape(i)) <= SHAPE_LIKE and imp.inputs_behind(i) for i in varying)
@@ -233,7 +234,7 @@ def divide(imp: Importer, node, e: OnnxOp) -> None:
     """Div: of floats the catalog's divide (handler ``binary``); of integers truncated
     toward zero, as ONNX (and C) divide them: the quotient in float64, whose
     conversion back truncates (exact for integers of up to 32 bits)."""
-    if _floating(_dtype_text(imp, node.input[0])):
+    if _floating(dtype_text(imp, node.input[0])):
         _base_handler("binary")(imp, node, e)
         return
     _through_float64(imp, node, e, "division")
@@ -243,7 +244,7 @@ def power(imp: Importer, node, e: OnnxOp) -> None:
     """Pow, whose exponent may have another dtype than its base: a float base takes the
     exponent cast to its dtype (``roles.cast``); an integer base (of up to 32 bits) is
     raised in float64 and the result cast back to its dtype, truncated."""
-    base, exponent = (_dtype_text(imp, i) for i in node.input[:2])
+    base, exponent = (dtype_text(imp, i) for i in node.input[:2])
     if _floating(base):
         if exponent and exponent != base:
             imp.check_attrs(node, set())
@@ -259,7 +260,7 @@ def clamp(imp: Importer, node, e: OnnxOp) -> None:
     """Clip: of floats the ``bounded`` handler; of integers (opset 12 on, the bounds
     optional inputs of the same dtype) the elementwise maximum with the lower bound
     (``roles.low``) and minimum with the upper (``roles.high``), as constants."""
-    dtype = _dtype_text(imp, node.input[0])
+    dtype = dtype_text(imp, node.input[0])
     if _floating(dtype):
         _base_handler("bounded")(imp, node, e)
         return
@@ -301,7 +302,7 @@ def window_max(imp: Importer, node, e: OnnxOp) -> None:
     types) that handler's max_pool on the input cast to float32, which holds every value,
     and the result cast back (every window holds an input element). Its indices, when
     asked for, are composed by :mod:`byoc.onnx_pool_indices`."""
-    dtype = _dtype_text(imp, node.input[0])
+    dtype = dtype_text(imp, node.input[0])
     if not _floating(dtype) and dtype not in ("int8", "uint8"):
         raise imp.unsupported(f"MaxPool of {dtype}", hint="ONNX's MaxPool takes floats, int8 and uint8")
     indices = wants_indices(imp, node)
@@ -323,7 +324,7 @@ def bool_reduce(imp: Importer, node, e: OnnxOp) -> None:
     """ReduceMax and ReduceMin: of bools (any and all) the ``reduce`` handler's op on the
     input cast to float32, then whether the result is above 0 (``roles.positive``):
     an empty maximum (-inf) is false and an empty minimum (+inf) true, as ONNX says."""
-    dtype = _dtype_text(imp, node.input[0])
+    dtype = dtype_text(imp, node.input[0])
     if dtype != "bool":
         _base_handler("reduce")(imp, node, e)
         return

@@ -26,17 +26,13 @@ import numpy as np
 
 from .ir import dtype_name
 from .onnx_import import element_dtype
+from .onnx_indexing import dtype_text
 
 if TYPE_CHECKING:
     from .onnx_ops import Importer, OnnxOp
 
 RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 """The integer types QuantizeLinear produces that byoc has, and their ranges."""
-
-
-def _dtype(imp: Importer, name: str) -> str:
-    dtype = imp.dtype(name)
-    return "" if dtype is None else dtype_name(np.dtype(dtype)) or str(dtype)
 
 
 def _attr_dtype(imp: Importer, attr: str) -> str | None:
@@ -65,7 +61,7 @@ def _spread(imp: Importer, node, k: int, e: OnnxOp, to: str) -> str:
     rank = len(x_shape)
     shape = imp.shape(node.input[k])
     value = imp.value(node.input[k])
-    if _dtype(imp, node.input[k]) != to:
+    if dtype_text(imp, node.input[k]) != to:
         value = imp.emit(e.roles["cast"], [value], {"to": to})
     if int(np.prod(shape)) == 1:
         return value if not shape else imp.emit(e.roles["reshape"], [value], {"newshape": []})
@@ -99,17 +95,17 @@ def _spread(imp: Importer, node, k: int, e: OnnxOp, to: str) -> str:
 
 def dequantize_linear(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis", "block_size", "output_dtype"})
-    source = _dtype(imp, node.input[0])
+    source = dtype_text(imp, node.input[0])
     if source not in (*RANGES, "int32"):
         raise imp.unsupported(
             f"dequantizing {source or 'an unknown dtype'}",
             hint="byoc dequantizes int8, uint8, int16, uint16 and int32",
         )
-    target = _attr_dtype(imp, "output_dtype") or _dtype(imp, node.input[1])
+    target = _attr_dtype(imp, "output_dtype") or dtype_text(imp, node.input[1])
     x = imp.emit(e.roles["cast"], [imp.value(node.input[0])], {"to": "float32"})
     if len(node.input) > 2 and node.input[2]:
-        if _dtype(imp, node.input[2]) != source:
-            raise imp.invalid(f"its zero point is {_dtype(imp, node.input[2])}, not x's {source}")
+        if dtype_text(imp, node.input[2]) != source:
+            raise imp.invalid(f"its zero point is {dtype_text(imp, node.input[2])}, not x's {source}")
         x = imp.emit(e.roles["minus"], [x, _spread(imp, node, 2, e, "float32")])
     y = imp.emit(e.op, [x, _spread(imp, node, 1, e, "float32")])
     if target == "float32":
@@ -122,14 +118,14 @@ def quantize_linear(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axis", "block_size", "output_dtype", "saturate", "precision"})
     has_zero = len(node.input) > 2 and bool(node.input[2])
     wanted = _attr_dtype(imp, "output_dtype")
-    target = _dtype(imp, node.input[2]) if has_zero else wanted or "uint8"
+    target = dtype_text(imp, node.input[2]) if has_zero else wanted or "uint8"
     if has_zero and wanted and wanted != target:
         raise imp.invalid(f"its output_dtype {wanted} is not its zero point's type {target}")
     if target not in RANGES:
         raise imp.unsupported(f"quantizing to {target}", hint=f"byoc quantizes to {', '.join(RANGES)}")
-    within = _attr_dtype(imp, "precision") or _dtype(imp, node.input[0])
+    within = _attr_dtype(imp, "precision") or dtype_text(imp, node.input[0])
     x = imp.value(node.input[0])
-    if _dtype(imp, node.input[0]) != within:
+    if dtype_text(imp, node.input[0]) != within:
         x = imp.emit(e.roles["cast"], [x], {"to": within})
     q = imp.emit(e.roles["nearest"], [imp.emit(e.op, [x, _spread(imp, node, 1, e, within)])])
     if within != "float32":
