@@ -949,19 +949,7 @@ def _cast(imp: Importer, node, e: OnnxOp) -> None:
     rule: spec/ops.yaml); a cast to the dtype the value already has is no node at all.
     ``saturate`` and ``round_mode`` concern float8 targets only, which byoc lacks."""
     imp.check_attrs(node, {"to", "saturate", "round_mode"})
-    if len(node.input) > 1:
-        target = imp.dtype(node.input[1])
-    else:
-        to = int(imp.attr("to"))
-        try:
-            target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(to))
-        except Exception:
-            target = None
-        if target is None or dtype_name(target) is None:
-            name = (
-                imp.onnx.TensorProto.DataType.Name(to) if to in imp.onnx.TensorProto.DataType.values() else to
-            )
-            raise imp.unsupported(f"a Cast to {name}", hint=f"byoc's dtypes: {', '.join(DTYPES)}")
+    target = imp.dtype(node.input[1]) if len(node.input) > 1 else _to(imp, "Cast")
     source = imp.dtype(node.input[0])
     for what, dtype in (("from", source), ("to", target)):
         if dtype is None or dtype_name(np.dtype(dtype)) is None:
@@ -973,6 +961,28 @@ def _cast(imp: Importer, node, e: OnnxOp) -> None:
         imp.alias(node.output[0], imp.value(node.input[0]))
         return
     imp.emit(e.op or "cast", [imp.value(node.input[0])], {"to": dtype_name(np.dtype(target))}, node.output[0])
+
+
+def _to(imp: Importer, what: str) -> np.dtype:
+    """The dtype that the node's attribute ``to`` (an ONNX TensorProto type number) names;
+    one byoc lacks is an error naming the node (``what``: a Cast to FLOAT8E4M3FN)."""
+    to = int(imp.attr("to"))
+    try:
+        target = np.dtype(imp.onnx.helper.tensor_dtype_to_np_dtype(to))
+    except Exception:
+        target = None
+    if target is None or dtype_name(target) is None:
+        name = imp.onnx.TensorProto.DataType.Name(to) if to in imp.onnx.TensorProto.DataType.values() else to
+        raise imp.unsupported(f"a {what} to {name}", hint=f"byoc's dtypes: {', '.join(DTYPES)}")
+    return target
+
+
+def _bitcast(imp: Importer, node, e: OnnxOp) -> None:
+    """BitCast: each element's bits as the dtype ``to`` of the same width, the catalog's
+    ``e.op`` (its rule, which refuses another width: spec/ops.yaml)."""
+    imp.check_attrs(node, {"to"})
+    to = dtype_name(_to(imp, "BitCast"))
+    imp.emit(e.op, [imp.value(node.input[0])], {"to": to}, node.output[0])
 
 
 def _attributed(imp: Importer, node, e: OnnxOp) -> None:
@@ -1311,6 +1321,7 @@ KINDS: dict[str, Handler] = {
     "reduce": _reduce,
     "select": _where,
     "cast": _cast,
+    "bitcast": _bitcast,
     "attributed": _attributed,
     "channel_slope": _prelu,
     "tile": _tile,

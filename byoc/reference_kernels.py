@@ -615,6 +615,12 @@ def cast(x, *, to: str) -> np.ndarray:
     return x.astype(to)
 
 
+def bitcast(x, *, to: str) -> np.ndarray:
+    """ONNX BitCast: each element's bits as the dtype ``to`` of the same width (the shape
+    rule checks it), converting no value: numpy's ``view``, as C's memcpy."""
+    return np.asarray(x).view(to)
+
+
 # ------------------------------------------------------------------- indexing and ordering
 
 

@@ -230,6 +230,24 @@ def _cast(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return TensorType(types[0].shape, str(to))
 
 
+def _bitcast(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    out = _cast(types, kwargs)
+    source, target = types[0].dtype, out.dtype
+    if target == "bool" and source != "bool":  # a byte of 2 is no bool (C's bool holds 0 or 1)
+        raise RuleError(
+            f"cannot reinterpret {source} as bool", hint='`cast(x, to="bool")` tests x != 0', key="to"
+        )
+    width, other = np.dtype(source).itemsize, np.dtype(target).itemsize
+    if other != width:
+        same = [d for d in DTYPES if np.dtype(d).itemsize == width and d not in (source, "bool")]
+        raise RuleError(
+            f"cannot reinterpret {source} ({8 * width} bits) as {target} ({8 * other} bits)",
+            hint=f"bitcast keeps the width: {source} to {' or '.join(same)}; `cast` converts values",
+            key="to",
+        )
+    return out
+
+
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -363,6 +381,14 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 True,
                 MappingProxyType({"to": "str"}),
                 doc="the input's shape, of the dtype named by the attribute to",
+                max_inputs=1,
+            ),
+            ShapeRule(
+                "bitcast",
+                _bitcast,
+                True,
+                MappingProxyType({"to": "str"}),
+                doc="the input's shape, of the dtype named by the attribute to, which has the input's width",
                 max_inputs=1,
             ),
             ShapeRule(

@@ -27,6 +27,14 @@ byoc's C representation of the dtypes (:data:`byoc.ir.C_TYPES`):
   implementation-defined behaviour); to a float type C's conversion (round to nearest;
   float64 to float16 rounded once, through a float rounded to odd); float64 to bfloat16
   through float (as ml_dtypes converts it).
+- ``byoc_bitcast_<from>_<to>(x)``: the catalog's ``bitcast`` op, between compute types
+  of one width: the bits copied by ``memcpy`` (no value converted, no aliasing rule
+  broken); from bool 0 or 1. A half type's bits are those of the float's value (a NaN's
+  sign and payload read off the float, which ``byoc_<half>_to_float`` loaded them into:
+  exact, but that ``_Float16``'s conversion quietens a signaling float16 NaN), and a
+  result of a half type is a float like any value of it: its NaNs stay NaNs of their
+  sign, but their payload is the rounding's and the store's (quiet; without
+  ``_Float16`` a float16 NaN is the default one).
 
 :func:`support_text` writes only what a module uses, so a float32-only module's text
 is unchanged.
@@ -45,6 +53,9 @@ from byoc.ir import C_COMPUTE_TYPES, C_TYPES, DTYPES, Function, is_float, is_hal
 CAST_CALL = re.compile(r"\bbyoc_cast_([a-z0-9]+)_([a-z0-9]+)\b")
 """A cast function named in generated text (called, or passed to a macro):
 ``byoc_cast_float32_int8``."""
+
+BITCAST_CALL = re.compile(r"\bbyoc_bitcast_([a-z0-9]+)_([a-z0-9]+)\b")
+"""A bitcast function named in generated text: ``byoc_bitcast_float32_int32``."""
 
 CONVERSION_NAME = re.compile(r"\bbyoc_(load|store)_([a-z0-9]+)\b")
 """A conversion macro named in generated text: ``byoc_load_float16`` (an element of the
@@ -93,9 +104,10 @@ def rounded(text: str, dtype: str) -> str:
     return f"byoc_{dtype}_round({text})" if is_half(dtype) else text
 
 
-def casts_in(text: str) -> list[tuple[str, str]]:
-    """The (from, to) pairs of the cast functions ``text`` calls, sorted."""
-    pairs = {(a, b) for a, b in CAST_CALL.findall(text) if a in DTYPES and b in DTYPES}
+def casts_in(text: str, call: re.Pattern[str] = CAST_CALL) -> list[tuple[str, str]]:
+    """The (from, to) pairs of the cast functions ``text`` calls (``call``: the bitcast
+    functions with :data:`BITCAST_CALL`), sorted."""
+    pairs = {(a, b) for a, b in call.findall(text) if a in DTYPES and b in DTYPES}
     return sorted(pairs, key=lambda p: (DTYPES.index(p[0]), DTYPES.index(p[1])))
 
 
@@ -116,11 +128,13 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     types and their conversions where used, and the casts. Empty for a module of the
     original six dtypes that casts nothing."""
     pairs = casts_in(text)
+    bitcasts = casts_in(text, BITCAST_CALL)
     conversions = sorted(
         {(k, d) for k, d in CONVERSION_NAME.findall(text) if d in DTYPES},
         key=lambda p: (p[0] == "store", DTYPES.index(p[1])),
     )
     used = set(dtypes) | {d for pair in pairs for d in pair if d == "bool"} | {d for _, d in conversions}
+    used |= {d for pair in bitcasts for d in pair if d == "bool" or is_half(d)}
     if ("float64", "float16") in pairs:
         used.add("float16")  # its cast rounds through byoc_float16_round
     parts = []
@@ -140,6 +154,9 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     if pairs:
         head = "/* byoc_cast_<from>_<to>(x): the cast op, between compute types (generator/c_dtypes.py). */\n"
         parts.append(head + "".join(cast_function(a, b) for a, b in pairs))
+    if bitcasts:
+        head = "/* byoc_bitcast_<from>_<to>(x): the bitcast op, a value's bits as another type's. */\n"
+        parts.append(head + "".join(bitcast_function(a, b) for a, b in bitcasts))
     helpers = helpers_in(text)
     if helpers:
         head = (
@@ -315,6 +332,52 @@ def cast_function(src: str, dst: str) -> str:
                 f"  const {unsigned} u = ({unsigned})x;",
                 f"  return u <= INT{bits}_MAX ? ({result})u : ({result})(-({result})(UINT{bits}_MAX - u) - 1);",
             ]
+    return head + "\n".join(body) + "\n}\n"
+
+
+_HALF_NAN = {"float16": (13, 0x7C00, 0x3FF, 0x200), "bfloat16": (16, 0x7F80, 0x7F, 0x40)}
+"""Per half type: how far a float's bits shift to its own, its exponent's mask, its
+mantissa's, its quiet bit."""
+
+
+def bitcast_function(src: str, dst: str) -> str:
+    """The ``static inline`` C function ``byoc_bitcast_<src>_<dst>``, of two dtypes of
+    one width (not to bool but from it): the bits of ``x`` copied into the result. A
+    half type's value is a float: its bits are those the float rounds to, a NaN's its
+    sign and payload as ``byoc_<half>_to_float`` loaded them (a payload of 0 quiet);
+    and the result of one is the float its bits are."""
+    arg, result = compute_type(src), compute_type(dst)
+    head = f"static inline {result} byoc_bitcast_{src}_{dst}({arg} x) {{\n"
+    if src == dst:
+        body = ["  return x;"]
+    elif src == "bool":
+        body = [f"  return ({result})(x ? 1 : 0);"]
+    else:
+        assert dst != "bool", (src, dst)
+        body = []
+        bits = "x"
+        if is_half(src):
+            shift, exponent, mantissa, quiet = _HALF_NAN[src]
+            body += [
+                "  uint32_t u;",
+                "  uint16_t bits;",
+                "  memcpy(&u, &x, sizeof u);",
+                "  if ((u & 0x7fffffffu) > 0x7f800000u) { /* NaN: its sign and payload, as loaded */",
+                f"    const uint32_t payload = (u >> {shift}) & 0x{mantissa:x}u;",
+                f"    bits = (uint16_t)(((u >> 16) & 0x8000u) | 0x{exponent:x}u | (payload ? payload : 0x{quiet:x}u));",
+                "  } else {",
+                f"    bits = byoc_float_to_{src}(x).bits;",
+                "  }",
+            ]
+            bits = "bits"
+        if is_half(dst):
+            body += [
+                f"  byoc_{dst} h;",
+                f"  memcpy(&h.bits, &{bits}, sizeof h.bits);",
+                f"  return byoc_{dst}_to_float(h);",
+            ]
+        else:
+            body += [f"  {result} r;", f"  memcpy(&r, &{bits}, sizeof r);", "  return r;"]
     return head + "\n".join(body) + "\n}\n"
 
 

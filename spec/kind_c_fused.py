@@ -48,6 +48,7 @@ EXPRESSION_RULES = tuple(
         "predicate",
         "select",
         "cast",
+        "bitcast",
         "mod",
     )
     if rule in SHAPE_RULES

@@ -414,6 +414,29 @@ def cast_case(draw, dtype: str) -> OpCase:
     return OpCase([x], {"to": to}, expected, out_dtype=to)
 
 
+@st.composite
+def bitcast_case(draw, dtype: str) -> OpCase:
+    """x's bytes read as ``to`` (mostly of x's width; another width, or bool from another
+    dtype, is refused): integers near 0 and their extremes, floats with NaN, infinities
+    and -0.0. A NaN result is compared as a NaN, whatever its payload (the C's half types
+    quieten a signaling one: int16 -127 is one as bfloat16)."""
+    rng = _rng(draw)
+    width = np.dtype(dtype).itemsize
+    same = [d for d in DTYPES if np.dtype(d).itemsize == width and (d != "bool" or dtype == "bool")]
+    to = draw(st.sampled_from(same)) if draw(st.integers(0, 3)) else draw(st.sampled_from(DTYPES))
+    x = array(rng, draw(shapes()), dtype, -300, 300)
+    x = _special(rng, x, [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -65504.0])
+    if is_integer(dtype) and x.size:
+        info = np.iinfo(dtype)
+        extremes = np.array([info.min, info.max, 0, 1], dtype)
+        mask = rng.random(x.shape) < 0.25
+        x[mask] = extremes[rng.integers(0, len(extremes), size=x.shape)][mask]
+    if to not in same:
+        return OpCase([x], {"to": to}, None, error="cannot reinterpret")
+    expected = np.frombuffer(x.tobytes(), dtype=np.dtype(to)).reshape(x.shape)
+    return OpCase([x], {"to": to}, expected, out_dtype=to)
+
+
 def _predicate(op: str):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
@@ -883,6 +906,7 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     **{op: _logical(op) for op in LOGICAL},
     **{op: _bitwise(op) for op in BITWISE},
     "cast": cast_case,
+    "bitcast": bitcast_case,
     "isnan": _predicate("isnan"),
     "isinf": _predicate("isinf"),
     "mod": mod_case,

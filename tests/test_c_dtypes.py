@@ -7,6 +7,10 @@
   written here independently with numpy (to bool ``x != 0``; float to integer NaN -> 0,
   truncated and saturated; integer to integer modulo 2**bits; to a float type rounded
   to nearest, float64 to bfloat16 through float32);
+- every ``byoc_bitcast_<from>_<to>`` of two dtypes of one width against numpy's
+  ``view``, on every 8 and 16 bit pattern and on random 32 and 64 bit ones: the same
+  bits, but that a signaling float16 NaN may load quiet (``_Float16``), and a NaN
+  result of a half type is one of its sign (its payload the store's);
 - the support text compiles warning-free as C99 and as C++17 (-Wall -Wextra -Werror).
 """
 
@@ -41,6 +45,26 @@ def _kernel(src: str, dst: str) -> str:
     )
 
 
+def _bitcast_kernel(src: str, dst: str) -> str:
+    """``void bitcast_<src>_<dst>(const S* in, D* out, int64_t n)``: load, bitcast, store."""
+    value = c_dtypes.load("in[k]", src)
+    call = f"byoc_bitcast_{src}_{dst}({value})"
+    return (
+        f"void bitcast_{src}_{dst}(const {C_TYPES[src]}* in, {C_TYPES[dst]}* out, int64_t n) {{\n"
+        f"  for (int64_t k = 0; k < n; ++k) out[k] = {c_dtypes.store(call, dst)};\n"
+        "}\n"
+    )
+
+
+BITCAST_PAIRS = [
+    (a, b)
+    for a in DTYPES
+    for b in DTYPES
+    if np.dtype(a).itemsize == np.dtype(b).itemsize and (b != "bool" or a == "bool")
+]
+"""The dtype pairs the bitcast op takes: one width, nothing but bool as bool."""
+
+
 CONVERSIONS = """\
 void f16_to_float(const byoc_float16* in, float* out, int64_t n) {
   for (int64_t k = 0; k < n; ++k) out[k] = byoc_float16_to_float(in[k]);
@@ -57,8 +81,8 @@ void float_to_bf16(const float* in, byoc_bfloat16* out, int64_t n) {
 """
 
 
-def _source(pairs, *, cplusplus: bool = False) -> str:
-    kernels = "".join(_kernel(a, b) for a, b in pairs)
+def _source(pairs, *, cplusplus: bool = False, bitcasts=BITCAST_PAIRS) -> str:
+    kernels = "".join(_kernel(a, b) for a, b in pairs) + "".join(_bitcast_kernel(a, b) for a, b in bitcasts)
     support = c_dtypes.support_text(DTYPES, kernels, cplusplus=cplusplus)
     head = (
         "#include <stdint.h>\n#include <string.h>\n"
@@ -236,6 +260,42 @@ def test_every_cast_follows_the_rule(lib, src):
             assert got.tolist() == want.tolist(), (src, dst, x.tolist(), got.tolist(), want.tolist())
 
 
+def _bit_patterns(dtype: str) -> np.ndarray:
+    """Every bit pattern of an 8 or 16 bit ``dtype`` (bool: 0 and 1); of a wider one the
+    cast samples and random patterns (NaNs of every kind among them)."""
+    if dtype == "bool":
+        return np.array([False, True])
+    width = np.dtype(dtype).itemsize
+    unsigned = np.dtype(f"u{width}")
+    if width <= 2:
+        return np.arange(2 ** (8 * width), dtype=np.uint32).astype(unsigned).view(dtype)
+    rng = np.random.default_rng(width)
+    random = rng.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    nans = np.array([0x7F800001, 0x7FC00000, 0xFFBFFFFF, 0x7FF0000000000001, 0xFFF8000000000001], np.uint64)
+    bits = np.concatenate([random, nans]).astype(unsigned)
+    return np.concatenate([_samples(dtype), bits.view(dtype)])
+
+
+@pytest.mark.parametrize(("src", "dst"), BITCAST_PAIRS, ids=[f"{a}-{b}" for a, b in BITCAST_PAIRS])
+def test_every_bitcast_keeps_the_bits(lib, src, dst):
+    x = _bit_patterns(src)
+    storage = np.uint16 if is_half(dst) else _np(dst)
+    got = _call(lib, f"bitcast_{src}_{dst}", x, storage).view(_np(dst))
+    want = x.view(_np(dst))
+    bits = np.dtype(f"u{x.dtype.itemsize}")
+    g = got.view(bits)
+    same = np.zeros(x.shape, bool)
+    candidates = [want.view(bits)]
+    if src == "float16":  # _Float16's load quietens a signaling NaN
+        candidates.append(np.where(np.isnan(x), want.view(bits) | 0x200, want.view(bits)))
+    for w in candidates:
+        same |= g == w
+        if is_half(dst):  # a NaN result: one of its sign
+            nan = np.isnan(w.view(dst).astype(np.float32))
+            same |= nan & np.isnan(got.astype(np.float32)) & (g >> 15 == w >> 15)
+    assert same.all(), (src, dst, x[~same][:5], got[~same][:5], want[~same][:5])
+
+
 def test_support_text_compiles_as_cxx(tmp_path):
     source = _source(ALL_PAIRS, cplusplus=True)
     compile_library({"casts.cc": source}, "casts.cc", tmp_path, cplusplus=True, link=False)
@@ -249,3 +309,6 @@ def test_support_text_only_for_what_a_module_uses():
     text = c_dtypes.support_text(["float32"], "t = byoc_cast_float32_int8(x);")
     assert "byoc_cast_float32_int8(float x)" in text and "byoc_cast_int8" not in text
     assert "typedef struct" not in text
+    text = c_dtypes.support_text(["float32", "uint32"], "t = byoc_bitcast_float32_uint32(x);")
+    assert "byoc_bitcast_float32_uint32(float x)" in text and "memcpy(&r, &x, sizeof r)" in text
+    assert "byoc_cast_" not in text and "typedef struct" not in text

@@ -415,6 +415,12 @@ def _one(d: Draft, op: OpDef) -> Proposal:
     return Proposal([d.data()])
 
 
+def _fresh_one(d: Draft, op: OpDef) -> Proposal:
+    """One new parameter (a bitcast's: it shows every bit of its input, and a computed
+    float may be an ulp from the reference's, which as an integer is a mismatch)."""
+    return Proposal([d.fresh(d.shape(d.integers(0, 4)))])
+
+
 def _select(d: Draft, op: OpDef) -> Proposal:
     """where: a bool condition (a comparison's result in scope, or a new parameter) and
     two values, all broadcast."""
@@ -433,6 +439,7 @@ NEW_RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "mod": _elementwise,  # a float mod without fmod=true is rejected, and redrawn
     "predicate": _one,
     "cast": _one,
+    "bitcast": _fresh_one,
     "select": _select,
 }
 """The rules of comparisons, where, cast, ... (where the catalog has them)."""

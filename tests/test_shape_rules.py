@@ -77,6 +77,7 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "predicate",
         "select",
         "cast",
+        "bitcast",
         "mod",
         "arg_reduce",
         "gather_elements",
@@ -87,7 +88,16 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "top_k",
         "one_hot",
     }
-    elementwise = {"elementwise", "unidirectional", "compare", "predicate", "select", "cast", "mod"}
+    elementwise = {
+        "elementwise",
+        "unidirectional",
+        "compare",
+        "predicate",
+        "select",
+        "cast",
+        "bitcast",
+        "mod",
+    }
     assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == elementwise
     assert all(rule.name == name and rule.doc for name, rule in SHAPE_RULES.items())
     assert (SHAPE_RULES["batch_norm"].min_inputs, SHAPE_RULES["batch_norm"].max_inputs) == (5, 5)
