@@ -38,7 +38,8 @@ from .onnx_import import (
     tensor_array,
 )
 from .onnx_indexing import INDEXING_KINDS
-from .onnx_quantize import QUANTIZE_KINDS
+from .onnx_qlinear import QLINEAR_KINDS
+from .onnx_quantize import FOLDED_AT_BUILD, QUANTIZE_KINDS
 from .onnx_resize import resize
 from .onnx_rnn import recurrent
 from .onnx_signal import SIGNAL_KINDS, wrap_pad
@@ -207,6 +208,8 @@ class Importer:
         row = onnx_ops().get(node.op_type)
         if row is not None and row.kind in IN_PLACE:
             return False  # its subgraph's nodes fold one by one
+        if row is not None and row.kind in FOLDED_AT_BUILD:
+            return False  # after the backends' patterns had their pick (a dequantized weight)
         read = inputs + sorted(outer_names(node))
         return node.op_type not in RANDOM and all(i in self.consts for i in read)
 
@@ -621,26 +624,33 @@ def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int
     return begins + ends, extra
 
 
+def conv_attrs(imp: Importer, node, transpose: bool = False, weights: int = 1) -> dict:
+    """The attributes of the catalog's conv (conv_transpose) for the node's ONNX ones,
+    checked; ``weights`` is the index of its weights input (QLinearConv's is 3)."""
+    allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
+    imp.check_attrs(node, allowed | ({"output_padding", "output_shape"} if transpose else set()))
+    weight_shape = imp.shape(node.input[weights])
+    kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
+    if kernel != list(weight_shape[2:]):
+        raise imp.invalid(
+            f"its kernel_shape {kernel} disagrees with its weights {node.input[weights]!r} of shape "
+            f"{list(weight_shape)}, whose kernel is {list(weight_shape[2:])}",
+            hint="kernel_shape must be the weights' spatial dimensions (or be left out)",
+        )
+    rank = len(kernel)
+    strides = list(imp.attr("strides", [1] * rank))
+    dilations = list(imp.attr("dilations", [1] * rank))
+    attrs = {"strides": strides, "pads": [], "dilations": dilations, "groups": int(imp.attr("group", 1))}
+    if transpose:
+        attrs["pads"], attrs["output_padding"] = _transpose_pads(imp, kernel, strides, dilations)
+    else:
+        attrs["pads"] = _auto_pads(imp, kernel, strides, dilations)
+    return attrs
+
+
 def _conv(transpose: bool) -> Handler:
     def handle(imp: Importer, node, e: OnnxOp) -> None:
-        allowed = {"auto_pad", "pads", "strides", "dilations", "group", "kernel_shape"}
-        imp.check_attrs(node, allowed | ({"output_padding", "output_shape"} if transpose else set()))
-        weight_shape = imp.shape(node.input[1])
-        kernel = list(imp.attr("kernel_shape", weight_shape[2:]))
-        if kernel != list(weight_shape[2:]):
-            raise imp.invalid(
-                f"its kernel_shape {kernel} disagrees with its weights {node.input[1]!r} of shape "
-                f"{list(weight_shape)}, whose kernel is {list(weight_shape[2:])}",
-                hint="kernel_shape must be the weights' spatial dimensions (or be left out)",
-            )
-        rank = len(kernel)
-        strides = list(imp.attr("strides", [1] * rank))
-        dilations = list(imp.attr("dilations", [1] * rank))
-        attrs = {"strides": strides, "pads": [], "dilations": dilations, "groups": int(imp.attr("group", 1))}
-        if transpose:
-            attrs["pads"], attrs["output_padding"] = _transpose_pads(imp, kernel, strides, dilations)
-        else:
-            attrs["pads"] = _auto_pads(imp, kernel, strides, dilations)
+        attrs = conv_attrs(imp, node, transpose)
         x, w = imp.value(node.input[0]), imp.value(node.input[1])
         has_bias = len(node.input) > 2 and node.input[2]
         y = imp.emit(e.op, [x, w], attrs, None if has_bias else node.output[0])
@@ -1280,6 +1290,7 @@ KINDS: dict[str, Handler] = {
     **SIGNAL_KINDS,
     **COMPOSED_KINDS,
     **QUANTIZE_KINDS,
+    **QLINEAR_KINDS,
     **GRID_SAMPLE_KINDS,
     "folded": _folded,
     "branch": branch,

@@ -1,14 +1,22 @@
-"""ONNX's QuantizeLinear and DequantizeLinear composed from catalog ops, with ONNX's
-arithmetic (its reference implementation's, step by step):
+"""ONNX's QuantizeLinear and DequantizeLinear onto the catalog's ``quantize_linear``
+and ``dequantize_linear``, which follow ONNX's arithmetic (its reference
+implementation's, step by step; spec/README.md):
 
-- ``DequantizeLinear``: ``(float32(x) - float32(zero_point)) * scale`` in float32, then
-  the scale's type (or ``output_dtype``);
-- ``QuantizeLinear``: ``x / scale`` in x's type (or ``precision``'s), rounded half to
-  even, plus the zero point, saturated to the target's range and cast to it; the
-  target is the zero point's type, else ``output_dtype``, else uint8. The sum and the
-  saturation run in float32, which holds every value of the 8- and 16-bit targets
-  and their zero points exactly (ONNX's reference adds in int32 first: the same
-  result wherever int32 does not overflow).
+- ``DequantizeLinear``: ``(float32(x) - float32(zero_point)) * scale`` in float32, of
+  the scale's type; an ``output_dtype`` of another type is computed in float32 and
+  cast to it once;
+- ``QuantizeLinear``: ``x / scale`` in float32, rounded half to even, plus the zero
+  point, saturated to the target's range: the target is the zero point's type, else
+  ``output_dtype``, else uint8 (an absent zero point is a 0 of it). Where the division
+  runs in float16 or bfloat16 (x's type, or ``precision``'s) it is composed from other
+  ops: divide, round, cast to float32, add the zero point, clamp and cast. The sum and
+  the saturation run in float32, which holds every value of the 8- and 16-bit targets
+  and their zero points exactly (ONNX's reference adds in int32 first: the same result
+  wherever int32 does not overflow).
+
+A constant's dequantization is not folded here: the build folds it after the
+backends' patterns had their pick, so an int8 backend's pattern receives the int8
+weight (generator/folding.py).
 
 A scale and zero point are per tensor (one value), per axis (one per entry of
 ``axis``) or blocked (opset 21: ``block_size`` entries of ``axis`` share one): a
@@ -54,10 +62,19 @@ def _attr_dtype(imp: Importer, attr: str) -> str | None:
     return name
 
 
-def _spread(imp: Importer, node, k: int, e: OnnxOp, to: str) -> str:
-    """Input ``k`` (a scale or zero point) cast to ``to`` and shaped to broadcast to x:
-    one value as is, a vector along ``axis``, a blocked tensor gathered along it."""
-    x_shape = imp.shape(node.input[0])
+def spread(
+    imp: Importer,
+    node,
+    k: int,
+    e: OnnxOp,
+    to: str,
+    like: tuple[int, ...] | None = None,
+    axis: int | None = None,
+) -> str:
+    """Input ``k`` (a scale or zero point) cast to ``to`` and shaped to broadcast to x
+    (or to a tensor of shape ``like``): one value as is, a vector along ``axis`` (by
+    default the node's attribute), a blocked tensor gathered along it."""
+    x_shape = imp.shape(node.input[0]) if like is None else tuple(like)
     rank = len(x_shape)
     shape = imp.shape(node.input[k])
     value = imp.value(node.input[k])
@@ -65,7 +82,7 @@ def _spread(imp: Importer, node, k: int, e: OnnxOp, to: str) -> str:
         value = imp.emit(e.roles["cast"], [value], {"to": to})
     if int(np.prod(shape)) == 1:
         return value if not shape else imp.emit(e.roles["reshape"], [value], {"newshape": []})
-    axis = int(imp.attr("axis", 1))
+    axis = int(imp.attr("axis", 1)) if axis is None else axis
     if not -rank <= axis < rank:
         raise imp.invalid(f"its axis {axis} is out of range for an input of rank {rank}")
     axis %= rank
@@ -93,7 +110,16 @@ def _spread(imp: Importer, node, k: int, e: OnnxOp, to: str) -> str:
     return imp.emit(e.roles["spread"], [value, index], {"axis": axis})
 
 
+def _zero_point(imp: Importer, node, e: OnnxOp, dtype: str) -> str:
+    """The zero point (input 2) shaped to broadcast, or a 0 of ``dtype`` where it is absent."""
+    if len(node.input) > 2 and node.input[2]:
+        return spread(imp, node, 2, e, dtype)
+    return imp.constant(np.zeros((), dtype), imp.names.fresh("zero"))
+
+
 def dequantize_linear(imp: Importer, node, e: OnnxOp) -> None:
+    """The catalog's ``dequantize_linear``: of the scale's dtype, or (``output_dtype``
+    naming another) in float32 and cast once to the target."""
     imp.check_attrs(node, {"axis", "block_size", "output_dtype"})
     source = dtype_text(imp, node.input[0])
     if source not in (*RANGES, "int32"):
@@ -101,20 +127,21 @@ def dequantize_linear(imp: Importer, node, e: OnnxOp) -> None:
             f"dequantizing {source or 'an unknown dtype'}",
             hint="byoc dequantizes int8, uint8, int16, uint16 and int32",
         )
-    target = _attr_dtype(imp, "output_dtype") or dtype_text(imp, node.input[1])
-    x = imp.emit(e.roles["cast"], [imp.value(node.input[0])], {"to": "float32"})
-    if len(node.input) > 2 and node.input[2]:
-        if dtype_text(imp, node.input[2]) != source:
-            raise imp.invalid(f"its zero point is {dtype_text(imp, node.input[2])}, not x's {source}")
-        x = imp.emit(e.roles["minus"], [x, _spread(imp, node, 2, e, "float32")])
-    y = imp.emit(e.op, [x, _spread(imp, node, 1, e, "float32")])
-    if target == "float32":
-        imp.alias(node.output[0], y)
+    if len(node.input) > 2 and node.input[2] and dtype_text(imp, node.input[2]) != source:
+        raise imp.invalid(f"its zero point is {dtype_text(imp, node.input[2])}, not x's {source}")
+    scale_type = dtype_text(imp, node.input[1])
+    target = _attr_dtype(imp, "output_dtype") or scale_type
+    within = scale_type if target == scale_type else "float32"
+    inputs = [imp.value(node.input[0]), spread(imp, node, 1, e, within), _zero_point(imp, node, e, source)]
+    if within == target:
+        imp.emit(e.op, inputs, out=node.output[0])
     else:
-        imp.emit(e.roles["cast"], [y], {"to": target}, node.output[0])
+        imp.emit(e.roles["cast"], [imp.emit(e.op, inputs)], {"to": target}, node.output[0])
 
 
 def quantize_linear(imp: Importer, node, e: OnnxOp) -> None:
+    """The catalog's ``quantize_linear`` where x divides in float32; a float16 or
+    bfloat16 division (x's type, or ``precision``'s) composed from other ops."""
     imp.check_attrs(node, {"axis", "block_size", "output_dtype", "saturate", "precision"})
     has_zero = len(node.input) > 2 and bool(node.input[2])
     wanted = _attr_dtype(imp, "output_dtype")
@@ -127,15 +154,31 @@ def quantize_linear(imp: Importer, node, e: OnnxOp) -> None:
     x = imp.value(node.input[0])
     if dtype_text(imp, node.input[0]) != within:
         x = imp.emit(e.roles["cast"], [x], {"to": within})
-    q = imp.emit(e.roles["nearest"], [imp.emit(e.op, [x, _spread(imp, node, 1, e, within)])])
-    if within != "float32":
-        q = imp.emit(e.roles["cast"], [q], {"to": "float32"})
+    scale = spread(imp, node, 1, e, within)
+    if within == "float32":
+        imp.emit(e.op, [x, scale, _zero_point(imp, node, e, target)], out=node.output[0])
+        return
+    q = imp.emit(
+        e.roles["cast"],
+        [imp.emit(e.roles["nearest"], [imp.emit(e.roles["over"], [x, scale])])],
+        {"to": "float32"},
+    )
     if has_zero:
-        q = imp.emit(e.roles["plus"], [q, _spread(imp, node, 2, e, "float32")])
-    low, high = (imp.constant(np.asarray(v, np.float32), imp.names.fresh("k")) for v in RANGES[target])
-    q = imp.emit(e.roles["below"], [imp.emit(e.roles["above"], [q, low]), high])  # saturated
-    imp.emit(e.roles["cast"], [q], {"to": target}, node.output[0])
+        q = imp.emit(e.roles["plus"], [q, spread(imp, node, 2, e, "float32")])
+    saturated(imp, e, q, "float32", target, node.output[0])
 
 
-QUANTIZE_KINDS = {"quantize_linear": quantize_linear, "dequantize_linear": dequantize_linear}
+def saturated(imp: Importer, e: OnnxOp, q: str, within: str, target: str, out: str) -> None:
+    """``out`` = ``q`` (of the float dtype ``within``, integral) clamped to the range of
+    ``target`` (roles ``above`` and ``below``: maximum, then minimum) and cast to it."""
+    low, high = (imp.constant(np.asarray(v, within), imp.names.fresh("k")) for v in RANGES[target])
+    q = imp.emit(e.roles["below"], [imp.emit(e.roles["above"], [q, low]), high])
+    imp.emit(e.roles["cast"], [q], {"to": target}, out)
+
+
+QUANTIZE_KINDS = {"quantize": quantize_linear, "dequantize": dequantize_linear}
 """The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+
+FOLDED_AT_BUILD = frozenset({"dequantize"})
+"""Kinds the importer does not fold when their inputs are constants (see the module
+docstring)."""

@@ -621,6 +621,27 @@ def bitcast(x, *, to: str) -> np.ndarray:
     return np.asarray(x).view(to)
 
 
+def dequantize_linear(x, scale, zero_point) -> np.ndarray:
+    """ONNX DequantizeLinear: ``(x - zero_point) * scale``, x and the zero point
+    converted to float32 first and the product taken in float32, as ONNX's reference
+    computes it (the caller rounds it to the scale's dtype); numpy broadcasting."""
+    f32 = np.float32
+    return (np.asarray(x).astype(f32) - np.asarray(zero_point).astype(f32)) * np.asarray(scale).astype(f32)
+
+
+def quantize_linear(x, scale, zero_point) -> np.ndarray:
+    """ONNX QuantizeLinear: ``x / scale`` in float32, rounded half to even, plus the
+    zero point, saturated to the zero point's dtype (NaN gives the range's low end, as
+    onnxruntime's does; ONNX leaves it undefined); numpy broadcasting."""
+    zero_point = np.asarray(zero_point)
+    info = np.iinfo(zero_point.dtype)
+    with np.errstate(all="ignore"):
+        q = np.rint(np.asarray(x, np.float32) / np.asarray(scale, np.float32)).astype(np.float64)
+        q = q + zero_point.astype(np.float64)
+    q = np.where(np.isnan(q), info.min, np.clip(q, info.min, info.max))
+    return q.astype(zero_point.dtype)
+
+
 # ------------------------------------------------------------------- indexing and ordering
 
 

@@ -248,6 +248,46 @@ def _bitcast(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return out
 
 
+QUANTIZED = ("int8", "uint8", "int16", "uint16")
+"""The integer types ``quantize_linear`` gives (its zero point's)."""
+
+
+def _dequantize(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    x, scale, zero = types
+    if x.dtype not in (*QUANTIZED, "int32"):
+        raise RuleError(
+            f"x (the first input) is {x.dtype}, not a quantized integer type",
+            hint=f"dequantize_linear reads {', '.join(QUANTIZED)} or int32",
+        )
+    if zero.dtype != x.dtype:
+        raise RuleError(
+            f"the zero point (the third input) is {zero.dtype}, not x's {x.dtype}",
+            hint="a zero point has the type of the values it offsets",
+        )
+    if not is_float(scale.dtype) or scale.dtype == "float64":
+        raise RuleError(
+            f"the scale (the second input) is {scale.dtype}",
+            hint="a scale is float32, float16 or bfloat16, and the result has its type",
+        )
+    return TensorType(broadcast_shapes([t.shape for t in types]), scale.dtype)
+
+
+def _quantize(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
+    x, scale, zero = types
+    if x.dtype != "float32" or scale.dtype != "float32":
+        raise RuleError(
+            f"x and the scale (the first two inputs) are {x.dtype} and {scale.dtype}, not float32",
+            hint="quantize_linear divides in float32; cast a float16 or bfloat16 x first "
+            "(the ONNX importer composes that case from other ops)",
+        )
+    if zero.dtype not in QUANTIZED:
+        raise RuleError(
+            f"the zero point (the third input) is {zero.dtype}",
+            hint=f"the zero point's type is the result's: {', '.join(QUANTIZED)}",
+        )
+    return TensorType(broadcast_shapes([t.shape for t in types]), zero.dtype)
+
+
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -390,6 +430,24 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 MappingProxyType({"to": "str"}),
                 doc="the input's shape, of the dtype named by the attribute to, which has the input's width",
                 max_inputs=1,
+            ),
+            ShapeRule(
+                "dequantize",
+                _dequantize,
+                True,
+                doc="x (an 8-, 16- or 32-bit integer), a float scale and a zero point of x's type, all "
+                "three broadcast; the scale's dtype",
+                min_inputs=3,
+                max_inputs=3,
+            ),
+            ShapeRule(
+                "quantize",
+                _quantize,
+                True,
+                doc="x and a scale (float32) and an 8- or 16-bit integer zero point, all three broadcast; "
+                "the zero point's dtype",
+                min_inputs=3,
+                max_inputs=3,
             ),
             ShapeRule(
                 "mod",

@@ -111,14 +111,15 @@ def casts_in(text: str, call: re.Pattern[str] = CAST_CALL) -> list[tuple[str, st
     return sorted(pairs, key=lambda p: (DTYPES.index(p[0]), DTYPES.index(p[1])))
 
 
-HELPER_CALL = re.compile(r"\bbyoc_(mod|fmod|shift_LEFT|shift_RIGHT)_([a-z0-9]+)\(")
-"""A call of an op helper in generated text: ``byoc_mod_int32(``, ``byoc_shift_LEFT_uint8(``."""
+HELPER_CALL = re.compile(r"\bbyoc_(mod|fmod|shift_LEFT|shift_RIGHT|saturate)_([a-z0-9]+)\(")
+"""A call of an op helper in generated text: ``byoc_mod_int32(``, ``byoc_shift_LEFT_uint8(``,
+``byoc_saturate_int8(``."""
 
 
 def helpers_in(text: str) -> list[tuple[str, str]]:
     """The (helper, dtype) pairs of the op helpers ``text`` calls, sorted."""
     found = {(h, d) for h, d in HELPER_CALL.findall(text) if d in DTYPES}
-    order = ("mod", "fmod", "shift_LEFT", "shift_RIGHT")
+    order = ("mod", "fmod", "shift_LEFT", "shift_RIGHT", "saturate")
     return sorted(found, key=lambda p: (order.index(p[0]), DTYPES.index(p[1])))
 
 
@@ -161,7 +162,8 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     if helpers:
         head = (
             "/* byoc_mod_<t> (the divisor's sign), byoc_fmod_<t> (the dividend's), byoc_shift_<LEFT|RIGHT>_<t>:\n"
-            "   the mod and bit_shift ops, with no undefined behaviour (generator/c_dtypes.py). */\n"
+            "   the mod and bit_shift ops; byoc_saturate_<t>: quantize_linear's saturation; with no\n"
+            "   undefined behaviour (generator/c_dtypes.py). */\n"
         )
         include = "#include <math.h>\n" if any(is_float(d) for _, d in helpers) else ""  # fmod
         parts.append(include + head + "".join(helper_function(h, d) for h, d in helpers))
@@ -392,6 +394,18 @@ def input_args(inputs: Sequence[tuple[str, str]]) -> dict[str, str]:
     return args
 
 
+def saturate_function(dtype: str) -> str:
+    """``byoc_saturate_<dtype>(v)``: the integral double ``v`` saturated to the integer
+    ``dtype``'s range, NaN to its low end (quantize_linear's rule)."""
+    info = np.iinfo(dtype)
+    t = compute_type(dtype)
+    return (
+        f"static inline {t} byoc_saturate_{dtype}(double v) {{\n"
+        f"  return v >= {info.max} ? {info.max} : (v >= {info.min} ? ({t})v : {info.min});\n"
+        "}\n"
+    )
+
+
 def helper_function(helper: str, dtype: str) -> str:
     """The ``static inline`` C function ``byoc_<helper>_<dtype>`` of the mod and
     bit_shift ops (the catalog's rules): an integer divisor of 0 gives 0 (and -1 gives 0,
@@ -399,6 +413,8 @@ def helper_function(helper: str, dtype: str) -> str:
     gives 0, or -1 for a negative value shifted right; a signed right shift is
     arithmetic, a signed left shift wraps."""
     t = compute_type(dtype)
+    if helper == "saturate":
+        return saturate_function(dtype)
     head = f"static inline {t} byoc_{helper}_{dtype}({t} a, {t} b) {{\n"
     signed = not is_float(dtype) and not dtype.startswith("u")
     if helper in ("mod", "fmod"):

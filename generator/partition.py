@@ -2,7 +2,9 @@
 
 0. **Composites.** The backends' composite patterns are matched first, largest
    first (:func:`merge_composites`, :mod:`byoc.generator.composite`); each match
-   becomes a composite call node, which goes to the backend of its pattern.
+   becomes a composite call node, which goes to the backend of its pattern. Then
+   every other node of constants only is folded to a constant
+   (:mod:`byoc.generator.folding`): what no pattern took is computed once, at build.
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
    ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if
@@ -38,6 +40,7 @@ from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import MacroBinding
 
 from .composite import GraphView, Match, implementable, match_pattern
+from .folding import fold_constants, foldable_nodes
 
 
 def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog | None = None) -> Program:
@@ -289,6 +292,8 @@ def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozens
 
 def partition_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
     fn = merge_composites(fn, specs, catalog)
+    fn = _rename_anonymous(fn, {name for node in foldable_nodes(fn) for name in node.outputs})
+    fn = fold_constants(fn, catalog)
     chosen = annotate(fn, specs, catalog)
     if not any(chosen):
         return fn

@@ -49,6 +49,8 @@ EXPRESSION_RULES = tuple(
         "select",
         "cast",
         "bitcast",
+        "dequantize",
+        "quantize",
         "mod",
     )
     if rule in SHAPE_RULES

@@ -437,6 +437,61 @@ def bitcast_case(draw, dtype: str) -> OpCase:
     return OpCase([x], {"to": to}, expected, out_dtype=to)
 
 
+QUANTIZED = ("int8", "uint8", "int16", "uint16")
+
+
+@st.composite
+def dequantize_case(draw, dtype: str) -> OpCase:
+    """x of an integer dtype, a scale and a zero point of x's type, all broadcast; the
+    drawn dtype is x's or, a float one, the scale's (and the result's). Expected: each
+    element's (x - zero) * scale in float32, one at a time; a zero point of another
+    type than x is refused."""
+    rng = _rng(draw)
+    x_type = dtype if is_integer(dtype) else draw(st.sampled_from([*QUANTIZED, "int32"]))
+    s_type = dtype if is_float(dtype) else "float32"
+    sx, ss, sz = draw(broadcast_triple())
+    x, zero = array(rng, sx, x_type, -130, 130), array(rng, sz, x_type, -5, 5)
+    scale = rng.uniform(0.001, 2.0, size=ss).astype(s_type)
+    if draw(st.integers(0, 5)) == 0:
+        other = "int16" if x_type == "int8" else "int8"
+        return OpCase([x, scale, zero.astype(other)], expected=None, error="zero point")
+    out = np.broadcast_shapes(sx, ss, sz)
+    flat = zip(*(np.broadcast_to(a, out).ravel() for a in (x, scale, zero)))
+    f32 = np.float32
+    values = [(f32(v) - f32(z)) * f32(sv) for v, sv, z in flat]
+    expected = np.array(values, np.float32).astype(s_type).reshape(out)
+    return OpCase([x, scale, zero], expected=expected, out_dtype=s_type)
+
+
+@st.composite
+def quantize_case(draw, dtype: str) -> OpCase:
+    """float32 x with NaN, infinities and exact halves, a float32 scale and a zero point
+    of an 8- or 16-bit type (the drawn dtype, else any), all broadcast. Expected: each
+    element's x / scale in float32 rounded half to even, plus the zero point, clamped to
+    the zero point's range (NaN to its low end); an integer x is refused."""
+    rng = _rng(draw)
+    z_type = dtype if dtype in QUANTIZED else draw(st.sampled_from(QUANTIZED))
+    sx, ss, sz = draw(broadcast_triple())
+    scale = rng.choice(np.array([0.5, 0.25, 1.0, 0.1, 3.0], np.float32), size=ss)
+    x = _special(rng, array(rng, sx, "float32", -200, 200), [np.nan, np.inf, -np.inf, 0.5, -1.5, 2.5, 1e9])
+    zero = array(rng, sz, z_type, -4, 4)
+    if draw(st.integers(0, 5)) == 0:
+        return OpCase([x.astype("int16"), scale, zero], expected=None, error="not float32")
+    info = np.iinfo(z_type)
+    out = np.broadcast_shapes(sx, ss, sz)
+    values = []
+    for v, sv, z in zip(*(np.broadcast_to(a, out).ravel() for a in (x, scale, zero))):
+        with np.errstate(all="ignore"):
+            q = float(np.float32(v) / np.float32(sv))
+        if math.isnan(q):
+            values.append(info.min)
+        elif math.isinf(q):
+            values.append(info.max if q > 0 else info.min)
+        else:  # Python's round() rounds half to even
+            values.append(min(max(round(q) + int(z), info.min), info.max))
+    return OpCase([x, scale, zero], expected=np.array(values, z_type).reshape(out), out_dtype=z_type)
+
+
 def _predicate(op: str):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
@@ -907,6 +962,8 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     **{op: _bitwise(op) for op in BITWISE},
     "cast": cast_case,
     "bitcast": bitcast_case,
+    "dequantize_linear": dequantize_case,
+    "quantize_linear": quantize_case,
     "isnan": _predicate("isnan"),
     "isinf": _predicate("isinf"),
     "mod": mod_case,

@@ -434,6 +434,29 @@ def _select(d: Draft, op: OpDef) -> Proposal:
     return Proposal([condition, *d.draw(st.permutations([x, other]))])
 
 
+def _quantize(d: Draft, op: OpDef) -> Proposal:
+    """quantize_linear: x (float32 in a float32 graph; another is refused, and redrawn),
+    a positive scale and an int8 or uint8 zero point, broadcast."""
+    x = d.data()
+    scale = d.fresh(_broadcastable(d, x.type.shape), low=0.01, high=0.5)
+    zero = d.fresh(_broadcastable(d, x.type.shape), d.draw(st.sampled_from(["int8", "uint8"])), 0, 9)
+    return Proposal([x, scale, zero])
+
+
+def _dequantize(d: Draft, op: OpDef) -> Proposal:
+    """dequantize_linear: an int8 x (new, or a quantize_linear's result in scope), a
+    positive scale of the graph's dtype and a zero point of x's type, broadcast."""
+    quantized = [v for v in d.values if v.type.dtype == "int8"]
+    x = (
+        d.draw(st.sampled_from(quantized))
+        if quantized and d.maybe()
+        else d.fresh(d.shape(d.integers(0, 4)), "int8", -100, 100)
+    )
+    scale = d.fresh(_broadcastable(d, x.type.shape), low=0.01, high=0.5)
+    zero = d.fresh(_broadcastable(d, x.type.shape), "int8", -9, 9)
+    return Proposal([x, scale, zero])
+
+
 NEW_RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "compare": _elementwise,
     "mod": _elementwise,  # a float mod without fmod=true is rejected, and redrawn
@@ -441,6 +464,8 @@ NEW_RULES: dict[str, Callable[[Draft, OpDef], Proposal]] = {
     "cast": _one,
     "bitcast": _fresh_one,
     "select": _select,
+    "quantize": _quantize,
+    "dequantize": _dequantize,
 }
 """The rules of comparisons, where, cast, ... (where the catalog has them)."""
 

@@ -78,6 +78,8 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "select",
         "cast",
         "bitcast",
+        "dequantize",
+        "quantize",
         "mod",
         "arg_reduce",
         "gather_elements",
@@ -96,6 +98,8 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "select",
         "cast",
         "bitcast",
+        "dequantize",
+        "quantize",
         "mod",
     }
     assert {n for n, r in SHAPE_RULES.items() if r.elementwise} == elementwise
