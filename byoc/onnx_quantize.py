@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name
+from .ir import dtype_name, numpy_dtype
 from .onnx_import import element_dtype
 from .onnx_indexing import dtype_text
 
@@ -73,15 +73,40 @@ def spread(
 ) -> str:
     """Input ``k`` (a scale or zero point) cast to ``to`` and shaped to broadcast to x
     (or to a tensor of shape ``like``): one value as is, a vector along ``axis`` (by
-    default the node's attribute), a blocked tensor gathered along it."""
+    default the node's attribute), a blocked tensor gathered along it. A constant one
+    is cast and shaped now, so that it stays a constant (which a backend's pattern may
+    require of a scale)."""
     x_shape = imp.shape(node.input[0]) if like is None else tuple(like)
     rank = len(x_shape)
     shape = imp.shape(node.input[k])
-    value = imp.value(node.input[k])
-    if dtype_text(imp, node.input[k]) != to:
-        value = imp.emit(e.roles["cast"], [value], {"to": to})
+    constant = imp.consts.get(node.input[k])
+    if constant is not None:
+        array = np.asarray(constant).astype(numpy_dtype(to))
+
+        def reshaped(newshape: list[int]) -> str:
+            return imp.constant(array.reshape(newshape), imp.names.fresh(node.input[k]))
+
+        def gathered(index: np.ndarray, axis: int) -> str:
+            return imp.constant(np.take(array, index, axis=axis), imp.names.fresh(node.input[k]))
+
+        if int(np.prod(shape)) == 1 and not shape and dtype_text(imp, node.input[k]) == to:
+            return imp.value(node.input[k])
+    else:
+        value = imp.value(node.input[k])
+        if dtype_text(imp, node.input[k]) != to:
+            value = imp.emit(e.roles["cast"], [value], {"to": to})
+
+        def reshaped(newshape: list[int]) -> str:
+            return imp.emit(e.roles["reshape"], [value], {"newshape": newshape})
+
+        def gathered(index: np.ndarray, axis: int) -> str:
+            table = imp.constant(index, imp.names.fresh("blocks"))
+            return imp.emit(e.roles["spread"], [value, table], {"axis": axis})
+
+        if not shape:
+            return value
     if int(np.prod(shape)) == 1:
-        return value if not shape else imp.emit(e.roles["reshape"], [value], {"newshape": []})
+        return reshaped([])
     axis = int(imp.attr("axis", 1)) if axis is None else axis
     if not -rank <= axis < rank:
         raise imp.invalid(f"its axis {axis} is out of range for an input of rank {rank}")
@@ -95,7 +120,7 @@ def spread(
             )
         along = [1] * rank
         along[axis] = x_shape[axis]
-        return imp.emit(e.roles["reshape"], [value], {"newshape": along})
+        return reshaped(along)
     blocks = -(-x_shape[axis] // block)
     if (
         len(shape) != rank
@@ -106,8 +131,7 @@ def spread(
             f"its input {k} has shape {list(shape)}, not x's {list(x_shape)} with {blocks} blocks of "
             f"{block} along axis {axis}"
         )
-    index = imp.constant(np.arange(x_shape[axis], dtype=np.int64) // block, imp.names.fresh("blocks"))
-    return imp.emit(e.roles["spread"], [value, index], {"axis": axis})
+    return gathered(np.arange(x_shape[axis], dtype=np.int64) // block, axis)
 
 
 def _zero_point(imp: Importer, node, e: OnnxOp, dtype: str) -> str:
