@@ -90,7 +90,7 @@ def _info(root, cache_store) -> str:
         "bound: none ($BYOC_CACHE_MAX=0)"
         if limit <= 0
         else f"bound: {cache_store.human(limit)} ($BYOC_CACHE_MAX"
-        + (")" if _env_bound() else ", default)")
+        + (")" if cache_store.bound_is_set() else ", default)")
         + (": over it; the next build, or `byoc cache prune`, evicts" if total > limit else "")
     )
     if found:
@@ -101,12 +101,6 @@ def _info(root, cache_store) -> str:
 
 def _entries(n: int) -> str:
     return f"{n:>6} entr{'y' if n == 1 else 'ies'}"
-
-
-def _env_bound() -> bool:
-    import os
-
-    return bool(os.environ.get("BYOC_CACHE_MAX", "").strip())
 
 
 def _ago(seconds: float) -> str:

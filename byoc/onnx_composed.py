@@ -102,7 +102,7 @@ def lp_pool(imp: Importer, node, e: OnnxOp) -> None:
     ``ceil_mode`` becomes more zero padding at the end, enough for ONNX's last
     windows (each starts within the input or its begin padding), so that every window
     divides by the whole kernel."""
-    from .onnx_ops import _auto_pads  # not at module level: onnx_ops imports this module
+    from .onnx_ops import auto_pads  # not at module level: onnx_ops imports this module
 
     imp.check_attrs(node, {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "dilations", "p"})
     _floats_only(imp, node.input[0])
@@ -119,7 +119,7 @@ def lp_pool(imp: Importer, node, e: OnnxOp) -> None:
     dilations = [int(d) for d in imp.attr("dilations", [1] * rank)]
     if len(strides) != rank or len(dilations) != rank or min(strides + dilations) < 1:
         raise imp.invalid(f"its strides {strides} or dilations {dilations} are not {rank} positive values")
-    pads = [int(v) for v in _auto_pads(imp, kernel, strides, dilations)]
+    pads = [int(v) for v in auto_pads(imp, kernel, strides, dilations)]
     if len(pads) != 2 * rank or min(pads) < 0:
         raise imp.invalid(f"its pads {pads} are not {2 * rank} non-negative values")
     p = float(imp.attr("p", 2))

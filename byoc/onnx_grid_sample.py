@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name
+from .onnx_indexing import dtype_text
 
 if TYPE_CHECKING:
     from .onnx_ops import Importer, OnnxOp
@@ -101,7 +101,7 @@ def grid_sample(imp: Importer, node, e: OnnxOp) -> None:
     mode, padding, align = _attributes(imp)
     shape, grid_shape = imp.shape(node.input[0]), imp.shape(node.input[1])
     _check_shapes(imp, shape, grid_shape)
-    x_kind, grid_kind = _dtype(imp, node.input[0]), _dtype(imp, node.input[1])
+    x_kind, grid_kind = dtype_text(imp, node.input[0]), dtype_text(imp, node.input[1])
     if not x_kind or (mode != "nearest" and x_kind not in FLOATS):
         raise imp.unsupported(
             f"{mode} GridSample of {x_kind or 'an unknown dtype'}", hint="byoc interpolates floats"
@@ -195,11 +195,6 @@ def _sample(o: _Ops, take: str, x: str, shape, grid_shape, taps: tuple) -> str:
             w = _axis(o, weights, j, [n, 1, points], rank - j, count, last=True)
             values = o("total", o("times", values, w), axes=[2 + rank - j], keepdims=False)
     return values
-
-
-def _dtype(imp: Importer, name: str) -> str | None:
-    dtype = imp.dtype(name)
-    return None if dtype is None else dtype_name(np.dtype(dtype))
 
 
 def _borders(lengths: np.ndarray, align: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -562,7 +562,7 @@ def _pass_through(imp: Importer, node, e: OnnxOp) -> None:
     imp.alias(node.output[0], imp.value(node.input[0]))
 
 
-def _auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
+def auto_pads(imp: Importer, kernel, strides, dilations) -> list[int]:
     """``pads`` for the node's ``auto_pad`` (or its own ``pads`` when NOTSET)."""
     auto = imp.attr("auto_pad", "NOTSET")
     rank = len(kernel)
@@ -609,7 +609,7 @@ def _transpose_pads(imp: Importer, kernel, strides, dilations) -> tuple[list[int
     if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
         wanted = [size * s for size, s in zip(spatial, strides)]
     if wanted is None:
-        return _auto_pads(imp, kernel, strides, dilations), extra
+        return auto_pads(imp, kernel, strides, dilations), extra
     wanted = list(wanted)[-rank:]  # spatial sizes, or the whole output shape
     begins, ends = [], []
     for k in range(rank):
@@ -644,7 +644,7 @@ def conv_attrs(imp: Importer, node, transpose: bool = False, weights: int = 1) -
     if transpose:
         attrs["pads"], attrs["output_padding"] = _transpose_pads(imp, kernel, strides, dilations)
     else:
-        attrs["pads"] = _auto_pads(imp, kernel, strides, dilations)
+        attrs["pads"] = auto_pads(imp, kernel, strides, dilations)
     return attrs
 
 
@@ -756,7 +756,7 @@ def _pool(average: bool) -> Handler:
         attrs = {
             "kernel_shape": kernel,
             "strides": strides,
-            "pads": _auto_pads(imp, kernel, strides, dilations),
+            "pads": auto_pads(imp, kernel, strides, dilations),
             "dilations": dilations,
             "ceil_mode": bool(imp.attr("ceil_mode", 0)),
         }

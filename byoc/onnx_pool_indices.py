@@ -51,13 +51,13 @@ def values_only(node):
 
 def _geometry(imp: Importer) -> tuple[list[int], list[int], list[int], list[int]]:
     """The node's kernel, strides, dilations and begin pads (auto_pad resolved)."""
-    from .onnx_ops import _auto_pads
+    from .onnx_ops import auto_pads
 
     kernel = [int(k) for k in imp.attr("kernel_shape")]
     rank = len(kernel)
     strides = [int(s) for s in imp.attr("strides", [1] * rank)]
     dilations = [int(d) for d in imp.attr("dilations", [1] * rank)]
-    pads = [int(p) for p in _auto_pads(imp, kernel, strides, dilations)]
+    pads = [int(p) for p in auto_pads(imp, kernel, strides, dilations)]
     return kernel, strides, dilations, pads[:rank]
 
 

@@ -65,9 +65,17 @@ def parse_size(text: str, what: str = "$BYOC_CACHE_MAX") -> int:
 
 def bound(env: Mapping[str, str] | None = None) -> int:
     """The cache's size bound in bytes, from ``$BYOC_CACHE_MAX``; 0: no bound."""
-    env = os.environ if env is None else env
-    text = env.get("BYOC_CACHE_MAX", "")
-    return parse_size(text) if text.strip() else DEFAULT_MAX
+    text = _bound_text(env)
+    return parse_size(text) if text else DEFAULT_MAX
+
+
+def bound_is_set(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``$BYOC_CACHE_MAX`` sets the bound (else it is :data:`DEFAULT_MAX`)."""
+    return bool(_bound_text(env))
+
+
+def _bound_text(env: Mapping[str, str] | None) -> str:
+    return (os.environ if env is None else env).get("BYOC_CACHE_MAX", "").strip()
 
 
 def human(size: float) -> str:
