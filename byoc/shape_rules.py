@@ -87,6 +87,10 @@ class ShapeRule:
     min_inputs: int = 1
     max_inputs: int | None = None
     """The inputs the rule takes; ``None`` means any number."""
+    parameters: tuple[int, ...] = ()
+    """Inputs that are the op's parameters, not its data: one value or one per entry of
+    an axis, shaped to broadcast (quantize_linear's scale and zero point). They keep
+    their own shape on every backend, whatever its ``broadcast:`` says."""
     min_outputs: int = 1
     max_outputs: int | None = 1
     """The outputs the rule gives. A rule of several outputs (``max_outputs`` not 1) is
@@ -439,6 +443,7 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 "three broadcast; the scale's dtype",
                 min_inputs=3,
                 max_inputs=3,
+                parameters=(1, 2),
             ),
             ShapeRule(
                 "quantize",
@@ -448,6 +453,7 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 "the zero point's dtype",
                 min_inputs=3,
                 max_inputs=3,
+                parameters=(1, 2),
             ),
             ShapeRule(
                 "mod",

@@ -88,11 +88,11 @@ def takes_types(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], 
     if opdef is None or any(t.dtype not in spec.dtypes or t.rank not in spec.ranks for t in node.types):
         return False
     broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
-    for name in node.inputs:
+    for k, name in enumerate(node.inputs):
         t = types[name]
         if t.dtype not in spec.dtypes or t.rank not in spec.ranks:
             return False
-        if t.shape != out.shape and broadcasts and not spec.broadcast:
+        if t.shape != out.shape and broadcasts and not spec.broadcast and k not in opdef.rule.parameters:
             return False
     return not (node.attrs and not spec.kind.attrs)
 

@@ -24,6 +24,7 @@ from dnnl_support import assert_close, const
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
+from test_dnnl_int8 import PATTERN_OF, qdq_graph
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
@@ -189,6 +190,11 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
         text = print_program(program)
         used |= {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
         run_against_reference(program, rng)
+    for kind in PATTERN_OF:  # the int8 ones: run against their integer reference in test_dnnl_int8.py
+        text = print_program(
+            partition(parse(qdq_graph(kind)[0], "graph"), [load_backend(BACKEND)], load_catalog())
+        )
+        used |= {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
     assert used == set(load_backend(BACKEND).patterns)
 
 

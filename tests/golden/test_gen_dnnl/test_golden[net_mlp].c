@@ -1176,6 +1176,371 @@ static inline int dnnl_byoc_run_folded(dnnl_byoc_packed_conv_t* c, dnnl_engine_t
   return failed;
 }
 
+/* int8 (QDQ) convolutions and matmuls: a pattern's
+   quantize_linear(op(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz)), ys, yz)
+   as one oneDNN int8 primitive. x is u8 or s8 (DNNL_BYOC_Q8_ ## dtype), w s8, the
+   result u8 or s8; oneDNN multiplies the 8-bit values into exact int32 sums of
+   (x - xz) * w, then in float32 scales them by xs * ws (per tensor, or per output
+   channel), adds the float32 bias, applies the relu, divides by ys (dst scale), adds
+   yz and rounds to nearest even, saturated. Scales and zero points are runtime
+   arguments (DNNL_ARG_ATTR_SCALES | arg, DNNL_ARG_ATTR_ZERO_POINTS | arg), f32 and
+   s32. The weights (and the bias, dequantized in float32 as ONNX does) are
+   constants, reordered once at init into the layout the primitive picks. */
+#include <stdio.h>
+#define DNNL_BYOC_Q8_int8 dnnl_s8
+#define DNNL_BYOC_Q8_uint8 dnnl_u8
+#define DNNL_BYOC_Q8_int32 dnnl_s32
+
+/* The most execution arguments of an int8 primitive: source, weights, bias, result,
+   three scales, two zero points, scratchpad. */
+#define DNNL_BYOC_Q8_MAX_ARGS 10
+
+/* The weights and the bias an int8 kernel's init makes of its pattern's constants. */
+typedef struct {
+  const int8_t* w;          /* the weights, plain: oihw (a conv) or (K, N) (a matmul) */
+  const float* w_scales;    /* 1 or one per output channel */
+  int64_t n_w_scales;
+  const float* bias;        /* one per output channel; NULL: no bias */
+  int relu;
+} dnnl_byoc_q8_args_t;
+
+/* An int8 kernel: its primitive, the reorders of its source and result between
+   byoc's plain layout and the primitive's (NULL: the same), and its constants. Read
+   only after the init: each call makes its own stream and scratch. */
+typedef struct {
+  dnnl_primitive_t prim, to_src, to_dst;
+  void* weights;            /* in the primitive's layout */
+  float* bias;              /* NULL: none */
+  float* w_scales;          /* n_w_scales: 1, or one per output channel */
+  int64_t n_w_scales;
+  size_t src_bytes, dst_bytes, scratch_bytes;
+} dnnl_byoc_q8_t;
+
+static inline void dnnl_byoc_q8_free(dnnl_byoc_q8_t* q) {
+  if (q->prim != NULL) dnnl_primitive_destroy(q->prim);
+  if (q->to_src != NULL) dnnl_primitive_destroy(q->to_src);
+  if (q->to_dst != NULL) dnnl_primitive_destroy(q->to_dst);
+  free(q->weights);
+  free(q->bias);
+  free(q->w_scales);
+  memset(q, 0, sizeof(*q));
+}
+
+/* An int8 kernel's init failing on constants oneDNN cannot take: says why, returns 1. */
+static inline int dnnl_byoc_q8_refuse(const char* kernel, const char* why) {
+  fprintf(stderr, "byoc dnnl: %s: %s\n", kernel, why);
+  return 1;
+}
+
+/* The scratch bytes of a primitive that may be NULL. */
+static inline size_t dnnl_byoc_q8_scratch(const_dnnl_primitive_t prim) {
+  return prim != NULL ? dnnl_byoc_scratch_size(prim) : 0;
+}
+
+/* Executes prim in stream on ptrs[k] for the execution arguments kinds[k], each of
+   memory descriptor mds[k] (NULL: the one the primitive has for that argument),
+   with `scratch` as its scratchpad. 1 on success. */
+static inline int dnnl_byoc_q8_exec(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
+                                    int n, const int* kinds, const const_dnnl_memory_desc_t* mds,
+                                    void* const* ptrs, void* scratch) {
+  dnnl_exec_arg_t args[DNNL_BYOC_Q8_MAX_ARGS];
+  const_dnnl_primitive_desc_t pd = NULL;
+  int made = 0;
+  int ok = n < DNNL_BYOC_Q8_MAX_ARGS && dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
+  for (; ok && made < n; ++made) {
+    args[made].arg = kinds[made];
+    const_dnnl_memory_desc_t md = mds != NULL && mds[made] != NULL ? mds[made]
+        : dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[made]);
+    ok = dnnl_memory_create(&args[made].memory, md, engine, ptrs[made]) == dnnl_success;
+    if (!ok) break;
+  }
+  const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+  if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
+    args[made].arg = DNNL_ARG_SCRATCHPAD;
+    ok = dnnl_memory_create(&args[made].memory, scratch_md, engine, scratch) == dnnl_success;
+    made += ok;
+  }
+  ok = ok && dnnl_primitive_execute(prim, stream, made, args) == dnnl_success
+      && dnnl_stream_wait(stream) == dnnl_success;
+  for (int k = 0; k < made; ++k) dnnl_memory_destroy(args[k].memory);
+  return ok;
+}
+
+/* The attributes of an int8 primitive: a user-managed scratchpad, the scales of the
+   source and the result (one each) and of the weights (mask w_mask), the zero points
+   of the source and the result (one each), and a relu post-op. NULL on a failure. */
+static inline dnnl_primitive_attr_t dnnl_byoc_q8_attr(int w_mask, int relu) {
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
+  if (attr == NULL) return NULL;
+  const int ok = dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_SRC, 0) == dnnl_success
+      && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, w_mask) == dnnl_success
+      && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0) == dnnl_success
+      && dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_SRC, 0) == dnnl_success
+      && dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_DST, 0) == dnnl_success;
+  if (!ok) {
+    dnnl_primitive_attr_destroy(attr);
+    return NULL;
+  }
+  return attr;
+}
+
+/* Keeps a's weight scales and bias (m values) in q. 0 on success. */
+static inline int dnnl_byoc_q8_keep(dnnl_byoc_q8_t* q, const dnnl_byoc_q8_args_t* a, int64_t m) {
+  q->n_w_scales = a->n_w_scales;
+  q->w_scales = (float*)malloc(sizeof(float) * (size_t)a->n_w_scales);
+  if (q->w_scales == NULL) return 1;
+  memcpy(q->w_scales, a->w_scales, sizeof(float) * (size_t)a->n_w_scales);
+  if (a->bias != NULL) {
+    q->bias = (float*)malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
+    if (q->bias == NULL) return 1;
+    memcpy(q->bias, a->bias, sizeof(float) * (size_t)m);
+  }
+  return 0;
+}
+
+/* Reorders the plain weights `w` (descriptor `plain`) once into the layout the
+   primitive q->prim picked, into q->weights. 0 on success. */
+static inline int dnnl_byoc_q8_pack(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const_dnnl_memory_desc_t plain,
+                                    const int8_t* w) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (dnnl_primitive_get_primitive_desc(q->prim, &pd) != dnnl_success) return 1;
+  const_dnnl_memory_desc_t packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  const size_t bytes = dnnl_memory_desc_get_size(packed);
+  q->weights = malloc(bytes > 0 ? bytes : 1);
+  if (q->weights == NULL) return 1;
+  dnnl_primitive_t reorder = NULL;
+  if (dnnl_byoc_reorder(&reorder, engine, plain, packed) != 0) return 1;
+  if (reorder == NULL) {
+    memcpy(q->weights, w, bytes);
+    return 0;
+  }
+  const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
+  void* scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
+  dnnl_stream_t stream = NULL;
+  const int ok = (scratch_bytes == 0 || scratch != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+      && dnnl_byoc_q8_exec(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                           (void* const[]){(void*)w, q->weights}, scratch)
+      && dnnl_stream_wait(stream) == dnnl_success;
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  free(scratch);
+  dnnl_primitive_destroy(reorder);
+  return ok ? 0 : 1;
+}
+
+/* The reorders of q's source from `src` and of its result into `dst` (plain), their
+   buffers' sizes and the scratch every step shares. 0 on success. */
+static inline int dnnl_byoc_q8_reorders(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const_dnnl_memory_desc_t src,
+                                        const_dnnl_memory_desc_t dst) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (dnnl_primitive_get_primitive_desc(q->prim, &pd) != dnnl_success) return 1;
+  const_dnnl_memory_desc_t psrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  const_dnnl_memory_desc_t pdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if (dnnl_byoc_reorder(&q->to_src, engine, src, psrc) != 0 || dnnl_byoc_reorder(&q->to_dst, engine, pdst, dst) != 0) {
+    return 1;
+  }
+  q->src_bytes = q->to_src != NULL ? dnnl_memory_desc_get_size(psrc) : 0;
+  q->dst_bytes = q->to_dst != NULL ? dnnl_memory_desc_get_size(pdst) : 0;
+  size_t most = dnnl_byoc_q8_scratch(q->prim);
+  const size_t s = dnnl_byoc_q8_scratch(q->to_src), d = dnnl_byoc_q8_scratch(q->to_dst);
+  most = s > most ? s : most;
+  q->scratch_bytes = d > most ? d : most;
+  return 0;
+}
+
+/* The int8 convolution of x (N, C, H, W; data type src_dt) by the s8 weights a->w (M,
+   C/G, KH, KW) into (N, M, OH, OW) of data type dst_dt, plain nchw at both ends; g
+   is the geometry dnnl_byoc_conv_desc reads. The primitive picks its layouts (nhwc
+   for the data, blocked weights with their compensations): the weights are reordered
+   here, the source and the result by each call. 0 on success. */
+static inline int dnnl_byoc_q8_conv2d(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const int64_t* g,
+                                      dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
+                                      const dnnl_byoc_q8_args_t* a) {
+  const int64_t groups = g[17], m = g[4];
+  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], m, g[7], g[8]};
+  const int64_t w[] = {groups, m / groups, g[1] / groups, g[5], g[6]}, b[] = {m};
+  if (dnnl_byoc_q8_keep(q, a, m) != 0) return 1;
+  const int wrank = groups > 1 ? 5 : 4;
+  const int64_t* wdims = groups > 1 ? w : w + 1;
+  const dnnl_dims_t xd = {x[0], x[1], x[2], x[3]}, yd = {y[0], y[1], y[2], y[3]};
+  dnnl_dims_t wd;
+  for (int k = 0; k < wrank; ++k) wd[k] = wdims[k];
+  dnnl_memory_desc_t mds[6] = {NULL};
+  int ok = dnnl_memory_desc_create_with_tag(&mds[0], 4, xd, src_dt, dnnl_format_tag_any) == dnnl_success
+      && dnnl_memory_desc_create_with_tag(&mds[1], wrank, wd, dnnl_s8, dnnl_format_tag_any) == dnnl_success
+      && dnnl_memory_desc_create_with_tag(&mds[2], 4, yd, dst_dt, dnnl_format_tag_any) == dnnl_success
+      && (mds[3] = a->bias != NULL ? dnnl_byoc_md(1, b) : NULL, a->bias == NULL || mds[3] != NULL)
+      && (mds[4] = dnnl_byoc_md_of(4, x, src_dt)) != NULL && (mds[5] = dnnl_byoc_md_of(4, y, dst_dt)) != NULL;
+  /* per output channel: the weights' first axis, and the groups' with it */
+  const int w_mask = a->n_w_scales > 1 ? (groups > 1 ? 3 : 1) : 0;
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_q8_attr(w_mask, a->relu) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = !ok ? dnnl_out_of_memory
+      : dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr);
+  ok = dnnl_byoc_finish(&q->prim, made, pd, attr, NULL, 0) == 0;
+  dnnl_memory_desc_t plain_w = NULL;
+  ok = ok && (plain_w = dnnl_byoc_md_of(wrank, wdims, dnnl_s8)) != NULL
+      && dnnl_byoc_q8_pack(q, engine, plain_w, a->w) == 0 && dnnl_byoc_q8_reorders(q, engine, mds[4], mds[5]) == 0;
+  if (plain_w != NULL) dnnl_memory_desc_destroy(plain_w);
+  for (int k = 0; k < 6; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (!ok) dnnl_byoc_q8_free(q);
+  return ok ? 0 : 1;
+}
+
+/* The int8 matmul of x (B, K; data type src_dt) by the s8 weights a->w (K, N) into
+   (B, N) of data type dst_dt, plain; the weights reordered here into the layout the
+   primitive picks. 0 on success. */
+static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, int64_t batch, int64_t k,
+                                      int64_t n, dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
+                                      const dnnl_byoc_q8_args_t* a) {
+  const int64_t x[] = {batch, k}, w[] = {k, n}, y[] = {batch, n}, b[] = {1, n};
+  if (dnnl_byoc_q8_keep(q, a, n) != 0) return 1;
+  const dnnl_dims_t wd = {k, n};
+  dnnl_memory_desc_t mds[5] = {dnnl_byoc_md_of(2, x, src_dt), NULL, dnnl_byoc_md_of(2, y, dst_dt),
+                               a->bias != NULL ? dnnl_byoc_md(2, b) : NULL, dnnl_byoc_md_of(2, w, dnnl_s8)};
+  int ok = mds[0] != NULL && mds[2] != NULL && mds[4] != NULL && (a->bias == NULL || mds[3] != NULL)
+      && dnnl_memory_desc_create_with_tag(&mds[1], 2, wd, dnnl_s8, dnnl_format_tag_any) == dnnl_success;
+  /* per output channel: the weights' second axis */
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_q8_attr(a->n_w_scales > 1 ? 2 : 0, a->relu) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);
+  ok = dnnl_byoc_finish(&q->prim, made, pd, attr, NULL, 0) == 0 && dnnl_byoc_q8_pack(q, engine, mds[4], a->w) == 0
+      && dnnl_byoc_q8_reorders(q, engine, mds[0], mds[2]) == 0;
+  for (int j = 0; j < 5; ++j) {
+    if (mds[j] != NULL) dnnl_memory_desc_destroy(mds[j]);
+  }
+  if (!ok) dnnl_byoc_q8_free(q);
+  return ok ? 0 : 1;
+}
+
+/* Runs the int8 kernel q on x into out (both plain) with the source's and the
+   result's scale (xs, ys) and zero point (xz, yz), in a stream and scratch of the
+   call's own: the source reordered into the primitive's layout, the primitive, the
+   result reordered back. 0 on success, 1 on a failure. */
+static inline int dnnl_byoc_q8_run(const dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, const float* xs,
+                                   int32_t xz, const float* ys, int32_t yz, void* out) {
+  const size_t at_dst = q->src_bytes, at_scratch = at_dst + q->dst_bytes;
+  char* memory = (char*)malloc(at_scratch + q->scratch_bytes + 1);
+  dnnl_stream_t stream = NULL;
+  int ok = memory != NULL && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  void* src = q->to_src != NULL ? (void*)memory : (void*)x;
+  void* dst = q->to_dst != NULL ? (void*)(memory + at_dst) : out;
+  void* scratch = memory != NULL ? memory + at_scratch : NULL;
+  if (ok && q->to_src != NULL) {
+    ok = dnnl_byoc_q8_exec(q->to_src, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                           (void* const[]){(void*)x, src}, scratch);
+  }
+  const int64_t one = 1;
+  dnnl_memory_desc_t scalar_f32 = ok ? dnnl_byoc_md(1, &one) : NULL, scalar_s32 = NULL, w_scales = NULL;
+  ok = ok && scalar_f32 != NULL && (scalar_s32 = dnnl_byoc_md_of(1, &one, dnnl_s32)) != NULL
+      && (w_scales = dnnl_byoc_md(1, &q->n_w_scales)) != NULL;
+  if (ok) {
+    int kinds[DNNL_BYOC_Q8_MAX_ARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                                        DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                                        DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                                        DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST};
+    const_dnnl_memory_desc_t mds[DNNL_BYOC_Q8_MAX_ARGS] = {NULL, NULL, NULL, scalar_f32, w_scales, scalar_f32,
+                                                           scalar_s32, scalar_s32};
+    void* ptrs[DNNL_BYOC_Q8_MAX_ARGS] = {src, q->weights, dst, (void*)xs, q->w_scales, (void*)ys, &xz, &yz};
+    int n = 8;
+    if (q->bias != NULL) {
+      kinds[n] = DNNL_ARG_BIAS;
+      mds[n] = NULL;
+      ptrs[n++] = q->bias;
+    }
+    ok = dnnl_byoc_q8_exec(q->prim, engine, stream, n, kinds, mds, ptrs, scratch);
+  }
+  if (ok && q->to_dst != NULL) {
+    ok = dnnl_byoc_q8_exec(q->to_dst, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                           (void* const[]){dst, out}, scratch);
+  }
+  if (scalar_f32 != NULL) dnnl_memory_desc_destroy(scalar_f32);
+  if (scalar_s32 != NULL) dnnl_memory_desc_destroy(scalar_s32);
+  if (w_scales != NULL) dnnl_memory_desc_destroy(w_scales);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  free(memory);
+  return ok ? 0 : 1;
+}
+
+/* Element i of an integer constant of data type dt (s8, u8 or s32). */
+static inline int64_t dnnl_byoc_q8_int(const void* p, dnnl_data_type_t dt, int64_t i) {
+  switch (dt) {
+    case dnnl_s8: return ((const int8_t*)p)[i];
+    case dnnl_u8: return ((const uint8_t*)p)[i];
+    case dnnl_s32: return ((const int32_t*)p)[i];
+    default: return 0;
+  }
+}
+
+/* Whether a scale or zero point of n elements, of the extents shape[1 .. 1 + shape[0]],
+   holds one value per output channel of weights of `wrank` extents (the channels on
+   axis `axis`, m of them) as it broadcasts against them, or one value for all. */
+static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, int axis, int64_t m) {
+  if (n == 1) return 1;
+  const int rank = (int)shape[0];
+  if (n != m || rank > wrank) return 0;
+  for (int k = 0; k < rank; ++k) {
+    if (shape[1 + k] != 1 && k != axis - (wrank - rank)) return 0;
+  }
+  return 1;
+}
+
+/* The init of an int8 kernel named `kernel` from its pattern's constants: a conv2d
+   (`matmul` 0; g its geometry, as dnnl_byoc_conv_desc reads it) or a 2-D matmul
+   (`matmul` 1; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
+   its zero point), the weights (and theirs) and the result; ws and bs the float32
+   scales of the weights and the bias (NULL: no bias); w, wz, b and bz the weights,
+   their zero point, the bias and its zero point (int32); n the element counts of {xs,
+   xz, w, ws, wz, ys, yz, b, bs, bz}; ws_shape and wz_shape {rank, extents...}.
+   oneDNN takes one scale and zero point for the source and the result, and
+   weights w - wz in s8 (the weights' zero point is subtracted here: ONNX Runtime's
+   symmetric int8 weights have 0): other constants make the init fail, saying why on
+   stderr. The bias is dequantized as ONNX does, (float)b - (float)bz, times bs, in
+   float32. 0 on success. */
+static inline int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int matmul,
+                                      const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
+                                      const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
+                                      const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu) {
+  memset(q, 0, sizeof(*q));
+  if ((dt[0] != dnnl_s8 && dt[0] != dnnl_u8) || (dt[2] != dnnl_s8 && dt[2] != dnnl_u8)) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN's int8 primitives take an int8 or uint8 source and result");
+  }
+  if (n[0] != 1 || n[1] != 1 || n[5] != 1 || n[6] != 1) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
+  }
+  const int64_t m = matmul ? g[2] : g[4], wsize = n[2];
+  const int wrank = matmul ? 2 : 4, axis = matmul ? 1 : 0;
+  if (!dnnl_byoc_q8_fits(n[3], ws_shape, wrank, axis, m) || !dnnl_byoc_q8_fits(n[4], wz_shape, wrank, axis, m)) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
+  }
+  int8_t* w8 = (int8_t*)malloc((size_t)wsize + 1);
+  float* bias = bs != NULL ? (float*)malloc(sizeof(float) * (size_t)(m + 1)) : NULL;
+  int ok = w8 != NULL && (bs == NULL || bias != NULL), fits = 1;
+  for (int64_t i = 0; ok && fits && i < wsize; ++i) {
+    const int64_t c = matmul ? i % m : i / (wsize / m);
+    const int64_t d = dnnl_byoc_q8_int(w, dt[1], i) - dnnl_byoc_q8_int(wz, dt[1], n[4] == 1 ? 0 : c);
+    fits = d >= -128 && d <= 127;
+    w8[i] = (int8_t)d;
+  }
+  for (int64_t c = 0; ok && bias != NULL && c < m; ++c) {
+    bias[c] = ((float)b[n[7] == 1 ? 0 : c] - (float)bz[n[9] == 1 ? 0 : c]) * bs[n[8] == 1 ? 0 : c];
+  }
+  const dnnl_byoc_q8_args_t a = {w8, ws, n[3], bias, relu};
+  int failed = 1;
+  if (ok && !fits) {
+    dnnl_byoc_q8_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
+  } else if (ok) {
+    failed = matmul ? dnnl_byoc_q8_matmul(q, engine, g[0], g[1], g[2], dt[0], dt[2], &a)
+                    : dnnl_byoc_q8_conv2d(q, engine, g, dt[0], dt[2], &a);
+  }
+  free(w8);
+  free(bias);
+  return failed;
+}
+
 /* conv2d (NCHW, OIHW weights) in the layouts oneDNN picks, the weights reordered by each call */
 #define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
@@ -1407,6 +1772,55 @@ static int p_ID_(const float* x, const float* scale, const float* shift, const f
                        (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
                                      DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
+}
+
+/* a QDQ pattern's int8 conv2d, one oneDNN int8 convolution of constant weights packed at init (vars: relu) */
+#define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                            const p_WT_* wz) { \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, 0, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                             (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+} \
+static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                 const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+  (void)w, (void)ws, (void)wz; /* packed by the init */ \
+  return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+}
+
+/* a QDQ pattern's int8 conv2d plus its dequantized int32 bias, one oneDNN int8 convolution (an f32 bias) of constant weights packed at init (vars: relu) */
+#define DNNL_CONV2D_Q8_BIAS(p_NB_, p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                            const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, 0, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                             (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+} \
+static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                 const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
+                 const void* bz, p_YT_* out) { \
+  (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
+  return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+}
+
+/* a QDQ pattern's int8 2-D matmul by constant weights, one oneDNN int8 matmul, the weights packed at init */
+#define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                            const p_WT_* wz) { \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, 1, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                             (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, 0); \
+} \
+static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                 const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+  (void)w, (void)ws, (void)wz; /* packed by the init */ \
+  return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
 }
 
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */

@@ -1,0 +1,225 @@
+"""dnnl's int8 (QDQ) patterns: conv_q8_bias_relu, conv_q8_bias, conv_q8_relu, conv_q8 and
+matmul_q8 (spec/backends/dnnl.yaml), each one oneDNN int8 primitive: a u8 or s8
+source, s8 weights (w - wz, packed once at init), an f32 bias (the int32 bias
+dequantized as ONNX does), a u8 or s8 result, with oneDNN's scales (source, weights
+per tensor or per output channel, result) and zero points (source, result).
+
+A quantization's scale and zero point are its parameters (the shape rules'
+``parameters``): they keep their own shape, one value or one per channel, on a
+backend that does not broadcast, so these patterns match on dnnl.
+
+Exactness: oneDNN sums (x - xz) * (w - wz) exactly in int32, then in float32
+multiplies by xs * ws[m], adds the bias, applies the relu, divides by ys (as a
+multiplication by its reciprocal, in its own order), adds yz and rounds half to
+even, saturated. ``integer_reference`` computes the same in numpy; a result may
+differ from it by 1 where oneDNN's float order differs and the value lies near a
+rounding tie.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES
+from libraries import missing_library
+
+import byoc
+from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
+from byoc.generator import generator_for
+from byoc.generator.artifacts import Role
+from byoc.generator.lowering import lower
+from byoc.generator.partition import partition
+
+if missing_library("dnnl"):
+    pytest.skip(missing_library("dnnl"), allow_module_level=True)
+
+QUANTIZED = EXAMPLES / "quantized"
+QDQ_MODELS = ["cnn_qdq", "cnn_qdq_per_channel", "mlp_qdq", "mlp_qdq_per_channel"]
+
+
+def composites(program) -> list[str]:
+    return sorted(set(re.findall(r"@dnnl\.(\w+)", print_program(program))))
+
+
+def qdq_graph(kind: str, seed: int = 3) -> tuple[str, dict]:
+    """A QDQ conv (``kind``: bias, bias_relu, plain, relu; u8 source and result, per
+    channel weights) or a QDQ matmul (``matmul``: s8 source and result, per tensor)
+    as DSL, and its constants."""
+    rng = np.random.default_rng(seed)
+    if kind == "matmul":
+        c = {
+            "w": rng.integers(-127, 128, (24, 10)).astype(np.int8),
+            "ws": np.float32(0.013),
+            "xs": np.float32(0.021),
+            "xz": np.int8(-3),
+            "ys": np.float32(0.09),
+            "yz": np.int8(5),
+        }
+        body = "  y = quantize_linear(matmul(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz)), ys, yz)"
+        head = "graph main(x: int8[4, 24]) {"
+        decls = [
+            f"  w = const int8[24, 10] [{', '.join(map(str, c['w'].ravel()))}]",
+            "  ws = const float32[] [0.013]",
+            "  wz = const int8[] [0]",
+            "  xs = const float32[] [0.021]",
+            "  xz = const int8[] [-3]",
+            "  ys = const float32[] [0.09]",
+            "  yz = const int8[] [5]",
+        ]
+        return "\n".join([head, *decls, body, "  return y", "}", ""]), c
+    m = 16
+    w = rng.integers(-127, 128, (m, 8, 3, 3)).astype(np.int8)
+    ws = rng.uniform(0.002, 0.01, m).astype(np.float32)
+    xs, xz, ys, yz = np.float32(0.03), np.uint8(9), np.float32(0.06), np.uint8(0 if "relu" in kind else 120)
+    b = rng.integers(-2000, 2000, m).astype(np.int32)
+    bs = (xs * ws).astype(np.float32)
+    c = {"w": w, "ws": ws.reshape(m, 1, 1, 1), "xs": xs, "xz": xz, "ys": ys, "yz": yz, "b": b, "bs": bs}
+
+    def floats(a):
+        return ", ".join(repr(float(v)) for v in np.ravel(a))
+
+    decls = [
+        f"  w = const int8[{m}, 8, 3, 3] [{', '.join(map(str, w.ravel()))}]",
+        f"  ws = const float32[{m}, 1, 1, 1] [{floats(ws)}]",
+        f"  wz = const int8[{m}, 1, 1, 1] [{', '.join(['0'] * m)}]",
+        f"  xs = const float32[] [{float(xs)!r}]",
+        f"  xz = const uint8[] [{int(xz)}]",
+        f"  ys = const float32[] [{float(ys)!r}]",
+        f"  yz = const uint8[] [{int(yz)}]",
+    ]
+    value = "conv(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz), pads=[1, 1, 1, 1])"
+    if "bias" in kind:
+        decls += [
+            f"  b = const int32[{m}] [{', '.join(map(str, b))}]",
+            f"  bs = const float32[{m}] [{floats(bs)}]",
+            f"  bz = const int32[{m}] [{', '.join(['0'] * m)}]",
+        ]
+        value = f"bias_add({value}, dequantize_linear(b, bs, bz), axis=1)"
+    else:
+        del c["b"], c["bs"]
+    if "relu" in kind:
+        value = f"relu({value})"
+    head = "graph main(x: uint8[2, 8, 9, 9]) {"
+    return "\n".join([head, *decls, f"  y = quantize_linear({value}, ys, yz)", "  return y", "}", ""]), c
+
+
+def integer_reference(kind: str, x: np.ndarray, c: dict) -> np.ndarray:
+    """oneDNN's arithmetic in numpy: exact int32 sums of (x - xz) * w, then in float32
+    times xs * ws, plus the bias (b * bs: bz is 0), relu, divided by ys, rounded half
+    to even, plus yz, saturated to the result's type."""
+    xi = x.astype(np.int64) - np.int64(c["xz"])
+    if kind == "matmul":
+        acc = xi @ c["w"].astype(np.int64)
+        scale = np.float32(c["xs"]) * np.float32(c["ws"])
+    else:
+        n, ch, h, wd = xi.shape
+        padded = np.zeros((n, ch, h + 2, wd + 2), np.int64)
+        padded[:, :, 1:-1, 1:-1] = xi
+        cols = np.stack([padded[:, :, i : i + h, j : j + wd] for i in range(3) for j in range(3)], axis=2)
+        acc = np.einsum("nckhw,mck->nmhw", cols, c["w"].astype(np.int64).reshape(c["w"].shape[0], ch, 9))
+        scale = (np.float32(c["xs"]) * c["ws"].reshape(-1)).astype(np.float32).reshape(1, -1, 1, 1)
+    assert np.abs(acc).max() < 2**31
+    y = acc.astype(np.float32) * scale
+    if "b" in c:
+        y = y + (c["b"].astype(np.float32) * c["bs"]).reshape(1, -1, 1, 1)
+    if "relu" in kind:
+        y = np.maximum(y, np.float32(0))
+    dtype = np.asarray(c["yz"]).dtype
+    q = np.rint(y / np.float32(c["ys"])) + np.float32(c["yz"])
+    info = np.iinfo(dtype)
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+PATTERN_OF = {
+    "bias": "conv_q8_bias",
+    "bias_relu": "conv_q8_bias_relu",
+    "plain": "conv_q8",
+    "relu": "conv_q8_relu",
+    "matmul": "matmul_q8",
+}
+
+
+def test_the_shipped_partitioner_matches_them():
+    """dequantize_linear's scale broadcasts, which a composite member may, as a parameter."""
+    text, _ = qdq_graph("bias")
+    program = partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog())
+    assert "conv_q8_bias" in composites(program)
+
+
+@pytest.mark.parametrize("kind", PATTERN_OF)
+def test_the_int8_kernel_computes_the_integer_reference(kind):
+    text, c = qdq_graph(kind)
+    program = partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog())
+    assert composites(program) == [PATTERN_OF[kind]]
+    model = byoc.build(program)
+    fn = program.functions[0]
+    (param,) = fn.params
+    info = np.iinfo(np.dtype(param.type.dtype))
+    rng = np.random.default_rng(11)
+    x = rng.integers(info.min, info.max + 1, param.type.shape).astype(param.type.dtype)
+    (got,) = model(x=x)
+    want = integer_reference(kind, x, c)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert diff.max() <= 1, kind
+    assert np.count_nonzero(diff) <= max(1, diff.size // 1000), (kind, np.count_nonzero(diff))
+    # byoc's numpy reference (the float QDQ path op by op): within one quantum too
+    (ref,) = evaluate(fn, {"x": x})
+    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
+
+
+def test_a_non_constant_weight_scale_does_not_match():
+    text, _ = qdq_graph("bias")
+    text = text.replace(
+        "graph main(x: uint8[2, 8, 9, 9]) {", "graph main(x: uint8[2, 8, 9, 9], ws: float32[16, 1, 1, 1]) {"
+    )
+    text = re.sub(r"\n  ws = const [^\n]*", "", text)
+    program = partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog())
+    assert not [p for p in composites(program) if "q8" in p]
+
+
+def test_golden_qdq_conv(golden):
+    text, _ = qdq_graph("bias_relu")
+    program = partition(parse(text, "graph", file="qdq_conv.graph"), [load_backend("dnnl")], load_catalog())
+    spec = load_backend("dnnl")
+    externals = lower(program, load_backend, load_catalog()).externals_for("dnnl")
+    artifacts = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    (source,) = [a for a in artifacts if a.role is not Role.WEIGHTS]
+    assert source.text == golden("c")
+
+
+onnx = pytest.importorskip("onnx")
+
+
+@pytest.mark.parametrize("name", QDQ_MODELS)
+def test_the_example_models_match_onnxruntime(name):
+    """cnn_qdq*.onnx and mlp_qdq*.onnx on dnnl,fused with the int8 patterns: every
+    conv whose DequantizeLinear'd source no other node reads, and the matmuls, are
+    int8 primitives; the outputs (dequantized) equal ONNX Runtime's on the committed
+    input and three seeded ones, or lie within one quantum of the output scale."""
+    pytest.importorskip("onnxruntime")
+    from test_quantized_models import inputs, make_models
+
+    from byoc.onnx_backend import backend_for
+    from byoc.onnx_import import import_program
+
+    m = onnx.load(QUANTIZED / f"{name}.onnx")
+    program = partition(import_program(m), [load_backend("dnnl"), load_backend("fused")], load_catalog())
+    found = composites(program)
+    assert "matmul_q8" in found
+    if name.startswith("cnn"):
+        assert "conv_q8_bias" in found
+    rep = backend_for("dnnl,fused").prepare(m)
+    reference = make_models().reference
+    (last,) = [n for n in m.graph.node if n.output[0] == m.graph.output[0].name]
+    assert last.op_type == "DequantizeLinear"
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    scale = float(inits[last.input[1]])  # one quantum of the output
+    for k, x in enumerate(inputs(name)):
+        want = reference(m, x)
+        (got,) = rep.run([x])
+        differ = int(np.count_nonzero(got != want))
+        assert np.abs(got - want).max() <= scale * 1.001, (name, k, differ)
+        assert differ == 0, f"{name}, input {k}: {differ} of {got.size} elements differ by one quantum"
