@@ -354,6 +354,98 @@ static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, const p_DTYPE_* b, p_DTY
   } \
 }
 
+/* int8 conv2d (NCHW, groups 1) plus an int32 bias, ${act} over v (the real value), requantised */
+#define CSOURCE_QCONV2D_BIAS(p_ID_, p_X_, p_S_, p_W_, p_B_, p_Y_, p_N_, p_C_, p_H_, p_IW_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_WQ_, p_BQ_, p_BZ_, p_ONE_, p_ACT_) \
+static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, const p_S_* ws, \
+                  const p_W_* wz, const p_B_* b, const p_S_* bs, const p_B_* bz, const p_S_* ys, \
+                  const p_Y_* yz, p_Y_* out) { \
+  /* 8-bit codes; x and y per tensor; wz as ws, per tensor or per channel, as bs and bz */ \
+  (void)sizeof(char[sizeof(p_X_) == 1 && sizeof(p_W_) == 1 && p_ONE_ == p_WQ_ \
+               && (p_WQ_ == 1 || p_WQ_ == p_M_) && (p_BQ_ == 1 || p_BQ_ == p_M_) && (p_BZ_ == 1 || p_BZ_ == p_M_) ? 1 : -1]); \
+  const int32_t lo = (p_Y_)-1 < 0 ? -128 : 0; \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const int64_t wm = p_WQ_ == 1 ? 0 : m; \
+      const double scale = (double)xs[0] * (double)ws[wm]; \
+      const double bias = ((double)b[m] - (double)bz[p_BZ_ == 1 ? 0 : m]) * (double)bs[p_BQ_ == 1 ? 0 : m]; \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          int32_t acc = 0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_IW_) continue; \
+                acc += ((int32_t)x[((n * p_C_ + c) * p_H_ + ih) * p_IW_ + iw] - (int32_t)xz[0]) \
+                     * ((int32_t)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw] - (int32_t)wz[wm]); \
+              } \
+            } \
+          } \
+          const double v = (double)acc * scale + bias; \
+          const double q = (double)nearbyintf((float)p_ACT_ / (float)ys[0]) + (double)yz[0]; \
+          out[((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow] = (p_Y_)(q > lo + 255 ? lo + 255 : (q >= lo ? q : lo)); \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* int8 conv2d (NCHW, groups 1), requantised */
+#define CSOURCE_QCONV2D(p_ID_, p_X_, p_S_, p_W_, p_Y_, p_N_, p_C_, p_H_, p_IW_, p_M_, p_KH_, p_KW_, p_OH_, p_OW_, p_SH_, p_SW_, p_PT_, p_PL_, p_DH_, p_DW_, p_WQ_, p_ONE_) \
+static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, const p_S_* ws, \
+                  const p_W_* wz, const p_S_* ys, const p_Y_* yz, p_Y_* out) { \
+  /* 8-bit codes; x and y per tensor; wz as ws, per tensor or per channel */ \
+  (void)sizeof(char[sizeof(p_X_) == 1 && sizeof(p_W_) == 1 && p_ONE_ == p_WQ_ && (p_WQ_ == 1 || p_WQ_ == p_M_) ? 1 : -1]); \
+  const int32_t lo = (p_Y_)-1 < 0 ? -128 : 0; \
+  for (int64_t n = 0; n < p_N_; ++n) { \
+    for (int64_t m = 0; m < p_M_; ++m) { \
+      const int64_t wm = p_WQ_ == 1 ? 0 : m; \
+      const double scale = (double)xs[0] * (double)ws[wm]; \
+      for (int64_t oh = 0; oh < p_OH_; ++oh) { \
+        for (int64_t ow = 0; ow < p_OW_; ++ow) { \
+          int32_t acc = 0; \
+          for (int64_t c = 0; c < p_C_; ++c) { \
+            for (int64_t kh = 0; kh < p_KH_; ++kh) { \
+              const int64_t ih = oh * p_SH_ - p_PT_ + kh * p_DH_; \
+              if (ih < 0 || ih >= p_H_) continue; \
+              for (int64_t kw = 0; kw < p_KW_; ++kw) { \
+                const int64_t iw = ow * p_SW_ - p_PL_ + kw * p_DW_; \
+                if (iw < 0 || iw >= p_IW_) continue; \
+                acc += ((int32_t)x[((n * p_C_ + c) * p_H_ + ih) * p_IW_ + iw] - (int32_t)xz[0]) \
+                     * ((int32_t)w[((m * p_C_ + c) * p_KH_ + kh) * p_KW_ + kw] - (int32_t)wz[wm]); \
+              } \
+            } \
+          } \
+          const double q = (double)nearbyintf((float)((double)acc * scale) / (float)ys[0]) + (double)yz[0]; \
+          out[((n * p_M_ + m) * p_OH_ + oh) * p_OW_ + ow] = (p_Y_)(q > lo + 255 ? lo + 255 : (q >= lo ? q : lo)); \
+        } \
+      } \
+    } \
+  } \
+}
+
+/* int8 matmul: x (M, K) times w (K, N), w's scale and zero point per tensor or per column, requantised */
+#define CSOURCE_QMATMUL_2D(p_ID_, p_X_, p_S_, p_W_, p_Y_, p_M_, p_K_, p_N_, p_WQ_, p_ONE_) \
+static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, const p_S_* ws, \
+                  const p_W_* wz, const p_S_* ys, const p_Y_* yz, p_Y_* out) { \
+  /* 8-bit codes; x and y per tensor; wz as ws, per tensor or per column */ \
+  (void)sizeof(char[sizeof(p_X_) == 1 && sizeof(p_W_) == 1 && p_ONE_ == p_WQ_ && (p_WQ_ == 1 || p_WQ_ == p_N_) ? 1 : -1]); \
+  const int32_t lo = (p_Y_)-1 < 0 ? -128 : 0; \
+  for (int64_t i = 0; i < p_M_; ++i) { \
+    for (int64_t j = 0; j < p_N_; ++j) { \
+      const int64_t wj = p_WQ_ == 1 ? 0 : j; \
+      int32_t acc = 0; \
+      for (int64_t k = 0; k < p_K_; ++k) { \
+        acc += ((int32_t)x[i * p_K_ + k] - (int32_t)xz[0]) * ((int32_t)w[k * p_N_ + j] - (int32_t)wz[wj]); \
+      } \
+      const double q = (double)nearbyintf((float)((double)acc * ((double)xs[0] * (double)ws[wj])) / (float)ys[0]) + (double)yz[0]; \
+      out[i * p_N_ + j] = (p_Y_)(q > lo + 255 ? lo + 255 : (q >= lo ? q : lo)); \
+    } \
+  } \
+}
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
