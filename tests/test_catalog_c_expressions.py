@@ -9,7 +9,10 @@ edge values (0, 1, -1, the type's extremes, NaN and infinities for floats) and m
 equal the catalog's numpy reference: integers and bools exactly, floats within 4
 units of roundoff (the C computes in the dtype, the reference in float64), NaN as NaN. ``cast``
 and ``bitcast`` are left out: their ``byoc_cast_*`` and ``byoc_bitcast_*`` functions live
-in the generators' support text (tested with it, tests/test_c_dtypes.py).
+in the generators' support text (tested with it, tests/test_c_dtypes.py); so are
+``dequantize_linear`` and ``quantize_linear``, whose inputs have different dtypes and
+whose ``byoc_saturate_*`` lives there too (they run on ``fused`` against
+tests/catalog_cases.py's expected values in tests/test_fused_catalog_ops.py).
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from byoc.ir import C_COMPUTE_TYPES, C_TYPES, TensorType, is_float, is_half
 CATALOG = byoc.spec.load_catalog()
 CC = shutil.which("gcc") or shutil.which("cc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler")
-OPS = [name for name, op in CATALOG.items() if op.c is not None and name not in ("cast", "bitcast")]
+SUPPORTED_ELSEWHERE = ("cast", "bitcast", "dequantize_linear", "quantize_linear")
+"""Ops whose C calls functions of the generators' support text (see the module doc)."""
+OPS = [name for name, op in CATALOG.items() if op.c is not None and name not in SUPPORTED_ELSEWHERE]
 
 
 def _edges(dtype: str) -> np.ndarray:
