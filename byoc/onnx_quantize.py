@@ -35,12 +35,13 @@ import numpy as np
 from .ir import dtype_name, numpy_dtype
 from .onnx_import import element_dtype
 from .onnx_indexing import dtype_text
+from .shape_rules import QUANTIZED
 
 if TYPE_CHECKING:
     from .onnx_ops import Importer, OnnxOp
 
-RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
-"""The integer types QuantizeLinear produces that byoc has, and their ranges."""
+RANGES = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in QUANTIZED}
+"""The integer types QuantizeLinear produces that byoc has (the catalog's), and their ranges."""
 
 
 def _attr_dtype(imp: Importer, attr: str) -> str | None:
@@ -89,7 +90,7 @@ def spread(
         def gathered(index: np.ndarray, axis: int) -> str:
             return imp.constant(np.take(array, index, axis=axis), imp.names.fresh(node.input[k]))
 
-        if int(np.prod(shape)) == 1 and not shape and dtype_text(imp, node.input[k]) == to:
+        if not shape and dtype_text(imp, node.input[k]) == to:
             return imp.value(node.input[k])
     else:
         value = imp.value(node.input[k])

@@ -26,6 +26,7 @@ from test_reference_kernels import (
 )
 
 from byoc.ir import DTYPES, is_float, is_integer
+from byoc.shape_rules import QUANTIZED
 
 Attr = int | float | bool | str | tuple[int, ...]
 
@@ -435,9 +436,6 @@ def bitcast_case(draw, dtype: str) -> OpCase:
         return OpCase([x], {"to": to}, None, error="cannot reinterpret")
     expected = np.frombuffer(x.tobytes(), dtype=np.dtype(to)).reshape(x.shape)
     return OpCase([x], {"to": to}, expected, out_dtype=to)
-
-
-QUANTIZED = ("int8", "uint8", "int16", "uint16")
 
 
 @st.composite
