@@ -124,7 +124,10 @@ def check_outputs(systems: list[System], expected: np.ndarray, failed: dict[str,
         same_shape = got.shape == expected.shape
         err = float(np.max(np.abs(got.astype(np.float64) - expected))) if same_shape and got.size else None
         scale = max(1.0, float(np.max(np.abs(expected)))) if expected.size else 1.0
-        ok = same_shape and got.dtype == expected.dtype and (err is None or err <= 1e-4 * scale)
+        # an integer (quantised) result may differ by one step where the system sums or
+        # scales floats in another order, which ONNX leaves to the implementation
+        limit = 1.0 if np.issubdtype(expected.dtype, np.integer) else 1e-4 * scale
+        ok = same_shape and got.dtype == expected.dtype and (err is None or err <= limit)
         checks[s.name] = {"correct": bool(ok), "max_abs_error": err}
         if not ok:
             why = f"max abs error {err:.3g}" if err is not None else f"got {got.dtype}{list(got.shape)}"

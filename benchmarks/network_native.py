@@ -85,8 +85,9 @@ def operands(kind: str, arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, np.n
 def dnnl_systems(
     lib: ctypes.CDLL, kind: str, arrays: dict[str, np.ndarray], attrs: dict[str, Any]
 ) -> list[System]:
-    """oneDNN directly: a conv (plain formats, and format_any with reorders), a dense
-    (an inner product) or a matmul (plain row-major, the batch dims as given)."""
+    """oneDNN directly: a conv (plain formats, and format_any with reorders), an int8
+    conv (format_any with reorders: oneDNN's int8 convolutions want nhwc), a dense (an
+    inner product) or a matmul (plain row-major, the batch dims as given)."""
     for make in (lib.bench_dnnl_conv, lib.bench_dnnl_dense, lib.bench_dnnl_matmul):
         make.restype = ctypes.c_void_p
     lib.bench_dnnl_conv.argtypes = [
@@ -98,12 +99,38 @@ def dnnl_systems(
     ]
     lib.bench_dnnl_dense.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_void_p]
     lib.bench_dnnl_matmul.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3
+    lib.bench_dnnl_conv_q8.restype = ctypes.c_void_p
+    lib.bench_dnnl_conv_q8.argtypes = (
+        [ctypes.c_void_p, ctypes.c_int]
+        + [ctypes.c_void_p] * 3
+        + [
+            ctypes.c_int,
+            ctypes.c_float,
+            ctypes.c_int32,
+            ctypes.c_float,
+            ctypes.c_int32,
+        ]
+    )
     lib.bench_dnnl_run.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long]
     lib.bench_dnnl_impl.restype = ctypes.c_char_p
     lib.bench_dnnl_impl.argtypes = lib.bench_dnnl_free.argtypes = [ctypes.c_void_p]
-    x, w = operands(kind, arrays)
-    y = np.empty(attrs["out_shape"], np.float32)
-    if kind == "conv":
+    q8 = attrs.get("q8")
+    x, w = (arrays["x"], q8["w"]) if q8 else operands(kind, arrays)
+    y = np.empty(attrs["out_shape"], attrs.get("out_dtype", np.float32))
+    if kind == "conv_q8":
+        g = np.asarray(attrs["geometry"], np.int64)
+        scales = (float(q8["xs"]), int(q8["xz"]), float(q8["ys"]), int(q8["yz"]))
+        handle = lib.bench_dnnl_conv_q8(
+            _ptr(g),
+            int(x.dtype == np.uint8),
+            _ptr(w),
+            _ptr(q8["ws"]),
+            _ptr(q8["b"]),
+            int(attrs["relu"]),
+            *scales,
+        )
+        made = [("oneDNN direct (int8, format_any + reorders)", "dnnl_any", handle)]
+    elif kind == "conv":
         g = np.asarray(attrs["geometry"], np.int64)
         variants = [
             (f"oneDNN direct (nchw/oihw{', bias+relu' * attrs['fused']})", "dnnl_plain", 0),
@@ -142,7 +169,8 @@ def dnnl_systems(
                 raise RuntimeError("oneDNN execution failed")
             return y.copy()
 
-        bench = Bench("f(*a, n)", {"f": lib.bench_dnnl_run, "a": args, "n": reps, "keep": (x, w, y, arrays)})
+        keep = (x, w, y, arrays, q8)
+        bench = Bench("f(*a, n)", {"f": lib.bench_dnnl_run, "a": args, "n": reps, "keep": keep})
         info = {"impl": lib.bench_dnnl_impl(handle).decode(), "per_call": reps}
         systems.append(System(label, "native", bench, once, path=path, info=info))
     return systems

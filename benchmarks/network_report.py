@@ -37,6 +37,22 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
         "dnnl conv2d+bias+relu: at least as fast as ONNX Runtime (best threads)",
     ),
     (
+        "conv3x3_int8",
+        "byoc dnnl prepared",
+        "x_onednn",
+        "<=",
+        1.10,
+        "dnnl int8 conv2d+bias+relu (QDQ): within 1.10x of oneDNN's int8 convolution called directly",
+    ),
+    (
+        "conv3x3_int8",
+        "byoc dnnl prepared",
+        "x_ort",
+        "<=",
+        1.0,
+        "dnnl int8 conv2d+bias+relu (QDQ): at least as fast as ONNX Runtime's int8 run (best threads)",
+    ),
+    (
         "light_resnet50",
         "byoc dnnl,fused executor.run()",
         "x_ort",

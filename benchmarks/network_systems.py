@@ -85,7 +85,8 @@ def byoc_systems(
 
 def numpy_system(w: Workload) -> System | None:
     """numpy: matmul into a preallocated output for dense (x @ w.T) and matmul (a @ b),
-    im2col + matmul for conv."""
+    im2col + matmul for conv; none for an int8 conv (numpy has no int8 product that
+    accumulates in int32 at speed)."""
     if w.kind == "conv":
         x, wt, b = w.inputs["x"], w.inputs["w"], w.inputs["b"]
         return System(
@@ -132,7 +133,7 @@ def ort_systems(w: Workload) -> list[System]:
             peers.ort_options(ort, threads),
             providers=["CPUExecutionProvider"],
         )
-        out = np.empty(w.expected.shape, np.float32)
+        out = np.empty(w.expected.shape, w.expected.dtype)
         binding = session.io_binding()
         for name, a in w.onnx_inputs.items():
             binding.bind_input(name, "cpu", 0, a.dtype, list(a.shape), a.ctypes.data)

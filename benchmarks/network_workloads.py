@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = "benchmarks/results/networks.json"
 LIGHT = ("light_resnet50", "light_squeezenet")
 TINY_NETWORK = REPO / "examples" / "onnx" / "tiny_cnn.onnx"
+QDQ_NETWORK = REPO / "examples" / "quantized" / "cnn_qdq.onnx"
 KERNEL_BACKENDS = ("dnnl", "cblas", "fused", "ccompiler")
 """Single-kernel workloads: every backend, alone, through its prepared call."""
 NETWORK_BACKENDS = (("dnnl", "fused"), ("cblas", "fused"), ("fused",))
@@ -34,7 +35,7 @@ ONNX_OPSET = 17
 class Workload:
     key: str
     title: str
-    kind: str  # conv | dense | matmul | network (run through the graph executor)
+    kind: str  # conv | conv_q8 | dense | matmul | network (run through the graph executor)
     program: Any  # the byoc Program (one graph)
     inputs: dict[str, np.ndarray]  # byoc parameter name -> array
     onnx_model: Any  # the same computation for ONNX Runtime and TVM
@@ -47,16 +48,25 @@ class Workload:
 
 
 def _onnx(
-    nodes: list, inputs: dict[str, np.ndarray], out_shape: tuple[int, ...], weights: dict[str, np.ndarray]
+    nodes: list,
+    inputs: dict[str, np.ndarray],
+    out_shape: tuple[int, ...],
+    weights: dict[str, np.ndarray],
+    out_dtype: type = np.float32,
 ):
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
+
+    def value(name: str, dtype: Any, shape: tuple[int, ...]) -> Any:
+        return helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), list(shape)
+        )
 
     graph = helper.make_graph(
         nodes,
         "main",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in inputs.items()],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(out_shape))],
+        [value(n, a.dtype, a.shape) for n, a in inputs.items()],
+        [value("out", out_dtype, out_shape)],
         [numpy_helper.from_array(a, n) for n, a in weights.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)])
@@ -103,6 +113,68 @@ def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
         flops=2 * c * size * size * c * 9,
         attrs={"geometry": geometry, "relu": True, "fused": True, "out_shape": x.shape},
         constant_program=_imported(model, "conv3x3"),
+    )
+
+
+def conv_q8_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
+    """The int8 conv3x3: conv2d 3x3, c -> c channels, size x size, batch 1, pads 1, +
+    bias + relu in ONNX's QDQ form, as ``quantize_static`` writes a ResNet stage
+    (uint8 activations, int8 weights per output channel with their int32 bias), its
+    uint8 source and result the graph's input and output (the int8 tensors that flow
+    between two quantised layers). byoc runs the ONNX model imported (its weights
+    constants, which an int8 kernel packs at init)."""
+    from onnx import helper
+
+    x = rng.integers(0, 256, (1, c, size, size)).astype(np.uint8)
+    w = rng.integers(-127, 128, (c, c, 3, 3)).astype(np.int8)
+    xs, xz = np.float32(0.02), np.uint8(128)
+    # weight scales that make the float weights He-initialised: (w * ws) has std sqrt(2 / 9c)
+    ws = (np.sqrt(2.0 / (9 * c)) / 73.0 * rng.uniform(0.8, 1.25, c)).astype(np.float32)
+    b = rng.integers(-2000, 2000, c).astype(np.int32)
+    ys, yz = np.float32(6.0 / 255), np.uint8(0)
+    weights = {
+        "xs": xs,
+        "xz": xz,
+        "w": w,
+        "ws": ws,
+        "wz": np.zeros(c, np.int8),
+        "b": b,
+        "bs": (xs * ws).astype(np.float32),
+        "bz": np.zeros(c, np.int32),
+        "ys": ys,
+        "yz": yz,
+    }
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+        helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0),
+        helper.make_node("Conv", ["xf", "wf", "bf"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["out"]),
+    ]
+    model = _onnx(nodes, {"x": x}, x.shape, weights, np.uint8)
+    geometry = [1, c, size, size, c, 3, 3, size, size, 1, 1, 1, 1, 1, 1]
+    q8 = {
+        "w": w,
+        "ws": ws,
+        "b": (b * weights["bs"]).astype(np.float32),
+        "xs": xs,
+        "xz": xz,
+        "ys": ys,
+        "yz": yz,
+    }
+    program = _imported(model, "conv3x3_int8")
+    return Workload(
+        "conv3x3_int8",
+        f"int8 (QDQ) conv2d 3x3 {c}->{c}, {size}x{size}, pads 1, + bias + relu: uint8 in and out",
+        "conv_q8",
+        program,
+        {"x": x},
+        model,
+        {"x": x},
+        tuple((b,) for b in KERNEL_BACKENDS),
+        flops=2 * c * size * size * c * 9,
+        attrs={"geometry": geometry, "relu": True, "out_shape": x.shape, "out_dtype": np.uint8, "q8": q8},
     )
 
 
@@ -225,7 +297,13 @@ def basic_block_workload(rng: np.random.Generator, c: int, size: int) -> Workloa
     )
 
 
-def onnx_network(rng: np.random.Generator, path: Path, workdir: Path, randomise: bool) -> Workload:
+def onnx_network(
+    rng: np.random.Generator,
+    path: Path,
+    workdir: Path,
+    randomise: bool,
+    backends: tuple[tuple[str, ...], ...] = NETWORK_BACKENDS,
+) -> Workload:
     """An ONNX model end to end; with ``randomise`` its ConstantOfShape weights (the
     light models' weights are constants, which makes every class score alike and the
     check vacuous) become seeded random initializers of the same shapes."""
@@ -251,7 +329,7 @@ def onnx_network(rng: np.random.Generator, path: Path, workdir: Path, randomise:
         {param.name: x},
         model,
         {onnx_input: x},
-        NETWORK_BACKENDS,
+        backends,
     )
 
 
@@ -295,6 +373,8 @@ def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
         dense_workload(rng, "dense", 16 if tiny else 1024),
         dense_workload(rng, "dense_10", 10),
         basic_block_workload(rng, 8, 16) if tiny else basic_block_workload(rng, 64, 56),
+        conv_q8_workload(rng, 8, 8) if tiny else conv_q8_workload(rng, 64, 56),
+        onnx_network(rng, QDQ_NETWORK, workdir, randomise=False, backends=BLOCK_BACKENDS),
     ]
     if tiny:
         result.append(onnx_network(rng, TINY_NETWORK, workdir, randomise=False))

@@ -9,6 +9,9 @@ Workloads (float32, batch 1):
 * ``dense``: x (1024, 1024) @ w (1024, 1024).T, no bias.
 * ``dense_10``: the same at 10x10: the prepared call's overhead over the library's.
 * ``basic_block``: examples/resnet_basic_block.graph at 64 channels, 56x56.
+* ``conv3x3_int8``: the conv3x3 quantised, in ONNX's QDQ form (uint8 activations in
+  and out, int8 weights per output channel, the int32 bias), as an int8 kernel.
+* ``cnn_qdq``: examples/quantized/cnn_qdq.onnx (quantize_static's QDQ CNN) end to end.
 * ``light_resnet50``, ``light_squeezenet``: the onnx wheel's light models end to end,
   their constant weights made seeded random (see network_workloads.py).
 * ``matmul_attention``: matmul of a (12, 128, 64) by b (12, 64, 128), attention's
@@ -26,7 +29,8 @@ or one over all rows when b is 2-D); numpy (matmul; im2col + matmul for conv); O
 Runtime (1 and 2 threads, IO binding); TVM relax, default and target-tuned. The peak
 is an FMA microbenchmark on the widest vectors the CPU has (AVX-512, else AVX2), on 1
 and 2 threads, timed with the conv, dense and matmul workloads (its fastest sample:
-the best rate the machine attained in this run).
+the best rate the machine attained in this run; float32's, so the int8 conv has no
+fraction of it).
 
 Every output is checked against byoc's numpy reference before anything is timed; a
 byoc backend or an installed peer that fails to build, to run or to compute the right
@@ -85,7 +89,8 @@ def harnesses() -> dict[str, Any]:
 
 def native_systems(w: Workload, libs: dict[str, Any], skipped: dict, failed: dict) -> list[System]:
     gemm = ("fma_peak", "dnnl_direct", "blas_direct")
-    wanted = {"conv": ("fma_peak", "dnnl_direct"), "dense": gemm, "matmul": gemm}
+    # the FMA peak is float32's: an int8 conv (VNNI) is not measured against it
+    wanted = {"conv": ("fma_peak", "dnnl_direct"), "conv_q8": ("dnnl_direct",), "dense": gemm, "matmul": gemm}
     systems: list[System] = []
     for name in wanted.get(w.kind, ()):
         if name == "fma_peak" and w.key == "dense_10":
@@ -223,7 +228,7 @@ def run(
     # fraction of peak is taken against the best rate of the whole run
     run_peak = max((w["peak_flop_per_s"] or 0.0 for w in results["workloads"].values()), default=0.0)
     for w in results["workloads"].values():
-        w.update(ratios(w, run_peak or None))
+        w.update(ratios(w, (run_peak or None) if w["kind"] != "conv_q8" else None))
     results["targets"] = evaluate_targets(results, tiny)
     results["failures"] = failures(results)
     return results

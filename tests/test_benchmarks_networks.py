@@ -21,7 +21,7 @@ pytestmark = pytest.mark.network
 
 REPO = Path(__file__).resolve().parents[1]
 MATMULS = ("matmul_attention", "matmul_linear")
-WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "tiny_cnn", *MATMULS}
+WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "conv3x3_int8", "cnn_qdq", "tiny_cnn", *MATMULS}
 
 
 def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
@@ -66,6 +66,12 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     else:
         assert {"dnnl_plain", "dnnl_any"} <= {r["path"] for r in conv["systems"].values()}
         assert "dnnl_plain" in {r["path"] for r in dense["systems"].values()}
+        # the int8 conv: byoc's int8 kernel and oneDNN's int8 convolution called directly,
+        # both within one quantum of byoc's reference; no fraction of float32's peak
+        q8 = data["workloads"]["conv3x3_int8"]
+        assert {"prepared", "dnnl_any"} <= {r["path"] for r in q8["systems"].values()}
+        assert "byoc dnnl prepared" in q8["systems"]
+        assert all(r["x_peak"] is None for r in q8["systems"].values())
     if missing_library("cblas"):
         assert "pip install 'byoc[blas]'" in conv["skipped"]["byoc cblas"]
     else:

@@ -19,14 +19,16 @@ rounding tie.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_threads
 from libraries import missing_library
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse, print_program
+from byoc.errors import RuntimeFailure
 from byoc.generator import generator_for
 from byoc.generator.artifacts import Role
 from byoc.generator.lowering import lower
@@ -36,6 +38,7 @@ if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
 QUANTIZED = EXAMPLES / "quantized"
+SPECS = Path(__file__).resolve().parents[1] / "spec" / "backends"
 QDQ_MODELS = ["cnn_qdq", "cnn_qdq_per_channel", "mlp_qdq", "mlp_qdq_per_channel"]
 
 
@@ -43,10 +46,10 @@ def composites(program) -> list[str]:
     return sorted(set(re.findall(r"@dnnl\.(\w+)", print_program(program))))
 
 
-def qdq_graph(kind: str, seed: int = 3) -> tuple[str, dict]:
+def qdq_graph(kind: str, seed: int = 3, channels: tuple[int, int] = (8, 16)) -> tuple[str, dict]:
     """A QDQ conv (``kind``: bias, bias_relu, plain, relu; u8 source and result, per
-    channel weights) or a QDQ matmul (``matmul``: s8 source and result, per tensor)
-    as DSL, and its constants."""
+    channel weights; ``channels`` its input and output channels) or a QDQ matmul
+    (``matmul``: s8 source and result, per tensor) as DSL, and its constants."""
     rng = np.random.default_rng(seed)
     if kind == "matmul":
         c = {
@@ -69,8 +72,8 @@ def qdq_graph(kind: str, seed: int = 3) -> tuple[str, dict]:
             "  yz = const int8[] [5]",
         ]
         return "\n".join([head, *decls, body, "  return y", "}", ""]), c
-    m = 16
-    w = rng.integers(-127, 128, (m, 8, 3, 3)).astype(np.int8)
+    c_in, m = channels
+    w = rng.integers(-127, 128, (m, c_in, 3, 3)).astype(np.int8)
     ws = rng.uniform(0.002, 0.01, m).astype(np.float32)
     xs, xz, ys, yz = np.float32(0.03), np.uint8(9), np.float32(0.06), np.uint8(0 if "relu" in kind else 120)
     b = rng.integers(-2000, 2000, m).astype(np.int32)
@@ -81,7 +84,7 @@ def qdq_graph(kind: str, seed: int = 3) -> tuple[str, dict]:
         return ", ".join(repr(float(v)) for v in np.ravel(a))
 
     decls = [
-        f"  w = const int8[{m}, 8, 3, 3] [{', '.join(map(str, w.ravel()))}]",
+        f"  w = const int8[{m}, {c_in}, 3, 3] [{', '.join(map(str, w.ravel()))}]",
         f"  ws = const float32[{m}, 1, 1, 1] [{floats(ws)}]",
         f"  wz = const int8[{m}, 1, 1, 1] [{', '.join(['0'] * m)}]",
         f"  xs = const float32[] [{float(xs)!r}]",
@@ -101,7 +104,7 @@ def qdq_graph(kind: str, seed: int = 3) -> tuple[str, dict]:
         del c["b"], c["bs"]
     if "relu" in kind:
         value = f"relu({value})"
-    head = "graph main(x: uint8[2, 8, 9, 9]) {"
+    head = f"graph main(x: uint8[2, {c_in}, 9, 9]) {{"
     return "\n".join([head, *decls, f"  y = quantize_linear({value}, ys, yz)", "  return y", "}", ""]), c
 
 
@@ -150,10 +153,46 @@ def test_the_shipped_partitioner_matches_them():
 
 @pytest.mark.parametrize("kind", PATTERN_OF)
 def test_the_int8_kernel_computes_the_integer_reference(kind):
-    text, c = qdq_graph(kind)
-    program = partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog())
-    assert composites(program) == [PATTERN_OF[kind]]
-    model = byoc.build(program)
+    _check_integer_reference(kind, (8, 16))
+
+
+def without_onednn_reorders(tmp_path: Path) -> list[str]:
+    """The search path of a copy of the dnnl spec, named dnnlbare, whose int8 kernels
+    fail where they would run oneDNN's reorder of their source or result."""
+    text = (SPECS / "dnnl.yaml").read_text()
+    for step in ("to_src", "to_dst"):
+        old = f"ok = dnnl_byoc_q8_exec(q->{step},"
+        assert text.count(old) == 1, f"the int8 run's {step} reorder no longer matches dnnl.yaml"
+        text = text.replace(old, f"ok = 0 && dnnl_byoc_q8_exec(q->{step},")
+    text = text.replace("\nname: dnnl\n", "\nname: dnnlbare\n")
+    (tmp_path / "dnnlbare.yaml").write_text(text)
+    return [str(tmp_path)]
+
+
+@pytest.mark.parametrize("channels", [(24, 16), (16, 80)], ids=["24-16", "16-80"])
+def test_byocs_transposes_move_the_int8_data(tmp_path, channels):
+    """With 16 or more channels and pixels, byoc's own transposes move the data
+    between nchw and the conv's nhwc (16x16 tiles of bytes, 16x64 with AVX-512BW), not
+    oneDNN's reorders (which fail in dnnlbare): 24 input channels leave a part tile of
+    rows, 81 pixels part tiles of 17 and 1 columns, 80 output channels a wide tile and
+    a 16-column one."""
+    _check_integer_reference("bias_relu", channels, without_onednn_reorders(tmp_path))
+
+
+def test_fewer_than_16_channels_take_onednns_reorders(tmp_path):
+    """8 input channels: no whole tile, so oneDNN reorders the source (dnnlbare fails)."""
+    with pytest.raises(RuntimeFailure, match="kernel dnnl_0_0 reported a failure"):
+        _check_integer_reference("bias_relu", (8, 16), without_onednn_reorders(tmp_path))
+
+
+def _check_integer_reference(
+    kind: str, channels: tuple[int, int], spec_path: list[str] | None = None
+) -> None:
+    text, c = qdq_graph(kind, channels=channels)
+    name = "dnnlbare" if spec_path else "dnnl"
+    program = partition(parse(text, "graph"), [load_backend(name, spec_path)], load_catalog())
+    assert sorted(set(re.findall(rf"@{name}\.(\w+)", print_program(program)))) == [PATTERN_OF[kind]]
+    model = byoc.build(program, spec_path=spec_path)
     fn = program.functions[0]
     (param,) = fn.params
     info = np.iinfo(np.dtype(param.type.dtype))
@@ -168,6 +207,31 @@ def test_the_int8_kernel_computes_the_integer_reference(kind):
     # byoc's numpy reference (the float QDQ path op by op): within one quantum too
     (ref,) = evaluate(fn, {"x": x})
     assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
+
+
+def test_threads_calling_one_int8_kernel_each_get_their_own_result():
+    """A call takes the kernel's kept stream, scratch and memories, and a call made
+    while another thread holds them makes its own: four threads at once, six calls
+    each on arrays of their own, each get what one call alone computes."""
+    text, _ = qdq_graph("bias_relu")
+    model = byoc.build(partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog()))
+    rng = np.random.default_rng(5)
+    threads, rounds = 4, 6
+    inputs = [
+        [rng.integers(0, 256, (2, 8, 9, 9)).astype(np.uint8) for _ in range(rounds)] for _ in range(threads)
+    ]
+    alone = [[model(x=x)[0] for x in row] for row in inputs]
+    got: dict[tuple[int, int], np.ndarray] = {}
+
+    def call(k: int) -> None:
+        for r, x in enumerate(inputs[k]):
+            got[k, r] = model(x=x)[0]
+
+    run_threads(call, threads)
+    for k in range(threads):
+        for r in range(rounds):
+            np.testing.assert_array_equal(got[k, r], alone[k][r])
+    assert len({a.tobytes() for row in alone for a in row}) == threads * rounds  # the inputs differ
 
 
 def test_a_non_constant_weight_scale_does_not_match():
