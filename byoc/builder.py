@@ -383,6 +383,8 @@ class FunctionBuilder:
                 return None
             cached = self._infer_cache[key] = self._infer(st, input_types)  # type: ignore[arg-type]
         attrs, out_types = cached
+        if self.catalog[st.op].rule.check_constant is not None:
+            self._check_constants(st)
         declared = st.declared
         if declared is not None and declared is not out_types[0] and declared != out_types[0]:
             out = out_types[0]
@@ -392,6 +394,17 @@ class FunctionBuilder:
                 hint=f"declare shape: {' '.join(map(str, out.shape))}",
             )
         return Node(st.outputs, st.op, st.inputs, out_types, attrs, None, st.loc)
+
+    def _check_constants(self, st: _Statement) -> None:
+        """The op's check of the values of its inputs that are constants of this
+        function (quantize_linear's scale), reported at the node."""
+        check = self.catalog[st.op].rule.check_constant
+        constants = {c.name: c for c in self.constants}
+        for index, name in enumerate(st.inputs):
+            c = constants.get(name)
+            problem = check(index, c.values) if c is not None else None
+            if problem is not None:
+                raise self.error(f"{st.op}: {problem.message}", self.where(st, OP), hint=problem.hint)
 
     def _infer(
         self, st: _Statement, input_types: tuple[TensorType, ...]

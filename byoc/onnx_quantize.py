@@ -142,6 +142,21 @@ def _zero_point(imp: Importer, node, e: OnnxOp, dtype: str) -> str:
     return imp.constant(np.zeros((), dtype), imp.names.fresh("zero"))
 
 
+SCALE_TYPES = ("float32", "float16", "bfloat16")
+"""The types ONNX gives a scale (byoc's: float8's power-of-two scales are not among them)."""
+
+
+def _scale_type(imp: Importer, node) -> str:
+    """The dtype of the node's scale (input 1), which must be a float type."""
+    scale_type = dtype_text(imp, node.input[1])
+    if scale_type not in SCALE_TYPES:
+        raise imp.invalid(
+            f"its scale is {scale_type or 'of an unknown type'}",
+            hint="a scale is float32, float16 or bfloat16",
+        )
+    return scale_type
+
+
 def dequantize_linear(imp: Importer, node, e: OnnxOp) -> None:
     """The catalog's ``dequantize_linear``: of the scale's dtype, or (``output_dtype``
     naming another) in float32 and cast once to the target."""
@@ -154,7 +169,7 @@ def dequantize_linear(imp: Importer, node, e: OnnxOp) -> None:
         )
     if len(node.input) > 2 and node.input[2] and dtype_text(imp, node.input[2]) != source:
         raise imp.invalid(f"its zero point is {dtype_text(imp, node.input[2])}, not x's {source}")
-    scale_type = dtype_text(imp, node.input[1])
+    scale_type = _scale_type(imp, node)
     target = _attr_dtype(imp, "output_dtype") or scale_type
     within = scale_type if target == scale_type else "float32"
     inputs = [imp.value(node.input[0]), spread(imp, node, 1, e, within), _zero_point(imp, node, e, source)]
@@ -175,6 +190,7 @@ def quantize_linear(imp: Importer, node, e: OnnxOp) -> None:
         raise imp.invalid(f"its output_dtype {wanted} is not its zero point's type {target}")
     if target not in RANGES:
         raise imp.unsupported(f"quantizing to {target}", hint=f"byoc quantizes to {', '.join(RANGES)}")
+    _scale_type(imp, node)
     within = _attr_dtype(imp, "precision") or dtype_text(imp, node.input[0])
     x = imp.value(node.input[0])
     if dtype_text(imp, node.input[0]) != within:

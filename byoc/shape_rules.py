@@ -91,6 +91,11 @@ class ShapeRule:
     """Inputs that are the op's parameters, not its data: one value or one per entry of
     an axis, shaped to broadcast (quantize_linear's scale and zero point). They keep
     their own shape on every backend, whatever its ``broadcast:`` says."""
+    check_constant: Callable[[int, np.ndarray], RuleError | None] | None = None
+    """A check of an input's values where that input is a constant: (the input's
+    index, its values, flat) -> what is wrong with them, or None. The graph builder
+    runs it on every such node and reports the problem at the node (quantize_linear's
+    scale: a zero would divide by zero)."""
     min_outputs: int = 1
     max_outputs: int | None = 1
     """The outputs the rule gives. A rule of several outputs (``max_outputs`` not 1) is
@@ -292,6 +297,23 @@ def _quantize(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     return TensorType(broadcast_shapes([t.shape for t in types]), zero.dtype)
 
 
+def _nonzero_scale(index: int, values: np.ndarray) -> RuleError | None:
+    """quantize_linear divides by its scale (input 1): a constant scale that is 0 or
+    not finite makes every result the saturated end of the range."""
+    if index != 1:
+        return None
+    bad = np.flatnonzero(~np.isfinite(values) | (values == 0))
+    if not bad.size:
+        return None
+    at = int(bad[0])
+    where = f" at element {at}" if values.size > 1 else ""
+    return RuleError(
+        f"the scale (the second input) is {values[at].item()!r}{where}, a divisor that must be finite and not 0",
+        hint="every scale is finite and not 0; a calibration that saw only one value "
+        "(a constant tensor) should give a scale of 1",
+    )
+
+
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -454,6 +476,7 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 min_inputs=3,
                 max_inputs=3,
                 parameters=(1, 2),
+                check_constant=_nonzero_scale,
             ),
             ShapeRule(
                 "mod",

@@ -254,3 +254,44 @@ def onnx_loop_subgraph(d: Path) -> None:
         [_value("x", [2, 3]), _value("n", [], 7)],
         [_value("y", [2, 3])],
     )
+
+
+# ------------------------------------------------------------------ quantization (QDQ)
+
+
+def _qdq(d: Path, op: str, initializers, x_elem: int, y_elem: int, **attrs) -> None:
+    """m.onnx: y = op(x, s, z) on x [2, 3], its scale and zero point initializers."""
+    _save(
+        d,
+        [_node(op, ["x", "s", "z"], ["y"], "q", **attrs)],
+        [_value("x", [2, 3], x_elem)],
+        [_value("y", [2, 3], y_elem)],
+        initializers,
+    )
+
+
+@fixture
+def onnx_quantize_zero_scale(d: Path) -> None:
+    _qdq(d, "QuantizeLinear", [_tensor(0.0, "s"), _tensor(128, "z", np.uint8)], 1, 2)
+
+
+@fixture
+def onnx_quantize_integer_scale(d: Path) -> None:
+    _qdq(d, "QuantizeLinear", [_tensor(2, "s", np.int32), _tensor(0, "z", np.uint8)], 1, 2)
+
+
+@fixture
+def onnx_dequantize_zero_point_type(d: Path) -> None:
+    _qdq(d, "DequantizeLinear", [_tensor(0.5, "s"), _tensor(0, "z", np.int8)], 2, 1)
+
+
+@fixture
+def onnx_dequantize_axis_out_of_range(d: Path) -> None:
+    scales = [_tensor([0.5, 0.25, 1.0], "s"), _tensor([0, 1, 2], "z", np.uint8)]
+    _qdq(d, "DequantizeLinear", scales, 2, 1, axis=2)
+
+
+@fixture
+def onnx_dequantize_scales_per_wrong_axis(d: Path) -> None:
+    scales = [_tensor([0.5, 0.25, 1.0], "s"), _tensor([0, 1, 2], "z", np.uint8)]
+    _qdq(d, "DequantizeLinear", scales, 2, 1, axis=0)
