@@ -14,7 +14,10 @@ A match maps each pattern node to a graph node of the same op and arity, positio
 position from the pattern's result, and each pattern input to a graph value; distinct
 pattern inputs take distinct values. It also needs every value a pattern node other
 than the result defines to be used by the match alone (not by another node, not as an
-output: TVM's rule), every condition to hold on the attributes as the kernels use them
+output: TVM's rule), except where the node is elementwise and reads pattern inputs
+only (a ``dequantize_linear`` of an activation that a residual add also reads): such
+a node is *shared*, computed again inside the composite, and kept for its other
+users. Every condition must hold on the attributes as the kernels use them
 (:func:`byoc.attr_values.resolve`), the ``constants`` to be constants, and the
 result's dtype to be one of the pattern's.
 """
@@ -43,6 +46,9 @@ class Match:
     pattern: Pattern
     nodes: tuple[int, ...]
     inputs: tuple[str, ...]
+    shared: frozenset[int] = frozenset()
+    """Graph nodes of the match whose value is also used outside it: elementwise
+    nodes of pattern inputs, which the composite computes again."""
 
     @property
     def root(self) -> int:
@@ -117,10 +123,13 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
     inner = next((v for v in value_of.values() if view.producer.get(v) in members), None)
     if inner is not None:
         return f"{inner}, an input of the pattern, is computed inside the match"
-    for gk in nodes[:-1]:
+    shared = set()
+    for pk, gk in enumerate(nodes[:-1]):
         out = view.nodes[gk].name
         if out in view.outputs or any(c not in members for c in view.consumers.get(out, ())):
-            return f"{out} is used outside the match"
+            if not _recomputable(pattern, pk, view.nodes[gk], catalog):
+                return f"{out} is used outside the match"
+            shared.add(gk)
     result = view.nodes[root].type
     if result.dtype not in pattern.dtypes:
         return f"the result is {result.dtype}; the pattern takes {', '.join(pattern.dtypes)}"
@@ -132,7 +141,15 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
         attrs = resolve(catalog[gnode.op], [view.types[n] for n in gnode.inputs], gnode.attrs)
         if not cond.holds(attrs[cond.attr]):
             return f"the condition {cond.text} does not hold ({cond.attr} is {c_value(attrs[cond.attr])})"
-    return Match(pattern, nodes, tuple(value_of[name] for name in pattern.inputs))
+    return Match(pattern, nodes, tuple(value_of[name] for name in pattern.inputs), frozenset(shared))
+
+
+def _recomputable(pattern: Pattern, pk: int, node: Node, catalog: Catalog) -> bool:
+    """Whether the match may compute pattern node ``pk`` (graph node ``node``) again
+    although its value is used outside: an elementwise op of pattern inputs only,
+    which costs a pass over its elements where the composite would otherwise not
+    match at all."""
+    return catalog[node.op].rule.elementwise and all(p in pattern.inputs for p in pattern.nodes[pk].inputs)
 
 
 def composite_values(match: Match, view: GraphView, catalog: Catalog) -> dict[str, str]:

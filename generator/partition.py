@@ -113,8 +113,9 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
     """Collapse every match of a pattern of ``specs`` into a composite call node.
 
     Patterns are tried largest first, then in the order of ``specs`` and of each spec's
-    patterns; each at every node in node order. A node joins at most one match, and a
-    match is only taken when the backend can take every node's tensors and generate
+    patterns; each at every node in node order. A node joins at most one match (but a
+    shared one, see :class:`~byoc.generator.composite.Match`, joins each match that
+    computes it again, and stays for its other users), and a match is only taken when the backend can take every node's tensors and generate
     the composite, and no backend earlier in ``specs`` would run one of its nodes (the
     order of ``specs`` is the user's preference, for composites as for single ops). A composite's result keeps its name (an anonymous one gets a
     readable name, so that the printed text reads back the same) and the nested calls
@@ -132,7 +133,7 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
         next((s for s, spec in enumerate(specs) if supports(spec, node, view.types, catalog)), len(specs))
         for node in fn.nodes
     ]
-    taken: set[int] = set()
+    taken: set[int] = set()  # nodes a match removes from the graph (not the shared ones)
     matches: dict[int, tuple[BackendSpec, Match]] = {}
     for (_, s, _), spec, pattern in tried:
         result_op = pattern.nodes[-1].op
@@ -147,7 +148,7 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
                 and all(takes_types(spec, fn.nodes[j], view.types, catalog) for j in found.nodes)
                 and implementable(spec, found, view, catalog)
             ):
-                taken.update(found.nodes)
+                taken.update(j for j in found.nodes if j not in found.shared)
                 matches[k] = (spec, found)
     if not matches:
         return fn
@@ -169,14 +170,20 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
             nodes.append(_composite_node(spec, found, fn.nodes, types))
         elif k not in taken:
             nodes.append(node)
+    shared = {fn.nodes[j].name for _, found in matches.values() for j in found.shared}
+    if shared:  # one whose every other user went into a composite too is no longer used
+        used = {name for node in nodes for name in node.inputs} | set(fn.outputs)
+        nodes = [n for n in nodes if n.name not in shared or n.name in used]
     return replace(fn, nodes=tuple(nodes))
 
 
 def _composite_node(spec: BackendSpec, found: Match, nodes: Sequence[Node], types) -> Node:
-    """The call node of a composite: its callee holds the matched nodes, in graph order."""
+    """The call node of a composite: its callee holds the matched nodes, in graph order.
+    A shared node's value is anonymous in it, so that its name stays the outer node's."""
     members = [nodes[j] for j in sorted(found.nodes)]
     root = nodes[found.root]
-    nested = [n.name for n in members if n.name.startswith(ANON_PREFIX)]
+    shared = {nodes[j].name for j in found.shared}
+    nested = [n.name for n in members if n.name.startswith(ANON_PREFIX) or n.name in shared]
     anon = {name: f"{ANON_PREFIX}{i}" for i, name in enumerate(nested, 1)}
     members = [replace(n, outputs=_sub(n.outputs, anon), inputs=_sub(n.inputs, anon)) for n in members]
     inner = {n.name for n in members}

@@ -1,7 +1,8 @@
 """Composite patterns (a backend spec's ``patterns:``, TVM's MergeComposite).
 
 Partitioning matches the patterns before single ops, largest first, deterministically;
-a match needs its interior values used by it alone and its conditions to hold. A match
+a match needs its interior values used by it alone (but an elementwise leaf it may
+compute again) and its conditions to hold. A match
 is a composite inside its region (``y = @ccompiler.<pattern> { ... }``), which prints,
 parses back, draws and generates one kernel call. Everything that runs is compared
 with the numpy reference, and the same graphs built without the patterns must give the
@@ -297,6 +298,56 @@ def test_a_consumer_outside_the_match_blocks_it(outside):
     }}
     """
     assert composites(partitioned(text, "ccompiler")) == []
+
+
+def test_an_elementwise_leaf_used_outside_is_computed_again(specs_dir):
+    """twice = relu(relu(x)): its inner relu reads a pattern input only, so a match may
+    share it: the composite computes its own, and ``a`` stays for exp."""
+    text = """\
+    graph main(x: float32[4, 6]) {
+      a = relu(x)
+      b = relu(a)
+      return b, exp(a)
+    }
+    """
+    done = partitioned(text, "twice", spec_path=[specs_dir])
+    assert composites(done) == [("twice", ("relu", "relu"))]
+    assert plain_ops(done) == [("relu", ("a",)), ("exp", ("exp_0",))]
+    assert "b = relu(relu(x))" in print_program(done)
+    assert parse(print_program(done), "graph", spec_path=[specs_dir]) == done
+    _same_as_reference(text, done, [specs_dir])
+
+
+def test_a_leaf_every_user_of_which_shares_it_is_dropped(specs_dir):
+    """Two matches share ``a``; no other node reads it, so the outer one goes."""
+    text = """\
+    graph main(x: float32[4, 6]) {
+      a = relu(x)
+      return relu(a), relu(a)
+    }
+    """
+    done = partitioned(text, "twice", spec_path=[specs_dir])
+    assert composites(done) == [("twice", ("relu", "relu"))] * 2
+    assert plain_ops(done) == []
+    _same_as_reference(text, done, [specs_dir])
+
+
+def plain_ops(program) -> list[tuple[str, tuple[str, ...]]]:
+    """(op, outputs) of every node outside a composite, in the regions and on the host."""
+    return [
+        (inner.op, inner.outputs)
+        for node in program.functions[0].nodes
+        for inner in (node.callee.nodes if node.callee is not None else [node])
+        if inner.callee is None
+    ]
+
+
+def _same_as_reference(text: str, done, spec_path) -> None:
+    (fn,) = graph(text).functions
+    inputs = random_inputs(fn)
+    got = build(done, backends=[], spec_path=spec_path)(**inputs)
+    for g, want in zip(got, evaluate(fn, inputs, load_catalog()), strict=True):
+        np.testing.assert_array_equal(g, want)
 
 
 CONV = """\
