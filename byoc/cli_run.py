@@ -12,6 +12,7 @@ from .cli_gen import add_graph_arguments, add_quiet_argument, parse_options, pro
 from .errors import UsageError
 from .ir import is_half, is_integer, numpy_dtype
 from .npz_files import read_npz
+from .output_steps import output_steps
 
 RUN_EPILOG = """\
 examples:
@@ -90,7 +91,8 @@ def add_commands(sub, parents) -> None:
         type=_tolerance,
         default=None,
         help="relative tolerance (default: 1e-5 float32, 1e-12 float64, 5e-3 float16, 4e-2 bfloat16; "
-        "1e-3 for float32/float64 against output_*.pb; bool and integer outputs must be equal)",
+        "1e-3 for float32/float64 against output_*.pb; bool and integer outputs must be equal, a "
+        "quantize_linear's within 1, its dequantization within one scale)",
     )
     r.add_argument(
         "--atol",
@@ -222,11 +224,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         with timings.measure("reference"):
             expected = evaluate(fn, inputs, catalog)
         sys.stdout.write(f"graph {name}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
-        failed += _report(outputs, expected, args.rtol, args.atol)
+        steps = output_steps(fn, catalog)
+        failed += _report(outputs, expected, args.rtol, args.atol, steps)
         if stored is not None and stored.outputs:
             sys.stdout.write(f"  against {stored.directory}/output_*.pb:\n")
             want = [t.array for t in stored.outputs]
-            failed_stored += _report(outputs, want, args.rtol, args.atol, stored=True)
+            failed_stored += _report(outputs, want, args.rtol, args.atol, steps, stored=True)
         saved.update(
             (f"{name}/output_{k}" if qualified else f"output_{k}", out) for k, out in enumerate(outputs)
         )
@@ -416,21 +419,33 @@ def _check_unused(supplied, model, qualified: bool) -> None:
         )
 
 
-def _report(outputs, expected, rtol: float | None, atol: float | None, *, stored: bool = False) -> int:
+def _report(
+    outputs, expected, rtol: float | None, atol: float | None, steps: list[float], *, stored: bool = False
+) -> int:
     """Print a table of ``outputs`` against ``expected``; the number that differ.
-    ``stored``: ``expected`` came from output_*.pb files (see :data:`STORED_RTOL`)."""
+    ``steps``: how far each output may lie, in steps of a quantization
+    (:mod:`byoc.output_steps`). ``stored``: ``expected`` came from output_*.pb files
+    (see :data:`STORED_RTOL`)."""
     rows = [("output", "shape", "dtype", "max abs error", "status")]
     failed = 0
-    for k, (got, want) in enumerate(zip(outputs, expected)):
+    stepped = []
+    for k, (got, want, step) in enumerate(zip(outputs, expected, steps)):
         if stored and not is_half(str(got.dtype)):
-            status, error = _compare(got, want, _or(rtol, STORED_RTOL), _or(atol, STORED_ATOL))
+            status, error = _compare(got, want, _or(rtol, STORED_RTOL), _or(atol, STORED_ATOL), step)
         else:
-            status, error = _compare(got, want, rtol, atol)
+            status, error = _compare(got, want, rtol, atol, step)
         failed += status != "ok"
+        if status == "ok" and step and _compare(got, want, rtol, atol)[0] != "ok":
+            stepped.append(f"{k} (one step: {step:.3g})")
         rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for row in rows:
         sys.stdout.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    if stepped:
+        sys.stdout.write(
+            f"  within one step of a quantization: output {', '.join(stepped)}; a quantize_linear "
+            "rounds a float whose order of summation ONNX leaves to the implementation\n"
+        )
     return failed
 
 
@@ -452,10 +467,15 @@ carries its inputs' differences along. A ulp is 2**-10 of a float16 value at mos
 7.8e-3), so the relative tolerances allow about 5 ulps (5e-3, 4e-2) and the absolute
 ones about one ulp of the output's largest magnitude (1e-3, 8e-3), for an element
 where a sum cancels. float32's 1e-5 is about 84 of its ulps (2**-23 = 1.2e-7), for
-kernels that sum in their own order. bool and integer outputs must be equal."""
+kernels that sum in their own order. bool and integer outputs must be equal, but for
+a quantization's step (:mod:`byoc.output_steps`)."""
 
 
-def _compare(got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None) -> tuple[str, str]:
+def _compare(
+    got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None, step: float = 0.0
+) -> tuple[str, str]:
+    """(status, max abs error) of ``got`` against ``want``: integers equal (or within
+    ``step``), floats close as their dtype's tolerances say (plus ``step``)."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"MISMATCH (expected {want.dtype}{list(want.shape)})", "-"
     if got.size == 0:
@@ -467,7 +487,7 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float 
             return "ok", "0"
         big, small = np.maximum(got[differ], want[differ]), np.minimum(got[differ], want[differ])
         error = max(int(b) - int(s) for b, s in zip(big.tolist(), small.tolist()))
-        return "MISMATCH", str(error)
+        return ("ok" if error <= step else "MISMATCH"), str(error)
     default_rtol, default_atol = DEFAULT_TOLERANCES[dtype]
     # np.allclose on a bfloat16 array computes in bfloat16: compare doubles
     got64, want64 = got.astype(np.float64), want.astype(np.float64)
@@ -479,6 +499,7 @@ def _compare(got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float 
         finite = np.abs(want64[np.isfinite(want64)])
         largest = float(finite.max()) if finite.size else 0.0
         atol = default_atol * max(1.0, largest)
+    atol += step * (1 + 1e-6)  # a step of a dequantized value, and its float32 rounding
     rtol = _or(rtol, default_rtol)
     error = float(np.max(np.abs(got64 - want64)))
     ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)

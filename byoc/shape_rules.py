@@ -96,6 +96,11 @@ class ShapeRule:
     index, its values, flat) -> what is wrong with them, or None. The graph builder
     runs it on every such node and reports the problem at the node (quantize_linear's
     scale: a zero would divide by zero)."""
+    step: Callable[[Sequence[np.ndarray | None], Sequence[float]], float] | None = None
+    """How far the op's result may lie from the numpy reference, in its own units,
+    given its constant inputs (None where an input is not a constant) and how far each
+    input may lie (:mod:`byoc.output_steps`); None: as far as its inputs' dtype
+    tolerances allow, no step."""
     min_outputs: int = 1
     max_outputs: int | None = 1
     """The outputs the rule gives. A rule of several outputs (``max_outputs`` not 1) is
@@ -314,6 +319,20 @@ def _nonzero_scale(index: int, values: np.ndarray) -> RuleError | None:
     )
 
 
+def _one_step(constants: Sequence[np.ndarray | None], steps: Sequence[float]) -> float:
+    """quantize_linear's result may be one step off: see :mod:`byoc.output_steps`."""
+    return 1.0
+
+
+def _scaled_step(constants: Sequence[np.ndarray | None], steps: Sequence[float]) -> float:
+    """dequantize_linear carries a step of x as one scale (the largest, where it is a
+    constant; a scale computed at run time gives no bound, so no step)."""
+    scale = constants[1]
+    if not steps[0] or scale is None or not scale.size:
+        return 0.0
+    return steps[0] * float(np.max(np.abs(scale.astype(np.float64))))
+
+
 def _unidirectional(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
     dtype = same_dtype(types)
     first = types[0].shape
@@ -466,6 +485,7 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 min_inputs=3,
                 max_inputs=3,
                 parameters=(1, 2),
+                step=_scaled_step,
             ),
             ShapeRule(
                 "quantize",
@@ -477,6 +497,7 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 max_inputs=3,
                 parameters=(1, 2),
                 check_constant=_nonzero_scale,
+                step=_one_step,
             ),
             ShapeRule(
                 "mod",
