@@ -133,8 +133,31 @@ graph main(x: float32[4, 8], y: float32[8], m: bool[4, 8]) {
 }
 """
 
+# ONNX's QDQ conv (quantize_static's form), offloaded by `--backend fused`: uint8
+# activations in and out, int8 weights with one scale per output channel, the int32
+# bias, a relu. The constant weights' and bias' dequantizations fold at build; the
+# source's is a nest of its own (a conv's input is read from a buffer), and the
+# requantization (byoc_saturate) runs in the conv's epilogue.
+QDQ_CONV = """\
+graph main(x: uint8[1, 3, 5, 5]) {
+  xs = const float32[] [0.02]
+  xz = const uint8[] [128]
+  w = const int8[2, 3, 3, 3] [12, -7, 33, 5, -90, 18, 2, 0, -1, 64, 127, -128, 9, 9, -9, 40, -3, 7, 1, 2, 3, -4, -5, -6, 70, 11, -12, -20, 31, 8, -8, 100, -100, 6, 5, 4, 0, 1, -1, 2, -2, 3, -3, 4, -4, 50, 60, -70, 13, -13, 26, -26, 39, -39]
+  ws = const float32[2, 1, 1, 1] [0.004, 0.0065]
+  wz = const int8[2, 1, 1, 1] [0, 0]
+  b = const int32[2] [-300, 1200]
+  bs = const float32[2] [0.00008, 0.00013]
+  bz = const int32[2] [0, 0]
+  ys = const float32[] [0.03]
+  yz = const uint8[] [0]
+  c = conv(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz), pads=[1, 1, 1, 1])
+  return quantize_linear(relu(bias_add(c, dequantize_linear(b, bs, bz), axis=1)), ys, yz)
+}
+"""
+
 EXTRA = {
     "bias_add_relu": BIAS_ADD_RELU,
+    "qdq_conv": QDQ_CONV,
     "broadcast_mix": BROADCAST_MIX,
     "chain64": chain_graph(),
     "conv_bias_relu": CONV_BIAS_RELU,
@@ -145,6 +168,8 @@ EXTRA = {
 }
 PARTITIONED = ("resnet_basic_block", "mlp")
 """Examples offloaded by ``--backend fused`` (automatic partitioning)."""
+OFFLOADED = ("qdq_conv",)
+"""Cases of EXTRA offloaded likewise."""
 CASES = [g.stem for g in GEN] + list(EXTRA) + ["edge", *PARTITIONED]
 
 
@@ -168,7 +193,7 @@ def source_of(case: str) -> tuple[str, str]:
 def externals_of(case: str) -> tuple[Function, ...]:
     text, file = source_of(case)
     program = parse(text, "graph", file=file)
-    if case in PARTITIONED:
+    if case in PARTITIONED or case in OFFLOADED:
         program = partition(program, [load_backend(BACKEND)])
     return lower(program, load_backend, load_catalog()).externals_for(BACKEND)
 
