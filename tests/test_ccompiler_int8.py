@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES
 from partition_support import graph
 
-from byoc.api import evaluate, load_backend, load_catalog, parse_file
+from byoc.api import evaluate, load_backend, load_catalog, parse_file, print_program
 from byoc.building import build
 from byoc.generator import generator_for
 from byoc.generator.composite import GraphView, Match, match_pattern
@@ -220,7 +220,9 @@ def test_the_patterns_match_the_models_chains(name, want, tmp_path):
     that a value inside a match is used by the match alone, would refuse it): that
     dequantize_linear is shared, computed again inside the composite. The CNN's head
     is a MatMul of the flattened activations; ``flatten`` stays on the host, so it
-    matches too (checked below)."""
+    matches too (checked below). qdq_add matches the skip add, and the adds of the
+    MatMul heads' biases too: partitioning leaves those, as their bias broadcasts,
+    which ccompiler does not (checked below)."""
     (fn,) = [f for f in imported(name, tmp_path).functions if f.name == "main"]
     spec, catalog = load_backend("ccompiler"), load_catalog()
     view = GraphView.of(fn)
@@ -231,9 +233,12 @@ def test_the_patterns_match_the_models_chains(name, want, tmp_path):
                 found.setdefault(node.name, pname)
     if name.startswith("cnn"):
         want = {**want, "logits_matmul_QuantizeLinear_Output": "qdq_matmul"}
+        want |= {"relu3_QuantizeLinear_Output": "qdq_add", "logits_QuantizeLinear_Output": "qdq_add"}
         relu2 = fn.nodes[view.producer["relu2_QuantizeLinear_Output"]]
         match = match_pattern(spec.patterns["qdq_conv_bias"], view, fn.nodes.index(relu2), catalog)
         assert [fn.nodes[j].name for j in match.shared] == ["relu1_DequantizeLinear_Output"]
+    else:
+        want = {**want, "relu_QuantizeLinear_Output": "qdq_add", "y_QuantizeLinear_Output": "qdq_add"}
     assert found == want
 
 
@@ -249,8 +254,10 @@ def test_partitioning_takes_the_models_chains(tmp_path):
     program = imported("cnn_qdq_per_channel", tmp_path)
     done = partition(program, [load_backend("ccompiler")], load_catalog())
     printed = print_program(done)
-    assert _composites_in(printed) == ["qdq_conv_bias"] * 3 + ["qdq_matmul"]
-    assert "relu1_DequantizeLinear_Output = dequantize_linear(" in printed
+    assert _composites_in(printed) == ["qdq_conv_bias"] * 3 + ["qdq_add", "qdq_matmul"]
+    # the second conv and the skip add both compute the block input's dequantization
+    # again, so the one it had is gone
+    assert "relu1_DequantizeLinear_Output = dequantize_linear(" not in printed
 
 
 MODELS = ["cnn_qdq", "cnn_qdq_per_channel", "mlp_qdq", "mlp_qdq_per_channel"]
@@ -270,7 +277,8 @@ def test_the_models_on_ccompiler_int8_equal_onnxruntime(name, tmp_path):
 
     done = partition(imported(name, tmp_path), [load_backend("ccompiler")], load_catalog())
     taken = re.findall(r"@ccompiler\.(qdq_\w+)", print_program(done))
-    assert taken == (["qdq_conv_bias"] * 3 + ["qdq_matmul"] if name.startswith("cnn") else ["qdq_matmul"] * 2)
+    cnn = ["qdq_conv_bias"] * 3 + ["qdq_add", "qdq_matmul"]
+    assert taken == (cnn if name.startswith("cnn") else ["qdq_matmul"] * 2)
     m = onnx.load(QUANTIZED / f"{name}.onnx")
     rep = backend_for("ccompiler").prepare(m)
     reference = make_models().reference
@@ -308,3 +316,46 @@ graph main(x: uint8[1, 3, 6, 5], w: int8[4, 3, 3, 3], ws: float32[4, 1, 1, 1]) {
 
     done = partition(program, [spec], catalog)
     assert _composites_in(print_program(done)) == []
+
+
+QADD = """\
+graph main(a: {a}[2, 3, 4, 5], b: {b}[{b_shape}]) {{
+  sa = const float32[] [0.0371]
+  za = const {a}[] [{az}]
+  sb = const float32[] [0.0213]
+  zb = const {b}[] [20]
+  ys = const float32[] [0.02]
+  yz = const {y}[] [{yz}]
+  return quantize_linear(add(dequantize_linear(a, sa, za), dequantize_linear(b, sb, zb)), ys, yz)
+}}
+"""
+
+
+@pytest.mark.parametrize(("a", "y"), [("uint8", "uint8"), ("int8", "int8"), ("uint8", "int8")])
+def test_qdq_add_equals_the_reference_bit_for_bit(a, y):
+    """qdq_add computes ONNX's float32 arithmetic as the reference does: every element
+    equal, saturation at both ends included (the scales make sums past the range)."""
+    text = QADD.format(a=a, b="int8", b_shape="2, 3, 4, 5", az=128 if a == "uint8" else 3, y=y, yz=5)
+    program = partition(graph(text), [load_backend("ccompiler")], load_catalog())
+    assert _composites_in(print_program(program)) == ["qdq_add"]
+    fn = graph(text).functions[0]
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        inputs = {
+            p.name: rng.integers(
+                np.iinfo(p.type.dtype).min, np.iinfo(p.type.dtype).max + 1, p.type.shape
+            ).astype(p.type.dtype)
+            for p in fn.params
+        }
+        (got,) = build(program)(**inputs)
+        (want,) = evaluate(fn, inputs, load_catalog())
+        np.testing.assert_array_equal(got, want)
+        info = np.iinfo(y)
+        assert (got == info.min).any() and (got == info.max).any()
+
+
+def test_a_broadcasting_qdq_add_stays_off_ccompiler():
+    """A bias add broadcasts, which ccompiler does not: the add is not taken."""
+    text = QADD.format(a="uint8", b="int8", b_shape="5", az=3, y="uint8", yz=5)
+    program = partition(graph(text), [load_backend("ccompiler")], load_catalog())
+    assert "qdq_add" not in _composites_in(print_program(program))

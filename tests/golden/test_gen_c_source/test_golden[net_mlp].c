@@ -446,6 +446,24 @@ static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, 
   } \
 }
 
+/* int8 add of two tensors of one shape, each dequantised by its scale and zero point, requantised */
+#define CSOURCE_QADD(p_ID_, p_A_, p_B_, p_S_, p_Y_, p_SIZE_, p_SAME_, p_ONE_) \
+static void p_ID_(const p_A_* a, const p_S_* a_scale, const p_A_* a_zero, const p_B_* b, const p_S_* b_scale, \
+                  const p_B_* b_zero, const p_S_* ys, const p_Y_* yz, p_Y_* out) { \
+  /* 8-bit codes of one shape (no broadcasting), every scale and zero point per tensor */ \
+  (void)sizeof(char[sizeof(p_A_) == 1 && sizeof(p_B_) == 1 && p_SAME_ && p_ONE_ == 1 ? 1 : -1]); \
+  const int32_t lo = (p_Y_)-1 < 0 ? -128 : 0; \
+  for (int64_t i = 0; i < p_SIZE_; ++i) { \
+    /* ONNX's arithmetic in float32, as the reference: each side dequantised and \
+       rounded, their sum rounded, divided by ys and rounded half to even */ \
+    const float va = ((float)a[i] - (float)a_zero[0]) * a_scale[0]; \
+    const float vb = ((float)b[i] - (float)b_zero[0]) * b_scale[0]; \
+    const float v = va + vb; \
+    const float q = nearbyintf(v / ys[0]) + (float)yz[0]; \
+    out[i] = (p_Y_)(q > lo + 255 ? lo + 255 : (q >= lo ? q : lo)); \
+  } \
+}
+
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
