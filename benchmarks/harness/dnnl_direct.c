@@ -139,6 +139,23 @@ static bench_dnnl *bench_start(void) {
   return h;
 }
 
+/* The end of making a handle: pd, the post-ops, the attributes and the n
+   descriptors mds are released (any may be NULL); h, or NULL (h freed) when `failed`. */
+static void *bench_made(bench_dnnl *h, int failed, dnnl_primitive_desc_t pd, dnnl_post_ops_t ops,
+                        dnnl_primitive_attr_t attr, dnnl_memory_desc_t *mds, size_t n) {
+  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
+  if (ops != NULL) dnnl_post_ops_destroy(ops);
+  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
+  for (size_t k = 0; k < n; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (failed) {
+    bench_dnnl_free(h);
+    return NULL;
+  }
+  return h;
+}
+
 /* conv2d of x (N, C, H, W) by w (M, C, KH, KW) plus b (M,) when not NULL, then relu when
    `relu`; g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR}. NULL on a failure. */
 void *bench_dnnl_conv(const int64_t *g, int any, const float *w, const float *b, int relu) {
@@ -162,18 +179,8 @@ void *bench_dnnl_conv(const int64_t *g, int any, const float *w, const float *b,
              dnnl_convolution_auto, src_any, w_any, b != NULL ? bmd : NULL, dst_any, strides, dilates, left,
              right, attr) != dnnl_success;
   failed = failed || bench_finish(h, pd, src_md, dst_md, wmd, w, bmd, b);
-  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
-  if (ops != NULL) dnnl_post_ops_destroy(ops);
-  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
   dnnl_memory_desc_t mds[] = {src_md, dst_md, wmd, bmd, src_any, dst_any, w_any};
-  for (size_t k = 0; k < sizeof mds / sizeof mds[0]; ++k) {
-    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
-  }
-  if (failed) {
-    bench_dnnl_free(h);
-    return NULL;
-  }
-  return h;
+  return bench_made(h, failed, pd, ops, attr, mds, sizeof mds / sizeof mds[0]);
 }
 
 /* The run-time argument `arg` of h: n values of data type dt at p. 0 on success. */
@@ -237,18 +244,8 @@ void *bench_dnnl_conv_q8(const int64_t *g, int src_u8, const int8_t *w, const fl
       || bench_quant_arg(h, DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, 1, dnnl_f32, &h->quant_f32[1])
       || bench_quant_arg(h, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, 1, dnnl_s32, &h->quant_s32[0])
       || bench_quant_arg(h, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, 1, dnnl_s32, &h->quant_s32[1]);
-  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
-  if (ops != NULL) dnnl_post_ops_destroy(ops);
-  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
   dnnl_memory_desc_t mds[] = {src_md, dst_md, wmd, bmd, src_any, dst_any, w_any};
-  for (size_t k = 0; k < sizeof mds / sizeof mds[0]; ++k) {
-    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
-  }
-  if (failed) {
-    bench_dnnl_free(h);
-    return NULL;
-  }
-  return h;
+  return bench_made(h, failed, pd, ops, attr, mds, sizeof mds / sizeof mds[0]);
 }
 
 /* h made from pd over the plain descriptors src_md, dst_md and wmd (weights w, no
@@ -257,16 +254,8 @@ void *bench_dnnl_conv_q8(const int64_t *g, int src_u8, const int8_t *w, const fl
 static void *bench_plain(bench_dnnl *h, int failed, dnnl_primitive_desc_t pd, dnnl_memory_desc_t src_md,
                          dnnl_memory_desc_t dst_md, dnnl_memory_desc_t wmd, const void *w) {
   failed = failed || bench_finish(h, pd, src_md, dst_md, wmd, w, NULL, NULL);
-  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
   dnnl_memory_desc_t mds[] = {src_md, dst_md, wmd};
-  for (size_t k = 0; k < sizeof mds / sizeof mds[0]; ++k) {
-    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
-  }
-  if (failed) {
-    bench_dnnl_free(h);
-    return NULL;
-  }
-  return h;
+  return bench_made(h, failed, pd, NULL, NULL, mds, sizeof mds / sizeof mds[0]);
 }
 
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed, an inner product on plain
