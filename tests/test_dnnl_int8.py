@@ -161,9 +161,9 @@ def without_onednn_reorders(tmp_path: Path) -> list[str]:
     fail where they would run oneDNN's reorder of their source or result."""
     text = (SPECS / "dnnl.yaml").read_text()
     for step in ("to_src", "to_dst"):
-        old = f"ok = dnnl_byoc_q8_exec(q->{step},"
+        old = f"ok = dnnl_byoc_execute_args(q->{step},"
         assert text.count(old) == 1, f"the int8 run's {step} reorder no longer matches dnnl.yaml"
-        text = text.replace(old, f"ok = 0 && dnnl_byoc_q8_exec(q->{step},")
+        text = text.replace(old, f"ok = 0 && dnnl_byoc_execute_args(q->{step},")
     text = text.replace("\nname: dnnl\n", "\nname: dnnlbare\n")
     (tmp_path / "dnnlbare.yaml").write_text(text)
     return [str(tmp_path)]

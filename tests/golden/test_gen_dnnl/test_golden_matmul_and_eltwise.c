@@ -27,6 +27,10 @@
 /* The most execution arguments a kernel passes (batch_norm's six), besides a scratchpad. */
 #define DNNL_BYOC_MAX_ARGS 8
 
+/* The most execution arguments one execution takes, a scratchpad included: an int8
+   primitive's source, weights, bias, result, three scales and two zero points. */
+#define DNNL_BYOC_EXEC_ARGS 10
+
 /* oneDNN's data type of a byoc dtype, as a macro pastes it: DNNL_BYOC_DT_ ## dtype. */
 #define DNNL_BYOC_DT_float32 dnnl_f32
 #define DNNL_BYOC_DT_float16 dnnl_f16
@@ -295,31 +299,62 @@ static inline size_t dnnl_byoc_scratch_size(const_dnnl_primitive_t prim) {
   return md != NULL ? dnnl_memory_desc_get_size(md) : 0;
 }
 
-/* Executes `prim` in `stream` on the buffers ptrs[k] for its execution arguments
-   kinds[k], with `scratch` (of dnnl_byoc_scratch_size bytes) as its scratchpad, and
-   waits for it. 1 on success. */
+/* The execution arguments of one primitive's execution, kept between calls (an int8
+   kernel keeps those of its source's reorder, its primitive and its result's
+   reorder): memories whose data handles each call sets (the scratchpad's, last,
+   fixed). n 0: not made. */
+typedef struct {
+  int n;
+  dnnl_exec_arg_t args[DNNL_BYOC_EXEC_ARGS];
+} dnnl_byoc_step_t;
+
+static inline void dnnl_byoc_step_free(dnnl_byoc_step_t* step) {
+  for (int k = 0; k < step->n; ++k) dnnl_memory_destroy(step->args[k].memory);
+  step->n = 0;
+}
+
+/* Executes prim in stream on ptrs[k] for the execution arguments kinds[k], each of
+   memory descriptor mds[k] (mds NULL, or an entry NULL: the one the primitive has for
+   that argument), with `scratch` (of dnnl_byoc_scratch_size bytes) as its scratchpad,
+   and waits for it. With `kept` the memories are kept there: made by the first call,
+   their data handles set by the next ones (which pass the same kinds, descriptors
+   and scratch); without, made and released here. 1 on success. */
+static inline int dnnl_byoc_execute_args(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
+                                         int n, const int* kinds, const const_dnnl_memory_desc_t* mds,
+                                         void* const* ptrs, void* scratch, dnnl_byoc_step_t* kept) {
+  dnnl_byoc_step_t own = {0, {{0, NULL}}};
+  dnnl_byoc_step_t* step = kept != NULL ? kept : &own;
+  int ok = n < DNNL_BYOC_EXEC_ARGS;
+  if (ok && step->n > 0) {
+    for (int k = 0; ok && k < n; ++k) ok = dnnl_memory_set_data_handle(step->args[k].memory, ptrs[k]) == dnnl_success;
+  } else if (ok) {
+    const_dnnl_primitive_desc_t pd = NULL;
+    ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
+    for (; ok && step->n < n; ++step->n) {
+      dnnl_exec_arg_t* arg = &step->args[step->n];
+      arg->arg = kinds[step->n];
+      const_dnnl_memory_desc_t md = mds != NULL && mds[step->n] != NULL ? mds[step->n]
+          : dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[step->n]);
+      ok = dnnl_memory_create(&arg->memory, md, engine, ptrs[step->n]) == dnnl_success;
+      if (!ok) break;
+    }
+    const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+    if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
+      step->args[step->n].arg = DNNL_ARG_SCRATCHPAD;
+      ok = dnnl_memory_create(&step->args[step->n].memory, scratch_md, engine, scratch) == dnnl_success;
+      step->n += ok;
+    }
+  }
+  ok = ok && dnnl_primitive_execute(prim, stream, step->n, step->args) == dnnl_success
+      && dnnl_stream_wait(stream) == dnnl_success;
+  if (kept == NULL || !ok) dnnl_byoc_step_free(step);
+  return ok;
+}
+
+/* The same with the primitive's own descriptors and no memories kept. */
 static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
                                     int n, const int* kinds, void* const* ptrs, void* scratch) {
-  dnnl_exec_arg_t args[DNNL_BYOC_MAX_ARGS + 1];
-  const_dnnl_primitive_desc_t pd = NULL;
-  int made = 0;
-  int ok = n <= DNNL_BYOC_MAX_ARGS && dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
-  for (; ok && made < n; ++made) {
-    args[made].arg = kinds[made];
-    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[made]);
-    ok = dnnl_memory_create(&args[made].memory, md, engine, ptrs[made]) == dnnl_success;
-    if (!ok) break;
-  }
-  const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
-  if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
-    args[made].arg = DNNL_ARG_SCRATCHPAD;
-    ok = dnnl_memory_create(&args[made].memory, scratch_md, engine, scratch) == dnnl_success;
-    made += ok;
-  }
-  ok = ok && dnnl_primitive_execute(prim, stream, made, args) == dnnl_success
-      && dnnl_stream_wait(stream) == dnnl_success;
-  for (int k = 0; k < made; ++k) dnnl_memory_destroy(args[k].memory);
-  return ok;
+  return dnnl_byoc_execute_args(prim, engine, stream, n, kinds, NULL, ptrs, scratch, NULL);
 }
 
 /* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k], in a
@@ -1304,9 +1339,6 @@ static inline int dnnl_byoc_run_folded(dnnl_byoc_packed_conv_t* c, dnnl_engine_t
 #define DNNL_BYOC_Q8_uint8 dnnl_u8
 #define DNNL_BYOC_Q8_int32 dnnl_s32
 
-/* The most execution arguments of an int8 primitive: source, weights, bias, result,
-   three scales, two zero points, scratchpad. */
-#define DNNL_BYOC_Q8_MAX_ARGS 10
 
 /* The weights and the bias an int8 kernel's init makes of its pattern's constants. */
 typedef struct {
@@ -1316,19 +1348,6 @@ typedef struct {
   const float* bias;        /* one per output channel; NULL: no bias */
   int relu;
 } dnnl_byoc_q8_args_t;
-
-/* The execution arguments of one step of an int8 kernel (the source's reorder, the
-   primitive, the result's reorder), kept by the kernel between calls: memories
-   whose data handles each call sets (the scratchpad's, last, fixed). n 0: not made. */
-typedef struct {
-  int n;
-  dnnl_exec_arg_t args[DNNL_BYOC_Q8_MAX_ARGS];
-} dnnl_byoc_q8_step_t;
-
-static inline void dnnl_byoc_q8_step_free(dnnl_byoc_q8_step_t* step) {
-  for (int k = 0; k < step->n; ++k) dnnl_memory_destroy(step->args[k].memory);
-  step->n = 0;
-}
 
 /* An int8 kernel: its primitive, the reorders of its source and result between
    byoc's plain layout and the primitive's (NULL: the same), and its constants.
@@ -1347,7 +1366,7 @@ typedef struct {
   int64_t transposes[2][7]; /* byoc's transposes doing to_src and to_dst (dnnl_byoc_transposition) */
   char* memory;             /* the kept scratch (dnnl_byoc_q8_offsets lays it out); NULL: none needed */
   dnnl_stream_t stream;     /* the kept stream; NULL: not made yet */
-  dnnl_byoc_q8_step_t steps[3]; /* the kept memories of to_src, prim and to_dst */
+  dnnl_byoc_step_t steps[3]; /* the kept memories of to_src, prim and to_dst */
   atomic_int busy;          /* 1 while a call uses `memory`, `stream` and `steps` */
 } dnnl_byoc_q8_t;
 
@@ -1359,7 +1378,7 @@ static inline void dnnl_byoc_q8_free(dnnl_byoc_q8_t* q) {
   free(q->bias);
   free(q->w_scales);
   free(q->memory);
-  for (int k = 0; k < 3; ++k) dnnl_byoc_q8_step_free(&q->steps[k]);
+  for (int k = 0; k < 3; ++k) dnnl_byoc_step_free(&q->steps[k]);
   if (q->stream != NULL) dnnl_stream_destroy(q->stream);
   memset(q, 0, sizeof(*q));
 }
@@ -1384,43 +1403,6 @@ static inline int dnnl_byoc_q8_refuse(const char* kernel, const char* why) {
 /* The scratch bytes of a primitive that may be NULL. */
 static inline size_t dnnl_byoc_q8_scratch(const_dnnl_primitive_t prim) {
   return prim != NULL ? dnnl_byoc_scratch_size(prim) : 0;
-}
-
-/* Executes prim in stream on ptrs[k] for the execution arguments kinds[k], each of
-   memory descriptor mds[k] (NULL: the one the primitive has for that argument),
-   with `scratch` as its scratchpad. With `kept` the memories are kept there: made by
-   the first call, their data handles set by the next ones (which pass the same
-   kinds, descriptors and scratch); without, made and released here. 1 on success. */
-static inline int dnnl_byoc_q8_exec(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
-                                    int n, const int* kinds, const const_dnnl_memory_desc_t* mds,
-                                    void* const* ptrs, void* scratch, dnnl_byoc_q8_step_t* kept) {
-  dnnl_byoc_q8_step_t own = {0, {{0, NULL}}};
-  dnnl_byoc_q8_step_t* step = kept != NULL ? kept : &own;
-  int ok = n < DNNL_BYOC_Q8_MAX_ARGS;
-  if (ok && step->n > 0) {
-    for (int k = 0; ok && k < n; ++k) ok = dnnl_memory_set_data_handle(step->args[k].memory, ptrs[k]) == dnnl_success;
-  } else if (ok) {
-    const_dnnl_primitive_desc_t pd = NULL;
-    ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
-    for (; ok && step->n < n; ++step->n) {
-      dnnl_exec_arg_t* arg = &step->args[step->n];
-      arg->arg = kinds[step->n];
-      const_dnnl_memory_desc_t md = mds != NULL && mds[step->n] != NULL ? mds[step->n]
-          : dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[step->n]);
-      ok = dnnl_memory_create(&arg->memory, md, engine, ptrs[step->n]) == dnnl_success;
-      if (!ok) break;
-    }
-    const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
-    if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
-      step->args[step->n].arg = DNNL_ARG_SCRATCHPAD;
-      ok = dnnl_memory_create(&step->args[step->n].memory, scratch_md, engine, scratch) == dnnl_success;
-      step->n += ok;
-    }
-  }
-  ok = ok && dnnl_primitive_execute(prim, stream, step->n, step->args) == dnnl_success
-      && dnnl_stream_wait(stream) == dnnl_success;
-  if (kept == NULL || !ok) dnnl_byoc_q8_step_free(step);
-  return ok;
 }
 
 /* The attributes of an int8 primitive: a user-managed scratchpad, the scales of the
@@ -1476,8 +1458,8 @@ static inline int dnnl_byoc_q8_pack(dnnl_byoc_q8_t* q, dnnl_engine_t engine, con
   dnnl_stream_t stream = NULL;
   const int ok = (scratch_bytes == 0 || scratch != NULL)
       && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
-      && dnnl_byoc_q8_exec(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
-                           (void* const[]){(void*)w, q->weights}, scratch, NULL)
+      && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                           (void* const[]){(void*)w, q->weights}, scratch)
       && dnnl_stream_wait(stream) == dnnl_success;
   if (stream != NULL) dnnl_stream_destroy(stream);
   free(scratch);
@@ -1600,15 +1582,15 @@ static inline int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, cons
   int ok = (at[2] == 0 || memory != NULL)
       && (stream != NULL || dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success);
   if (kept) q->stream = stream;
-  dnnl_byoc_q8_step_t* steps = kept ? q->steps : NULL;
+  dnnl_byoc_step_t* steps = kept ? q->steps : NULL;
   void* src = q->to_src != NULL ? (void*)memory : (void*)x;
   void* dst = q->to_dst != NULL ? (void*)(memory + at[0]) : out;
   void* scratch = memory != NULL ? memory + at[1] : NULL;
   if (ok && q->to_src != NULL && q->transposes[0][0] > 0) {
     dnnl_byoc_transpose(x, src, q->transposes[0]);
   } else if (ok && q->to_src != NULL) {
-    ok = dnnl_byoc_q8_exec(q->to_src, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
-                           (void* const[]){(void*)x, src}, scratch, kept ? &steps[0] : NULL);
+    ok = dnnl_byoc_execute_args(q->to_src, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                                (void* const[]){(void*)x, src}, scratch, kept ? &steps[0] : NULL);
   }
   /* the scales' and zero points' descriptors, when the memories are made */
   const int64_t one = 1;
@@ -1619,26 +1601,26 @@ static inline int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, cons
           || ((scalar_f32 = dnnl_byoc_md(1, &one)) != NULL && (scalar_s32 = dnnl_byoc_md_of(1, &one, dnnl_s32)) != NULL
               && (w_scales = dnnl_byoc_md(1, &q->n_w_scales)) != NULL));
   if (ok) {
-    int kinds[DNNL_BYOC_Q8_MAX_ARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+    int kinds[DNNL_BYOC_EXEC_ARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
                                         DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
                                         DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                                         DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST};
-    const_dnnl_memory_desc_t mds[DNNL_BYOC_Q8_MAX_ARGS] = {NULL, NULL, NULL, scalar_f32, w_scales, scalar_f32,
+    const_dnnl_memory_desc_t mds[DNNL_BYOC_EXEC_ARGS] = {NULL, NULL, NULL, scalar_f32, w_scales, scalar_f32,
                                                            scalar_s32, scalar_s32};
-    void* ptrs[DNNL_BYOC_Q8_MAX_ARGS] = {src, q->weights, dst, (void*)xs, q->w_scales, (void*)ys, &xz, &yz};
+    void* ptrs[DNNL_BYOC_EXEC_ARGS] = {src, q->weights, dst, (void*)xs, q->w_scales, (void*)ys, &xz, &yz};
     int n = 8;
     if (q->bias != NULL) {
       kinds[n] = DNNL_ARG_BIAS;
       mds[n] = NULL;
       ptrs[n++] = q->bias;
     }
-    ok = dnnl_byoc_q8_exec(q->prim, engine, stream, n, kinds, mds, ptrs, scratch, kept ? &steps[1] : NULL);
+    ok = dnnl_byoc_execute_args(q->prim, engine, stream, n, kinds, mds, ptrs, scratch, kept ? &steps[1] : NULL);
   }
   if (ok && q->to_dst != NULL && q->transposes[1][0] > 0) {
     dnnl_byoc_transpose(dst, out, q->transposes[1]);
   } else if (ok && q->to_dst != NULL) {
-    ok = dnnl_byoc_q8_exec(q->to_dst, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
-                           (void* const[]){dst, out}, scratch, kept ? &steps[2] : NULL);
+    ok = dnnl_byoc_execute_args(q->to_dst, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                                (void* const[]){dst, out}, scratch, kept ? &steps[2] : NULL);
   }
   if (scalar_f32 != NULL) dnnl_memory_desc_destroy(scalar_f32);
   if (scalar_s32 != NULL) dnnl_memory_desc_destroy(scalar_s32);
