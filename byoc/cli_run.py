@@ -420,16 +420,22 @@ def _check_unused(supplied, model, qualified: bool) -> None:
 
 
 def _report(
-    outputs, expected, rtol: float | None, atol: float | None, steps: list[float], *, stored: bool = False
+    outputs,
+    expected,
+    rtol: float | None,
+    atol: float | None,
+    steps: list[float] | None = None,
+    *,
+    stored: bool = False,
 ) -> int:
     """Print a table of ``outputs`` against ``expected``; the number that differ.
     ``steps``: how far each output may lie, in steps of a quantization
-    (:mod:`byoc.output_steps`). ``stored``: ``expected`` came from output_*.pb files
-    (see :data:`STORED_RTOL`)."""
+    (:mod:`byoc.output_steps`; default: none). ``stored``: ``expected`` came from
+    output_*.pb files (see :data:`STORED_RTOL`)."""
     rows = [("output", "shape", "dtype", "max abs error", "status")]
     failed = 0
     stepped = []
-    for k, (got, want, step) in enumerate(zip(outputs, expected, steps)):
+    for k, (got, want, step) in enumerate(zip(outputs, expected, steps or [0.0] * len(outputs))):
         if stored and not is_half(str(got.dtype)):
             status, error = _compare(got, want, _or(rtol, STORED_RTOL), _or(atol, STORED_ATOL), step)
         else:
