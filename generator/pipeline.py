@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from byoc.catalog import Catalog
-from byoc.errors import UsageError
+from byoc.errors import UsageError, close_names
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
@@ -36,10 +36,12 @@ def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> d
         if not targets:
             known = sorted({f"{b}.{o}" for b, s in specs.items() for o in s.options})
             only = next(iter(specs.values())) if len(specs) == 1 else None
+            close = close_names(name, {o for s in specs.values() for o in s.options})
+            guess = f"did you mean {close[0]!r}? " if close else ""
             raise UsageError(
                 f"--option {key}: no backend of this build has that option",
                 only.options_loc if only is not None else None,
-                hint=f"options: {', '.join(known) or 'none'}",
+                hint=f"{guess}options: {', '.join(known) or 'none'}",
             )
         for target in targets:
             routed[target][name] = value

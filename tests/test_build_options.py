@@ -116,6 +116,16 @@ BAD_OPTIONS = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("option", "guess"),
+    [("opt_levl=2", "did you mean 'opt_level'?"), ("ccompiler.fastmath=1", "did you mean 'fast_math'?")],
+)
+def test_a_misspelt_option_gets_a_did_you_mean(option, guess, capsys):
+    rc, out, err = run_cli(capsys, "gen", PLAIN_GRAPH, "--backend", "ccompiler", "--option", option)
+    assert rc == 2 and "Traceback" not in err
+    assert f"hint: {guess} " in err
+
+
 @pytest.mark.parametrize(("option", "message", "line"), BAD_OPTIONS)
 def test_bad_options_are_located_errors(option, message, line, capsys):
     for command in ("run", "gen"):
