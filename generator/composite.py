@@ -32,6 +32,7 @@ from byoc.catalog import Catalog
 from byoc.ir import Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import MacroBinding
+from byoc.spec.macro_args import input_ref
 from byoc.spec.patterns import Pattern
 from byoc.spec.template import placeholder_names
 
@@ -168,18 +169,35 @@ def composite_values(match: Match, view: GraphView, catalog: Catalog) -> dict[st
 
 
 def implementable(spec: BackendSpec, match: Match, view: GraphView, catalog: Catalog) -> bool:
-    """Whether ``spec`` can generate the composite of ``match``: a construct serves the
-    result's rank, and (c_source) every attribute value its macro reads exists."""
+    """Whether ``spec`` can generate the composite of ``match`` (see :func:`why_not_implementable`)."""
+    return why_not_implementable(spec, match, view, catalog) is None
+
+
+def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, catalog: Catalog) -> str | None:
+    """Why ``spec`` cannot generate the composite of ``match``, or None when it can: a
+    construct must serve the result's rank, and (c_source) every attribute value and
+    input axis its macro reads must exist (a macro reading ``${in0_dim1}`` cannot take
+    a vector as input 0, as a single op's cannot: :func:`byoc.generator.partition.supports`)."""
     binding = match.pattern.binding
-    rank = view.nodes[match.root].type.rank
-    if rank not in spec.ranks or not binding.supports(rank):
-        return False
+    result = view.nodes[match.root].type
+    if result.rank not in spec.ranks or not binding.supports(result.rank):
+        return f"no kernel of the pattern takes a result of rank {result.rank} ({result})"
     if not isinstance(binding, MacroBinding):
-        return True
-    macro = spec.macros[binding.construct(rank) or ""]
+        return None
+    macro = spec.macros[binding.construct(result.rank) or ""]
     values = composite_values(match, view, catalog)
-    wanted = {n for arg in macro.params.values() for n in placeholder_names(arg) if "." in n}
-    return wanted <= values.keys()
+    for arg in macro.params.values():
+        for name in placeholder_names(arg):
+            ref = input_ref(name)
+            if ("." in name or ref is not None) and name not in values:
+                what = (
+                    f"input {ref.index} of the pattern ({match.pattern.inputs[ref.index]}) is "
+                    f"{view.types[match.inputs[ref.index]]}"
+                    if ref is not None and ref.index < len(match.inputs)
+                    else "the match has no such value"
+                )
+                return f"macro {macro.name} reads ${{{name}}}, but {what}"
+    return None
 
 
 def composite_match(call: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match | str:

@@ -181,7 +181,7 @@ def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Cata
 
 def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: Catalog) -> None:
     """A composite must be its pattern, on tensors its backend's kernel takes."""
-    from .composite import GraphView, composite_match, implementable
+    from .composite import GraphView, composite_match, why_not_implementable
     from .partition import takes_types
 
     assert call.callee is not None
@@ -210,9 +210,10 @@ def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: C
                 if not spec.broadcast
                 else None,
             )
-    if not implementable(spec, found, view, catalog):
+    why = why_not_implementable(spec, found, view, catalog)
+    if why is not None:
         raise GraphError(
-            f"{what}: backend {spec.name} has no kernel for it on {call.type}",
+            f"{what}: backend {spec.name} has no kernel for it: {why}",
             call.loc,
             hint=f"pattern {found.pattern.name}: {found.pattern.describe()}",
         )

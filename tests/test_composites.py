@@ -544,3 +544,47 @@ def test_a_composite_reading_an_anonymous_value_builds_and_runs(rng):
     (got,) = build(program)(x=x, w=w, b=b)
     (want,) = evaluate(parse(source, "graph").functions[0], {"x": x, "w": w, "b": b})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+REORDERED = """\
+    dense_bias_relu:
+      inputs: [bias, x, w]
+      match: "return relu(bias_add(dense(x, w), bias))"
+      macros: {2: CSOURCE_DENSE_BIAS}
+      vars: {act: "v > 0 || v != v ? v : 0"}
+    """
+
+
+def test_a_pattern_whose_inputs_do_not_fit_its_macro_is_not_matched(tmp_path):
+    """The pattern lists the bias first, its macro reads input 0's second axis: a vector
+    has none, so the chain runs op by op (as a single op whose macro does not fit), not
+    into a KeyError of the template."""
+    specs = spec_variant(tmp_path, "reordered", REORDERED)
+    text = """\
+    graph main(x: float32[4, 6], w: float32[5, 6], b: float32[5]) {
+      return relu(bias_add(dense(x, w), b, axis=-1))
+    }
+    """
+    done = partitioned(text, "reordered", spec_path=[specs])
+    assert composites(done) == []
+    _same_as_reference(text, done, [specs])
+
+
+def test_a_composite_written_by_hand_whose_macro_does_not_fit_says_why(tmp_path):
+    specs = spec_variant(tmp_path, "reordered", REORDERED)
+    text = """\
+graph main(x: float32[4, 6], w: float32[5, 6], b: float32[5]) {
+  y = @reordered {
+    h = @reordered.dense_bias_relu {
+      return relu(bias_add(dense(x, w), b, axis=-1))
+    }
+    return h
+  }
+  return y
+}
+"""
+    with pytest.raises(
+        GraphError, match=re.escape("reads ${in0_dim1}, but input 0 of the pattern (bias) is float32[5]")
+    ) as info:
+        build(parse(text, "graph", spec_path=[specs]), spec_path=[specs])
+    assert (info.value.location.line, info.value.location.column) == (3, 5)
