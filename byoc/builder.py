@@ -69,6 +69,10 @@ class Naming:
     show: Callable[[str], str] = lambda name: name
 
 
+USER_OPS = "An op of a spec directory's ops.yaml is known only with that directory on the spec path (--spec-path, $BYOC_SPEC_PATH)"
+"""The second half of an unknown op's hint: the op may be a user's, whose directory was not given."""
+
+
 class FunctionBuilder:
     """Collects one function's statements; ``finish`` validates and orders them.
 
@@ -412,7 +416,8 @@ class FunctionBuilder:
         op = self.catalog.get(st.op)
         if op is None:
             close = close_names(st.op, self.catalog)
-            hint = f"did you mean {close[0]!r}?" if close else f"known ops: {', '.join(self.catalog)}"
+            hint = f"did you mean {close[0]!r}? " if close else f"known ops: {', '.join(self.catalog)}. "
+            hint += USER_OPS
             raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
         if op.several_outputs and st.outputs[0].startswith(ANON_PREFIX):
             raise self.error(

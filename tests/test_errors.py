@@ -11,6 +11,7 @@ import pytest
 from conftest import GUIDE_SUBGRAPH, GUIDE_WHOLE_GRAPH
 
 import byoc
+from byoc.builder import USER_OPS
 from byoc.cli import main
 from byoc.errors import ByocError, GraphError, Location, ParseError, UsageError
 
@@ -321,7 +322,7 @@ def test_hints_suggest_close_names():
     assert info.value.hint == "did you mean 'weight0'?"
     with pytest.raises(GraphError) as info:
         byoc.parse(G("  y = ad(x, x)\n  return y"))
-    assert info.value.hint == "did you mean 'add'?"
+    assert info.value.hint == f"did you mean 'add'? {USER_OPS}"
 
 
 def test_parse_file_errors(tmp_path):
