@@ -74,11 +74,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .spec import check_spec_file, spec_files
 
     status = 0
+    reported: set[str] = set()  # a bad catalog fails every spec checked against it: said once
     for path in spec_files(args.specs, args.spec_path):
         try:
             check_spec_file(path, spec_path=args.spec_path)
         except ByocError as exc:
-            sys.stderr.write(exc.render() + "\n")
+            text = exc.render()
+            if text not in reported:
+                sys.stderr.write(text + "\n")
+                reported.add(text)
             status = 2
         else:
             sys.stdout.write(f"{path}: ok\n")

@@ -227,3 +227,13 @@ def test_a_manifest_naming_a_missing_or_mistyped_catalog_is_refused(tmp_path):
     data["catalogs"] = "user_ops_1.yaml"
     with pytest.raises(RuntimeFailure, match="'catalogs' is not a list of strings"):
         Manifest.from_json(json.dumps(data), "g.byoc")
+
+
+def test_check_says_a_bad_catalog_once(tmp_path, capsys):
+    """Every spec on the path is checked against the directory's catalog; when the
+    catalog is bad each check fails on it, and byoc check says so once, not per spec."""
+    a = user_dir(tmp_path, "a", {"cube": {**unary(CUBE), "shape_rule": "nosuch"}})
+    with_op("json", a, "relu", {"kernel": "relu"})
+    status, out, err = run_cli(capsys, "check", "--spec-path", a)
+    assert status == 2
+    assert err.count("unknown key 'shape_rule' in op cube") == 1, err
