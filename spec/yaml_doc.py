@@ -222,8 +222,10 @@ class YamlDoc:
     def at_offset(self, container: Any, key: Any, offset: int) -> Location:
         """The location of character ``offset`` of the string ``container[key]``.
 
-        Exact for one-line plain and quoted scalars (without escapes) and for literal
-        blocks (``|``); otherwise the location of the value itself.
+        Exact for literal blocks (``|``) and for a character that starts a word of a
+        plain or quoted scalar on one line or several (the word is found in the text,
+        past as many occurrences of it as the value holds before it); otherwise the
+        location of the value itself.
         """
         base = self.at(container, key, value=True)
         value = container[key]
@@ -244,10 +246,24 @@ class YamlDoc:
                 first = next(body, "")
                 indent = len(first) - len(first.lstrip(" "))
             return Location(self.path, base.line + 1 + newlines, indent + column + 1)
-        if newlines:
-            return base
         quoted = isinstance(value, (DoubleQuotedScalarString, SingleQuotedScalarString))
-        return Location(self.path, base.line, base.column + column + (1 if quoted else 0))
+        token = re.match(r"\S+", value[offset:])
+        if token is None:
+            return base if newlines else Location(self.path, base.line, base.column + column + (1 if quoted else 0))
+        # A plain or quoted scalar folds its line breaks and indentation into spaces, and
+        # a double-quoted one reads escapes, so an offset in the value is not one in the
+        # text: find the same word, as many occurrences on, in the lines from the value.
+        word = token.group(0)
+        skip = value[:offset].count(word)
+        for k in range(base.line - 1, len(lines)):
+            start = base.column - 1 if k == base.line - 1 else 0
+            at = lines[k].find(word, start)
+            while at >= 0:
+                if skip == 0:
+                    return Location(self.path, k + 1, at + 1)
+                skip -= 1
+                at = lines[k].find(word, at + len(word))
+        return base
 
     def error_at(self, message: str, location: Location, *, hint: str | None = None) -> SpecError:
         return SpecError(message, location, hint=hint, source=self.text)

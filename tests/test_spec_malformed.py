@@ -282,3 +282,38 @@ def test_unreadable_file_is_a_spec_error(tmp_path):
     with pytest.raises(SpecError) as info:
         load_backend_file(tmp_path / "absent.yaml")
     assert "cannot read" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("style", "body"),
+    [
+        (
+            "double-quoted",
+            '"static void p_ID_(const float* a, const float* b, float* out) {\n'
+            '      for (int i = 0; i < p_N_; ++i) out[i] = a[i] p_OP_ ${oops};\n      }"',
+        ),
+        (
+            "single-quoted",
+            "'static void p_ID_(const float* a, const float* b, float* out) {\n"
+            "      for (int i = 0; i < p_N_; ++i) out[i] = a[i] p_OP_ ${oops};\n      }'",
+        ),
+        (
+            "double-quoted-escapes",
+            '"static void p_ID_(const float* a, const float* b, float* out) {\\n\\t\n'
+            '      for (int i = 0; i < p_N_; ++i) out[i] = a[i] p_OP_ ${oops};\\n\n      }"',
+        ),
+    ],
+)
+def test_placeholder_in_a_folded_scalar_is_located_on_its_own_line(tmp_path, style, body):
+    """A quoted scalar over several lines folds its breaks and indentation into
+    spaces (and reads escapes): the error points at the placeholder's line and column,
+    not into the scalar's first line."""
+    start = C_SOURCE.index("    body: |\n")
+    end = C_SOURCE.index("ops:\n")
+    text = C_SOURCE[:start] + f"    body: {body}\n" + C_SOURCE[end:]
+    path = write_spec(tmp_path, text)
+    with pytest.raises(SpecError, match=r"\$\{oops\}") as info:
+        load_backend_file(path)
+    line = text.splitlines()[info.value.location.line - 1]
+    assert info.value.location.line == 17  # the body's second line, the for loop
+    assert line[info.value.location.column - 1 :].startswith("${oops}")
