@@ -249,7 +249,11 @@ class YamlDoc:
         quoted = isinstance(value, (DoubleQuotedScalarString, SingleQuotedScalarString))
         token = re.match(r"\S+", value[offset:])
         if token is None:
-            return base if newlines else Location(self.path, base.line, base.column + column + (1 if quoted else 0))
+            return (
+                base
+                if newlines
+                else Location(self.path, base.line, base.column + column + (1 if quoted else 0))
+            )
         # A plain or quoted scalar folds its line breaks and indentation into spaces, and
         # a double-quoted one reads escapes, so an offset in the value is not one in the
         # text: find the same word, as many occurrences on, in the lines from the value.
