@@ -34,6 +34,11 @@ def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_pa
         documented = sum(1 for loc in merged.doc_locations.values() if loc.file == str(p))
         return f"op catalog of a spec directory (adds {added} op(s), changes the doc of {documented})"
     doc = YamlDoc(p)
+    if doc.root is None:
+        raise doc.error(
+            "the file is empty: neither a backend spec nor an op catalog",
+            hint="a backend spec has `version`, `name`, `kind` and `ops`; an op catalog `version` and `ops`",
+        )
     if is_backend_doc(doc):
         if catalog is None:
             beside = p.parent / USER_CATALOG
