@@ -69,7 +69,7 @@ class Naming:
     show: Callable[[str], str] = lambda name: name
 
 
-USER_OPS = "An op of a spec directory's ops.yaml is known only with that directory on the spec path (--spec-path, $BYOC_SPEC_PATH)"
+USER_OPS = "An op of your own ops.yaml needs its directory on the spec path (--spec-path)."
 """The second half of an unknown op's hint: the op may be a user's, whose directory was not given."""
 
 

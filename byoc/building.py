@@ -78,6 +78,21 @@ def offload(
     return program
 
 
+def placement(program: Program) -> dict[str | None, int]:
+    """How many ops each backend runs in ``program`` (an offloaded one), and the host
+    (key None): an op inside a region counts for its backend, a composite's ops each."""
+
+    def ops(fn) -> int:
+        return sum(ops(n.callee) if n.callee is not None else 1 for n in fn.nodes)
+
+    counts: dict[str | None, int] = {}
+    for fn in program.functions:
+        for node in fn.nodes:
+            backend = node.callee.backend if node.callee is not None else None
+            counts[backend] = counts.get(backend, 0) + (ops(node.callee) if node.callee is not None else 1)
+    return counts
+
+
 def partition_over(
     program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
 ) -> Program:
@@ -156,7 +171,9 @@ def build(
         byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules, catalogs=catalogs
     )
     with timings.measure("load"):
-        return Model(manifest, members, catalog, built)
+        model = Model(manifest, members, catalog, built)
+    model.placement = placement(offloaded)
+    return model
 
 
 def source_members(program: Program) -> dict[str, bytes]:

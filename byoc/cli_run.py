@@ -204,6 +204,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     supplied, origins, stored = _supplied(args.inputs, given, model, program)
     backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
+    if model.placement:  # a bundle keeps no record of it
+        sys.stdout.write(_placement_line(model.placement))
     for name, value in specialised.items():
         sys.stdout.write(
             f"specialised: input {name!r} = {_shown(value)} (built as a constant, from --inputs)\n"
@@ -510,6 +512,14 @@ def _compare(
     error = float(np.max(np.abs(got64 - want64)))
     ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
     return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
+
+
+def _placement_line(counts: dict[str | None, int]) -> str:
+    """``placement: N of M ops offloaded (backend n, ...), K on the host``."""
+    total = sum(counts.values())
+    host = counts.get(None, 0)
+    per = ", ".join(f"{b} {n}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if b is not None)
+    return f"placement: {total - host} of {total} ops offloaded ({per}), {host} on the host\n"
 
 
 def _ms(seconds: float) -> str:

@@ -49,6 +49,9 @@ class Model:
         self.modules: list[Module] = [
             _module(m, self.members, catalog, built or {}) for m in manifest.modules
         ]
+        self.placement: dict[str | None, int] = {}
+        """How many ops each backend runs (None: the host), as partitioning placed them;
+        set by a build (byoc.building.build), empty for a loaded bundle."""
         self.graphs: dict[str, GraphExecutor] = {}
         for g in manifest.graphs:
             modules = list(self.modules)

@@ -259,3 +259,21 @@ def test_seeded_integer_inputs(tmp_path, capsys, calls):
     assert inputs["a"].dtype == np.int32 and inputs["b"].dtype == np.int64
     np.testing.assert_array_equal(r, np.zeros((3, 2), np.int32))
     np.testing.assert_array_equal(s, np.abs(inputs["b"]))
+
+
+def test_run_says_where_the_ops_went(capsys):
+    """The placement line counts every op once: each region's for its backend (a
+    composite's ops each), the rest for the host, adding up to the graph's ops."""
+    from byoc.api import parse_file
+
+    fn = parse_file(EXAMPLES / "resnet_basic_block.graph").functions[0]
+    rc, out, err = run_cli(
+        capsys, "run", EXAMPLES / "resnet_basic_block.graph", "--backend", "ccompiler,json"
+    )
+    assert rc == 0, out + err
+    line = next(ln for ln in out.splitlines() if ln.startswith("placement: "))
+    offloaded, total = (int(w) for w in line.split()[1:4:2])
+    assert total == len(fn.nodes) and offloaded == total  # json takes what ccompiler leaves
+    counts = dict(part.split() for part in line[line.index("(") + 1 : line.index(")")].split(", "))
+    assert sum(map(int, counts.values())) == total and set(counts) <= {"ccompiler", "json"}
+    assert line.endswith(", 0 on the host")
