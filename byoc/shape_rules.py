@@ -192,22 +192,18 @@ def _numeric_indices(types: Sequence[TensorType]) -> str:
 
 
 def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """numpy's broadcasting rule; raises RuleError when the shapes do not broadcast."""
+    """numpy's broadcasting rule (:func:`byoc.shape_functions.broadcast`, the one
+    implementation); raises RuleError when the shapes do not broadcast."""
     first = shapes[0]
     if all(s == first for s in shapes):
         return first
-    rank = max(len(s) for s in shapes)
-    out = []
-    for axis in range(rank):
-        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
-        dims.discard(1)
-        if len(dims) > 1:
-            raise RuleError(
-                f"shapes {' and '.join(_shape_text(s) for s in shapes)} do not broadcast",
-                hint="each axis must have equal sizes, or size 1 (numpy broadcasting)",
-            )
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
+    try:
+        return sf.broadcast(*shapes)
+    except ValueError:
+        raise RuleError(
+            f"shapes {' and '.join(_shape_text(s) for s in shapes)} do not broadcast",
+            hint="each axis must have equal sizes, or size 1 (numpy broadcasting)",
+        ) from None
 
 
 def _elementwise(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType:
