@@ -684,7 +684,13 @@ def _gemm(imp: Importer, node, e: OnnxOp) -> None:
             )
         else:
             c = imp.emit(e.roles["scale"], [imp.value(c_name), imp.scalar(beta, c_name)])
-        imp.emit(e.roles["plus"], [y, c], out=node.output[0])
+        # a bias of one value per output column (the common case) is a bias_add, the form
+        # a backend's dense + bias pattern takes; any other C broadcasts as an add
+        units = imp.shape(node.output[0])[-1] if imp.type_of(node.output[0])[0] else None
+        if imp.type_of(c_name)[0] == (units,):
+            imp.emit(e.roles["bias"], [y, c], {"axis": 1}, out=node.output[0])
+        else:
+            imp.emit(e.roles["plus"], [y, c], out=node.output[0])
 
 
 def _matmul(imp: Importer, node, e: OnnxOp) -> None:
