@@ -447,6 +447,31 @@ static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, 
   } \
 }
 
+/* int8 dense: x (M, K) times w (N, K) transposed plus an int32 bias, ${act} over v (the real value), requantised */
+#define CSOURCE_QDENSE_BIAS(p_ID_, p_X_, p_S_, p_W_, p_B_, p_Y_, p_M_, p_K_, p_N_, p_WQ_, p_BQ_, p_BZ_, p_ONE_, p_ACT_) \
+static void p_ID_(const p_X_* x, const p_S_* xs, const p_X_* xz, const p_W_* w, const p_S_* ws, \
+                  const p_W_* wz, const p_B_* b, const p_S_* bs, const p_B_* bz, const p_S_* ys, \
+                  const p_Y_* yz, p_Y_* out) { \
+  /* 8-bit codes; x and y per tensor; wz as ws, per tensor or per output unit (a row of w), as bs and bz */ \
+  (void)sizeof(char[sizeof(p_X_) == 1 && sizeof(p_W_) == 1 && p_ONE_ == p_WQ_ \
+               && (p_WQ_ == 1 || p_WQ_ == p_N_) && (p_BQ_ == 1 || p_BQ_ == p_N_) && (p_BZ_ == 1 || p_BZ_ == p_N_) ? 1 : -1]); \
+  const int32_t lo = (p_Y_)-1 < 0 ? -128 : 0; \
+  for (int64_t j = 0; j < p_N_; ++j) { \
+    const int64_t wj = p_WQ_ == 1 ? 0 : j; \
+    const double scale = (double)xs[0] * (double)ws[wj]; \
+    const double bias = ((double)b[j] - (double)bz[p_BZ_ == 1 ? 0 : j]) * (double)bs[p_BQ_ == 1 ? 0 : j]; \
+    for (int64_t i = 0; i < p_M_; ++i) { \
+      int32_t acc = 0; \
+      for (int64_t k = 0; k < p_K_; ++k) { \
+        acc += ((int32_t)x[i * p_K_ + k] - (int32_t)xz[0]) * ((int32_t)w[j * p_K_ + k] - (int32_t)wz[wj]); \
+      } \
+      const double v = (double)acc * scale + bias; \
+      const double q = (double)nearbyintf((float)p_ACT_ / (float)ys[0]) + (double)yz[0]; \
+      out[i * p_N_ + j] = (p_Y_)(q > lo + 255 ? lo + 255 : (q >= lo ? q : lo)); \
+    } \
+  } \
+}
+
 /* int8 add of two tensors of one shape, each dequantised by its scale and zero point, requantised */
 #define CSOURCE_QADD(p_ID_, p_A_, p_B_, p_S_, p_Y_, p_SIZE_, p_SAME_, p_ONE_) \
 static void p_ID_(const p_A_* a, const p_S_* a_scale, const p_A_* a_zero, const p_B_* b, const p_S_* b_scale, \
