@@ -189,7 +189,8 @@ def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, cata
     for arg in macro.params.values():
         for name in placeholder_names(arg):
             ref = input_ref(name)
-            if ("." in name or ref is not None) and name not in values:
+            axis = ref is not None and ref.axis is not None  # ${in<k>_dim<j>}: others come later (layouts)
+            if ("." in name or axis) and name not in values:
                 what = (
                     f"input {ref.index} of the pattern ({match.pattern.inputs[ref.index]}) is "
                     f"{view.types[match.inputs[ref.index]]}"

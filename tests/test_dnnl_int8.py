@@ -288,3 +288,29 @@ def test_the_example_models_match_onnxruntime(name):
         differ = int(np.count_nonzero(got != want))
         assert np.abs(got - want).max() <= scale * 1.001, (name, k, differ)
         assert differ == 0, f"{name}, input {k}: {differ} of {got.size} elements differ by one quantum"
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["bias", "bias-relu"])
+def test_qdq_gemm_is_one_int8_matmul(relu):
+    """A QDQ Gemm (its bias a bias_add) is dense_q8_bias(_relu): one oneDNN int8 matmul
+    by the transposed (N, K) weights, packed at init; within one step of the integer
+    reference and of ONNX Runtime."""
+    ort = pytest.importorskip("onnxruntime")
+    from test_ccompiler_int8 import dense_integer_reference, qdq_gemm_model
+
+    from byoc.onnx_import import import_program
+
+    model, c = qdq_gemm_model(relu)
+    program = partition(import_program(model), [load_backend("dnnl")], load_catalog())
+    assert composites(program) == ["dense_q8_bias_relu" if relu else "dense_q8_bias"]
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    built = byoc.build(program)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        x = rng.integers(0, 256, (5, 24)).astype(np.uint8)
+        (got,) = built(x=x)
+        for want in (dense_integer_reference(x, c, relu), session.run(None, {"x": x})[0]):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1

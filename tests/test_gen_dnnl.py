@@ -24,6 +24,7 @@ from dnnl_support import assert_close, const
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
+from test_ccompiler_int8 import qdq_gemm_model
 from test_dnnl_int8 import PATTERN_OF, qdq_graph
 
 import byoc
@@ -33,6 +34,7 @@ from byoc.generator.artifacts import Role
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import Program
+from byoc.onnx_import import import_program
 
 pytest.importorskip("onnx", reason="the light ResNet-50 comes with onnx")
 if missing_library("dnnl"):
@@ -190,10 +192,11 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
         text = print_program(program)
         used |= {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
         run_against_reference(program, rng)
-    for kind in PATTERN_OF:  # the int8 ones: run against their integer reference in test_dnnl_int8.py
-        text = print_program(
-            partition(parse(qdq_graph(kind)[0], "graph"), [load_backend(BACKEND)], load_catalog())
-        )
+    # the int8 ones: run against their integer reference in test_dnnl_int8.py
+    int8 = [parse(qdq_graph(kind)[0], "graph") for kind in PATTERN_OF]
+    int8 += [import_program(qdq_gemm_model(relu)[0]) for relu in (False, True)]
+    for program in int8:
+        text = print_program(partition(program, [load_backend(BACKEND)], load_catalog()))
         used |= {name for name in load_backend(BACKEND).patterns if f"@{BACKEND}.{name} " in text}
     assert used == set(load_backend(BACKEND).patterns)
 

@@ -1538,18 +1538,19 @@ static inline int dnnl_byoc_q8_conv2d(dnnl_byoc_q8_t* q, dnnl_engine_t engine, c
   return ok ? 0 : 1;
 }
 
-/* The int8 matmul of x (B, K; data type src_dt) by the s8 weights a->w (K, N) into
-   (B, N) of data type dst_dt, plain; the weights reordered here into the layout the
-   primitive picks. 0 on success. */
+/* The int8 matmul of x (B, K; data type src_dt) by the s8 weights a->w (K, N; with
+   `dense`, (N, K) rows, a dense layer's) into (B, N) of data type dst_dt, plain; the
+   weights reordered here into the layout the primitive picks. 0 on success. */
 static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, int64_t batch, int64_t k,
                                       int64_t n, dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
-                                      const dnnl_byoc_q8_args_t* a) {
-  const int64_t x[] = {batch, k}, w[] = {k, n}, y[] = {batch, n}, b[] = {1, n};
+                                      const dnnl_byoc_q8_args_t* a, int dense) {
+  const int64_t x[] = {batch, k}, y[] = {batch, n}, b[] = {1, n};
   if (dnnl_byoc_q8_keep(q, a, n) != 0) return 1;
   const dnnl_dims_t wd = {k, n};
   dnnl_memory_desc_t mds[5] = {dnnl_byoc_md_of(2, x, src_dt), NULL, dnnl_byoc_md_of(2, y, dst_dt),
-                               a->bias != NULL ? dnnl_byoc_md(2, b) : NULL, dnnl_byoc_md_of(2, w, dnnl_s8)};
-  int ok = mds[0] != NULL && mds[2] != NULL && mds[4] != NULL && (a->bias == NULL || mds[3] != NULL)
+                               a->bias != NULL ? dnnl_byoc_md(2, b) : NULL, NULL};
+  int ok = mds[0] != NULL && mds[2] != NULL && (a->bias == NULL || mds[3] != NULL)
+      && dnnl_memory_desc_create_with_tag(&mds[4], 2, wd, dnnl_s8, dense ? dnnl_ba : dnnl_ab) == dnnl_success
       && dnnl_memory_desc_create_with_tag(&mds[1], 2, wd, dnnl_s8, dnnl_format_tag_any) == dnnl_success;
   /* per output channel: the weights' second axis */
   dnnl_primitive_attr_t attr = ok ? dnnl_byoc_q8_attr(a->n_w_scales > 1 ? 2 : 0, a->relu) : NULL;
@@ -1656,9 +1657,14 @@ static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, 
   return 1;
 }
 
+/* The int8 kernels' kinds: what dnnl_byoc_q8_create makes. */
+#define DNNL_BYOC_Q8_CONV2D 0
+#define DNNL_BYOC_Q8_MATMUL 1  /* weights (K, N) */
+#define DNNL_BYOC_Q8_DENSE 2   /* weights (N, K): a matmul by their transpose */
+
 /* The init of an int8 kernel named `kernel` from its pattern's constants: a conv2d
-   (`matmul` 0; g its geometry, as dnnl_byoc_conv_desc reads it) or a 2-D matmul
-   (`matmul` 1; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
+   (`kind` DNNL_BYOC_Q8_CONV2D; g its geometry, as dnnl_byoc_conv_desc reads it), a 2-D
+   matmul or a dense (DNNL_BYOC_Q8_MATMUL, _DENSE; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
    its zero point), the weights (and theirs) and the result; ws and bs the float32
    scales of the weights and the bias (NULL: no bias); w, wz, b and bz the weights,
    their zero point, the bias and its zero point (int32); n the element counts of {xs,
@@ -1668,7 +1674,7 @@ static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, 
    symmetric int8 weights have 0): other constants make the init fail, saying why on
    stderr. The bias is dequantized as ONNX does, (float)b - (float)bz, times bs, in
    float32. 0 on success. */
-static inline int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int matmul,
+static inline int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int kind,
                                       const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
                                       const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
                                       const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu) {
@@ -1679,8 +1685,9 @@ static inline int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, c
   if (n[0] != 1 || n[1] != 1 || n[5] != 1 || n[6] != 1) {
     return dnnl_byoc_q8_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
   }
-  const int64_t m = matmul ? g[2] : g[4], wsize = n[2];
-  const int wrank = matmul ? 2 : 4, axis = matmul ? 1 : 0;
+  const int conv = kind == DNNL_BYOC_Q8_CONV2D, matmul = kind == DNNL_BYOC_Q8_MATMUL;
+  const int64_t m = conv ? g[4] : g[2], wsize = n[2];
+  const int wrank = conv ? 4 : 2, axis = matmul ? 1 : 0;  /* the weights' output channels */
   if (!dnnl_byoc_q8_fits(n[3], ws_shape, wrank, axis, m) || !dnnl_byoc_q8_fits(n[4], wz_shape, wrank, axis, m)) {
     return dnnl_byoc_q8_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
   }
@@ -1701,8 +1708,8 @@ static inline int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, c
   if (ok && !fits) {
     dnnl_byoc_q8_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
   } else if (ok) {
-    failed = matmul ? dnnl_byoc_q8_matmul(q, engine, g[0], g[1], g[2], dt[0], dt[2], &a)
-                    : dnnl_byoc_q8_conv2d(q, engine, g, dt[0], dt[2], &a);
+    failed = conv ? dnnl_byoc_q8_conv2d(q, engine, g, dt[0], dt[2], &a)
+                  : dnnl_byoc_q8_matmul(q, engine, g[0], g[1], g[2], dt[0], dt[2], &a, !matmul);
   }
   free(w8);
   free(bias);
@@ -1946,7 +1953,7 @@ static int p_ID_(const float* x, const float* scale, const float* shift, const f
 #define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
 static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                             const p_WT_* wz) { \
-  return dnnl_byoc_q8_create(q, engine, #p_ID_, 0, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
                              (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -1962,7 +1969,7 @@ static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w
 #define DNNL_CONV2D_Q8_BIAS(p_NB_, p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
 static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                             const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
-  return dnnl_byoc_q8_create(q, engine, #p_ID_, 0, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
                              (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -1979,7 +1986,7 @@ static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w
 #define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
 static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                             const p_WT_* wz) { \
-  return dnnl_byoc_q8_create(q, engine, #p_ID_, 1, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_MATMUL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
                              (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -1988,6 +1995,23 @@ static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_
 static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
                  const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
   (void)w, (void)ws, (void)wz; /* packed by the init */ \
+  return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+}
+
+/* a QDQ pattern's int8 dense (x times the (N, K) weights transposed) plus its dequantized int32 bias, one oneDNN int8 matmul of constant weights packed at init (vars: relu) */
+#define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
+static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                            const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_DENSE, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                             (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                             (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+} \
+static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                 const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
+                 const void* bz, p_YT_* out) { \
+  (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
   return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
 }
 
