@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .catalog import Catalog, RuleError, infer_types, normalize_attrs
-from .errors import GraphError, Location, close_names
+from .errors import GraphError, Location, did_you_mean
 from .ir import (
     ANON_PREFIX,
     CALL_OP,
@@ -103,6 +103,8 @@ class FunctionBuilder:
         self.locator = locator
         self.params: list[Param] = []
         self.constants: list[Constant] = []
+        self._constant_of: dict[str, Constant] = {}
+        """Each of ``constants`` by its name (a rule's check_constant reads them)."""
         self.statements: list[_Statement] = []
         self.defined: dict[str, int] = {}
         """Every name defined so far, numbered in definition order; ``_locs[n]`` says where."""
@@ -171,6 +173,7 @@ class FunctionBuilder:
     ) -> None:
         self._define(name, loc, "constant", type_)
         self.constants.append(Constant(name, type_, values, loc, source))
+        self._constant_of[name] = self.constants[-1]
 
     def add_node(
         self,
@@ -403,9 +406,8 @@ class FunctionBuilder:
         """The op's check of the values of its inputs that are constants of this
         function (quantize_linear's scale), reported at the node."""
         check = self.catalog[st.op].rule.check_constant
-        constants = {c.name: c for c in self.constants}
         for index, name in enumerate(st.inputs):
-            c = constants.get(name)
+            c = self._constant_of.get(name)
             problem = check(index, c.values) if c is not None else None
             if problem is not None:
                 raise self.error(f"{st.op}: {problem.message}", self.where(st, OP), hint=problem.hint)
@@ -415,8 +417,7 @@ class FunctionBuilder:
     ) -> tuple[Attrs, tuple[TensorType, ...]]:
         op = self.catalog.get(st.op)
         if op is None:
-            close = close_names(st.op, self.catalog)
-            hint = f"did you mean {close[0]!r}? " if close else f"known ops: {', '.join(self.catalog)}. "
+            hint = did_you_mean(st.op, self.catalog) or f"known ops: {', '.join(self.catalog)}. "
             hint += USER_OPS
             raise self.error(f"unknown op {st.op!r}", self.where(st, OP), hint=hint)
         if op.several_outputs and st.outputs[0].startswith(ANON_PREFIX):

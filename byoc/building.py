@@ -82,14 +82,14 @@ def placement(program: Program) -> dict[str | None, int]:
     """How many ops each backend runs in ``program`` (an offloaded one), and the host
     (key None): an op inside a region counts for its backend, a composite's ops each."""
 
-    def ops(fn) -> int:
-        return sum(ops(n.callee) if n.callee is not None else 1 for n in fn.nodes)
+    def ops(node) -> int:
+        return sum(map(ops, node.callee.nodes)) if node.callee is not None else 1
 
     counts: dict[str | None, int] = {}
     for fn in program.functions:
         for node in fn.nodes:
             backend = node.callee.backend if node.callee is not None else None
-            counts[backend] = counts.get(backend, 0) + (ops(node.callee) if node.callee is not None else 1)
+            counts[backend] = counts.get(backend, 0) + ops(node)
     return counts
 
 

@@ -438,12 +438,14 @@ def _report(
     failed = 0
     stepped = []
     for k, (got, want, step) in enumerate(zip(outputs, expected, steps or [0.0] * len(outputs))):
-        if stored and not is_half(str(got.dtype)):
-            status, error = _compare(got, want, _or(rtol, STORED_RTOL), _or(atol, STORED_ATOL), step)
-        else:
-            status, error = _compare(got, want, rtol, atol, step)
+        rt, at = (
+            (_or(rtol, STORED_RTOL), _or(atol, STORED_ATOL))
+            if stored and not is_half(str(got.dtype))
+            else (rtol, atol)
+        )
+        status, error = _compare(got, want, rt, at, step)
         failed += status != "ok"
-        if status == "ok" and step and _compare(got, want, rtol, atol)[0] != "ok":
+        if status == "ok" and step and _compare(got, want, rt, at)[0] != "ok":  # the step was needed
             stepped.append(f"{k} (one step: {step:.3g})")
         rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]

@@ -160,3 +160,10 @@ def close_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     mostly keeps it: ``ad`` is ``add`` rather than ``pad``)."""
     close = difflib.get_close_matches(name, list(candidates), n)
     return sorted(close, key=lambda c: c[:1] != name[:1])
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``did you mean 'x'? `` for the candidate closest to ``name`` (see
+    :func:`close_names`), or "" when none is close: the start of a hint."""
+    close = close_names(name, candidates)
+    return f"did you mean {close[0]!r}? " if close else ""

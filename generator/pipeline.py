@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from byoc.catalog import Catalog
-from byoc.errors import UsageError, close_names
+from byoc.errors import UsageError, did_you_mean
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import Program
 from byoc.spec.backend import BackendSpec, OptionValue
@@ -36,8 +36,7 @@ def split_options(raw: Mapping[str, str], specs: Mapping[str, BackendSpec]) -> d
         if not targets:
             known = sorted({f"{b}.{o}" for b, s in specs.items() for o in s.options})
             only = next(iter(specs.values())) if len(specs) == 1 else None
-            close = close_names(name, {o for s in specs.values() for o in s.options})
-            guess = f"did you mean {close[0]!r}? " if close else ""
+            guess = did_you_mean(name, {o for s in specs.values() for o in s.options})
             raise UsageError(
                 f"--option {key}: no backend of this build has that option",
                 only.options_loc if only is not None else None,

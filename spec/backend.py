@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from byoc.errors import Location, UsageError, close_names
+from byoc.errors import Location, UsageError, did_you_mean
 from byoc.ir import C_TYPES
 from byoc.value_types import type_of
 
@@ -255,12 +255,10 @@ class BackendSpec:
             option = self.options.get(key)
             if option is None:
                 known = ", ".join(self.options) or "none"
-                close = close_names(key, self.options)
-                guess = f"did you mean {close[0]!r}? " if close else ""
                 raise UsageError(
                     f"backend {self.name} has no option {key!r}",
                     self.options_loc,
-                    hint=f"{guess}its options: {known}",
+                    hint=f"{did_you_mean(key, self.options)}its options: {known}",
                 )
             try:
                 values[key] = option.value(raw)
