@@ -7,6 +7,7 @@ manifest and members are what ``Model.save`` writes into a ``.byoc`` bundle.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from .ir import Program
 if TYPE_CHECKING:
     from .runtime.manifest import ModuleEntry
 
+log = logging.getLogger(__name__)
+
 SOURCE_MEMBER = "source.graph"
 """The program as parsed, in DSL form: what ``byoc run`` checks a bundle against."""
 SOURCE_WEIGHTS_MEMBER = "source.npz"
@@ -34,7 +37,7 @@ USER_CATALOG_MEMBER = "user_ops"
 
 @dataclass
 class Timings:
-    """Seconds spent in each stage, in order."""
+    """Seconds spent in each stage, in order; each measured span is logged (INFO)."""
 
     stages: dict[str, float] = field(default_factory=dict)
 
@@ -46,7 +49,9 @@ class Timings:
                 self.start = perf_counter()
 
             def __exit__(self, *exc):
-                timings.stages[stage] = timings.stages.get(stage, 0.0) + perf_counter() - self.start
+                seconds = perf_counter() - self.start
+                timings.stages[stage] = timings.stages.get(stage, 0.0) + seconds
+                log.info("%s: %.3f s", stage, seconds)
 
         return _Timer()
 
@@ -93,6 +98,14 @@ def placement(program: Program) -> dict[str | None, int]:
     return counts
 
 
+def placement_summary(counts: dict[str | None, int]) -> str:
+    """``placement: N of M ops offloaded (backend n, ...), K on the host`` (see :func:`placement`)."""
+    total = sum(counts.values())
+    host = counts.get(None, 0)
+    per = ", ".join(f"{b} {n}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if b is not None)
+    return f"placement: {total - host} of {total} ops offloaded ({per}), {host} on the host"
+
+
 def partition_over(
     program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
 ) -> Program:
@@ -133,19 +146,23 @@ def build(
     catalog = catalog or load_catalog(spec_path=spec_path)
     loader = backend_loader(spec_path, catalog)
 
-    with timings.measure("parse"):
-        if isinstance(source, Program):
-            program, lang = source, language or "graph"
-        else:
-            from .api import language_of
+    if isinstance(source, Program):
+        program, lang = source, language or "graph"
+    else:
+        from .api import language_of
 
-            lang = language_of(source, language)
+        lang = language_of(source, language)
+        with timings.measure("parse"):
             program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
+    with timings.measure("partition"):
         offloaded = offload(program, lang, backends, loader, catalog)
+    counts = placement(offloaded)
+    log.info("%s", placement_summary(counts))
 
     with timings.measure("generate"):
         generated = generate(offloaded, catalog, loader, options)
         lowered, artifacts = generated.lowered, generated.artifacts
+    log.debug("generated %s", ", ".join(a.name for a in artifacts))
     members: dict[str, bytes] = {a.name: a.payload for a in artifacts}
     members.update(source_members(program))
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
@@ -172,7 +189,7 @@ def build(
     )
     with timings.measure("load"):
         model = Model(manifest, members, catalog, built)
-    model.placement = placement(offloaded)
+    model.placement = counts
     return model
 
 

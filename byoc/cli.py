@@ -21,6 +21,7 @@ from .cli_cache import add_commands as add_cache_commands
 from .cli_gen import add_commands as add_gen_commands
 from .cli_import import add_commands as add_import_commands
 from .cli_import import add_shape_argument
+from .cli_logging import add_verbosity_arguments, logging_to_stderr, verbosity
 from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
@@ -43,6 +44,10 @@ spec search path: the --spec-path directories, then $BYOC_SPEC_PATH (separated b
 ':'), then the shipped spec/backends/. The first <name>.yaml found wins. The ops.yaml
 of each directory extends the op catalog (spec/ops.yaml) for every command.
 
+verbosity: -v says each stage with its time on standard error, -vv also the
+compiler commands and cache use; -q leaves errors only. byoc logs through Python's
+logging module (logger "byoc") for programs that embed it.
+
 exit status: 0 on success, 2 on bad input (a located error is printed)
 """
 
@@ -52,12 +57,13 @@ SPEC_PATH_HELP = (
 )
 
 
-def _spec_path_parent() -> argparse.ArgumentParser:
-    """The --spec-path option that every subcommand accepts after its name."""
+def _common_parent() -> argparse.ArgumentParser:
+    """The options that every subcommand accepts after its name: --spec-path, -v, -q."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument(
         "--spec-path", dest="spec_path", action="append", default=[], metavar="DIR", help=SPEC_PATH_HELP
     )
+    add_verbosity_arguments(parent)
     return parent
 
 
@@ -82,9 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help=SPEC_PATH_HELP,
     )
+    add_verbosity_arguments(top, dest_prefix="global_")
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    parents = [_spec_path_parent()]
+    parents = [_common_parent()]
 
     p = sub.add_parser(
         "parse",
@@ -153,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .spec import spec_dirs
 
             spec_dirs(args.spec_path, env=False)
-        return args.run(args)
+        with logging_to_stderr(verbosity(args)):
+            return args.run(args)
     except ByocError as exc:
         if args.debug:
             traceback.print_exc()

@@ -125,26 +125,3 @@ def _cmd_gen(args: argparse.Namespace) -> int:
             f"wrote {path}  ({artifact.role.value}{', ' + artifact.backend if artifact.backend else ''})\n"
         )
     return 0
-
-
-def add_quiet_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no progress lines on the terminal during a long compilation (none are written "
-        "when standard error is not a terminal)",
-    )
-
-
-def progress_printer(args: argparse.Namespace):
-    """Where a long compilation reports progress: standard error when it is a terminal
-    and -q is not given; else nowhere."""
-    if args.quiet or not sys.stderr.isatty():
-        return None
-
-    def show(line: str) -> None:
-        sys.stderr.write(f"byoc: {line}\n")
-        sys.stderr.flush()
-
-    return show

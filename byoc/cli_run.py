@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_gen import add_graph_arguments, add_quiet_argument, parse_options, progress_printer
+from .cli_gen import add_graph_arguments, parse_options
+from .cli_logging import progress_printer
 from .errors import UsageError
 from .ir import is_half, is_integer, numpy_dtype
 from .npz_files import read_npz
@@ -62,7 +63,6 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(b)
-    add_quiet_argument(b)
     b.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the bundle to write (e.g. model.byoc)"
     )
@@ -77,7 +77,6 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(r)
-    add_quiet_argument(r)
     r.add_argument(
         "--inputs",
         metavar="NPZ|DIR",
@@ -153,7 +152,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import load_catalog, parse
-    from .building import Timings, build
+    from .building import Timings, build, placement_summary
     from .cli_import import shapes_of
     from .reference import evaluate
     from .runtime import load
@@ -205,7 +204,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     backends = ", ".join(m.backend for m in model.manifest.modules)
     sys.stdout.write(f"byoc run {args.file}  (backends: {backends})\n")
     if model.placement:  # a bundle keeps no record of it
-        sys.stdout.write(_placement_line(model.placement))
+        sys.stdout.write(placement_summary(model.placement) + "\n")
     for name, value in specialised.items():
         sys.stdout.write(
             f"specialised: input {name!r} = {_shown(value)} (built as a constant, from --inputs)\n"
@@ -514,14 +513,6 @@ def _compare(
     error = float(np.max(np.abs(got64 - want64)))
     ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
     return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
-
-
-def _placement_line(counts: dict[str | None, int]) -> str:
-    """``placement: N of M ops offloaded (backend n, ...), K on the host``."""
-    total = sum(counts.values())
-    host = counts.get(None, 0)
-    per = ", ".join(f"{b} {n}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if b is not None)
-    return f"placement: {total - host} of {total} ops offloaded ({per}), {host} on the host\n"
 
 
 def _ms(seconds: float) -> str:

@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,6 +61,8 @@ from .elf_check import NotLoadable, check_shared_object
 if TYPE_CHECKING:
     from byoc.spec.backend import BackendSpec, CompileSettings
     from byoc.spec.requirements import Linkage
+
+log = logging.getLogger(__name__)
 
 FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
@@ -265,7 +269,9 @@ def build_library(
     library = entry / f"lib{Path(main).stem}.so"
     if _valid(library):
         touch(entry)  # its last use, for least-recently-used eviction
+        log.debug("%s: cache hit, %s", main, entry)
         return library
+    log.debug("%s: cache miss, compiling into %s", main, entry)
     staging: Path | None = None
     try:
         (root / "tmp").mkdir(parents=True, exist_ok=True)
@@ -321,6 +327,8 @@ def _compile(
         f"-Wl,-rpath,{libdir}",
         *chain.link,
     ]
+    log.debug("compile command (in %s): %s", src, shlex.join(cmd))
+    started = time.perf_counter()
     try:
         proc = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT, cwd=src
@@ -337,6 +345,7 @@ def _compile(
             f"{chain.compiler[0]} failed on the generated {main}:\n{_excerpt(stderr, sources)}",
             hint="this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect",
         )
+    log.info("compiled %s in %.1f s", main, time.perf_counter() - started)
     (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
 
 
