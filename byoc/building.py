@@ -83,29 +83,6 @@ def offload(
     return program
 
 
-def placement(program: Program) -> dict[str | None, int]:
-    """How many ops each backend runs in ``program`` (an offloaded one), and the host
-    (key None): an op inside a region counts for its backend, a composite's ops each."""
-
-    def ops(node) -> int:
-        return sum(map(ops, node.callee.nodes)) if node.callee is not None else 1
-
-    counts: dict[str | None, int] = {}
-    for fn in program.functions:
-        for node in fn.nodes:
-            backend = node.callee.backend if node.callee is not None else None
-            counts[backend] = counts.get(backend, 0) + ops(node)
-    return counts
-
-
-def placement_summary(counts: dict[str | None, int]) -> str:
-    """``placement: N of M ops offloaded (backend n, ...), K on the host`` (see :func:`placement`)."""
-    total = sum(counts.values())
-    host = counts.get(None, 0)
-    per = ", ".join(f"{b} {n}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if b is not None)
-    return f"placement: {total - host} of {total} ops offloaded ({per}), {host} on the host"
-
-
 def partition_over(
     program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
 ) -> Program:
@@ -113,11 +90,27 @@ def partition_over(
     supports in a region of that backend; the other nodes stay on the host. A backend
     takes a dtype its spec probes (``probe:``) only where this machine computes it."""
     from .generator.partition import partition
+
+    return partition(program, _machine_specs(program, backends, load_backend), catalog)
+
+
+def explain_over(
+    program: Program, backends: Sequence[str], load_backend, catalog: Catalog | None = None
+) -> str:
+    """Why :func:`partition_over` puts each op where it does (the text of ``--explain``,
+    :mod:`byoc.generator.explain`)."""
+    from .api import load_catalog
+    from .generator.explain import explain
+
+    return explain(program, _machine_specs(program, backends, load_backend), catalog or load_catalog())
+
+
+def _machine_specs(program: Program, backends: Sequence[str], load_backend) -> list:
+    """The specs of ``backends``, each without the dtypes its probe finds this machine lacks."""
     from .runtime.probe import for_machine
 
     used = {t.dtype for fn in program.functions for t in fn.types().values()}
-    specs = [for_machine(load_backend(name), used) for name in dict.fromkeys(backends)]
-    return partition(program, specs, catalog)
+    return [for_machine(load_backend(name), used) for name in dict.fromkeys(backends)]
 
 
 def build(
@@ -137,6 +130,7 @@ def build(
     (see module doc). The backends' modules compile in parallel; ``progress``, when
     given, gets a line per event of a compilation longer than a second."""
     from .api import backend_loader, load_catalog, parse_file
+    from .generator.explain import placement, placement_summary
     from .generator.pipeline import generate
     from .runtime import Model
     from .runtime.manifest import GraphEntry, Manifest

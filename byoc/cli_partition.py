@@ -14,12 +14,17 @@ examples:
   byoc partition examples/guide_plain_graph.graph --backend ccompiler
   byoc partition g.graph --backend engine --backend json   # engine first, then json
   byoc partition model.onnx --backend ccompiler,json       # the same as two --backend
+  byoc partition model.onnx --backend ccompiler,fused --explain  # why each op went where
 
 Each op goes to the first backend, in --backend order, whose spec supports it
 (op, dtypes, rank, broadcasting, attributes); ops no backend takes stay on the
 host. Neighbouring ops of one backend merge into the largest regions that create
 no cycle through the host. Regions already written as @backend { ... } are kept.
 The output is DSL with explicit regions: edit it, and `byoc run` the result.
+With --explain, it says instead where each op went and why each backend before
+that one did not take it (a mapping it lacks, a dtype, a rank, a broadcast, a
+`when:` condition with its values), and each pattern whose ops matched but that
+was not taken, with why.
 An ONNX model's weights print as references to MODEL.npz, the weights file that
 `byoc import MODEL.onnx` writes (the same digest).
 """
@@ -49,6 +54,7 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(p)
+    add_explain_argument(p)
     p.set_defaults(run=_cmd_partition)
 
     d = sub.add_parser(
@@ -66,9 +72,27 @@ def add_commands(sub, parents) -> None:
     d.set_defaults(run=_cmd_dot)
 
 
-def _partitioned(args: argparse.Namespace, catalog):
-    from .api import backend_loader, language_of, parse_file
-    from .building import partition_over
+def add_explain_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="say for every op which backend took it and, for each backend before it in "
+        "--backend order, why that one did not (and which of its patterns almost matched)",
+    )
+
+
+def explanation(args: argparse.Namespace, program, catalog) -> str:
+    """The ``--explain`` text of partitioning ``program`` over ``--backend``."""
+    from .api import backend_loader
+    from .building import explain_over
+
+    if not args.backend:
+        raise UsageError("--explain needs --backend", hint="it explains the automatic partitioning over them")
+    return explain_over(program, args.backend, backend_loader(args.spec_path, catalog), catalog)
+
+
+def _parsed(args: argparse.Namespace, catalog):
+    from .api import language_of, parse_file
     from .cli_import import shapes_of
 
     language = language_of(args.file, args.source_language)
@@ -77,6 +101,14 @@ def _partitioned(args: argparse.Namespace, catalog):
     )
     if args.option:
         raise UsageError("--option does not change partitioning", hint="pass options to gen, build or run")
+    return program
+
+
+def _partitioned(args: argparse.Namespace, catalog):
+    from .api import backend_loader
+    from .building import partition_over
+
+    program = _parsed(args, catalog)
     if args.backend:
         program = partition_over(program, args.backend, backend_loader(args.spec_path, catalog), catalog)
     return program
@@ -87,7 +119,11 @@ def _cmd_partition(args: argparse.Namespace) -> int:
 
     if not args.backend:
         raise UsageError("name at least one --backend to partition for", hint="`byoc backends` lists them")
-    sys.stdout.write(print_program(_partitioned(args, load_catalog(spec_path=args.spec_path)), "graph"))
+    catalog = load_catalog(spec_path=args.spec_path)
+    if args.explain:
+        sys.stdout.write(explanation(args, _parsed(args, catalog), catalog))
+        return 0
+    sys.stdout.write(print_program(_partitioned(args, catalog), "graph"))
     return 0
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from .cli_gen import add_graph_arguments, parse_options
 from .cli_logging import progress_printer
+from .cli_partition import add_explain_argument, explanation
 from .errors import UsageError
 from .ir import is_half, is_integer, numpy_dtype
 from .npz_files import read_npz
@@ -77,6 +78,7 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_graph_arguments(r)
+    add_explain_argument(r)
     r.add_argument(
         "--inputs",
         metavar="NPZ|DIR",
@@ -152,8 +154,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .api import load_catalog, parse
-    from .building import Timings, build, placement_summary
+    from .building import Timings, build
     from .cli_import import shapes_of
+    from .generator.explain import placement_summary
     from .reference import evaluate
     from .runtime import load
 
@@ -161,9 +164,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     given = _read_inputs(args.inputs)  # before any build: a bad --inputs costs no compile
     specialised: dict[str, np.ndarray] = {}
     if str(args.file).endswith(".byoc"):
-        if args.backend or args.option:
+        if args.backend or args.option or args.explain:
             raise UsageError(
-                "--backend and --option do not apply to a built bundle", hint="rebuild it with `byoc build`"
+                "--backend, --option and --explain do not apply to a built bundle",
+                hint="rebuild it with `byoc build`, or explain its source with `byoc partition --explain`",
             )
         if args.shape:
             raise UsageError(
@@ -189,6 +193,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 )
         if specialised:
             given = _without(given, specialised)
+        if args.explain:
+            sys.stdout.write(explanation(args, program, catalog) + "\n")
         model = build(
             program,
             backends=args.backend,

@@ -17,9 +17,9 @@ than the result defines to be used by the match alone (not by another node, not 
 output: TVM's rule), except where the node is elementwise and reads pattern inputs
 only (a ``dequantize_linear`` of an activation that a residual add also reads): such
 a node is *shared*, computed again inside the composite, and kept for its other
-users. Every condition must hold on the attributes as the kernels use them
-(:func:`byoc.attr_values.resolve`), the ``constants`` to be constants, and the
-result's dtype to be one of the pattern's.
+users. Every condition must hold (:mod:`byoc.spec.conditions`: on the attributes as
+the kernels use them, and on the shapes, ranks and dtypes of the nodes and inputs),
+the ``constants`` must be constants, and the result's dtype one of the pattern's.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from byoc.catalog import Catalog
 from byoc.ir import Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import MacroBinding
+from byoc.spec.conditions import Facts, NodeFacts
 from byoc.spec.macro_args import input_ref
 from byoc.spec.patterns import Pattern
 from byoc.spec.template import placeholder_names
@@ -87,9 +88,15 @@ class GraphView:
         )
 
 
-def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog) -> Match | str:
-    """The match of ``pattern`` whose result is node ``root`` of ``view``, or why there
-    is none (a sentence, for messages about a composite written by hand)."""
+def matches_ops(pattern: Pattern, view: GraphView, root: int) -> bool:
+    """Whether the ops of ``pattern`` are where it would match at node ``root`` (each of
+    the same op and arity as the pattern's): a match only the other rules may refuse."""
+    return not isinstance(_bind(pattern, view, root), str)
+
+
+def _bind(pattern: Pattern, view: GraphView, root: int) -> tuple[dict[int, int], dict[str, str]] | str:
+    """The graph node of each pattern node and the graph value of each pattern input,
+    from the result ``root`` up, or why the ops do not line up."""
     index = {n.name: k for k, n in enumerate(pattern.nodes)}
     inputs = set(pattern.inputs)
     node_of: dict[int, int] = {}
@@ -117,6 +124,16 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
                 return f"{gin} is an input of the graph where the pattern has {pattern.nodes[index[pin]].op}"
             else:
                 todo.append((index[pin], view.producer[gin]))
+    return node_of, value_of
+
+
+def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog) -> Match | str:
+    """The match of ``pattern`` whose result is node ``root`` of ``view``, or why there
+    is none (a sentence, for messages about a composite written by hand)."""
+    bound = _bind(pattern, view, root)
+    if isinstance(bound, str):
+        return bound
+    node_of, value_of = bound
     if len(set(value_of.values())) != len(value_of):
         return "two inputs of the pattern would be one value"
     nodes = tuple(node_of[k] for k in range(len(pattern.nodes)))
@@ -137,11 +154,14 @@ def match_pattern(pattern: Pattern, view: GraphView, root: int, catalog: Catalog
     for name in pattern.constants:
         if not view.is_constant(value_of[name]):
             return f"pattern input {name} must be a constant, but {value_of[name]} is not"
-    for cond in pattern.conditions:
-        gnode = view.nodes[nodes[cond.node]]
-        attrs = resolve(catalog[gnode.op], [view.types[n] for n in gnode.inputs], gnode.attrs)
-        if not cond.holds(attrs[cond.attr]):
-            return f"the condition {cond.text} does not hold ({cond.attr} is {c_value(attrs[cond.attr])})"
+    if pattern.when:
+        facts = Facts(
+            tuple(NodeFacts.of(view.nodes[k], view.types, catalog) for k in nodes),
+            {name: view.types[value_of[name]] for name in pattern.inputs},
+        )
+        why = pattern.refusal(facts)
+        if why is not None:
+            return why
     return Match(pattern, nodes, tuple(value_of[name] for name in pattern.inputs), frozenset(shared))
 
 

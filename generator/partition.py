@@ -2,15 +2,18 @@
 
 0. **Composites.** The backends' composite patterns are matched first, largest
    first (:func:`merge_composites`, :mod:`byoc.generator.composite`); each match
-   becomes a composite call node, which goes to the backend of its pattern. Then
+   becomes a composite call node, which goes to the backend of its pattern, when
+   every condition of the pattern holds (``when:``, on shapes too). Then
    every other node of constants only is folded to a constant
    (:mod:`byoc.generator.folding`): what no pattern took is computed once, at build.
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
    ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if
-   the spec declares ``broadcast: true``, and
-   attributes only if the backend's kind can carry them. Nodes no backend takes
-   stay on the host. Explicit ``@backend { }`` regions are kept as they are.
+   the spec declares ``broadcast: true``,
+   attributes only if the backend's kind can carry them, and only where the
+   conditions of its mapping hold (``when:``, :mod:`byoc.spec.conditions`).
+   :func:`why_not_supported` says why a backend refuses a node. Nodes no backend
+   takes stay on the host. Explicit ``@backend { }`` regions are kept as they are.
 2. **Merge.** Walking the nodes in topological order, a node joins the region of
    one of its producers with the same backend, unless that would create a cycle
    through the host: it may not join region R if another of its inputs, outside R,
@@ -31,15 +34,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from byoc.catalog import Catalog
 from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Program, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import MacroBinding
+from byoc.spec.conditions import Facts, NodeFacts
 
-from .composite import GraphView, Match, implementable, match_pattern
+from .composite import GraphView, Match, match_pattern, matches_ops, why_not_implementable
 from .folding import fold_constants, foldable_nodes
 
 
@@ -55,46 +59,92 @@ def partition(program: Program, specs: Sequence[BackendSpec], catalog: Catalog |
 
 def supports(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:
     """Whether ``spec`` can run ``node`` (see the module docstring, step 1)."""
+    return why_not_supported(spec, node, types, catalog) is None
+
+
+def why_not_supported(
+    spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog
+) -> str | None:
+    """Why ``spec`` does not run ``node``, as one clause (``it does not map conv``,
+    ``when: in1.shape[2] <= 11 is false (in1.shape[2] = 13)``), or None when it does:
+    the first of the checks of the module docstring's step 1 that fails."""
     if node.op == CALL_OP:
-        return False
-    if not all(spec.supports(node.op, t.dtype, t.rank) for t in node.types):
-        return False
-    return takes_types(spec, node, types, catalog) and _macro_fits(spec, node, types)
+        return "a region or a composite is not an op"
+    binding = spec.ops.get(node.op)
+    if binding is None:
+        return f"it does not map {node.op}"
+    for k, t in enumerate(node.types):
+        what = f"output {k}" if len(node.types) > 1 else "the output"
+        why = _type_refusal(spec, what, t)
+        if why is not None:
+            return why
+        if not binding.takes(t.dtype):
+            return f"{what} is {t}, and its mapping of {node.op} does not take {t.dtype}"
+        if not binding.supports(t.rank):
+            return f"{what} is {t}, and its mapping of {node.op} has nothing for rank {t.rank}"
+    why = why_not_taken(spec, node, types, catalog) or _macro_refusal(spec, node, types)
+    if why is None and binding.when:
+        why = binding.refusal(Facts((NodeFacts.of(node, types, catalog),)))
+    return why
 
 
-def _macro_fits(spec: BackendSpec, node: Node, types: Mapping[str, TensorType]) -> bool:
-    """Whether the macro of a macro backend reads only axes ``node``'s inputs have (a
-    rank-2 matmul macro reading the second input's ``${in1_dim1}`` cannot take a
-    vector); other bindings always fit."""
+def _type_refusal(spec: BackendSpec, what: str, t: TensorType) -> str | None:
+    """Why ``spec`` cannot hold tensor ``what`` of type ``t`` (its dtype or rank), or None."""
+    if t.dtype not in spec.dtypes:
+        return f"{what} is {t}, and it takes {', '.join(spec.dtypes)}"
+    if t.rank not in spec.ranks:
+        return f"{what} is {t}, and it takes ranks {', '.join(map(str, spec.ranks))}"
+    return None
+
+
+def _macro_refusal(spec: BackendSpec, node: Node, types: Mapping[str, TensorType]) -> str | None:
+    """Why the macro of a macro backend cannot take ``node``: it reads an axis the
+    node's inputs lack (a rank-2 matmul macro reading the second input's
+    ``${in1_dim1}`` cannot take a vector); other bindings always fit."""
     if not isinstance(spec.ops.get(node.op), MacroBinding):
-        return True
+        return None
     from .c_source_layouts import kernel_macro
     from .c_source_values import check_input_axes
 
     macro = kernel_macro(spec, node, None)
     if macro is None:
-        return True  # lowering says which rank has no macro
+        return None  # lowering says which rank has no macro
     try:
         check_input_axes(node, macro, [types[n] for n in node.inputs], spec.name)
-    except GraphError:
-        return False
-    return True
+    except GraphError as exc:
+        return exc.message
+    return None
 
 
 def takes_types(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:
-    """Whether ``spec``'s code can take the tensors of ``node`` (an op node, which it
-    runs alone or inside a composite): their dtypes and ranks, and broadcasting."""
+    """Whether ``spec``'s code can take the tensors of ``node`` (see :func:`why_not_taken`)."""
+    return why_not_taken(spec, node, types, catalog) is None
+
+
+def why_not_taken(
+    spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog
+) -> str | None:
+    """Why ``spec``'s code cannot take the tensors of ``node`` (an op node, which it
+    runs alone or inside a composite): their dtypes and ranks, and broadcasting; None
+    when it can."""
     out, opdef = node.type, catalog.get(node.op)
-    if opdef is None or any(t.dtype not in spec.dtypes or t.rank not in spec.ranks for t in node.types):
-        return False
+    if opdef is None:
+        return f"{node.op} is not in the op catalog"
+    for k, t in enumerate(node.types):
+        why = _type_refusal(spec, f"output {k}" if len(node.types) > 1 else "the output", t)
+        if why is not None:
+            return why
     broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
     for k, name in enumerate(node.inputs):
         t = types[name]
-        if t.dtype not in spec.dtypes or t.rank not in spec.ranks:
-            return False
+        why = _type_refusal(spec, f"input {k} ({name})", t)
+        if why is not None:
+            return why
         if t.shape != out.shape and broadcasts and not spec.broadcast and k not in opdef.rule.parameters:
-            return False
-    return not (node.attrs and not spec.kind.attrs)
+            return f"input {k} ({name}) is {t}, broadcast to {out}, and it does not broadcast"
+    if node.attrs and not spec.kind.attrs:
+        return f"{node.op} has attributes, which a {spec.kind.name} backend cannot carry"
+    return None
 
 
 def annotate(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> list[str | None]:
@@ -109,25 +159,40 @@ def annotate(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> li
     ]
 
 
-def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
-    """Collapse every match of a pattern of ``specs`` into a composite call node.
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A pattern of ``backend`` that matched at a node by its ops, but was not taken:
+    ``reason`` says why (for ``--explain``)."""
+
+    backend: str
+    pattern: str
+    reason: str
+
+
+def find_composites(
+    fn: Function,
+    specs: Sequence[BackendSpec],
+    catalog: Catalog,
+    refusals: dict[str, list[Refusal]] | None = None,
+) -> dict[int, tuple[BackendSpec, Match]]:
+    """The matches :func:`merge_composites` takes, by their result node's index.
 
     Patterns are tried largest first, then in the order of ``specs`` and of each spec's
     patterns; each at every node in node order. A node joins at most one match (but a
     shared one, see :class:`~byoc.generator.composite.Match`, joins each match that
-    computes it again, and stays for its other users), and a match is only taken when the backend can take every node's tensors and generate
-    the composite, and no backend earlier in ``specs`` would run one of its nodes (the
-    order of ``specs`` is the user's preference, for composites as for single ops). A composite's result keeps its name (an anonymous one gets a
-    readable name, so that the printed text reads back the same) and the nested calls
-    of its body are numbered afresh, as the DSL numbers those of a nested block.
-    """
+    computes it again, and stays for its other users), and a match is only taken when
+    the backend can take every node's tensors and generate the composite, and no
+    backend earlier in ``specs`` would run one of its nodes (the order of ``specs`` is
+    the user's preference, for composites as for single ops). ``refusals``, when
+    given, receives by result node's name each pattern whose ops matched there but
+    that was not taken, and why."""
     tried = sorted(
         ((-p.size, s, i), spec, p)
         for s, spec in enumerate(specs)
         for i, p in enumerate(spec.patterns.values())
     )
     if not tried:
-        return fn
+        return {}
     view = GraphView.of(fn)
     preferred = [
         next((s for s, spec in enumerate(specs) if supports(spec, node, view.types, catalog)), len(specs))
@@ -141,25 +206,61 @@ def merge_composites(fn: Function, specs: Sequence[BackendSpec], catalog: Catalo
             if k in taken or node.op != result_op:
                 continue
             found = match_pattern(pattern, view, k, catalog)
-            if (
-                isinstance(found, Match)
-                and not taken.intersection(found.nodes)
-                and all(preferred[j] >= s for j in found.nodes)
-                and all(takes_types(spec, fn.nodes[j], view.types, catalog) for j in found.nodes)
-                and implementable(spec, found, view, catalog)
-            ):
+            why = _why_match_not_taken(spec, s, found, view, catalog, taken, preferred, specs)
+            if why is None:
+                assert isinstance(found, Match)
                 taken.update(j for j in found.nodes if j not in found.shared)
                 matches[k] = (spec, found)
+            elif refusals is not None and matches_ops(pattern, view, k):
+                refusals.setdefault(node.name, []).append(Refusal(spec.name, pattern.name, why))
+    return matches
+
+
+def _why_match_not_taken(
+    spec: BackendSpec, s: int, found: Match | str, view: GraphView, catalog: Catalog, taken, preferred, specs
+) -> str | None:
+    """Why ``found`` (a match of a pattern of ``spec``, the ``s``-th backend) is not
+    taken, or None when it is (see :func:`find_composites`)."""
+    if isinstance(found, str):
+        return found
+    nodes = [view.nodes[j] for j in found.nodes]
+    if taken.intersection(found.nodes):
+        return "one of its ops is in a larger or earlier composite already"
+    for j in found.nodes:
+        if preferred[j] < s:
+            return f"{view.nodes[j].op} {view.nodes[j].name} goes to {specs[preferred[j]].name}, preferred"
+    for node in nodes:
+        why = why_not_taken(spec, node, view.types, catalog)
+        if why is not None:
+            return f"{node.op} {node.name}: {why}"
+    return why_not_implementable(spec, found, view, catalog)
+
+
+def merge_composites(
+    fn: Function,
+    specs: Sequence[BackendSpec],
+    catalog: Catalog,
+    refusals: dict[str, list[Refusal]] | None = None,
+) -> Function:
+    """Collapse every match of :func:`find_composites` into a composite call node.
+
+    A composite's result keeps its name (an anonymous one gets a readable name, so
+    that the printed text reads back the same) and the nested calls of its body are
+    numbered afresh, as the DSL numbers those of a nested block.
+    """
+    matches = find_composites(fn, specs, catalog, refusals)
     if not matches:
         return fn
+    taken = {j for _, found in matches.values() for j in found.nodes if j not in found.shared}
     # A composite's result and the values it reads get readable names: its body numbers
     # its own anonymous values afresh, which must not meet an anonymous input's name.
     inner = {j: k for k, (_, found) in matches.items() for j in found.nodes}
+    producer = {out: k for k, node in enumerate(fn.nodes) for out in node.outputs}
     read = {
         name
         for j, k in inner.items()
         for name in fn.nodes[j].inputs
-        if inner.get(view.producer.get(name, -1)) != k
+        if inner.get(producer.get(name, -1)) != k
     }
     fn = _rename_anonymous(fn, {fn.nodes[k].name for k in matches} | read)
     types = fn.types()
@@ -297,11 +398,36 @@ def merge(fn: Function, chosen: Sequence[str | None], single: Set[int] = frozens
     return [None if r is None else renumber.setdefault(r, len(renumber)) for r in roots]
 
 
-def partition_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
-    fn = merge_composites(fn, specs, catalog)
+@dataclass(frozen=True)
+class Placed:
+    """A function with its composites merged and its constants folded (steps 0 and 1),
+    and the backend of each of its nodes (None: the host)."""
+
+    function: Function
+    chosen: list[str | None]
+    folded: tuple[Node, ...] = ()
+    """The nodes folded into constants at build, as they were."""
+    refusals: Mapping[str, list[Refusal]] = field(default_factory=dict)
+    """Patterns whose ops matched at a node (by its name) but that were not taken,
+    when asked for."""
+
+
+def placed_function(
+    fn: Function, specs: Sequence[BackendSpec], catalog: Catalog, *, explain: bool = False
+) -> Placed:
+    """Steps 0 and 1 on ``fn``; with ``explain``, also what :class:`Placed` records for
+    :mod:`byoc.generator.explain`."""
+    refusals: dict[str, list[Refusal]] | None = {} if explain else None
+    fn = merge_composites(fn, specs, catalog, refusals)
     fn = _rename_anonymous(fn, {name for node in foldable_nodes(fn) for name in node.outputs})
+    folded = tuple(foldable_nodes(fn)) if explain else ()
     fn = fold_constants(fn, catalog)
-    chosen = annotate(fn, specs, catalog)
+    return Placed(fn, annotate(fn, specs, catalog), folded, refusals or {})
+
+
+def partition_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> Function:
+    placed = placed_function(fn, specs, catalog)
+    fn, chosen = placed.function, placed.chosen
     if not any(chosen):
         return fn
     by_name = {s.name: s for s in specs}

@@ -6,6 +6,9 @@ specs; its generator reads them.
 - :class:`LayerBinding` (engine): an engine layer per rank, with a default.
 - :class:`ExpressionBinding` (c_fused): a C expression over ``${x0}``, ``${x1}``, ...
 - :class:`TokenBinding` (examplejson) and :class:`KernelBinding` (json): a name.
+
+Every binding may carry conditions (``when:``, :mod:`byoc.spec.conditions`): a node
+they refuse is one the backend does not implement.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from byoc.errors import Location
+
+if TYPE_CHECKING:
+    from .conditions import Condition, Facts
 
 
 def frozen_map(items: Mapping | None = None) -> Mapping:
@@ -28,6 +35,8 @@ class OpBinding:
 
     op: str
     loc: Location | None = field(default=None, compare=False, repr=False, kw_only=True)
+    when: tuple[Condition, ...] = field(default=(), kw_only=True)
+    """The mapping's conditions (``when:``); the nodes they refuse go elsewhere."""
 
     def supports(self, rank: int) -> bool:
         """Whether the mapping covers ``rank`` (one of the backend's ranks)."""
@@ -37,8 +46,18 @@ class OpBinding:
         """Whether the mapping covers ``dtype`` (one of the backend's dtypes)."""
         return True
 
+    def refusal(self, facts: Facts) -> str | None:
+        """Why the mapping's conditions refuse the node of ``facts``, or None."""
+        from .conditions import refusal
+
+        return refusal(self.when, facts)
+
     def describe(self) -> str:
         """The mapping in one line, as ``byoc backends NAME`` shows it."""
+        return "; ".join([self.mapping_text(), *(f"when {c.text}" for c in self.when)])
+
+    def mapping_text(self) -> str:
+        """What implements the op, in one line (:meth:`describe` adds the conditions)."""
         raise NotImplementedError
 
 
@@ -57,7 +76,7 @@ class RankedBinding(OpBinding):
     def supports(self, rank: int) -> bool:
         return self.construct(rank) is not None
 
-    def describe(self) -> str:
+    def mapping_text(self) -> str:
         parts = [f"rank {r}: {name}" for r, name in self.by_rank.items()]
         if self.default is not None:
             parts.append(f"{'other ranks' if parts else 'any rank'}: {self.default}")
@@ -76,8 +95,8 @@ class MacroBinding(RankedBinding):
     def takes(self, dtype: str) -> bool:
         return self.dtypes is None or dtype in self.dtypes
 
-    def describe(self) -> str:
-        text = RankedBinding.describe(self)
+    def mapping_text(self) -> str:
+        text = RankedBinding.mapping_text(self)
         if self.vars:
             text += "; vars " + ", ".join(f"{k}={v}" for k, v in self.vars.items())
         return text
@@ -96,7 +115,7 @@ class ExpressionBinding(OpBinding):
 
     expression: str
 
-    def describe(self) -> str:
+    def mapping_text(self) -> str:
         return f"C {self.expression}"
 
 
@@ -108,7 +127,7 @@ class NamedBinding(OpBinding):
     label = "name"
     """What the name is called, in ``byoc backends NAME``."""
 
-    def describe(self) -> str:
+    def mapping_text(self) -> str:
         return f"{self.label} {self.name}"
 
 

@@ -12,7 +12,9 @@ for the spec loader and for the generator dispatch
 (:func:`byoc.generator.generator_for` imports the module :attr:`generator` names).
 
 The base class holds the loading that every kind shares: the templates and the loop
-over the spec's ``ops``. A kind overrides attributes, and the hooks
+over the spec's ``ops``, with each op's conditions (``when:``,
+:mod:`byoc.spec.conditions`), which every kind's mapping may carry. A kind overrides
+attributes, and the hooks
 :meth:`load_structure` (its constructs), :meth:`load_binding` (one op) and
 :meth:`check_spec` (checks that need every op).
 """
@@ -20,7 +22,7 @@ over the spec's ``ops``. A kind overrides attributes, and the hooks
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -29,6 +31,7 @@ from byoc.errors import close_names
 from byoc.ir import DTYPES
 
 from .bindings import OpBinding
+from .conditions import WHEN_KEY, Scope, load_conditions
 from .draft import SpecDraft, check_template, known
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS
@@ -72,6 +75,7 @@ class CodegenKind:
     op_required: ClassVar[tuple[str, ...]] = ()
     """The keys each entry of ``ops`` must have, and may have."""
     op_optional: ClassVar[tuple[str, ...]] = ()
+    """Besides these, every op's mapping may have ``when`` (:mod:`byoc.spec.conditions`)."""
     shape_rules: ClassVar[tuple[str, ...] | None] = None
     """The catalog shape rules this kind can implement; None means any."""
     attrs: ClassVar[bool] = True
@@ -170,11 +174,16 @@ class CodegenKind:
             if not self.attrs and opdef.attrs:
                 raise doc.error(f"the {self.name} kind cannot carry the attributes of {op}", node, op)
             what = f"op {op}"
-            doc.check_keys(doc.mapping(node, op, what), what, self.op_required, self.op_optional)
-            draft.ops[op] = self.load_binding(doc, node, op, opdef, draft)
+            onode = doc.mapping(node, op, what)
+            doc.check_keys(onode, what, self.op_required, (*self.op_optional, WHEN_KEY))
+            binding = self.load_binding(doc, node, op, opdef, draft)
+            if WHEN_KEY in onode:
+                binding = replace(binding, when=load_conditions(doc, onode, what, Scope.of_op(opdef)))
+            draft.ops[op] = binding
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> OpBinding:
-        """The binding of ``op``, whose mapping is ``node[op]`` (its keys are checked)."""
+        """The binding of ``op``, whose mapping is ``node[op]`` (its keys are checked;
+        ``when``, if there, is the base class's)."""
         raise NotImplementedError
 
     def load_pattern_binding(

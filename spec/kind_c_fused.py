@@ -30,6 +30,7 @@ from byoc.shape_rules import SHAPE_RULES
 
 from .bindings import ExpressionBinding, OpBinding
 from .codegen_kind import CodegenKind, Slot
+from .conditions import WHEN_KEY
 from .draft import SpecDraft, c_name, check_template
 from .names import COMMON_PLACEHOLDERS, INPUT_PLACEHOLDER
 from .yaml_doc import YamlDoc
@@ -109,7 +110,7 @@ class ReductionBinding(OpBinding):
     accumulators: tuple[Accumulator, ...]
     result: str
 
-    def describe(self) -> str:
+    def mapping_text(self) -> str:
         accs = ", ".join(f"{a.name} = {a.init}; {a.update}" for a in self.accumulators)
         return f"reduce {accs}; result {self.result}"
 
@@ -118,7 +119,7 @@ class ReductionBinding(OpBinding):
 class MovementBinding(OpBinding):
     """c_fused, movement rules: the rule's own element mapping."""
 
-    def describe(self) -> str:
+    def mapping_text(self) -> str:
         return "data movement"
 
 
@@ -177,7 +178,7 @@ class CFusedKind(CodegenKind):
             {"c"} if rule in EXPRESSION_RULES else {"reduce", "result"} if rule in REDUCTION_RULES else set()
         )
         for key in onode:
-            if key not in wanted:
+            if key not in wanted and key != WHEN_KEY:
                 raise doc.error(
                     f"op {op}: {key} does not apply to a {rule} op",
                     onode,

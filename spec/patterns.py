@@ -19,11 +19,12 @@ graphs it matches::
 ``inputs`` names the values the pattern reads, in the order the kernel takes them
 (``${in0_...}``, ``${in1_...}``); every other name of ``match`` is a node. A node is
 called, in conditions and placeholders, by the name it is bound to, or by its op when
-the op occurs once in the pattern (``conv`` above). Conditions compare a node's
-attribute, as its kernel uses it (:mod:`byoc.attr_values`: defaults resolved), with
-``==``, ``!=``, ``in`` or ``not in`` and JSON values (``[1, 1]``, ``"constant"``,
-``true``). ``constants`` lists the inputs that must be constants of the graph, and
-``dtypes`` (default: the backend's) the dtypes of the pattern's result.
+the op occurs once in the pattern (``conv`` above). Conditions (:mod:`.conditions`)
+read a node's attribute, as its kernel uses it (:mod:`byoc.attr_values`: defaults
+resolved), or the shape, rank or dtype of a node's input or output
+(``conv.in1.shape[2] <= 3``) or of a pattern input (``w.rank == 4``). ``constants``
+lists the inputs that must be constants of the graph, and ``dtypes`` (default: the
+backend's) the dtypes of the pattern's result.
 
 This module loads and checks a pattern into a frozen :class:`Pattern`; the kind that
 declares patterns loads what implements one (:meth:`CodegenKind.load_pattern_binding`),
@@ -32,7 +33,6 @@ and :mod:`byoc.generator.composite` matches patterns in graphs.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 from byoc.builder import OP
 from byoc.catalog import AttrDef, Catalog, OpDef
 from byoc.errors import ByocError, GraphError, Location, close_names
-from byoc.ir import ANON_PREFIX, DTYPES, AttrValue
-from byoc.value_types import VALUE_TYPES, value_text
+from byoc.ir import ANON_PREFIX, DTYPES
 
 from .bindings import OpBinding, frozen_map
+from .conditions import WHEN_KEY, Condition, Facts, Scope, load_conditions, refusal
 from .draft import known
 from .macro_args import attribute_of
 from .yaml_doc import YamlDoc
@@ -55,10 +55,7 @@ if TYPE_CHECKING:
 
 PATTERN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 REQUIRED_KEYS = ("inputs", "match")
-OPTIONAL_KEYS = ("doc", "when", "constants", "dtypes")
-_CONDITION = re.compile(
-    r"\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*(==|!=|not\s+in\b|in\b)\s*(.*?)\s*\Z", re.S
-)
+OPTIONAL_KEYS = ("doc", WHEN_KEY, "constants", "dtypes")
 _DOTTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\Z")
 
 
@@ -75,21 +72,6 @@ class PatternNode:
 
 
 @dataclass(frozen=True, slots=True)
-class Condition:
-    """``<node>.<attr> == v`` (``values`` is ``(v,)``) or ``in [v, ...]``; ``negate`` for
-    ``!=`` and ``not in``. ``node`` indexes :attr:`Pattern.nodes`."""
-
-    node: int
-    attr: str
-    values: tuple[AttrValue, ...]
-    negate: bool
-    text: str
-
-    def holds(self, value: AttrValue) -> bool:
-        return (value in self.values) != self.negate
-
-
-@dataclass(frozen=True, slots=True)
 class Pattern:
     """A validated pattern; ``nodes`` are in topological order, the result last."""
 
@@ -99,7 +81,8 @@ class Pattern:
     nodes: tuple[PatternNode, ...]
     handles: Mapping[str, int]
     """What conditions and placeholders call each node (its name, or its unique op) -> index."""
-    conditions: tuple[Condition, ...]
+    when: tuple[Condition, ...]
+    """Every condition, in spec order (:mod:`.conditions`)."""
     constants: frozenset[str]
     dtypes: tuple[str, ...]
     binding: OpBinding
@@ -109,6 +92,11 @@ class Pattern:
     @property
     def size(self) -> int:
         return len(self.nodes)
+
+    def refusal(self, facts: Facts) -> str | None:
+        """Why the pattern's conditions refuse a match, whose ``facts`` hold its nodes
+        in the pattern's order and its inputs by name; None when every one holds."""
+        return refusal(self.when, facts)
 
     def attribute(self, name: str) -> tuple[int, AttrDef, int | None] | None:
         """What ``${<node>.<attr>}`` or ``${<node>.<attr><j>}`` names: (node index, the
@@ -122,7 +110,7 @@ class Pattern:
 
     def describe(self) -> str:
         parts = [" -> ".join(n.op for n in self.nodes)]
-        parts += [f"when {c.text}" for c in self.conditions]
+        parts += [f"when {c.text}" for c in self.when]
         if self.constants:
             parts.append(f"constant {', '.join(i for i in self.inputs if i in self.constants)}")
         return "; ".join([*parts, self.binding.describe()])
@@ -152,10 +140,10 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
         inputs = _inputs(doc, pnode, what)
         nodes = _read_match(doc, pnode, what, inputs, catalog)
         handles = _handles(nodes, inputs)
-        conditions = tuple(
-            _condition(doc, pnode["when"], i, what, nodes, handles)
-            for i in range(len(doc.typed(pnode, "when", list, f"{what}: when")) if "when" in pnode else 0)
+        scope = Scope(
+            tuple(n.opdef for n in nodes), tuple(len(n.inputs) for n in nodes), True, handles, inputs
         )
+        conditions = load_conditions(doc, pnode, what, scope) if WHEN_KEY in pnode else ()
         constants = _subset(doc, pnode, "constants", what, inputs, "an input of the pattern", "inputs")
         dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
         pdoc = doc.typed(pnode, "doc", str, f"{what}: doc") if "doc" in pnode else ""
@@ -356,59 +344,3 @@ def _handles(nodes: tuple[PatternNode, ...], inputs: tuple[str, ...]) -> dict[st
         if sum(m.op == n.op for m in nodes) == 1 and n.op not in handles and n.op not in inputs:
             handles[n.op] = k
     return handles
-
-
-def _condition(
-    doc: YamlDoc, seq: Any, i: int, what: str, nodes: tuple[PatternNode, ...], handles: dict[str, int]
-) -> Condition:
-    text = doc.typed(seq, i, str, f"{what}: a condition")
-    m = _CONDITION.match(text)
-    if m is None:
-        raise doc.error(
-            f"{what}: cannot read the condition {text!r}",
-            seq,
-            i,
-            hint="write <node>.<attribute> ==, !=, in or not in, and JSON values: conv.groups == 1, conv.strides in [[1, 1], [2, 2]]",
-        )
-    handle, attr, op, value_text_ = m.groups()
-    if handle not in handles:
-        raise doc.error_at(
-            f"{what}: condition on {handle!r}, which names no node of the pattern",
-            doc.at_offset(seq, i, m.start(1)),
-            hint=known("nodes (a bound name, or an op that occurs once)", handles),
-        )
-    k = handles[handle]
-    opdef = nodes[k].opdef
-    adef = next((a for a in opdef.attrs if a.name == attr), None)
-    if adef is None:
-        raise doc.error_at(
-            f"{what}: {opdef.name} has no attribute {attr!r}",
-            doc.at_offset(seq, i, m.start(2)),
-            hint=known(f"attributes of {opdef.name}", [a.name for a in opdef.attrs]),
-        )
-    listed = op.split()[-1] == "in"
-    try:
-        raw = json.loads(value_text_)
-    except ValueError:
-        raw = _NOT_JSON
-    if raw is _NOT_JSON or (listed and not isinstance(raw, list)):
-        raise doc.error_at(
-            f"{what}: {value_text_!r} is not " + ("a JSON list of values" if listed else "a JSON value"),
-            doc.at_offset(seq, i, m.start(4)),
-            hint=f"{attr} is {adef.type}: "
-            + ("in [1, 2]" if listed else '== 1, == [1, 1], == "name", == true'),
-        )
-    values = []
-    for v in raw if listed else [raw]:
-        try:
-            values.append(VALUE_TYPES[adef.type].check(v))
-        except ValueError as exc:
-            raise doc.error_at(
-                f"{what}: the value of {handle}.{attr} {exc}", doc.at_offset(seq, i, m.start(4))
-            ) from None
-    negate = op in ("!=",) or op.startswith("not")
-    shown = f"{handle}.{attr} {' '.join(op.split())} {', '.join(value_text(v) for v in values)}"
-    return Condition(k, attr, tuple(values), negate, shown)
-
-
-_NOT_JSON = object()

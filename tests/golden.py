@@ -2,7 +2,7 @@
 
 Snapshots live under ``tests/golden/<test module>/``, each named after its test and
 with the artifact's own suffix (``.c``, ``.cc``, ``.json``, ``.examplejson``,
-``.graph``, ``.dot``), so a reviewer reads the generated code itself in ``git diff``.
+``.graph``, ``.dot``; ``.txt`` for printed reports), so a reviewer reads the generated code itself in ``git diff``.
 
 Review workflow: change a spec or a generator, run ``python -m pytest
 --snapshot-update``, read ``git diff tests/golden``, commit. Snapshots hold generated
@@ -31,6 +31,6 @@ def _extension(suffix: str) -> type[_GoldenText]:
 
 
 EXTENSIONS: dict[str, type[_GoldenText]] = {
-    suffix: _extension(suffix) for suffix in ("c", "cc", "h", "json", "examplejson", "graph", "dot")
+    suffix: _extension(suffix) for suffix in ("c", "cc", "h", "json", "examplejson", "graph", "dot", "txt")
 }
 """Artifact suffix -> snapshot extension."""

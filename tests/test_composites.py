@@ -508,7 +508,7 @@ def test_an_earlier_backend_keeps_its_ops():
 @pytest.mark.parametrize(
     ("weights", "groups", "message"),
     [
-        ("w", 2, r"the condition conv.groups == 1 does not hold \(groups is 2\)"),
+        ("w", 2, r"when: conv.groups == 1 is false \(conv.groups = 2\)"),
         ("p", 1, "pattern input w must be a constant, but p is not"),
     ],
     ids=["groups-2", "weights-not-constant"],
