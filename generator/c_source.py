@@ -4,11 +4,14 @@ One C99 file per backend, holding every external function of that backend::
 
     header comment          what generated the file, from which spec
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
+    failure messages        byoc_error, when a kernel reports failures (c_source_body.py)
     prelude                 the spec's `prelude` template
     #define NAME(...) \\     every macro of the spec, body from the spec
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             and the per-thread workspace when a body has intermediate
                             buffers (generator/c_workspace.py)
+    module state            the spec's module_state, module_init and module_teardown,
+                            once per library, when it has them (c_source_state.py)
     per function <sym>:     its state and init when the spec has them
                             (generator/c_source_state.py), constants, kernels <sym>_<k>,
                             body <sym>_, <sym>_wrapper_, exported entry __tvm_ffi_<sym>
@@ -33,9 +36,10 @@ from byoc.spec.template import render
 
 from . import c_dtypes, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
+from .c_source_body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
 from .c_source_function import function_text
 from .c_source_state import INCLUDE as STATE_INCLUDE
-from .c_source_state import stateful
+from .c_source_state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
 from .c_text import check_reserved_names, comment, comment_text, function_origin
 
 
@@ -57,22 +61,33 @@ def module_text(
 ) -> tuple[str, list[Artifact]]:
     """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
+    module = module_stateful(spec)
+    if module:
+        values = {**values, "module_state": MODULE_POINTER}
     functions = [function_text(fn, spec, catalog, values) for fn in externals]
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
     taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
     workspace = any(f.workspace for f in functions)
     if workspace:
         taken.update((n, "a helper of the generated module") for n in c_workspace.NAMES)
+    messages = module or any(f.fails for f in functions)  # a module init may say why it fails
+    if messages:
+        taken.update((n, "a helper of the generated module") for n in MESSAGE_NAMES)
+    if module:
+        taken.update((n, "the module's state") for n in MODULE_NAMES)
     check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),
         ffi_entry.includes()
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
-        + (STATE_INCLUDE if stateful(spec) or workspace else ""),
+        + (STATE_INCLUDE if stateful(spec) or module or workspace else "")
+        + (MESSAGE_INCLUDE if messages else ""),
     ]
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
     if types:
         parts.append(types)
+    if messages:
+        parts.append(MESSAGE_SUPPORT)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")
@@ -80,6 +95,8 @@ def module_text(
     parts.append(ffi_entry.SUPPORT)
     if workspace:
         parts.append(c_workspace.SUPPORT)
+    if module:
+        parts.append(module_state_text(spec, values))
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 

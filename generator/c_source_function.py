@@ -69,6 +69,8 @@ from .c_source_state import (
     KernelSetup,
     init_guard,
     kernel_setup,
+    module_guard,
+    module_stateful,
     setup_constants,
     setup_text,
     state_pointer,
@@ -96,6 +98,8 @@ class FunctionText:
     """The binary artifacts its large constants are included from."""
     workspace: bool = False
     """True when its body places buffers in the per-thread workspace (the module defines it)."""
+    fails: bool = False
+    """True when a kernel may report a failure (the module defines ``byoc_error``)."""
 
 
 def function_text(
@@ -245,6 +249,7 @@ def function_text(
         fn, sym, output_types, buffers, body_calls, len(calls), copies, unused_inputs, laid_out, fails
     )
     failures = {j: failure_message(sym, kernel, what) for j, kernel in enumerate(kernels) if kernel.status}
-    parts.append(wrapper_text(fn, sym, init_guard(sym) if has_state else [], failures, len(kernels)))
+    guard = (module_guard(sym) if module_stateful(spec) else []) + (init_guard(sym) if has_state else [])
+    parts.append(wrapper_text(fn, sym, guard, failures, len(kernels)))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers))
+    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers), fails)

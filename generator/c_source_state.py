@@ -26,6 +26,24 @@ once and every caller sees its result; a failed init (a non-zero return) makes e
 call raise ``RuntimeError``. After the init the state is read-only: kernels read it
 through the macro placeholder ``${state}`` (``(&<sym>_state)``) and must not write it,
 so calls from several threads need no lock.
+
+Module state (the spec's ``module_state``, ``module_init`` and ``module_teardown``) is
+the same once per loaded library rather than per function, for what every function
+shares (a device handle opened once, not once per offloaded region)::
+
+    typedef struct { <module_state> } byoc_module_state_t;   before every function
+    static byoc_module_state_t byoc_module_state;
+    static int byoc_module_init_(byoc_module_state_t* state) the spec's module_init
+    static void byoc_module_teardown_(void)                  at unload, after a good init,
+                                                             after the functions' teardowns
+
+Every wrapper runs the module init under ``pthread_once`` before its own function's
+init (which may therefore read ``${module_state}``); a failed module init makes every
+call of every function raise RuntimeError with what the init said through
+``byoc_error`` (kept in ``byoc_module_message_``, written once under the once-control).
+Kernels, macro setup templates and the per-function templates read it through
+``${module_state}`` (``(&byoc_module_state)``), read-only after the init as the
+function's state is.
 """
 
 from __future__ import annotations
@@ -41,7 +59,22 @@ from .c_text import block_comment, c_string
 
 SLOTS = ("state", "init", "teardown")
 """The c_source templates of per-function state."""
+MODULE_SLOTS = ("module_state", "module_init", "module_teardown")
+"""The c_source templates of module state."""
 INCLUDE = "#include <pthread.h>\n"
+MODULE_POINTER = "(&byoc_module_state)"
+"""What ``${module_state}`` stands for."""
+MODULE_NAMES = (
+    "byoc_module_state_t",
+    "byoc_module_state",
+    "byoc_module_once_",
+    "byoc_module_status_",
+    "byoc_module_message_",
+    "byoc_module_init_",
+    "byoc_module_init_once_",
+    "byoc_module_teardown_",
+)
+"""The names :func:`module_state_text` defines, which no generated name may take."""
 
 
 def stateful(spec: BackendSpec) -> bool:
@@ -49,6 +82,73 @@ def stateful(spec: BackendSpec) -> bool:
     return any(spec.templates.get(slot, "").strip() for slot in SLOTS) or any(
         text.strip() for m in spec.macros.values() for text in m.setup.values()
     )
+
+
+def module_stateful(spec: BackendSpec) -> bool:
+    """Whether the spec gives its modules state, an init or a teardown."""
+    return any(spec.templates.get(slot, "").strip() for slot in MODULE_SLOTS)
+
+
+def module_state_text(spec: BackendSpec, values: Mapping[str, object]) -> str:
+    """The module's state struct, its init (run once, under ``pthread_once``) and its
+    teardown (a destructor of priority 101: it runs after the functions' teardowns,
+    plain destructors, which may still use the module's state)."""
+    members = _lines(render(spec.templates.get("module_state", ""), values), "  ")
+    init = _lines(render(spec.templates.get("module_init", ""), values), "  ")
+    teardown = _lines(render(spec.templates.get("module_teardown", ""), values), "  ")
+    note = [
+        "---- The module's state (byoc generator/c_source_state.py) ----",
+        "byoc_module_state: the spec's module_state, set up once per loaded library by its module_init",
+        "(on the first call of any function, before that function's init), shared by every function",
+        "and kernel as ${module_state}, read-only afterwards; the spec's module_teardown releases it",
+        "when the library is unloaded, after the functions' teardowns, and only after a good init.",
+    ]
+    return "\n".join(
+        [
+            block_comment(note),
+            "typedef struct {",
+            *(members or ["  char none_;  /* the spec declares no module_state */"]),
+            "} byoc_module_state_t;",
+            "static byoc_module_state_t byoc_module_state;",
+            "static pthread_once_t byoc_module_once_ = PTHREAD_ONCE_INIT;",
+            "static int byoc_module_status_ = -1;  /* the module_init's result; 0 when it succeeded */",
+            "static char byoc_module_message_[256];  /* what a failed module_init said (byoc_error) */",
+            "",
+            "static int byoc_module_init_(byoc_module_state_t* state) {",
+            "  (void)state;",
+            *init,
+            "  return 0;",
+            "}",
+            "",
+            "static void byoc_module_init_once_(void) {",
+            "  byoc_error_message_[0] = '\\0';",
+            "  byoc_module_status_ = byoc_module_init_(&byoc_module_state);",
+            "  if (byoc_module_status_ != 0) {",
+            "    memcpy(byoc_module_message_, byoc_error_message_, sizeof byoc_module_message_);",
+            "  }",
+            "}",
+            "",
+            "static void byoc_module_teardown_(void) __attribute__((destructor(101)));",
+            "static void byoc_module_teardown_(void) {",
+            "  byoc_module_state_t* state = &byoc_module_state;",
+            "  (void)state;",
+            "  if (byoc_module_status_ != 0) return;",
+            *teardown,
+            "}",
+            "",
+        ]
+    )
+
+
+def module_guard(sym: str) -> list[str]:
+    """The wrapper's first lines in a module with state: run the module init once, and
+    fail every call after a failed one, with what the init said."""
+    message = c_string(f"{sym}: the backend's module_init failed")
+    return [
+        "  if (pthread_once(&byoc_module_once_, byoc_module_init_once_) != 0 || byoc_module_status_ != 0) {",
+        f"    return byoc_raise_failure({message}, byoc_module_message_);",
+        "  }",
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,21 +27,40 @@ class CSourceKind(MacroKind):
     templates = (
         Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),
         Slot(
-            "state", "C members of each function's state struct, set up by init, read by kernels", ("symbol",)
+            "state",
+            "C members of each function's state struct, set up by init, read by kernels",
+            ("symbol", "module_state"),
         ),
         Slot(
             "init",
             "C statements run once per function and loaded library on `state`; return non-zero to fail",
-            ("symbol",),
+            ("symbol", "module_state"),
         ),
         Slot(
             "teardown",
             "C statements run on `state` when the library is unloaded, after a good init",
-            ("symbol",),
+            ("symbol", "module_state"),
+        ),
+        Slot(
+            "module_state",
+            "C members of the module's state struct, shared by every function and kernel of the library",
+            (),
+        ),
+        Slot(
+            "module_init",
+            "C statements run once per loaded library on `state`, before any function's init; "
+            "return non-zero to fail",
+            (),
+        ),
+        Slot(
+            "module_teardown",
+            "C statements run on `state` when the library is unloaded, after a good module_init, "
+            "after every function's teardown",
+            (),
         ),
     )
     structure_required = ("macros",)
-    structure_optional = ("layouts",)
+    structure_optional = ("layouts", "status")  # status: every macro's default `status`
     op_required = ("macros",)
     op_optional = ("vars", "dtypes")
     pattern_required = ("macros",)
@@ -49,11 +68,12 @@ class CSourceKind(MacroKind):
     shape_rules = FIXED_ARITY_RULES  # macro arguments read the inputs' extents and the attributes
     construct = "macros"
     default_rank = True
-    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state", "out_layout")
+    macro_args = ("symbol", "ctype", "dtype", "rank", "size", "shape", "state", "module_state", "out_layout")
     macro_inputs = True
     macro_layouts = True
     macro_status = True
     macro_setup = ("state", "init", "teardown")
+    macro_setup_args = ("symbol", "module_state")
     body_rendered = False  # the body is #define'd as the spec writes it
     dims = True
     op_args = True
@@ -98,25 +118,18 @@ class CSourceKind(MacroKind):
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
         """Besides the macro checks: ``${in<k>_const}`` only in macros that patterns with
         constant input k use, a layout of the result only at its rank, and ``${state}``
-        only where the spec declares a state."""
+        (``${module_state}``) only where the spec declares a state (a module state)."""
         super().check_spec(doc, draft)
         uses = self.macro_uses(doc, draft)
         _check_constant_inputs(doc, draft, uses)
         check_layout_ranks(doc, draft, uses)
-        if draft.templates.get("state", "").strip() or any(
+        function_state = draft.templates.get("state", "").strip() or any(
             m.setup.get("state", "").strip() for m in draft.macros.values()
-        ):
-            return
-        for mname, macro in draft.macros.items():
-            pnode = draft.macro_params[mname]
-            for param, text in macro.params.items():
-                found = next((p for p in placeholders(text) if p.name == "state"), None)
-                if found is not None:
-                    raise doc.error_at(
-                        f"the argument of {param} in macro {mname} uses ${{state}}, but the spec declares no state",
-                        doc.at_offset(pnode, param, found.offset),
-                        hint="add a top-level `state:` with the C members of each function's state",
-                    )
+        )
+        if not function_state:
+            _check_declared(doc, draft, "state", "state", "each function's state")
+        if not draft.templates.get("module_state", "").strip():
+            _check_declared(doc, draft, "module_state", "module state", "the module's state")
 
     def load_pattern_binding(
         self, doc: YamlDoc, node: Any, name: str, inputs: int, draft: SpecDraft
@@ -150,6 +163,28 @@ class CSourceKind(MacroKind):
                     MacroUse(user, b.default, b.vars, others, rnode, DEFAULT_RANK_KEY, opdef, pattern)
                 )
         return uses
+
+
+def _check_declared(doc: YamlDoc, draft: SpecDraft, name: str, noun: str, members: str) -> None:
+    """A SpecError at the first ``${name}`` (``state``, ``module_state``) of a macro
+    argument or a per-function or per-kernel template, when the spec declares no
+    ``name:`` (the caller checks that)."""
+    where: list[tuple[str, Any, Any]] = []
+    for mname, macro in draft.macros.items():
+        where += [
+            (f"the argument of {p} in macro {mname}", draft.macro_params[mname], p) for p in macro.params
+        ]
+        mnode = doc.root["macros"][mname]
+        where += [(f"the {slot} of macro {mname}", mnode, slot) for slot in macro.setup]
+    where += [(slot, doc.root, slot) for slot in ("state", "init", "teardown") if draft.templates.get(slot)]
+    for what, node, key in where:
+        found = next((p for p in placeholders(str(node[key])) if p.name == name), None)
+        if found is not None:
+            raise doc.error_at(
+                f"{what} uses ${{{name}}}, but the spec declares no {noun}",
+                doc.at_offset(node, key, found.offset),
+                hint=f"add a top-level `{name}:` with the C members of {members}",
+            )
 
 
 def _check_constant_inputs(doc: YamlDoc, draft: SpecDraft, uses: list[MacroUse]) -> None:

@@ -77,13 +77,15 @@ class MacroKind(CodegenKind):
     """True when each macro declares how many inputs its kernel takes (ops use macros directly)."""
     macro_setup: ClassVar[tuple[str, ...]] = ()
     """Optional per-kernel templates of a macro (c_source: ``state``, ``init``,
-    ``teardown``), whose placeholders are ``${symbol}`` (the kernel's name) and the
-    common ones."""
+    ``teardown``), whose placeholders are :attr:`macro_setup_args` and the common ones."""
+    macro_setup_args: ClassVar[tuple[str, ...]] = ("symbol",)
+    """Placeholders of :attr:`macro_setup`: ``${symbol}`` is the kernel's name."""
     macro_layouts: ClassVar[bool] = False
     """Whether a macro may say which of the spec's ``layouts:`` its kernel's ports take
     (:mod:`.layouts`)."""
     macro_status: ClassVar[bool] = False
-    """Whether a macro may say that its kernel returns an ``int`` status (``status: true``)."""
+    """Whether a macro may say that its kernel returns an ``int`` status (``status: true``),
+    and the spec, at the top level, what a macro that does not say has (default false)."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -151,6 +153,9 @@ class MacroKind(CodegenKind):
 
     def load_macros(self, doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
         names = set(COMMON_PLACEHOLDERS) | set(draft.options)
+        default_status = False  # what a macro without its own `status` has: the spec's top-level one
+        if self.macro_status and "status" in root:
+            default_status = bool(doc.typed(root, "status", bool, "status"))
         node = doc.mapping(root, "macros", "macros")
         if not node:
             raise doc.error("macros must define at least one macro", root, "macros", value=True)
@@ -198,7 +203,7 @@ class MacroKind(CodegenKind):
                     mnode,
                     key,
                     f"the {key} of {what}",
-                    names | {"symbol"},
+                    names | set(self.macro_setup_args),
                     accept=_constant_input(inputs),
                     more=", ${in<k>_const} (a pattern's constant input k)" if inputs else "",
                 )
@@ -206,7 +211,11 @@ class MacroKind(CodegenKind):
             if "layouts" in mnode and inputs is not None:
                 ports = load_macro_layouts(doc, mnode, what, inputs, args, draft)
             mixed = load_mixed_layouts(doc, mnode, what, ports) if "mixed_layouts" in mnode else True
-            status = bool(doc.typed(mnode, "status", bool, f"{what}: status")) if "status" in mnode else False
+            status = (
+                bool(doc.typed(mnode, "status", bool, f"{what}: status"))
+                if "status" in mnode
+                else default_status
+            )
             draft.macros[name] = MacroDef(
                 str(name),
                 args,

@@ -13,6 +13,7 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 #include <pthread.h>
+#include <stdarg.h>
 
 /* byoc_float16: IEEE binary16 as stored (bits); computed on as float: read through
    byoc_float16_to_float, written through byoc_float_to_float16 (round to nearest even,
@@ -82,6 +83,41 @@ static inline byoc_float16 byoc_float_to_float16(float x) {
 #endif
 static inline float byoc_float16_round(float x) {
   return byoc_float16_to_float(byoc_float_to_float16(x));
+}
+
+/* ---- Failure messages of kernels and inits (byoc generator/c_source_body.py) ----
+   A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
+   spec's module_init may say why it fails just before it returns non-zero:
+     return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
+   (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
+   kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
+   The message is kept per thread, so concurrent calls never see each other's: in a
+   __thread buffer (a gcc and clang extension, since C99 has no thread-local storage;
+   a buffer passed to every kernel would change the guide's kernel signatures). Each
+   call of a function with such kernels clears it first, so a message never outlives
+   the call that set it. */
+static __thread char byoc_error_message_[256];
+
+static int byoc_error(const char* format, ...) __attribute__((format(printf, 1, 2), unused));
+static int byoc_error(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(byoc_error_message_, sizeof byoc_error_message_, format, args);
+  va_end(args);
+  return 1;
+}
+
+/* Raise RuntimeError: `what` failed (a kernel and its node, or an init), then the
+   message it set, if any. Returns -1, the entry's failure. */
+static int byoc_raise_failure(const char* what, const char* message) {
+  char text[1024];
+  if (message[0] == '\0') {
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", what);
+  } else {
+    snprintf(text, sizeof text, "%s; it says: %s", what, message);
+    TVMFFIErrorSetRaisedFromCStr("RuntimeError", text);
+  }
+  return -1;
 }
 
 #include <math.h>
@@ -2410,6 +2446,7 @@ static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTen
   if (pthread_once(&dnnl_0_once_, dnnl_0_init_once_) != 0 || dnnl_0_status_ != 0) {
     return byoc_raise("RuntimeError", "dnnl_0: the backend's init failed");
   }
+  byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_0_(
       (byoc_float16*)((char*)arg0->data + arg0->byte_offset),
       (byoc_float16*)((char*)arg1->data + arg1->byte_offset),
@@ -2419,7 +2456,7 @@ static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTen
     return byoc_raise("MemoryError", "dnnl_0: cannot allocate the intermediate buffers");
   }
   if (failed > 0) {
-    return byoc_raise("RuntimeError", dnnl_0_failures_[failed - 1]);
+    return byoc_raise_failure(dnnl_0_failures_[failed - 1], byoc_error_message_);
   }
   return 0;
 }
