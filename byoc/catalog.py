@@ -30,6 +30,7 @@ __all__ = [
     "AttrDef",
     "Catalog",
     "CatalogFile",
+    "OnnxImport",
     "OpDef",
     "RuleError",
     "ShapeRule",
@@ -67,6 +68,44 @@ result, or ``out`` holding it (an array of the result's shape that it may fill).
 
 
 @dataclass(frozen=True, slots=True)
+class OnnxImport:
+    """The ``onnx:`` key of a user catalog's op: the ONNX op that imports as it (its
+    ``domain`` and ``type``, at the ``opsets`` from ``opsets[0]`` to ``opsets[1]``, None
+    for no end), and ``attrs``, ONNX attribute -> (the op's attribute, ONNX's default).
+    :meth:`row` is the same mapping as a row of ``byoc/onnx_ops.yaml``, which
+    :func:`byoc.onnx_ops.onnx_row` reads for both."""
+
+    type: str
+    domain: str = ""
+    opsets: tuple[int, int | None] = (1, None)
+    attrs: tuple[tuple[str, str, AttrValue], ...] = ()
+    loc: Location | None = field(default=None, compare=False)
+
+    def row(self, op: str) -> dict[str, object]:
+        """The row of ``byoc/onnx_ops.yaml`` that imports the ONNX op as ``op``."""
+        return {
+            "kind": "own_op",
+            "op": op,
+            "attrs": {key: [name, default] for key, name, default in self.attrs},
+        }
+
+    def covers(self, opset: int) -> bool:
+        low, high = self.opsets
+        return low <= opset and (high is None or opset <= high)
+
+    def overlaps(self, other: OnnxImport) -> bool:
+        """Whether both import the same ONNX op at some opset."""
+        if (self.domain, self.type) != (other.domain, other.type):
+            return False
+        low = max(self.opsets[0], other.opsets[0])
+        return self.covers(low) and other.covers(low)
+
+    def opsets_text(self) -> str:
+        low, high = self.opsets
+        return f"opset {low} and later" if high is None else f"opsets {low} to {high}"
+
+
+@dataclass(frozen=True, slots=True)
 class OpDef:
     """One op of the catalog."""
 
@@ -91,6 +130,8 @@ class OpDef:
     max_outputs: int | None = 1
     """The outputs a node of the op defines; ``None`` means any number (a node's
     count is the number of names the text binds)."""
+    onnx: OnnxImport | None = field(default=None, repr=False)
+    """The ONNX op that imports as this one (a user catalog's ``onnx:`` key)."""
 
     @property
     def several_outputs(self) -> bool:

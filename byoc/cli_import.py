@@ -61,7 +61,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if not out.is_dir():
         raise UsageError(f"-o {out}: not a directory", hint="create it first")
     stem = Path(args.model).stem
-    imported = import_onnx(args.model, shapes, weights_file=f"{stem}.npz")
+    imported = import_onnx(args.model, shapes, weights_file=f"{stem}.npz", spec_path=args.spec_path)
     graph, weights = out / f"{stem}.graph", out / f"{stem}.npz"
     # checked by the parser like any graph before anything is written (the weights read
     # from memory): an importer mistake is an error here, not a broken model.graph

@@ -349,20 +349,29 @@ def import_onnx(
     weights_file: str | None = None,
     *,
     where: str | None = None,
+    catalog=None,
+    spec_path=None,
 ) -> Imported:
     """Import the model ``source`` (a path, the bytes of a model, or an in-memory
     ``onnx.ModelProto``, which ``where`` names in messages; see the module doc). The
-    weights file is named ``weights_file``, by default ``STEM.npz`` after the model."""
+    weights file is named ``weights_file``, by default ``STEM.npz`` after the model.
+    The ops of ``catalog`` (default: that of ``spec_path``) that name an ONNX op in
+    their ``onnx:`` key import it."""
     model, where, stem = _model_of(source, where)
-    return _import(model, where, shapes, weights_file or f"{stem}.npz")
+    return _import(model, where, shapes, weights_file or f"{stem}.npz", catalog=catalog, spec_path=spec_path)
 
 
-def _import(model, where: str, shapes, weights_file: str, bound=None) -> Imported:
+def _import(
+    model, where: str, shapes, weights_file: str, bound=None, *, catalog=None, spec_path=None
+) -> Imported:
+    from .api import load_catalog
     from .onnx_functions import inline
     from .onnx_ops import Importer
 
+    if catalog is None:
+        catalog = load_catalog(spec_path=spec_path)
     model, calls = inline(model, where)
-    importer = Importer(model, dict(shapes or {}), where, calls, bound)
+    importer = Importer(model, dict(shapes or {}), where, calls, bound, catalog)
     body, arrays, body_origins = importer.run()
     data = npz_bytes(arrays)
     # the file names are data: escaped as DSL strings, so that no name can end the
@@ -426,7 +435,7 @@ def import_program(
     reads the weights from memory. ``bound`` specialises the model to values of some
     of its inputs, which it then no longer takes (:class:`byoc.onnx_ops.NeedsValue`)."""
     model, where, stem = _model_of(source, where)
-    imported = _import(model, where, shapes, f"{stem}.npz", bound)
+    imported = _import(model, where, shapes, f"{stem}.npz", bound, catalog=catalog, spec_path=spec_path)
     return parse_imported(imported, catalog=catalog, spec_path=spec_path)
 
 

@@ -7,6 +7,10 @@ ONNX's conventions (layouts, ``pads`` as begins then ends,
 Reshape's 0 and -1, Split, Slice, Gather), so most handlers only rename the op and
 its attributes; the rest compose several ops (Gemm, Softmax before opset 13) or
 compute what ONNX leaves implicit (``auto_pad``).
+
+An op of a user catalog names the ONNX op that imports as it in its ``onnx:`` key,
+read as a row of the same table (:func:`onnx_row`, :meth:`byoc.catalog.OnnxImport.row`,
+kind ``own_op``) and looked up first; the table must not have that ONNX op.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .catalog import infer_type, normalize_attrs
+from .catalog import Catalog, OnnxImport, infer_type, normalize_attrs
 from .errors import GraphError
 from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
 from .onnx_attention import ATTENTION_KINDS
@@ -74,9 +78,17 @@ class Importer:
     model specialised to them: they are no longer inputs)."""
 
     def __init__(
-        self, model, shapes: dict[str, tuple[int, ...]], path: str, calls=(), bound: Mapping | None = None
+        self,
+        model,
+        shapes: dict[str, tuple[int, ...]],
+        path: str,
+        calls=(),
+        bound: Mapping | None = None,
+        catalog: Catalog | None = None,
     ) -> None:
         onnx = require_onnx()
+        self.catalog = shipped_catalog() if catalog is None else catalog
+        self.own = own_rows(self.catalog)  # (domain, type) -> the catalog's own ops that import it
         self.calls = calls  # per node: the model's call of the local function it came from, if any
         self.onnx = onnx
         self.path = path
@@ -183,7 +195,10 @@ class Importer:
         body imports its nodes through here too (byoc/onnx_control.py)."""
         outer, self.node = self.node, node
         self.producers.update((o, node) for o in node.output if o)
-        if node.domain not in ("", "ai.onnx"):
+        own = self.own_row(node)
+        if own is not None:
+            KINDS[own.kind](self, node, own)
+        elif node.domain not in ("", "ai.onnx"):
             if not expand(self, node):  # ONNX defines it as a function of default-domain ops
                 raise self.unsupported(f"op domain {node.domain!r}")
         elif self.foldable(node):
@@ -195,6 +210,30 @@ class Importer:
             elif not expand(self, node):  # ONNX defines it as a function of other ops
                 raise self.unsupported("this op")
         self.node = outer
+
+    def own_row(self, node) -> OnnxOp | None:
+        """The row of the catalog's own op that imports ``node`` at the model's opset of
+        its domain (None when no own op names its domain and type); an own op that
+        names it at other opsets only is an error."""
+        claims = self.own.get((_domain(node.domain), node.op_type))
+        if not claims:
+            return None
+        opset = self.opset if _domain(node.domain) == "" else self.domains.get(node.domain, 1)
+        for source, row in claims:
+            if source.covers(opset):
+                return row
+        named = "; ".join(
+            f"{row.op} at {source.opsets_text()} ({source.loc.file}:{source.loc.line})"
+            if source.loc
+            else f"{row.op} at {source.opsets_text()}"
+            for source, row in claims
+        )
+        domain = _domain(node.domain) or "ai.onnx"
+        raise self.unsupported(
+            f"{domain}.{node.op_type} at opset {opset}",
+            hint=f"your catalog imports it as {named}; widen `opsets:` in its `onnx:` key if the op "
+            "computes it at this opset too",
+        )
 
     def foldable(self, node) -> bool:
         """Whether ``node`` computes a constant: Shape of a static tensor, Constant, or
@@ -293,7 +332,9 @@ class Importer:
     def unsupported(self, what: str, hint: str | None = None) -> GraphError:
         return GraphError(
             f"{self.path}: {self.describe()}: byoc does not support {what}",
-            hint=hint or "byoc imports the ONNX ops its catalog has (`byoc ops` lists them)",
+            hint=hint
+            or "byoc imports the ONNX ops its catalog has (`byoc ops` lists them); an op of your own "
+            "imports by the `onnx:` key of its entry in your ops.yaml (spec/README.md)",
         )
 
     def invalid(self, what: str, hint: str | None = None) -> GraphError:
@@ -442,7 +483,7 @@ class Importer:
         later op that needs the shape (Softmax's axis) would be refused. A statement
         byoc's rules refuse is left untyped: the parser reports it, located."""
         types = [self.typed.get(i) for i in inputs]
-        opdef = shipped_catalog().get(op)
+        opdef = self.catalog.get(op)
         if opdef is None or None in types:
             return
         given = [
@@ -1001,15 +1042,25 @@ def _bitcast(imp: Importer, node, e: OnnxOp) -> None:
     imp.emit(e.op, [imp.value(node.input[0])], {"to": to}, node.output[0])
 
 
-def _attributed(imp: Importer, node, e: OnnxOp) -> None:
+def _attributed(imp: Importer, node, e: OnnxOp, *, own: bool = False) -> None:
     """An elementwise op of any number of inputs whose ONNX attributes ``attrs`` names
     (ONNX name -> [catalog name, default]); each value the node gives is converted to
     the type of the row's default (an ONNX int flag to a bool where the default is
-    ``true``/``false``), the defaults being the catalog's (which are ONNX's)."""
+    ``true``/``false``), the defaults being the catalog's (which are ONNX's). Kind
+    ``own_op``, a user catalog's ``onnx:`` key, takes an op of any shape rule and
+    writes ONNX's default where the node leaves an attribute out (the op's own
+    default need not be ONNX's)."""
     imp.check_attrs(node, set(e.attrs))
+    if own and len(node.output) > 1:
+        raise imp.invalid(
+            f"it has {len(node.output)} outputs, and {e.op}, which your catalog imports it as, gives one",
+            hint="an op of your own imports an ONNX op of one output (spec/README.md)",
+        )
     values: dict[str, object] = {}
     for key, (name, default) in e.attrs.items():
         value = imp.attr(key)
+        if value is None and own:
+            value = default
         if value is None:
             continue
         # The row's default says the catalog attribute's type: a YAML bool for a flag
@@ -1340,6 +1391,7 @@ KINDS: dict[str, Handler] = {
     "cast": _cast,
     "bitcast": _bitcast,
     "attributed": _attributed,
+    "own_op": lambda imp, node, e: _attributed(imp, node, e, own=True),
     "channel_slope": _prelu,
     "tile": _tile,
     "instance_norm": _instance_norm,
@@ -1348,25 +1400,51 @@ KINDS: dict[str, Handler] = {
 """The handlers that onnx_ops.yaml's ``kind`` names."""
 
 
+EXACT_DEFAULTS = ("attributed", "own_op")
+"""The kinds whose ``attrs`` defaults keep their YAML type (a bool, a string, an int):
+the catalog attribute's; the other kinds' are floats."""
+
+
+def onnx_row(name: str, row: Mapping) -> OnnxOp:
+    """One row of onnx_ops.yaml (the ONNX op ``name``'s), or a user op's ``onnx:`` key
+    as one (:meth:`byoc.catalog.OnnxImport.row`): as the importer takes it."""
+    attrs = {
+        k: (v[0], v[1] if row["kind"] in EXACT_DEFAULTS else float(v[1]))
+        for k, v in row.get("attrs", {}).items()
+    }
+    found = OnnxOp(
+        row["kind"],
+        row.get("op"),
+        row.get("roles", {}),
+        attrs,
+        row.get("axes_input_since", 1),
+        {k: v if isinstance(v, str) else float(v) for k, v in row.get("fixed", {}).items()},
+    )
+    assert found.kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
+    return found
+
+
 @cache
 def onnx_ops() -> dict[str, OnnxOp]:
     """onnx_ops.yaml, read once: ONNX op type -> its row."""
     from ruamel.yaml import YAML
 
     table = YAML(typ="safe").load((Path(__file__).parent / "onnx_ops.yaml").read_text(encoding="utf-8"))
-    rows = {}
-    for name, row in table.items():
-        attrs = {
-            k: (v[0], v[1] if row["kind"] == "attributed" else float(v[1]))
-            for k, v in row.get("attrs", {}).items()
-        }
-        rows[name] = OnnxOp(
-            row["kind"],
-            row.get("op"),
-            row.get("roles", {}),
-            attrs,
-            row.get("axes_input_since", 1),
-            {k: v if isinstance(v, str) else float(v) for k, v in row.get("fixed", {}).items()},
-        )
-        assert rows[name].kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
-    return rows
+    return {name: onnx_row(name, row) for name, row in table.items()}
+
+
+def own_rows(catalog: Catalog) -> dict[tuple[str, str], list[tuple[OnnxImport, OnnxOp]]]:
+    """The ONNX ops that ops of ``catalog`` import (their ``onnx:`` keys): (domain, op
+    type) -> each op's key and its row, in catalog order."""
+    found: dict[tuple[str, str], list[tuple[OnnxImport, OnnxOp]]] = {}
+    for name, opdef in catalog.items():
+        source = opdef.onnx
+        if source is not None:
+            row = onnx_row(source.type, source.row(name))
+            found.setdefault((source.domain, source.type), []).append((source, row))
+    return found
+
+
+def _domain(domain: str) -> str:
+    """ONNX's default domain as the empty string, as it is most often written."""
+    return "" if domain == "ai.onnx" else domain

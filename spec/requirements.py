@@ -15,7 +15,9 @@ one, none of them specific to a library:
 ``pkg_config``
     a ``pkg-config`` package: its ``-I`` and ``-L`` directories;
 ``dirs``
-    directories given in the spec, ``include`` and ``lib``.
+    directories given in the spec, ``include`` and ``lib``: absolute, or relative
+    to the spec file's directory, with ``${NAME}`` replaced by the environment
+    variable ``NAME`` (:func:`_spec_dirs`), resolved when the spec is loaded.
 
 Headers and libraries are also looked for in the system's default directories,
 which need no flags. :meth:`Requirement.locate` returns a :class:`Linkage`: the
@@ -51,7 +53,7 @@ FINDERS: Mapping[str, str] = {
     "python_module": "an importable module reporting its directories (include_dir, lib_dir)",
     "python_distributions": "installed Python distributions whose files hold the headers and libraries",
     "pkg_config": "a pkg-config package",
-    "dirs": "directories given in the spec (include, lib)",
+    "dirs": "directories given in the spec (include, lib): absolute, relative to the spec file, ${ENV}",
 }
 """The ways of finding a requirement: the key of ``from:`` that selects one -> what it is."""
 FINDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -65,6 +67,9 @@ REQUIREMENT_KEYS = (("headers", "libraries", "install", "from"), ("doc",))
 PKG_CONFIG_TIMEOUT = 30
 LINKER_SCRIPT_DEPTH = 4
 LINKER_SCRIPT_BYTES = 1 << 16
+ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}?")
+"""``${NAME}`` in a ``dirs`` entry (an unclosed one matches too, to be refused)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def library_file(name: str) -> str:
@@ -377,17 +382,46 @@ def _from(doc: YamlDoc, rnode: Any, what: str) -> tuple[str, dict[str, Any]]:
     elif finder == "dirs":
         dnode = doc.mapping(fnode, "dirs", f"{what}: dirs")
         doc.check_keys(dnode, f"{what}: dirs", (), ("include", "lib"))
-        where[finder] = {k: _names(doc, dnode, k, f"{what}: dirs") for k in dnode}
-        for key, dirs in where[finder].items():
-            for i, d in enumerate(dirs):
-                if not os.path.isabs(d):
-                    raise doc.error(f"{what}: dirs: {d!r} is not an absolute path", dnode[key], i)
+        where[finder] = {k: _spec_dirs(doc, dnode, k, f"{what}: dirs") for k in dnode}
     else:
         for key in fnode:
             where[str(key)] = doc.typed(fnode, key, str, f"{what}: {key}").strip()
             if not where[str(key)]:
                 raise doc.error(f"{what}: {key} must not be empty", fnode, key, value=True)
     return finder, where
+
+
+def _spec_dirs(doc: YamlDoc, dnode: Any, key: str, what: str) -> tuple[str, ...]:
+    """The directories of ``dirs: {key: [...]}``, absolute: each entry with every
+    ``${NAME}`` replaced by the environment variable ``NAME`` (unset is an error at the
+    entry), and then, if relative, taken from the spec file's directory. A bundle
+    records them so, the directories the build linked against."""
+    seq = dnode[key]
+    base = os.path.dirname(os.path.abspath(doc.path))
+    out = []
+    for i, entry in enumerate(_names(doc, dnode, key, what)):
+        for found in ENV_REFERENCE.finditer(entry):
+            name = found.group(1)
+            if not found.group(0).endswith("}") or not ENV_NAME.match(name):
+                raise doc.error(
+                    f"{what}: {entry!r}: {found.group(0)!r} is not a reference to an environment variable",
+                    seq,
+                    i,
+                    hint="write ${NAME}, NAME letters, digits and _ (${NPU_SDK}/lib)",
+                )
+            if name not in os.environ:
+                raise doc.error(
+                    f"{what}: {entry!r} names the environment variable {name}, which is not set",
+                    seq,
+                    i,
+                    hint=f"set {name} to the directory it stands for (export {name}=/opt/...), "
+                    "or write the directory in full",
+                )
+        expanded = ENV_REFERENCE.sub(lambda m: os.environ[m.group(1)], entry)
+        if not expanded:
+            raise doc.error(f"{what}: {entry!r} is empty once expanded", seq, i)
+        out.append(os.path.normpath(os.path.join(base, expanded)))
+    return tuple(out)
 
 
 def _names(doc: YamlDoc, node: Any, key: str, what: str, *, empty: bool = False) -> tuple[str, ...]:
