@@ -17,7 +17,7 @@ def add_commands(sub, parents) -> None:
             "Read an ONNX model, fold what is constant (Shape, Constant, ConstantOfShape, ...), map "
             "its ops onto the op catalog, and write DIR/NAME.graph with its weights in DIR/NAME.npz, "
             "which the graph names with its SHA-256 digest. Needs the onnx package: "
-            "pip install 'byoc[onnx]'."
+            "pip install 'byoc-codegen[onnx]'."
         ),
         epilog=(
             "examples:\n"
@@ -29,7 +29,9 @@ def add_commands(sub, parents) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="the .onnx file")
-    p.add_argument("-o", "--output", metavar="DIR", default=".", help="where to write (default: .)")
+    p.add_argument(
+        "-o", "--output", metavar="DIR", default=".", help="where to write, created when missing (default: .)"
+    )
     add_shape_argument(p)
     p.set_defaults(run=_cmd_import)
 
@@ -58,14 +60,20 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     shapes = shapes_of(args)
     out = Path(args.output)
-    if not out.is_dir():
-        raise UsageError(f"-o {out}: not a directory", hint="create it first")
+    if out.exists() and not out.is_dir():
+        raise UsageError(
+            f"-o {out} exists and is not a directory", hint="name a directory (it is created when missing)"
+        )
     stem = Path(args.model).stem
     imported = import_onnx(args.model, shapes, weights_file=f"{stem}.npz", spec_path=args.spec_path)
     graph, weights = out / f"{stem}.graph", out / f"{stem}.npz"
     # checked by the parser like any graph before anything is written (the weights read
     # from memory): an importer mistake is an error here, not a broken model.graph
     parse_imported(imported, str(graph), spec_path=args.spec_path)
+    try:  # only now, when there is something to write: a failed import leaves no directory behind
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"-o {out}: cannot create the directory: {exc.strerror or exc}") from None
     write_together([(weights, imported.weights), (graph, imported.text.encode("utf-8"))])
     sys.stdout.write(
         f"wrote {graph} ({imported.text.count(chr(10))} lines) and {weights} "

@@ -36,7 +36,7 @@ from .ir import DTYPES, MAX_NAME_LENGTH
 from .npz_files import npz_bytes, sha256_hex
 from .onnx_locations import locate_at_nodes, node_message
 
-INSTALL_HINT = "install the ONNX extra: pip install 'byoc[onnx]'"
+INSTALL_HINT = "install the ONNX extra: pip install 'byoc-codegen[onnx]'"
 INLINE_ELEMENTS = 8
 """Constants of at most this many elements are written inline; larger ones go to the
 weights file."""

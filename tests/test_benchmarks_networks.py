@@ -62,7 +62,7 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     # a library backend and its direct harness run where the library is installed, and
     # are skipped with the install hint where it is not
     if missing_library("dnnl"):
-        assert "pip install 'byoc[dnnl]'" in conv["skipped"]["byoc dnnl"]
+        assert "pip install 'byoc-codegen[dnnl]'" in conv["skipped"]["byoc dnnl"]
     else:
         assert {"dnnl_plain", "dnnl_any"} <= {r["path"] for r in conv["systems"].values()}
         assert "dnnl_plain" in {r["path"] for r in dense["systems"].values()}
@@ -73,7 +73,7 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
         assert "byoc dnnl prepared" in q8["systems"]
         assert all(r["x_peak"] is None for r in q8["systems"].values())
     if missing_library("cblas"):
-        assert "pip install 'byoc[blas]'" in conv["skipped"]["byoc cblas"]
+        assert "pip install 'byoc-codegen[blas]'" in conv["skipped"]["byoc cblas"]
     else:
         assert "cblas" in conv["not_applicable"]  # cblas has no conv
         assert "sgemm" in {r["path"] for r in dense["systems"].values()}

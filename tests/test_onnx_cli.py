@@ -403,3 +403,18 @@ def test_ops_onnx_lists_every_imported_op_and_its_catalog_ops(capsys):
     assert out in docs, "paste `byoc ops --onnx` into docs/languages.md's ONNX section"
     rc, _, err = run_cli(capsys, "ops", "--onnx", "relu")
     assert rc == 2 and "takes no op names" in err
+
+
+def test_import_creates_its_output_directory_only_when_it_writes(tmp_path, capsys):
+    out_dir = tmp_path / "new" / "models"
+    rc, out, err = run_cli(capsys, "import", TINY, "-o", out_dir)
+    assert rc == 0, err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["tiny_cnn.graph", "tiny_cnn.npz"]
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    rc, _, err = run_cli(capsys, "import", bad, "-o", tmp_path / "never")
+    assert rc == 2 and not (tmp_path / "never").exists()  # a failed import leaves no directory
+    blocker = tmp_path / "file"
+    blocker.write_text("a file")
+    rc, _, err = run_cli(capsys, "import", TINY, "-o", blocker)
+    assert rc == 2 and "exists and is not a directory" in err

@@ -490,7 +490,7 @@ def test_backend_module_imports_without_onnx():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "needs the onnx package" in out.stdout and "pip install 'byoc[onnx]'" in out.stdout
+    assert "needs the onnx package" in out.stdout and "pip install 'byoc-codegen[onnx]'" in out.stdout
 
 
 def test_a_rank_0_constant_keeps_its_rank(tmp_path):

@@ -22,7 +22,7 @@ def test_import_without_onnx_names_the_extra(tmp_path):
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert out.stderr.startswith("usage error: importing ONNX models needs the onnx package")
-    assert "pip install 'byoc[onnx]'" in out.stderr
+    assert "pip install 'byoc-codegen[onnx]'" in out.stderr
 
 
 def test_the_rest_of_byoc_works_without_onnx():
@@ -51,7 +51,7 @@ def test_onnx_models_used_directly_without_onnx_name_the_extra(tmp_path):
     )
     out = run(code)
     assert out.returncode == 0, out.stderr
-    assert "pip install 'byoc[onnx]'" in out.stdout
+    assert "pip install 'byoc-codegen[onnx]'" in out.stdout
 
 
 def test_onnx_test_data_without_onnx_names_the_extra(tmp_path):
@@ -63,4 +63,4 @@ def test_onnx_test_data_without_onnx_names_the_extra(tmp_path):
     out = run(f"from byoc.cli import main; sys.exit(main({argv!r}))")
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("usage error: reading ONNX test data needs the onnx package")
-    assert "pip install 'byoc[onnx]'" in out.stderr
+    assert "pip install 'byoc-codegen[onnx]'" in out.stderr

@@ -23,7 +23,7 @@ from byoc.runtime.build import build_artifacts
 from byoc.spec.requirements import NotFound, library_file, requirements_from_record
 from byoc.spec.yaml_doc import YamlDoc
 
-openblas = pytest.importorskip("scipy_openblas32", reason="these tests use byoc[blas]")
+openblas = pytest.importorskip("scipy_openblas32", reason="these tests use byoc-codegen[blas]")
 
 REPO = Path(__file__).resolve().parent.parent
 BLAS_INCLUDE = os.path.realpath(openblas.get_include_dir())
@@ -65,7 +65,7 @@ def test_the_cblas_spec_requires_openblas_from_its_python_module():
         ("scipy_openblas",),
         "python_module",
     )
-    assert "byoc[blas]" in req.install
+    assert "byoc-codegen[blas]" in req.install
     linkage = req.locate()
     assert [os.path.realpath(d) for d in linkage.include_dirs] == [BLAS_INCLUDE]
     assert [os.path.realpath(d) for d in linkage.lib_dirs] == [BLAS_LIB]
@@ -82,14 +82,14 @@ def test_distribution_files_find_what_the_module_reports():
 
 
 def test_distribution_files_find_onednn_in_the_environments_data_dirs():
-    """oneDNN's wheels (byoc[dnnl], in the test extra) put libdnnl.so and the headers
+    """oneDNN's wheels (byoc-codegen[dnnl], in the test extra) put libdnnl.so and the headers
     outside site-packages, in the environment's lib/ and include/."""
     req = requirement(
         """\
         dnnl:
           headers: [oneapi/dnnl/dnnl.h]
           libraries: [dnnl]
-          install: pip install 'byoc[dnnl]'
+          install: pip install 'byoc-codegen[dnnl]'
           from: {python_distributions: [onednn-devel-cpu-gomp, onednn-cpu-gomp]}
         """
     )
@@ -429,7 +429,7 @@ def test_byoc_backends_marks_cblas_missing_with_the_install_hint():
     out = run_hidden("backends")
     assert out.returncode == 0, out.stderr
     (line,) = [line for line in out.stdout.splitlines() if line.strip().startswith("cblas:")]
-    assert "openblas: missing" in line and "pip install 'byoc[blas]'" in line
+    assert "openblas: missing" in line and "pip install 'byoc-codegen[blas]'" in line
     found = subprocess.run(
         [sys.executable, "-c", "from byoc.cli import main; main(['backends'])"],
         capture_output=True,
@@ -445,7 +445,7 @@ def test_building_on_cblas_without_openblas_is_a_clean_error():
     assert "Traceback" not in out.stderr
     assert out.stderr.startswith("usage error: backend cblas needs openblas, which is not installed")
     assert "spec/backends/cblas.yaml:" in out.stderr
-    assert "hint: pip install 'byoc[blas]'" in out.stderr
+    assert "hint: pip install 'byoc-codegen[blas]'" in out.stderr
 
 
 def test_loading_a_bundle_without_openblas_is_a_clean_error(tmp_path):
@@ -460,7 +460,7 @@ def test_loading_a_bundle_without_openblas_is_a_clean_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "backend cblas needs openblas, which is not installed here" in out.stdout
-    assert "pip install 'byoc[blas]'" in out.stdout
+    assert "pip install 'byoc-codegen[blas]'" in out.stdout
 
 
 HIDE_ONEDNN = (
@@ -481,7 +481,7 @@ def test_building_on_dnnl_without_onednn_is_a_clean_error():
     out = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     (line,) = [line for line in out.stdout.splitlines() if line.strip().startswith("dnnl:")]
-    assert "onednn: missing" in line and "pip install 'byoc[dnnl]'" in line
+    assert "onednn: missing" in line and "pip install 'byoc-codegen[dnnl]'" in line
     run = (
         HIDE_ONEDNN
         + f"from byoc.cli import main\nsys.exit(main(['run', {str(MLP)!r}, '--backend', 'dnnl']))\n"
@@ -491,7 +491,7 @@ def test_building_on_dnnl_without_onednn_is_a_clean_error():
     assert "Traceback" not in out.stderr
     assert out.stderr.startswith("usage error: backend dnnl needs onednn, which is not installed")
     assert "spec/backends/dnnl.yaml:" in out.stderr
-    assert "hint: pip install 'byoc[dnnl]'" in out.stderr
+    assert "hint: pip install 'byoc-codegen[dnnl]'" in out.stderr
 
 
 # ---------------------------------------------------------------- no library in Python

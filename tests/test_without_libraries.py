@@ -1,4 +1,4 @@
-"""Without the optional library extras (byoc[dnnl], byoc[blas]) the suite still passes.
+"""Without the optional library extras (byoc-codegen[dnnl], byoc-codegen[blas]) the suite still passes.
 
 Every test module that names a library backend, or that goes over every shipped
 backend spec, runs again in a subprocess in which oneDNN's wheels and OpenBLAS's
@@ -71,5 +71,5 @@ def test_the_suite_passes_with_the_libraries_hidden(tmp_path):
     assert out.returncode == 0, report
     assert re.search(r"\d+ passed", report), report
     # the skip reasons, searched in the whole output: the report shows only its tail
-    assert "needs onednn" in out.stdout and "pip install 'byoc[dnnl]'" in out.stdout, report
-    assert "needs openblas" in out.stdout and "pip install 'byoc[blas]'" in out.stdout, report
+    assert "needs onednn" in out.stdout and "pip install 'byoc-codegen[dnnl]'" in out.stdout, report
+    assert "needs openblas" in out.stdout and "pip install 'byoc-codegen[blas]'" in out.stdout, report

@@ -47,7 +47,7 @@ input along a row, so even the fused backend stores the sums in buffers."""
 def _compiled(backend: str):
     """The lowered functions of the graph's regions and the compiled module holding them."""
     if backend == "cblas":
-        pytest.importorskip("scipy_openblas32", reason="the cblas backend needs byoc[blas]")
+        pytest.importorskip("scipy_openblas32", reason="the cblas backend needs byoc-codegen[blas]")
     program = byoc.parse(TWO_REGIONS.replace("BACKEND", backend))
     externals = lower(program, load_backend, load_catalog()).externals_for(backend)
     model = build(program)

@@ -10,7 +10,7 @@ every machine; the test suite regenerates them and compares. ``test_data_set_0/`
 (``input_0.pb``) and the output that onnxruntime computes for it (``output_0.pb``):
 ONNX's test-data layout, which ``byoc run --inputs`` reads.
 
-Needs onnx and onnxruntime (``pip install 'byoc[test]'``).
+Needs onnx and onnxruntime (``pip install 'byoc-codegen[test]'``).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ ORT's integer kernels. The models are the same bytes on every run with the same
 numpy, onnx and onnxruntime (the test suite regenerates them and compares); another
 onnxruntime version may quantise differently.
 
-Needs onnx and onnxruntime (``pip install 'byoc[test]'``).
+Needs onnx and onnxruntime (``pip install 'byoc-codegen[test]'``).
 """
 
 from __future__ import annotations

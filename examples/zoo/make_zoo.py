@@ -33,7 +33,7 @@ sequences of 16) but keep the structure of the real ones:
 - ``unet``: two down steps (Conv, Relu, MaxPool), two up steps (Resize and
   ConvTranspose) with skip connections (Concat).
 
-Needs onnx and onnxruntime (``pip install 'byoc[test]'``).
+Needs onnx and onnxruntime (``pip install 'byoc-codegen[test]'``).
 """
 
 from __future__ import annotations
