@@ -49,7 +49,7 @@ def write_file(path: str | Path, data: str | bytes) -> None:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, _default_mode(directory=False))  # mkstemp makes it private
+        os.chmod(tmp, default_mode(directory=False))  # mkstemp makes it private
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
@@ -104,7 +104,7 @@ def write_directory(path: str | Path, files: Mapping[str, str | bytes]) -> list[
                 handle.flush()
                 os.fsync(handle.fileno())
         (staging / MARKER).write_text("written by byoc; safe for byoc to replace\n")
-        os.chmod(staging, _default_mode(directory=True))  # mkdtemp makes it private
+        os.chmod(staging, default_mode(directory=True))  # mkdtemp makes it private
         if not target.exists():
             os.replace(staging, target)
         elif _exchange(staging, target):
@@ -142,7 +142,7 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
-def _default_mode(directory: bool) -> int:
+def default_mode(directory: bool) -> int:
     """The mode a plain open() or mkdir() would give, under the process umask."""
     mask = os.umask(0)
     os.umask(mask)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from . import __version__
 from .api import LANGUAGES, PRINTED_LANGUAGES
 from .cli_cache import add_commands as add_cache_commands
+from .cli_examples import add_commands as add_examples_commands
 from .cli_gen import add_commands as add_gen_commands
 from .cli_import import add_commands as add_import_commands
 from .cli_import import add_shape_argument
@@ -29,7 +30,7 @@ from .cli_spec import add_commands as add_spec_commands
 from .errors import ByocError, UsageError
 
 EPILOG = """\
-examples:
+examples (`byoc examples -o .` copies the examples/ they name into this directory):
   byoc parse examples/guide_whole_graph.graph
   byoc parse examples/guide_subgraph.examplejson --to graph
   byoc ops
@@ -136,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     add_partition_commands(sub, parents)
     add_import_commands(sub, parents)
     add_cache_commands(sub, parents)
+    add_examples_commands(sub, parents)
     return top
 
 

@@ -1,0 +1,2 @@
+"""The shipped example graphs and models, installed as data: ``byoc examples -o DIR``
+copies them out (byoc/cli_examples.py)."""
