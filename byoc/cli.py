@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from . import __version__
 from .api import LANGUAGES, PRINTED_LANGUAGES
 from .cli_cache import add_commands as add_cache_commands
+from .cli_completion import add_commands as add_completion_commands
+from .cli_completion import completes_files
 from .cli_examples import add_commands as add_examples_commands
 from .cli_gen import add_commands as add_gen_commands
 from .cli_import import add_commands as add_import_commands
@@ -68,7 +70,8 @@ def _common_parent() -> argparse.ArgumentParser:
     return parent
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """byoc's argument parser (every command); ``byoc completion`` reads it."""
     top = argparse.ArgumentParser(
         prog="byoc",
         description=(
@@ -115,7 +118,9 @@ def _parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", metavar="FILE", help="the input file; '-' reads standard input (needs --from)")
+    completes_files(
+        p.add_argument("file", metavar="FILE", help="the input file; '-' reads standard input (needs --from)")
+    )
     p.add_argument(
         "--from",
         dest="source_language",
@@ -138,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     add_import_commands(sub, parents)
     add_cache_commands(sub, parents)
     add_examples_commands(sub, parents)
+    add_completion_commands(sub, parents)
     return top
 
 
@@ -153,8 +159,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     args.spec_path = args.global_spec_path + getattr(args, "spec_path", [])
     try:
         _check_utf8(vars(args))

@@ -57,12 +57,15 @@ def add_graph_arguments(p: argparse.ArgumentParser) -> None:
     """FILE, --from, --backend, --option and --shape: shared by gen, build, run,
     partition and dot."""
     from .api import LANGUAGES
+    from .cli_completion import completes_files
     from .cli_import import add_shape_argument
 
-    p.add_argument(
-        "file",
-        metavar="FILE",
-        help="a .graph, .examplejson or .onnx file ('-' reads standard input, with --from)",
+    completes_files(
+        p.add_argument(
+            "file",
+            metavar="FILE",
+            help="a .graph, .examplejson or .onnx file ('-' reads standard input, with --from)",
+        )
     )
     p.add_argument("--from", dest="source_language", choices=LANGUAGES, help="the input language")
     p.add_argument(

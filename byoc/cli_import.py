@@ -9,6 +9,8 @@ from pathlib import Path
 
 
 def add_commands(sub, parents) -> None:
+    from .cli_completion import completes_files
+
     p = sub.add_parser(
         "import",
         parents=parents,
@@ -28,7 +30,7 @@ def add_commands(sub, parents) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", metavar="MODEL", help="the .onnx file")
+    completes_files(p.add_argument("model", metavar="MODEL", help="the .onnx file"))
     p.add_argument(
         "-o", "--output", metavar="DIR", default=".", help="where to write, created when missing (default: .)"
     )

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .cli_completion import completes_files
 from .errors import ByocError
 from .value_types import value_text
 
@@ -52,7 +53,9 @@ def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.Arg
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    c.add_argument("specs", nargs="*", metavar="SPEC", help="a spec file, or a directory of them")
+    completes_files(
+        c.add_argument("specs", nargs="*", metavar="SPEC", help="a spec file, or a directory of them")
+    )
     c.set_defaults(run=cmd_check)
 
     b = sub.add_parser(
