@@ -103,4 +103,3 @@ def _cmd_examples(args: argparse.Namespace) -> int:
         shutil.rmtree(staging, ignore_errors=True)
     sys.stdout.write(f"wrote {len(examples)} files into {root}\n")
     return 0
-
