@@ -109,8 +109,14 @@ def size_rounds(
 def child_seconds(code: str) -> float:
     """Run ``code`` in a fresh Python process and return the number it prints (a time
     in seconds): each size of a throughput suite starts from an empty heap."""
+    (seconds,) = child_numbers(code)
+    return seconds
+
+
+def child_numbers(code: str) -> list[float]:
+    """Run ``code`` in a fresh Python process and return the numbers it prints."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip())
+    return [float(word) for word in out.stdout.split()]
 
 
 def growth_steps(sizes: tuple[int, ...], samples: dict[int, list[float]]) -> list[dict[str, Any]]:

@@ -335,7 +335,56 @@ class _Reader:
         return out, spelled
 
     def const_values(self, c):
+        if len(c) == 1 and type(c[0]) is list:  # a NUMBER_LIST
+            return c[0]
         return [v for v in c if v is not None]
+
+    def NUMBER_LIST(self, tok):
+        """The numbers of ``[n, n, ...]`` (a NUMBER_LIST: digits, signs, points,
+        exponents, commas and blank space only), each as SIGNED_INT or SIGNED_FLOAT reads
+        it: an int unless it has a point or an exponent. ``int()`` and ``float()`` take
+        exactly those spellings there, so they check them too; one they refuse is a
+        ParseError at its column, and an integer too long for any dtype the GraphError
+        SIGNED_INT gives."""
+        items = tok.value[1:-1].split(",")
+        if not items[-1].strip() and len(items) > 1:
+            items.pop()  # a trailing comma
+        elif items == [""] or items[-1].isspace():
+            items = []  # `[]`
+        try:
+            if "." not in tok.value and "e" not in tok.value and "E" not in tok.value:
+                values = list(map(int, items))
+            else:
+                values = [float(s) if "." in s or "e" in s or "E" in s else int(s) for s in items]
+        except ValueError:
+            values = None
+        if values is None or (values and max(map(len, items)) > MAX_INT_DIGITS):
+            self._number_list_error(tok, items)
+        return values
+
+    def _number_list_error(self, tok: Token, items: list[str]) -> None:
+        """Raise the error of the first item of NUMBER_LIST ``tok`` that is no number
+        (``1.2.3``, an empty one between two commas) or an integer too long."""
+        offset = 1  # past "["
+        for item in items:
+            word = item.strip()
+            start = offset + len(item) - len(item.lstrip())
+            before = tok.value[:start]
+            line = tok.line + before.count("\n")
+            column = start + 1 - (before.rfind("\n") + 1) if "\n" in before else tok.column + start
+            at = Token("NUMBER", word, tok.start_pos + start, line, column)
+            if "." not in word and "e" not in word and "E" not in word and len(word) > MAX_INT_DIGITS:
+                self.SIGNED_INT(at)  # raises
+            try:
+                float(word)
+            except ValueError:
+                raise ParseError(
+                    f"{word!r} is not a number" if word else "a value is missing between two commas",
+                    self._loc(at),
+                    hint="a constant's values are numbers such as 1, -2.5 or 3e-4, separated by commas",
+                ) from None
+            offset += len(item) + 1
+        raise AssertionError("no bad item in " + tok.value[:40])
 
     def return_stmt(self, c):
         keyword, *values = c

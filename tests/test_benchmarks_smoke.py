@@ -247,3 +247,19 @@ def test_the_summary_of_a_full_run_reads_every_suites_targets(tmp_path, monkeypa
     assert "| compile | c | growth 6.4x per step | MISSED |" in text
     saved = json.loads((tmp_path / "benchmarks/results/summary.json").read_text())
     assert [t["suite"] for t in saved["targets"]] == ["kernels", "toolchain", "compile"]
+
+
+def test_parse_suite_times_a_large_constant_both_ways(monkeypatch):
+    """The parse suite's constant measurement, at a small size: a parse and a print time
+    from a child process that checked the values read back."""
+    from benchmarks import parse_speed
+
+    parsed, printed = parse_speed.time_constant(2_000)
+    assert parsed > 0 and printed > 0
+    monkeypatch.setattr(parse_speed, "CONSTANT_ELEMENTS", 2_000)
+    monkeypatch.setattr(
+        parse_speed, "size_rounds", lambda f, sizes, repeats: {n: [0.5] * repeats for n in sizes}
+    )
+    results = parse_speed.run(sizes=(10, 100), repeats=1)
+    assert results["constant"]["elements"] == 2_000 and results["constant"]["parse_elements_per_s"] > 0
+    assert "A float32 constant of 2,000 literal values" in parse_speed.markdown(results)
