@@ -20,7 +20,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
 from .c_source_layouts import kernel_macro
-from .c_source_values import c_list, check_input_axes, op_values
+from .c_source_values import c_list, check_input_axes, op_values, shape_refusal
 from .c_text import block_comment, comment, value_label
 from .composite import GraphView, Match, composite_match, composite_values
 
@@ -72,8 +72,10 @@ def node_macro(
 ) -> MacroDef:
     """The spec macro for ``node``; raises GraphError when it cannot serve the node.
 
-    The inputs of an elementwise op must have its output's type (the macros do not
-    broadcast); a macro of another rule reads each input's extents itself."""
+    The inputs of an elementwise op must have its output's shape, unless the macro
+    declares ``broadcast: true``, and be shaped as the macro reads them
+    (:func:`~byoc.generator.c_source_values.shape_refusal`); a macro of another rule
+    reads each input's extents itself."""
     t = node.type
     macro = kernel_macro(spec, node, None)
     if macro is None:
@@ -89,17 +91,24 @@ def node_macro(
             node.loc,
         )
     check_input_axes(node, macro, input_types, spec.name)
-    if not catalog[node.op].rule.elementwise:
-        return macro
+    opdef = catalog[node.op]
     for name_in, given in zip(node.inputs, input_types):
-        if given.shape != t.shape:  # (a comparison's, where's condition and a cast's dtypes differ)
+        # (a comparison's, where's condition and a cast's dtypes differ: shapes only)
+        if opdef.rule.elementwise and given.shape != t.shape and not macro.broadcast:
             raise GraphError(
                 f"{node.op} on backend {spec.name} needs every input to have the shape of its result {t},"
                 f" but {value_label(name_in)} is {given}",
                 node.loc,
-                hint=f"the macros of {spec.name} do not broadcast: make the shapes equal before the "
-                "region, or run this op on the host (broadcasting is for the `fused` backend)",
+                hint=f"macro {name} does not broadcast: make the shapes equal before the region, run the op "
+                "on the host, or map it to a macro that declares `broadcast: true` (and reads ${in<k>_strides})",
             )
+    why = shape_refusal(macro, node, opdef, input_types, range(len(input_types)))
+    if why is not None:  # a broadcast the macro takes, but inputs it reads otherwise
+        raise GraphError(
+            f"{node.op} on backend {spec.name}: {why}",
+            node.loc,
+            hint=f"run {node.op} on the host, or map it to a macro that reads its inputs' shapes or strides",
+        )
     return macro
 
 

@@ -37,7 +37,7 @@ from byoc.spec.macro_args import input_ref
 from byoc.spec.patterns import Pattern
 from byoc.spec.template import placeholder_names
 
-from .c_source_values import c_value, input_values
+from .c_source_values import c_value, input_values, shape_refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +175,10 @@ def _recomputable(pattern: Pattern, pk: int, node: Node, catalog: Catalog) -> bo
 
 def composite_values(match: Match, view: GraphView, catalog: Catalog) -> dict[str, str]:
     """The placeholders a composite's kernel may use besides byoc's fixed ones: each
-    pattern input's extents and types (``${in0_dim0}``, ...) and each named node's
-    attributes as its kernel uses them (``${conv.groups}``, ``${conv.strides0}``)."""
-    values = input_values([view.types[name] for name in match.inputs])
+    pattern input's extents, types and strides along the result's axes (``${in0_dim0}``,
+    ``${in2_stride1}``, ...) and each named node's attributes as its kernel uses them
+    (``${conv.groups}``, ``${conv.strides0}``)."""
+    values = input_values([view.types[name] for name in match.inputs], view.nodes[match.root].type)
     for handle, k in match.pattern.handles.items():
         node = view.nodes[match.nodes[k]]
         attrs = resolve(catalog[node.op], [view.types[n] for n in node.inputs], node.attrs)
@@ -197,7 +198,10 @@ def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, cata
     """Why ``spec`` cannot generate the composite of ``match``, or None when it can: a
     construct must serve the result's rank, and (c_source) every attribute value and
     input axis its macro reads must exist (a macro reading ``${in0_dim1}`` cannot take
-    a vector as input 0, as a single op's cannot: :func:`byoc.generator.partition.supports`)."""
+    a vector as input 0, as a single op's cannot: :func:`byoc.generator.partition.supports`),
+    and every elementwise node's inputs must be shaped as the macro reads them
+    (:func:`~byoc.generator.c_source_values.shape_refusal`: broadcasting only with the
+    macro's ``broadcast: true``; a bias vector's macro takes no full-shape tensor)."""
     binding = match.pattern.binding
     result = view.nodes[match.root].type
     if result.rank not in spec.ranks or not binding.supports(result.rank):
@@ -209,16 +213,40 @@ def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, cata
     for arg in macro.params.values():
         for name in placeholder_names(arg):
             ref = input_ref(name)
-            axis = ref is not None and ref.axis is not None  # ${in<k>_dim<j>}: others come later (layouts)
-            if ("." in name or axis) and name not in values:
+            # ${in<k>_dim<j>} and strides: the others come later (layouts)
+            shaped = ref is not None and ref.what in ("dim", "stride", "strides")
+            if ("." in name or shaped) and name not in values:
                 what = (
                     f"input {ref.index} of the pattern ({match.pattern.inputs[ref.index]}) is "
                     f"{view.types[match.inputs[ref.index]]}"
                     if ref is not None and ref.index < len(match.inputs)
                     else "the match has no such value"
                 )
+                if ref is not None and ref.what != "dim" and ref.index < len(match.inputs):
+                    what += f", which does not broadcast to the result {result}"
                 return f"macro {macro.name} reads ${{{name}}}, but {what}"
+    port = {name: p for p, name in enumerate(match.inputs)}
+    epilogue = _epilogue(match, view, catalog)
+    for k in match.nodes:
+        node = view.nodes[k]
+        ins = [view.types[name] for name in node.inputs]
+        ports = [port.get(name) for name in node.inputs]
+        why = shape_refusal(macro, node, catalog[node.op], ins, ports, k in epilogue)
+        if why is not None:
+            return f"{node.op} {node.name}: {why}"
     return None
+
+
+def _epilogue(match: Match, view: GraphView, catalog: Catalog) -> set[int]:
+    """The graph nodes of ``match`` whose value reaches its result through elementwise
+    ops only (the result included): the kernel reads their inputs at its result's
+    indices (``add(dense(x, w), b)``: b at each (i, j) of the result)."""
+    members = set(match.nodes)
+    epilogue = {match.root}
+    for k in reversed(match.nodes):  # the pattern's order is topological, the result last
+        if k in epilogue and catalog[view.nodes[k].op].rule.elementwise:
+            epilogue.update(j for j in (view.producer.get(n) for n in view.nodes[k].inputs) if j in members)
+    return epilogue
 
 
 def composite_match(call: Node, spec: BackendSpec, region: Function, catalog: Catalog) -> Match | str:

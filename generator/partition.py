@@ -9,7 +9,7 @@
 1. **Annotate.** Each op node goes to the first backend, in the user's order, whose
    spec supports it: the op at its output dtype and rank, its inputs' dtypes and
    ranks, broadcasting (of ops whose catalog shape rule is elementwise) only if
-   the spec declares ``broadcast: true``,
+   the spec declares ``broadcast: true`` (c_source: the macro that runs the node),
    attributes only if the backend's kind can carry them, and only where the
    conditions of its mapping hold (``when:``, :mod:`byoc.spec.conditions`).
    :func:`why_not_supported` says why a backend refuses a node. Nodes no backend
@@ -42,6 +42,7 @@ from byoc.ir import ANON_PREFIX, CALL_OP, Constant, Function, Node, Param, Progr
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import MacroBinding
 from byoc.spec.conditions import Facts, NodeFacts
+from byoc.spec.kind_macros import MacroKind
 
 from .composite import GraphView, Match, match_pattern, matches_ops, why_not_implementable
 from .folding import fold_constants, foldable_nodes
@@ -82,7 +83,7 @@ def why_not_supported(
             return f"{what} is {t}, and its mapping of {node.op} does not take {t.dtype}"
         if not binding.supports(t.rank):
             return f"{what} is {t}, and its mapping of {node.op} has nothing for rank {t.rank}"
-    why = why_not_taken(spec, node, types, catalog) or _macro_refusal(spec, node, types)
+    why = why_not_taken(spec, node, types, catalog) or _macro_refusal(spec, node, types, catalog)
     if why is None and binding.when:
         why = binding.refusal(Facts((NodeFacts.of(node, types, catalog),)))
     return why
@@ -97,23 +98,36 @@ def _type_refusal(spec: BackendSpec, what: str, t: TensorType) -> str | None:
     return None
 
 
-def _macro_refusal(spec: BackendSpec, node: Node, types: Mapping[str, TensorType]) -> str | None:
+def _macro_refusal(
+    spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog
+) -> str | None:
     """Why the macro of a macro backend cannot take ``node``: it reads an axis the
     node's inputs lack (a rank-2 matmul macro reading the second input's
-    ``${in1_dim1}`` cannot take a vector); other bindings always fit."""
+    ``${in1_dim1}`` cannot take a vector), or (c_source) the node's inputs are broadcast
+    and the macro does not say it broadcasts, or they are shaped otherwise than it reads
+    them (:func:`~byoc.generator.c_source_values.shape_refusal`); other bindings always fit."""
     if not isinstance(spec.ops.get(node.op), MacroBinding):
         return None
     from .c_source_layouts import kernel_macro
-    from .c_source_values import check_input_axes
+    from .c_source_values import check_input_axes, shape_refusal
 
     macro = kernel_macro(spec, node, None)
     if macro is None:
         return None  # lowering says which rank has no macro
+    inputs = [types[n] for n in node.inputs]
     try:
-        check_input_axes(node, macro, [types[n] for n in node.inputs], spec.name)
+        check_input_axes(node, macro, inputs, spec.name)
     except GraphError as exc:
         return exc.message
-    return None
+    if not _macros_broadcast(spec):
+        return None
+    return shape_refusal(macro, node, catalog[node.op], inputs, range(len(inputs)))
+
+
+def _macros_broadcast(spec: BackendSpec) -> bool:
+    """Whether ``spec``'s macros each say whether they broadcast (c_source), so that
+    broadcasting is checked against the macro that runs a node, not the spec."""
+    return isinstance(spec.kind, MacroKind) and spec.kind.macro_broadcast
 
 
 def takes_types(spec: BackendSpec, node: Node, types: Mapping[str, TensorType], catalog: Catalog) -> bool:
@@ -126,7 +140,9 @@ def why_not_taken(
 ) -> str | None:
     """Why ``spec``'s code cannot take the tensors of ``node`` (an op node, which it
     runs alone or inside a composite): their dtypes and ranks, and broadcasting; None
-    when it can."""
+    when it can. A backend whose macros each say whether they broadcast (c_source)
+    leaves broadcasting to the macro that runs the node (:func:`_macro_refusal`, and
+    :func:`~byoc.generator.composite.why_not_implementable` for a composite)."""
     out, opdef = node.type, catalog.get(node.op)
     if opdef is None:
         return f"{node.op} is not in the op catalog"
@@ -134,13 +150,14 @@ def why_not_taken(
         why = _type_refusal(spec, f"output {k}" if len(node.types) > 1 else "the output", t)
         if why is not None:
             return why
-    broadcasts = opdef.rule.elementwise  # an input of another shape than the output is broadcast
+    # an input of another shape than the output is broadcast
+    broadcasts = opdef.rule.elementwise and not spec.broadcast and not _macros_broadcast(spec)
     for k, name in enumerate(node.inputs):
         t = types[name]
         why = _type_refusal(spec, f"input {k} ({name})", t)
         if why is not None:
             return why
-        if t.shape != out.shape and broadcasts and not spec.broadcast and k not in opdef.rule.parameters:
+        if t.shape != out.shape and broadcasts and k not in opdef.rule.parameters:
             return f"input {k} ({name}) is {t}, broadcast to {out}, and it does not broadcast"
     if node.attrs and not spec.kind.attrs:
         return f"{node.op} has attributes, which a {spec.kind.name} backend cannot carry"

@@ -131,6 +131,10 @@ class MacroDef:
     status: bool = False
     """c_source: the kernel returns an ``int``, 0 on success; the function's body stops at
     the first other value, and the call raises RuntimeError naming the kernel's nodes."""
+    broadcast: bool = False
+    """c_source: the kernel takes the inputs of an elementwise op (or of a pattern's
+    elementwise node) broadcast to the output's shape (numpy's rule), each at its own
+    shape, and reads how through ``${in<k>_stride<j>}`` (``broadcast: true``)."""
 
     def arguments(self, values: Mapping[str, object]) -> tuple[str, ...]:
         """The arguments of one invocation, in parameter order."""

@@ -170,7 +170,10 @@ def _broadcast(doc: YamlDoc, root, kind: CodegenKind) -> bool:
             root,
             "broadcast",
             value=True,
-            hint=f"the {kind.name} generator needs every input of an op in the output's shape; remove `broadcast: true`",
+            hint="remove `broadcast: true`; a macro that takes broadcast inputs says so itself "
+            "(`broadcast: true` on the macro, reading ${in<k>_stride<j>})"
+            if getattr(kind, "macro_broadcast", False)
+            else f"the {kind.name} generator needs every input of an op in the output's shape; remove `broadcast: true`",
         )
     return value
 

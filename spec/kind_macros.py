@@ -23,7 +23,7 @@ from .bindings import frozen_map
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, known
 from .layouts import load_macro_layouts, load_mixed_layouts
-from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
+from .macro_args import STRIDE_PLACEHOLDERS, attribute_of, attribute_placeholders, const_input, input_ref
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .patterns import Pattern
 from .template import PLACEHOLDER_NAME, Placeholder
@@ -86,6 +86,10 @@ class MacroKind(CodegenKind):
     macro_status: ClassVar[bool] = False
     """Whether a macro may say that its kernel returns an ``int`` status (``status: true``),
     and the spec, at the top level, what a macro that does not say has (default false)."""
+    macro_broadcast: ClassVar[bool] = False
+    """Whether a macro may say that its kernel takes inputs broadcast to the output's
+    shape (``broadcast: true``), reading them through ``${in<k>_stride<j>}``; the kind's
+    specs then say so per macro, and partitioning asks the macro that runs a node."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -141,7 +145,10 @@ class MacroKind(CodegenKind):
                     more=more,
                 ):
                     _check_input_index(doc, pnode, param, ph, macro)
+                    _check_stride(doc, pnode, param, ph, macro)
                     args[mname].append((param, ph))
+            if macro.broadcast:
+                _check_broadcasts(doc, macro, users)
         for use in uses:
             _check_use(doc, use, args[use.macro], builtin)
 
@@ -166,7 +173,10 @@ class MacroKind(CodegenKind):
             required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
             layouts = ("layouts", "mixed_layouts") if self.macro_layouts else ()
             status_key = ("status",) if self.macro_status else ()
-            doc.check_keys(mnode, what, required, ("doc", *self.macro_setup, *layouts, *status_key))
+            broadcast_key = ("broadcast",) if self.macro_broadcast else ()
+            doc.check_keys(
+                mnode, what, required, ("doc", *self.macro_setup, *layouts, *status_key, *broadcast_key)
+            )
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
@@ -216,6 +226,9 @@ class MacroKind(CodegenKind):
                 if "status" in mnode
                 else default_status
             )
+            broadcast = "broadcast" in mnode and bool(
+                doc.typed(mnode, "broadcast", bool, f"{what}: broadcast")
+            )
             draft.macros[name] = MacroDef(
                 str(name),
                 args,
@@ -227,6 +240,7 @@ class MacroKind(CodegenKind):
                 ports,
                 mixed,
                 status,
+                broadcast,
             )
             draft.macro_params[name] = params
 
@@ -346,6 +360,43 @@ def _check_input_index(doc: YamlDoc, pnode: Any, param: str, ph: Placeholder, ma
     )
 
 
+def _check_stride(doc: YamlDoc, pnode: Any, param: str, ph: Placeholder, macro: MacroDef) -> None:
+    """``${in<k>_stride<j>}`` and ``${in<k>_strides}`` only in a macro that declares
+    ``broadcast: true``: another's kernel gets every input in the output's shape."""
+    ref = input_ref(ph.name)
+    if ref is None or ref.what not in STRIDE_PLACEHOLDERS or macro.broadcast:
+        return
+    raise doc.error_at(
+        f"${{{ph.name}}} in the argument of {param} in macro {macro.name}: a broadcast stride, "
+        "but the macro does not declare `broadcast: true`",
+        doc.at_offset(pnode, param, ph.offset),
+        hint=f"add `broadcast: true` to macro {macro.name} if its kernel takes inputs broadcast to the "
+        "output's shape; without it every input of an elementwise op has the output's shape",
+    )
+
+
+def _check_broadcasts(doc: YamlDoc, macro: MacroDef, users: list[MacroUse]) -> None:
+    """``broadcast: true`` needs a user that can broadcast: an elementwise op, or a
+    pattern with an elementwise node (no other op's inputs are broadcast)."""
+    if not users or any(_elementwise(u) for u in users):
+        return
+    names = ", ".join(dict.fromkeys(u.user for u in users))
+    raise doc.error(
+        f"macro {macro.name} declares `broadcast: true`, but nothing it serves broadcasts ({names})",
+        doc.root["macros"][macro.name],
+        "broadcast",
+        value=True,
+        hint="only the inputs of an elementwise op are broadcast; remove `broadcast: true`",
+    )
+
+
+def _elementwise(use: MacroUse) -> bool:
+    """Whether an op of ``use`` (its op, or a node of its pattern) broadcasts its inputs."""
+    if use.op is not None:
+        return use.op.rule.elementwise
+    return use.pattern is not None and any(n.opdef.rule.elementwise for n in use.pattern.nodes)
+
+
 def _attribute_use(use: MacroUse, name: str) -> tuple[OpDef, AttrDef, int | None] | None:
     """The op, attribute and list index that ``${name}`` names for the op or pattern of
     ``use``; None when it names none."""
@@ -396,6 +447,9 @@ def _check_attribute(doc: YamlDoc, use: MacroUse, param: str, name: str) -> bool
 def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]], builtin: set[str]) -> None:
     for param, ph in args:
         dim = DIM_PLACEHOLDER.match(ph.name)
+        ref = input_ref(ph.name)
+        if ref is not None and ref.what == "stride" and use.ranks is not None:
+            _check_output_axis(doc, use, param, ph.name, ref.axis or 0, "stride")
         if ph.name in builtin or (ph.name in use.vars and not dim):
             continue
         if (use.op is not None or use.pattern is not None) and (
@@ -403,17 +457,8 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
         ):
             continue
         if dim and use.ranks is not None:
-            low = [r for r in use.ranks if int(dim.group(1)) >= r]
-            if not low:
-                continue
-            have = ", ".join(f"${{dim{k}}}" for k in range(low[0])) or "no dims"
-            raise doc.error(
-                f"{use.user} uses macro {use.macro} at rank {low[0]}, but its argument {param} needs ${{{ph.name}}}",
-                use.node,
-                use.key,
-                value=True,
-                hint=f"a rank-{low[0]} tensor has {have}; map this rank to another macro",
-            )
+            _check_output_axis(doc, use, param, ph.name, int(dim.group(1)), "dim")
+            continue
         attrs = (
             f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
             if use.op
@@ -430,6 +475,23 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
             value=True,
             hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}{attrs}",
         )
+
+
+def _check_output_axis(doc: YamlDoc, use: MacroUse, param: str, name: str, axis: int, noun: str) -> None:
+    """A placeholder of the output's axis ``axis`` (``${dim<j>}``, ``${in<k>_stride<j>}``)
+    needs a rank above ``axis`` at every rank ``use`` serves."""
+    assert use.ranks is not None
+    low = [r for r in use.ranks if axis >= r]
+    if not low:
+        return
+    shown = ", ".join(f"${{{name.removesuffix(str(axis))}{k}}}" for k in range(low[0])) or f"no {noun}s"
+    raise doc.error(
+        f"{use.user} uses macro {use.macro} at rank {low[0]}, but its argument {param} needs ${{{name}}}",
+        use.node,
+        use.key,
+        value=True,
+        hint=f"a rank-{low[0]} tensor has {shown}; map this rank to another macro",
+    )
 
 
 def _refuse_placeholders(doc: YamlDoc, mnode: Any, what: str) -> None:

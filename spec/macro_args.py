@@ -5,6 +5,10 @@ fixed names and the vars: the extents of the inputs and the op's attributes.
   ``${in<k>_ctype}``, ``${in<k>_dtype}``: input ``k``'s extent ``j``, rank, element
   count, shape and element type (0-based, as the kernel's ``in0``, ``in1``, ...
   pointers are);
+- ``${in<k>_stride<j>}``, ``${in<k>_strides}``: how many elements of input ``k`` one
+  step along axis ``j`` *of the output* moves, after numpy broadcasting (0 where input
+  ``k`` lacks the axis or has extent 1 there), one or all of them; only in a macro that
+  declares ``broadcast: true``;
 - ``${in<k>_layout}`` (and ``${out_layout}``, a fixed name of the kind): the layout
   the function chose for input ``k`` (the result), a name of the spec's ``layouts:``
   or ``plain`` (:mod:`byoc.spec.layouts`);
@@ -29,10 +33,19 @@ from dataclasses import dataclass
 from byoc.catalog import AttrDef, OpDef
 
 INPUT_PLACEHOLDER = re.compile(
-    r"in(0|[1-9][0-9]*)_(?:dim(0|[1-9][0-9]*)|(rank|size|shape|ctype|dtype|layout))\Z"
+    r"in(0|[1-9][0-9]*)_(?:(dim|stride)(0|[1-9][0-9]*)|(rank|size|shape|strides|ctype|dtype|layout))\Z"
 )
-"""``${in<k>_dim<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``, ``${in<k>_shape}``,
-``${in<k>_ctype}``, ``${in<k>_dtype}``, ``${in<k>_layout}``."""
+"""``${in<k>_dim<j>}``, ``${in<k>_stride<j>}``, ``${in<k>_rank}``, ``${in<k>_size}``,
+``${in<k>_shape}``, ``${in<k>_strides}``, ``${in<k>_ctype}``, ``${in<k>_dtype}``,
+``${in<k>_layout}``."""
+
+STRIDE_PLACEHOLDERS = ("stride", "strides")
+"""What an :class:`InputRef` of a broadcast stride says (``${in<k>_stride<j>}``,
+``${in<k>_strides}``): placeholders only a macro with ``broadcast: true`` may use."""
+
+WHOLE_SHAPE = ("rank", "shape", *STRIDE_PLACEHOLDERS)
+"""Input placeholders that tell a kernel an input's whole shape (its rank included),
+unlike ``${in<k>_dim<j>}``, from which a kernel knows only the axes it reads."""
 
 CONST_INPUT = re.compile(r"in(0|[1-9][0-9]*)_const\Z")
 """``${in<k>_const}``, in a macro's ``state``, ``init`` and ``teardown`` only: the C name
@@ -44,7 +57,8 @@ _ELEMENT = re.compile(r"([a-z_][a-z0-9_]*?)(0|[1-9][0-9]*)\Z")
 
 @dataclass(frozen=True, slots=True)
 class InputRef:
-    """``${in<index>_<what>}``; ``axis`` is set when ``what`` is ``dim``."""
+    """``${in<index>_<what>}``; ``axis`` is set when ``what`` is ``dim`` (an axis of the
+    input) or ``stride`` (an axis of the output)."""
 
     index: int
     what: str
@@ -57,8 +71,8 @@ def input_ref(name: str) -> InputRef | None:
     if m is None:
         return None
     if m.group(2) is not None:
-        return InputRef(int(m.group(1)), "dim", int(m.group(2)))
-    return InputRef(int(m.group(1)), m.group(3))
+        return InputRef(int(m.group(1)), m.group(2), int(m.group(3)))
+    return InputRef(int(m.group(1)), m.group(4))
 
 
 def const_input(name: str) -> int | None:

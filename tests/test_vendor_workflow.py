@@ -9,6 +9,8 @@ from the vendor's ONNX domain. A small CNN in ONNX then runs over ``npu,fused``:
 - the device opens once per loaded module (module state), for two offloaded functions;
 - a conv of 5x5 weights, which the spec's shape condition refuses, goes to ``fused``,
   and ``--explain`` says why;
+- a bias added per channel (broadcast) runs on the NPU's add, a macro that takes
+  broadcast inputs through their strides;
 - the SDK's own message reaches the Python error and ``byoc run``'s output;
 - every output matches byoc's numpy reference.
 """
@@ -98,6 +100,7 @@ requires:
       dirs: {include: [../include], lib: [../lib]}   # relative to this file
 prelude: |
   #include <npu.h>
+  #define NPU_ITEMS(...) __VA_ARGS__
 module_state: |
   int device;
 module_init: |
@@ -123,6 +126,25 @@ macros:
         }
         return 0;
       }
+  NPU_ADD:
+    doc: a + b, each read through its strides along the result's axes (numpy broadcasting)
+    inputs: 2
+    broadcast: true
+    params: {p_ID_: "${symbol}", p_RANK_: "${rank}", p_SIZE_: "${size}", p_SHAPE_: "${shape}",
+             p_SA_: "${in0_strides}", p_SB_: "${in1_strides}"}
+    body: |
+      static void p_ID_(const float* a, const float* b, float* out) {
+        static const int64_t shape[] = {NPU_ITEMS p_SHAPE_}, sa[] = {NPU_ITEMS p_SA_}, sb[] = {NPU_ITEMS p_SB_};
+        int64_t index[p_RANK_] = {0}, ia = 0, ib = 0;
+        for (int64_t k = 0; k < p_SIZE_; ++k) {
+          out[k] = a[ia] + b[ib];
+          for (int j = p_RANK_ - 1; j >= 0; --j) {
+            ia += sa[j]; ib += sb[j];
+            if (++index[j] < shape[j]) break;
+            ia -= sa[j] * shape[j]; ib -= sb[j] * shape[j]; index[j] = 0;
+          }
+        }
+      }
   NPU_HARD_SWISH:
     inputs: 1
     params: {p_ID_: "${symbol}", p_DEVICE_: "${module_state}", p_N_: "${size}", p_A_: "${alpha}", p_B_: "${beta}"}
@@ -138,6 +160,8 @@ ops:
            "strides == [1, 1]", "pads == [0, 0, 0, 0]", "dilations == [1, 1]"]
   hard_swish:
     macros: {default: NPU_HARD_SWISH}
+  add:
+    macros: {default: NPU_ADD}
 patterns:
   conv_relu:
     inputs: [x, w]
@@ -201,7 +225,8 @@ def sdk(tmp_path, monkeypatch):
 
 def cnn(channels_out: int = 8) -> bytes:
     """x -> conv 3x3 + relu (npu) -> conv 5x5 (fused: refused by the spec's condition)
-    -> the vendor's HardSwish (npu) -> conv 3x3 with ``channels_out`` channels (npu)."""
+    -> the vendor's HardSwish (npu) -> conv 3x3 with ``channels_out`` channels and a
+    bias per channel added by broadcasting (npu)."""
     rng = np.random.default_rng(11)
 
     def weights(name, *shape):
@@ -212,14 +237,20 @@ def cnn(channels_out: int = 8) -> bytes:
         helper.make_node("Relu", ["c1"], ["r1"]),
         helper.make_node("Conv", ["r1", "w2"], ["c2"]),
         helper.make_node("HardSwish", ["c2"], ["h"], domain=DOMAIN, alpha=0.2),
-        helper.make_node("Conv", ["h", "w3"], ["y"]),
+        helper.make_node("Conv", ["h", "w3"], ["c3"]),
+        helper.make_node("Add", ["c3", "b3"], ["y"]),  # a bias per channel, broadcast
     ]
     graph = helper.make_graph(
         nodes,
         "cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 12, 12])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels_out, 2, 2])],
-        [weights("w1", 8, 4, 3, 3), weights("w2", 8, 8, 5, 5), weights("w3", channels_out, 8, 3, 3)],
+        [
+            weights("w1", 8, 4, 3, 3),
+            weights("w2", 8, 8, 5, 5),
+            weights("w3", channels_out, 8, 3, 3),
+            weights("b3", 1, channels_out, 1, 1),
+        ],
     )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)]
     return helper.make_model(graph, opset_imports=opsets).SerializeToString()
@@ -242,6 +273,7 @@ def test_a_cnn_runs_on_the_vendor_npu_as_its_spec_says(sdk, tmp_path, capsys):
         line.startswith("  r1 = conv, relu") and line.endswith("-> npu (pattern conv_relu)") for line in lines
     )
     assert any(line.startswith("  h = hard_swish") and line.endswith("-> npu") for line in lines)
+    assert any(line.startswith("  y = add") and line.endswith("-> npu") for line in lines)  # broadcast
 
     program = byoc.parse_file(model_path, spec_path=spec_path)
     model = byoc.build(program, backends=["npu", "fused"], spec_path=spec_path)
