@@ -14,7 +14,7 @@ from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
-from byoc.ir import Function, Program, is_integer
+from byoc.ir import ANON_PREFIX, Function, Program, is_integer
 from byoc.validate import validate_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,3 +201,19 @@ def assert_guide_runs(backends, **kwargs) -> None:
     (out,) = run_built(PLAIN_GRAPH, backends, inputs, **kwargs)
     assert out.shape == (30, 10) and out.dtype == np.float32
     np.testing.assert_allclose(out, guide_expected(inputs), rtol=1e-6, atol=1e-6)
+
+
+def placement(program: Program) -> dict[str, str]:
+    """Each named value of the first graph -> the backend computing it, as ``npu`` or,
+    for a composite's, ``npu.conv_relu``; ``host`` for a node no backend took.
+    Anonymous values (inside a region) are left out."""
+    out = {}
+    for node in program.functions[0].nodes:
+        if node.callee is None:
+            out.update((name, "host") for name in node.outputs)
+            continue
+        for inner in node.callee.nodes:
+            composite = inner.callee.composite if inner.callee is not None else None
+            label = node.callee.backend + (f".{composite}" if composite else "")
+            out.update((name, label) for name in inner.outputs)
+    return {name: b for name, b in out.items() if not name.startswith(ANON_PREFIX)}

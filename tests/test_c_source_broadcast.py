@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from partition_support import random_inputs
+from partition_support import placement, random_inputs
 
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -173,22 +173,6 @@ def spec_dir(tmp_path, monkeypatch) -> Path:
     write_spec(d, VENDOR)
     write_spec(d, NPU)
     return d
-
-
-def placement(program) -> dict[str, str]:
-    """Each named value -> the backend computing it (``npu.dense_bias_relu`` for a
-    composite's), ``host`` for a node no backend took."""
-    out = {}
-    for node in program.functions[0].nodes:
-        if node.callee is None:
-            out.update((name, "host") for name in node.outputs)
-            continue
-        for inner in node.callee.nodes:
-            composite = inner.callee.composite if inner.callee is not None else None
-            out.update(
-                (name, node.callee.backend + (f".{composite}" if composite else "")) for name in inner.outputs
-            )
-    return {name: b for name, b in out.items() if not name.startswith(ANON_PREFIX)}
 
 
 def assert_matches_reference(program, spec_dir: Path, backends: list[str]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mini_spec import C_SOURCE
-from partition_support import random_inputs
+from partition_support import placement, random_inputs
 from ruamel.yaml import YAML
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -18,7 +18,6 @@ from byoc.building import build
 from byoc.errors import SpecError
 from byoc.generator.composite import GraphView, match_pattern
 from byoc.generator.partition import partition, why_not_supported
-from byoc.ir import ANON_PREFIX
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, load_backend_file
 
 README = SHIPPED_BACKENDS.parent / "README.md"
@@ -49,22 +48,6 @@ def npu_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv(ENV_VAR, raising=False)
     (tmp_path / "npu.yaml").write_text(readme_spec(), encoding="utf-8")
     return tmp_path
-
-
-def placement(program) -> dict[str, str]:
-    """Each output of the graph -> the backend computing it, as ``npu`` or, for a
-    composite, ``npu.conv_relu``; ``host`` for a node no backend took. Anonymous values
-    (inside a region) are left out."""
-    out = {}
-    for node in program.functions[0].nodes:
-        if node.callee is None:
-            out.update((name, "host") for name in node.outputs)
-            continue
-        for inner in node.callee.nodes:
-            composite = inner.callee.composite if inner.callee is not None else None
-            label = node.callee.backend + (f".{composite}" if composite else "")
-            out.update((name, label) for name in inner.outputs)
-    return {name: b for name, b in out.items() if not name.startswith(ANON_PREFIX)}
 
 
 def specs_of(spec_dir: Path, *names: str):
@@ -186,9 +169,7 @@ def test_a_pattern_condition_on_a_node_input_refuses_the_match(tmp_path, monkeyp
     root = next(k for k, n in enumerate(fn.nodes) if n.name == "c")
     found = match_pattern(npu.patterns["conv_relu"], view, root, load_catalog())
     extent = fn.types()["w3"].shape[2]
-    assert found == (
-        f"when: conv.in1.shape[2] < 3 is false (conv.in1.shape[2] = {extent})"
-    )
+    assert found == (f"when: conv.in1.shape[2] < 3 is false (conv.in1.shape[2] = {extent})")
 
 
 def test_a_pattern_condition_on_an_output_dtype_holds(tmp_path, monkeypatch):
