@@ -124,11 +124,14 @@ def build(
     timings: Timings | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     progress: Callable[[str], None] | None = None,
+    profile: bool = False,
 ):
     """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
     ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
     (see module doc). The backends' modules compile in parallel; ``progress``, when
-    given, gets a line per event of a compilation longer than a second."""
+    given, gets a line per event of a compilation longer than a second. With
+    ``profile``, the compiled modules time their kernel calls, and ``Model.profile``
+    runs a graph with profiling (docs/performance.md, "Profiling a run")."""
     from .api import backend_loader, load_catalog, parse_file
     from .generator.explain import placement, placement_summary
     from .generator.pipeline import generate
@@ -154,7 +157,7 @@ def build(
     log.info("%s", placement_summary(counts))
 
     with timings.measure("generate"):
-        generated = generate(offloaded, catalog, loader, options)
+        generated = generate(offloaded, catalog, loader, options, profile=profile)
         lowered, artifacts = generated.lowered, generated.artifacts
     log.debug("generated %s", ", ".join(a.name for a in artifacts))
     members: dict[str, bytes] = {a.name: a.payload for a in artifacts}
@@ -184,6 +187,7 @@ def build(
     with timings.measure("load"):
         model = Model(manifest, members, catalog, built)
     model.placement = counts
+    model.profiling = profile
     return model
 
 

@@ -25,6 +25,7 @@ examples:
   byoc run g.graph --option opt_level=3 --seed 7
   byoc run model.onnx --backend fused --shape x=1,3,32,32
   byoc run model.onnx --backend fused --inputs test_data_set_0 --save-outputs out.npz
+  byoc run model.onnx --backend dnnl,fused --profile-trace trace.json
 
 It parses (or imports an ONNX model), generates, compiles (or loads a bundle), runs
 every graph on seeded random inputs (or on --inputs, an .npz with one array per graph
@@ -38,6 +39,13 @@ ONNX's own test tolerances (rtol 1e-3, atol 1e-7; float16 and bfloat16 outputs k
 their defaults) unless --rtol/--atol are given.
 --save-outputs writes the outputs as an .npz: output_K (GRAPH/output_K for several
 graphs).
+--profile builds with profiling (the generated code times each kernel call; a build
+without it has no profiling code), runs each graph once more after the checked run
+(so without one-time setup: inits, workspaces), timing every region call, kernel call
+and host op, and prints after the results a table per graph: name, kind (region,
+kernel, host op), backend, calls, total and mean time, and share of the run.
+--profile-trace FILE.json does the same and writes the events as a Chrome trace, which
+Perfetto (ui.perfetto.dev) and chrome://tracing open. See docs/performance.md.
 
 exit status: 0 when every output matches, 1 on a mismatch, 2 on bad input
 """
@@ -67,6 +75,12 @@ def add_commands(sub, parents) -> None:
     b.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="the bundle to write (e.g. model.byoc)"
     )
+    b.add_argument(
+        "--profile",
+        action="store_true",
+        help="build with profiling: the compiled code times each kernel call, for "
+        "`byoc run BUNDLE --profile` and Model.profile()",
+    )
     b.set_defaults(run=_cmd_build)
 
     r = sub.add_parser(
@@ -86,6 +100,16 @@ def add_commands(sub, parents) -> None:
         "default: seeded random inputs",
     )
     r.add_argument("--save-outputs", metavar="NPZ", help="write every graph's outputs into this .npz")
+    r.add_argument(
+        "--profile",
+        action="store_true",
+        help="build with profiling, and print the time of each region, kernel and host op after the results",
+    )
+    r.add_argument(
+        "--profile-trace",
+        metavar="FILE.json",
+        help="as --profile, and write the events as a Chrome trace (Perfetto, chrome://tracing)",
+    )
     r.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (default 0)")
     r.add_argument(
         "--rtol",
@@ -141,6 +165,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         timings=timings,
         shapes=shapes_of(args),
         progress=progress_printer(args),
+        profile=args.profile,
     )
     model.save(args.output)
     size = Path(args.output).stat().st_size
@@ -161,6 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .runtime import load
 
     timings = Timings()
+    profile = bool(args.profile or args.profile_trace)
     given = _read_inputs(args.inputs)  # before any build: a bad --inputs costs no compile
     specialised: dict[str, np.ndarray] = {}
     if str(args.file).endswith(".byoc"):
@@ -204,7 +230,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             catalog=catalog,
             timings=timings,
             progress=progress_printer(args),
+            profile=profile,
         )
+    if profile:
+        model.check_profiling()  # a bundle built without it: say so before running anything
     qualified = len(model.graph_names) > 1
     supplied, origins, stored = _supplied(args.inputs, given, model, program)
     backends = ", ".join(m.backend for m in model.manifest.modules)
@@ -223,11 +252,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if supplied is not None:
         _check_unused(supplied, model, qualified)
     saved: dict[str, np.ndarray] = {}
+    profiles = []
     for name, inputs in graph_inputs.items():
         executor = model.executor(name)
         fn = program.function(name)
         with timings.measure("run"):
             outputs = executor(**inputs)
+        if profile:  # a second run, without the first one's setup (inits, workspaces)
+            with timings.measure("profile"):
+                profiles.append(model.profile(name, **inputs))
         with timings.measure("reference"):
             expected = evaluate(fn, inputs, catalog)
         sys.stdout.write(f"graph {name}: {len(inputs)} input(s), {len(outputs)} output(s)\n")
@@ -254,10 +287,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
             [f"{failed_stored} output(s) differ from {stored.directory}/output_*.pb"] if failed_stored else []
         )
         sys.stdout.write(f"result: {'; '.join(differ)}\n")
-        return 1
-    also = f" and {stored.directory}/output_*.pb" if stored is not None and stored.outputs else ""
-    sys.stdout.write(f"result: every output matches the numpy reference{also}\n")
-    return 0
+    else:
+        also = f" and {stored.directory}/output_*.pb" if stored is not None and stored.outputs else ""
+        sys.stdout.write(f"result: every output matches the numpy reference{also}\n")
+    if profiles:
+        _print_profiles(profiles, args.profile_trace)
+    return 1 if failed or failed_stored else 0
+
+
+def _print_profiles(profiles, trace: str | None) -> None:
+    """The profile table of each graph, and the Chrome trace of them all when asked."""
+    from .runtime.profile import write_chrome_trace
+
+    for p in profiles:
+        sys.stdout.write(f"profile of {p.table()}\n")
+    if trace:
+        write_chrome_trace(profiles, trace)
+        events = sum(len(p.events) for p in profiles)
+        sys.stdout.write(f"wrote {trace} ({events} events; open it in ui.perfetto.dev or chrome://tracing)\n")
 
 
 STORED_RTOL, STORED_ATOL = 1e-3, 1e-7

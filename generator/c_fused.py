@@ -3,6 +3,9 @@
 One C99 file per backend, holding every external function of that backend::
 
     header comment          what generated the file, from which spec, with which options
+    _POSIX_C_SOURCE         with the thread pool, or in a build with profiling (which also
+                            adds <time.h>, the event buffer after the argument checks, and
+                            a timed block around each loop nest: generator/c_profile.py)
     #include ...            the TVM FFI entry's headers (ffi_entry.includes()), and <math.h>
                             when an op expression calls a function or a constant is not finite
     dtype support           where the module uses them: <stdbool.h>, the half types'
@@ -61,7 +64,7 @@ from byoc.spec.bindings import ExpressionBinding, OpBinding
 from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
-from . import c_dtypes, c_workspace, ffi_entry
+from . import c_dtypes, c_profile, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
 from .c_fused_function import FusedText, function_text
 from .c_fused_nests import needs_nests
@@ -70,6 +73,7 @@ from .c_fused_pool import NAMES as POOL_NAMES
 from .c_fused_pool import POSIX
 from .c_fused_pool import SUPPORT as POOL
 from .c_fused_support import CLONES, OVERLAPS, option_summary
+from .c_profile import Site
 from .c_source import spec_source
 from .c_text import block_comment, check_reserved_names, function_origin
 
@@ -89,30 +93,44 @@ def generate(
     spec: BackendSpec,
     catalog: Catalog,
     options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
 ) -> tuple[Artifact, ...]:
-    """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
+    """One ``<backend>.c`` module holding every function of ``externals``; none if empty.
+    With ``profile``, every loop nest is timed (:mod:`byoc.generator.c_profile`)."""
     if not externals:
         return ()
-    text, blobs = module_text(externals, spec, options, catalog)
+    text, blobs = module_text(externals, spec, options, catalog, profile=profile)
     return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
 
 
 def module_text(
-    externals: Sequence[Function], spec: BackendSpec, options: Mapping[str, OptionValue], catalog: Catalog
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    options: Mapping[str, OptionValue],
+    catalog: Catalog,
+    *,
+    profile: bool = False,
 ) -> tuple[str, list[Artifact]]:
     """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
-    functions: list[FusedText] = [function_text(fn, spec, values, catalog) for fn in externals]
+    functions: list[FusedText] = []
+    sites: list[Site] = []
+    for fn in externals:
+        functions.append(function_text(fn, spec, values, catalog, len(sites) if profile else None))
+        sites += functions[-1].sites
     workspace = any(f.workspace for f in functions)
-    helpers = HELPERS + (c_workspace.NAMES if workspace else ())
+    helpers = HELPERS + (c_workspace.NAMES if workspace else ()) + (c_profile.NAMES if profile else ())
     check_reserved_names(externals, {h: f"the helper {h}" for h in helpers})
     parallel = any(f.parallel for f in functions)
     parts = [
         _header(externals, spec, values, catalog),
         *([POSIX] if parallel else []),
+        *([c_profile.POSIX] if profile else []),
         ffi_entry.includes()
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
-        + _extra_includes(workspace, parallel),
+        + _extra_includes(workspace, parallel)
+        + (c_profile.INCLUDE if profile else ""),
     ]
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
     if types:
@@ -123,6 +141,8 @@ def module_text(
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")
     parts.append(ffi_entry.SUPPORT)
+    if profile:
+        parts.append(c_profile.support(sites))
     if any(f.overlaps for f in functions):
         parts.append(OVERLAPS)
     if workspace:

@@ -42,8 +42,9 @@ from byoc.spec.template import render
 
 from . import c_dtypes, ffi_entry
 from .artifacts import Artifact
-from .c_fused_nests import Body, anchored_body, needs_nests
+from .c_fused_nests import Body, Timer, anchored_body, needs_nests
 from .c_fused_support import pragmas
+from .c_profile import Site, origins, timed
 from .c_text import (
     block_comment,
     c_string,
@@ -75,6 +76,8 @@ class FusedText:
     """The binary artifacts its large constants are included from."""
     workspace: bool = False
     """True when its body places buffers in the per-thread workspace (the module defines it)."""
+    sites: tuple[Site, ...] = ()
+    """Its timed loop nests, in a build with profiling (:mod:`byoc.generator.c_profile`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +92,28 @@ class _Value:
 
 
 def function_text(
-    fn: Function, spec: BackendSpec, values: Mapping[str, object], catalog: Catalog
+    fn: Function,
+    spec: BackendSpec,
+    values: Mapping[str, object],
+    catalog: Catalog,
+    first_site: int | None = None,
 ) -> FusedText:
     """``fn``'s constants, fused body, wrapper and exported entry (see the module doc).
 
-    ``values`` holds the common placeholders and the backend's option values.
+    ``values`` holds the common placeholders and the backend's option values. With
+    ``first_site`` (a build with profiling) each loop nest is timed as a profiling
+    site, numbered from it.
     """
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
+    sites: list[Site] = []
+
+    def timer(label: str, lines: list[str], nodes: list[Node]) -> list[str]:
+        assert first_site is not None
+        sites.append(Site(sym, f"{sym} {label}", origins(nodes) or function_origin(fn)))
+        return timed(lines, first_site + len(sites) - 1, label)
+
+    timing = None if first_site is None else timer
     table: dict[str, _Value] = {}
     for i, p in enumerate(fn.params):
         table[p.name] = _Value(p.name, p.type, f"in{i}")
@@ -132,7 +149,7 @@ def function_text(
     outline = Outliner(sym, _pointers(fn), clones)
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
-        nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline)
+        nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline, timing)
         used = set(re.findall(r"\bin\d+\b", "\n".join(nested.statements)))
         body = [f"  (void)in{i};" for i in range(len(fn.params)) if f"in{i}" not in used] + unread
         parallel = nested.parallel
@@ -141,7 +158,7 @@ def function_text(
     else:
         for shape, outs in groups.items():
             lines, in_parallel = _group(
-                fn, table, shape, outs, spec, values, catalog, outline, len(groups) > 1
+                fn, table, shape, outs, spec, values, catalog, outline, len(groups) > 1, timing
             )
             body += lines
             parallel |= in_parallel
@@ -152,7 +169,9 @@ def function_text(
     parts += [*outline.functions, body_text]
     wrapper, checks = _wrapper(fn, sym, *status)
     parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
-    return FusedText("\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs), status[1])
+    return FusedText(
+        "\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs), status[1], tuple(sites)
+    )
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:
@@ -192,10 +211,11 @@ def _group(
     catalog: Catalog,
     outline: Outliner,
     block: bool,
+    timer: Timer | None = None,
 ) -> tuple[list[str], bool]:
     """The statements that write the outputs ``outs`` (all of ``shape``), and whether
     their outer loop runs on the thread pool (then ``outline`` holds their loop, and the
-    statements call it)."""
+    statements call it); ``timer`` (a build with profiling) wraps them in their timing."""
     labels = ", ".join(f"out{o}" + ("" if _anonymous(fn.outputs[o]) else f" ({fn.outputs[o]})") for o in outs)
     if math.prod(shape) == 0:
         return [f"  {comment(f'{labels}: {list(shape)} has no elements; nothing to compute')}"], False
@@ -261,8 +281,10 @@ def _group(
     if block:
         lines.append("  }")
     if parallel:
-        return outline(labels, lines, loops.extents[0]), True
-    return lines, False
+        lines = outline(labels, lines, loops.extents[0])
+    if timer is not None:
+        lines = timer(f"loop {labels}", lines, [fn.nodes[v.node] for v in members if v.node is not None])
+    return lines, parallel
 
 
 def _ancestors_of(fn: Function, table: Mapping[str, _Value], outputs: Sequence[str]) -> list[_Value]:

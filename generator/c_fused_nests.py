@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from byoc.attr_values import resolve
@@ -51,6 +51,9 @@ from .fused_placement import Placement
 from .fused_staging import Staged, conversion, stageable, staged_read
 from .fused_tiles import STAGED_WIDTHS, TiledText
 from .memory_plan import ScheduledOp, plan_memory
+
+Timer = Callable[[str, list[str], list[Node]], list[str]]
+"""Wraps the statements of one nest (its label, statements and nodes) in their timing."""
 
 FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
@@ -160,9 +163,11 @@ def anchored_body(
     leaves: Mapping[str, str],
     threshold: int,
     outline: Outliner,
+    timer: Timer | None = None,
 ) -> Body:
     """The statements of ``fn``'s body; ``leaves`` maps each parameter and constant to
-    its C array; the parallel nests go to ``outline``."""
+    its C array; the parallel nests go to ``outline``; ``timer`` (a build with
+    profiling) wraps each nest's statements in its timing."""
     units = pieces(fn)
     nests, nest_of = plan_nests(units, fn.outputs, spec)
     stored: dict[str, list[str]] = {}
@@ -186,7 +191,7 @@ def anchored_body(
 
     statements: list[str] = []
     can_fail = parallel = False
-    writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold, outline)
+    writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold, outline, timer)
     for n, nest in enumerate(nests):
         lines, fails, par = writer.nest(n, nest)
         statements += lines
@@ -236,8 +241,9 @@ class _NestWriter:
     """Writes the loop nests of one function."""
 
     def __init__(
-        self, fn: Function, units, spec, catalog, values, arrays, stored, threshold, outline
+        self, fn: Function, units, spec, catalog, values, arrays, stored, threshold, outline, timer=None
     ) -> None:
+        self.timer: Timer | None = timer
         self.units: Sequence[Piece] = units
         self.spec: BackendSpec = spec
         self.catalog: Catalog = catalog
@@ -301,6 +307,8 @@ class _NestWriter:
             lines = self.outline(label, lines, placed.outer_count())
         first = [line for st in self.staged if st.nest == n for line in conversion(st, value_label(st.value))]
         lines = first + lines
+        if self.timer is not None:
+            lines = self.timer(label, lines, [units[k].node for k in nest.members])
         return lines, fails, parallel
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
@@ -308,7 +316,9 @@ class _NestWriter:
         placed = Placement(loops)
         index = loops.index(t.shape)
         placed.store(f"out{o}[{index}] = {self.arrays[name]}[{index}];")
-        return placed.lines(f"out{o}: a copy of {value_label(name)}", False, False)
+        label = f"out{o}: a copy of {value_label(name)}"
+        lines = placed.lines(label, False, False)
+        return lines if self.timer is None else self.timer(label, lines, [])
 
     # ------------------------------------------------------------ statements
 

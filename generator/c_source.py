@@ -3,6 +3,9 @@
 One C99 file per backend, holding every external function of that backend::
 
     header comment          what generated the file, from which spec
+    _POSIX_C_SOURCE         in a build with profiling only (generator/c_profile.py), as
+                            are <time.h>, the event buffer after the argument checks,
+                            and a timed block around each kernel call of a body
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
     failure messages        byoc_error, when a kernel reports failures (c_source_body.py)
     prelude                 the spec's `prelude` template
@@ -34,10 +37,11 @@ from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 
-from . import c_dtypes, c_workspace, ffi_entry
+from . import c_dtypes, c_profile, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
+from .c_profile import Site
 from .c_source_body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
-from .c_source_function import function_text
+from .c_source_function import FunctionText, function_text
 from .c_source_state import INCLUDE as STATE_INCLUDE
 from .c_source_state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
 from .c_text import check_reserved_names, comment, comment_text, function_origin
@@ -48,23 +52,35 @@ def generate(
     spec: BackendSpec,
     catalog: Catalog,
     options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
 ) -> tuple[Artifact, ...]:
-    """One ``<backend>.c`` module holding every function of ``externals``; none if empty."""
+    """One ``<backend>.c`` module holding every function of ``externals``; none if empty.
+    With ``profile``, every kernel call is timed (:mod:`byoc.generator.c_profile`)."""
     if not externals:
         return ()
-    text, blobs = module_text(externals, spec, catalog, options)
+    text, blobs = module_text(externals, spec, catalog, options, profile=profile)
     return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
 
 
 def module_text(
-    externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    catalog: Catalog,
+    options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
 ) -> tuple[str, list[Artifact]]:
     """The module's C text, and the binary artifacts its large constants are included from."""
     values = spec.template_values({**spec.option_values(), **options})
     module = module_stateful(spec)
     if module:
         values = {**values, "module_state": MODULE_POINTER}
-    functions = [function_text(fn, spec, catalog, values) for fn in externals]
+    functions: list[FunctionText] = []
+    sites: list[Site] = []
+    for fn in externals:
+        functions.append(function_text(fn, spec, catalog, values, len(sites) if profile else None))
+        sites += functions[-1].sites
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
     taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
     workspace = any(f.workspace for f in functions)
@@ -75,10 +91,14 @@ def module_text(
         taken.update((n, "a helper of the generated module") for n in MESSAGE_NAMES)
     if module:
         taken.update((n, "the module's state") for n in MODULE_NAMES)
+    if profile:
+        taken.update((n, "the module's profiling") for n in c_profile.NAMES)
     check_reserved_names(externals, taken)
     parts = [
         _header(externals, spec),
+        *([c_profile.POSIX] if profile else []),
         ffi_entry.includes()
+        + (c_profile.INCLUDE if profile else "")
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
         + (STATE_INCLUDE if stateful(spec) or module or workspace else "")
         + (MESSAGE_INCLUDE if messages else ""),
@@ -93,6 +113,8 @@ def module_text(
         parts.append(prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
+    if profile:
+        parts.append(c_profile.support(sites))
     if workspace:
         parts.append(c_workspace.SUPPORT)
     if module:

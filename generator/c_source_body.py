@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from byoc.ir import C_TYPES, Function, TensorType
 
+from .c_profile import timed
 from .c_text import block_comment, c_string, comment, function_origin, item_list, value_label
 from .c_workspace import RELEASE, layout
 
@@ -83,6 +84,10 @@ class Call:
     args: list[str]
     node: int
     failure: int = 0
+    site: int | None = None
+    """Its profiling site (:mod:`byoc.generator.c_profile`) in a build with profiling, else None."""
+    note: str = ""
+    """What the call computes, for the profiling block's comment."""
 
     @property
     def pointers(self) -> list[str]:
@@ -90,12 +95,15 @@ class Call:
         return [a for a in self.args if a[0] != "("]
 
     def statement(self, on_failure: str) -> str:
-        """The call; a kernel with a status runs ``on_failure`` when it returns non-zero."""
+        """The call; a kernel with a status runs ``on_failure`` when it returns non-zero.
+        With a profiling site, the call is timed (a failure leaves no event)."""
         if not self.failure:
-            return item_list(f"  {self.kernel}(", self.args, ");")
-        call = item_list(f"  if ({self.kernel}(", self.args, ") != 0) {")
-        then = "".join(f"\n    {line}" for line in on_failure.format(failed=self.failure).split("\n"))
-        return f"{call}{then}\n  }}"
+            text = item_list(f"  {self.kernel}(", self.args, ");")
+        else:
+            call = item_list(f"  if ({self.kernel}(", self.args, ") != 0) {")
+            then = "".join(f"\n    {line}" for line in on_failure.format(failed=self.failure).split("\n"))
+            text = f"{call}{then}\n  }}"
+        return text if self.site is None else "\n".join(timed([text], self.site, self.note))
 
 
 def body_parts(

@@ -48,6 +48,7 @@ from byoc.spec.backend import BackendSpec, MacroDef
 
 from . import ffi_entry
 from .artifacts import Artifact
+from .c_profile import Site
 from .c_source_body import Call, body_lines, body_parts, wrapper_text
 from .c_source_kernels import (
     Kernel,
@@ -100,16 +101,23 @@ class FunctionText:
     """True when its body places buffers in the per-thread workspace (the module defines it)."""
     fails: bool = False
     """True when a kernel may report a failure (the module defines ``byoc_error``)."""
+    sites: tuple[Site, ...] = ()
+    """Its timed kernel calls, in a build with profiling (:mod:`byoc.generator.c_profile`)."""
 
 
 def function_text(
-    fn: Function, spec: BackendSpec, catalog: Catalog, values: Mapping[str, object]
+    fn: Function,
+    spec: BackendSpec,
+    catalog: Catalog,
+    values: Mapping[str, object],
+    first_site: int | None = None,
 ) -> FunctionText:
     """``fn``'s constants, kernels, body, wrapper and exported entry.
 
     ``values`` holds the placeholders common to every template of the spec (the
     backend's name, symbol prefix and option values); ``catalog`` gives each op's
-    attributes their kernel values.
+    attributes their kernel values. With ``first_site`` (a build with profiling) each
+    kernel call is timed as a profiling site, numbered from it.
     """
     sym = fn.name
     assert sym is not None, "lower() gives every external function a symbol"
@@ -164,7 +172,12 @@ def function_text(
     for i, value in enumerate(outputs):
         first_output.setdefault(value, i)
 
+    def what(k: int) -> str:
+        node = fn.nodes[k]
+        return composite_origin(node, composites[k]) if k in composites else origin(node)
+
     calls: list[Call] = []
+    sites: list[Site] = []
     uses: dict[tuple[object, ...], tuple[str, str, MacroDef]] = {}
     kernel_of: dict[tuple[object, ...], int] = {}
     kernels: list[Kernel] = []
@@ -215,12 +228,14 @@ def function_text(
             buffers[slot][2].append(value_label(node.name))
         args = [storage[i] for i in ins] + [target]
         failure = found + 1 if kernels[found].status else 0  # what the body returns when it fails
-        calls.append(Call(kernels[found].name, args, k, failure))
+        if first_site is None:
+            calls.append(Call(kernels[found].name, args, k, failure))
+        else:
+            op = composites[k].pattern.name if k in composites else node.op
+            note = f"{kernels[found].name} {op} -> {value_label(node.name)}"
+            calls.append(Call(kernels[found].name, args, k, failure, first_site + len(sites), note))
+            sites.append(Site(sym, note, what(k)))
         storage[value] = target
-
-    def what(k: int) -> str:
-        node = fn.nodes[k]
-        return composite_origin(node, composites[k]) if k in composites else origin(node)
 
     parts += [kernel_text(kernel, what) for kernel in kernels]
     if has_state:
@@ -252,4 +267,4 @@ def function_text(
     guard = (module_guard(sym) if module_stateful(spec) else []) + (init_guard(sym) if has_state else [])
     parts.append(wrapper_text(fn, sym, guard, failures, len(kernels)))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers), fails)
+    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers), fails, tuple(sites))

@@ -35,7 +35,7 @@ from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
-from . import ffi_entry
+from . import c_profile, ffi_entry
 from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role
 from .c_source_values import c_value
 from .c_text import c_string, comment, function_origin, included_array, origin
@@ -47,30 +47,43 @@ LINE_WIDTH = 100
 
 
 def generate(
-    externals: Sequence[Function], spec: BackendSpec, catalog: Catalog, options: Mapping[str, OptionValue]
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    catalog: Catalog,
+    options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
 ) -> tuple[Artifact, ...]:
-    """The engine header and the module of ``externals`` (all of backend ``spec``)."""
+    """The engine header and the module of ``externals`` (all of backend ``spec``).
+    With ``profile``, each run of a layer graph is timed (:mod:`byoc.generator.c_profile`:
+    the layers run inside the spec's engine, whose loop byoc does not write)."""
     if not isinstance(spec.kind, EngineKind):
         raise ValueError(f"backend {spec.name} is a {spec.kind.name} backend, not an engine one")
     if not externals:
         return ()
     values = spec.template_values(spec.option_values(dict(options)))
     plans = [plan(fn, spec, catalog) for fn in externals]
-    _check_names(plans, spec)
+    _check_names(plans, spec, c_profile.NAMES if profile else ())
     assert spec.header is not None
     header = Artifact(spec.header, header_text(spec, values), Role.HEADER, spec.name)
     blobs: list[Artifact] = []
-    text = module_text(plans, spec, values, blobs)
+    text = module_text(plans, spec, values, blobs, profile=profile)
     module = Artifact(f"{spec.name}.cc", text, Role.MODULE, spec.name)
     return (module, header, *blobs)
 
 
 def module_text(
-    plans: Sequence[EnginePlan], spec: BackendSpec, values: Mapping[str, object], blobs: list[Artifact]
+    plans: Sequence[EnginePlan],
+    spec: BackendSpec,
+    values: Mapping[str, object],
+    blobs: list[Artifact],
+    *,
+    profile: bool = False,
 ) -> str:
-    """The module's C++ text; the binary artifacts of its large constants go to ``blobs``."""
+    """The module's C++ text; the binary artifacts of its large constants go to ``blobs``.
+    With ``profile``, site ``k`` is the run of function ``k``'s layer graph."""
     symbols = ", ".join(str(p.fn.name) for p in plans)
-    functions = [_function_text(p, spec, values, blobs) for p in plans]
+    functions = [_function_text(p, spec, values, blobs, k if profile else None) for k, p in enumerate(plans)]
     limits = any("std::numeric_limits" in text for text in functions)
     parts = [
         comment(
@@ -79,8 +92,10 @@ def module_text(
         ),
         ffi_entry.includes(cplusplus=True)
         + ("#include <limits>\n" if limits else "")
+        + (c_profile.INCLUDE if profile else "")
         + f'#include "{spec.header}"\n',
         ffi_entry.SUPPORT,
+        *([c_profile.support([_site(p) for p in plans], cplusplus=True)] if profile else []),
         comment("The first element of a tensor argument: its data pointer plus its byte offset.")
         + "\nstatic void* byoc_data(const DLTensor* t) {\n"
         "  return static_cast<char*>(t->data) + t->byte_offset;\n}\n",
@@ -89,8 +104,14 @@ def module_text(
     return "\n".join(part.removesuffix("\n") + "\n" for part in parts)
 
 
+def _site(p: EnginePlan) -> c_profile.Site:
+    """The profiling site of ``p``'s run of its layer graph."""
+    sym = str(p.fn.name)
+    return c_profile.Site(sym, f"{sym}_ engine run ({len(p.layers)} layers)", function_origin(p.fn))
+
+
 def _function_text(
-    p: EnginePlan, spec: BackendSpec, values: Mapping[str, object], blobs: list[Artifact]
+    p: EnginePlan, spec: BackendSpec, values: Mapping[str, object], blobs: list[Artifact], site: int | None
 ) -> str:
     fn = p.fn
     sym = str(fn.name)
@@ -133,6 +154,7 @@ def _function_text(
     # <sym>_wrapper_: tensors in, engine error out, copies.
     dl = [f"DLTensor* {n}" for n in names]
     call = ",\n      ".join(f"static_cast<{ctype}*>(byoc_data({n}))" for n in names)
+    call_line = f"  const char* error = {sym}_(\n      {call});"
     w = [
         comment(
             f"{sym}_wrapper_: runs {sym}_ on the data of its tensors (checked by __tvm_ffi_{sym});\n"
@@ -140,7 +162,7 @@ def _function_text(
             + ("\n   Then it copies the outputs that no layer writes." if p.copies else "")
         ),
         _signature(f"static int {sym}_wrapper_", dl) + " {",
-        f"  const char* error = {sym}_(\n      {call});",
+        *([call_line] if site is None else c_profile.timed([call_line], site, _site(p).name, block=False)),
         "  if (error != nullptr) {",
         "    char msg[512];",
         f'    snprintf(msg, sizeof msg, "%s: the engine failed: %s", "{sym}", error);',
@@ -254,16 +276,21 @@ def _literal(value: int | float, dtype: str, ctype: str) -> str:
     return text + ("f" if dtype == "float32" else "")
 
 
-def _check_names(plans: Sequence[EnginePlan], spec: BackendSpec) -> None:
-    """The module's global names must not clash (``a_wrapper`` would define ``a_wrapper_``)."""
-    taken: dict[str, Function | None] = {name: None for name in (*spec.layers, *spec.macros)}
+def _check_names(plans: Sequence[EnginePlan], spec: BackendSpec, helpers: Sequence[str] = ()) -> None:
+    """The module's global names must not clash (``a_wrapper`` would define ``a_wrapper_``)
+    with each other, the spec's layers and macros, or the module's ``helpers``."""
+    taken: dict[str, Function | None] = {name: None for name in (*spec.layers, *spec.macros, *helpers)}
     for p in plans:
         fn, sym = p.fn, str(p.fn.name)
         consts = (f"{sym}_c{k}" for k in range(len(p.constants)))
         for name in (f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}", *consts):
             if name in taken:
                 other = taken[name]
-                clash = f"function {other.name}" if other is not None else f"a layer or macro of {spec.name}"
+                clash = (
+                    f"function {other.name}"
+                    if other is not None
+                    else f"a layer, macro or helper of {spec.name}"
+                )
                 raise GraphError(
                     f"the generated name {name} of {sym} clashes with {clash}",
                     fn.loc,

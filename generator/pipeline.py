@@ -63,14 +63,18 @@ def generate(
     catalog: Catalog,
     load_backend: Callable[[str], BackendSpec],
     options: Mapping[str, str] | None = None,
+    *,
+    profile: bool = False,
 ) -> Generated:
     """Every artifact of ``program`` (backend modules first, then host graphs), with
-    the specs and option values that made them (what compiling needs)."""
+    the specs and option values that made them (what compiling needs). With
+    ``profile``, every compiled module times its kernel calls
+    (:mod:`byoc.generator.c_profile`); without it, no module has a trace of profiling."""
     with full_collections_deferred():
-        return _generate(program, catalog, load_backend, options)
+        return _generate(program, catalog, load_backend, options, profile)
 
 
-def _generate(program, catalog, load_backend, options) -> Generated:
+def _generate(program, catalog, load_backend, options, profile: bool) -> Generated:
     lowered = lower(program, load_backend, catalog)
     specs = {name: load_backend(name) for name in lowered.backends}
     routed = split_options(options or {}, specs)
@@ -78,7 +82,10 @@ def _generate(program, catalog, load_backend, options) -> Generated:
     values: dict[str, dict[str, OptionValue]] = {}
     for name, spec in specs.items():
         values[name] = spec.option_values(routed[name])
-        artifacts.extend(generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values[name]))
+        timed = {"profile": True} if profile and spec.kind.compiled else {}
+        artifacts.extend(
+            generator_for(spec.kind)(lowered.externals_for(name), spec, catalog, values[name], **timed)
+        )
     artifacts.extend(host_graph.generate(lowered.hosts, catalog))
     seen: dict[str, Artifact] = {}
     for artifact in artifacts:

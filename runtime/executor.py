@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -89,6 +90,8 @@ class GraphExecutor:
         self.input_names: list[str] = []
         self.input_entries: list[int] = []
         self.steps: list[tuple[PackedFunction, tuple[np.ndarray, ...], str]] = []
+        self.step_modules: list[Module] = []
+        """The module that provides each step's function."""
         arg_nodes = {int(n) for n in data["arg_nodes"]}
         for nid, node in enumerate(nodes):
             if node["op"] == "null":
@@ -122,6 +125,7 @@ class GraphExecutor:
                 )
             args = tuple(self.entries[k] for k in ins + outs)
             self.steps.append((module.get_function(func_name), args, func_name))
+            self.step_modules.append(module)
         self.output_entries = [entry(ref) for ref in data["heads"]]
 
     # ------------------------------------------------------------------ API
@@ -144,14 +148,35 @@ class GraphExecutor:
             )
         np.copyto(target, array)
 
-    def run(self) -> None:
+    def run(self, timings: list[tuple[int, int]] | None = None) -> None:
+        """Run every step. With ``timings`` (profiling), append each step's start and end
+        (``time.monotonic_ns``: CLOCK_MONOTONIC, the clock of a profiled library's
+        kernel events) to it, in the order of :attr:`steps`."""
+        if timings is not None:
+            self._run_timed(timings)
+            return
         for function, args, name in self.steps:
             try:
                 function(*args)
             except RuntimeFailure:
                 raise
             except (TypeError, ValueError, RuntimeError) as exc:
-                raise RuntimeFailure(f"{self.name}: {name} failed: {exc}") from None
+                raise self._failed(name, exc) from None
+
+    def _run_timed(self, timings: list[tuple[int, int]]) -> None:
+        clock = time.monotonic_ns
+        for function, args, name in self.steps:
+            start = clock()
+            try:
+                function(*args)
+            except RuntimeFailure:
+                raise
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise self._failed(name, exc) from None
+            timings.append((start, clock()))
+
+    def _failed(self, name: str, exc: Exception) -> RuntimeFailure:
+        return RuntimeFailure(f"{self.name}: {name} failed: {exc}")
 
     def get_output(self, index: int) -> np.ndarray:
         if not 0 <= index < len(self.output_entries):
@@ -159,6 +184,19 @@ class GraphExecutor:
         return self.entries[self.output_entries[index]].copy()
 
     def __call__(self, **inputs: Any) -> tuple[np.ndarray, ...]:
+        return self._call(inputs, None)[0]
+
+    def timed_call(
+        self, timings: list[tuple[int, int]], /, **inputs: Any
+    ) -> tuple[tuple[np.ndarray, ...], tuple[int, int]]:
+        """A call that appends each step's start and end to ``timings`` (see :meth:`run`);
+        the outputs, and the start and end of the run (the steps, without copying the
+        inputs in and the outputs out)."""
+        return self._call(inputs, timings)
+
+    def _call(
+        self, inputs: Mapping[str, Any], timings: list[tuple[int, int]] | None
+    ) -> tuple[tuple[np.ndarray, ...], tuple[int, int]]:
         missing = [n for n in self.input_names if n not in inputs]
         extra = [n for n in inputs if n not in self.input_names]
         if missing or extra:
@@ -173,8 +211,14 @@ class GraphExecutor:
         with self._lock:  # the storage is shared: one whole call at a time
             for name, value in inputs.items():
                 self.set_input(name, value)
-            self.run()
-            return tuple(self.get_output(i) for i in range(len(self.output_entries)))
+            if timings is None:
+                self.run()
+                span = (0, 0)
+            else:
+                start = time.monotonic_ns()
+                self.run(timings)
+                span = (start, time.monotonic_ns())
+            return tuple(self.get_output(i) for i in range(len(self.output_entries))), span
 
     def _input_index(self, key: str | int) -> int:
         if isinstance(key, int):

@@ -11,7 +11,7 @@ import hashlib
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from .executor import GraphExecutor
 from .host_module import HostModule
 from .interface import Module
 from .manifest import ExampleJsonEntry, JsonEntry, LibraryEntry, Manifest, ModuleEntry
+
+if TYPE_CHECKING:
+    from .profile import Profile
 
 
 class Model:
@@ -52,6 +55,10 @@ class Model:
         self.placement: dict[str | None, int] = {}
         """How many ops each backend runs (None: the host), as partitioning placed them;
         set by a build (byoc.building.build), empty for a loaded bundle."""
+        libraries = [m for m in self.modules if m.kind == "library"]
+        self.profiling: bool = bool(libraries) and all(getattr(m, "profiling", False) for m in libraries)
+        """Whether :meth:`profile` works: the model was built with profiling (a build
+        sets it; for a bundle, its compiled libraries were built with profiling)."""
         self.graphs: dict[str, GraphExecutor] = {}
         for g in manifest.graphs:
             modules = list(self.modules)
@@ -86,6 +93,27 @@ class Model:
 
     def __call__(self, **inputs: Any) -> tuple[np.ndarray, ...]:
         return self.executor()(**inputs)
+
+    def profile(self, graph: str | None = None, **inputs: Any) -> Profile:
+        """Run ``graph`` (as :meth:`run`) once with profiling: the time of the run, of
+        each region call, each kernel call inside a region and each host op, with the
+        outputs (:class:`~byoc.runtime.profile.Profile`: ``.table()``,
+        ``.to_chrome_trace(path)``). Needs a model built with profiling
+        (:meth:`check_profiling`)."""
+        self.check_profiling()
+        from .profile import profile_run
+
+        backends = {id(m): e.backend for m, e in zip(self.modules, self.manifest.modules)}
+        return profile_run(self.executor(graph), inputs, backends)
+
+    def check_profiling(self) -> None:
+        """Raise a UsageError, with the fix as its hint, unless :meth:`profile` works."""
+        if not self.profiling:
+            raise UsageError(
+                "this model was not built with profiling, so its kernels are not timed",
+                hint="build it with byoc.build(..., profile=True), or `byoc run --profile` / "
+                "`byoc build --profile`; a build without profiling has no profiling code at all",
+            )
 
     def save(self, path: str | Path) -> None:
         """Write the model as a ``.byoc`` bundle."""

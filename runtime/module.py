@@ -37,6 +37,7 @@ This module never imports ``byoc.generator``.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
@@ -86,6 +87,8 @@ class LibraryModule:
         """``requirements`` are the spec's ``requires:`` the library links against
         (loaded already), and ``backend`` its backend, both named in load errors."""
         self.path = Path(path)
+        self.backend = backend
+        self._sites: tuple[tuple[str, str, str], ...] | None = None
         self._signatures = {sym: _signature(sig) for sym, sig in signatures.items()}
         what = f"the library of backend {backend}" if backend else "the library"
         # a truncated file or an unbound symbol is an error here, never a signal later
@@ -110,6 +113,32 @@ class LibraryModule:
 
     def symbols(self) -> tuple[str, ...]:
         return tuple(self._signatures)
+
+    @property
+    def profiling(self) -> bool:
+        """Whether the library was built with profiling: it then exports
+        ``byoc_profile_read`` and ``byoc_profile_site`` (byoc generator/c_profile.py)."""
+        return hasattr(self._handle, "byoc_profile_read")
+
+    def read_profile(self) -> tuple[tuple[tuple[str, str, str], ...], np.ndarray, int]:
+        """What a library built with profiling recorded since the last read, which it
+        forgets: its sites (function, event name, origin: each event's ``site`` indexes
+        them), the events kept (rows of site, start and end in CLOCK_MONOTONIC
+        nanoseconds), and how many it recorded (more than it kept when its buffer
+        overflowed). Not to be called while one of its functions runs."""
+        read = self._handle.byoc_profile_read
+        read.restype, read.argtypes = ctypes.c_int64, (ctypes.c_void_p, ctypes.c_int64)
+        if self._sites is None:
+            site = self._handle.byoc_profile_site
+            site.restype, site.argtypes = ctypes.c_char_p, (ctypes.c_int64,)
+            entries = []
+            while (entry := site(len(entries))) is not None:
+                function, name, where = entry.decode("utf-8", "replace").split("\t", 2)
+                entries.append((function, name, where))
+            self._sites = tuple(entries)
+        rows = np.full((read(None, 0), 3), -1, dtype=np.int64)  # a row nothing wrote keeps site -1
+        recorded = read(rows.ctypes.data, len(rows))
+        return self._sites, rows[rows[:, 0] >= 0], recorded
 
     def signature(self, symbol: str) -> Signature:
         try:
