@@ -24,6 +24,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,17 @@ from byoc.errors import RuntimeFailure
 from byoc.ir import DTYPES, TensorType
 
 from .interface import Module, PackedFunction
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """An input or output of a graph: its name, shape and dtype (as ONNX Runtime's
+    ``get_inputs()`` gives them). Outputs are named ``output_0``, ``output_1``, ...,
+    as ``byoc run --save-outputs`` names them."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
 
 
 class GraphExecutor:
@@ -133,6 +145,22 @@ class GraphExecutor:
     @property
     def num_outputs(self) -> int:
         return len(self.output_entries)
+
+    @property
+    def inputs(self) -> tuple[TensorInfo, ...]:
+        """What a call takes, in order."""
+        return tuple(
+            TensorInfo(name, t.shape, t.dtype)
+            for name, t in zip(self.input_names, (self.types[k] for k in self.input_entries))
+        )
+
+    @property
+    def outputs(self) -> tuple[TensorInfo, ...]:
+        """What a call returns, in order."""
+        return tuple(
+            TensorInfo(f"output_{k}", self.types[e].shape, self.types[e].dtype)
+            for k, e in enumerate(self.output_entries)
+        )
 
     def input_type(self, key: str | int) -> TensorType:
         return self.types[self.input_entries[self._input_index(key)]]

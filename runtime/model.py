@@ -22,7 +22,7 @@ from byoc.errors import RuntimeFailure, UsageError
 from .build import cache_dir
 from .bundle import read_bundle, write_bundle
 from .cache_store import touch
-from .executor import GraphExecutor
+from .executor import GraphExecutor, TensorInfo
 from .host_module import HostModule
 from .interface import Module
 from .manifest import ExampleJsonEntry, JsonEntry, LibraryEntry, Manifest, ModuleEntry
@@ -87,6 +87,17 @@ class Model:
             return self.graphs[graph]
         except KeyError:
             raise RuntimeFailure(f"no graph {graph!r}", hint=f"graphs: {', '.join(self.graphs)}") from None
+
+    @property
+    def inputs(self) -> tuple[TensorInfo, ...]:
+        """The inputs of the model's one graph: name, shape and dtype of each, in order
+        (``model.executor(name).inputs`` for a model of several graphs)."""
+        return self.executor().inputs
+
+    @property
+    def outputs(self) -> tuple[TensorInfo, ...]:
+        """The outputs of the model's one graph (``output_0``, ...), as :attr:`inputs`."""
+        return self.executor().outputs
 
     def run(self, graph: str | None = None, **inputs: Any) -> tuple[np.ndarray, ...]:
         return self.executor(graph)(**inputs)

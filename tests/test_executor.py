@@ -9,7 +9,10 @@ import json
 
 import numpy as np
 import pytest
+from conftest import EXAMPLES
 
+import byoc
+import byoc.runtime
 from byoc.building import build
 from byoc.errors import ByocError, RuntimeFailure
 from byoc.ir import TensorType
@@ -405,3 +408,22 @@ def test_well_formed_copy_still_builds(model, catalog, inputs):
 
 def test_runtime_failure_is_a_byoc_error():
     assert issubclass(RuntimeFailure, ByocError)
+
+
+def test_a_model_says_its_inputs_and_outputs_as_its_calls_take_and_give_them(tmp_path):
+    """Model.inputs / Model.outputs: the names, shapes and dtypes a call takes and returns
+    (as ONNX Runtime's get_inputs() and get_outputs()), also after a bundle round trip."""
+    program = byoc.parse_file(EXAMPLES / "mlp.graph")
+    (fn,) = program.functions
+    model = byoc.build(program, backends=["fused"])
+    assert [(i.name, i.shape, i.dtype) for i in model.inputs] == [
+        (p.name, p.type.shape, p.type.dtype) for p in fn.params
+    ]
+    inputs = {i.name: np.zeros(i.shape, i.dtype) for i in model.inputs}
+    results = model(**inputs)
+    assert [(o.name, o.shape, o.dtype) for o in model.outputs] == [
+        (f"output_{k}", r.shape, str(r.dtype)) for k, r in enumerate(results)
+    ]
+    model.save(tmp_path / "mlp.byoc")
+    loaded = byoc.runtime.load(tmp_path / "mlp.byoc")
+    assert loaded.inputs == model.inputs and loaded.outputs == model.outputs
