@@ -36,6 +36,7 @@ from byoc.catalog import Catalog
 from byoc.ir import Function
 from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
+from byoc.spec_lines import prelude_heading
 
 from . import c_dtypes, c_profile, c_workspace, ffi_entry
 from .artifacts import Artifact, Role
@@ -110,7 +111,7 @@ def module_text(
         parts.append(MESSAGE_SUPPORT)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
-        parts.append(prelude.rstrip("\n") + "\n")
+        parts.append(prelude_heading(_one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
     parts += [macro_definition(m) for m in spec.macros.values()]
     parts.append(ffi_entry.SUPPORT)
     if profile:
@@ -127,12 +128,19 @@ def macro_definition(macro: MacroDef) -> str:
     """``#define NAME(params) \\`` and the spec's body, one continued line per body line.
 
     Each line gets a single `` \\`` rather than aligned backslashes, so that editing one
-    line of a macro's body changes exactly that line of the generated file.
+    line of a macro's body changes exactly that line of the generated file (and a
+    compiler error in it is traced back to the spec's line by the macro's name,
+    :mod:`byoc.spec_lines`).
     """
     lines = [line.rstrip() for line in macro.body.rstrip().splitlines()]
     head = f"#define {macro.name}({', '.join(macro.params)})"
     note = f"{comment(macro.doc)}\n" if macro.doc else ""
     return note + " \\\n".join([head, *lines]) + "\n"
+
+
+def _one_line(text: str) -> str:
+    """``text`` safe in a comment on one line (a ``#define``'s): a newline shows as <0x0a>."""
+    return comment_text(text).replace("\n", "<0x0a>")
 
 
 def spec_source(spec: BackendSpec) -> str:

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
+from byoc.spec_lines import SpecLine, SpecText, spec_line
 
 from .cache_store import prune_after_build, touch
 from .elf_check import NotLoadable, check_shared_object
@@ -121,6 +122,7 @@ def build_artifacts(
     link_flags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cache: Path | None = None,
+    spec_text: SpecText | None = None,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
     headers it includes, or bytes its ``.incbin`` directives read) as its spec's
@@ -130,6 +132,8 @@ def build_artifacts(
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
     the flags use only options). ``include_flags`` and ``link_flags`` are those of the
     backend's located libraries (``-I...``; ``-L...``, ``-Wl,-rpath,...``, ``-l...``).
+    ``spec_text`` says where the spec's C copied into the module is in the spec file, so
+    that a compiler error there names that line (:mod:`byoc.spec_lines`).
     """
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
@@ -143,7 +147,15 @@ def build_artifacts(
     chain = toolchain(
         settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
     )
-    return build_library(sources, main, chain, cache=cache)
+    return build_library(sources, main, chain, cache=cache, spec_text=spec_text)
+
+
+def spec_text_of(spec: BackendSpec) -> SpecText:
+    """Where ``spec``'s prelude and macro bodies are in its file (those written as literal blocks)."""
+    first = spec.template_lines.get("prelude")
+    prelude = None if first is None else (first, len(spec.templates.get("prelude", "").splitlines()))
+    bodies = {m.name: m.body_line for m in spec.macros.values() if m.body_line is not None}
+    return SpecText(spec.source or f"the spec of backend {spec.name}", prelude, bodies)
 
 
 def build_spec_module(
@@ -175,6 +187,7 @@ def build_spec_module(
         include_flags=[f for linkage in linkages for f in linkage.compile_flags],
         link_flags=[f for linkage in linkages for f in linkage.link_flags],
         cache=cache,
+        spec_text=spec_text_of(spec),
     )
     load_now(
         library,
@@ -230,7 +243,12 @@ def _tvm_ffi_paths() -> tuple[tuple[str, ...], str, str]:
 
 
 def build_library(
-    sources: Mapping[str, str | bytes], main: str, chain: Toolchain, *, cache: Path | None = None
+    sources: Mapping[str, str | bytes],
+    main: str,
+    chain: Toolchain,
+    *,
+    cache: Path | None = None,
+    spec_text: SpecText | None = None,
 ) -> Path:
     """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
     of files its ``.incbin`` directives read) into a cached
@@ -276,7 +294,7 @@ def build_library(
     try:
         (root / "tmp").mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix="build.", dir=root / "tmp"))
-        _compile(sources, main, chain, staging, library.name, includes, libdir)
+        _compile(sources, main, chain, staging, library.name, includes, libdir, spec_text)
         published = _publish(staging, entry, library, root)
         prune_after_build(root)
         return published
@@ -298,6 +316,7 @@ def _compile(
     lib_name: str,
     includes: Sequence[str],
     libdir: str,
+    spec_text: SpecText | None = None,
 ) -> None:
     """Compile into ``staging``: ``src/`` holds the sources; the library and its
     sha256 go next to it. The compiler runs in ``src/``, where the assembler finds the
@@ -341,9 +360,13 @@ def _compile(
         raise BuildError(f"{chain.compiler[0]} took longer than {TIMEOUT} s on {main}") from None
     if proc.returncode != 0 or not out.is_file():
         stderr = (proc.stderr or proc.stdout).replace(f"{src}{os.sep}", "")
+        excerpt, copied = _excerpt(stderr, sources, main, spec_text)
         raise BuildError(
-            f"{chain.compiler[0]} failed on the generated {main}:\n{_excerpt(stderr, sources)}",
-            hint="this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect",
+            f"{chain.compiler[0]} failed on the generated {main}:\n{excerpt}",
+            copied.location() if copied else None,
+            hint=f"fix the C at {copied}"
+            if copied
+            else "this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect",
         )
     log.info("compiled %s in %.1f s", main, time.perf_counter() - started)
     (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
@@ -387,27 +410,34 @@ def _valid(library: Path) -> bool:
         return False
 
 
-_LOCATION = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*(?P<what>fatal error|error|warning)?")
+_LOCATION = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<column>\d+):)?\s*(?P<what>fatal error|error|warning)?"
+)
 
 
-def _excerpt(stderr: str, sources: Mapping[str, str | bytes]) -> str:
-    """The compiler's first lines, plus the generated source around its first error."""
+def _excerpt(
+    stderr: str, sources: Mapping[str, str | bytes], main: str = "", spec_text: SpecText | None = None
+) -> tuple[str, SpecLine | None]:
+    """The compiler's first lines, plus the generated source around its first error, and
+    the spec line that error's line copies (:mod:`byoc.spec_lines`), if any."""
     lines = stderr.strip().splitlines()
     message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
-    found: tuple[str, int] | None = None
+    found: tuple[str, int, int] | None = None
     for line in lines:
         m = _LOCATION.match(line)
         if m and isinstance(sources.get(m.group("file")), str):
             if found is None or (m.group("what") or "").endswith("error"):
-                found = (m.group("file"), int(m.group("line")))
+                found = (m.group("file"), int(m.group("line")), int(m.group("column") or 1))
             if (m.group("what") or "").endswith("error"):
                 break
     if found is None:
-        return message
-    name, n = found
+        return message, None
+    name, n, column = found
     source = sources[name]
     assert isinstance(source, str)
     text = source.splitlines()
     lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
     shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
-    return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}"
+    copied = spec_line(text, n, spec_text, column) if spec_text is not None and name == main else None
+    where = f"\n\nline {n} is {copied}" if copied else ""
+    return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}{where}", copied

@@ -130,7 +130,7 @@ class Profile:
 
     def table(self) -> str:
         """The time per region, kernel and host op, as a text table."""
-        head = ("name", "kind", "backend", "calls", "total", "mean", "share")
+        head = ("name", "kind", "backend", "calls", "total", "per call", "share")
         lines = [head] + [
             (
                 "  " * r.depth + r.name,

@@ -135,6 +135,9 @@ class MacroDef:
     """c_source: the kernel takes the inputs of an elementwise op (or of a pattern's
     elementwise node) broadcast to the output's shape (numpy's rule), each at its own
     shape, and reads how through ``${in<k>_stride<j>}`` (``broadcast: true``)."""
+    body_line: int | None = field(default=None, compare=False, repr=False)
+    """The spec file's line of the body's first line, when the body is a literal block
+    (``|``), so that the generated code can say where each line came from."""
 
     def arguments(self, values: Mapping[str, object]) -> tuple[str, ...]:
         """The arguments of one invocation, in parameter order."""
@@ -200,6 +203,8 @@ class BackendSpec:
     layers: Mapping[str, LayerDef] = field(default_factory=frozen_map)
     templates: Mapping[str, str] = field(default_factory=frozen_map)
     """The kind's code templates by key (``prelude``, ``engine``, ``invoke``, ...)."""
+    template_lines: Mapping[str, int] = field(default_factory=frozen_map, compare=False)
+    """The spec file's line of the first line of each template written as a literal block."""
     patterns: Mapping[str, Pattern] = field(default_factory=frozen_map)
     """Composite patterns by name, in spec order (:mod:`byoc.spec.patterns`)."""
     layouts: Mapping[str, LayoutDef] = field(default_factory=frozen_map)

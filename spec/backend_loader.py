@@ -108,6 +108,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         macros=frozen_map(draft.macros),
         layers=frozen_map(draft.layers),
         templates=frozen_map(draft.templates),
+        template_lines=frozen_map(draft.template_lines),
         patterns=frozen_map(draft.patterns),
         layouts=frozen_map(draft.layouts),
         header=draft.header,

@@ -35,7 +35,7 @@ from .conditions import WHEN_KEY, Scope, load_conditions
 from .draft import SpecDraft, check_template, known
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS
-from .yaml_doc import YamlDoc
+from .yaml_doc import YamlDoc, block_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +145,9 @@ class CodegenKind:
                 doc.typed(root, slot.key, str, slot.key)
                 check_template(doc, root, slot.key, slot.key, names | set(slot.placeholders))
                 draft.templates[slot.key] = str(root[slot.key])
+                line = block_line(doc, root, slot.key)
+                if line is not None:
+                    draft.template_lines[slot.key] = line
             else:
                 draft.templates[slot.key] = ""
 

@@ -29,6 +29,9 @@ class SpecDraft:
     macros: dict[str, MacroDef] = field(default_factory=dict)
     layers: dict[str, LayerDef] = field(default_factory=dict)
     templates: dict[str, str] = field(default_factory=dict)
+    template_lines: dict[str, int] = field(default_factory=dict)
+    """The spec file's line of each template's first line, for templates written as
+    literal blocks (``|``): where the generated code says each came from."""
     header: str | None = None
     macro_params: dict[str, Any] = field(default_factory=dict)
     """The YAML ``params`` mapping of each macro, to locate errors in its arguments."""

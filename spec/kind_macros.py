@@ -27,7 +27,7 @@ from .macro_args import STRIDE_PLACEHOLDERS, attribute_of, attribute_placeholder
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .patterns import Pattern
 from .template import PLACEHOLDER_NAME, Placeholder
-from .yaml_doc import YamlDoc
+from .yaml_doc import YamlDoc, block_line
 
 DEFAULT_RANK_KEY = "default"
 """The key of an op's rank mapping that serves every other declared rank."""
@@ -241,6 +241,7 @@ class MacroKind(CodegenKind):
                 mixed,
                 status,
                 broadcast,
+                block_line(doc, mnode, "body"),
             )
             draft.macro_params[name] = params
 

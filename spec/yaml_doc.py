@@ -361,3 +361,11 @@ def _type_text(value: Any) -> str:
         if isinstance(value, kind):
             return f"{_TYPE_NAMES[kind]} {kind(value)!r}"
     return f"{type(value).__name__} {value!r}"
+
+
+def block_line(doc: YamlDoc, container: Any, key: Any) -> int | None:
+    """The line of the first line of ``container[key]``'s text when it is a literal block
+    (``|``), whose lines are the file's lines one for one; None for any other scalar."""
+    if not isinstance(container[key], LiteralScalarString) or not container[key]:
+        return None
+    return doc.at_offset(container, key, 0).line

@@ -258,7 +258,7 @@ def test_a_profiled_run_times_every_region_kernel_and_host_op(model):
     for e in profile.events:
         if e.kind != "run":
             assert e.name in table
-    assert table.splitlines()[1].split()[:7] == ["name", "kind", "backend", "calls", "total", "mean", "share"]
+    assert table.splitlines()[1].split()[:8] == ["name", "kind", "backend", "calls", "total", "per", "call", "share"]
     rows = profile.rows()
     assert [r.name for r in rows if r.depth == 0] == [
         r.name for r in sorted((r for r in rows if r.depth == 0), key=lambda r: -r.total)
@@ -330,7 +330,7 @@ def test_cli_profile_prints_the_table_and_writes_the_trace(graph_file, tmp_path,
     result = out.index("result: every output matches")
     table = out.index("profile of graph main: run ")
     assert result < table
-    assert re.search(r"\n *name +kind +backend +calls +total +mean +share\n", out)
+    assert re.search(r"\n *name +kind +backend +calls +total +per call +share\n", out)
     assert re.search(r"\nccompiler_0 +region +ccompiler +1 ", out)
     assert re.search(r"\n  ccompiler_0_\d dense .* kernel +ccompiler +1 ", out)
     assert re.search(r"\nhost_\d+_negative +host op +host +1 ", out)

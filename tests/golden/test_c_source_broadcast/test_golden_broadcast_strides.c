@@ -14,6 +14,7 @@
 #include <tvm/ffi/c_api.h>
 #include <pthread.h>
 
+/* ---- The spec's prelude, from specs/vendor.yaml (from --spec-path) ---- */
 #include <stdint.h>
 #define VENDOR_ITEMS(...) __VA_ARGS__
 

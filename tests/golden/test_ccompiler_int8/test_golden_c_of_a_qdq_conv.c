@@ -13,6 +13,7 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 
+/* ---- The spec's prelude, from spec/backends/ccompiler.yaml (shipped with byoc) ---- */
 #include <math.h>
 #include <stdint.h>
 

@@ -14,6 +14,7 @@
 #include <tvm/ffi/c_api.h>
 #include <pthread.h>
 
+/* ---- The spec's prelude, from my_specs/my_ccompiler.yaml (from --spec-path) ---- */
 #include <math.h>
 #include <stdint.h>
 

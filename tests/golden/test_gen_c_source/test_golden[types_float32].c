@@ -40,6 +40,7 @@ static inline float byoc_cast_int16_float32(int16_t x) {
   return (float)x;
 }
 
+/* ---- The spec's prelude, from spec/backends/ccompiler.yaml (shipped with byoc) ---- */
 #include <math.h>
 #include <stdint.h>
 

@@ -15,6 +15,7 @@
 #include <tvm/ffi/c_api.h>
 #include <pthread.h>
 
+/* ---- The spec's prelude, from spec/backends/ccompiler.yaml (shipped with byoc) ---- */
 #include <math.h>
 #include <stdint.h>
 

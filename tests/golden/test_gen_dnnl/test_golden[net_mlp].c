@@ -50,6 +50,7 @@ static int byoc_raise_failure(const char* what, const char* message) {
   return -1;
 }
 
+/* ---- The spec's prelude, from spec/backends/dnnl.yaml (shipped with byoc) ---- */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>

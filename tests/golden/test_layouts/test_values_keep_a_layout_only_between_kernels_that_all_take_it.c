@@ -14,6 +14,7 @@
 #include <tvm/ffi/c_api.h>
 #include <pthread.h>
 
+/* ---- The spec's prelude, from my_specs/permuted.yaml (from --spec-path) ---- */
 #include <stdint.h>
 #define PERMUTED_ITEMS(...) __VA_ARGS__
 #define PERMUTED_LAYOUT_plain 0

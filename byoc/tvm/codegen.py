@@ -1,0 +1,201 @@
+"""``relax.ext.byoc_<backend>``: the relax external codegen of a byoc backend.
+
+``RunCodegen`` calls it with the partitioned functions of one codegen. Each becomes a
+byoc region in memory (:mod:`byoc.tvm.translate`), all of them one byoc Program built
+by ``byoc.build`` (generated, checked, compiled through byoc's cache), whose generated
+sources are compiled once more into a static object: TVM's ``export_library`` links
+a static library into the exported module, while a loaded shared library cannot be
+saved ("does not support SaveToBytes"). The exported module then runs where byoc is
+not installed.
+
+Relax names a region after all its ops (225 characters in ResNet-50); byoc takes C
+names of at most 128. Each region gets a short, deterministic symbol (``tvm_`` + the
+start of relax's name + a hash of all of it), and a one-line C function under
+relax's name forwards to it, so that TVM finds ``__tvm_ffi_<relax name>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from byoc.errors import BuildError, ByocError, UsageError
+from byoc.ir import Program
+
+from .patterns import codegen_name, oracle, spec_path_key
+from .translate import Translator, Unsupported, as_one_region, outputs_of, region
+
+SYMBOL_PREFIX = "tvm_"
+KEPT_CHARACTERS = 40
+"""How much of relax's name a short symbol keeps, for the reader of generated code."""
+HASH_CHARACTERS = 12
+EXT_PREFIX = "relax.ext."
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_COMPILER_ENV = {"c": ("CC", "CFLAGS"), "c++": ("CXX", "CXXFLAGS")}
+_SOURCE_SUFFIXES = (".c", ".cc", ".cpp")
+_registered: dict[str, tuple[str, ...] | None] = {}
+
+
+def short_symbol(relax_name: str) -> str:
+    """The symbol of the byoc region of the relax function ``relax_name``: short, a
+    valid C name, the same for the same name, different for different ones."""
+    digest = hashlib.sha256(relax_name.encode("utf-8")).hexdigest()[:HASH_CHARACTERS]
+    kept = re.sub(r"[^A-Za-z0-9_]", "_", relax_name[:KEPT_CHARACTERS]).strip("_")
+    return f"{SYMBOL_PREFIX}{kept}_{digest}" if kept else f"{SYMBOL_PREFIX}{digest}"
+
+
+def register(backend: str, spec_path: str | Sequence[str] | None = None) -> str:
+    """Register ``relax.ext.byoc_<backend>`` (again only when ``spec_path`` changed) and
+    return its name. ``RunCodegen({"byoc_<backend>": {"opt_level": 3}})`` passes the
+    backend's options (``byoc --option``'s names and values)."""
+    key = spec_path_key(spec_path)
+    name = EXT_PREFIX + codegen_name(backend)
+    if _registered.get(backend, ()) != key:
+        oracle(backend, key)  # an unknown backend is an error here, not inside RunCodegen
+
+        def codegen(functions, options, constant_names):
+            return [build_regions(backend, key, list(functions), options)]
+
+        tvm_ffi.register_global_func(name, codegen, override=True)
+        _registered[backend] = key
+    return name
+
+
+def link_flags(backend: str, spec_path: str | Sequence[str] | None = None) -> list[str]:
+    """The flags that link the libraries ``backend``'s spec ``requires:`` (oneDNN's for
+    ``dnnl``): a static object cannot carry them, so ``export_library(path,
+    options=byoc.tvm.link_flags("dnnl"))`` passes them to the final link."""
+    spec = oracle(backend, spec_path_key(spec_path)).spec
+    return [f for r in spec.requires.values() for f in r.check(spec.name).link_flags]
+
+
+def build_regions(
+    backend: str, spec_path: tuple[str, ...] | None, functions: Sequence[relax.Function], options: Mapping
+) -> tvm.runtime.Module:
+    """The static library of the byoc build of ``functions``; a byoc error's message,
+    location and hint become the text of the RuntimeError TVM raises."""
+    try:
+        return _build(backend, spec_path, functions, options)
+    except ByocError as exc:
+        raise RuntimeError(f"byoc ({codegen_name(backend)}): {exc.render()}") from exc
+    except Unsupported as exc:
+        raise RuntimeError(f"byoc ({codegen_name(backend)}): cannot translate a region: {exc}") from exc
+
+
+def _build(backend, spec_path, functions, options) -> tvm.runtime.Module:
+    import byoc
+
+    found = oracle(backend, spec_path)
+    names = [str(f.attrs["global_symbol"]) for f in functions]
+    for name in names:
+        if not _IDENTIFIER.match(name):
+            raise UsageError(f"relax function {name!r} is not named as a C function can be")
+    hosts = [_host_function(found, f, f"g{k}") for k, f in enumerate(functions)]
+    try:
+        parted = found.partition(Program(tuple(hosts))).functions
+    except ByocError:  # lowering the explicit regions below says what is wrong
+        parted = hosts
+    program = Program(
+        tuple(
+            as_one_region(h, p, short_symbol(n), backend)
+            if p is not h
+            else region(h, short_symbol(n), backend)
+            for h, p, n in zip(hosts, parted, names)
+        )
+    )
+    model = byoc.build(
+        program, options=_option_text(options), spec_path=found.spec_path, catalog=found.catalog
+    )
+    entry = next(m for m in model.manifest.modules if m.backend == backend)
+    sources = {name: model.members[name] for name in entry.sources}
+    shim = _forwarders(
+        found.spec.compile.language, {n: short_symbol(n) for n in names}, _main_source(sources)
+    )
+    with tempfile.TemporaryDirectory(prefix="byoc-tvm-") as tmp:
+        obj = compile_object(found.spec, sources, shim, Path(tmp), _option_values(found.spec, options))
+        return tvm.runtime.load_static_library(str(obj), names)
+
+
+def _host_function(found, fn: relax.Function, name: str):
+    """A relax region function as a byoc host function of ops, its parameters in
+    relax's order."""
+    t = Translator(found, {})
+    for p in fn.params:
+        t.param(p)
+    outputs = [t.value(e) for e in outputs_of(t.bind(fn.body))]
+    if set(outputs) & {p.name for p in t.params}:
+        raise Unsupported("a region that returns one of its parameters")
+    return t.function(outputs, name)
+
+
+def _option_text(options: Mapping) -> dict[str, str]:
+    """RunCodegen's options as ``--option`` text (typed by the spec when parsed)."""
+    return {str(k): ("true" if v is True else "false" if v is False else str(v)) for k, v in options.items()}
+
+
+def _option_values(spec, options: Mapping) -> dict[str, object]:
+    return spec.template_values(spec.option_values(_option_text(options)))
+
+
+def _main_source(sources: Mapping[str, bytes]) -> str:
+    found = [n for n in sources if n.endswith(_SOURCE_SUFFIXES)]
+    if len(found) != 1:
+        raise BuildError(f"expected one generated module among {', '.join(sources)}")
+    return found[0]
+
+
+def _forwarders(language: str, symbols: Mapping[str, str], main: str) -> str:
+    """A translation unit of the generated module and, per region, TVM's entry under
+    relax's name calling byoc's under the short one."""
+    link = 'extern "C" ' if language == "c++" else ""
+    lines = [f'#include "{main}"', ""]
+    for long, short in symbols.items():
+        lines.append(
+            f"{link}TVM_FFI_DLL_EXPORT int __tvm_ffi_{long}(void* self, const TVMFFIAny* args, int32_t n, "
+            f"TVMFFIAny* result) {{ return __tvm_ffi_{short}(self, args, n, result); }}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def compile_object(spec, sources: Mapping[str, bytes], unit: str, directory: Path, values) -> Path:
+    """Compile ``unit`` (which includes the generated module of ``sources``) into a
+    position-independent object, as the spec's ``compile:`` settings say: ``$CC`` /
+    ``$CXX`` over its compiler, its flags, then ``$CFLAGS`` / ``$CXXFLAGS``; the
+    compiler runs where the sources are, for their ``.incbin`` files."""
+    import tvm_ffi.libinfo as info
+
+    settings = spec.compile
+    compiler_env, flags_env = _COMPILER_ENV[settings.language]
+    compiler = shlex.split(os.environ.get(compiler_env, "")) or [settings.compiler]
+    flags = [*([f"-std={settings.std}"] if settings.std else []), *settings.render_flags(values)]
+    flags += shlex.split(os.environ.get(flags_env, ""))
+    includes = [info.find_include_path(), info.find_dlpack_include_path()]
+    includes += [f for r in spec.requires.values() for f in r.check(spec.name).compile_flags]
+    for name, content in sources.items():
+        (directory / name).write_bytes(content)
+    suffix = ".cc" if settings.language == "c++" else ".c"
+    (directory / f"tvm_entries{suffix}").write_text(unit, encoding="utf-8")
+    out = directory / "byoc_regions.o"
+    cmd = [*compiler, *flags, "-c", "-fPIC", *(f if f.startswith("-") else f"-I{f}" for f in includes)]
+    cmd += [f"-I{directory}", f"tvm_entries{suffix}", "-o", str(out)]
+    try:
+        proc = subprocess.run(cmd, cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    except OSError as exc:
+        raise BuildError(
+            f"cannot run {compiler[0]}: {exc.strerror or exc}", hint=f"check ${compiler_env}"
+        ) from None
+    if proc.returncode != 0:
+        raise BuildError(
+            f"{compiler[0]} failed on the regions' object:\n{(proc.stderr or proc.stdout)[-3000:]}"
+        )
+    return out
