@@ -29,6 +29,7 @@ from .cli_ops import add_commands as add_ops_commands
 from .cli_partition import add_commands as add_partition_commands
 from .cli_run import add_commands as add_run_commands
 from .cli_spec import add_commands as add_spec_commands
+from .cli_sweep import add_commands as add_sweep_commands
 from .errors import ByocError, UsageError
 
 EPILOG = """\
@@ -144,6 +145,7 @@ def parser() -> argparse.ArgumentParser:
     add_cache_commands(sub, parents)
     add_examples_commands(sub, parents)
     add_completion_commands(sub, parents)
+    add_sweep_commands(sub, parents)
     return top
 
 

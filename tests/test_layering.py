@@ -8,8 +8,9 @@ absolute module they name. The rules:
 * ``byoc.grammar`` and ``byoc.spec`` never import ``byoc.generator`` or ``byoc.runtime``;
 * ``byoc.grammar`` never imports ``byoc.spec`` (the op catalog is passed in);
 * the core (``byoc.*`` outside those four packages) imports them only from the
-  orchestration modules (``byoc.api``, ``byoc.building``, ``byoc.cli*``), and only
-  inside functions or for type checking, so that importing the core stays light.
+  orchestration modules (``byoc.api``, ``byoc.building``, ``byoc.cli*``, the vendor test
+  kit ``byoc.testing``), and only inside functions or for type checking, so that
+  importing the core stays light.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ FOLDERS = {
 }
 """Source folder -> the package it installs as (``package-dir`` in pyproject.toml)."""
 LAYERS = ("byoc.grammar", "byoc.spec", "byoc.generator", "byoc.runtime")
-ORCHESTRATION = ("byoc.api", "byoc.building", "byoc.cli")
-"""Core modules that put the layers together; ``byoc.cli`` also covers ``byoc.cli_*``."""
+ORCHESTRATION = ("byoc.api", "byoc.building", "byoc.cli", "byoc.testing")
+"""Core modules that put the layers together; ``byoc.cli`` also covers ``byoc.cli_*``,
+``byoc.testing`` its modules."""
 
 FORBIDDEN = {
     "byoc.runtime": ("byoc.generator",),
