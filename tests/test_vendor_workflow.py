@@ -1,4 +1,5 @@
-"""A vendor's NPU backend out of tree, end to end (issue: the vendor's workflow).
+"""A vendor's NPU backend out of tree, end to end: spec/README.md's worked example
+"an NPU SDK, end to end", whose npu.yaml, ops.yaml and commands this file runs.
 
 A stand-in SDK is built by the test: a C library with a device to open, a conv2d that
 refuses more than 64 output channels with a message of its own, and a hard-swish unit.
@@ -18,6 +19,8 @@ from the vendor's ONNX domain. A small CNN in ONNX then runs over ``npu,fused``:
 from __future__ import annotations
 
 import ctypes
+import re
+import shlex
 import subprocess
 
 import numpy as np
@@ -27,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import byoc
 from byoc.errors import RuntimeFailure
-from byoc.spec import ENV_VAR
+from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 
 DOMAIN = "com.example.npu"
 
@@ -84,114 +87,21 @@ void npu_hard_swish(int device, const float* x, float* out, long n, float alpha,
 }
 """
 
-SPEC = """\
-version: 1
-name: npu
-kind: c_source
-dtypes: [float32]
-ranks: [1, 2, 3, 4]
-compile: {compiler: cc, language: c, std: c99, flags: [-O1, -Wall, -Wextra, -Werror]}
-requires:
-  npu:
-    headers: [npu.h]
-    libraries: [npu]
-    install: build the stand-in SDK (tests/test_vendor_workflow.py)
-    from:
-      dirs: {include: [../include], lib: [../lib]}   # relative to this file
-prelude: |
-  #include <npu.h>
-  #define NPU_ITEMS(...) __VA_ARGS__
-module_state: |
-  int device;
-module_init: |
-  state->device = npu_open();
-macros:
-  NPU_CONV2D:
-    inputs: 2
-    status: true
-    params:
-      p_ID_: "${symbol}"
-      p_DEVICE_: "${module_state}"
-      p_C_: "${in0_dim1}"
-      p_H_: "${in0_dim2}"
-      p_W_: "${in0_dim3}"
-      p_M_: "${in1_dim0}"
-      p_KH_: "${in1_dim2}"
-      p_KW_: "${in1_dim3}"
-      p_RELU_: "${relu}"
-    body: |
-      static int p_ID_(const float* x, const float* w, float* out) {
-        if (npu_conv2d((p_DEVICE_)->device, x, w, out, p_C_, p_H_, p_W_, p_M_, p_KH_, p_KW_, p_RELU_) != 0) {
-          return byoc_error("%s", npu_last_error());
-        }
-        return 0;
-      }
-  NPU_ADD:
-    doc: a + b, each read through its strides along the result's axes (numpy broadcasting)
-    inputs: 2
-    broadcast: true
-    params: {p_ID_: "${symbol}", p_RANK_: "${rank}", p_SIZE_: "${size}", p_SHAPE_: "${shape}",
-             p_SA_: "${in0_strides}", p_SB_: "${in1_strides}"}
-    body: |
-      static void p_ID_(const float* a, const float* b, float* out) {
-        static const int64_t shape[] = {NPU_ITEMS p_SHAPE_}, sa[] = {NPU_ITEMS p_SA_}, sb[] = {NPU_ITEMS p_SB_};
-        int64_t index[p_RANK_] = {0}, ia = 0, ib = 0;
-        for (int64_t k = 0; k < p_SIZE_; ++k) {
-          out[k] = a[ia] + b[ib];
-          for (int j = p_RANK_ - 1; j >= 0; --j) {
-            ia += sa[j]; ib += sb[j];
-            if (++index[j] < shape[j]) break;
-            ia -= sa[j] * shape[j]; ib -= sb[j] * shape[j]; index[j] = 0;
-          }
-        }
-      }
-  NPU_HARD_SWISH:
-    inputs: 1
-    params: {p_ID_: "${symbol}", p_DEVICE_: "${module_state}", p_N_: "${size}", p_A_: "${alpha}", p_B_: "${beta}"}
-    body: |
-      static void p_ID_(const float* x, float* out) {
-        npu_hard_swish((p_DEVICE_)->device, x, out, p_N_, (float)(p_A_), (float)(p_B_));
-      }
-ops:
-  conv:
-    macros: {4: NPU_CONV2D}
-    vars: {relu: "0"}
-    when: ["in0.shape[0] == 1", "in1.shape[2] <= 3", "in1.shape[3] <= 3", "groups == 1",
-           "strides == [1, 1]", "pads == [0, 0, 0, 0]", "dilations == [1, 1]"]
-  hard_swish:
-    macros: {default: NPU_HARD_SWISH}
-  add:
-    macros: {default: NPU_ADD}
-patterns:
-  conv_relu:
-    inputs: [x, w]
-    match: |
-      return relu(conv(x, w))
-    when: ["x.shape[0] == 1", "w.shape[2] <= 3", "w.shape[3] <= 3", "conv.groups == 1",
-           "conv.strides == [1, 1]", "conv.pads == [0, 0, 0, 0]", "conv.dilations == [1, 1]"]
-    macros: {4: NPU_CONV2D}
-    vars: {relu: "1"}
-"""
+README = SHIPPED_BACKENDS.parent / "README.md"
+MARKER = "<!-- the blocks below are run by tests/test_vendor_workflow.py -->"
 
-OPS = f"""\
-version: 1
-ops:
-  hard_swish:
-    doc: x * clamp(alpha * x + beta, 0, 1), the NPU's activation unit.
-    inputs: 1
-    shape: elementwise
-    dtypes: [float32, float64]
-    attrs:
-      alpha: {{type: float, default: 0.16666666666666666}}
-      beta: {{type: float, default: 0.5}}
-    numpy: multiply(x0, minimum(maximum(add(multiply(alpha, x0), beta), 0), 1))
-    c: "${{x0}} * fmin(fmax(${{alpha}} * ${{x0}} + ${{beta}}, 0), 1)"
-    onnx:
-      domain: {DOMAIN}
-      type: HardSwish
-      opsets: [1, null]
-      attrs: {{alpha: [alpha, 0.16666666666666666], beta: [beta, 0.5]}}
-"""
+
+def readme_blocks() -> tuple[str, str, list[str]]:
+    """spec/README.md's worked example: npu.yaml, ops.yaml and its commands."""
+    text = README.read_text(encoding="utf-8")
+    text = text[text.index(MARKER) :]
+    spec, ops = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)[:2]
+    commands = re.findall(r"```sh\n(.*?)```", text, flags=re.S)[0].splitlines()
+    return spec, ops, commands
+
+
+SPEC, OPS, COMMANDS = readme_blocks()
+assert f"domain: {DOMAIN}" in OPS  # the model below writes its HardSwish in that domain
 
 
 @pytest.fixture
@@ -303,3 +213,22 @@ def test_the_sdks_message_reaches_python_and_the_command_line(sdk, tmp_path, cap
     assert "it says: 96 output channels exceed the NPU's 64" in str(info.value)
     rc, out, err = run_cli(capsys, "run", model_path, "--backend", "npu,fused", "--spec-path", sdk / "spec")
     assert rc != 0 and "96 output channels exceed the NPU's 64" in out + err and "Traceback" not in err
+
+
+def test_the_readme_commands_run_as_it_says(sdk, tmp_path, capsys, monkeypatch):
+    """spec/README.md's commands, run where the SDK and the model are: the explanation,
+    a profiled run that matches the reference, and a sweep that passes."""
+    (sdk.parent / "cnn.onnx").write_bytes(cnn())
+    monkeypatch.chdir(sdk.parent)
+    explain, run, sweep = (shlex.split(c)[1:] for c in COMMANDS)
+    rc, out, err = run_cli(capsys, *explain)
+    assert rc == 0, err
+    assert "npu: when: in1.shape[2] <= 3 is false (in1.shape[2] = 5)" in out
+    rc, out, err = run_cli(capsys, *run)
+    assert rc == 0 and "every output matches" in out, out + err
+    assert "kernel" in out and "region" in out  # the profile table
+    rc, out, err = run_cli(capsys, *sweep)
+    assert rc == 0, out + err
+    result = re.search(r"^result: ([0-9]+) passed, 0 failed", out, flags=re.M)
+    assert result is not None and int(result.group(1)) > 0, out
+    assert re.search(r"^  hard_swish +float32 .* 0 +0$", out, flags=re.M), out  # the own op, swept
