@@ -25,7 +25,7 @@ examples:
   byoc run g.graph --option opt_level=3 --seed 7
   byoc run model.onnx --backend fused --shape x=1,3,32,32
   byoc run model.onnx --backend fused --inputs test_data_set_0 --save-outputs out.npz
-  byoc run model.onnx --backend dnnl,fused --profile-trace trace.json
+  byoc run model.onnx --backend ccompiler,fused --profile-trace trace.json
 
 It parses (or imports an ONNX model), generates, compiles (or loads a bundle), runs
 every graph on seeded random inputs (or on --inputs, an .npz with one array per graph

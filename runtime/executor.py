@@ -180,28 +180,17 @@ class GraphExecutor:
         """Run every step. With ``timings`` (profiling), append each step's start and end
         (``time.monotonic_ns``: CLOCK_MONOTONIC, the clock of a profiled library's
         kernel events) to it, in the order of :attr:`steps`."""
-        if timings is not None:
-            self._run_timed(timings)
-            return
-        for function, args, name in self.steps:
-            try:
-                function(*args)
-            except RuntimeFailure:
-                raise
-            except (TypeError, ValueError, RuntimeError) as exc:
-                raise self._failed(name, exc) from None
-
-    def _run_timed(self, timings: list[tuple[int, int]]) -> None:
         clock = time.monotonic_ns
         for function, args, name in self.steps:
-            start = clock()
+            start = clock() if timings is not None else 0
             try:
                 function(*args)
             except RuntimeFailure:
                 raise
             except (TypeError, ValueError, RuntimeError) as exc:
                 raise self._failed(name, exc) from None
-            timings.append((start, clock()))
+            if timings is not None:
+                timings.append((start, clock()))
 
     def _failed(self, name: str, exc: Exception) -> RuntimeFailure:
         return RuntimeFailure(f"{self.name}: {name} failed: {exc}")

@@ -72,9 +72,9 @@ def register(backend: str, spec_path: str | Sequence[str] | None = None) -> str:
 
 
 def link_flags(backend: str, spec_path: str | Sequence[str] | None = None) -> list[str]:
-    """The flags that link the libraries ``backend``'s spec ``requires:`` (oneDNN's for
-    ``dnnl``): a static object cannot carry them, so ``export_library(path,
-    options=byoc.tvm.link_flags("dnnl"))`` passes them to the final link."""
+    """The flags that link the libraries ``backend``'s spec ``requires:`` (a vendor
+    library's, a BLAS): a static object cannot carry them, so ``export_library(path,
+    options=byoc.tvm.link_flags(backend))`` passes them to the final link."""
     spec = oracle(backend, spec_path_key(spec_path)).spec
     return [f for r in spec.requires.values() for f in r.check(spec.name).link_flags]
 
