@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_cli
+from libraries import missing_library
+from ruamel.yaml import YAML
 
 import byoc
 from byoc.api import load_backend
 from byoc.building import offload
 from byoc.errors import BuildError
 from byoc.generator.pipeline import generate
-from byoc.spec import ENV_VAR
+from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 from byoc.spec_lines import SpecText, prelude_heading, spec_line
 
 GRAPH = "graph main(x: float32[8], y: float32[8]) {\n  return add(x, y)\n}\n"
@@ -125,3 +127,34 @@ def test_byocs_own_lines_are_no_spec_line():
     assert spec_line(lines, 2, spec).line == 10 and spec_line(lines, 2, spec).what == "prelude"
     assert spec_line(lines, 4, spec).line == 20 and spec_line(lines, 4, spec).what == "body of macro K"
     assert [spec_line(lines, n, spec) for n in (1, 3, 5, 6, 7, 8, 99)] == [None] * 7
+
+
+def test_an_older_onednn_is_refused_at_the_dnnl_spec_line_that_says_so(tmp_path, monkeypatch):
+    """A oneDNN 2 (Debian's libdnnl-dev) has the header but not the C API the dnnl
+    kernels use: the prelude's version check stops the build there, and the error is
+    located at that line of the spec, with the install hint."""
+    why = missing_library("dnnl")
+    if why is not None:
+        pytest.skip(why)
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    shipped = load_backend("dnnl")
+    (lib_dir,) = {f[2:] for f in shipped.requires["onednn"].check("dnnl").link_flags if f.startswith("-L")}
+    fake = tmp_path / "onednn2" / "include" / "oneapi" / "dnnl"
+    fake.mkdir(parents=True)
+    (fake / "dnnl.h").write_text("#define DNNL_VERSION_MAJOR 2\n#define DNNL_VERSION_MINOR 6\n")
+    yaml = YAML()
+    doc = yaml.load(SHIPPED_BACKENDS / "dnnl.yaml")
+    doc["requires"]["onednn"]["from"] = {
+        "dirs": {"include": [str(tmp_path / "onednn2" / "include")], "lib": [lib_dir]}
+    }
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    with (specs / "dnnl.yaml").open("w") as out:
+        yaml.dump(doc, out)
+    graph = "graph main(x: float32[4, 8]) {\n  return relu(x)\n}\n"
+    with pytest.raises(BuildError) as info:
+        byoc.build(byoc.parse(graph, "graph"), backends=["dnnl"], spec_path=[str(specs)])
+    lines = (specs / "dnnl.yaml").read_text().splitlines()
+    assert info.value.location.file == str(specs / "dnnl.yaml")
+    assert lines[info.value.location.line - 1].strip().startswith("#error")
+    assert "needs oneDNN 3 or later" in info.value.message and "byoc-codegen[dnnl]" in info.value.message

@@ -58,6 +58,11 @@ static int byoc_raise_failure(const char* what, const char* message) {
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 
+/* The kernels below use oneDNN 3's C API; oneDNN 2 (Debian's libdnnl-dev, say) lacks it. */
+#if DNNL_VERSION_MAJOR < 3
+#error "the dnnl backend needs oneDNN 3 or later; the oneDNN found is older: pip install 'byoc-codegen[dnnl]'"
+#endif
+
 #define DNNL_BYOC_ITEMS(...) __VA_ARGS__
 
 /* The most execution arguments a kernel passes (batch_norm's six), besides a scratchpad. */
