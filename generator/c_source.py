@@ -7,7 +7,7 @@ One C99 file per backend, holding every external function of that backend::
                             are <time.h>, the event buffer after the argument checks,
                             and a timed block around each kernel call of a body
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
-    failure messages        byoc_error, when a kernel reports failures (c_source_body.py)
+    failure messages        byoc_error, when a kernel reports failures or an init runs (c_source_body.py)
     prelude                 the spec's `prelude` template
     #define NAME(...) \\     every macro of the spec, body from the spec
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
@@ -87,7 +87,7 @@ def module_text(
     workspace = any(f.workspace for f in functions)
     if workspace:
         taken.update((n, "a helper of the generated module") for n in c_workspace.NAMES)
-    messages = module or any(f.fails for f in functions)  # a module init may say why it fails
+    messages = module or any(f.fails or f.stateful for f in functions)  # an init may say why it fails
     if messages:
         taken.update((n, "a helper of the generated module") for n in MESSAGE_NAMES)
     if module:

@@ -175,7 +175,7 @@ MESSAGE_INCLUDE = "#include <stdarg.h>\n"
 
 MESSAGE_SUPPORT = r"""/* ---- Failure messages of kernels and inits (byoc generator/c_source_body.py) ----
    A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's module_init may say why it fails just before it returns non-zero:
+   spec's init or module_init may say why it fails just before it returns non-zero:
      return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
    (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
    kernel and its node, followed by "; it says: " and the message (at most 255 bytes).

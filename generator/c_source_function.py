@@ -103,6 +103,8 @@ class FunctionText:
     """True when a kernel may report a failure (the module defines ``byoc_error``)."""
     sites: tuple[Site, ...] = ()
     """Its timed kernel calls, in a build with profiling (:mod:`byoc.generator.c_profile`)."""
+    stateful: bool = False
+    """True when it has state and an init, which may say why it fails (``byoc_error``)."""
 
 
 def function_text(
@@ -267,4 +269,6 @@ def function_text(
     guard = (module_guard(sym) if module_stateful(spec) else []) + (init_guard(sym) if has_state else [])
     parts.append(wrapper_text(fn, sym, guard, failures, len(kernels)))
     parts.append(ffi_entry.entry(fn, f"{sym}_wrapper_"))
-    return FunctionText("\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers), fails, tuple(sites))
+    return FunctionText(
+        "\n".join(parts), non_finite, tuple(arrays.blobs), bool(buffers), fails, tuple(sites), has_state
+    )

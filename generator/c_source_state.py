@@ -210,6 +210,7 @@ def state_text(
             f"static {sym}_state_t {sym}_state;",
             f"static pthread_once_t {sym}_once_ = PTHREAD_ONCE_INIT;",
             f"static int {sym}_status_ = -1;  /* the init's result; 0 when it succeeded */",
+            f"static char {sym}_message_[256];  /* what a failed init said (byoc_error) */",
             "",
         ]
     )
@@ -254,7 +255,11 @@ def setup_text(
             "}",
             "",
             f"static void {sym}_init_once_(void) {{",
+            "  byoc_error_message_[0] = '\\0';",
             f"  {sym}_status_ = {sym}_init_(&{sym}_state);",
+            f"  if ({sym}_status_ != 0) {{",
+            f"    memcpy({sym}_message_, byoc_error_message_, sizeof {sym}_message_);",
+            "  }",
             "}",
             "",
             f"static void {sym}_teardown_(void) __attribute__((destructor));",
@@ -270,11 +275,12 @@ def setup_text(
 
 
 def init_guard(sym: str) -> list[str]:
-    """The wrapper's first lines: run the init once, and fail every call after a failed one."""
+    """The wrapper's first lines: run the init once, and fail every call after a failed
+    one, with what the init said through ``byoc_error``."""
     message = c_string(f"{sym}: the backend's init failed")
     return [
         f"  if (pthread_once(&{sym}_once_, {sym}_init_once_) != 0 || {sym}_status_ != 0) {{",
-        f'    return byoc_raise("RuntimeError", {message});',
+        f"    return byoc_raise_failure({message}, {sym}_message_);",
         "  }",
     ]
 

@@ -33,7 +33,7 @@ dtypes: [float32, float64]
 ranks: [1, 2]
 compile: {compiler: cc, language: c, std: c99, flags: [-O1, -pthread, -Wall, -Wextra, -Werror]}
 options:
-  fail: {type: int, default: 0, doc: 1 makes the init fail.}
+  fail: {type: int, default: 0, doc: 1 makes the init fail; 2 makes it fail saying why.}
 prelude: |
   static int stateful_inits = 0;
   int stateful_init_count(void) { return __atomic_load_n(&stateful_inits, __ATOMIC_SEQ_CST); }
@@ -44,6 +44,7 @@ init: |
   for (volatile long spin = 0; spin < 20000000; ++spin) {
   }
   __atomic_fetch_add(&stateful_inits, 1, __ATOMIC_SEQ_CST);
+  if (${fail} == 2) return byoc_error("no device queue %d", 3);
   if (${fail}) return 1;
   state->one = 1.0;
   state->name = "${symbol}";
@@ -141,6 +142,29 @@ def test_a_failed_init_fails_every_call(spec_dir, tmp_path):
         with pytest.raises(RuntimeError, match="scaled: the backend's init failed"):
             fn(x, np.zeros_like(x))
     assert __import__("ctypes").CDLL(str(path)).stateful_init_count() == 1
+
+
+def test_a_failed_init_says_why_on_every_call(spec_dir, tmp_path):
+    """An init that fails through byoc_error: every call's error ends with its message
+    (kept for the function, since the init runs once, on the first call's thread)."""
+    fn = tvm_ffi.load_module(str(library(spec_dir, tmp_path, fail="2")))["scaled"]
+    x = np.ones((64, 32), np.float32)
+    errors = []
+
+    def call() -> None:
+        try:
+            fn(x, np.zeros_like(x))
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    first = threading.Thread(target=call)  # the init runs, and fails, on this thread
+    first.start()
+    first.join()
+    call()  # the message reaches a call on another thread too
+    assert len(errors) == 2
+    assert all(e.endswith("scaled: the backend's init failed; it says: no device queue 3") for e in errors), (
+        errors
+    )
 
 
 @pytest.mark.parametrize("calls", [0, 2])

@@ -17,7 +17,7 @@
 
 /* ---- Failure messages of kernels and inits (byoc generator/c_source_body.py) ----
    A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's module_init may say why it fails just before it returns non-zero:
+   spec's init or module_init may say why it fails just before it returns non-zero:
      return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
    (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
    kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
@@ -2166,6 +2166,7 @@ typedef struct {
 static dnnl_0_state_t dnnl_0_state;
 static pthread_once_t dnnl_0_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_0_status_ = -1;  /* the init's result; 0 when it succeeded */
+static char dnnl_0_message_[256];  /* what a failed init said (byoc_error) */
 
 /* dnnl_0_const_0: constant w: int8[16, 8, 3, 3] at qdq_conv.graph:2:3 */
 static const int8_t dnnl_0_const_0[1152] = {
@@ -2289,7 +2290,11 @@ undo_dnnl_0_0:
 }
 
 static void dnnl_0_init_once_(void) {
+  byoc_error_message_[0] = '\0';
   dnnl_0_status_ = dnnl_0_init_(&dnnl_0_state);
+  if (dnnl_0_status_ != 0) {
+    memcpy(dnnl_0_message_, byoc_error_message_, sizeof dnnl_0_message_);
+  }
 }
 
 static void dnnl_0_teardown_(void) __attribute__((destructor));
@@ -2337,7 +2342,7 @@ static const char* const dnnl_0_failures_[1] = {
    reports a failure; region @dnnl at qdq_conv.graph:12:3. */
 static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
   if (pthread_once(&dnnl_0_once_, dnnl_0_init_once_) != 0 || dnnl_0_status_ != 0) {
-    return byoc_raise("RuntimeError", "dnnl_0: the backend's init failed");
+    return byoc_raise_failure("dnnl_0: the backend's init failed", dnnl_0_message_);
   }
   byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_0_(

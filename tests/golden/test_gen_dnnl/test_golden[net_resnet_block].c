@@ -18,7 +18,7 @@
 
 /* ---- Failure messages of kernels and inits (byoc generator/c_source_body.py) ----
    A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's module_init may say why it fails just before it returns non-zero:
+   spec's init or module_init may say why it fails just before it returns non-zero:
      return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
    (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
    kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
@@ -2263,6 +2263,7 @@ typedef struct {
 static dnnl_0_state_t dnnl_0_state;
 static pthread_once_t dnnl_0_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_0_status_ = -1;  /* the init's result; 0 when it succeeded */
+static char dnnl_0_message_[256];  /* what a failed init said (byoc_error) */
 
 /* dnnl_0_const_0: constant mean1: float32[8] at examples/resnet_basic_block.graph:11:3 */
 static const float dnnl_0_const_0[8] = {0.1f, -0.2f, 0.05f, 0.0f, 0.3f, -0.1f, 0.2f, -0.05f};
@@ -2318,7 +2319,11 @@ undo_dnnl_0_0:
 }
 
 static void dnnl_0_init_once_(void) {
+  byoc_error_message_[0] = '\0';
   dnnl_0_status_ = dnnl_0_init_(&dnnl_0_state);
+  if (dnnl_0_status_ != 0) {
+    memcpy(dnnl_0_message_, byoc_error_message_, sizeof dnnl_0_message_);
+  }
 }
 
 static void dnnl_0_teardown_(void) __attribute__((destructor));
@@ -2390,7 +2395,7 @@ static int dnnl_0_wrapper_(
     DLTensor* arg6,
     DLTensor* out0) {
   if (pthread_once(&dnnl_0_once_, dnnl_0_init_once_) != 0 || dnnl_0_status_ != 0) {
-    return byoc_raise("RuntimeError", "dnnl_0: the backend's init failed");
+    return byoc_raise_failure("dnnl_0: the backend's init failed", dnnl_0_message_);
   }
   byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_0_(
@@ -2462,6 +2467,7 @@ typedef struct {
 static dnnl_1_state_t dnnl_1_state;
 static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
+static char dnnl_1_message_[256];  /* what a failed init said (byoc_error) */
 
 /* dnnl_1_0: relu_0 = relu(...) at examples/resnet_basic_block.graph:17:10, float32[1, 8, 16, 16] */
 DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 4, (1, 8, 16, 16), dnnl_eltwise_relu, 0, 0, float, DNNL_BYOC_DT_float32)
@@ -2488,7 +2494,11 @@ undo_dnnl_1_0:
 }
 
 static void dnnl_1_init_once_(void) {
+  byoc_error_message_[0] = '\0';
   dnnl_1_status_ = dnnl_1_init_(&dnnl_1_state);
+  if (dnnl_1_status_ != 0) {
+    memcpy(dnnl_1_message_, byoc_error_message_, sizeof dnnl_1_message_);
+  }
 }
 
 static void dnnl_1_teardown_(void) __attribute__((destructor));
@@ -2524,7 +2534,7 @@ static const char* const dnnl_1_failures_[1] = {
    reports a failure; region @dnnl at examples/resnet_basic_block.graph:17:10. */
 static int dnnl_1_wrapper_(DLTensor* arg0, DLTensor* out0) {
   if (pthread_once(&dnnl_1_once_, dnnl_1_init_once_) != 0 || dnnl_1_status_ != 0) {
-    return byoc_raise("RuntimeError", "dnnl_1: the backend's init failed");
+    return byoc_raise_failure("dnnl_1: the backend's init failed", dnnl_1_message_);
   }
   byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_1_(

@@ -18,7 +18,7 @@
 
 /* ---- Failure messages of kernels and inits (byoc generator/c_source_body.py) ----
    A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's module_init may say why it fails just before it returns non-zero:
+   spec's init or module_init may say why it fails just before it returns non-zero:
      return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
    (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
    kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
@@ -2177,6 +2177,7 @@ typedef struct {
 static dnnl_0_state_t dnnl_0_state;
 static pthread_once_t dnnl_0_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_0_status_ = -1;  /* the init's result; 0 when it succeeded */
+static char dnnl_0_message_[256];  /* what a failed init said (byoc_error) */
 
 /* dnnl_0_0: (nested call) = matmul(...) at matmul_eltwise.graph:5:12, float32[2, 3, 4] */
 DNNL_MATMUL(dnnl_0_0, (&dnnl_0_state), (3, (const int64_t[]){DNNL_BYOC_ITEMS (2, 3, 5)}), (2, (const int64_t[]){DNNL_BYOC_ITEMS (5, 4)}), 24, float, DNNL_BYOC_DT_float32)
@@ -2288,7 +2289,11 @@ undo_dnnl_0_0:
 }
 
 static void dnnl_0_init_once_(void) {
+  byoc_error_message_[0] = '\0';
   dnnl_0_status_ = dnnl_0_init_(&dnnl_0_state);
+  if (dnnl_0_status_ != 0) {
+    memcpy(dnnl_0_message_, byoc_error_message_, sizeof dnnl_0_message_);
+  }
 }
 
 static void dnnl_0_teardown_(void) __attribute__((destructor));
@@ -2403,7 +2408,7 @@ static int dnnl_0_wrapper_(
     DLTensor* out4,
     DLTensor* out5) {
   if (pthread_once(&dnnl_0_once_, dnnl_0_init_once_) != 0 || dnnl_0_status_ != 0) {
-    return byoc_raise("RuntimeError", "dnnl_0: the backend's init failed");
+    return byoc_raise_failure("dnnl_0: the backend's init failed", dnnl_0_message_);
   }
   byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_0_(
@@ -2519,6 +2524,7 @@ typedef struct {
 static dnnl_1_state_t dnnl_1_state;
 static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
 static int dnnl_1_status_ = -1;  /* the init's result; 0 when it succeeded */
+static char dnnl_1_message_[256];  /* what a failed init said (byoc_error) */
 
 /* dnnl_1_0: (nested call) = leaky_relu(...) at matmul_eltwise.graph:8:12, float32[2, 3, 4] */
 DNNL_ELTWISE(dnnl_1_0, (&dnnl_1_state), 3, (2, 3, 4), dnnl_eltwise_relu, 0.1, 0, float, DNNL_BYOC_DT_float32)
@@ -2613,7 +2619,11 @@ undo_dnnl_1_0:
 }
 
 static void dnnl_1_init_once_(void) {
+  byoc_error_message_[0] = '\0';
   dnnl_1_status_ = dnnl_1_init_(&dnnl_1_state);
+  if (dnnl_1_status_ != 0) {
+    memcpy(dnnl_1_message_, byoc_error_message_, sizeof dnnl_1_message_);
+  }
 }
 
 static void dnnl_1_teardown_(void) __attribute__((destructor));
@@ -2683,7 +2693,7 @@ static int dnnl_1_wrapper_(
     DLTensor* out3,
     DLTensor* out4) {
   if (pthread_once(&dnnl_1_once_, dnnl_1_init_once_) != 0 || dnnl_1_status_ != 0) {
-    return byoc_raise("RuntimeError", "dnnl_1: the backend's init failed");
+    return byoc_raise_failure("dnnl_1: the backend's init failed", dnnl_1_message_);
   }
   byoc_error_message_[0] = '\0';  /* what a failing kernel says (byoc_error) */
   const int failed = dnnl_1_(
