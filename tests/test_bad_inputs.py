@@ -9,6 +9,7 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -187,9 +188,31 @@ class Outcome:
     seconds: float
 
 
+LAUNCHER = """
+import os, signal, sys
+report = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+os.write(report, str(usage.ru_maxrss).encode())
+os.close(report)
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs a command and writes its peak memory (``wait4``'s ``ru_maxrss``, KiB) to the fd
+it is given, then ends as the command ended (its exit status, or its signal). Linux
+keeps a process's peak across ``exec`` and counts the memory of the process it forked
+from, so a command forked straight from a test worker that has grown (a sweep, TVM)
+would report the worker's size; forked from this small launcher, it reports its own."""
+
+
 def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
-    """Run the case's command; its own peak memory comes from ``wait4`` on its pid, so
-    that cases running in parallel threads do not mix their figures."""
+    """Run the case's command; its own peak memory comes from ``wait4`` on its pid (in
+    :data:`LAUNCHER`), so that cases running in parallel threads do not mix their
+    figures and the test worker's own size does not count."""
     writer = None  # the write end of a ``stdin: pipe``, held open until the CLI exits
     if case.stdin == "pipe":
         reader, writer = os.pipe()
@@ -198,17 +221,21 @@ def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
         stdin = os.open("/dev/zero", os.O_RDONLY)
     else:
         stdin = subprocess.DEVNULL
+    report, report_w = os.pipe()
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            command(case),
+            [sys.executable, "-c", LAUNCHER, str(report_w), *command(case)],
             cwd=directory,
             env=env,
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            pass_fds=(report_w,),
+            start_new_session=True,  # a timeout kills the launcher and the command together
         )
     finally:
+        os.close(report_w)
         if stdin != subprocess.DEVNULL:
             os.close(stdin)
     with ThreadPoolExecutor(max_workers=2) as readers:
@@ -219,7 +246,7 @@ def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
             if pid:
                 break
             if time.monotonic() > deadline:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 pid, status, usage = os.wait4(proc.pid, 0)
                 break
             time.sleep(0.01)
@@ -230,11 +257,13 @@ def _run(case: BadCase, directory: Path, env: dict[str, str]) -> Outcome:
         out, err = stdout.result(), stderr.result()
     proc.stdout.close()
     proc.stderr.close()
+    with os.fdopen(report, "rb") as f:
+        measured = f.read()
     return Outcome(
         proc.returncode,
         out.decode("utf-8", "replace"),
         err.decode("utf-8", "replace"),
-        usage.ru_maxrss / 1024,
+        int(measured) / 1024 if measured else usage.ru_maxrss / 1024,  # killed: the launcher's
         seconds,
     )
 
