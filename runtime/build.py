@@ -135,6 +135,20 @@ def build_artifacts(
     ``spec_text`` says where the spec's C copied into the module is in the spec file, so
     that a compiler error there names that line (:mod:`byoc.spec_lines`).
     """
+    chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
+    return build_library(sources, main, chain, cache=cache, spec_text=spec_text)
+
+
+def spec_toolchain(
+    settings: CompileSettings,
+    values: Mapping[str, object],
+    *,
+    include_flags: Sequence[str] = (),
+    link_flags: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Toolchain:
+    """The toolchain of a spec's ``compile:`` settings, its flag templates filled by
+    ``values`` (see :func:`build_artifacts`), the libraries' flags included."""
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
     try:
@@ -144,10 +158,14 @@ def build_artifacts(
             f"cannot render the compile flags: {exc.args[0]}",
             hint="pass spec.template_values(options) as the values",
         ) from None
-    chain = toolchain(
+    return toolchain(
         settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
     )
-    return build_library(sources, main, chain, cache=cache, spec_text=spec_text)
+
+
+def tvm_ffi_includes() -> tuple[str, ...]:
+    """The include directories of the TVM FFI and DLPack headers every module includes."""
+    return _tvm_ffi_paths()[0]
 
 
 def spec_text_of(spec: BackendSpec) -> SpecText:

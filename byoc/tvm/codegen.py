@@ -17,9 +17,7 @@ relax's name forwards to it, so that TVM finds ``__tvm_ffi_<relax name>``.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -41,7 +39,6 @@ KEPT_CHARACTERS = 40
 HASH_CHARACTERS = 12
 EXT_PREFIX = "relax.ext."
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_COMPILER_ENV = {"c": ("CC", "CFLAGS"), "c++": ("CXX", "CXXFLAGS")}
 _SOURCE_SUFFIXES = (".c", ".cc", ".cpp")
 _registered: dict[str, tuple[str, ...] | None] = {}
 
@@ -172,30 +169,21 @@ def compile_object(spec, sources: Mapping[str, bytes], unit: str, directory: Pat
     position-independent object, as the spec's ``compile:`` settings say: ``$CC`` /
     ``$CXX`` over its compiler, its flags, then ``$CFLAGS`` / ``$CXXFLAGS``; the
     compiler runs where the sources are, for their ``.incbin`` files."""
-    import tvm_ffi.libinfo as info
+    from byoc.building import compile_command
 
-    settings = spec.compile
-    compiler_env, flags_env = _COMPILER_ENV[settings.language]
-    compiler = shlex.split(os.environ.get(compiler_env, "")) or [settings.compiler]
-    flags = [*([f"-std={settings.std}"] if settings.std else []), *settings.render_flags(values)]
-    flags += shlex.split(os.environ.get(flags_env, ""))
-    includes = [info.find_include_path(), info.find_dlpack_include_path()]
-    includes += [f for r in spec.requires.values() for f in r.check(spec.name).compile_flags]
+    command, compiler_env = compile_command(spec, values)
     for name, content in sources.items():
         (directory / name).write_bytes(content)
-    suffix = ".cc" if settings.language == "c++" else ".c"
+    suffix = ".cc" if spec.compile.language == "c++" else ".c"
     (directory / f"tvm_entries{suffix}").write_text(unit, encoding="utf-8")
     out = directory / "byoc_regions.o"
-    cmd = [*compiler, *flags, "-c", "-fPIC", *(f if f.startswith("-") else f"-I{f}" for f in includes)]
-    cmd += [f"-I{directory}", f"tvm_entries{suffix}", "-o", str(out)]
+    cmd = [*command, "-c", "-fPIC", f"-I{directory}", f"tvm_entries{suffix}", "-o", str(out)]
     try:
         proc = subprocess.run(cmd, cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     except OSError as exc:
         raise BuildError(
-            f"cannot run {compiler[0]}: {exc.strerror or exc}", hint=f"check ${compiler_env}"
+            f"cannot run {cmd[0]}: {exc.strerror or exc}", hint=f"check ${compiler_env}"
         ) from None
     if proc.returncode != 0:
-        raise BuildError(
-            f"{compiler[0]} failed on the regions' object:\n{(proc.stderr or proc.stdout)[-3000:]}"
-        )
+        raise BuildError(f"{cmd[0]} failed on the regions' object:\n{(proc.stderr or proc.stdout)[-3000:]}")
     return out
