@@ -30,7 +30,7 @@ from tvm import relax
 from byoc.errors import BuildError, ByocError, UsageError
 from byoc.ir import Program
 
-from .patterns import codegen_name, oracle, spec_path_key
+from .patterns import backend_list, codegen_name, oracle, spec_path_key
 from .translate import Translator, Unsupported, as_one_region, outputs_of, region
 
 SYMBOL_PREFIX = "tvm_"
@@ -68,12 +68,27 @@ def register(backend: str, spec_path: str | Sequence[str] | None = None) -> str:
     return name
 
 
-def link_flags(backend: str, spec_path: str | Sequence[str] | None = None) -> list[str]:
-    """The flags that link the libraries ``backend``'s spec ``requires:`` (a vendor
-    library's, a BLAS): a static object cannot carry them, so ``export_library(path,
-    options=byoc.tvm.link_flags(backend))`` passes them to the final link."""
-    spec = oracle(backend, spec_path_key(spec_path)).spec
-    return [f for r in spec.requires.values() for f in r.check(spec.name).link_flags]
+def link_flags(backends: str | Sequence[str], spec_path: str | Sequence[str] | None = None) -> list[str]:
+    """The flags that link the libraries the specs of ``backends`` (one, or several as
+    :func:`offload` takes them) ``requires:`` (a vendor library's, a BLAS): a static
+    object cannot carry them, so ``export_library(path,
+    options=byoc.tvm.link_flags("dnnl,fused"))`` passes them to the final link."""
+    flags: list[str] = []
+    for backend in backend_list(backends):
+        spec = oracle(backend, spec_path_key(spec_path)).spec
+        for requirement in spec.requires.values():
+            flags += [f for f in requirement.check(spec.name).link_flags if f not in flags]
+    # TVM's link puts these options before the objects, where a linker that drops
+    # libraries "as needed" (the default of many distributions' gcc) would drop them
+    libraries = [f for f in flags if f.startswith("-l")]
+    if not libraries:
+        return flags
+    return [
+        *(f for f in flags if not f.startswith("-l")),
+        "-Wl,--push-state,--no-as-needed",
+        *libraries,
+        "-Wl,--pop-state",
+    ]
 
 
 def build_regions(

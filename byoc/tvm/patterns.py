@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-from tvm.relax.dpl import is_const, is_op, wildcard
+from tvm.relax.dpl import is_const, is_op, is_tuple_get_item, wildcard
+
+from byoc.errors import UsageError
 
 from .rules import TRANSPOSE_OP, Rule, rules
 from .translate import Oracle, Translator, Unsupported
@@ -22,6 +24,17 @@ patterns' prefix)."""
 
 def codegen_name(backend: str) -> str:
     return f"{CODEGEN_PREFIX}{backend}"
+
+
+def backend_list(backends: str | Sequence[str]) -> list[str]:
+    """``"dnnl,fused"`` or ``["dnnl", "fused"]`` as a list of backend names."""
+    names = backends.split(",") if isinstance(backends, str) else list(backends)
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise UsageError("no backend to offload to", hint='name one, as in offload(mod, "fused")')
+    if len(set(names)) != len(names):
+        raise UsageError(f"a backend is named twice in {','.join(names)}")
+    return names
 
 
 @cache
@@ -50,7 +63,8 @@ def rule_pattern(rule: Rule, args: Sequence[object]):
             inputs.append(is_const())
         else:
             inputs.append(arg)
-    return is_op(rule.relax)(*inputs, varg_default_wildcard=True)
+    call = is_op(rule.relax)(*inputs, varg_default_wildcard=True)
+    return call if rule.item is None else is_tuple_get_item(call, rule.item)
 
 
 def composite_pattern(pattern):

@@ -26,6 +26,7 @@ class Rule:
     require: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     transposed: frozenset[int] = frozenset()
     bias: int | None = None
+    item: int | None = None
 
 
 def _rule(row: Mapping) -> Rule:
@@ -40,6 +41,7 @@ def _rule(row: Mapping) -> Rule:
         require=require,
         transposed=frozenset(row.get("transposed", ())),
         bias=row.get("bias"),
+        item=row.get("item"),
     )
 
 
@@ -52,6 +54,7 @@ def rules() -> tuple[Rule, ...]:
     return tuple(_rule(row) for row in table["rules"])
 
 
-def rules_for(relax_op: str) -> tuple[Rule, ...]:
-    """The rules of one relax op, in order of preference."""
-    return tuple(r for r in rules() if r.relax == relax_op)
+def rules_for(relax_op: str, item: int | None = None) -> tuple[Rule, ...]:
+    """The rules of one relax op, in order of preference: of its result, or of item
+    ``item`` of its tuple result."""
+    return tuple(r for r in rules() if r.relax == relax_op and r.item == item)

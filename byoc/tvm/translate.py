@@ -79,7 +79,7 @@ def lower(rule: Rule, call: relax.Call, resolve: Callable[[object], object]) -> 
     for key, allowed in rule.require.items():
         if str(getattr(attrs, key)) not in allowed:
             raise Unsupported(f"{rule.relax}: {key} is {getattr(attrs, key)}, not {' or '.join(allowed)}")
-    out = tensor_type(call.ty)
+    out = tensor_type(call.ty if rule.item is None else call.ty.fields[rule.item])
     args = [a for a in call.args if isinstance(a.ty, relax.TensorType)]
     inputs: list[object] = []
     for k, arg in enumerate(args):
@@ -213,6 +213,11 @@ class Translator:
             name = self.constant(expr.value.numpy(), str(expr.ty.dtype))
         elif isinstance(expr, relax.Call) and isinstance(expr.op, Op):
             name = self.node(self.choose(expr))
+        elif isinstance(expr, relax.TupleGetItem):
+            call = self.resolve(expr.tuple_value)
+            if not (isinstance(call, relax.Call) and isinstance(call.op, Op)):
+                raise Unsupported("an item of a tuple that no op returns")
+            name = self.node(self.choose(call, expr.index))
         elif isinstance(expr, relax.Call) and isinstance(self.resolve(expr.op), relax.Function):
             name = self.inline(self.resolve(expr.op), expr.args)
         else:
@@ -233,17 +238,19 @@ class Translator:
             return body.body
         return body
 
-    def choose(self, call: relax.Call) -> Lowered:
-        """The first rule that applies to ``call`` and whose node the backend takes;
-        else the first that applies (a composite may take what a single node cannot)."""
+    def choose(self, call: relax.Call, item: int | None = None) -> Lowered:
+        """The first rule that applies to ``call`` (to item ``item`` of its tuple
+        result) and whose node the backend takes; else the first that applies (a
+        composite may take what a single node cannot)."""
         applying = []
-        for rule in rules_for(call.op.name):
+        for rule in rules_for(call.op.name, item):
             try:
                 applying.append(lower(rule, call, self.resolve))
             except Unsupported:
                 continue
         if not applying:
-            raise Unsupported(f"no rule of byoc/tvm/relax_ops.yaml translates this {call.op.name}")
+            what = call.op.name if item is None else f"item {item} of {call.op.name}"
+            raise Unsupported(f"no rule of byoc/tvm/relax_ops.yaml translates this {what}")
         for lowered in applying:
             if self.oracle.takes_node(lowered, [self.resolve(x) for x in lowered.inputs]):
                 return lowered
