@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from byoc.ir import Node
 
 from .c_text import c_string, comment, origin
+from .ffi_entry import exported
 
 NAMES = (
     "byoc_profile_event_t",
@@ -99,7 +100,6 @@ def timed(statements: Sequence[str], site: int, note: str, *, block: bool = True
 
 def support(sites: Sequence[Site], *, cplusplus: bool = False) -> str:
     """The event buffer, the clock, the recorder, the sites' table and the readers."""
-    export = 'extern "C" TVM_FFI_DLL_EXPORT' if cplusplus else "TVM_FFI_DLL_EXPORT"
     null = "nullptr" if cplusplus else "NULL"
     entries = [f"  {site.entry()}," for site in sites] or [f"  {null},"]
     return "\n".join(
@@ -146,7 +146,9 @@ def support(sites: Sequence[Site], *, cplusplus: bool = False) -> str:
             "/* For byoc's runtime: the number of events recorded since the last read (kept or not).",
             "   With `events`, also copy up to `capacity` of them into it (site, start, end: three",
             "   int64 each) and start afresh. Not to be called while a call records. */",
-            f"{export} int64_t byoc_profile_read(int64_t* events, int64_t capacity) {{",
+            *exported(
+                "TVM_FFI_DLL_EXPORT int64_t byoc_profile_read(int64_t* events, int64_t capacity) {", cplusplus
+            ),
             "  const int64_t recorded = __atomic_load_n(&byoc_profile_count_, __ATOMIC_ACQUIRE);",
             "  int64_t k;",
             f"  if (events == {null}) {{",
@@ -162,7 +164,7 @@ def support(sites: Sequence[Site], *, cplusplus: bool = False) -> str:
             "}",
             "",
             f"/* For byoc's runtime: the entry of site `site` in byoc_profile_sites_, or {null} past the last. */",
-            f"{export} const char* byoc_profile_site(int64_t site) {{",
+            *exported("TVM_FFI_DLL_EXPORT const char* byoc_profile_site(int64_t site) {", cplusplus),
             f"  return site >= 0 && site < BYOC_PROFILE_SITES ? byoc_profile_sites_[site] : {null};",
             "}",
             "",

@@ -127,6 +127,18 @@ def arguments(fn: Function) -> list[tuple[str, str, object]]:
     return out
 
 
+C_LINKAGE_GUARD = ("#ifdef __cplusplus", 'extern "C"', "#endif")
+"""Before an exported definition of a C module: C linkage when it is compiled as C++
+(TVM builds a C-source module with a C++ compiler), so that its name stays as is."""
+
+
+def exported(definition: str, cplusplus: bool) -> list[str]:
+    """The first line of an exported definition (``TVM_FFI_DLL_EXPORT int f(...) {``)
+    with C linkage: ``extern "C"`` before it in a C++ module, :data:`C_LINKAGE_GUARD`
+    in a C one."""
+    return [f'extern "C" {definition}'] if cplusplus else [*C_LINKAGE_GUARD, definition]
+
+
 def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
     """The exported ``__tvm_ffi_<sym>`` of ``fn``; it calls ``wrapper(DLTensor*...)``."""
     sym = fn.name
@@ -141,10 +153,7 @@ def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
     for k, (role, _, t) in enumerate(args):
         lines.append(comment_text(f"     {k}: {role}: {t}"))
     lines.append("*/")
-    if cplusplus:
-        lines.append('extern "C" ' + f"TVM_FFI_DLL_EXPORT {signature} {{")
-    else:
-        lines.append(f"TVM_FFI_DLL_EXPORT {signature} {{")
+    lines += exported(f"TVM_FFI_DLL_EXPORT {signature} {{", cplusplus)
     for k, (_, _, t) in enumerate(args):
         if t.rank:
             lines.append(f"  static const int64_t shape{k}[{t.rank}] = {int64_array(t.shape)};")

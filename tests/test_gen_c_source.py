@@ -520,3 +520,18 @@ def test_a_long_body_calls_its_kernels_in_parts(tmp_path, rng, monkeypatch):
         line for line in body.splitlines() if line.startswith("  ccompiler_0_") and "part" not in line
     ]
     check_against_reference(build(text, tmp_path), fn, rng)
+
+
+def test_a_cplusplus_compiler_keeps_the_entry_names(tmp_path, rng):
+    """TVM builds a C-source module with a C++ compiler: the guards around the exported
+    entries give them C linkage, so they are found under their names (and run)."""
+    externals = externals_of("dag")
+    text = generate(externals)
+    assert text.count('#ifdef __cplusplus\nextern "C"\n#endif\nTVM_FFI_DLL_EXPORT int __tvm_ffi_') == len(
+        externals
+    )
+    module = tvm_ffi.load_module(
+        str(compile_library({f"{BACKEND}.cc": text}, f"{BACKEND}.cc", tmp_path, cplusplus=True))
+    )
+    for fn in externals:
+        check_against_reference(module, fn, rng)

@@ -30,7 +30,7 @@ def offload(
 ):
     """``mod`` with what ``backends`` take partitioned out and compiled by byoc.
 
-    ``backends`` is one backend or several in order of preference (``"dnnl,fused"``
+    ``backends`` is one backend or several in order of preference (``"ccompiler,fused"``
     or a list): their pattern tables are joined in that order for one
     ``FuseOpsByPattern`` (relax partitions a module once; a second pass over a
     module that calls compiled regions fails), then ``MergeCompositeFunctions``

@@ -72,7 +72,7 @@ def link_flags(backends: str | Sequence[str], spec_path: str | Sequence[str] | N
     """The flags that link the libraries the specs of ``backends`` (one, or several as
     :func:`offload` takes them) ``requires:`` (a vendor library's, a BLAS): a static
     object cannot carry them, so ``export_library(path,
-    options=byoc.tvm.link_flags("dnnl,fused"))`` passes them to the final link."""
+    options=byoc.tvm.link_flags("ccompiler,fused"))`` passes them to the final link."""
     flags: list[str] = []
     for backend in backend_list(backends):
         spec = oracle(backend, spec_path_key(spec_path)).spec

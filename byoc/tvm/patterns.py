@@ -27,7 +27,7 @@ def codegen_name(backend: str) -> str:
 
 
 def backend_list(backends: str | Sequence[str]) -> list[str]:
-    """``"dnnl,fused"`` or ``["dnnl", "fused"]`` as a list of backend names."""
+    """``"ccompiler,fused"`` or ``["ccompiler", "fused"]`` as a list of backend names."""
     names = backends.split(",") if isinstance(backends, str) else list(backends)
     names = [n.strip() for n in names if n.strip()]
     if not names:

@@ -1,7 +1,7 @@
 """An ONNX model through TVM's relax importer, offloaded to byoc backends, exported
 with ``export_library`` and run again in a fresh process that cannot import byoc.
 
-    python examples/relax/run_onnx.py [MODEL.onnx] [--backend dnnl,fused]
+    python examples/relax/run_onnx.py [MODEL.onnx] [--backend NAME[,NAME...]]
         [--spec-path DIR] [-o model.so] [--random-weights SEED] [--tvm-alone]
 
 The steps (each is a few lines below):
@@ -77,7 +77,7 @@ FRESH_PROCESS = textwrap.dedent(
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description="Run an ONNX model through TVM relax with byoc backends as its codegens.",
-        epilog="example: python examples/relax/run_onnx.py examples/onnx/tiny_cnn.onnx --backend dnnl,fused",
+        epilog="example: python examples/relax/run_onnx.py examples/onnx/tiny_cnn.onnx --backend ccompiler,fused",
     )
     ap.add_argument("model", nargs="?", default=str(DEFAULT_MODEL), help="an ONNX model of static shapes")
     ap.add_argument(

@@ -292,6 +292,9 @@ static int vendor_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLT
      2: input c: float32[4]
      3: output 0: float32[2, 3, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_vendor_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[3] = {INT64_C(2), INT64_C(1), INT64_C(4)};
   static const int64_t shape1[2] = {INT64_C(3), INT64_C(1)};

@@ -669,6 +669,9 @@ static int ccompiler_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input x: uint8[1, 3, 6, 5]
      1: output 0: uint8[1, 4, 3, 5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(3), INT64_C(6), INT64_C(5)};
   static const int64_t shape1[4] = {INT64_C(1), INT64_C(4), INT64_C(3), INT64_C(5)};

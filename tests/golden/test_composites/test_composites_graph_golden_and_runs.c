@@ -730,6 +730,9 @@ static int ccompiler_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input x: float32[1, 3, 6, 6]
      1: output 0: float32[1, 4, 6, 6]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(3), INT64_C(6), INT64_C(6)};
   static const int64_t shape1[4] = {INT64_C(1), INT64_C(4), INT64_C(6), INT64_C(6)};
@@ -782,6 +785,9 @@ static int ccompiler_1_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, 
      2: input r: float32[1, 4, 3, 3]
      3: output 0: float32[1, 4, 3, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(3), INT64_C(6), INT64_C(6)};
   static const int64_t shape1[4] = {INT64_C(4), INT64_C(3), INT64_C(3), INT64_C(3)};
@@ -859,6 +865,9 @@ static int ccompiler_2_wrapper_(
      4: input b4: float32[3]
      5: output 0: float32[2, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_2(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(2), INT64_C(6)};
   static const int64_t shape1[2] = {INT64_C(5), INT64_C(6)};

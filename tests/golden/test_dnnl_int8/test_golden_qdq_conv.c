@@ -2362,6 +2362,9 @@ static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input x: uint8[2, 8, 9, 9]
      1: output 0: uint8[2, 16, 9, 9]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(2), INT64_C(8), INT64_C(9), INT64_C(9)};
   static const int64_t shape1[4] = {INT64_C(2), INT64_C(16), INT64_C(9), INT64_C(9)};

@@ -732,6 +732,9 @@ static int ccompiler_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) 
      1: input y: float32[4, 4]
      2: output 0: float32[4, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(4), INT64_C(4)};
   static const int64_t shape1[2] = {INT64_C(4), INT64_C(4)};

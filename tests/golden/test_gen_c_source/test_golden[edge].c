@@ -757,6 +757,9 @@ static int ccompiler_0_wrapper_(
      5: output 3: int32[2, 3]
      6: output 4: int32[2, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(2), INT64_C(3)};
   static const int64_t shape1[2] = {INT64_C(2), INT64_C(3)};
@@ -830,6 +833,9 @@ static int edge_wrapper_(DLTensor* arg0, DLTensor* out0, DLTensor* out1, DLTenso
      2: output 1: int64[5]
      3: output 2: int64[5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_edge(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[1] = {INT64_C(5)};
   static const int64_t shape1[1] = {INT64_C(5)};
@@ -892,6 +898,9 @@ static int ccompiler_1_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input d: float64[]
      1: output 0: float64[]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   DLTensor* t[2];
   char msg[256];
@@ -945,6 +954,9 @@ static int ccompiler_2_wrapper_(DLTensor* arg0, DLTensor* out0, DLTensor* out1) 
      1: output 0: float32[2, 1, 2, 1, 3]
      2: output 1: float32[2, 1, 2, 1, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_2(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[5] = {INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(3)};
   static const int64_t shape1[5] = {INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(3)};
@@ -993,6 +1005,9 @@ static int ccompiler_3_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input z: float32[0, 4]
      1: output 0: float32[0, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_3(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(0), INT64_C(4)};
   static const int64_t shape1[2] = {INT64_C(0), INT64_C(4)};

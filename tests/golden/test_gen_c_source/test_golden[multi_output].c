@@ -730,6 +730,9 @@ static int ccompiler_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0, 
      2: output 0: float32[3, 4]
      3: output 1: float32[3, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(3), INT64_C(4)};
   static const int64_t shape1[2] = {INT64_C(3), INT64_C(4)};

@@ -725,6 +725,9 @@ static int ccompiler_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) 
      1: input b: float32[7]
      2: output 0: float32[7]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[1] = {INT64_C(7)};
   static const int64_t shape1[1] = {INT64_C(7)};
@@ -776,6 +779,9 @@ static int ccompiler_1_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) 
      1: input d: float32[2, 3, 4]
      2: output 0: float32[2, 3, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
   static const int64_t shape1[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
@@ -836,6 +842,9 @@ static int ccompiler_2_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) 
      1: input f: float32[2, 1, 3, 2]
      2: output 0: float32[2, 1, 3, 2]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_2(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(2), INT64_C(1), INT64_C(3), INT64_C(2)};
   static const int64_t shape1[4] = {INT64_C(2), INT64_C(1), INT64_C(3), INT64_C(2)};

@@ -774,6 +774,9 @@ static int ccompiler_0_wrapper_(
      6: input bias2: float32[8]
      7: output 0: float32[1, 8, 16, 16]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(8), INT64_C(16), INT64_C(16)};
   static const int64_t shape1[4] = {INT64_C(8), INT64_C(8), INT64_C(3), INT64_C(3)};

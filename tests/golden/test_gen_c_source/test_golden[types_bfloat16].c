@@ -858,6 +858,9 @@ static int ccompiler_0_wrapper_(
      8: output 3: bfloat16[2, 5]
      9: output 4: uint32[2, 5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(2), INT64_C(5)};
   static const int64_t shape1[2] = {INT64_C(2), INT64_C(5)};

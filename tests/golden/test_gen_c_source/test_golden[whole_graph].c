@@ -740,6 +740,9 @@ static int ccompiler_0_wrapper_(
      3: input w2: float32[10, 10]
      4: output 0: float32[10, 10]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(10), INT64_C(10)};
   static const int64_t shape1[2] = {INT64_C(10), INT64_C(10)};
@@ -820,6 +823,9 @@ static int ccompiler_1_wrapper_(
      3: input w5: float32[10, 10]
      4: output 0: float32[10, 10]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(10), INT64_C(10)};
   static const int64_t shape1[2] = {INT64_C(10), INT64_C(10)};

@@ -353,6 +353,9 @@ static int cblas_0_wrapper_(
      15: output 4: float32[2, 5]
      16: output 5: float32[2, 3, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[3] = {INT64_C(2), INT64_C(3), INT64_C(5)};
   static const int64_t shape1[2] = {INT64_C(5), INT64_C(4)};

@@ -258,6 +258,9 @@ static int cblas_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) {
      1: input w: float32[4, 0]
      2: output 0: float32[3, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(3), INT64_C(0)};
   static const int64_t shape1[2] = {INT64_C(4), INT64_C(0)};
@@ -309,6 +312,9 @@ static int cblas_1_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) {
      1: input v: float64[2, 5]
      2: output 0: float64[0, 2]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(0), INT64_C(5)};
   static const int64_t shape1[2] = {INT64_C(2), INT64_C(5)};

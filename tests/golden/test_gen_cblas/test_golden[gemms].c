@@ -367,6 +367,9 @@ static int cblas_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) {
      1: input w: float64[3, 7]
      2: output 0: float64[5, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(5), INT64_C(7)};
   static const int64_t shape1[2] = {INT64_C(3), INT64_C(7)};
@@ -448,6 +451,9 @@ static int cblas_1_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTe
      2: input c: float32[4, 2]
      3: output 0: float32[4, 2]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_cblas_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(4), INT64_C(6)};
   static const int64_t shape1[2] = {INT64_C(6), INT64_C(2)};

@@ -2479,6 +2479,9 @@ static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTen
      2: input b: float16[8]
      3: output 0: float16[4, 8]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(4), INT64_C(16)};
   static const int64_t shape1[2] = {INT64_C(8), INT64_C(16)};

@@ -453,6 +453,9 @@ static int fused_0_wrapper_(
      5: output 2: bfloat16[4]
      6: output 3: bfloat16[4, 10]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(4), INT64_C(8)};
   static const int64_t shape1[2] = {INT64_C(6), INT64_C(8)};

@@ -280,6 +280,9 @@ static int fused_0_wrapper_(
      11: output 3: int32[2, 6]
      12: output 4: float32[0, 5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[3] = {INT64_C(4), INT64_C(3), INT64_C(5)};
   static const int64_t shape1[1] = {INT64_C(5)};

@@ -257,6 +257,9 @@ static int fused_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* out0) {
      1: input y: float32[8, 16]
      2: output 0: float32[8, 16]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(8), INT64_C(16)};
   static const int64_t shape1[2] = {INT64_C(8), INT64_C(16)};

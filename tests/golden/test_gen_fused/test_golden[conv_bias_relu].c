@@ -240,6 +240,9 @@ static int fused_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTe
      2: input b: float32[4]
      3: output 0: float32[1, 4, 3, 6]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(3), INT64_C(6), INT64_C(6)};
   static const int64_t shape1[4] = {INT64_C(4), INT64_C(3), INT64_C(3), INT64_C(3)};

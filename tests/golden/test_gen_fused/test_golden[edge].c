@@ -235,6 +235,9 @@ static int fused_0_wrapper_(
      5: output 3: int32[2, 3]
      6: output 4: int32[2, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(2), INT64_C(3)};
   static const int64_t shape1[2] = {INT64_C(2), INT64_C(3)};
@@ -314,6 +317,9 @@ static int edge_wrapper_(DLTensor* arg0, DLTensor* out0, DLTensor* out1, DLTenso
      2: output 1: int64[5]
      3: output 2: int64[5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_edge(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[1] = {INT64_C(5)};
   static const int64_t shape1[1] = {INT64_C(5)};
@@ -370,6 +376,9 @@ static int fused_1_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input d: float64[]
      1: output 0: float64[]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_1(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   DLTensor* t[2];
   char msg[256];
@@ -427,6 +436,9 @@ static int fused_2_wrapper_(DLTensor* arg0, DLTensor* out0, DLTensor* out1) {
      1: output 0: float32[2, 1, 2, 1, 3]
      2: output 1: float32[2, 1, 2, 1, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_2(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[5] = {INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(3)};
   static const int64_t shape1[5] = {INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(3)};
@@ -472,6 +484,9 @@ static int fused_3_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input z: float32[0, 4]
      1: output 0: float32[0, 4]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_3(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(0), INT64_C(4)};
   static const int64_t shape1[2] = {INT64_C(0), INT64_C(4)};

@@ -440,6 +440,9 @@ static int fused_0_wrapper_(
      6: input b3: float32[10]
      7: output 0: float32[4, 10]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[2] = {INT64_C(4), INT64_C(64)};
   static const int64_t shape1[2] = {INT64_C(32), INT64_C(64)};

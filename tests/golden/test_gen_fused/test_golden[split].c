@@ -369,6 +369,9 @@ static int fused_0_wrapper_(
      3: output 1: float32[2, 2, 3]
      4: output 2: float32[2, 2, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_fused_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[3] = {INT64_C(2), INT64_C(6), INT64_C(3)};
   static const int64_t shape1[1] = {INT64_C(3)};

@@ -338,6 +338,9 @@ static int permuted_0_wrapper_(
      4: output 2: float32[2, 3, 4, 5]
      5: output 3: float32[2, 3, 4, 5]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_permuted_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5)};
   static const int64_t shape1[4] = {INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5)};

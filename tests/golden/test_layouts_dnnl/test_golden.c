@@ -2387,6 +2387,9 @@ static int dnnl_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
      0: input x: float32[1, 4, 3, 3]
      1: output 0: float32[1, 4, 3, 3]
 */
+#ifdef __cplusplus
+extern "C"
+#endif
 TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
   static const int64_t shape0[4] = {INT64_C(1), INT64_C(4), INT64_C(3), INT64_C(3)};
   static const int64_t shape1[4] = {INT64_C(1), INT64_C(4), INT64_C(3), INT64_C(3)};
