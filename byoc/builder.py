@@ -199,8 +199,13 @@ class FunctionBuilder:
         locs = [where for _, where in body.captures]
         self.statements.append(_Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body))
 
-    def close_region(self, results: Sequence[tuple[str, Location]]) -> None:
-        """Record a region body's returned names and compute what it captures."""
+    def close_region(
+        self,
+        results: Sequence[tuple[str, Location]],
+        params: Sequence[tuple[str, Location]] | None = None,
+    ) -> None:
+        """Record a region body's returned names and compute what it captures: its
+        parameters, in order of first use, or in the order ``params`` lists them."""
         self._results = list(results)
         seen: set[str] = set()
         local = self.defined
@@ -213,6 +218,36 @@ class FunctionBuilder:
             if name not in local and name not in seen:
                 seen.add(name)
                 self.captures.append((name, loc))
+        if params is not None:
+            self.captures = self._listed_captures(params)
+
+    def _listed_captures(self, params: Sequence[tuple[str, Location]]) -> list[tuple[str, Location]]:
+        """The captures in the order of a region's parameter list, which must name each
+        of them once and nothing else."""
+        used = dict(self.captures)
+        listed: dict[str, Location] = {}
+        for name, loc in params:
+            if name in listed:
+                raise self.error(
+                    f"{name!r} is listed twice in the region's parameters", loc, hint="list it once"
+                )
+            if name not in used:
+                where = "is defined in the region" if name in self.defined else "is not used by the region"
+                raise self.error(
+                    f"region parameter {name!r} {where}",
+                    loc,
+                    hint="list the names from outside that the region's body uses, each once",
+                )
+            listed[name] = loc
+        missing = [name for name in used if name not in listed]
+        if missing:
+            raise self.error(
+                f"the region uses {', '.join(map(repr, missing))} from outside but its parameter list "
+                "does not name it",
+                self.loc,
+                hint=f"add {', '.join(missing)} to the list, or leave the list out for the order of first use",
+            )
+        return [(name, used[name]) for name in listed]
 
     # ------------------------------------------------------------------ finish
 

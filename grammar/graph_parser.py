@@ -125,6 +125,12 @@ class Region:
     body: tuple
     loc: Location
     composite: str | None = None  # `@backend.pattern { ... }`: a composite inside a region
+    params: tuple[tuple[str, Location], ...] | None = None  # `@backend(x, w) { ... }`
+
+
+@dataclass(frozen=True, slots=True)
+class RegionParams:
+    names: tuple[tuple[str, Location], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,9 +234,15 @@ class _Reader:
 
     def region(self, c):
         at, backend, *rest = c
-        body = rest[-1]
-        symbol = rest[1] if len(rest) == 3 else None
-        return Region(str(backend), None if symbol is None else str(symbol), body, self._loc(at))
+        body = rest.pop()
+        params = rest.pop() if rest and type(rest[-1]) is RegionParams else None
+        symbol = str(rest[1]) if rest else None
+        return Region(
+            str(backend), symbol, body, self._loc(at), params=None if params is None else params.names
+        )
+
+    def region_params(self, c):
+        return RegionParams(tuple((str(n), self._loc(n)) for n in c))
 
     def composite(self, c):
         at, backend, pattern, body = c
@@ -564,7 +576,7 @@ class _Emitter:
                     st.loc,
                     hint="bind one name per returned value",
                 )
-            body.close_region(results)
+            body.close_region(results, rhs.params)
             fb.add_region(names, body, st.loc)
             return
         if type(rhs) is Call:

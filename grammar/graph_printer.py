@@ -101,12 +101,27 @@ def _body(fn: Function, depth: int, lines: list[str], external: bool) -> None:
             callee = node.callee
             symbol = f" as {callee.name}" if callee.name is not None else ""
             pattern = f".{callee.composite}" if callee.composite is not None else ""
-            lines.append(f"{pad}{targets} = @{callee.backend}{pattern}{symbol} {{")
+            params = _parameter_list(callee)
+            lines.append(f"{pad}{targets} = @{callee.backend}{pattern}{symbol}{params} {{")
             _body(callee, depth + 1, lines, external)
             lines.append(f"{pad}}}")
         else:
             lines.append(f"{pad}{targets} = {_call(node, anon)}")
     lines.append(f"{pad}return {', '.join(_expr(name, anon) for name in fn.outputs)}")
+
+
+def _parameter_list(region: Function) -> str:
+    """``(x, w)`` when a region's parameters are not in the order its body first uses
+    them (the order the parser gives a region without a list), else nothing."""
+    names = [p.name for p in region.params]
+    local = {c.name for c in region.constants} | {out for node in region.nodes for out in node.outputs}
+    first_use: dict[str, None] = {}
+    for name in [n for node in region.nodes for n in node.inputs] + list(region.outputs):
+        if name not in local:
+            first_use.setdefault(name)
+    if list(first_use) == names or region.composite is not None:
+        return ""
+    return "(" + ", ".join(map(_ident, names)) + ")"
 
 
 def _ident(name: str) -> str:

@@ -535,3 +535,19 @@ def test_a_cplusplus_compiler_keeps_the_entry_names(tmp_path, rng):
     )
     for fn in externals:
         check_against_reference(module, fn, rng)
+
+
+def test_a_listed_parameter_order_is_the_entry_argument_order(tmp_path, rng):
+    """`@ccompiler as blk(b, w, x)`: the exported entry takes b, w, x in that order."""
+    program = parse(
+        """graph main(x: float32[3, 4], w: float32[3, 4], b: float32[3, 4]) {
+          s = @ccompiler as blk(b, w, x) { return add(subtract(x, w), multiply(b, b)) }
+          return s
+        }""",
+        "graph",
+    )
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
+    assert [p.name for p in fn.params] == ["b", "w", "x"]
+    text = generate((fn,))
+    assert "0: input b: float32[3, 4]" in text and "2: input x: float32[3, 4]" in text
+    check_against_reference(build(text, tmp_path), fn, rng)

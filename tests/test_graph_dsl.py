@@ -172,6 +172,31 @@ def test_region_symbol_name():
     assert roundtrip(program, "graph") == program
 
 
+def test_a_region_lists_its_parameters_in_the_order_a_caller_needs():
+    """`@b as name(w, x)`: the region's parameters in the listed order, not the order
+    of first use; the printer writes the list only where the order differs from it."""
+    program = parse_graph_text(
+        """graph main(x: float32[4], w: float32[4], b: float32[4]) {
+          s = @ccompiler as blk(b, w, x) { return add(subtract(x, w), b) }
+          t = @ccompiler(x, w) { return multiply(x, w) }
+          u = @ccompiler() {
+            k = const float32[4] [1, -2, 3, -4]
+            return relu(k)
+          }
+          return s, t, u
+        }"""
+    )
+    listed, in_use_order, no_inputs = program.functions[0].regions()
+    assert [p.name for p in listed.params] == ["b", "w", "x"]
+    call = program.functions[0].nodes[0]
+    assert call.inputs == ("b", "w", "x")
+    assert [p.name for p in in_use_order.params] == ["x", "w"] and no_inputs.params == ()
+    text = print_program(program, "graph")
+    assert "@ccompiler as blk(b, w, x) {" in text
+    assert "@ccompiler {" in text and "@ccompiler(" not in text  # the same order as first use
+    assert roundtrip(program, "graph") == program
+
+
 def test_region_returning_captured_names_and_nested_regions():
     program = parse_graph_text(
         """graph main(x: float32[4], k: float32[4]) {
