@@ -206,16 +206,23 @@ def source_members(program: Program) -> dict[str, bytes]:
     return members
 
 
-def compile_command(spec, values: Mapping[str, object]) -> tuple[list[str], str]:
-    """The compiler command and flags a build compiles ``spec``'s module with (the
-    spec's ``compile:``, ``$CC``/``$CFLAGS``, its libraries' ``-I`` and the TVM FFI
-    headers), before any source or output, and the variable that overrides the compiler:
-    for a caller that compiles the same module another way (an object, say)."""
-    from .runtime.build import spec_toolchain, tvm_ffi_includes
+def compile_object(spec, values: Mapping[str, object], sources: Mapping[str, str | bytes], main: str) -> Path:
+    """``sources[main]`` compiled as a build compiles ``spec``'s module (the spec's
+    ``compile:``, ``$CC``/``$CFLAGS``, its libraries' ``-I`` and the TVM FFI headers)
+    into a cached position-independent object, unlinked: for a caller that links the
+    module into another program (byoc.tvm, into TVM's exported library)."""
+    from .runtime.build import build_artifacts, spec_text_of
 
     include_flags = [f for r in spec.requires.values() for f in r.check(spec.name).compile_flags]
-    chain = spec_toolchain(spec.compile, values, include_flags=include_flags)
-    return [*chain.compiler, *chain.flags, *(f"-I{d}" for d in tvm_ffi_includes())], chain.env_var
+    return build_artifacts(
+        sources,
+        main,
+        spec.compile,
+        values,
+        include_flags=include_flags,
+        spec_text=spec_text_of(spec),
+        object_file=True,
+    )
 
 
 def _own_artifacts(name: str, artifacts) -> tuple[list, object]:

@@ -57,7 +57,7 @@ from byoc.errors import BuildError
 from byoc.spec_lines import SpecLine, SpecText, spec_line
 
 from .cache_store import prune_after_build, touch
-from .elf_check import NotLoadable, check_shared_object
+from .elf_check import NotLoadable, check_object_file, check_shared_object
 
 if TYPE_CHECKING:
     from byoc.spec.backend import BackendSpec, CompileSettings
@@ -123,10 +123,12 @@ def build_artifacts(
     env: Mapping[str, str] | None = None,
     cache: Path | None = None,
     spec_text: SpecText | None = None,
+    object_file: bool = False,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
     headers it includes, or bytes its ``.incbin`` directives read) as its spec's
-    ``compile:`` settings say, and return the path of the cached library.
+    ``compile:`` settings say, and return the path of the cached library (with
+    ``object_file``, of a cached position-independent object, unlinked).
 
     ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
@@ -136,7 +138,7 @@ def build_artifacts(
     that a compiler error there names that line (:mod:`byoc.spec_lines`).
     """
     chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
-    return build_library(sources, main, chain, cache=cache, spec_text=spec_text)
+    return build_library(sources, main, chain, cache=cache, spec_text=spec_text, object_file=object_file)
 
 
 def spec_toolchain(
@@ -267,11 +269,14 @@ def build_library(
     *,
     cache: Path | None = None,
     spec_text: SpecText | None = None,
+    object_file: bool = False,
 ) -> Path:
     """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
     of files its ``.incbin`` directives read) into a cached
-    shared library and return its path. Raises BuildError with the compiler's message
-    and the generated lines around the first error."""
+    shared library and return its path; with ``object_file``, into a cached
+    position-independent object (``<main stem>.o``, not linked: for another program's
+    link, such as TVM's ``export_library``). Raises BuildError with the compiler's
+    message and the generated lines around the first error."""
     for name in sources:
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise BuildError(f"source name {name!r} is not a plain file name")
@@ -291,6 +296,7 @@ def build_library(
         "--",
         *chain.link,
         "--",
+        *(("object",) if object_file else ()),
     )
     for part in (*parts, *includes, libdir, main):
         key.update(part.encode() + b"\0")
@@ -302,7 +308,7 @@ def build_library(
     digest = key.hexdigest()
     root = cache if cache is not None else cache_dir()
     entry = root / digest[:2] / digest
-    library = entry / f"lib{Path(main).stem}.so"
+    library = entry / (f"{Path(main).stem}.o" if object_file else f"lib{Path(main).stem}.so")
     if _valid(library):
         touch(entry)  # its last use, for least-recently-used eviction
         log.debug("%s: cache hit, %s", main, entry)
@@ -349,21 +355,20 @@ def _compile(
     out = staging / lib_name
     first = chain.compiler[0]  # a relative path to the compiler names it from here, not from src/
     compiler = (os.path.abspath(first) if os.sep in first else first, *chain.compiler[1:])
+    object_file = lib_name.endswith(".o")
     cmd = [
         *compiler,
         *chain.flags,
-        "-shared",
+        "-c" if object_file else "-shared",
         "-fPIC",
         *(f"-I{d}" for d in includes),
         f"-I{src}",
         str(src / main),
         "-o",
         str(out),
-        f"-L{libdir}",
-        "-ltvm_ffi",
-        f"-Wl,-rpath,{libdir}",
-        *chain.link,
     ]
+    if not object_file:
+        cmd += [f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}", *chain.link]
     log.debug("compile command (in %s): %s", src, shlex.join(cmd))
     started = time.perf_counter()
     try:
@@ -417,12 +422,13 @@ def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
 def _valid(library: Path) -> bool:
     """True when the cached library exists, matches its recorded sha256 and is a whole
     shared object for this machine (an entry cut short with its digest recomputed
-    would otherwise be mapped past its end: SIGBUS)."""
+    would otherwise be mapped past its end: SIGBUS), or for an object file (``.o``), a
+    whole relocatable object for this machine."""
     try:
         recorded = (library.parent / f"{library.name}.sha256").read_text().strip()
         if hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
             return False
-        check_shared_object(library)
+        (check_object_file if library.suffix == ".o" else check_shared_object)(library)
         return True
     except (OSError, NotLoadable):
         return False

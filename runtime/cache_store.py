@@ -3,7 +3,7 @@ eviction.
 
 The root (:func:`byoc.disk_cache.cache_dir`) holds entries of four kinds:
 
-* ``build``: a compiled library, ``<root>/<xx>/<key>/`` (:mod:`byoc.runtime.build`);
+* ``build``: a compiled library (or an unlinked object), ``<root>/<xx>/<key>/`` (:mod:`byoc.runtime.build`);
 * ``bundle``: a library unpacked from a bundle, ``<root>/bundles/<xx>/<digest>/``;
 * ``spec``, ``parser`` and ``compiler``: small files of parsed specs, Lark parser
   tables and compiler banners, ``<root>/{yaml,lark,compiler}/[<xx>/]<key>``

@@ -22,6 +22,7 @@ import struct
 ELF_MAGIC = b"\x7fELF"
 ELFCLASS64 = 2
 ELFDATA2LSB = 1
+ET_REL = 1
 ET_DYN = 3
 PT_LOAD = 1
 PT_DYNAMIC = 2
@@ -96,7 +97,22 @@ def check_shared_object(path: str | os.PathLike[str]) -> None:
         raise NotLoadable("it has no dynamic segment, so it is not a shared library")
 
 
-def _check_header(head: bytes, size: int) -> None:
+def check_object_file(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`NotLoadable` unless ``path`` is a whole ELF relocatable object
+    (``.o``) for this machine: its header, and its section header table within it."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(HEADER.size)
+    except OSError as exc:
+        raise NotLoadable(f"cannot read it: {exc.strerror or exc}") from None
+    _check_header(head, size, ET_REL)
+    (_, _, _, _, _, _, shoff, _, _, _, _, shentsize, shnum, _) = HEADER.unpack(head)
+    if shnum == 0 or shoff + shnum * shentsize > size:
+        raise NotLoadable(_short("its section header table", shoff + shnum * shentsize, size))
+
+
+def _check_header(head: bytes, size: int, wanted_type: int = ET_DYN) -> None:
     if not head.startswith(ELF_MAGIC):
         text = head[:64]
         is_text = bool(text) and all(b in b"\t\n\r" or 32 <= b < 127 for b in text)
@@ -114,9 +130,14 @@ def _check_header(head: bytes, size: int) -> None:
     if machine != wanted:
         named = MACHINES.get(machine) or OTHER_MACHINES.get(machine) or f"machine {machine}"
         raise NotLoadable(f"it is built for {named}, and this machine is {MACHINES[wanted]}")
-    if e_type != ET_DYN:
-        kinds = {1: "an object file (.o)", 2: "an executable", 4: "a core dump"}
-        raise NotLoadable(f"it is {kinds.get(e_type, f'ELF type {e_type}')}, not a shared library")
+    if e_type != wanted_type:
+        kinds = {
+            ET_REL: "an object file (.o)",
+            2: "an executable",
+            ET_DYN: "a shared library",
+            4: "a core dump",
+        }
+        raise NotLoadable(f"it is {kinds.get(e_type, f'ELF type {e_type}')}, not {kinds[wanted_type]}")
 
 
 def _short(what: str, end: int, size: int) -> str:

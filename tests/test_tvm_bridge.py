@@ -7,6 +7,7 @@ cannot import byoc."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import textwrap
@@ -194,3 +195,22 @@ def test_registration_is_idempotent_and_options_reach_byoc():
     with pytest.raises(Exception, match="opt_level") as info:
         byoc.tvm.offload(small_cnn(), "ccompiler", options={"opt_level": 7})
     assert "byoc (byoc_ccompiler)" in str(info.value)
+
+
+def test_the_regions_object_is_built_once_through_byocs_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BYOC_CACHE_DIR", str(tmp_path / "cache"))
+    byoc.tvm.offload(small_cnn(), "ccompiler")
+    objects = sorted((tmp_path / "cache").rglob("*.o"))
+    assert [o.name for o in objects] == ["tvm_entries.o"]
+    built = objects[0].stat().st_mtime_ns
+    byoc.tvm.offload(small_cnn(), "ccompiler")
+    assert sorted((tmp_path / "cache").rglob("*.o")) == objects
+    assert objects[0].stat().st_mtime_ns == built  # found, not compiled again
+    objects[0].write_bytes(objects[0].read_bytes()[:100])  # a damaged entry is rebuilt
+    (objects[0].parent / "tvm_entries.o.sha256").write_text(
+        hashlib.sha256(objects[0].read_bytes()).hexdigest() + "\n"
+    )
+    ex = tvm.compile(byoc.tvm.offload(small_cnn(), "ccompiler"), target="llvm")
+    ex.export_library(str(tmp_path / "model.so"))
+    got = run_vm(tvm.runtime.load_module(str(tmp_path / "model.so")), X)
+    np.testing.assert_allclose(got, numpy_cnn(X), rtol=1e-4, atol=1e-3)

@@ -3,9 +3,10 @@
 ``RunCodegen`` calls it with the partitioned functions of one codegen. Each becomes a
 byoc region in memory (:mod:`byoc.tvm.translate`), all of them one byoc Program built
 by ``byoc.build`` (generated, checked, compiled through byoc's cache), whose generated
-sources are compiled once more into a static object: TVM's ``export_library`` links
-a static library into the exported module, while a loaded shared library cannot be
-saved ("does not support SaveToBytes"). The exported module then runs where byoc is
+sources are compiled once more into a static object, cached the same way
+(``byoc.building.compile_object``): TVM's ``export_library`` links a static library
+into the exported module, while a loaded shared library cannot be saved ("does not
+support SaveToBytes"). The exported module then runs where byoc is
 not installed.
 
 Relax names a region after all its ops (225 characters in ResNet-50); byoc takes C
@@ -18,15 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import tvm
 import tvm_ffi
 from tvm import relax
 
+from byoc.building import compile_object
 from byoc.errors import BuildError, ByocError, UsageError
 from byoc.ir import Program
 
@@ -40,6 +39,8 @@ HASH_CHARACTERS = 12
 EXT_PREFIX = "relax.ext."
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SOURCE_SUFFIXES = (".c", ".cc", ".cpp")
+TVM_ENTRIES = {"c": "tvm_entries.c", "c++": "tvm_entries.cc"}
+"""The translation unit of the object: the generated module and TVM's entries."""
 _registered: dict[str, tuple[str, ...] | None] = {}
 
 
@@ -133,9 +134,13 @@ def _build(backend, spec_path, functions, options) -> tvm.runtime.Module:
     shim = _forwarders(
         found.spec.compile.language, {n: short_symbol(n) for n in names}, _main_source(sources)
     )
-    with tempfile.TemporaryDirectory(prefix="byoc-tvm-") as tmp:
-        obj = compile_object(found.spec, sources, shim, Path(tmp), _option_values(found.spec, options))
-        return tvm.runtime.load_static_library(str(obj), names)
+    obj = compile_object(
+        found.spec,
+        _option_values(found.spec, options),
+        {**sources, TVM_ENTRIES[found.spec.compile.language]: shim},
+        TVM_ENTRIES[found.spec.compile.language],
+    )
+    return tvm.runtime.load_static_library(str(obj), names)
 
 
 def _host_function(found, fn: relax.Function, name: str):
@@ -177,28 +182,3 @@ def _forwarders(language: str, symbols: Mapping[str, str], main: str) -> str:
             f"TVMFFIAny* result) {{ return __tvm_ffi_{short}(self, args, n, result); }}"
         )
     return "\n".join(lines) + "\n"
-
-
-def compile_object(spec, sources: Mapping[str, bytes], unit: str, directory: Path, values) -> Path:
-    """Compile ``unit`` (which includes the generated module of ``sources``) into a
-    position-independent object, as the spec's ``compile:`` settings say: ``$CC`` /
-    ``$CXX`` over its compiler, its flags, then ``$CFLAGS`` / ``$CXXFLAGS``; the
-    compiler runs where the sources are, for their ``.incbin`` files."""
-    from byoc.building import compile_command
-
-    command, compiler_env = compile_command(spec, values)
-    for name, content in sources.items():
-        (directory / name).write_bytes(content)
-    suffix = ".cc" if spec.compile.language == "c++" else ".c"
-    (directory / f"tvm_entries{suffix}").write_text(unit, encoding="utf-8")
-    out = directory / "byoc_regions.o"
-    cmd = [*command, "-c", "-fPIC", f"-I{directory}", f"tvm_entries{suffix}", "-o", str(out)]
-    try:
-        proc = subprocess.run(cmd, cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    except OSError as exc:
-        raise BuildError(
-            f"cannot run {cmd[0]}: {exc.strerror or exc}", hint=f"check ${compiler_env}"
-        ) from None
-    if proc.returncode != 0:
-        raise BuildError(f"{cmd[0]} failed on the regions' object:\n{(proc.stderr or proc.stdout)[-3000:]}")
-    return out
