@@ -9,7 +9,7 @@ One C99 file per backend, holding every external function of that backend::
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
     failure messages        byoc_error, when a kernel reports failures or an init runs (c_source_body.py)
     prelude                 the spec's `prelude` template
-    #define NAME(...) \\     every macro of the spec, body from the spec
+    #define NAME(...) \\     the spec's macros the functions call, bodies from the spec
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             and the per-thread workspace when a body has intermediate
                             buffers (generator/c_workspace.py)
@@ -30,6 +30,7 @@ exactly as the parser recorded them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from byoc.catalog import Catalog
@@ -112,16 +113,36 @@ def module_text(
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude_heading(_one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
-    parts += [macro_definition(m) for m in spec.macros.values()]
+    state = module_state_text(spec, values) if module else ""
+    parts += [macro_definition(m) for m in used_macros(spec, [state, *(f.text for f in functions)])]
     parts.append(ffi_entry.SUPPORT)
     if profile:
         parts.append(c_profile.support(sites))
     if workspace:
         parts.append(c_workspace.SUPPORT)
     if module:
-        parts.append(module_state_text(spec, values))
+        parts.append(state)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:
+    """The spec's macros that ``texts`` (the module's functions) call, directly or
+    through another macro's body, in the spec's order: a module defines no macro it
+    does not use."""
+    words = set(_WORD.findall("\n".join(texts)))
+    used: set[str] = set()
+    pending = [name for name in spec.macros if name in words]
+    while pending:
+        name = pending.pop()
+        if name not in used:
+            used.add(name)
+            body = set(_WORD.findall(spec.macros[name].body))
+            pending += [other for other in spec.macros if other in body and other not in used]
+    return [m for name, m in spec.macros.items() if name in used]
 
 
 def macro_definition(macro: MacroDef) -> str:

@@ -39,23 +39,6 @@ static void p_ID_(const float* a, const float* b, float* out) { \
   } \
 }
 
-/* out = a + b, element by element (every input of the result's shape) */
-#define VENDOR_ADD_FLAT(p_ID_, p_SIZE_) \
-static void p_ID_(const float* a, const float* b, float* out) { \
-  for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = a[k] + b[k]; \
-}
-
-/* x (M, K) times w (N, K) transposed, plus c broadcast to (M, N) (ONNX Gemm) */
-#define VENDOR_GEMM(p_ID_, p_M_, p_K_, p_N_, p_CI_, p_CJ_) \
-static void p_ID_(const float* x, const float* w, const float* c, float* out) { \
-  for (int64_t i = 0; i < p_M_; ++i) \
-    for (int64_t j = 0; j < p_N_; ++j) { \
-      double v = 0; \
-      for (int64_t k = 0; k < p_K_; ++k) v += (double)x[i * p_K_ + k] * (double)w[j * p_K_ + k]; \
-      out[i * p_N_ + j] = (float)v + c[i * p_CI_ + j * p_CJ_]; \
-    } \
-}
-
 /* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */

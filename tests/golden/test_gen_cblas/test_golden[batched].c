@@ -23,17 +23,6 @@
 #define CBLAS_ITEMS(...) __VA_ARGS__
 #define CBLAS_MAX_RANK 8  /* the spec's largest rank */
 
-/* dense: y (B, U) = x (B, K) times w (U, K) transposed, one gemm */
-#define CBLAS_DENSE(p_ID_, p_DTYPE_, p_B_, p_K_, p_U_) \
-static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, p_DTYPE_* out) { \
-  if (p_K_ == 0 || p_B_ == 0 || p_U_ == 0) { \
-    for (int64_t k = 0; k < (int64_t)p_B_ * p_U_; ++k) out[k] = 0; \
-    return; \
-  } \
-  CBLAS_GEMM_ ## p_DTYPE_(CblasRowMajor, CblasNoTrans, CblasTrans, p_B_, p_U_, p_K_, \
-                          1, x, p_K_, w, p_K_, 0, out, p_U_); \
-}
-
 /* matmul as numpy has it: y (..., M, N) = a (..., M, K) times b (..., K, N), the batch axes broadcast, a 1-D a a row and a 1-D b a column. When b has no batch axes, a's batches are the rows of one gemm (a linear layer's [B, S, K] by [K, N]); otherwise one gemm per result batch, each operand's offset following the broadcast */
 #define CBLAS_MATMUL(p_ID_, p_DTYPE_, p_A_SHAPE_, p_A_RANK_, p_B_SHAPE_, p_B_RANK_) \
 static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
@@ -70,60 +59,6 @@ static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
     } \
     CBLAS_GEMM_ ## p_DTYPE_(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, \
                             1, a + ia * m * k, k, b + ib * k * n, n, 0, out + i * m * n, n); \
-  } \
-}
-
-/* an infix operator on two inputs of the output's shape */
-#define CBLAS_BINARY(p_ID_, p_OP_, p_SIZE_, p_DTYPE_) \
-static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
-  for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = (p_DTYPE_)((double)a[k] p_OP_ (double)b[k]); \
-}
-
-/* a C expression over v, each element */
-#define CBLAS_UNARY(p_ID_, p_EXPR_, p_SIZE_, p_DTYPE_) \
-static void p_ID_(const p_DTYPE_* a, p_DTYPE_* out) { \
-  for (int64_t k = 0; k < p_SIZE_; ++k) { \
-    const double v = (double)a[k]; \
-    out[k] = (p_DTYPE_)p_EXPR_; \
-  } \
-}
-
-/* bias_add: x plus b[i] along axis */
-#define CBLAS_BIAS_ADD(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_SIZE_, p_AXIS_) \
-static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* b, p_DTYPE_* out) { \
-  static const int64_t dims[] = {CBLAS_ITEMS p_SHAPE_}; \
-  int64_t inner = 1; \
-  for (int r = p_AXIS_ + 1; r < p_RANK_; ++r) inner *= dims[r]; \
-  for (int64_t k = 0; k < p_SIZE_; ++k) { \
-    out[k] = (p_DTYPE_)((double)x[k] + (double)b[k / inner % dims[p_AXIS_]]); \
-  } \
-}
-
-/* softmax along axis, shifted by the maximum; ${result} over z = x - max and sum = the sum of exp(z) */
-#define CBLAS_SOFTMAX(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_AXIS_, p_RESULT_) \
-static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \
-  static const int64_t dims[] = {CBLAS_ITEMS p_SHAPE_}; \
-  int64_t outer = 1; \
-  int64_t inner = 1; \
-  const int64_t n = dims[p_AXIS_]; \
-  for (int r = 0; r < p_AXIS_; ++r) outer *= dims[r]; \
-  for (int r = p_AXIS_ + 1; r < p_RANK_; ++r) inner *= dims[r]; \
-  for (int64_t o = 0; o < outer; ++o) { \
-    for (int64_t i = 0; i < inner && n > 0; ++i) { \
-      const p_DTYPE_* xs = x + o * n * inner + i; \
-      p_DTYPE_* ys = out + o * n * inner + i; \
-      double top = (double)xs[0]; \
-      for (int64_t k = 1; k < n; ++k) { \
-        const double v = (double)xs[k * inner]; \
-        if (v > top || v != v) top = v;  /* a NaN wins, as in numpy */ \
-      } \
-      double sum = 0.0; \
-      for (int64_t k = 0; k < n; ++k) sum += exp((double)xs[k * inner] - top); \
-      for (int64_t k = 0; k < n; ++k) { \
-        const double z = (double)xs[k * inner] - top; \
-        ys[k * inner] = (p_DTYPE_)p_RESULT_; \
-      } \
-    } \
   } \
 }
 

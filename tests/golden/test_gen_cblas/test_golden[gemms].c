@@ -90,17 +90,6 @@ static void p_ID_(const p_DTYPE_* a, p_DTYPE_* out) { \
   } \
 }
 
-/* bias_add: x plus b[i] along axis */
-#define CBLAS_BIAS_ADD(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_SIZE_, p_AXIS_) \
-static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* b, p_DTYPE_* out) { \
-  static const int64_t dims[] = {CBLAS_ITEMS p_SHAPE_}; \
-  int64_t inner = 1; \
-  for (int r = p_AXIS_ + 1; r < p_RANK_; ++r) inner *= dims[r]; \
-  for (int64_t k = 0; k < p_SIZE_; ++k) { \
-    out[k] = (p_DTYPE_)((double)x[k] + (double)b[k / inner % dims[p_AXIS_]]); \
-  } \
-}
-
 /* softmax along axis, shifted by the maximum; ${result} over z = x - max and sum = the sum of exp(z) */
 #define CBLAS_SOFTMAX(p_ID_, p_DTYPE_, p_SHAPE_, p_RANK_, p_AXIS_, p_RESULT_) \
 static void p_ID_(const p_DTYPE_* x, p_DTYPE_* out) { \

@@ -35,51 +35,6 @@ static void p_ID_(const p_DTYPE_* x, const p_DTYPE_* w, p_DTYPE_* out) { \
                           1, x, p_K_, w, p_K_, 0, out, p_U_); \
 }
 
-/* matmul as numpy has it: y (..., M, N) = a (..., M, K) times b (..., K, N), the batch axes broadcast, a 1-D a a row and a 1-D b a column. When b has no batch axes, a's batches are the rows of one gemm (a linear layer's [B, S, K] by [K, N]); otherwise one gemm per result batch, each operand's offset following the broadcast */
-#define CBLAS_MATMUL(p_ID_, p_DTYPE_, p_A_SHAPE_, p_A_RANK_, p_B_SHAPE_, p_B_RANK_) \
-static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
-  static const int64_t ad[] = {CBLAS_ITEMS p_A_SHAPE_}; \
-  static const int64_t bd[] = {CBLAS_ITEMS p_B_SHAPE_}; \
-  const int ra = p_A_RANK_, rb = p_B_RANK_; \
-  const int64_t m = ra >= 2 ? ad[ra - 2] : 1, k = ad[ra - 1], n = rb >= 2 ? bd[rb - 1] : 1; \
-  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbatch = na > nb ? na : nb; \
-  int64_t ea[CBLAS_MAX_RANK] = {0}, eb[CBLAS_MAX_RANK] = {0}, batches = 1; \
-  for (int r = 0; r < nbatch; ++r) {  /* the batch axes, right-aligned, 1 where absent */ \
-    ea[r] = r >= nbatch - na ? ad[r - (nbatch - na)] : 1; \
-    eb[r] = r >= nbatch - nb ? bd[r - (nbatch - nb)] : 1; \
-    batches *= ea[r] == 1 ? eb[r] : ea[r]; \
-  } \
-  if (batches == 0 || m == 0 || n == 0) return; \
-  if (k == 0) {  /* an empty sum: BLAS rejects a leading dimension of 0 */ \
-    for (int64_t i = 0; i < batches * m * n; ++i) out[i] = 0; \
-    return; \
-  } \
-  if (nb == 0) {  /* one b for every batch of a: one gemm over all of a's rows */ \
-    CBLAS_GEMM_ ## p_DTYPE_(CblasRowMajor, CblasNoTrans, CblasNoTrans, batches * m, n, k, \
-                            1, a, k, b, n, 0, out, n); \
-    return; \
-  } \
-  for (int64_t i = 0; i < batches; ++i) { \
-    int64_t rest = i, ia = 0, ib = 0, sa = 1, sb = 1; \
-    for (int r = nbatch - 1; r >= 0; --r) {  /* i's index along axis r, 0 where broadcast */ \
-      const int64_t e = ea[r] == 1 ? eb[r] : ea[r], j = rest % e; \
-      rest /= e; \
-      ia += (ea[r] == 1 ? 0 : j) * sa; \
-      ib += (eb[r] == 1 ? 0 : j) * sb; \
-      sa *= ea[r]; \
-      sb *= eb[r]; \
-    } \
-    CBLAS_GEMM_ ## p_DTYPE_(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, \
-                            1, a + ia * m * k, k, b + ib * k * n, n, 0, out + i * m * n, n); \
-  } \
-}
-
-/* an infix operator on two inputs of the output's shape */
-#define CBLAS_BINARY(p_ID_, p_OP_, p_SIZE_, p_DTYPE_) \
-static void p_ID_(const p_DTYPE_* a, const p_DTYPE_* b, p_DTYPE_* out) { \
-  for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = (p_DTYPE_)((double)a[k] p_OP_ (double)b[k]); \
-}
-
 /* a C expression over v, each element */
 #define CBLAS_UNARY(p_ID_, p_EXPR_, p_SIZE_, p_DTYPE_) \
 static void p_ID_(const p_DTYPE_* a, p_DTYPE_* out) { \
