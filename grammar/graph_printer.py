@@ -12,6 +12,7 @@ from collections import Counter
 import numpy as np
 
 from byoc.errors import UsageError
+from byoc.float_text import SMALL, float32_texts, join_float32
 from byoc.grammar.graph_parser import rounded
 from byoc.ir import (
     ANON_PREFIX,
@@ -157,21 +158,37 @@ def _constant(c: Constant, external: bool) -> str:
     if len(values) > 1 and _all_same(values):
         shown = number_texts(values[:1])[0]
     else:
-        shown = "[" + ", ".join(number_texts(values)) + "]"
+        shown = number_list(values)
     return f"const {format_type(c.type)} {shown}"
 
 
 def _all_same(values: np.ndarray) -> bool:
     """Whether every value has the first one's bits (so ``-0.0`` is not ``0.0``)."""
-    rows = values.view(np.uint8).reshape(len(values), values.itemsize)
-    return bool((rows == rows[0]).all())
+    word = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(values.itemsize)
+    if word is None:
+        rows = values.view(np.uint8).reshape(len(values), values.itemsize)
+        return bool((rows == rows[0]).all())
+    bits = values.view(word)
+    return bool(bits[1] == bits[0] and (bits == bits[0]).all())
+
+
+def number_list(values: np.ndarray) -> str:
+    """The list of a constant's values: ``"[" + ", ".join(number_texts(values)) + "]"``;
+    a large float32 array's text is made for the whole array at once
+    (:mod:`byoc.float_text`)."""
+    if values.dtype == np.float32 and len(values) >= SMALL:
+        return join_float32(values, ", ", "[", "]")
+    return "[" + ", ".join(number_texts(values)) + "]"
 
 
 def number_texts(values: np.ndarray) -> list[str]:
     """Each value as the DSL writes it, the shortest text that reads back as exactly
     that value of its dtype (:func:`~byoc.ir.plain_numbers`); ``true``/``false`` for
     bool, and for float16 and bfloat16 the shortest decimal that rounds back to the
-    value's bits (:func:`half_text`)."""
+    value's bits (:func:`half_text`). float32 arrays go through
+    :func:`byoc.float_text.float32_texts`, which gives the same texts."""
+    if values.dtype == np.float32:
+        return float32_texts(values)
     if values.dtype == np.bool_:
         return ["true" if v else "false" for v in values.tolist()]
     if is_half(str(values.dtype)):  # each of the (at most 65536) distinct values searched once
