@@ -99,10 +99,11 @@ def test_ccompiler_leaves_what_it_cannot_broadcast_to_tvm():
     assert "R.subtract(" in main and "R.nn.conv2d(" not in main and "R.matmul(" not in main
 
 
-@pytest.mark.parametrize("backend", ["ccompiler", "fused"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_exported_library_runs_where_byoc_cannot_be_imported(backend, tmp_path):
+    skip_without(backend)
     ex = tvm.compile(byoc.tvm.offload(small_cnn(), backend), target="llvm")
-    ex.export_library(str(tmp_path / "model.so"))
+    ex.export_library(str(tmp_path / "model.so"), options=byoc.tvm.link_flags(backend))
     np.save(tmp_path / "x.npy", X)
     child = textwrap.dedent(
         """
