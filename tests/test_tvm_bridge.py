@@ -21,6 +21,7 @@ tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
 
 import byoc.tvm  # noqa: E402
+from byoc.errors import UsageError  # noqa: E402
 from byoc.ir import MAX_NAME_LENGTH  # noqa: E402
 from byoc.spec import ENV_VAR  # noqa: E402
 
@@ -215,3 +216,21 @@ def test_the_regions_object_is_built_once_through_byocs_cache(tmp_path, monkeypa
     ex.export_library(str(tmp_path / "model.so"))
     got = run_vm(tvm.runtime.load_module(str(tmp_path / "model.so")), X)
     np.testing.assert_allclose(got, numpy_cnn(X), rtol=1e-4, atol=1e-3)
+
+
+def test_several_backends_share_one_partition_in_order_of_preference(tmp_path):
+    """ccompiler first, fused for what it leaves (the scalar subtract it cannot
+    broadcast): one FuseOpsByPattern over both tables, options per backend."""
+    mod = byoc.tvm.offload(small_cnn(), "ccompiler,fused", options={"fused": {"vectorize": True}})
+    main = mod["main"].script()
+    assert "R.subtract(" not in main and "R.nn.conv2d(" not in main
+    ex = tvm.compile(mod, target="llvm")
+    ex.export_library(str(tmp_path / "model.so"), options=byoc.tvm.link_flags(["ccompiler", "fused"]))
+    got = run_vm(tvm.runtime.load_module(str(tmp_path / "model.so")), X)
+    np.testing.assert_allclose(got, numpy_cnn(X), rtol=1e-4, atol=1e-3)
+    with pytest.raises(UsageError, match="not offloaded to"):
+        byoc.tvm.offload(small_cnn(), "ccompiler,fused", options={"opt_level": 3})
+    with pytest.raises(UsageError, match="named twice"):
+        byoc.tvm.offload(small_cnn(), "fused,fused")
+    with pytest.raises(UsageError, match="no backend"):
+        byoc.tvm.offload(small_cnn(), " , ")
