@@ -361,14 +361,14 @@ class _Layout:
         self.extra_len = np.maximum(self.length - 16, 0)
 
     def _set(self, combo: int, text: bytes, sep: bytes, q: int, a: int, b: int) -> None:
-        """``text`` marks the digits' places with "?"; 10**a and 10**b (or 0 for
-        ``b`` = 0) place the groups for a positive value, a sign moves them on."""
+        """``text`` marks the digits' places with "?"; 10**a and 10**b (0 for a zero ``a``
+        or ``b``: no digits) place the groups for a positive value, a sign moves them on."""
         for neg in (0, 1):
             i = 2 * combo + neg
             row = b"-" * neg + text + sep
             assert b"?" not in (b"-" * neg + text)[16:]  # every digit in the first 16 bytes
             self.q[i] = q
-            self.a[i] = 10 ** (a - neg)
+            self.a[i] = 10 ** (a - neg) if a else 0
             self.b[i] = 10 ** (b - neg) if b else 0
             self.length[i] = len(row)
             raw = (b"-" * neg + text).translate(_XOR_ZERO) + bytes(c ^ 0x30 for c in sep)

@@ -80,6 +80,15 @@ def test_joined_with_any_separator(bits, sep):
     assert join_float32(values, sep, "(", ")\n") == "(" + want + ")\n"
 
 
+@pytest.mark.parametrize("sep", [", ", " <sep 123?> ", "0123456789abcdef"])
+def test_zeros_infinities_and_nans_leave_a_long_separator_alone(sep):
+    """A value without digits (0.0, inf, nan, with either sign) writes no digit into
+    the bytes after its text, where a long separator lies."""
+    values = as_float32([0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000] * 20)
+    want = sep.join(old_text(v) for v in values)
+    assert vector_join(values, sep)[0] == want
+
+
 def test_powers_of_two_and_their_neighbours():
     powers = np.array([2.0**e for e in range(-149, 128)])
     slow = assert_same(as_float32(neighbours(powers, ulps=3)))
