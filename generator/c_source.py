@@ -30,7 +30,6 @@ exactly as the parser recorded them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from byoc.catalog import Catalog
@@ -46,7 +45,7 @@ from .c_source_body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
 from .c_source_function import FunctionText, function_text
 from .c_source_state import INCLUDE as STATE_INCLUDE
 from .c_source_state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
-from .c_text import check_reserved_names, comment, comment_text, function_origin
+from .c_text import C_WORD, check_reserved_names, comment, comment_text, function_origin
 
 
 def generate(
@@ -126,21 +125,18 @@ def module_text(
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:
     """The spec's macros that ``texts`` (the module's functions) call, directly or
     through another macro's body, in the spec's order: a module defines no macro it
     does not use."""
-    words = set(_WORD.findall("\n".join(texts)))
+    words = set(C_WORD.findall("\n".join(texts)))
     used: set[str] = set()
     pending = [name for name in spec.macros if name in words]
     while pending:
         name = pending.pop()
         if name not in used:
             used.add(name)
-            body = set(_WORD.findall(spec.macros[name].body))
+            body = set(C_WORD.findall(spec.macros[name].body))
             pending += [other for other in spec.macros if other in body and other not in used]
     return [m for name, m in spec.macros.items() if name in used]
 

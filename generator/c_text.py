@@ -17,6 +17,9 @@ from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_half, is_
 from . import c_dtypes
 from .artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, weights_artifact
 
+C_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+"""A C identifier or keyword in generated or spec C text (to find which names it uses)."""
+
 DLPACK_CODES = {
     "float32": ("kDLFloat", 32),
     "float64": ("kDLFloat", 64),

@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from .c_text import C_WORD
 from .fused_anchors import Anchor, Bound, Level, affine
 
 CHUNK = 64
@@ -39,7 +40,6 @@ WIDTHS = (4, 3, 2)
 """The block widths tried, widest first: the first that divides the loop's extent (a
 nest that reads staged double weights tries :data:`~.fused_tiles.STAGED_WIDTHS`)."""
 
-_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _DEFINE = re.compile(r"const int64_t (\w+) = ")
 
 
@@ -73,7 +73,7 @@ class Blocking:
 
 
 def _uses(text: str, names: set[str]) -> bool:
-    return any(w in names for w in _WORD.findall(text))
+    return any(w in names for w in C_WORD.findall(text))
 
 
 def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anchor) -> Blocking | None:

@@ -6,16 +6,13 @@ the blocked loops and inside them run for each output of the block."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from .c_fused_support import pragmas
-from .c_text import comment
+from .c_text import C_WORD, comment
 from .fused_blocking import BlockedText
 from .fused_loops import Loops
 from .fused_outline import outer_loop, steps
-
-_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 class Placement:
@@ -33,7 +30,7 @@ class Placement:
         blocked loops and inside them then run for each output of the block."""
 
     def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
-        used = [self.depth.get(w, 0) for w in _IDENTIFIER.findall(code)]
+        used = [self.depth.get(w, 0) for w in C_WORD.findall(code)]
         level = max(used, default=0)
         lines = code.split("\n")
         if note:
