@@ -211,9 +211,9 @@ def compile_object(spec, values: Mapping[str, object], sources: Mapping[str, str
     ``compile:``, ``$CC``/``$CFLAGS``, its libraries' ``-I`` and the TVM FFI headers)
     into a cached position-independent object, unlinked: for a caller that links the
     module into another program (byoc.tvm, into TVM's exported library)."""
-    from .runtime.build import build_artifacts, spec_text_of
+    from .runtime.build import build_artifacts, spec_text_of, support_paths
 
-    include_flags = [f for r in spec.requires.values() for f in r.check(spec.name).compile_flags]
+    include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
     return build_artifacts(
         sources,
         main,
@@ -222,14 +222,16 @@ def compile_object(spec, values: Mapping[str, object], sources: Mapping[str, str
         include_flags=include_flags,
         spec_text=spec_text_of(spec),
         object_file=True,
+        shown_as=support_paths(spec),
     )
 
 
 def _own_artifacts(name: str, artifacts) -> tuple[list, object]:
-    """Backend ``name``'s module, headers and weights, and its module."""
+    """Backend ``name``'s module, headers, support sources and weights, and its module."""
     from .generator.artifacts import Role
 
-    own = [a for a in artifacts if a.backend == name and a.role in (Role.MODULE, Role.HEADER, Role.WEIGHTS)]
+    roles = (Role.MODULE, Role.HEADER, Role.SUPPORT, Role.WEIGHTS)
+    own = [a for a in artifacts if a.backend == name and a.role in roles]
     return own, next(a for a in own if a.role is Role.MODULE)
 
 

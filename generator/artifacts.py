@@ -14,7 +14,10 @@ class Role(str, Enum):
     MODULE = "module"
     """A backend's external functions (C, C++, JSON or ExampleJSON)."""
     HEADER = "header"
-    """A generated header that the module includes."""
+    """A header that the module includes: generated, or the spec's (``support:``)."""
+    SUPPORT = "support"
+    """C of the spec's that each module links (``support:``, :mod:`byoc.spec.support`):
+    compiled once per spec, not per module."""
     HOST_GRAPH = "host_graph"
     """A graph-executor JSON."""
     HOST_FUNCTIONS = "host_functions"

@@ -9,6 +9,8 @@ One C99 file per backend, holding every external function of that backend::
     #include ...            the TVM FFI entry's headers (ffi_entry.includes())
     failure messages        byoc_error, when a kernel reports failures or an init runs (c_source_body.py)
     prelude                 the spec's `prelude` template
+    #include "<header>"      the spec's support headers (`support:`); its support sources
+                            are artifacts beside the module, compiled once per spec
     #define NAME(...) \\     the spec's macros the functions call, bodies from the spec
     static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
                             and the per-thread workspace when a body has intermediate
@@ -61,7 +63,10 @@ def generate(
     if not externals:
         return ()
     text, blobs = module_text(externals, spec, catalog, options, profile=profile)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
+    support = (
+        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name) for f in spec.support
+    )
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support, *blobs)
 
 
 def module_text(
@@ -112,6 +117,8 @@ def module_text(
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude_heading(_one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
+    if spec.support:
+        parts.append(support_includes(spec))
     state = module_state_text(spec, values) if module else ""
     parts += [macro_definition(m) for m in used_macros(spec, [state, *(f.text for f in functions)])]
     parts.append(ffi_entry.SUPPORT)
@@ -123,6 +130,17 @@ def module_text(
         parts.append(state)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
+
+
+def support_includes(spec: BackendSpec) -> str:
+    """The ``#include`` of each of the spec's support headers, after a comment that says
+    where they and the support sources come from."""
+    headers = [f.name for f in spec.support if f.is_header]
+    sources = [f.name for f in spec.support if not f.is_header]
+    note = f"The spec's support code, beside {_one_line(spec_source(spec))}"
+    if sources:
+        note += f"; {', '.join(sources)} compiled once per spec and linked"
+    return f"/* ---- {note} ---- */\n" + "".join(f'#include "{h}"\n' for h in headers)
 
 
 def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:

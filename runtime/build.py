@@ -124,6 +124,7 @@ def build_artifacts(
     cache: Path | None = None,
     spec_text: SpecText | None = None,
     object_file: bool = False,
+    shown_as: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
     headers it includes, or bytes its ``.incbin`` directives read) as its spec's
@@ -135,10 +136,14 @@ def build_artifacts(
     the flags use only options). ``include_flags`` and ``link_flags`` are those of the
     backend's located libraries (``-I...``; ``-L...``, ``-Wl,-rpath,...``, ``-l...``).
     ``spec_text`` says where the spec's C copied into the module is in the spec file, so
-    that a compiler error there names that line (:mod:`byoc.spec_lines`).
+    that a compiler error there names that line (:mod:`byoc.spec_lines`); ``shown_as``
+    maps sources copied from files (a spec's support code) to their paths, so that an
+    error in one names the file's line.
     """
     chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
-    return build_library(sources, main, chain, cache=cache, spec_text=spec_text, object_file=object_file)
+    return build_library(
+        sources, main, chain, cache=cache, spec_text=spec_text, object_file=object_file, shown_as=shown_as
+    )
 
 
 def spec_toolchain(
@@ -193,21 +198,26 @@ def build_spec_module(
     at the requirement, when not given), and check that the library loads with every
     symbol bound (:func:`~byoc.runtime.native_load.load_now`): a symbol that none of
     the required libraries defines is a BuildError at the requirement, here, and never
-    the loader killing the process at the first call."""
+    the loader killing the process at the first call. The spec's support headers join
+    ``sources`` (unless given), and its support sources' objects join the link
+    (:func:`support_objects`)."""
     from .native_load import load_now
 
     requirements = tuple(spec.requires.values())
     if linkages is None:
-        linkages = [r.check(spec.name) for r in requirements]
+        linkages = spec.linkages()
+    include_flags = [f for linkage in linkages for f in linkage.compile_flags]
+    objects = support_objects(spec, values, include_flags, cache=cache)
     library = build_artifacts(
-        sources,
+        {**{f.name: f.text for f in spec.support if f.is_header}, **sources},
         main,
         spec.compile,
         values,
-        include_flags=[f for linkage in linkages for f in linkage.compile_flags],
-        link_flags=[f for linkage in linkages for f in linkage.link_flags],
+        include_flags=include_flags,
+        link_flags=[*objects, *(f for linkage in linkages for f in linkage.link_flags)],
         cache=cache,
         spec_text=spec_text_of(spec),
+        shown_as=support_paths(spec),
     )
     load_now(
         library,
@@ -217,6 +227,42 @@ def build_spec_module(
         located=True,
     )
     return library
+
+
+def support_objects(
+    spec: BackendSpec,
+    values: Mapping[str, object],
+    include_flags: Sequence[str] = (),
+    *,
+    cache: Path | None = None,
+) -> list[str]:
+    """The cached object of each C file of ``spec``'s ``support:`` list
+    (:mod:`byoc.spec.support`), compiled with the spec's headers beside it and the flags
+    its modules get, for their libraries to link: one compilation per spec version,
+    compiler and flags, whatever the graphs."""
+    files = {f.name: f.text for f in spec.support}
+    where = support_paths(spec)
+    return [
+        str(
+            build_artifacts(
+                files,
+                f.name,
+                spec.compile,
+                values,
+                include_flags=include_flags,
+                cache=cache,
+                object_file=True,
+                shown_as=where,
+            )
+        )
+        for f in spec.support
+        if not f.is_header
+    ]
+
+
+def support_paths(spec: BackendSpec) -> dict[str, str]:
+    """Each support file of ``spec`` by name -> the path it was read from (for errors)."""
+    return {f.name: f.path for f in spec.support}
 
 
 @lru_cache(maxsize=16)
@@ -270,6 +316,7 @@ def build_library(
     cache: Path | None = None,
     spec_text: SpecText | None = None,
     object_file: bool = False,
+    shown_as: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
     of files its ``.incbin`` directives read) into a cached
@@ -318,7 +365,7 @@ def build_library(
     try:
         (root / "tmp").mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix="build.", dir=root / "tmp"))
-        _compile(sources, main, chain, staging, library.name, includes, libdir, spec_text)
+        _compile(sources, main, chain, staging, library.name, includes, libdir, spec_text, shown_as)
         published = _publish(staging, entry, library, root)
         prune_after_build(root)
         return published
@@ -341,6 +388,7 @@ def _compile(
     includes: Sequence[str],
     libdir: str,
     spec_text: SpecText | None = None,
+    shown_as: Mapping[str, str] | None = None,
 ) -> None:
     """Compile into ``staging``: ``src/`` holds the sources; the library and its
     sha256 go next to it. The compiler runs in ``src/``, where the assembler finds the
@@ -383,7 +431,7 @@ def _compile(
         raise BuildError(f"{chain.compiler[0]} took longer than {TIMEOUT} s on {main}") from None
     if proc.returncode != 0 or not out.is_file():
         stderr = (proc.stderr or proc.stdout).replace(f"{src}{os.sep}", "")
-        excerpt, copied = _excerpt(stderr, sources, main, spec_text)
+        excerpt, copied = _excerpt(stderr, sources, main, spec_text, shown_as)
         raise BuildError(
             f"{chain.compiler[0]} failed on the generated {main}:\n{excerpt}",
             copied.location() if copied else None,
@@ -440,10 +488,15 @@ _LOCATION = re.compile(
 
 
 def _excerpt(
-    stderr: str, sources: Mapping[str, str | bytes], main: str = "", spec_text: SpecText | None = None
+    stderr: str,
+    sources: Mapping[str, str | bytes],
+    main: str = "",
+    spec_text: SpecText | None = None,
+    shown_as: Mapping[str, str] | None = None,
 ) -> tuple[str, SpecLine | None]:
     """The compiler's first lines, plus the generated source around its first error, and
-    the spec line that error's line copies (:mod:`byoc.spec_lines`), if any."""
+    the spec line that error's line copies (:mod:`byoc.spec_lines`), or the line of the
+    file a source was copied from (``shown_as``), if any."""
     lines = stderr.strip().splitlines()
     message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
     found: tuple[str, int, int] | None = None
@@ -463,5 +516,7 @@ def _excerpt(
     lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
     shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
     copied = spec_line(text, n, spec_text, column) if spec_text is not None and name == main else None
+    if shown_as and name in shown_as:
+        copied = SpecLine(shown_as[name], n, "spec's support code", column)
     where = f"\n\nline {n} is {copied}" if copied else ""
     return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}{where}", copied

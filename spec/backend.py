@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
     from .patterns import Pattern
     from .probe import Probe
-    from .requirements import Requirement
+    from .requirements import Linkage, Requirement
+    from .support import SupportFile
 
 OptionValue = int | float | bool | str
 
@@ -212,6 +213,9 @@ class BackendSpec:
     (``layouts:``, :mod:`byoc.spec.layouts`), by name."""
     header: str | None = None
     """engine kind: the file name of the generated engine header."""
+    support: tuple[SupportFile, ...] = ()
+    """c_source: C files beside the spec (``support:``, :mod:`byoc.spec.support`):
+    headers each module includes, sources compiled once and linked into each module."""
     broadcast: bool = False
     """Whether the backend's code broadcasts inputs to the output shape (numpy's rule)."""
     source: str | None = field(default=None, compare=False)
@@ -232,6 +236,12 @@ class BackendSpec:
             except NotFound as exc:
                 return f"backend {self.name} needs {requirement.name} ({exc}); {requirement.install}"
         return None
+
+    def linkages(self) -> list[Linkage]:
+        """Where the libraries this spec ``requires:`` are on this machine, in the spec's
+        order: the flags that compile and link its modules (a UsageError at the
+        requirement for a library that is missing)."""
+        return [r.check(self.name) for r in self.requires.values()]
 
     def supports(self, op: str, dtype: str | None = None, rank: int | None = None) -> bool:
         """Whether this backend can run ``op`` (at ``dtype`` and ``rank``, when given)."""

@@ -29,6 +29,7 @@ from .option_uses import check_option_uses
 from .patterns import load_patterns
 from .probe import load_probe
 from .requirements import load_requirements
+from .support import load_support
 from .yaml_doc import YamlDoc
 
 BACKEND_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -65,7 +66,10 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         root,
         f"a {kind.name} backend spec",
         COMMON_REQUIRED + compile_key + required + ("ops",),
-        COMMON_OPTIONAL + (("requires", "probe") if kind.compiled else ("compile",)) + optional,
+        COMMON_OPTIONAL
+        + (("requires", "probe") if kind.compiled else ("compile",))
+        + (("support",) if kind.support_files else ())
+        + optional,
     )
     if doc.typed(root, "version", int, "version") != SCHEMA_VERSION:
         raise doc.error(
@@ -85,6 +89,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
     compile_settings = _compile(doc, root, kind, options)
     requires = load_requirements(doc, root) if "requires" in root else {}
     probe = load_probe(doc, root, dtypes) if "probe" in root else None
+    support = load_support(doc, root, name) if "support" in root else ()
     draft = SpecDraft(ranks, options, dtypes)
     kind.load_structure(doc, root, draft)
     kind.load_ops(doc, root, catalog, draft)
@@ -112,6 +117,7 @@ def load_backend_doc(doc: YamlDoc, catalog: Catalog | None = None) -> BackendSpe
         patterns=frozen_map(draft.patterns),
         layouts=frozen_map(draft.layouts),
         header=draft.header,
+        support=support,
         source=doc.path,
         loc=doc.at(root),
     )

@@ -98,6 +98,8 @@ class CodegenKind:
     pattern_optional: ClassVar[tuple[str, ...]] = ()
     reserved_more: ClassVar[str] = ""
     """How the hint on reserved names ends, for names :meth:`reserves` matches by pattern."""
+    support_files: ClassVar[bool] = False
+    """Whether a spec may list C files beside it (``support:``, :mod:`byoc.spec.support`)."""
 
     def __str__(self) -> str:
         return self.name

@@ -76,6 +76,7 @@ class CSourceKind(MacroKind):
     macro_setup = ("state", "init", "teardown")
     macro_setup_args = ("symbol", "module_state")
     body_rendered = False  # the body is #define'd as the spec writes it
+    support_files = True  # `support:` C files beside the spec, compiled once per spec
     dims = True
     op_args = True
 

@@ -8,7 +8,8 @@ The search path is, in order:
 3. the shipped ``spec/backends/``.
 
 Every ``*.yaml`` file of a directory is a backend spec named by its file name, except
-``ops.yaml``, the directory's op catalog. The first directory that has a name wins,
+``ops.yaml``, the directory's op catalog; so is ``<name>/<name>.yaml``, a backend in a
+folder of its own beside the C files it lists (``support:``, :mod:`byoc.spec.support`). The first directory that has a name wins,
 so a user's ``ccompiler.yaml`` replaces the shipped one. The op catalog of a search
 path (:func:`load_catalog_on_path`) is the shipped ``spec/ops.yaml`` extended by the
 ``ops.yaml`` of every directory, in the same order; backend specs found on a path are
@@ -30,6 +31,7 @@ from byoc.input_files import file_kind, not_regular
 from .backend import BackendSpec
 from .backend_loader import load_backend_file
 from .ops_loader import USER_CATALOG, load_catalog, load_user_catalogs
+from .support import sibling_mtimes
 
 SHIPPED_BACKENDS = Path(__file__).with_name("backends")
 ENV_VAR = "BYOC_SPEC_PATH"
@@ -87,10 +89,33 @@ def _search(spec_path: SpecPath) -> dict[str, tuple[Path, str]]:
     """Every backend name on the search path: its file and display path, sorted by name."""
     found: dict[str, tuple[Path, str]] = {}
     for d, origin in _search_dirs(spec_path, True):
-        for f in sorted(d.glob(f"*{SUFFIX}")):
-            if f.name != USER_CATALOG and f.stem not in found and is_spec_file(f):
-                found[f.stem] = (f, display_path(f, origin))
+        for name, f in _spec_files(d).items():
+            if name not in found:
+                found[name] = (f, display_path(f, origin))
     return dict(sorted(found.items()))
+
+
+def _spec_files(d: Path) -> dict[str, Path]:
+    """The backend specs of directory ``d`` by name: each ``<name>.yaml``, and each
+    ``<name>/<name>.yaml`` (a backend in a folder of its own, beside its C files:
+    :mod:`byoc.spec.support`). A name defined both ways is a SpecError."""
+    files = {f.stem: f for f in sorted(d.glob(f"*{SUFFIX}")) if f.name != USER_CATALOG and is_spec_file(f)}
+    try:
+        folders = sorted(p for p in d.iterdir() if p.is_dir())
+    except OSError:
+        folders = []
+    for folder in folders:
+        f = folder / f"{folder.name}{SUFFIX}"
+        if folder.name == Path(USER_CATALOG).stem or not is_spec_file(f):
+            continue
+        if folder.name in files:
+            raise SpecError(
+                f"backend {folder.name} is defined twice: here and in {files[folder.name]}",
+                Location(str(f), 1, 1),
+                hint=f"keep one: {folder.name}{SUFFIX}, or the folder {folder.name}/ with its C files",
+            )
+        files[folder.name] = f
+    return files
 
 
 def find_backends(spec_path: SpecPath = None) -> dict[str, Path]:
@@ -167,7 +192,7 @@ def load_backend_path(
         mtime = p.stat().st_mtime_ns
     except OSError:
         raise UsageError(f"cannot read spec file {str(p)!r}") from None
-    return _load_cached(str(p), mtime, shown, _Keyed(catalog.key, catalog))
+    return _load_cached(str(p), (mtime, *sibling_mtimes(p)), shown, _Keyed(catalog.key, catalog))
 
 
 @dataclass(frozen=True)
@@ -179,7 +204,7 @@ class _Keyed:
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, mtime_ns: int, shown: str, catalog: _Keyed) -> BackendSpec:
+def _load_cached(path: str, mtimes: tuple, shown: str, catalog: _Keyed) -> BackendSpec:
     return replace(load_backend_file(path, catalog.catalog), display_path=shown)
 
 

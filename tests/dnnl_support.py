@@ -1,9 +1,16 @@
-"""What the dnnl tests share: how close a oneDNN result must be to the reference, and
-DSL constants for the weights that `_const` patterns pack at init."""
+"""What the dnnl tests share: how close a oneDNN result must be to the reference, DSL
+constants for the weights that `_const` patterns pack at init, and copies of the spec
+with its support C edited."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
 import numpy as np
+
+from byoc.spec import SHIPPED_BACKENDS
 
 RTOL = ATOL = 1e-4
 """float32 sums of up to a few hundred terms, in oneDNN's order (or through Winograd's
@@ -20,3 +27,34 @@ def const(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: fl
     """A DSL constant of ``shape`` with seeded values in [low, high)."""
     values = ", ".join(repr(float(v)) for v in rng.uniform(low, high, shape).astype(np.float32).ravel())
     return f"const float32[{', '.join(map(str, shape))}] [{values}]"
+
+
+def dnnl_copy(directory: Path, name: str, edit: Callable[[str], str] = lambda text: text) -> Path:
+    """A copy of the shipped dnnl spec as backend ``name``, in its own folder under
+    ``directory`` (its support files renamed ``<name>_support.*``, as the spec format
+    requires), ``edit`` applied to the text of its support source; returns
+    ``directory``, the search path that finds it."""
+    shipped = SHIPPED_BACKENDS / "dnnl"
+    folder = directory / name
+    folder.mkdir(parents=True)
+    spec = (shipped / "dnnl.yaml").read_text().replace("dnnl_support.", f"{name}_support.")
+    assert "\nname: dnnl\n" in spec
+    (folder / f"{name}.yaml").write_text(spec.replace("\nname: dnnl\n", f"\nname: {name}\n"))
+    (folder / f"{name}_support.h").write_text((shipped / "dnnl_support.h").read_text())
+    source = (shipped / "dnnl_support.c").read_text()
+    assert '#include "dnnl_support.h"\n' in source
+    source = source.replace('#include "dnnl_support.h"\n', f'#include "{name}_support.h"\n')
+    (folder / f"{name}_support.c").write_text(edit(source))
+    return directory
+
+
+def support_source(spec) -> str:
+    """The C of ``spec``'s support files as one translation unit's text (its header, then
+    its sources), for a test entry point appended to it that calls their static helpers."""
+    return "".join(f"{f.text}\n" for f in spec.support if not f.is_header)
+
+
+def without_support(spec):
+    """``spec`` with no support files to link: for a test that compiles them itself
+    (:func:`support_source`), which would otherwise define them twice."""
+    return replace(spec, support=())

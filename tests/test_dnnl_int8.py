@@ -1,5 +1,5 @@
 """dnnl's int8 (QDQ) patterns: conv_q8_bias_relu, conv_q8_bias, conv_q8_relu, conv_q8 and
-matmul_q8 (spec/backends/dnnl.yaml), each one oneDNN int8 primitive: a u8 or s8
+matmul_q8 (spec/backends/dnnl/dnnl.yaml), each one oneDNN int8 primitive: a u8 or s8
 source, s8 weights (w - wz, packed once at init), an f32 bias (the int32 bias
 dequantized as ONNX does), a u8 or s8 result, with oneDNN's scales (source, weights
 per tensor or per output channel, result) and zero points (source, result).
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_threads
+from dnnl_support import dnnl_copy
 from libraries import missing_library
 
 import byoc
@@ -38,7 +39,6 @@ if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
 QUANTIZED = EXAMPLES / "quantized"
-SPECS = Path(__file__).resolve().parents[1] / "spec" / "backends"
 QDQ_MODELS = ["cnn_qdq", "cnn_qdq_per_channel", "mlp_qdq", "mlp_qdq_per_channel"]
 
 
@@ -159,14 +159,15 @@ def test_the_int8_kernel_computes_the_integer_reference(kind):
 def without_onednn_reorders(tmp_path: Path) -> list[str]:
     """The search path of a copy of the dnnl spec, named dnnlbare, whose int8 kernels
     fail where they would run oneDNN's reorder of their source or result."""
-    text = (SPECS / "dnnl.yaml").read_text()
-    for step in ("to_src", "to_dst"):
-        old = f"ok = dnnl_byoc_execute_args(q->{step},"
-        assert text.count(old) == 1, f"the int8 run's {step} reorder no longer matches dnnl.yaml"
-        text = text.replace(old, f"ok = 0 && dnnl_byoc_execute_args(q->{step},")
-    text = text.replace("\nname: dnnl\n", "\nname: dnnlbare\n")
-    (tmp_path / "dnnlbare.yaml").write_text(text)
-    return [str(tmp_path)]
+
+    def bare(text: str) -> str:
+        for step in ("to_src", "to_dst"):
+            old = f"ok = dnnl_byoc_execute_args(q->{step},"
+            assert text.count(old) == 1, f"the int8 run's {step} reorder no longer matches dnnl_support.c"
+            text = text.replace(old, f"ok = 0 && dnnl_byoc_execute_args(q->{step},")
+        return text
+
+    return [str(dnnl_copy(tmp_path, "dnnlbare", bare))]
 
 
 @pytest.mark.parametrize("channels", [(24, 16), (16, 80)], ids=["24-16", "16-80"])
@@ -250,7 +251,7 @@ def test_golden_qdq_conv(golden):
     spec = load_backend("dnnl")
     externals = lower(program, load_backend, load_catalog()).externals_for("dnnl")
     artifacts = generator_for(spec.kind)(externals, spec, load_catalog(), {})
-    (source,) = [a for a in artifacts if a.role is not Role.WEIGHTS]
+    (source,) = [a for a in artifacts if a.role is Role.MODULE]
     assert source.text == golden("c")
 
 

@@ -1,4 +1,4 @@
-"""The dnnl backend's reusable call state (spec/backends/dnnl.yaml, dnnl_byoc_run): each
+"""The dnnl backend's reusable call state (spec/backends/dnnl/dnnl_support.c, dnnl_byoc_run): each
 kernel keeps a stream, one memory object per argument and its scratchpad, made by its
 first call; a later call sets the memories' data handles to its own buffers, and a call
 made while another holds them makes its own (dnnl_byoc_run_alone).
@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import module_library, random_array, run_threads
+from dnnl_support import dnnl_copy
 from libraries import missing_library
 
 import byoc
@@ -25,7 +26,6 @@ from byoc.generator.partition import partition
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
-SPEC = Path(__file__).resolve().parent.parent / "spec" / "backends" / "dnnl.yaml"
 RTOL = ATOL = 1e-4
 
 # A kernel of each helper that runs through dnnl_byoc_run, in the regions partitioning
@@ -155,20 +155,14 @@ HOOKS = {
 
 def hooked_spec(tmp_path: Path, hook: str) -> Path:
     """A copy of the dnnl spec, named dnnlhook, with the fault hook ``hook``."""
-    text = SPEC.read_text()
     old, new = HOOKS[hook]
-    old = old.replace("\n", "\n  ").rstrip(" ")  # as the prelude (a YAML block) indents it
-    new = new.replace("\n", "\n  ").rstrip(" ")
-    assert text.count("  " + old) == 1, f"the hook {hook} no longer matches dnnl.yaml's prelude"
-    text = text.replace("  " + old, "  " + new)
-    counter = "  static atomic_int dnnl_byoc_test_calls;\n"
-    text = text.replace("  #define DNNL_BYOC_MAX_ARGS 8\n", "  #define DNNL_BYOC_MAX_ARGS 8\n" + counter)
-    assert counter in text
-    text = text.replace("\nname: dnnl\n", "\nname: dnnlhook\n")
-    d = tmp_path / "specs"
-    d.mkdir()
-    (d / "dnnlhook.yaml").write_text(text)
-    return d
+
+    def hooked(text: str) -> str:
+        assert text.count(old) == 1, f"the hook {hook} no longer matches dnnl_support.c"
+        include = '#include "dnnlhook_support.h"\n'
+        return text.replace(old, new).replace(include, include + "static atomic_int dnnl_byoc_test_calls;\n")
+
+    return dnnl_copy(tmp_path / "specs", "dnnlhook", hooked)
 
 
 @pytest.mark.parametrize("hook", ["cache", "execute"])

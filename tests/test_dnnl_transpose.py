@@ -1,8 +1,8 @@
-"""byoc's own transposes in the dnnl prelude (spec/backends/dnnl.yaml), which do a
+"""byoc's own transposes in the dnnl support code (spec/backends/dnnl/dnnl_support.c), which do a
 packed convolution's and an int8 kernel's reorders between nchw and nhwc in place of
 oneDNN's reorder primitive. The generated modules only ever run the tiles this machine
 has (float32: 16x16 with AVX-512, 8x8 with AVX2; bytes: 16x64 with AVX-512BW, 16x16
-with SSE2), so this compiles the prelude with a small entry point and runs each tile
+with SSE2), so this compiles the support code with a small entry point and runs each tile
 the machine can, on matrices with and without whole tiles, against numpy.
 """
 
@@ -12,6 +12,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from dnnl_support import support_source, without_support
 from libraries import missing_library
 
 from byoc.api import load_backend
@@ -38,8 +39,8 @@ int byoc_test_transpose(const void* in, void* out, int64_t images, int64_t rows,
 @pytest.fixture(scope="module")
 def transpose():
     spec = load_backend("dnnl")
-    sources = {"transpose.c": spec.templates["prelude"] + ENTRY}
-    library = build_spec_module(spec, sources, "transpose.c", spec.template_values())
+    sources = {"transpose.c": support_source(spec) + ENTRY, **{f.name: f.text for f in spec.support}}
+    library = build_spec_module(without_support(spec), sources, "transpose.c", spec.template_values())
     fn = ctypes.CDLL(str(library)).byoc_test_transpose
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 7

@@ -1,7 +1,7 @@
-"""Winograd F(2x2, 3x3) in the dnnl prelude (spec/backends/dnnl.yaml): the 3x3 stride-1
+"""Winograd F(2x2, 3x3) in the dnnl support code (spec/backends/dnnl/dnnl_support.c): the 3x3 stride-1
 convolutions that dnnl_byoc_winograd_fits accepts run as input and result transforms
 around one oneDNN batched matmul. These tests check which convolutions take it (the
-prelude compiled with a small entry point), and run it end to end against the numpy
+support code compiled with a small entry point), and run it end to end against the numpy
 reference across geometries, padding, ragged channel blocks and edge tiles, with a
 bias, a folded batch_norm or a residual (also passed as the output), for constant
 weights (transformed once, at init) and weights that are inputs (each call).
@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 import pytest
 from conftest import random_array
-from dnnl_support import assert_close, const
+from dnnl_support import assert_close, const, support_source, without_support
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -51,7 +51,8 @@ int byoc_test_winograd(const int64_t* g) {
 def winograd():
     spec = load_backend(BACKEND)
     values = spec.template_values()
-    library = build_spec_module(spec, {"winograd.c": spec.templates["prelude"] + ENTRY}, "winograd.c", values)
+    sources = {"winograd.c": support_source(spec) + ENTRY, **{f.name: f.text for f in spec.support}}
+    library = build_spec_module(without_support(spec), sources, "winograd.c", values)
     fn = ctypes.CDLL(str(library)).byoc_test_winograd
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p]

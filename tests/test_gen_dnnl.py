@@ -114,7 +114,7 @@ def generate(program: Program) -> str:
     spec = load_backend(BACKEND)
     externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     artifacts = generator_for(spec.kind)(externals, spec, load_catalog(), {})
-    (source,) = [a for a in artifacts if a.role is not Role.WEIGHTS]
+    (source,) = [a for a in artifacts if a.role is Role.MODULE]
     return source.text
 
 

@@ -144,7 +144,7 @@ def generate(spec_dir: Path, graph: str = GRAPH) -> str:
         "permuted"
     )
     artifacts = generator_for(spec.kind)(externals, spec, load_catalog(), {})
-    (source,) = [a for a in artifacts if a.role is not Role.WEIGHTS]
+    (source,) = [a for a in artifacts if a.role is Role.MODULE]
     return source.text
 
 

@@ -490,7 +490,7 @@ def test_building_on_dnnl_without_onednn_is_a_clean_error():
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert out.stderr.startswith("usage error: backend dnnl needs onednn, which is not installed")
-    assert "spec/backends/dnnl.yaml:" in out.stderr
+    assert "spec/backends/dnnl/dnnl.yaml:" in out.stderr
     assert "hint: pip install 'byoc-codegen[dnnl]'" in out.stderr
 
 

@@ -4,6 +4,8 @@ carries no spec line numbers, so moving the spec's lines does not change it."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from conftest import run_cli
 from libraries import missing_library
@@ -131,8 +133,8 @@ def test_byocs_own_lines_are_no_spec_line():
 
 def test_an_older_onednn_is_refused_at_the_dnnl_spec_line_that_says_so(tmp_path, monkeypatch):
     """A oneDNN 2 (Debian's libdnnl-dev) has the header but not the C API the dnnl
-    kernels use: the prelude's version check stops the build there, and the error is
-    located at that line of the spec, with the install hint."""
+    kernels use: the version check of the spec's support header stops the build there,
+    and the error is located at that line of the header file, with the install hint."""
     why = missing_library("dnnl")
     if why is not None:
         pytest.skip(why)
@@ -143,18 +145,19 @@ def test_an_older_onednn_is_refused_at_the_dnnl_spec_line_that_says_so(tmp_path,
     fake.mkdir(parents=True)
     (fake / "dnnl.h").write_text("#define DNNL_VERSION_MAJOR 2\n#define DNNL_VERSION_MINOR 6\n")
     yaml = YAML()
-    doc = yaml.load(SHIPPED_BACKENDS / "dnnl.yaml")
+    specs = tmp_path / "specs"
+    shutil.copytree(SHIPPED_BACKENDS / "dnnl", specs / "dnnl")
+    doc = yaml.load(specs / "dnnl" / "dnnl.yaml")
     doc["requires"]["onednn"]["from"] = {
         "dirs": {"include": [str(tmp_path / "onednn2" / "include")], "lib": [lib_dir]}
     }
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    with (specs / "dnnl.yaml").open("w") as out:
+    with (specs / "dnnl" / "dnnl.yaml").open("w") as out:
         yaml.dump(doc, out)
     graph = "graph main(x: float32[4, 8]) {\n  return relu(x)\n}\n"
     with pytest.raises(BuildError) as info:
         byoc.build(byoc.parse(graph, "graph"), backends=["dnnl"], spec_path=[str(specs)])
-    lines = (specs / "dnnl.yaml").read_text().splitlines()
-    assert info.value.location.file == str(specs / "dnnl.yaml")
+    header = specs / "dnnl" / "dnnl_support.h"  # the check is in the spec's support header
+    lines = header.read_text().splitlines()
+    assert info.value.location.file == str(header)
     assert lines[info.value.location.line - 1].strip().startswith("#error")
     assert "needs oneDNN 3 or later" in info.value.message and "byoc-codegen[dnnl]" in info.value.message

@@ -77,8 +77,8 @@ def link_flags(backends: str | Sequence[str], spec_path: str | Sequence[str] | N
     flags: list[str] = []
     for backend in backend_list(backends):
         spec = oracle(backend, spec_path_key(spec_path)).spec
-        for requirement in spec.requires.values():
-            flags += [f for f in requirement.check(spec.name).link_flags if f not in flags]
+        for linkage in spec.linkages():
+            flags += [f for f in linkage.link_flags if f not in flags]
     # TVM's link puts these options before the objects, where a linker that drops
     # libraries "as needed" (the default of many distributions' gcc) would drop them
     libraries = [f for f in flags if f.startswith("-l")]
@@ -131,8 +131,12 @@ def _build(backend, spec_path, functions, options) -> tvm.runtime.Module:
     )
     entry = next(m for m in model.manifest.modules if m.backend == backend)
     sources = {name: model.members[name] for name in entry.sources}
+    support = [f.name for f in found.spec.support if not f.is_header]
     shim = _forwarders(
-        found.spec.compile.language, {n: short_symbol(n) for n in names}, _main_source(sources)
+        found.spec.compile.language,
+        {n: short_symbol(n) for n in names},
+        _main_source({n: t for n, t in sources.items() if n not in support}),
+        support,
     )
     obj = compile_object(
         found.spec,
@@ -171,11 +175,12 @@ def _main_source(sources: Mapping[str, bytes]) -> str:
     return found[0]
 
 
-def _forwarders(language: str, symbols: Mapping[str, str], main: str) -> str:
-    """A translation unit of the generated module and, per region, TVM's entry under
-    relax's name calling byoc's under the short one."""
+def _forwarders(language: str, symbols: Mapping[str, str], main: str, support: Sequence[str] = ()) -> str:
+    """A translation unit of the generated module, the spec's support sources (one
+    object holds all: TVM links it as it is) and, per region, TVM's entry under relax's
+    name calling byoc's under the short one."""
     link = 'extern "C" ' if language == "c++" else ""
-    lines = [f'#include "{main}"', ""]
+    lines = [f'#include "{main}"', *(f'#include "{name}"' for name in support), ""]
     for long, short in symbols.items():
         lines.append(
             f"{link}TVM_FFI_DLL_EXPORT int __tvm_ffi_{long}(void* self, const TVMFFIAny* args, int32_t n, "

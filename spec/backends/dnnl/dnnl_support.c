@@ -1,0 +1,1560 @@
+/* The dnnl backend's support code: what dnnl_support.h declares, and the helpers
+   behind it. Compiled on its own, once per spec version, compiler and flags (the
+   spec's `compile:` flags, -DDNNL_BYOC_WINOGRAD with the option `winograd`). */
+#include "dnnl_support.h"
+
+/* A memory descriptor of `rank` extents of data type `dt`, plain row-major (nchw,
+   oihw, nc, oi, ...); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_of(int rank, const int64_t* extents, dnnl_data_type_t dt) {
+  dnnl_dims_t dims, strides;
+  int64_t step = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    dims[k] = extents[k];
+    strides[k] = step;
+    step *= extents[k] > 0 ? extents[k] : 1;
+  }
+  dnnl_memory_desc_t md = NULL;
+  if (dnnl_memory_desc_create_with_strides(&md, rank, dims, dt, strides) != dnnl_success) return NULL;
+  return md;
+}
+
+/* A float32 memory descriptor of `rank` extents, plain row-major; NULL when oneDNN
+   cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md(int rank, const int64_t* extents) {
+  return dnnl_byoc_md_of(rank, extents, dnnl_f32);
+}
+
+/* A float32 memory descriptor of `rank` extents in whatever layout the primitive
+   that takes it picks (format_tag_any: blocked, nChw16c or OIhw16i16o, where that
+   pays); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_any(int rank, const int64_t* extents) {
+  dnnl_dims_t dims;
+  for (int k = 0; k < rank; ++k) dims[k] = extents[k];
+  dnnl_memory_desc_t md = NULL;
+  if (dnnl_memory_desc_create_with_tag(&md, rank, dims, dnnl_f32, dnnl_format_tag_any) != dnnl_success) return NULL;
+  return md;
+}
+
+/* A memory descriptor of data type dt of the 4 extents (N, C, H, W) stored in
+   `layout`, one of DNNL_BYOC_LAYOUT_*; NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_4d_of(const int64_t* extents, int layout, dnnl_data_type_t dt) {
+  const dnnl_dims_t dims = {extents[0], extents[1], extents[2], extents[3]};
+  dnnl_memory_desc_t md = NULL;
+  const dnnl_format_tag_t tag = layout == DNNL_BYOC_LAYOUT_plain ? dnnl_nchw : dnnl_nhwc;
+  if (dnnl_memory_desc_create_with_tag(&md, 4, dims, dt, tag) != dnnl_success) return NULL;
+  return md;
+}
+
+/* The float32 one. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int layout) {
+  return dnnl_byoc_md_4d_of(extents, layout, dnnl_f32);
+}
+
+/* Primitive attributes: a user-managed scratchpad (a kernel's reusable one, or a
+   call's own, so calls from several threads share no scratch memory), then the
+   post-ops: with `sum` the result is added to what the output holds, with an
+   `addend` (not NULL) a tensor of that descriptor is added to it (DNNL_BYOC_ARG_ADDEND),
+   and with `relu` a relu follows. NULL on a failure. */
+static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_desc_t addend, int relu) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t ops = NULL;
+  if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
+  const int ok = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success
+      && dnnl_post_ops_create(&ops) == dnnl_success
+      && (!sum || dnnl_post_ops_append_sum(ops, 1.0f, 0, dnnl_data_type_undef) == dnnl_success)
+      && (addend == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, addend) == dnnl_success)
+      && (!relu || dnnl_post_ops_append_eltwise(ops, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success)
+      && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+  if (ops != NULL) dnnl_post_ops_destroy(ops);
+  if (!ok) {
+    dnnl_primitive_attr_destroy(attr);
+    return NULL;
+  }
+  return attr;
+}
+
+/* The primitive of a descriptor that `made` says was created; releases the
+   descriptor, the attributes and the `n` memory descriptors. 0 on success. */
+static inline int dnnl_byoc_finish(dnnl_primitive_t* prim, dnnl_status_t made, dnnl_primitive_desc_t pd,
+                                   dnnl_primitive_attr_t attr, dnnl_memory_desc_t* mds, int n) {
+  const int ok = made == dnnl_success && dnnl_primitive_create(prim, pd) == dnnl_success;
+  if (made == dnnl_success) dnnl_primitive_desc_destroy(pd);
+  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
+  for (int k = 0; k < n; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  return ok ? 0 : 1;
+}
+
+/* The descriptor *pd of a convolution from src by w, plus b (NULL: no bias), to dst,
+   with the attributes attr (NULL, when making them failed: dnnl_out_of_memory); its
+   geometry is g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW, G}
+   for x (N, C, H, W) by w (M, C/G, KH, KW). oneDNN counts dilation from 0 (byoc's 1
+   is its 0), and takes grouped weights as (G, M/G, C/G, KH, KW), the same bytes as
+   (M, C/G, KH, KW). */
+static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+                                                const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
+                                                const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
+                                                const_dnnl_primitive_attr_t attr) {
+  /* oneDNN reads each spatial list as a whole dnnl_dims_t */
+  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
+  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
+  *pd = NULL;
+  if (attr == NULL) return dnnl_out_of_memory;
+  return dnnl_convolution_forward_primitive_desc_create(pd, engine, dnnl_forward_inference, dnnl_convolution_direct,
+                                                        src, w, b, dst, strides, dilates, left, right, attr);
+}
+
+/* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
+   optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. oneDNN
+   has no inner product of K = 0: there y is the bias or zeros (dnnl_byoc_dense_empty
+   writes it), and *prim the relu of a bias, in place (NULL when there is nothing to do). */
+int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch, int64_t k,
+                    int64_t units, int bias, int relu, dnnl_data_type_t dt) {
+  const int64_t x[] = {batch, k}, w[] = {units, k}, y[] = {batch, units}, b[] = {units};
+  if (k == 0) {
+    *prim = NULL;
+    if (!bias || !relu) return 0;
+    dnnl_memory_desc_t md = dnnl_byoc_md_of(2, y, dt);
+    dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+    dnnl_primitive_desc_t pd = NULL;
+    const dnnl_status_t made = attr == NULL || md == NULL ? dnnl_out_of_memory
+        : dnnl_eltwise_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_eltwise_relu, md, md,
+            0.0f, 0.0f, attr);
+    return dnnl_byoc_finish(prim, made, pd, attr, &md, 1);
+  }
+  dnnl_memory_desc_t mds[4] = {dnnl_byoc_md_of(2, x, dt), dnnl_byoc_md_of(2, w, dt), dnnl_byoc_md_of(2, y, dt),
+                               bias ? dnnl_byoc_md_of(1, b, dt) : NULL};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_inner_product_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, mds[0], mds[1],
+            mds[3], mds[2], attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
+}
+
+/* A 2-D pool of x (N, C, H, W) into (N, C, OH, OW), each in its layout (one of
+   DNNL_BYOC_LAYOUT_*); g = {N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH,
+   DW}. The right padding is what makes the output size byoc's: more than the pads
+   when ceil_mode rounded the size up, and a window's overhang is padding (never the
+   maximum; not counted by avg_exclude_padding). */
+int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
+                     dnnl_alg_kind_t alg, int x_layout, int y_layout) {
+  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[1], g[4], g[5]};
+  /* oneDNN reads each spatial list as a whole dnnl_dims_t */
+  const dnnl_dims_t kernel = {g[6], g[7]}, strides = {g[8], g[9]}, dilates = {g[14] - 1, g[15] - 1};
+  const dnnl_dims_t left = {g[10], g[11]};
+  dnnl_dims_t right = {0};
+  for (int a = 0; a < 2; ++a) {
+    const int64_t reach = (g[4 + a] - 1) * g[8 + a] + (kernel[a] - 1) * g[14 + a] + 1 - g[2 + a] - left[a];
+    right[a] = reach > g[12 + a] ? reach : g[12 + a];
+  }
+  /* a (N, C, 1, 1) result has the same bytes in either layout: take the source's, so
+     that oneDNN runs its jit pooling (one of mixed layouts runs its reference code) */
+  if (g[4] == 1 && g[5] == 1) y_layout = x_layout;
+  dnnl_memory_desc_t mds[2] = {dnnl_byoc_md_4d(x, x_layout), dnnl_byoc_md_4d(y, y_layout)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL ? dnnl_out_of_memory
+      : dnnl_pooling_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[1],
+            strides, kernel, dilates, left, right, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 2);
+}
+
+/* The concatenation along `axis` of n 4-D tensors (N, C, H, W), each in its layout
+   (DNNL_BYOC_LAYOUT_*: layouts[k] for input k, layouts[n] for the result); `shapes`
+   holds the inputs' extents, 4 each, then the result's. */
+int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engine, int n, const int64_t* shapes,
+                       int axis, const int* layouts) {
+  dnnl_memory_desc_t mds[DNNL_BYOC_MAX_ARGS] = {NULL};
+  if (n + 1 > DNNL_BYOC_MAX_ARGS) return 1;
+  int ok = 1;
+  for (int k = 0; ok && k <= n; ++k) ok = (mds[k] = dnnl_byoc_md_4d(shapes + 4 * k, layouts[k])) != NULL;
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, NULL, 0) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_concat_primitive_desc_create(&pd, engine, mds[n], n, axis, (const_dnnl_memory_desc_t*)mds, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, n + 1);
+}
+
+/* An eltwise op `alg` with its parameters alpha and beta (oneDNN's names: the slope of
+   a leaky relu, elu's scale, soft_relu's 1) over a tensor of `rank`
+   extents of data type `dt`. */
+int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
+                      const int64_t* extents, dnnl_alg_kind_t alg, double alpha, double beta,
+                      dnnl_data_type_t dt) {
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_eltwise_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, alg, mds[0], mds[0],
+            (float)alpha, (float)beta, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
+}
+
+/* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the
+   batch axes right-aligned and broadcast (oneDNN broadcasts an extent of 1), a 1-D a
+   a row (1, K) and a 1-D b a column (K, 1); all of data type dt. The result's bytes
+   are those of numpy's shape, which drops the axes a 1-D operand added. oneDNN has
+   no matmul of an empty sum or an empty result: there *prim is NULL, and the
+   kernel's call writes zeros. */
+int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
+                     int rb, const int64_t* b, dnnl_data_type_t dt) {
+  const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);
+  int64_t ea[DNNL_MAX_NDIMS], eb[DNNL_MAX_NDIMS], ey[DNNL_MAX_NDIMS], size = 1;
+  *prim = NULL;
+  if (r > DNNL_MAX_NDIMS) return 1;
+  for (int k = 0; k < r; ++k) ea[k] = eb[k] = 1;
+  for (int k = 0; k < ra; ++k) ea[r - (ra == 1 ? 1 : ra) + k] = a[k];
+  for (int k = 0; k < rb; ++k) eb[r - (rb == 1 ? 2 : rb) + k] = b[k];
+  for (int k = 0; k < r - 2; ++k) ey[k] = ea[k] == 1 ? eb[k] : ea[k];
+  ey[r - 2] = ea[r - 2];
+  ey[r - 1] = eb[r - 1];
+  for (int k = 0; k < r; ++k) size *= ey[k];
+  if (size == 0 || ea[r - 1] == 0) return 0;
+  dnnl_memory_desc_t mds[3] = {dnnl_byoc_md_of(r, ea, dt), dnnl_byoc_md_of(r, eb, dt), dnnl_byoc_md_of(r, ey, dt)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL || mds[2] == NULL
+      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
+}
+
+/* softmax along `axis` of a tensor of `rank` extents of data type `dt`, shifted by
+   the maximum (oneDNN computes it in float32 for the 16-bit types). */
+int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
+                      const int64_t* extents, int axis, dnnl_data_type_t dt) {
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_softmax_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_softmax_accurate,
+            mds[0], mds[0], axis, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
+}
+
+/* Inference batch_norm over axis 1 with the given mean and variance (global stats),
+   scale and shift, then a relu when `relu`. */
+int dnnl_byoc_batch_norm(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
+                         const int64_t* extents, double epsilon, int relu) {
+  const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift
+      | (relu ? dnnl_fuse_norm_relu : 0U);
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(rank, extents)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_batch_normalization_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, mds[0],
+            mds[0], (float)epsilon, flags, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
+}
+
+/* The bytes of scratchpad `prim` needs (its attributes ask for a user-managed one). */
+static inline size_t dnnl_byoc_scratch_size(const_dnnl_primitive_t prim) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (prim == NULL || dnnl_primitive_get_primitive_desc(prim, &pd) != dnnl_success) return 0;
+  const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  return md != NULL ? dnnl_memory_desc_get_size(md) : 0;
+}
+
+static inline void dnnl_byoc_step_free(dnnl_byoc_step_t* step) {
+  for (int k = 0; k < step->n; ++k) dnnl_memory_destroy(step->args[k].memory);
+  step->n = 0;
+}
+
+/* Executes prim in stream on ptrs[k] for the execution arguments kinds[k], each of
+   memory descriptor mds[k] (mds NULL, or an entry NULL: the one the primitive has for
+   that argument), with `scratch` (of dnnl_byoc_scratch_size bytes) as its scratchpad,
+   and waits for it. With `kept` the memories are kept there: made by the first call,
+   their data handles set by the next ones (which pass the same kinds, descriptors
+   and scratch); without, made and released here. 1 on success. */
+static inline int dnnl_byoc_execute_args(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
+                                         int n, const int* kinds, const const_dnnl_memory_desc_t* mds,
+                                         void* const* ptrs, void* scratch, dnnl_byoc_step_t* kept) {
+  dnnl_byoc_step_t own = {0, {{0, NULL}}};
+  dnnl_byoc_step_t* step = kept != NULL ? kept : &own;
+  int ok = n < DNNL_BYOC_EXEC_ARGS;
+  if (ok && step->n > 0) {
+    for (int k = 0; ok && k < n; ++k) ok = dnnl_memory_set_data_handle(step->args[k].memory, ptrs[k]) == dnnl_success;
+  } else if (ok) {
+    const_dnnl_primitive_desc_t pd = NULL;
+    ok = dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success;
+    for (; ok && step->n < n; ++step->n) {
+      dnnl_exec_arg_t* arg = &step->args[step->n];
+      arg->arg = kinds[step->n];
+      const_dnnl_memory_desc_t md = mds != NULL && mds[step->n] != NULL ? mds[step->n]
+          : dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[step->n]);
+      ok = dnnl_memory_create(&arg->memory, md, engine, ptrs[step->n]) == dnnl_success;
+      if (!ok) break;
+    }
+    const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+    if (ok && scratch_md != NULL && dnnl_memory_desc_get_size(scratch_md) > 0) {
+      step->args[step->n].arg = DNNL_ARG_SCRATCHPAD;
+      ok = dnnl_memory_create(&step->args[step->n].memory, scratch_md, engine, scratch) == dnnl_success;
+      step->n += ok;
+    }
+  }
+  ok = ok && dnnl_primitive_execute(prim, stream, step->n, step->args) == dnnl_success
+      && dnnl_stream_wait(stream) == dnnl_success;
+  if (kept == NULL || !ok) dnnl_byoc_step_free(step);
+  return ok;
+}
+
+/* The same with the primitive's own descriptors and no memories kept. */
+static inline int dnnl_byoc_execute(const_dnnl_primitive_t prim, dnnl_engine_t engine, dnnl_stream_t stream,
+                                    int n, const int* kinds, void* const* ptrs, void* scratch) {
+  return dnnl_byoc_execute_args(prim, engine, stream, n, kinds, NULL, ptrs, scratch, NULL);
+}
+
+/* Runs `prim` on the buffers ptrs[k] for its execution arguments kinds[k], in a
+   stream of its own and with scratch memory of its own, so that calls from several
+   threads write nothing they share. 0 on success; 1 when oneDNN or an allocation
+   fails (the kernels return it: their macros say `status: true`, and the call
+   raises RuntimeError). */
+static inline int dnnl_byoc_run_alone(const_dnnl_primitive_t prim, dnnl_engine_t engine, int n, const int* kinds,
+                                      void* const* ptrs) {
+  const size_t bytes = dnnl_byoc_scratch_size(prim);
+  void* scratch = bytes > 0 ? malloc(bytes) : NULL;
+  dnnl_stream_t stream = NULL;
+  const int ok = (bytes == 0 || scratch != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+      && dnnl_byoc_execute(prim, engine, stream, n, kinds, ptrs, scratch);
+  free(scratch);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  return ok ? 0 : 1;
+}
+
+/* Releases the reusable part of p (what dnnl_byoc_prim_cache made, or part of it). */
+static inline void dnnl_byoc_prim_uncache(dnnl_byoc_prim_t* p) {
+  for (int k = 0; k < p->n; ++k) dnnl_memory_destroy(p->args[k].memory);
+  if (p->stream != NULL) dnnl_stream_destroy(p->stream);
+  free(p->scratch);
+  p->n = 0;
+  p->stream = NULL;
+  p->scratch = NULL;
+  p->ready = 0;
+}
+
+/* The teardown: the reusable part, then the primitive. */
+void dnnl_byoc_prim_free(dnnl_byoc_prim_t* p) {
+  dnnl_byoc_prim_uncache(p);
+  if (p->prim != NULL) dnnl_primitive_destroy(p->prim);
+  p->prim = NULL;
+}
+
+/* Makes p's reusable part for the execution arguments kinds[0 .. n): memories
+   without buffers (DNNL_MEMORY_NONE; each call sets them), the scratchpad's and its
+   bytes, and a stream. On a failure it releases what it made, so that no call uses
+   a half-made part (the next one tries again). 1 on success. */
+static inline int dnnl_byoc_prim_cache(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  int ok = n <= DNNL_BYOC_MAX_ARGS && dnnl_primitive_get_primitive_desc(p->prim, &pd) == dnnl_success;
+  for (; ok && p->n < n; ++p->n) {
+    p->args[p->n].arg = kinds[p->n];
+    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, kinds[p->n]);
+    ok = dnnl_memory_create(&p->args[p->n].memory, md, engine, DNNL_MEMORY_NONE) == dnnl_success;
+    if (!ok) break;
+  }
+  const_dnnl_memory_desc_t scratch_md = ok ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+  const size_t bytes = scratch_md != NULL ? dnnl_memory_desc_get_size(scratch_md) : 0;
+  if (ok && bytes > 0) {
+    p->scratch = malloc(bytes);
+    p->args[p->n].arg = DNNL_ARG_SCRATCHPAD;
+    ok = p->scratch != NULL
+        && dnnl_memory_create(&p->args[p->n].memory, scratch_md, engine, p->scratch) == dnnl_success;
+    p->n += ok;
+  }
+  ok = ok && dnnl_stream_create(&p->stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  if (!ok) dnnl_byoc_prim_uncache(p);
+  p->ready = ok;
+  return ok;
+}
+
+/* Runs p's primitive on the buffers ptrs[k] for its execution arguments kinds[k]
+   (always the same kinds for one kernel): in p's reusable stream and memories when
+   no other call holds them, else as dnnl_byoc_run_alone. Calls from several threads
+   at once each run on what they alone write. 0 on success, 1 on a failure. */
+int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds,
+                  void* const* ptrs) {
+  if (atomic_exchange_explicit(&p->busy, 1, memory_order_acquire) != 0) {
+    return dnnl_byoc_run_alone(p->prim, engine, n, kinds, ptrs);
+  }
+  int ok = p->ready || dnnl_byoc_prim_cache(p, engine, n, kinds);
+  for (int k = 0; ok && k < n; ++k) ok = dnnl_memory_set_data_handle(p->args[k].memory, ptrs[k]) == dnnl_success;
+  ok = ok && dnnl_primitive_execute(p->prim, p->stream, p->n, p->args) == dnnl_success
+      && dnnl_stream_wait(p->stream) == dnnl_success;
+  atomic_store_explicit(&p->busy, 0, memory_order_release);
+  return ok ? 0 : 1;
+}
+
+/* dense with K = 0, which has no products: out (B, U) is the bias b (U values of
+   `size` bytes; NULL: zeros), then p's relu in place when it has one. 0 on success. */
+int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* b, void* out,
+                          int64_t batch, int64_t units, size_t size) {
+  const size_t row = (size_t)units * size;
+  for (int64_t i = 0; i < batch; ++i) {
+    if (b != NULL) memcpy((char*)out + (size_t)i * row, b, row);
+    else memset((char*)out + (size_t)i * row, 0, row);
+  }
+  if (p->prim == NULL) return 0;
+  return dnnl_byoc_run(p, engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (void* const[]){out, out});
+}
+
+/* batch_norm(conv(x, w)) = conv(x, w * k) + (shift - mean * k) per output channel
+   c, k = scale[c] / sqrt(var[c] + epsilon), in double and rounded once: the `m`
+   channels of w (wsize elements) into folded_w and folded_b. */
+static inline void dnnl_byoc_fold_bn(float* folded_w, float* folded_b, const float* w, int64_t wsize, int64_t m,
+                                     const float* const* bn, double epsilon) {
+  const int64_t per_channel = m > 0 ? wsize / m : 0;
+  for (int64_t c = 0; c < m; ++c) {
+    const double k = (double)bn[0][c] / sqrt((double)bn[3][c] + epsilon);
+    for (int64_t j = 0; j < per_channel; ++j) {
+      folded_w[c * per_channel + j] = (float)((double)w[c * per_channel + j] * k);
+    }
+    folded_b[c] = (float)((double)bn[1][c] - (double)bn[2][c] * k);
+  }
+}
+
+/* A reorder from the layout `from` to `to` (a user-managed scratchpad) into *prim;
+   NULL when the layouts are equal. 0 on success. */
+static inline int dnnl_byoc_reorder(dnnl_primitive_t* prim, dnnl_engine_t engine, const_dnnl_memory_desc_t from,
+                                    const_dnnl_memory_desc_t to) {
+  *prim = NULL;
+  if (dnnl_memory_desc_equal(from, to)) return 0;
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, NULL, 0);
+}
+
+/* byoc's own transposes, which do a packed convolution's reorders between nchw and
+   nhwc (an image's (C, H*W) matrix and its (H*W, C) transpose) in place of oneDNN's
+   reorder primitive: 14 us against its 26 us for 64x56x56 on two AVX-512 cores. They
+   move 16x16 tiles of float32 through AVX-512 registers, or 8x8 tiles through AVX2
+   ones, and 16x16 tiles of bytes (an int8 kernel's data) through SSE2 ones (16-20 us
+   against 40 us for 64x56x56 on a 2-core Zen 4), with the work shared by the OpenMP
+   threads oneDNN itself runs on (GNU OpenMP); elements past the last whole tile move
+   one by one. On another architecture (or float32 without AVX2), oneDNN's reorders do
+   it all. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static inline void dnnl_byoc_tile16(const float* in, float* out, int64_t ldi,
+                                                                       int64_t ldo) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * ldi);
+  for (int i = 0; i < 8; ++i) {  /* pairs of rows, interleaved */
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  /* quads of rows: each 128-bit lane holds 4 rows of one column */
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 2; ++i) {  /* then the lanes: 8 rows, then all 16 */
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
+      t[8 * i + j + 4] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0xDD);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + i * ldo, r[i]);
+}
+
+__attribute__((target("avx2"))) static inline void dnnl_byoc_tile8(const float* in, float* out, int64_t ldi,
+                                                                  int64_t ldo) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ldi);
+  for (int i = 0; i < 4; ++i) {  /* pairs of rows, interleaved */
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {  /* quads of rows: each 128-bit lane holds 4 rows of one column */
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; ++j) {  /* then the lanes: columns j and j + 4 of all 8 rows */
+    t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+    t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + i * ldo, t[i]);
+}
+
+/* 16x16 bytes: unpacking pairs of rows, of 2-byte and of 4-byte groups, then the
+   halves, leaves column j of the tile in register j. */
+__attribute__((target("sse2"))) static inline void dnnl_byoc_tile16_bytes(const uint8_t* in, uint8_t* out,
+                                                                           int64_t ldi, int64_t ldo) {
+  __m128i r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm_loadu_si128((const __m128i*)(in + i * ldi));
+  for (int i = 0; i < 8; ++i) {  /* rows 2i, 2i+1 interleaved: columns 0-7, then 8-15 */
+    t[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  /* rows 4i to 4i+3: columns 0-3, 4-7, 8-11, 12-15 */
+    r[4 * i] = _mm_unpacklo_epi16(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm_unpackhi_epi16(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm_unpacklo_epi16(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm_unpackhi_epi16(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int i = 0; i < 2; ++i) {  /* rows 8i to 8i+7: columns 4j, 4j+1, then 4j+2, 4j+3 */
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + 2 * j] = _mm_unpacklo_epi32(r[8 * i + j], r[8 * i + 4 + j]);
+      t[8 * i + 2 * j + 1] = _mm_unpackhi_epi32(r[8 * i + j], r[8 * i + 4 + j]);
+    }
+  }
+  for (int c = 0; c < 8; ++c) {  /* all 16 rows: columns 2c and 2c+1 */
+    _mm_storeu_si128((__m128i*)(out + 2 * c * ldo), _mm_unpacklo_epi64(t[c], t[8 + c]));
+    _mm_storeu_si128((__m128i*)(out + (2 * c + 1) * ldo), _mm_unpackhi_epi64(t[c], t[8 + c]));
+  }
+}
+
+/* 16 rows of 64 bytes: the same steps on the four 128-bit lanes of AVX-512
+   registers, four 16x16 tiles at once (18 us against SSE2's 28 for both of the
+   64x56x56 conv's transposes, on a 2-core Zen 4). */
+__attribute__((target("avx512bw"))) static inline void dnnl_byoc_tile16x64_bytes(const uint8_t* in, uint8_t* out,
+                                                                                  int64_t ldi, int64_t ldo) {
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512((const void*)(in + i * ldi));
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_unpacklo_epi16(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi16(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi16(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi16(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + 2 * j] = _mm512_unpacklo_epi32(r[8 * i + j], r[8 * i + 4 + j]);
+      t[8 * i + 2 * j + 1] = _mm512_unpackhi_epi32(r[8 * i + j], r[8 * i + 4 + j]);
+    }
+  }
+  for (int c = 0; c < 8; ++c) {  /* lane k holds columns 16k + 2c and 16k + 2c + 1 */
+    const __m512i lo = _mm512_unpacklo_epi64(t[c], t[8 + c]), hi = _mm512_unpackhi_epi64(t[c], t[8 + c]);
+    _mm_storeu_si128((__m128i*)(out + 2 * c * ldo), _mm512_castsi512_si128(lo));
+    _mm_storeu_si128((__m128i*)(out + (2 * c + 1) * ldo), _mm512_castsi512_si128(hi));
+    _mm_storeu_si128((__m128i*)(out + (16 + 2 * c) * ldo), _mm512_extracti32x4_epi32(lo, 1));
+    _mm_storeu_si128((__m128i*)(out + (17 + 2 * c) * ldo), _mm512_extracti32x4_epi32(hi, 1));
+    _mm_storeu_si128((__m128i*)(out + (32 + 2 * c) * ldo), _mm512_extracti32x4_epi32(lo, 2));
+    _mm_storeu_si128((__m128i*)(out + (33 + 2 * c) * ldo), _mm512_extracti32x4_epi32(hi, 2));
+    _mm_storeu_si128((__m128i*)(out + (48 + 2 * c) * ldo), _mm512_extracti32x4_epi32(lo, 3));
+    _mm_storeu_si128((__m128i*)(out + (49 + 2 * c) * ldo), _mm512_extracti32x4_epi32(hi, 3));
+  }
+}
+
+/* The side of the tiles of elements of `bytes` bytes this machine moves: bytes 16
+   (SSE2); float32 16 (AVX-512), 8 (AVX2) or 0. */
+static inline int dnnl_byoc_tile_width(size_t bytes) {
+  if (bytes == 1) return 16;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 0;
+}
+
+/* The columns of a tile of `bytes`-byte elements: 64 bytes with AVX-512BW, else the side. */
+static inline int dnnl_byoc_tile_columns(size_t bytes) {
+  __builtin_cpu_init();
+  return bytes == 1 && __builtin_cpu_supports("avx512bw") ? 64 : dnnl_byoc_tile_width(bytes);
+}
+#else
+static inline void dnnl_byoc_tile16(const float* in, float* out, int64_t ldi, int64_t ldo) {
+  (void)in, (void)out, (void)ldi, (void)ldo;
+}
+static inline void dnnl_byoc_tile8(const float* in, float* out, int64_t ldi, int64_t ldo) {
+  (void)in, (void)out, (void)ldi, (void)ldo;
+}
+static inline void dnnl_byoc_tile16_bytes(const uint8_t* in, uint8_t* out, int64_t ldi, int64_t ldo) {
+  (void)in, (void)out, (void)ldi, (void)ldo;
+}
+static inline void dnnl_byoc_tile16x64_bytes(const uint8_t* in, uint8_t* out, int64_t ldi, int64_t ldo) {
+  (void)in, (void)out, (void)ldi, (void)ldo;
+}
+static inline int dnnl_byoc_tile_width(size_t bytes) {
+  (void)bytes;
+  return 0;
+}
+static inline int dnnl_byoc_tile_columns(size_t bytes) {
+  (void)bytes;
+  return 0;
+}
+#endif
+
+/* The transpose that reorders a 4-D tensor of extents e from the layout `from` into
+   `to`, when one of them is nchw and the other nhwc, into t = {images, rows, cols,
+   tile rows, 1 when the rows are the pixels, bytes per element, tile columns}, for elements of
+   data type dt (float32, or the bytes of int8 and uint8); t[0] = 0 when it is not
+   such a reorder, or when this machine moves no tiles or the matrices are thinner
+   than one. */
+static inline void dnnl_byoc_transposition(int64_t* t, const int64_t* e, const_dnnl_memory_desc_t from,
+                                           const_dnnl_memory_desc_t to, dnnl_data_type_t dt) {
+  dnnl_memory_desc_t nchw = dnnl_byoc_md_4d_of(e, DNNL_BYOC_LAYOUT_plain, dt);
+  dnnl_memory_desc_t nhwc = dnnl_byoc_md_4d_of(e, DNNL_BYOC_LAYOUT_channels_last, dt);
+  const size_t bytes = dt == dnnl_f32 ? 4 : dt == dnnl_s8 || dt == dnnl_u8 ? 1 : 0;
+  const int64_t pixels = e[2] * e[3], side = bytes > 0 ? dnnl_byoc_tile_width(bytes) : 0;
+  t[0] = t[1] = t[2] = t[4] = 0;
+  t[5] = (int64_t)bytes;
+  t[6] = bytes > 0 ? dnnl_byoc_tile_columns(bytes) : 0;
+  if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nchw) && dnnl_memory_desc_equal(to, nhwc)) {
+    t[0] = e[0], t[1] = e[1], t[2] = pixels;
+  } else if (nchw != NULL && nhwc != NULL && dnnl_memory_desc_equal(from, nhwc) && dnnl_memory_desc_equal(to, nchw)) {
+    t[0] = e[0], t[1] = pixels, t[2] = e[1], t[4] = 1;
+  }
+  t[3] = side;
+  if (side == 0 || t[1] < side || t[2] < side) t[0] = 0;
+  if (t[2] < t[6]) t[6] = side;  /* too few columns for a wide tile */
+  if (nchw != NULL) dnnl_memory_desc_destroy(nchw);
+  if (nhwc != NULL) dnnl_memory_desc_destroy(nhwc);
+}
+
+/* out = in transposed by t (dnnl_byoc_transposition's): each of the t[0] images'
+   (rows, cols) matrices of t[5]-byte elements into (cols, rows). The threads share
+   the tiles when there are enough elements to pay for waking them. */
+static inline void dnnl_byoc_transpose(const void* in, void* out, const int64_t* t) {
+  const int64_t rows = t[1], cols = t[2], side = t[3], bytes = t[5], wide = t[6];
+  const int64_t row_tiles = (rows + side - 1) / side, col_tiles = (cols + wide - 1) / wide;
+  const int64_t tiles = t[0] * col_tiles * row_tiles;
+  #pragma omp parallel for schedule(static) if (t[0] * rows * cols >= 32768)
+  for (int64_t k = 0; k < tiles; ++k) {
+    /* the pixels' tiles outermost: each thread moves the pixels that it computes
+       with or computed in the conv (oneDNN shares a conv's pixels out likewise), still
+       in its own cache */
+    const int64_t image = k / (col_tiles * row_tiles), pixel_tile = k / (t[4] ? col_tiles : row_tiles);
+    const int64_t channel_tile = k % (t[4] ? col_tiles : row_tiles);
+    const int64_t r0 = (t[4] ? pixel_tile % row_tiles : channel_tile) * side;
+    const int64_t c0 = (t[4] ? channel_tile : pixel_tile % col_tiles) * wide;
+    const char* a = (const char*)in + image * rows * cols * bytes;
+    char* b = (char*)out + image * rows * cols * bytes;
+    const int64_t r1 = r0 + side < rows ? r0 + side : rows, c1 = c0 + wide < cols ? c0 + wide : cols;
+    int64_t c = c0;  /* the columns before c are moved */
+    if (r1 - r0 == side && bytes == 1 && c1 - c0 == 64) {
+      dnnl_byoc_tile16x64_bytes((const uint8_t*)a + r0 * cols + c0, (uint8_t*)b + c0 * rows + r0, cols, rows);
+      c = c1;
+    }
+    for (; r1 - r0 == side && bytes == 1 && c + 16 <= c1; c += 16) {
+      dnnl_byoc_tile16_bytes((const uint8_t*)a + r0 * cols + c, (uint8_t*)b + c * rows + r0, cols, rows);
+    }
+    if (r1 - r0 == side && bytes == 4 && c1 - c0 == side) {
+      if (side == 16) {
+        dnnl_byoc_tile16((const float*)a + r0 * cols + c0, (float*)b + c0 * rows + r0, cols, rows);
+      } else {
+        dnnl_byoc_tile8((const float*)a + r0 * cols + c0, (float*)b + c0 * rows + r0, cols, rows);
+      }
+      c = c1;
+    }
+    for (int64_t r = r0; c < c1 && r < r1; ++r) {  /* what no whole tile covers, one by one */
+      for (int64_t j = c; j < c1; ++j) {
+        if (bytes == 1) b[j * rows + r] = a[r * cols + j];
+        else ((float*)b)[j * rows + r] = ((const float*)a)[r * cols + j];
+      }
+    }
+  }
+}
+
+/* Runs the reorder `prim` (NULL: none to do) from `from` into `to`, by byoc's
+   transpose t instead when t[0] > 0. 1 on success. */
+static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, dnnl_engine_t engine,
+                                 dnnl_stream_t stream, const void* from, void* to, void* scratch) {
+  if (prim == NULL) return 1;
+  if (t[0] > 0) {
+    dnnl_byoc_transpose(from, to, t);
+    return 1;
+  }
+  return dnnl_byoc_execute(prim, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                           (void* const[]){(void*)from, to}, scratch);
+}
+
+/* Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+   Networks", 2016), for the 3x3 stride-1 convolutions where it is faster than
+   oneDNN's direct one. Each 2x2 block of the result is A' (U . V) A, with V = B' d B
+   the 4x4 source patch d under it transformed, U = G g G' each 3x3 kernel g
+   transformed, and . the sum over the input channels at each of the 16 positions:
+   16 matrix products (tiles x C by C x M, one oneDNN batched matmul), which
+   multiply 2.25 times less than the direct convolution. oneDNN's own Winograd is
+   not implemented for float32 on these CPUs. The transforms only add and subtract
+   (and halve, in G), so the results stay within a few ulps of the direct ones.
+   On two AVX-512 cores, against oneDNN's brgconv between nhwc tensors: 268 against
+   450 us for 64 channels at 56x56, 237 against 441 for 128 at 28x28, 232 against
+   397 for 256 at 14x14; slower for 512 at 7x7 (16 tiles, 443 against 363 us) and for
+   16 channels or fewer, which dnnl_byoc_winograd_fits leaves to oneDNN. The spec
+   option `winograd` (on by default) compiles this in (-DDNNL_BYOC_WINOGRAD). */
+#define DNNL_BYOC_WG_BLOCK 64  /* the channels a transform moves at a time */
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define DNNL_BYOC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DNNL_BYOC_CLONES
+#endif
+/* The transforms are kept out of line, and may go unused in a module without such a
+   conv. (Inlined into the init of constant weights that it never transforms, a 1x1
+   conv's, gcc's -Warray-bounds read the weights' 3x3 loop against them.) */
+#if defined(__GNUC__)
+#define DNNL_BYOC_OUTLINED __attribute__((noinline, unused))
+#else
+#define DNNL_BYOC_OUTLINED
+#endif
+
+/* The 2x2 result tiles of the conv of geometry g (dnnl_byoc_conv_desc's), over all
+   its images: the rows of each of Winograd's matmuls. */
+static inline int64_t dnnl_byoc_winograd_tiles(const int64_t* g) {
+  return g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+}
+
+/* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
+   stride 1, no dilation or groups, at least 32 channels in and out, transformed
+   weights of at most 16 MB, at least 25 tiles (the matmuls' rows), and transforms
+   of at most 32 MB a call (5 images of 64 channels at 56x56 take 30.6 MB). */
+static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
+#ifdef DNNL_BYOC_WINOGRAD
+  const int64_t tiles = dnnl_byoc_winograd_tiles(g);
+  return g[5] == 3 && g[6] == 3 && g[9] == 1 && g[10] == 1 && g[15] == 1 && g[16] == 1 && g[17] == 1
+      && g[1] >= 32 && g[4] >= 32 && g[1] * g[4] <= 512 * 512 && tiles >= 25
+      && 16 * 4 * tiles * (g[1] + g[4]) <= ((int64_t)32 << 20);
+#else
+  (void)g;
+  return 0;
+#endif
+}
+
+/* u (16, C, M): G g G' of each 3x3 kernel g = w[m][c] (M, C, 3, 3), with
+   G = (1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1). 1 when every weight is finite;
+   0 when one is not (inf or NaN), and then every result pixel is computed directly
+   (dnnl_byoc_winograd_out). */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static int dnnl_byoc_winograd_weights(float* u, const float* w,
+                                                                          int64_t c_in, int64_t m) {
+  const int64_t blocks = (m + DNNL_BYOC_WG_BLOCK - 1) / DNNL_BYOC_WG_BLOCK;
+  float probe = 0.0f;  /* the sum of 0 * each weight: NaN when one is inf or NaN */
+  #pragma omp parallel for schedule(static) if (c_in * m >= 4096) reduction(+ : probe)
+  for (int64_t k = 0; k < c_in * blocks; ++k) {
+    const int64_t c = k / blocks, o0 = k % blocks * DNNL_BYOC_WG_BLOCK;
+    const int64_t n = m - o0 < DNNL_BYOC_WG_BLOCK ? m - o0 : DNNL_BYOC_WG_BLOCK;
+    float g[9][DNNL_BYOC_WG_BLOCK], t[12][DNNL_BYOC_WG_BLOCK];  /* the kernels (o0 + o, c), then G g */
+    for (int64_t o = 0; o < n; ++o) {
+      for (int j = 0; j < 9; ++j) {
+        g[j][o] = w[((o0 + o) * c_in + c) * 9 + j];
+        probe += 0.0f * g[j][o];
+      }
+    }
+    for (int j = 0; j < 3; ++j) {
+      #pragma omp simd
+      for (int64_t o = 0; o < n; ++o) {
+        t[j][o] = g[j][o];
+        t[3 + j][o] = 0.5f * (g[j][o] + g[3 + j][o] + g[6 + j][o]);
+        t[6 + j][o] = 0.5f * (g[j][o] - g[3 + j][o] + g[6 + j][o]);
+        t[9 + j][o] = g[6 + j][o];
+      }
+    }
+    for (int i = 0; i < 4; ++i) {  /* (G g) G': row i of the 4x4 */
+      float* r = u + (4 * i * c_in + c) * m + o0;
+      const int64_t plane = c_in * m;
+      const float *t0 = t[3 * i], *t1 = t[3 * i + 1], *t2 = t[3 * i + 2];
+      #pragma omp simd
+      for (int64_t o = 0; o < n; ++o) {
+        r[o] = t0[o];
+        r[plane + o] = 0.5f * (t0[o] + t1[o] + t2[o]);
+        r[2 * plane + o] = 0.5f * (t0[o] - t1[o] + t2[o]);
+        r[3 * plane + o] = t2[o];
+      }
+    }
+  }
+  return probe == 0.0f;
+}
+
+/* v (16, T, C): B' d B of the 4x4 patch d of each tile t (the tiles of each image in
+   row-major order, 2x2 result pixels each) of the nhwc source x, zero outside it,
+   with B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`.
+   direct[t] = 1 when the patch of tile t holds a value that is not finite (or its
+   transform overflows), else 0: the transforms subtract, so one inf there would
+   come out of them as inf - inf = NaN in pixels where the convolution is inf. */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v,
+                                                                      unsigned char* direct, const int64_t* wg) {
+  static const float zeros[DNNL_BYOC_WG_BLOCK];
+  const int64_t h = wg[1], w = wg[2], c_in = wg[3], tiles_h = (wg[7] + 1) / 2, tiles_w = (wg[8] + 1) / 2;
+  const int64_t tiles = wg[10], plane = tiles * c_in;
+  #pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t image = t / (tiles_h * tiles_w);
+    const int64_t y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
+    float probe = 0.0f;  /* the sum of 0 * each transformed value: NaN when one is not finite */
+    for (int64_t c0 = 0; c0 < c_in; c0 += DNNL_BYOC_WG_BLOCK) {
+      const int64_t n = c_in - c0 < DNNL_BYOC_WG_BLOCK ? c_in - c0 : DNNL_BYOC_WG_BLOCK;
+      const float* d[16];
+      for (int i = 0; i < 16; ++i) {
+        const int64_t y = y0 + i / 4, col = x0 + i % 4;
+        d[i] = y >= 0 && y < h && col >= 0 && col < w ? x + ((image * h + y) * w + col) * c_in + c0 : zeros;
+      }
+      float e[16][DNNL_BYOC_WG_BLOCK];  /* B' d: its rows combined */
+      for (int j = 0; j < 4; ++j) {
+        #pragma omp simd
+        for (int64_t k = 0; k < n; ++k) {
+          e[j][k] = d[j][k] - d[8 + j][k];
+          e[4 + j][k] = d[4 + j][k] + d[8 + j][k];
+          e[8 + j][k] = d[8 + j][k] - d[4 + j][k];
+          e[12 + j][k] = d[4 + j][k] - d[12 + j][k];
+        }
+      }
+      for (int i = 0; i < 4; ++i) {  /* then (B' d) B: its columns */
+        float* o = v + (4 * i * tiles + t) * c_in + c0;
+        const float *e0 = e[4 * i], *e1 = e[4 * i + 1], *e2 = e[4 * i + 2], *e3 = e[4 * i + 3];
+        #pragma omp simd reduction(+ : probe)
+        for (int64_t k = 0; k < n; ++k) {
+          o[k] = e0[k] - e2[k];
+          o[plane + k] = e1[k] + e2[k];
+          o[2 * plane + k] = e2[k] - e1[k];
+          o[3 * plane + k] = e1[k] - e3[k];
+          probe += 0.0f * o[k] + 0.0f * o[plane + k] + 0.0f * o[2 * plane + k] + 0.0f * o[3 * plane + k];
+        }
+      }
+    }
+    direct[t] = probe != 0.0f;  /* NaN != 0 */
+  }
+}
+
+/* s[k] (k < n): the 3x3 convolution at result pixel (row, col) of image `image`,
+   output channels m0 + k, computed directly from the nhwc source x and the plain
+   weights w (M, C, 3, 3), zero outside the source: Winograd's stand-in for the
+   pixels of a tile whose patch or weights are not all finite. */
+static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const int64_t* wg, int64_t image,
+                                        int64_t row, int64_t col, int64_t m0, int64_t n, float* s) {
+  const int64_t h = wg[1], width = wg[2], c_in = wg[3];
+  for (int64_t k = 0; k < n; ++k) s[k] = 0.0f;
+  for (int j = 0; j < 9; ++j) {
+    const int64_t y = row + j / 3 - wg[5], at = col + j % 3 - wg[6];
+    if (y < 0 || y >= h || at < 0 || at >= width) continue;
+    const float* d = x + ((image * h + y) * width + at) * c_in;
+    for (int64_t k = 0; k < n; ++k) {
+      const float* g = w + (m0 + k) * c_in * 9 + j;
+      float sum = 0.0f;
+      for (int64_t c = 0; c < c_in; ++c) sum += d[c] * g[c * 9];
+      s[k] += sum;
+    }
+  }
+}
+
+/* y (nhwc) = A' P A of each tile's products P (p: 16, T, M), with A' = (1 1 1 0;
+   0 1 -1 -1), plus `bias` and `addend` (nhwc; either NULL: none), then a relu when
+   wg[9]; a result pixel past the edge of y is not written. The addend may be y
+   itself: each element is read before it is written, by the same thread. The tiles
+   that `direct` flags (all of them when it is NULL: weights that are not finite)
+   are computed directly from the source x and the plain weights w instead. */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const float* p, const float* bias,
+                                                                       const float* addend, float* y,
+                                                                       const unsigned char* direct,
+                                                                       const float* x, const float* w,
+                                                                       const int64_t* wg) {
+  static const float zeros[DNNL_BYOC_WG_BLOCK];
+  const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
+  const int64_t tiles = wg[10], plane = tiles * m;
+  const int relu = wg[9] != 0;
+  #pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t image = t / (tiles_h * tiles_w), y0 = t / tiles_w % tiles_h * 2, x0 = t % tiles_w * 2;
+    for (int64_t m0 = 0; m0 < m; m0 += DNNL_BYOC_WG_BLOCK) {
+      const int64_t n = m - m0 < DNNL_BYOC_WG_BLOCK ? m - m0 : DNNL_BYOC_WG_BLOCK;
+      const float* q = p + t * m + m0;
+      float e[8][DNNL_BYOC_WG_BLOCK];  /* A' P: its rows combined */
+      for (int j = 0; j < 4; ++j) {
+        const float *p0 = q + j * plane, *p1 = q + (4 + j) * plane, *p2 = q + (8 + j) * plane;
+        const float* p3 = q + (12 + j) * plane;
+        #pragma omp simd
+        for (int64_t k = 0; k < n; ++k) {
+          e[j][k] = p0[k] + p1[k] + p2[k];
+          e[4 + j][k] = p1[k] - p2[k] - p3[k];
+        }
+      }
+      const float* b = bias != NULL ? bias + m0 : zeros;
+      for (int i = 0; i < 4; ++i) {  /* then (A' P) A: its columns, result pixel (i / 2, i % 2) */
+        const int64_t row = y0 + i / 2, col = x0 + i % 2;
+        if (row >= oh || col >= ow) continue;
+        const int64_t at = ((image * oh + row) * ow + col) * m + m0;
+        const float *e0 = e[i / 2 * 4], *e1 = e0 + DNNL_BYOC_WG_BLOCK, *e2 = e1 + DNNL_BYOC_WG_BLOCK;
+        const float* e3 = e2 + DNNL_BYOC_WG_BLOCK;
+        const float* r = addend != NULL ? addend + at : zeros;
+        float* o = y + at;
+        if (direct == NULL || direct[t]) {
+          float s[DNNL_BYOC_WG_BLOCK];
+          dnnl_byoc_conv3x3_at(x, w, wg, image, row, col, m0, n, s);
+          for (int64_t k = 0; k < n; ++k) {
+            s[k] = s[k] + b[k] + r[k];
+            o[k] = relu && s[k] < 0.0f ? 0.0f : s[k];
+          }
+        } else if (i % 2 == 0) {
+          #pragma omp simd
+          for (int64_t k = 0; k < n; ++k) {
+            const float s = e0[k] + e1[k] + e2[k] + b[k] + r[k];
+            o[k] = relu && s < 0.0f ? 0.0f : s;
+          }
+        } else {
+          #pragma omp simd
+          for (int64_t k = 0; k < n; ++k) {
+            const float s = e1[k] - e2[k] - e3[k] + b[k] + r[k];
+            o[k] = relu && s < 0.0f ? 0.0f : s;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* at[k]: where the scratch part k of `sizes` starts, each at a multiple of 64 bytes
+   (a cache line, an AVX-512 vector); at[6] the bytes of all. */
+static inline void dnnl_byoc_scratch_offsets(const size_t* sizes, size_t* at) {
+  enum { DNNL_BYOC_ALIGN = 64 };
+  at[0] = 0;
+  for (int k = 0; k < 6; ++k) at[k + 1] = at[k] + (sizes[k] + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+}
+
+void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
+  dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out, &c->w_in};
+  for (int k = 0; k < 5; ++k) {
+    if (*prims[k] != NULL) dnnl_primitive_destroy(*prims[k]);
+    *prims[k] = NULL;
+  }
+  free(c->weights);
+  free(c->plain);
+  free(c->bias);
+  free(c->memory);
+  c->weights = NULL;
+  c->plain = NULL;
+  c->bias = NULL;
+  c->memory = NULL;
+}
+
+/* c's weights: w (plain), the batch_norm `bn` (scale, shift, mean, variance) folded
+   in first when not NULL, reordered into the layout `packed`, or Winograd-transformed
+   for a Winograd conv. 1 on success. */
+static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine,
+                                         const_dnnl_memory_desc_t plain, const_dnnl_memory_desc_t packed,
+                                         const float* w, int64_t m, const float* const* bn, double epsilon) {
+  const size_t bytes = dnnl_memory_desc_get_size(plain);
+  float* folded = NULL;
+  if (bn != NULL) {
+    folded = (float*)malloc(bytes > 0 ? bytes : 1);
+    c->bias = (float*)malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
+    if (folded == NULL || c->bias == NULL) {
+      free(folded);
+      return 0;
+    }
+    dnnl_byoc_fold_bn(folded, c->bias, w, (int64_t)(bytes / sizeof(float)), m, bn, epsilon);
+    w = folded;
+  }
+  dnnl_primitive_t reorder = NULL;
+  dnnl_stream_t stream = NULL;
+  void* scratch = NULL;
+  const int64_t* wg = c->winograd;
+  const size_t packed_bytes = wg[0] > 0 ? sizeof(float) * 16 * (size_t)(wg[3] * wg[4])
+                                        : dnnl_memory_desc_get_size(packed);
+  c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
+  if (wg[0] > 0) {
+    c->plain = (float*)malloc(bytes > 0 ? bytes : 1);
+    if (c->plain != NULL) memcpy(c->plain, w, bytes);
+  }
+  if (c->weights != NULL && wg[0] > 0) {
+    c->weights_finite = dnnl_byoc_winograd_weights((float*)c->weights, w, wg[3], wg[4]);
+  }
+  int ok = c->weights != NULL && (wg[0] == 0 || c->plain != NULL)
+      && (wg[0] > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
+  if (ok && reorder == NULL && wg[0] == 0) memcpy(c->weights, w, bytes);
+  if (ok && reorder != NULL) {
+    const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
+    scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
+    ok = (scratch_bytes == 0 || scratch != NULL)
+        && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+        && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                             (void* const[]){(void*)w, c->weights}, scratch);
+  }
+  free(scratch);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  if (reorder != NULL) dnnl_primitive_destroy(reorder);
+  free(folded);
+  return ok;
+}
+
+/* The implementation oneDNN runs for pd ("brgconv:avx512_core", ...). */
+static inline const char* dnnl_byoc_impl(const_dnnl_primitive_desc_t pd) {
+  const char* impl = "";
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success ? impl : "";
+}
+
+/* Replaces *pd by the descriptor of the same convolution (geometry g, weights w of
+   any layout, bias b) between src and dst with the attributes attr, when oneDNN runs
+   that with the same implementation as *pd: a layout of the kernel's own costs no
+   reorder, and the same kernel computes as fast in it. 1 when it did. */
+static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+                                   const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
+                                   const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
+                                   const_dnnl_primitive_attr_t attr) {
+  dnnl_primitive_desc_t other = NULL;
+  if (dnnl_byoc_conv_desc(&other, engine, g, src, w, b, dst, attr) != dnnl_success) return 0;
+  if (strcmp(dnnl_byoc_impl(other), dnnl_byoc_impl(*pd)) != 0) {
+    dnnl_primitive_desc_destroy(other);
+    return 0;
+  }
+  dnnl_primitive_desc_destroy(*pd);
+  *pd = other;
+  return 1;
+}
+
+/* c's Winograd geometry and matmul (the 16 products, tiles x C by C x M, batched)
+   for the conv of geometry g, with a relu when `relu`. 1 on success. */
+static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
+                                          int relu) {
+  const int64_t tiles = dnnl_byoc_winograd_tiles(g);
+  const int64_t wg[11] = {g[0], g[2], g[3], g[1], g[4], g[11], g[12], g[7], g[8], relu, tiles};
+  memcpy(c->winograd, wg, sizeof wg);
+  const int64_t a[] = {16, tiles, g[1]}, b[] = {16, g[1], g[4]}, d[] = {16, tiles, g[4]};
+  dnnl_memory_desc_t mds[3] = {dnnl_byoc_md(3, a), dnnl_byoc_md(3, b), dnnl_byoc_md(3, d)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL || mds[2] == NULL
+      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
+  return dnnl_byoc_finish(&c->conv, made, pd, attr, mds, 3) == 0;
+}
+
+/* Runs c's Winograd conv from src to dst (both nhwc) by the transformed weights u
+   (of the plain weights w, which are all finite when `finite`), plus bias and
+   addend (NULL: none), transforming in `work` (c->scratch[5] bytes: the transforms,
+   then a flag per tile), with `scratch` as the matmul's scratchpad. 1 on success. */
+static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, dnnl_stream_t stream,
+                                     const float* src, const void* u, const float* w, int finite,
+                                     const float* bias, const float* addend, float* dst, void* work,
+                                     void* scratch) {
+  const int64_t* wg = c->winograd;
+  float* v = (float*)work;
+  float* p = v + 16 * wg[10] * wg[3];
+  unsigned char* direct = (unsigned char*)(p + 16 * wg[10] * wg[4]);
+  dnnl_byoc_winograd_in(src, v, direct, wg);
+  const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+  const int ok = dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, scratch);
+  if (ok) dnnl_byoc_winograd_out(p, bias, addend, dst, finite ? direct : NULL, src, w, wg);
+  return ok;
+}
+
+/* Creates c: the conv2d of g (as dnnl_byoc_conv_desc's) with a bias when `bias`, and
+   the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
+   NULL, which gives it a bias), or, when w is NULL, reordered by each call from the
+   plain weights it brings; `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
+   source, the result and a residual as the kernel gets them. On a failure it
+   releases all it made. 0 on success.
+
+   A conv that dnnl_byoc_winograd_fits runs as Winograd, between nhwc tensors.
+   Otherwise the primitive is oneDNN's pick for any layouts, unless oneDNN runs the same
+   implementation between the kernel's own layouts, or with the kernel's result
+   layout (a network's first conv, of an nchw source: oneDNN picks nChw16c for its
+   result, 16 times the source's bytes to reorder). A residual that is already in
+   the result's layout is added by a binary post-op that reads it where it is,
+   rather than by a sum post-op on a copy of it in the result, when oneDNN runs that
+   with the same implementation too (Winograd's result transform always reads it
+   where it is when it is nhwc). */
+int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
+                            int bias, int sum, int relu, const float* w, const float* const* bn,
+                            double epsilon, const int* layouts) {
+  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
+  const int64_t wd[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
+  const int grouped = g[17] != 1, biased = bias || bn != NULL, winograd = dnnl_byoc_winograd_fits(g);
+  /* the primitive's (any layout), then the kernel's: x, the plain weights, the result
+     and a residual, then Winograd's x and result (nhwc) */
+  dnnl_memory_desc_t mds[10] = {dnnl_byoc_md_any(4, x),
+                                grouped ? dnnl_byoc_md_any(5, wd) : dnnl_byoc_md_any(4, wd + 1),
+                                dnnl_byoc_md_any(4, y),
+                                biased ? dnnl_byoc_md(1, b) : NULL,
+                                dnnl_byoc_md_4d(x, layouts[0]),
+                                grouped ? dnnl_byoc_md(5, wd) : dnnl_byoc_md(4, wd + 1),
+                                dnnl_byoc_md_4d(y, layouts[1]),
+                                sum ? dnnl_byoc_md_4d(y, layouts[2]) : NULL,
+                                winograd ? dnnl_byoc_md_4d(x, DNNL_BYOC_LAYOUT_channels_last) : NULL,
+                                winograd ? dnnl_byoc_md_4d(y, DNNL_BYOC_LAYOUT_channels_last) : NULL};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(sum, NULL, relu);
+  dnnl_primitive_desc_t pd = NULL;
+  int ok = (mds[3] != NULL || !biased) && (mds[7] != NULL || !sum)
+      && (!winograd || (mds[8] != NULL && mds[9] != NULL));
+  for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
+  c->adds_residual = 0;
+  c->plain = NULL;
+  c->weights_finite = 0;
+  memset(c->transposes, 0, sizeof c->transposes);
+  memset(c->winograd, 0, sizeof c->winograd);
+  memset(c->scratch, 0, sizeof c->scratch);
+  if (winograd) {
+    ok = ok && dnnl_byoc_winograd_init(c, engine, g, relu);
+    c->adds_residual = ok && sum && dnnl_memory_desc_equal(mds[7], mds[9]);
+  } else {
+    ok = ok && dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr) == dnnl_success;
+    if (ok && !dnnl_byoc_prefer(&pd, engine, g, mds[4], mds[1], mds[3], mds[6], attr)) {
+      dnnl_byoc_prefer(&pd, engine, g, mds[0], mds[1], mds[3], mds[6], attr);
+    }
+    if (ok && sum && dnnl_memory_desc_equal(mds[7], dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0))) {
+      dnnl_primitive_attr_t add = dnnl_byoc_attr(0, mds[7], relu);
+      const_dnnl_memory_desc_t src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+      c->adds_residual = add != NULL && dnnl_byoc_prefer(&pd, engine, g, src, mds[1], mds[3], mds[7], add);
+      if (add != NULL) dnnl_primitive_attr_destroy(add);
+    }
+    ok = ok && dnnl_primitive_create(&c->conv, pd) == dnnl_success;
+  }
+  if (ok) {
+    const_dnnl_memory_desc_t src = winograd ? mds[8] : dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const_dnnl_memory_desc_t dst = winograd ? mds[9] : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const_dnnl_memory_desc_t weights = winograd ? NULL : dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
+        && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
+        && (!sum || c->adds_residual || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
+        && (w != NULL ? dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon)
+                      : winograd || dnnl_byoc_reorder(&c->w_in, engine, mds[5], weights) == 0);
+    dnnl_byoc_transposition(c->transposes[0], x, mds[4], src, dnnl_f32);
+    if (sum) dnnl_byoc_transposition(c->transposes[1], y, mds[7], dst, dnnl_f32);
+    dnnl_byoc_transposition(c->transposes[2], y, dst, mds[6], dnnl_f32);
+    const_dnnl_primitive_t prims[] = {c->conv, c->src_in, c->dst_in, c->dst_out, c->w_in};
+    for (int k = 0; k < 5; ++k) {
+      const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
+      c->scratch[0] = bytes > c->scratch[0] ? bytes : c->scratch[0];
+    }
+    c->scratch[1] = c->src_in != NULL ? dnnl_memory_desc_get_size(src) : 0;
+    c->scratch[2] = c->dst_out != NULL ? dnnl_memory_desc_get_size(dst) : 0;
+    c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
+    c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
+        : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
+    c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) + (size_t)c->winograd[10]
+                             : 0;
+    size_t at[7];
+    dnnl_byoc_scratch_offsets(c->scratch, at);
+    /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
+       cache lines (the conv3x3 call: 340-355 us, against 315-321 aligned) */
+    c->memory = at[6] > 0 ? (char*)aligned_alloc(4096, (at[6] + 4095) / 4096 * 4096) : NULL;
+    ok = ok && (at[6] == 0 || c->memory != NULL);
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
+  }
+  if (pd != NULL) dnnl_primitive_desc_destroy(pd);
+  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
+  for (int k = 0; k < 10; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (!ok) dnnl_byoc_packed_conv_free(c);
+  return ok ? 0 : 1;
+}
+
+/* Runs c on x by w (plain; unused when c packed its own at init), plus `bias` when
+   c holds no folded one (NULL: none), plus `residual` (NULL: none; of out_size
+   elements): the reorders and the conv in one stream, in one scratch (c's kept one,
+   or, when another call holds it, an allocation of the call's own; laid out by
+   c->scratch) for the reordered source, result and weights, the scratchpads,
+   Winograd's transforms and, when the conv reads the residual itself and a caller
+   passed it as the output too, a copy of it. For a sum post-op the
+   residual is put into the result first (reordered, or copied as it is when its
+   layout is the primitive's). 0 on success, 1 on a failure. */
+int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+                         const float* w, const float* bias, const float* residual, float* out,
+                         int64_t out_size) {
+  const int aliased = c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
+  size_t at[7];
+  dnnl_byoc_scratch_offsets(c->scratch, at);
+  const int kept = c->memory != NULL && atomic_exchange_explicit(&c->busy, 1, memory_order_acquire) == 0;
+  char* memory = kept ? c->memory : at[6] > 0 ? (char*)aligned_alloc(64, at[6]) : NULL;
+  void* src = c->src_in != NULL ? (void*)(memory + at[1]) : (void*)x;
+  void* dst = c->dst_out != NULL ? (void*)(memory + at[2]) : (void*)out;
+  const float* addend = aliased ? (const float*)(memory + at[3]) : residual;
+  void* weights = c->weights != NULL ? c->weights : c->scratch[4] > 0 ? (void*)(memory + at[4]) : (void*)w;
+  const float* b = c->bias != NULL ? c->bias : bias;
+  dnnl_stream_t stream = NULL;
+  int ok = (at[6] == 0 || memory != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  if (ok && aliased) memcpy((void*)addend, residual, c->scratch[3]);
+  if (ok && c->w_in != NULL) {
+    ok = dnnl_byoc_execute(c->w_in, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                           (void* const[]){(void*)w, weights}, memory);
+  }
+  int finite = c->weights_finite;  /* a call's own weights: whether they are all finite */
+  if (ok && c->weights == NULL && c->winograd[0] > 0) {
+    finite = dnnl_byoc_winograd_weights((float*)weights, w, c->winograd[3], c->winograd[4]);
+  }
+  ok = ok && dnnl_byoc_move(c->src_in, c->transposes[0], engine, stream, x, src, memory);
+  if (ok && residual != NULL && c->dst_in != NULL) {
+    ok = dnnl_byoc_move(c->dst_in, c->transposes[1], engine, stream, residual, dst, memory);
+  } else if (ok && residual != NULL && !c->adds_residual && (const void*)residual != dst) {
+    memcpy(dst, residual, sizeof(float) * (size_t)out_size);
+  }
+  if (c->winograd[0] > 0) {  /* the residual is added from where it is, or from dst after the moves above */
+    const float* add = c->adds_residual ? addend : residual != NULL ? (const float*)dst : NULL;
+    const float* plain = c->plain != NULL ? c->plain : w;
+    ok = ok && dnnl_byoc_winograd(c, engine, stream, src, weights, plain, finite, b, add, dst, memory + at[5], memory);
+  } else {
+    /* the bias and the residual are the 4th and 5th arguments, where the conv takes them */
+    const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                         b != NULL ? DNNL_ARG_BIAS : DNNL_BYOC_ARG_ADDEND, DNNL_BYOC_ARG_ADDEND};
+    void* const ptrs[] = {src, weights, dst, b != NULL ? (void*)b : (void*)addend, (void*)addend};
+    const int n = 3 + (b != NULL) + c->adds_residual;
+    ok = ok && dnnl_byoc_execute(c->conv, engine, stream, n, kinds, ptrs, memory);
+  }
+  ok = ok && dnnl_byoc_move(c->dst_out, c->transposes[2], engine, stream, dst, out, memory);
+  if (kept) {
+    atomic_store_explicit(&c->busy, 0, memory_order_release);
+  } else {
+    free(memory);
+  }
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  return ok ? 0 : 1;
+}
+
+/* Runs c (made with a bias and weights per call) on x by w (wsize elements, m output
+   channels) with the batch_norm `bn` (scale, shift, mean, variance) folded into the
+   weights and the bias per call, since its parameters may be inputs (the _PACKED
+   macros fold constant ones once, at init), plus `residual` (NULL: none). 0 on
+   success, 1 on a failure. */
+int dnnl_byoc_run_folded(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
+                         const float* w, int64_t wsize, int64_t m, const float* const* bn,
+                         double epsilon, const float* residual, float* out, int64_t out_size) {
+  float* folded = (float*)malloc(sizeof(float) * ((size_t)wsize + (size_t)m));
+  if (folded == NULL) return 1;
+  dnnl_byoc_fold_bn(folded, folded + wsize, w, wsize, m, bn, epsilon);
+  const int failed = dnnl_byoc_run_packed(c, engine, x, folded, folded + wsize, residual, out, out_size);
+  free(folded);
+  return failed;
+}
+
+void dnnl_byoc_q8_free(dnnl_byoc_q8_t* q) {
+  if (q->prim != NULL) dnnl_primitive_destroy(q->prim);
+  if (q->to_src != NULL) dnnl_primitive_destroy(q->to_src);
+  if (q->to_dst != NULL) dnnl_primitive_destroy(q->to_dst);
+  free(q->weights);
+  free(q->bias);
+  free(q->w_scales);
+  free(q->memory);
+  for (int k = 0; k < 3; ++k) dnnl_byoc_step_free(&q->steps[k]);
+  if (q->stream != NULL) dnnl_stream_destroy(q->stream);
+  memset(q, 0, sizeof(*q));
+}
+
+/* Where q's scratch puts the reordered result (at[0]) and the scratchpads (at[1]),
+   after the reordered source, each at a multiple of 64 bytes; at[2] its bytes. */
+static inline void dnnl_byoc_q8_offsets(const dnnl_byoc_q8_t* q, size_t* at) {
+  const size_t sizes[] = {q->src_bytes, q->dst_bytes, q->scratch_bytes};
+  size_t end = 0;
+  for (int k = 0; k < 3; ++k) {
+    end += (sizes[k] + 63) / 64 * 64;
+    at[k] = end;
+  }
+}
+
+/* An int8 kernel's init failing on constants oneDNN cannot take: says why, returns 1. */
+static inline int dnnl_byoc_q8_refuse(const char* kernel, const char* why) {
+  fprintf(stderr, "byoc dnnl: %s: %s\n", kernel, why);
+  return 1;
+}
+
+/* The scratch bytes of a primitive that may be NULL. */
+static inline size_t dnnl_byoc_q8_scratch(const_dnnl_primitive_t prim) {
+  return prim != NULL ? dnnl_byoc_scratch_size(prim) : 0;
+}
+
+/* The attributes of an int8 primitive: a user-managed scratchpad, the scales of the
+   source and the result (one each) and of the weights (mask w_mask), the zero points
+   of the source and the result (one each), and a relu post-op. NULL on a failure. */
+static inline dnnl_primitive_attr_t dnnl_byoc_q8_attr(int w_mask, int relu) {
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, relu);
+  if (attr == NULL) return NULL;
+  const int ok = dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_SRC, 0) == dnnl_success
+      && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, w_mask) == dnnl_success
+      && dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_DST, 0) == dnnl_success
+      && dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_SRC, 0) == dnnl_success
+      && dnnl_primitive_attr_set_zero_points_mask(attr, DNNL_ARG_DST, 0) == dnnl_success;
+  if (!ok) {
+    dnnl_primitive_attr_destroy(attr);
+    return NULL;
+  }
+  return attr;
+}
+
+/* Keeps a's weight scales and bias (m values) in q. 0 on success. */
+static inline int dnnl_byoc_q8_keep(dnnl_byoc_q8_t* q, const dnnl_byoc_q8_args_t* a, int64_t m) {
+  q->n_w_scales = a->n_w_scales;
+  q->w_scales = (float*)malloc(sizeof(float) * (size_t)a->n_w_scales);
+  if (q->w_scales == NULL) return 1;
+  memcpy(q->w_scales, a->w_scales, sizeof(float) * (size_t)a->n_w_scales);
+  if (a->bias != NULL) {
+    q->bias = (float*)malloc(sizeof(float) * (size_t)(m > 0 ? m : 1));
+    if (q->bias == NULL) return 1;
+    memcpy(q->bias, a->bias, sizeof(float) * (size_t)m);
+  }
+  return 0;
+}
+
+/* Reorders the plain weights `w` (descriptor `plain`) once into the layout the
+   primitive q->prim picked, into q->weights. 0 on success. */
+static inline int dnnl_byoc_q8_pack(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const_dnnl_memory_desc_t plain,
+                                    const int8_t* w) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (dnnl_primitive_get_primitive_desc(q->prim, &pd) != dnnl_success) return 1;
+  const_dnnl_memory_desc_t packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  const size_t bytes = dnnl_memory_desc_get_size(packed);
+  q->weights = malloc(bytes > 0 ? bytes : 1);
+  if (q->weights == NULL) return 1;
+  dnnl_primitive_t reorder = NULL;
+  if (dnnl_byoc_reorder(&reorder, engine, plain, packed) != 0) return 1;
+  if (reorder == NULL) {
+    memcpy(q->weights, w, bytes);
+    return 0;
+  }
+  const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
+  void* scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
+  dnnl_stream_t stream = NULL;
+  const int ok = (scratch_bytes == 0 || scratch != NULL)
+      && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+      && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                           (void* const[]){(void*)w, q->weights}, scratch)
+      && dnnl_stream_wait(stream) == dnnl_success;
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  free(scratch);
+  dnnl_primitive_destroy(reorder);
+  return ok ? 0 : 1;
+}
+
+/* The reorders of q's source from `src` and of its result into `dst` (plain), their
+   buffers' sizes and the scratch every step shares. 0 on success. */
+static inline int dnnl_byoc_q8_reorders(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const_dnnl_memory_desc_t src,
+                                        const_dnnl_memory_desc_t dst) {
+  const_dnnl_primitive_desc_t pd = NULL;
+  if (dnnl_primitive_get_primitive_desc(q->prim, &pd) != dnnl_success) return 1;
+  const_dnnl_memory_desc_t psrc = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  const_dnnl_memory_desc_t pdst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if (dnnl_byoc_reorder(&q->to_src, engine, src, psrc) != 0 || dnnl_byoc_reorder(&q->to_dst, engine, pdst, dst) != 0) {
+    return 1;
+  }
+  q->src_bytes = q->to_src != NULL ? dnnl_memory_desc_get_size(psrc) : 0;
+  q->dst_bytes = q->to_dst != NULL ? dnnl_memory_desc_get_size(pdst) : 0;
+  size_t most = dnnl_byoc_q8_scratch(q->prim);
+  const size_t s = dnnl_byoc_q8_scratch(q->to_src), d = dnnl_byoc_q8_scratch(q->to_dst);
+  most = s > most ? s : most;
+  q->scratch_bytes = d > most ? d : most;
+  size_t at[3];
+  dnnl_byoc_q8_offsets(q, at);
+  q->memory = at[2] > 0 ? (char*)aligned_alloc(4096, (at[2] + 4095) / 4096 * 4096) : NULL;
+  atomic_store_explicit(&q->busy, 0, memory_order_release);
+  return at[2] > 0 && q->memory == NULL ? 1 : 0;
+}
+
+/* The int8 convolution of x (N, C, H, W; data type src_dt) by the s8 weights a->w (M,
+   C/G, KH, KW) into (N, M, OH, OW) of data type dst_dt, plain nchw at both ends; g
+   is the geometry dnnl_byoc_conv_desc reads. The primitive picks its layouts (nhwc
+   for the data, blocked weights with their compensations): the weights are reordered
+   here, the source and the result by each call. 0 on success. */
+static inline int dnnl_byoc_q8_conv2d(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const int64_t* g,
+                                      dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
+                                      const dnnl_byoc_q8_args_t* a) {
+  const int64_t groups = g[17], m = g[4];
+  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], m, g[7], g[8]};
+  const int64_t w[] = {groups, m / groups, g[1] / groups, g[5], g[6]}, b[] = {m};
+  if (dnnl_byoc_q8_keep(q, a, m) != 0) return 1;
+  const int wrank = groups > 1 ? 5 : 4;
+  const int64_t* wdims = groups > 1 ? w : w + 1;
+  const dnnl_dims_t xd = {x[0], x[1], x[2], x[3]}, yd = {y[0], y[1], y[2], y[3]};
+  dnnl_dims_t wd;
+  for (int k = 0; k < wrank; ++k) wd[k] = wdims[k];
+  dnnl_memory_desc_t mds[6] = {NULL};
+  int ok = dnnl_memory_desc_create_with_tag(&mds[0], 4, xd, src_dt, dnnl_format_tag_any) == dnnl_success
+      && dnnl_memory_desc_create_with_tag(&mds[1], wrank, wd, dnnl_s8, dnnl_format_tag_any) == dnnl_success
+      && dnnl_memory_desc_create_with_tag(&mds[2], 4, yd, dst_dt, dnnl_format_tag_any) == dnnl_success
+      && (mds[3] = a->bias != NULL ? dnnl_byoc_md(1, b) : NULL, a->bias == NULL || mds[3] != NULL)
+      && (mds[4] = dnnl_byoc_md_of(4, x, src_dt)) != NULL && (mds[5] = dnnl_byoc_md_of(4, y, dst_dt)) != NULL;
+  /* per output channel: the weights' first axis, and the groups' with it */
+  const int w_mask = a->n_w_scales > 1 ? (groups > 1 ? 3 : 1) : 0;
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_q8_attr(w_mask, a->relu) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = !ok ? dnnl_out_of_memory
+      : dnnl_byoc_conv_desc(&pd, engine, g, mds[0], mds[1], mds[3], mds[2], attr);
+  ok = dnnl_byoc_finish(&q->prim, made, pd, attr, NULL, 0) == 0;
+  dnnl_memory_desc_t plain_w = NULL;
+  ok = ok && (plain_w = dnnl_byoc_md_of(wrank, wdims, dnnl_s8)) != NULL
+      && dnnl_byoc_q8_pack(q, engine, plain_w, a->w) == 0 && dnnl_byoc_q8_reorders(q, engine, mds[4], mds[5]) == 0;
+  const_dnnl_primitive_desc_t made_pd = NULL;
+  if (ok && dnnl_primitive_get_primitive_desc(q->prim, &made_pd) == dnnl_success) {
+    dnnl_byoc_transposition(q->transposes[0], x, mds[4], dnnl_primitive_desc_query_md(made_pd, dnnl_query_src_md, 0),
+                            src_dt);
+    dnnl_byoc_transposition(q->transposes[1], y, dnnl_primitive_desc_query_md(made_pd, dnnl_query_dst_md, 0), mds[5],
+                            dst_dt);
+  }
+  if (plain_w != NULL) dnnl_memory_desc_destroy(plain_w);
+  for (int k = 0; k < 6; ++k) {
+    if (mds[k] != NULL) dnnl_memory_desc_destroy(mds[k]);
+  }
+  if (!ok) dnnl_byoc_q8_free(q);
+  return ok ? 0 : 1;
+}
+
+/* The int8 matmul of x (B, K; data type src_dt) by the s8 weights a->w (K, N; with
+   `dense`, (N, K) rows, a dense layer's) into (B, N) of data type dst_dt, plain; the
+   weights reordered here into the layout the primitive picks. 0 on success. */
+static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, int64_t batch, int64_t k,
+                                      int64_t n, dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
+                                      const dnnl_byoc_q8_args_t* a, int dense) {
+  const int64_t x[] = {batch, k}, y[] = {batch, n}, b[] = {1, n};
+  if (dnnl_byoc_q8_keep(q, a, n) != 0) return 1;
+  const dnnl_dims_t wd = {k, n};
+  dnnl_memory_desc_t mds[5] = {dnnl_byoc_md_of(2, x, src_dt), NULL, dnnl_byoc_md_of(2, y, dst_dt),
+                               a->bias != NULL ? dnnl_byoc_md(2, b) : NULL, NULL};
+  int ok = mds[0] != NULL && mds[2] != NULL && (a->bias == NULL || mds[3] != NULL)
+      && dnnl_memory_desc_create_with_tag(&mds[4], 2, wd, dnnl_s8, dense ? dnnl_ba : dnnl_ab) == dnnl_success
+      && dnnl_memory_desc_create_with_tag(&mds[1], 2, wd, dnnl_s8, dnnl_format_tag_any) == dnnl_success;
+  /* per output channel: the weights' second axis */
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_q8_attr(a->n_w_scales > 1 ? 2 : 0, a->relu) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);
+  ok = dnnl_byoc_finish(&q->prim, made, pd, attr, NULL, 0) == 0 && dnnl_byoc_q8_pack(q, engine, mds[4], a->w) == 0
+      && dnnl_byoc_q8_reorders(q, engine, mds[0], mds[2]) == 0;
+  for (int j = 0; j < 5; ++j) {
+    if (mds[j] != NULL) dnnl_memory_desc_destroy(mds[j]);
+  }
+  if (!ok) dnnl_byoc_q8_free(q);
+  return ok ? 0 : 1;
+}
+
+/* Runs the int8 kernel q on x into out (both plain) with the source's and the
+   result's scale (xs, ys) and zero point (xz, yz): the source reordered into the
+   primitive's layout (by byoc's transpose where it is nhwc), the primitive, the
+   result reordered back (likewise), in q's kept
+   stream, scratch and memories (or, when another call holds them, ones of the
+   call's own). 0 on success, 1 on a failure. */
+int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, const float* xs,
+                     int32_t xz, const float* ys, int32_t yz, void* out) {
+  size_t at[3];
+  dnnl_byoc_q8_offsets(q, at);
+  const int kept = atomic_exchange_explicit(&q->busy, 1, memory_order_acquire) == 0;
+  char* memory = kept ? q->memory : at[2] > 0 ? (char*)aligned_alloc(64, at[2]) : NULL;
+  dnnl_stream_t stream = kept ? q->stream : NULL;
+  int ok = (at[2] == 0 || memory != NULL)
+      && (stream != NULL || dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success);
+  if (kept) q->stream = stream;
+  dnnl_byoc_step_t* steps = kept ? q->steps : NULL;
+  void* src = q->to_src != NULL ? (void*)memory : (void*)x;
+  void* dst = q->to_dst != NULL ? (void*)(memory + at[0]) : out;
+  void* scratch = memory != NULL ? memory + at[1] : NULL;
+  if (ok && q->to_src != NULL && q->transposes[0][0] > 0) {
+    dnnl_byoc_transpose(x, src, q->transposes[0]);
+  } else if (ok && q->to_src != NULL) {
+    ok = dnnl_byoc_execute_args(q->to_src, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                                (void* const[]){(void*)x, src}, scratch, kept ? &steps[0] : NULL);
+  }
+  /* the scales' and zero points' descriptors, when the memories are made */
+  const int64_t one = 1;
+  const int made = kept && steps[1].n > 0;
+  dnnl_memory_desc_t scalar_f32 = NULL, scalar_s32 = NULL, w_scales = NULL;
+  ok = ok
+      && (made
+          || ((scalar_f32 = dnnl_byoc_md(1, &one)) != NULL && (scalar_s32 = dnnl_byoc_md_of(1, &one, dnnl_s32)) != NULL
+              && (w_scales = dnnl_byoc_md(1, &q->n_w_scales)) != NULL));
+  if (ok) {
+    int kinds[DNNL_BYOC_EXEC_ARGS] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+                                        DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS,
+                                        DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                                        DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST};
+    const_dnnl_memory_desc_t mds[DNNL_BYOC_EXEC_ARGS] = {NULL, NULL, NULL, scalar_f32, w_scales, scalar_f32,
+                                                           scalar_s32, scalar_s32};
+    void* ptrs[DNNL_BYOC_EXEC_ARGS] = {src, q->weights, dst, (void*)xs, q->w_scales, (void*)ys, &xz, &yz};
+    int n = 8;
+    if (q->bias != NULL) {
+      kinds[n] = DNNL_ARG_BIAS;
+      mds[n] = NULL;
+      ptrs[n++] = q->bias;
+    }
+    ok = dnnl_byoc_execute_args(q->prim, engine, stream, n, kinds, mds, ptrs, scratch, kept ? &steps[1] : NULL);
+  }
+  if (ok && q->to_dst != NULL && q->transposes[1][0] > 0) {
+    dnnl_byoc_transpose(dst, out, q->transposes[1]);
+  } else if (ok && q->to_dst != NULL) {
+    ok = dnnl_byoc_execute_args(q->to_dst, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO}, NULL,
+                                (void* const[]){dst, out}, scratch, kept ? &steps[2] : NULL);
+  }
+  if (scalar_f32 != NULL) dnnl_memory_desc_destroy(scalar_f32);
+  if (scalar_s32 != NULL) dnnl_memory_desc_destroy(scalar_s32);
+  if (w_scales != NULL) dnnl_memory_desc_destroy(w_scales);
+  if (kept) {
+    atomic_store_explicit(&q->busy, 0, memory_order_release);
+  } else {
+    if (stream != NULL) dnnl_stream_destroy(stream);
+    free(memory);
+  }
+  return ok ? 0 : 1;
+}
+
+/* Element i of an integer constant of data type dt (s8, u8 or s32). */
+static inline int64_t dnnl_byoc_q8_int(const void* p, dnnl_data_type_t dt, int64_t i) {
+  switch (dt) {
+    case dnnl_s8: return ((const int8_t*)p)[i];
+    case dnnl_u8: return ((const uint8_t*)p)[i];
+    case dnnl_s32: return ((const int32_t*)p)[i];
+    default: return 0;
+  }
+}
+
+/* Whether a scale or zero point of n elements, of the extents shape[1 .. 1 + shape[0]],
+   holds one value per output channel of weights of `wrank` extents (the channels on
+   axis `axis`, m of them) as it broadcasts against them, or one value for all. */
+static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, int axis, int64_t m) {
+  if (n == 1) return 1;
+  const int rank = (int)shape[0];
+  if (n != m || rank > wrank) return 0;
+  for (int k = 0; k < rank; ++k) {
+    if (shape[1 + k] != 1 && k != axis - (wrank - rank)) return 0;
+  }
+  return 1;
+}
+
+/* The init of an int8 kernel named `kernel` from its pattern's constants: a conv2d
+   (`kind` DNNL_BYOC_Q8_CONV2D; g its geometry, as dnnl_byoc_conv_desc reads it), a 2-D
+   matmul or a dense (DNNL_BYOC_Q8_MATMUL, _DENSE; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
+   its zero point), the weights (and theirs) and the result; ws and bs the float32
+   scales of the weights and the bias (NULL: no bias); w, wz, b and bz the weights,
+   their zero point, the bias and its zero point (int32); n the element counts of {xs,
+   xz, w, ws, wz, ys, yz, b, bs, bz}; ws_shape and wz_shape {rank, extents...}.
+   oneDNN takes one scale and zero point for the source and the result, and
+   weights w - wz in s8 (the weights' zero point is subtracted here: ONNX Runtime's
+   symmetric int8 weights have 0): other constants make the init fail, saying why on
+   stderr. The bias is dequantized as ONNX does, (float)b - (float)bz, times bs, in
+   float32. 0 on success. */
+int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int kind,
+                        const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
+                        const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
+                        const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu) {
+  memset(q, 0, sizeof(*q));
+  if ((dt[0] != dnnl_s8 && dt[0] != dnnl_u8) || (dt[2] != dnnl_s8 && dt[2] != dnnl_u8)) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN's int8 primitives take an int8 or uint8 source and result");
+  }
+  if (n[0] != 1 || n[1] != 1 || n[5] != 1 || n[6] != 1) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
+  }
+  const int conv = kind == DNNL_BYOC_Q8_CONV2D, matmul = kind == DNNL_BYOC_Q8_MATMUL;
+  const int64_t m = conv ? g[4] : g[2], wsize = n[2];
+  const int wrank = conv ? 4 : 2, axis = matmul ? 1 : 0;  /* the weights' output channels */
+  if (!dnnl_byoc_q8_fits(n[3], ws_shape, wrank, axis, m) || !dnnl_byoc_q8_fits(n[4], wz_shape, wrank, axis, m)) {
+    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
+  }
+  int8_t* w8 = (int8_t*)malloc((size_t)wsize + 1);
+  float* bias = bs != NULL ? (float*)malloc(sizeof(float) * (size_t)(m + 1)) : NULL;
+  int ok = w8 != NULL && (bs == NULL || bias != NULL), fits = 1;
+  for (int64_t i = 0; ok && fits && i < wsize; ++i) {
+    const int64_t c = matmul ? i % m : i / (wsize / m);
+    const int64_t d = dnnl_byoc_q8_int(w, dt[1], i) - dnnl_byoc_q8_int(wz, dt[1], n[4] == 1 ? 0 : c);
+    fits = d >= -128 && d <= 127;
+    w8[i] = (int8_t)d;
+  }
+  for (int64_t c = 0; ok && bias != NULL && c < m; ++c) {
+    bias[c] = ((float)b[n[7] == 1 ? 0 : c] - (float)bz[n[9] == 1 ? 0 : c]) * bs[n[8] == 1 ? 0 : c];
+  }
+  const dnnl_byoc_q8_args_t a = {w8, ws, n[3], bias, relu};
+  int failed = 1;
+  if (ok && !fits) {
+    dnnl_byoc_q8_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
+  } else if (ok) {
+    failed = conv ? dnnl_byoc_q8_conv2d(q, engine, g, dt[0], dt[2], &a)
+                  : dnnl_byoc_q8_matmul(q, engine, g[0], g[1], g[2], dt[0], dt[2], &a, !matmul);
+  }
+  free(w8);
+  free(bias);
+  return failed;
+}

@@ -1,0 +1,120 @@
+"""A c_source spec's support code: the ``support:`` key, C files beside the spec.
+
+A backend whose kernels share much C (a library's glue, a vendor SDK's) keeps it in
+real C files next to its YAML, in the spec's own folder (``my_specs/npu/`` holding
+``npu.yaml``, ``npu_support.h`` and ``npu_support.c``), rather than in a YAML string:
+
+.. code-block:: yaml
+
+    support: [npu_support.h, npu_support.c]
+
+* Every ``.h`` file is a header that each generated module includes (``#include
+  "npu_support.h"``, in the listed order): the types and declarations the macros use.
+* Every ``.c`` file is compiled once per spec version, compiler and flags into a cached
+  object that each module's library links (:func:`byoc.runtime.build.build_spec_module`).
+  Its functions that the modules call need external linkage; declaring them with
+  ``__attribute__((visibility("hidden")))`` keeps them out of the library's exports.
+
+The files are data of the spec: they are read when the spec is loaded (their text is part
+of the spec, of its cache key and of every build's), written beside the module by
+``byoc gen``, and packed into bundles. A file's name must start with the backend's name
+and an underscore, so that the support files of several backends in one build never
+clash with each other or with a module (``npu.c``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from byoc.errors import Location, SpecError
+from byoc.input_files import SPEC_LIMIT, read_limited
+
+from .yaml_doc import YamlDoc
+
+SUFFIXES = {".h": "a header each module includes", ".c": "C compiled once into an object each module links"}
+"""What a support file is, by its suffix."""
+
+
+@dataclass(frozen=True, slots=True)
+class SupportFile:
+    """One file of a spec's ``support:`` list, read when the spec was loaded."""
+
+    name: str
+    """The file name, as the spec lists it and as the build and ``byoc gen`` write it."""
+    text: str
+    path: str = field(compare=False)
+    """Where it was read from."""
+    loc: Location | None = field(default=None, compare=False, repr=False)
+    """The spec's list item that names it."""
+
+    @property
+    def is_header(self) -> bool:
+        return self.name.endswith(".h")
+
+
+def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ...]:
+    """The files of ``root["support"]``: plain file names in the spec file's directory,
+    each ``<backend>_*.h`` or ``<backend>_*.c``, listed once, readable UTF-8 text within
+    the spec size limit. A SpecError at the list item otherwise."""
+    listed = doc.typed(root, "support", list, "support")
+    folder = Path(doc.path).resolve().parent
+    files: list[SupportFile] = []
+    for k, name in enumerate(listed):
+        if not isinstance(name, str) or not name.strip():
+            raise doc.error("support: each item is a file name", listed, k, hint="support: [<backend>_support.h, <backend>_support.c]")
+        suffix = Path(name).suffix
+        if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+            raise doc.error(
+                f"support file {name!r} is not a plain file name",
+                listed,
+                k,
+                hint="support files sit in the spec file's own folder: name them without a directory",
+            )
+        if suffix not in SUFFIXES:
+            kinds = "; ".join(f"{s}: {what}" for s, what in SUFFIXES.items())
+            raise doc.error(f"support file {name!r} is neither C nor a header", listed, k, hint=kinds)
+        if not name.startswith(f"{backend}_"):
+            raise doc.error(
+                f"support file {name!r} does not start with the backend's name, {backend}_",
+                listed,
+                k,
+                hint=f"rename it {backend}_{name}, so that no two backends' files (nor a module, {backend}.c) share a name",
+            )
+        if any(f.name == name for f in files):
+            raise doc.error(f"support file {name!r} is listed twice", listed, k)
+        path = folder / name
+        at = doc.at(listed, k)
+
+        def error(message: str, hint: str | None = None, at: Location = at) -> SpecError:
+            return SpecError(message, at, hint=hint or f"put {name} beside {Path(doc.path).name}")
+
+        raw = read_limited(path, f"support file {name}", SPEC_LIMIT, error)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"support file {name} is not UTF-8 ({exc.reason})") from None
+        files.append(SupportFile(name, text, str(path), at))
+    return tuple(files)
+
+
+def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
+    """The C files beside ``spec_file`` with their modification times: part of the key
+    that caches a loaded spec, so that editing a support file loads the spec again."""
+    folder = Path(spec_file).parent
+    try:
+        entries = sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES)
+    except OSError:
+        return ()
+    found: list[tuple[str, int]] = []
+    for p in entries:
+        try:
+            found.append((p.name, p.stat().st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(found)
+
+
+__all__: Sequence[str] = ("SUFFIXES", "SupportFile", "load_support", "sibling_mtimes")
