@@ -698,7 +698,13 @@ def gather_elements(x_shape: Sequence[int], indices_shape: Sequence[int], *, axi
     idx = _shape(indices_shape, f"{op}: indices shape")
     if len(idx) != len(x) or not x:
         raise ValueError(f"{op}: indices {list(idx)} must have the input's rank {len(x)} (>= 1)")
-    normalize_axis(axis, len(x), op)
+    a = normalize_axis(axis, len(x), op)
+    wider = [k for k in range(len(x)) if k != a and idx[k] > x[k]]
+    if wider:  # an output element there would read past the input (ONNX Runtime refuses it too)
+        k = wider[0]
+        raise ValueError(
+            f"{op}: indices {list(idx)} exceed the input {list(x)} along axis {k}, which is not the gathered axis"
+        )
     return idx
 
 

@@ -264,6 +264,21 @@ def test_gather_elements_axis_out_of_range_is_located():
     assert "GatherElements" in str(info.value)
 
 
+def test_gather_elements_indices_wider_than_the_input_off_the_axis_are_refused():
+    """An indices extent beyond the input's on another axis than the gathered one would
+    read past the input (ONNX Runtime refuses it too; hypothesis found byoc's reference
+    indexing out of bounds there): a located error, not an IndexError."""
+    m = model(
+        [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
+        [value("x", F, [0, 5]), value("i", I64, [3, 1])],
+        [value("y", F, [3, 1])],
+        check=False,
+    )
+    with pytest.raises(ByocError, match="exceed the input") as info:
+        import_program(m, where="m.onnx")
+    assert "GatherElements" in str(info.value)
+
+
 def test_div_of_int64_is_refused_not_inexact():
     """float64 holds int64 values only to 2**53: a run-time int64 Div is refused."""
     m = model(

@@ -105,10 +105,7 @@ static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_
                                                         src, w, b, dst, strides, dilates, left, right, attr);
 }
 
-/* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
-   optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. oneDNN
-   has no inner product of K = 0: there y is the bias or zeros (dnnl_byoc_dense_empty
-   writes it), and *prim the relu of a bias, in place (NULL when there is nothing to do). */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch, int64_t k,
                     int64_t units, int bias, int relu, dnnl_data_type_t dt) {
   const int64_t x[] = {batch, k}, w[] = {units, k}, y[] = {batch, units}, b[] = {units};
@@ -133,11 +130,7 @@ int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch,
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
 }
 
-/* A 2-D pool of x (N, C, H, W) into (N, C, OH, OW), each in its layout (one of
-   DNNL_BYOC_LAYOUT_*); g = {N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH,
-   DW}. The right padding is what makes the output size byoc's: more than the pads
-   when ceil_mode rounded the size up, and a window's overhang is padding (never the
-   maximum; not counted by avg_exclude_padding). */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
                      dnnl_alg_kind_t alg, int x_layout, int y_layout) {
   const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[1], g[4], g[5]};
@@ -161,9 +154,7 @@ int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 2);
 }
 
-/* The concatenation along `axis` of n 4-D tensors (N, C, H, W), each in its layout
-   (DNNL_BYOC_LAYOUT_*: layouts[k] for input k, layouts[n] for the result); `shapes`
-   holds the inputs' extents, 4 each, then the result's. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engine, int n, const int64_t* shapes,
                        int axis, const int* layouts) {
   dnnl_memory_desc_t mds[DNNL_BYOC_MAX_ARGS] = {NULL};
@@ -177,9 +168,7 @@ int dnnl_byoc_concat4d(dnnl_primitive_t* prim, dnnl_engine_t engine, int n, cons
   return dnnl_byoc_finish(prim, made, pd, attr, mds, n + 1);
 }
 
-/* An eltwise op `alg` with its parameters alpha and beta (oneDNN's names: the slope of
-   a leaky relu, elu's scale, soft_relu's 1) over a tensor of `rank`
-   extents of data type `dt`. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                       const int64_t* extents, dnnl_alg_kind_t alg, double alpha, double beta,
                       dnnl_data_type_t dt) {
@@ -192,12 +181,7 @@ int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
 }
 
-/* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the
-   batch axes right-aligned and broadcast (oneDNN broadcasts an extent of 1), a 1-D a
-   a row (1, K) and a 1-D b a column (K, 1); all of data type dt. The result's bytes
-   are those of numpy's shape, which drops the axes a 1-D operand added. oneDNN has
-   no matmul of an empty sum or an empty result: there *prim is NULL, and the
-   kernel's call writes zeros. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
                      int rb, const int64_t* b, dnnl_data_type_t dt) {
   const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);
@@ -220,8 +204,7 @@ int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
 }
 
-/* softmax along `axis` of a tensor of `rank` extents of data type `dt`, shifted by
-   the maximum (oneDNN computes it in float32 for the 16-bit types). */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                       const int64_t* extents, int axis, dnnl_data_type_t dt) {
   dnnl_memory_desc_t mds[1] = {dnnl_byoc_md_of(rank, extents, dt)};
@@ -233,8 +216,7 @@ int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
 }
 
-/* Inference batch_norm over axis 1 with the given mean and variance (global stats),
-   scale and shift, then a relu when `relu`. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_batch_norm(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                          const int64_t* extents, double epsilon, int relu) {
   const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift
@@ -334,7 +316,7 @@ static inline void dnnl_byoc_prim_uncache(dnnl_byoc_prim_t* p) {
   p->ready = 0;
 }
 
-/* The teardown: the reusable part, then the primitive. */
+/* Declared, and described, in dnnl_support.h. */
 void dnnl_byoc_prim_free(dnnl_byoc_prim_t* p) {
   dnnl_byoc_prim_uncache(p);
   if (p->prim != NULL) dnnl_primitive_destroy(p->prim);
@@ -369,10 +351,7 @@ static inline int dnnl_byoc_prim_cache(dnnl_byoc_prim_t* p, dnnl_engine_t engine
   return ok;
 }
 
-/* Runs p's primitive on the buffers ptrs[k] for its execution arguments kinds[k]
-   (always the same kinds for one kernel): in p's reusable stream and memories when
-   no other call holds them, else as dnnl_byoc_run_alone. Calls from several threads
-   at once each run on what they alone write. 0 on success, 1 on a failure. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds,
                   void* const* ptrs) {
   if (atomic_exchange_explicit(&p->busy, 1, memory_order_acquire) != 0) {
@@ -386,8 +365,7 @@ int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* k
   return ok ? 0 : 1;
 }
 
-/* dense with K = 0, which has no products: out (B, U) is the bias b (U values of
-   `size` bytes; NULL: zeros), then p's relu in place when it has one. 0 on success. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* b, void* out,
                           int64_t batch, int64_t units, size_t size) {
   const size_t row = (size_t)units * size;
@@ -1037,22 +1015,7 @@ static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engi
   return ok;
 }
 
-/* Creates c: the conv2d of g (as dnnl_byoc_conv_desc's) with a bias when `bias`, and
-   the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
-   NULL, which gives it a bias), or, when w is NULL, reordered by each call from the
-   plain weights it brings; `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
-   source, the result and a residual as the kernel gets them. On a failure it
-   releases all it made. 0 on success.
-
-   A conv that dnnl_byoc_winograd_fits runs as Winograd, between nhwc tensors.
-   Otherwise the primitive is oneDNN's pick for any layouts, unless oneDNN runs the same
-   implementation between the kernel's own layouts, or with the kernel's result
-   layout (a network's first conv, of an nchw source: oneDNN picks nChw16c for its
-   result, 16 times the source's bytes to reorder). A residual that is already in
-   the result's layout is added by a binary post-op that reads it where it is,
-   rather than by a sum post-op on a copy of it in the result, when oneDNN runs that
-   with the same implementation too (Winograd's result transform always reads it
-   where it is when it is nhwc). */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
                             int bias, int sum, int relu, const float* w, const float* const* bn,
                             double epsilon, const int* layouts) {
@@ -1139,15 +1102,7 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   return ok ? 0 : 1;
 }
 
-/* Runs c on x by w (plain; unused when c packed its own at init), plus `bias` when
-   c holds no folded one (NULL: none), plus `residual` (NULL: none; of out_size
-   elements): the reorders and the conv in one stream, in one scratch (c's kept one,
-   or, when another call holds it, an allocation of the call's own; laid out by
-   c->scratch) for the reordered source, result and weights, the scratchpads,
-   Winograd's transforms and, when the conv reads the residual itself and a caller
-   passed it as the output too, a copy of it. For a sum post-op the
-   residual is put into the result first (reordered, or copied as it is when its
-   layout is the primitive's). 0 on success, 1 on a failure. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                          const float* w, const float* bias, const float* residual, float* out,
                          int64_t out_size) {
@@ -1201,11 +1156,7 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
   return ok ? 0 : 1;
 }
 
-/* Runs c (made with a bias and weights per call) on x by w (wsize elements, m output
-   channels) with the batch_norm `bn` (scale, shift, mean, variance) folded into the
-   weights and the bias per call, since its parameters may be inputs (the _PACKED
-   macros fold constant ones once, at init), plus `residual` (NULL: none). 0 on
-   success, 1 on a failure. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_run_folded(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                          const float* w, int64_t wsize, int64_t m, const float* const* bn,
                          double epsilon, const float* residual, float* out, int64_t out_size) {
@@ -1414,12 +1365,7 @@ static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, i
   return ok ? 0 : 1;
 }
 
-/* Runs the int8 kernel q on x into out (both plain) with the source's and the
-   result's scale (xs, ys) and zero point (xz, yz): the source reordered into the
-   primitive's layout (by byoc's transpose where it is nhwc), the primitive, the
-   result reordered back (likewise), in q's kept
-   stream, scratch and memories (or, when another call holds them, ones of the
-   call's own). 0 on success, 1 on a failure. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, const float* xs,
                      int32_t xz, const float* ys, int32_t yz, void* out) {
   size_t at[3];
@@ -1505,18 +1451,7 @@ static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, 
   return 1;
 }
 
-/* The init of an int8 kernel named `kernel` from its pattern's constants: a conv2d
-   (`kind` DNNL_BYOC_Q8_CONV2D; g its geometry, as dnnl_byoc_conv_desc reads it), a 2-D
-   matmul or a dense (DNNL_BYOC_Q8_MATMUL, _DENSE; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
-   its zero point), the weights (and theirs) and the result; ws and bs the float32
-   scales of the weights and the bias (NULL: no bias); w, wz, b and bz the weights,
-   their zero point, the bias and its zero point (int32); n the element counts of {xs,
-   xz, w, ws, wz, ys, yz, b, bs, bz}; ws_shape and wz_shape {rank, extents...}.
-   oneDNN takes one scale and zero point for the source and the result, and
-   weights w - wz in s8 (the weights' zero point is subtracted here: ONNX Runtime's
-   symmetric int8 weights have 0): other constants make the init fail, saying why on
-   stderr. The bias is dequantized as ONNX does, (float)b - (float)bz, times bs, in
-   float32. 0 on success. */
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int kind,
                         const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
                         const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
