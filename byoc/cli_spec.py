@@ -16,17 +16,21 @@ if TYPE_CHECKING:
 
 CHECK_EPILOG = """\
 examples:
-  byoc check spec/backends/*.yaml          validate the shipped backends
+  byoc check spec/backends/                validate the shipped backends
   byoc check spec/ops.yaml                 validate an op catalog
-  byoc check my_specs/                     every *.yaml of a directory
+  byoc check my_specs/                     every *.yaml and <name>/<name>.yaml of a directory
   byoc check                               the catalog and every spec on the search path
+  byoc check --no-compile my_specs/        validate without compiling any support C
 
 A file with a `kind:` or `name:` key is a backend spec, checked against the op
 catalog of its directory and the search path; `ops.yaml` outside the shipped spec/
 is a spec directory's op catalog, which may add ops and change the doc of shipped
 ones; any other file is a complete op catalog. Each valid file prints `<file>: ok`;
 each invalid one prints its first error, located at file:line:column with the
-offending line. spec/README.md documents both formats.
+offending line. A backend spec that lists C files (`support:`) has them compiled as
+its builds compile them, once per spec version (a compiler error is located in the
+file), when the libraries it requires are installed; the `ok` line says which.
+spec/README.md documents both formats.
 
 exit status: 0 if every file is valid, 2 otherwise
 """
@@ -49,12 +53,18 @@ def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.Arg
         "check",
         parents=list(parents),
         help="validate backend specs and op catalogs",
-        description="Validate spec files: backend specs (spec/backends/*.yaml) and op catalogs (spec/ops.yaml).",
+        description="Validate spec files: backend specs (those of spec/backends/) and op catalogs (spec/ops.yaml).",
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     completes_files(
         c.add_argument("specs", nargs="*", metavar="SPEC", help="a spec file, or a directory of them")
+    )
+    c.add_argument(
+        "--no-compile",
+        dest="compile",
+        action="store_false",
+        help="validate only: do not compile the C files a backend spec lists under `support:`",
     )
     c.set_defaults(run=cmd_check)
 
@@ -74,13 +84,14 @@ def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.Arg
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .spec import check_spec_file, spec_files
+    from .spec import check_spec, spec_files
 
     status = 0
     reported: set[str] = set()  # a bad catalog fails every spec checked against it: said once
     for path in spec_files(args.specs, args.spec_path):
         try:
-            check_spec_file(path, spec_path=args.spec_path)
+            _, spec = check_spec(path, spec_path=args.spec_path)
+            compiled = support_note(spec) if spec is not None and args.compile else ""
         except ByocError as exc:
             text = exc.render()
             if text not in reported:
@@ -88,8 +99,25 @@ def cmd_check(args: argparse.Namespace) -> int:
                 reported.add(text)
             status = 2
         else:
-            sys.stdout.write(f"{path}: ok\n")
+            sys.stdout.write(f"{path}: ok{compiled}\n")
     return status
+
+
+def support_note(spec: BackendSpec) -> str:
+    """Compile the C files of ``spec``'s ``support:`` list as its builds do (a BuildError
+    located in the file otherwise) and say so after the ``ok``; or say why they were not
+    (a library the spec requires is missing). Empty for a spec without support sources."""
+    from .runtime.build import support_objects
+
+    sources = [f.name for f in spec.support if not f.is_header]
+    if not sources:
+        return ""
+    why = spec.missing_library()
+    if why is not None:
+        return f", its support C not compiled: {why}"
+    include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
+    support_objects(spec, spec.template_values(), include_flags)
+    return f", its support C compiled ({', '.join(sources)})"
 
 
 def cmd_backends(args: argparse.Namespace) -> int:

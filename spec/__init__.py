@@ -13,7 +13,7 @@
 from .backend import BackendSpec, CompileSettings, LayerDef, MacroDef, OptionDef
 from .backend_loader import load_backend_file
 from .bindings import OpBinding
-from .check import check_spec_file, spec_files
+from .check import check_spec, check_spec_file, spec_files
 from .codegen_kind import CodegenKind
 from .kinds import KINDS
 from .ops_loader import SHIPPED_OPS, USER_CATALOG, load_catalog, merge_catalogs
@@ -42,6 +42,7 @@ __all__ = [
     "OpBinding",
     "OptionDef",
     "catalog_files",
+    "check_spec",
     "check_spec_file",
     "find_backends",
     "list_backends",

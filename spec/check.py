@@ -8,6 +8,7 @@ from pathlib import Path
 from byoc.catalog import Catalog
 from byoc.errors import UsageError
 
+from .backend import BackendSpec
 from .backend_loader import is_backend_doc, load_backend_doc
 from .ops_loader import SHIPPED_OPS, USER_CATALOG, load_catalog_text, load_user_catalogs
 from .search import SpecPath, catalog_files, is_spec_file, spec_dirs
@@ -17,7 +18,15 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 
 
 def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_path: SpecPath = None) -> str:
-    """Validate one spec file; return what it is (for the ``ok`` line) or raise SpecError.
+    """Validate one spec file; return what it is or raise SpecError (:func:`check_spec`)."""
+    return check_spec(path, catalog, spec_path=spec_path)[0]
+
+
+def check_spec(
+    path: str | Path, catalog: Catalog | None = None, *, spec_path: SpecPath = None
+) -> tuple[str, BackendSpec | None]:
+    """Validate one spec file; return what it is (for the ``ok`` line) and, for a
+    backend spec, the spec; or raise SpecError.
 
     - A file named ``ops.yaml``, other than the shipped one, is a spec directory's op
       catalog: checked as an extension of the shipped catalog, with the catalogs of
@@ -32,7 +41,7 @@ def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_pa
         merged = load_user_catalogs(_first(p, catalog_files(spec_path)))
         added = sum(1 for op in merged.values() if op.loc is not None and op.loc.file == str(p))
         documented = sum(1 for loc in merged.doc_locations.values() if loc.file == str(p))
-        return f"op catalog of a spec directory (adds {added} op(s), changes the doc of {documented})"
+        return f"op catalog of a spec directory (adds {added} op(s), changes the doc of {documented})", None
     doc = YamlDoc(p)
     if doc.root is None:
         raise doc.error(
@@ -45,9 +54,9 @@ def check_spec_file(path: str | Path, catalog: Catalog | None = None, *, spec_pa
             on_path = catalog_files(spec_path)
             catalog = load_user_catalogs(_first(beside, on_path) if is_spec_file(beside) else on_path)
         spec = load_backend_doc(doc, catalog)
-        return f"backend {spec.name} ({spec.kind.name}, {len(spec.ops)} ops)"
+        return f"backend {spec.name} ({spec.kind.name}, {len(spec.ops)} ops)", spec
     ops = load_catalog_text(doc)
-    return f"op catalog ({len(ops)} ops)"
+    return f"op catalog ({len(ops)} ops)", None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -80,4 +89,8 @@ def spec_files(paths: Iterable[str | Path], spec_path: SpecPath = None) -> list[
 
 
 def _specs_in(directory: Path) -> list[Path]:
-    return sorted(f for f in directory.iterdir() if f.suffix in SPEC_SUFFIXES and is_spec_file(f))
+    """The spec files of ``directory``: each ``*.yaml``, and each ``<name>/<name>.yaml``
+    (a backend in a folder of its own, beside its support C)."""
+    files = [f for f in directory.iterdir() if f.suffix in SPEC_SUFFIXES and is_spec_file(f)]
+    folders = [d / f"{d.name}{suffix}" for d in directory.iterdir() if d.is_dir() for suffix in SPEC_SUFFIXES]
+    return sorted([*files, *(f for f in folders if is_spec_file(f))])

@@ -180,3 +180,22 @@ def test_a_backend_defined_as_a_file_and_as_a_folder_is_refused(tmp_path):
     with pytest.raises(SpecError, match="backend npu is defined twice") as info:
         load_backend("npu", [str(specs)])
     assert info.value.location.file == str(specs / "npu" / "npu.yaml")
+
+
+def test_check_compiles_the_support_c_once_and_locates_its_errors(tmp_path, capsys, private_cache):
+    specs = npu_folder(tmp_path / "specs")
+    spec_file = specs / "npu" / "npu.yaml"
+    code, out, err = run_cli(capsys, "check", specs)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"{spec_file}: ok, its support C compiled (npu_support.c)"]
+    objects = list(private_cache.rglob("npu_support.o"))
+    assert len(objects) == 1
+    code, out, _ = run_cli(capsys, "check", spec_file)  # again: the cached object
+    assert code == 0 and list(private_cache.rglob("npu_support.o")) == objects
+    source = specs / "npu" / "npu_support.c"
+    source.write_text(SOURCE.replace("int64_t i = 0;", "int64_t i = 0"))
+    code, out, err = run_cli(capsys, "check", spec_file)
+    assert code == 2 and out == ""
+    assert f"--> {source}:" in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, "check", "--no-compile", spec_file)
+    assert (code, out, err) == (0, f"{spec_file}: ok\n", "")
