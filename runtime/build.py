@@ -40,7 +40,6 @@ import errno
 import hashlib
 import logging
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -54,9 +53,10 @@ from typing import TYPE_CHECKING
 
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
-from byoc.spec_lines import SpecLine, SpecText, spec_line
+from byoc.spec_lines import SpecText
 
 from .cache_store import prune_after_build, touch
+from .compiler_errors import compiler_excerpt
 from .elf_check import NotLoadable, check_object_file, check_shared_object
 
 if TYPE_CHECKING:
@@ -67,8 +67,6 @@ log = logging.getLogger(__name__)
 
 FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
-CONTEXT_LINES = 3
-MESSAGE_LINES = 20
 TIMEOUT = 600
 INSTALL_HINT = "install a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc gcc-c++; macOS: xcode-select --install)"
 
@@ -431,7 +429,7 @@ def _compile(
         raise BuildError(f"{chain.compiler[0]} took longer than {TIMEOUT} s on {main}") from None
     if proc.returncode != 0 or not out.is_file():
         stderr = (proc.stderr or proc.stdout).replace(f"{src}{os.sep}", "")
-        excerpt, copied = _excerpt(stderr, sources, main, spec_text, shown_as)
+        excerpt, copied = compiler_excerpt(stderr, sources, main, spec_text, shown_as)
         raise BuildError(
             f"{chain.compiler[0]} failed on the generated {main}:\n{excerpt}",
             copied.location() if copied else None,
@@ -480,43 +478,3 @@ def _valid(library: Path) -> bool:
         return True
     except (OSError, NotLoadable):
         return False
-
-
-_LOCATION = re.compile(
-    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<column>\d+):)?\s*(?P<what>fatal error|error|warning)?"
-)
-
-
-def _excerpt(
-    stderr: str,
-    sources: Mapping[str, str | bytes],
-    main: str = "",
-    spec_text: SpecText | None = None,
-    shown_as: Mapping[str, str] | None = None,
-) -> tuple[str, SpecLine | None]:
-    """The compiler's first lines, plus the generated source around its first error, and
-    the spec line that error's line copies (:mod:`byoc.spec_lines`), or the line of the
-    file a source was copied from (``shown_as``), if any."""
-    lines = stderr.strip().splitlines()
-    message = "\n".join(lines[:MESSAGE_LINES] + (["..."] if len(lines) > MESSAGE_LINES else []))
-    found: tuple[str, int, int] | None = None
-    for line in lines:
-        m = _LOCATION.match(line)
-        if m and isinstance(sources.get(m.group("file")), str):
-            if found is None or (m.group("what") or "").endswith("error"):
-                found = (m.group("file"), int(m.group("line")), int(m.group("column") or 1))
-            if (m.group("what") or "").endswith("error"):
-                break
-    if found is None:
-        return message, None
-    name, n, column = found
-    source = sources[name]
-    assert isinstance(source, str)
-    text = source.splitlines()
-    lo, hi = max(1, n - CONTEXT_LINES), min(len(text), n + CONTEXT_LINES)
-    shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
-    copied = spec_line(text, n, spec_text, column) if spec_text is not None and name == main else None
-    if shown_as and name in shown_as:
-        copied = SpecLine(shown_as[name], n, "spec's support code", column)
-    where = f"\n\nline {n} is {copied}" if copied else ""
-    return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}{where}", copied
