@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from byoc.builder import OP
@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 
 PATTERN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 REQUIRED_KEYS = ("inputs", "match")
-OPTIONAL_KEYS = ("doc", WHEN_KEY, "constants", "dtypes")
+OPTIONAL_KEYS = ("doc", WHEN_KEY, "constants", "dtypes", "optional")
+VARIANT_KEYS = ("name", "doc", "vars")
+"""What an entry of ``optional:`` may say of the pattern with that op applied."""
 _DOTTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\Z")
 
 
@@ -88,6 +90,9 @@ class Pattern:
     binding: OpBinding
     """What implements the pattern, in the kind's terms (c_source: macros by rank)."""
     loc: Location | None = field(default=None, compare=False, repr=False)
+    written_as: str = ""
+    """The key of ``patterns:`` that defines it: its name, or for a variant of an
+    ``optional:`` op, the name of the pattern that lists it."""
 
     @property
     def size(self) -> int:
@@ -148,7 +153,7 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
         dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
         pdoc = doc.typed(pnode, "doc", str, f"{what}: doc") if "doc" in pnode else ""
         binding = kind.load_pattern_binding(doc, node, name, len(inputs), draft)
-        draft.patterns[name] = Pattern(
+        pattern = Pattern(
             str(name),
             str(pdoc).strip(),
             inputs,
@@ -159,7 +164,95 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
             tuple(d for d in DTYPES if d in dtypes) if "dtypes" in pnode else draft.dtypes,
             binding,
             doc.at(node, name),
+            str(name),
         )
+        if "optional" in pnode:
+            for variant in _variants(doc, node, pattern, catalog, draft, kind):
+                draft.patterns[variant.name] = variant
+        draft.patterns[str(name)] = pattern
+
+
+def _variants(
+    doc: YamlDoc, node: Any, base: Pattern, catalog: Catalog, draft: SpecDraft, kind: CodegenKind
+) -> list[Pattern]:
+    """The patterns that ``base``'s ``optional:`` adds, in its order: for each op, the
+    base with that op applied to its result (a catalog op of one input), named
+    ``<base>_<op>`` unless the entry gives a ``name``, its ``vars`` and ``doc`` those of
+    the entry over the base's. Each is larger than the base, so partitioning tries it
+    first."""
+    what = f"pattern {base.name}: optional"
+    onode = doc.mapping(node[base.name], "optional", what)
+    if not onode:
+        raise doc.error(f"{what} lists no op", node[base.name], "optional", value=True, hint="optional: {relu: {}}")
+    found: list[Pattern] = []
+    for op in onode:
+        opdef = catalog.get(op) if isinstance(op, str) else None
+        if opdef is None:
+            close = close_names(str(op), catalog)
+            raise doc.error(
+                f"{what}: unknown op {op!r}",
+                onode,
+                op,
+                hint=(f"did you mean {' or '.join(close)}? " if close else "") + "an optional op is a catalog op",
+            )
+        if not opdef.min_inputs <= 1 <= opdef.max_inputs or opdef.several_outputs:
+            raise doc.error(
+                f"{what}: {op} does not take one input, so it cannot follow the pattern's result",
+                onode,
+                op,
+                hint="an optional op applies to the result alone: relu, sigmoid, tanh, ...",
+            )
+        entry = onode[op]
+        if entry is None:
+            entry = {}
+        elif not isinstance(entry, dict):
+            raise doc.error(
+                f"{what}: {op} must map to what its pattern changes ({', '.join(VARIANT_KEYS)}), or to {{}}",
+                onode,
+                op,
+                value=True,
+            )
+        else:
+            doc.check_keys(entry, f"{what}: {op}", (), VARIANT_KEYS)
+        name = f"{base.name}_{op}"
+        if "name" in entry:
+            name = doc.typed(entry, "name", str, f"{what}: {op}: name")
+            if not PATTERN_NAME.match(name):
+                raise doc.error(
+                    f"{what}: {op}: pattern name {name!r} must be lower-case letters, digits and _",
+                    entry,
+                    "name",
+                    value=True,
+                )
+        taken = name in node or name in draft.patterns or any(v.name == name for v in found)
+        if taken:
+            raise doc.error(
+                f"{what}: {op} makes pattern {name}, which the spec defines too",
+                onode,
+                op,
+                hint="name the variant otherwise (`name:`), or drop one of the two",
+            )
+        last = base.nodes[-1]
+        nodes = (*base.nodes, PatternNode(f"{ANON_PREFIX}{op}", str(op), (last.name,), opdef, doc.at(onode, op)))
+        binding = base.binding
+        if "vars" in entry:
+            given = kind.load_vars(doc, entry, f"pattern {name}", draft)  # type: ignore[attr-defined]
+            binding = replace(binding, op=name, vars=frozen_map({**binding.vars, **given}))  # type: ignore[attr-defined]
+        else:
+            binding = replace(binding, op=name)
+        text = doc.typed(entry, "doc", str, f"pattern {name}: doc").strip() if "doc" in entry else ""
+        found.append(
+            replace(
+                base,
+                name=name,
+                doc=text or (f"{base.doc.rstrip('.')}, then {op}." if base.doc else f"then {op}"),
+                nodes=nodes,
+                handles=frozen_map(_handles(nodes, base.inputs)),
+                binding=binding,
+                loc=doc.at(onode, op),
+            )
+        )
+    return found
 
 
 def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:
