@@ -40,12 +40,15 @@ def c_list(items: Sequence[int]) -> str:
 
 
 def op_values(node: Node, op: OpDef, inputs: Sequence[TensorType]) -> dict[str, str]:
-    """``${in<k>_...}`` of every input and ``${<attr>}``, ``${<attr><j>}`` of every attribute."""
+    """``${in<k>_...}`` of every input and ``${<attr>}``, ``${<attr><j>}`` of every
+    attribute, each also as a pattern's node would name it, ``${<op>.<attr>}`` and
+    ``${<op>.<attr><j>}``: one macro may serve the op and a pattern of it."""
     values = input_values(inputs, node.type)
     for name, value in resolve(op, inputs, node.attrs).items():
-        values[name] = c_value(value)
-        if isinstance(value, tuple):
-            values.update((f"{name}{j}", str(v)) for j, v in enumerate(value))
+        for key in (name, f"{op.name}.{name}"):
+            values[key] = c_value(value)
+            if isinstance(value, tuple):
+                values.update((f"{key}{j}", str(v)) for j, v in enumerate(value))
     return values
 
 

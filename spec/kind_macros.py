@@ -116,7 +116,10 @@ class MacroKind(CodegenKind):
         builtin = set(COMMON_PLACEHOLDERS) | set(draft.options) | set(self.macro_args)
         all_vars = set().union(*(u.vars for u in uses))
         more = (
-            ", ${in0_dim0}, ${in0_shape}, ... and the attributes of the ops using it" if self.op_args else ""
+            ", ${in0_dim0}, ${in0_shape}, ... and the attributes of the ops using it"
+            " (${<attr>}, or ${<op>.<attr>} as a pattern names its node)"
+            if self.op_args
+            else ""
         )
         args: dict[str, list[tuple[str, Placeholder]]] = {}
         for mname, macro in draft.macros.items():
@@ -401,8 +404,9 @@ def _elementwise(use: MacroUse) -> bool:
 def _attribute_use(use: MacroUse, name: str) -> tuple[OpDef, AttrDef, int | None] | None:
     """The op, attribute and list index that ``${name}`` names for the op or pattern of
     ``use``; None when it names none."""
-    if use.op is not None:
-        found = attribute_of(use.op, name)
+    if use.op is not None:  # ${strides0}, or as a pattern's node names it, ${conv.strides0}
+        own = name.removeprefix(f"{use.op.name}.")
+        found = attribute_of(use.op, own)
         return None if found is None else (use.op, *found)
     if use.pattern is not None:
         named = use.pattern.attribute(name)
@@ -462,6 +466,7 @@ def _check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]],
             continue
         attrs = (
             f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
+            f" (or ${{{use.op.name}.<attribute>}}, as a pattern names its node)"
             if use.op
             else f"; a node's attribute is ${{<node>.<attribute>}}, nodes: {', '.join(use.pattern.handles)}"
             if use.pattern
