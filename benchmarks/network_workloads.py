@@ -77,7 +77,7 @@ def _onnx(
 
 def _imported(model, key: str) -> Any:
     """The ONNX model imported into byoc: its initializers become constants."""
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     return import_program(model, where=f"{key}.onnx")
 

@@ -2,7 +2,7 @@
 read backend specs.
 
 Three input languages: the graph DSL (``.graph``), ExampleJSON (``.examplejson``) and
-ONNX models (``.onnx``, imported in memory as :func:`byoc.onnx_import.import_program`
+ONNX models (``.onnx``, imported in memory as :func:`byoc.onnx.model_import.import_program`
 does; ``shapes`` fixes their dynamic dimensions). Programs print as DSL or ExampleJSON.
 
 import byoc
@@ -127,7 +127,7 @@ def parse(
     language = language_of(file or "", language)
     _check_shapes(language, shapes)
     if language == "onnx":
-        from .onnx_import import import_program
+        from .onnx.model_import import import_program
 
         data = text.encode("utf-8") if isinstance(text, str) else text
         return import_program(data, shapes, catalog=catalog, spec_path=spec_path, where=file)
@@ -161,7 +161,7 @@ def parse_file(
         return parse(data, lang, file="<stdin>", shapes=shapes, **options)
     p = Path(path)
     if lang == "onnx":
-        from .onnx_import import import_program
+        from .onnx.model_import import import_program
 
         return import_program(p, shapes, catalog=catalog, spec_path=spec_path)
     data = read_limited(p, str(p), GRAPH_TEXT_LIMIT, partial(ParseError, location=Location(str(p), 1, 1)))

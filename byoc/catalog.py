@@ -72,8 +72,8 @@ class OnnxImport:
     """The ``onnx:`` key of a user catalog's op: the ONNX op that imports as it (its
     ``domain`` and ``type``, at the ``opsets`` from ``opsets[0]`` to ``opsets[1]``, None
     for no end), and ``attrs``, ONNX attribute -> (the op's attribute, ONNX's default).
-    :meth:`row` is the same mapping as a row of ``byoc/onnx_ops.yaml``, which
-    :func:`byoc.onnx_ops.onnx_row` reads for both."""
+    :meth:`row` is the same mapping as a row of ``byoc/onnx/ops.yaml``, which
+    :func:`byoc.onnx.ops.onnx_row` reads for both."""
 
     type: str
     domain: str = ""
@@ -82,7 +82,7 @@ class OnnxImport:
     loc: Location | None = field(default=None, compare=False)
 
     def row(self, op: str) -> dict[str, object]:
-        """The row of ``byoc/onnx_ops.yaml`` that imports the ONNX op as ``op``."""
+        """The row of ``byoc/onnx/ops.yaml`` that imports the ONNX op as ``op``."""
         return {
             "kind": "own_op",
             "op": op,

@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ByocError as exc:
         if args.debug:
             traceback.print_exc()
-        from .onnx_locations import at_onnx_node
+        from .onnx.locations import at_onnx_node
 
         sys.stderr.write(at_onnx_node(exc).render() + "\n")  # an imported ONNX model's: at its node
         return 2

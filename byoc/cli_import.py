@@ -1,5 +1,5 @@
 """``byoc import``: an ONNX model as a graph (``DIR/NAME.graph``) and its weights
-(``DIR/NAME.npz``); see :mod:`byoc.onnx_import`."""
+(``DIR/NAME.npz``); see :mod:`byoc.onnx.model_import`."""
 
 from __future__ import annotations
 
@@ -51,14 +51,14 @@ def add_shape_argument(p: argparse.ArgumentParser) -> None:
 
 def shapes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The --shape arguments as ``{input: dims}``."""
-    from .onnx_import import parse_shapes
+    from .onnx.model_import import parse_shapes
 
     return parse_shapes(args.shape)
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from .errors import UsageError
-    from .onnx_import import import_onnx, parse_imported
+    from .onnx.model_import import import_onnx, parse_imported
 
     shapes = shapes_of(args)
     out = Path(args.output)

@@ -45,7 +45,7 @@ def add_commands(sub, parents) -> None:
     o.add_argument(
         "--onnx",
         action="store_true",
-        help="list the ONNX ops that byoc imports (byoc/onnx_ops.yaml): how each is handled "
+        help="list the ONNX ops that byoc imports (byoc/onnx/ops.yaml): how each is handled "
         "and the catalog ops it becomes",
     )
     o.set_defaults(run=_cmd_ops)
@@ -81,10 +81,10 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 
 
 def onnx_table() -> str:
-    """Every ONNX op of byoc/onnx_ops.yaml, sorted: its handler (the row's ``kind``, a
+    """Every ONNX op of byoc/onnx/ops.yaml, sorted: its handler (the row's ``kind``, a
     handler of byoc's ONNX import) and the catalog ops it emits (``op``, then the
     ``roles``); ops that byoc only folds at import say so."""
-    from .onnx_ops import onnx_ops
+    from .onnx.ops import onnx_ops
 
     rows = [("onnx op", "handler", "catalog ops")]
     for name, row in sorted(onnx_ops().items()):

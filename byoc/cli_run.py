@@ -324,7 +324,7 @@ def _read_inputs(path: str | None):
         return None
     if not Path(path).is_dir():
         return read_npz(path, f"--inputs {path}", UsageError)
-    from .onnx_test_data import read_test_data
+    from .onnx.test_data import read_test_data
 
     return read_test_data(path)
 
@@ -332,11 +332,11 @@ def _read_inputs(path: str | None):
 def _import_specialised(args: argparse.Namespace, catalog, given):
     """``(program, specialised)``: the ONNX model of ``byoc run``, specialised to the
     --inputs values of the inputs that a node needs at build time (Reshape's shape, a
-    reduction's axes, TopK's k: :class:`byoc.onnx_ops.NeedsValue`), as
-    :mod:`byoc.onnx_backend` does; ``specialised`` maps each such ONNX input to its value."""
+    reduction's axes, TopK's k: :class:`byoc.onnx.ops.NeedsValue`), as
+    :mod:`byoc.onnx.backend` does; ``specialised`` maps each such ONNX input to its value."""
     from .cli_import import shapes_of
-    from .onnx_import import import_program, load_model
-    from .onnx_ops import NeedsValue
+    from .onnx.model_import import import_program, load_model
+    from .onnx.ops import NeedsValue
 
     model = load_model(args.file)
     initializers = {t.name for t in model.graph.initializer}

@@ -5,7 +5,7 @@ The shipped catalog is ``spec/ops.yaml``. A user's spec directory may hold an
 ops, and change the ``doc`` of an op defined elsewhere with an entry that holds only
 ``doc:``; redefining an op of the shipped catalog is an error. An op's ``onnx:`` key
 names the ONNX op that imports as it (:func:`_load_onnx`), a row of the ONNX
-import's table (``byoc/onnx_ops.yaml``) that the table itself must not have.
+import's table (``byoc/onnx/ops.yaml``) that the table itself must not have.
 Catalogs are cached by content, and each carries a digest of it (:attr:`Catalog.key`).
 """
 
@@ -297,7 +297,7 @@ def _load_onnx(doc: YamlDoc, node, what: str, attrs: tuple[AttrDef, ...], severa
     """The op's ``onnx:`` key: the ONNX op (``domain``, default the default domain, and
     ``type``) that imports as it at ``opsets`` (``[first, last]``, ``null`` for no
     last; default every opset), its attributes renamed by ``attrs`` (ONNX name ->
-    ``[the op's attribute, ONNX's default]``, as ``byoc/onnx_ops.yaml`` writes them)."""
+    ``[the op's attribute, ONNX's default]``, as ``byoc/onnx/ops.yaml`` writes them)."""
     what = f"{what}: onnx"
     onode = doc.mapping(node, "onnx", what)
     doc.check_keys(onode, what, *ONNX_KEYS)
@@ -336,13 +336,13 @@ def _load_onnx(doc: YamlDoc, node, what: str, attrs: tuple[AttrDef, ...], severa
 
 def _check_not_shipped(doc: YamlDoc, onode, what: str, op_type: str) -> None:
     """The ONNX op is not one that byoc's own table imports."""
-    from byoc.onnx_ops import onnx_ops
+    from byoc.onnx.ops import onnx_ops
 
     row = onnx_ops().get(op_type)
     if row is not None:
         becomes = f" as {row.op}" if row.op else ""
         raise doc.error(
-            f"{what}: byoc imports ONNX {op_type} itself{becomes} (byoc/onnx_ops.yaml); "
+            f"{what}: byoc imports ONNX {op_type} itself{becomes} (byoc/onnx/ops.yaml); "
             "an `onnx:` key adds an ONNX op that byoc does not import",
             onode,
             "type",

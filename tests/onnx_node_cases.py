@@ -193,7 +193,7 @@ def check(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, name: str
 @cache
 def backend(config: str):
     """The ONNX backend class of a configuration (see :data:`CONFIGURATIONS`)."""
-    from byoc.onnx_backend import backend_for
+    from byoc.onnx.backend import backend_for
 
     return backend_for(config, host_fallback=config != "json")
 

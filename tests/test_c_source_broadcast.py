@@ -437,7 +437,7 @@ def test_an_onnx_gemm_bias_reaches_a_broadcasting_macro(bias, spec_dir):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    from byoc.onnx_import import import_onnx, parse_imported
+    from byoc.onnx.model_import import import_onnx, parse_imported
 
     rng = np.random.default_rng(11)
     weights = [

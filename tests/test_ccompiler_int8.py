@@ -273,7 +273,7 @@ def test_the_models_on_ccompiler_int8_equal_onnxruntime(name, tmp_path):
     from test_quantized_models import inputs, make_models
 
     from byoc.api import print_program
-    from byoc.onnx_backend import backend_for
+    from byoc.onnx.backend import backend_for
 
     done = partition(imported(name, tmp_path), [load_backend("ccompiler")], load_catalog())
     taken = re.findall(r"@ccompiler\.(qdq_\w+)", print_program(done))
@@ -420,7 +420,7 @@ def test_qdq_gemm_is_one_int8_dense_kernel(relu):
     ONNX Runtime (which computes the float QDQ graph with its optimisations off)."""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     model, c = qdq_gemm_model(relu)
     program = partition(import_program(model), [load_backend("ccompiler")], load_catalog())

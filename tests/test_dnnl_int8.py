@@ -268,8 +268,8 @@ def test_the_example_models_match_onnxruntime(name):
     pytest.importorskip("onnxruntime")
     from test_quantized_models import inputs, make_models
 
-    from byoc.onnx_backend import backend_for
-    from byoc.onnx_import import import_program
+    from byoc.onnx.backend import backend_for
+    from byoc.onnx.model_import import import_program
 
     m = onnx.load(QUANTIZED / f"{name}.onnx")
     program = partition(import_program(m), [load_backend("dnnl"), load_backend("fused")], load_catalog())
@@ -299,7 +299,7 @@ def test_qdq_gemm_is_one_int8_matmul(relu):
     ort = pytest.importorskip("onnxruntime")
     from test_ccompiler_int8 import dense_integer_reference, qdq_gemm_model
 
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     model, c = qdq_gemm_model(relu)
     program = partition(import_program(model), [load_backend("dnnl")], load_catalog())

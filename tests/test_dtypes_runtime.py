@@ -380,7 +380,7 @@ def test_onnx_test_data_of_the_new_dtypes(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    from byoc.onnx_test_data import read_tensor
+    from byoc.onnx.test_data import read_tensor
 
     values = [1.5, -2.0, 3.25, 0.1]
     want = np.array(values, np.float32).astype(BF16)

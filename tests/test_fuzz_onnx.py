@@ -38,8 +38,8 @@ from byoc.api import backend_loader, load_catalog  # noqa: E402
 from byoc.building import build, offload  # noqa: E402
 from byoc.errors import ByocError  # noqa: E402
 from byoc.generator.pipeline import generate  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
-from byoc.onnx_ops import onnx_ops  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
+from byoc.onnx.ops import onnx_ops  # noqa: E402
 
 CATALOG = load_catalog()
 LOADER = backend_loader(None, CATALOG)

@@ -34,7 +34,7 @@ from byoc.generator.artifacts import Role
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import Program
-from byoc.onnx_import import import_program
+from byoc.onnx.model_import import import_program
 
 pytest.importorskip("onnx", reason="the light ResNet-50 comes with onnx")
 if missing_library("dnnl"):

@@ -1,4 +1,4 @@
-"""ONNX's Attention and RotaryEmbedding (byoc/onnx_attention.py), judged by
+"""ONNX's Attention and RotaryEmbedding (byoc/onnx/attention.py), judged by
 onnxruntime on json and fused,ccompiler: a grouped-query attention block with a
 causal mask and a past key and value, 3-D inputs with a run-time bool mask shorter
 than the keys, softcap and the fourth output, and rotary embeddings; and the located
@@ -15,8 +15,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from byoc.errors import ByocError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_onnx  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_onnx  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(23)

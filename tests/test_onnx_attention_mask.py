@@ -27,7 +27,7 @@ ort = pytest.importorskip("onnxruntime")
 from libraries import missing_library  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from byoc.onnx_backend import backend_for  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
 
 B, H, S = 2, 3, 5
 RTOL, ATOL = 1e-3, 1e-7

@@ -1,5 +1,5 @@
 """ONNX's own backend test suite, ``onnx.backend.test.BackendTest``, run against byoc
-(:mod:`byoc.onnx_backend`) on the model tests shipped in the installed onnx wheel
+(:mod:`byoc.onnx.backend`) on the model tests shipped in the installed onnx wheel
 (``onnx/backend/test/data``), in four configurations:
 
 * ``Json``: every op offloaded to the json backend. ``host_fallback=False`` makes an op
@@ -40,7 +40,7 @@ import onnx.backend.test.runner as runner_module  # noqa: E402
 from libraries import missing_library  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
-from byoc.onnx_backend import backend_for  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
 
 CONFIGURATIONS = {
     "Json": backend_for("json", host_fallback=False),

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper, version_converter  # noqa: E
 
 import byoc  # noqa: E402
 from byoc.errors import UsageError  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
 
 TINY = EXAMPLES / "onnx" / "tiny_cnn.onnx"
 TINY_DATA = EXAMPLES / "onnx" / "test_data_set_0"
@@ -385,10 +385,10 @@ def test_save_outputs_names_the_graph_when_there_are_several(tmp_path, capsys):
 
 
 def test_ops_onnx_lists_every_imported_op_and_its_catalog_ops(capsys):
-    """`byoc ops --onnx`: one row per ONNX op of byoc/onnx_ops.yaml, naming catalog ops
+    """`byoc ops --onnx`: one row per ONNX op of byoc/onnx/ops.yaml, naming catalog ops
     that exist; docs/languages.md shows the same table."""
     from byoc.api import load_catalog
-    from byoc.onnx_ops import onnx_ops
+    from byoc.onnx.ops import onnx_ops
 
     rc, out, err = run_cli(capsys, "ops", "--onnx")
     assert rc == 0, err

@@ -1,5 +1,5 @@
 """ONNX normalisations, pools and layout ops composed at import from catalog ops
-(byoc/onnx_composed.py), and the losses that import as ONNX's own function bodies,
+(byoc/onnx/composed.py), and the losses that import as ONNX's own function bodies,
 judged by onnxruntime on json and on fused,ccompiler; what byoc cannot compose is a
 located refusal."""
 
@@ -13,9 +13,9 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
-from byoc.onnx_ops import onnx_ops  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
+from byoc.onnx.ops import onnx_ops  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(23)

@@ -1,4 +1,4 @@
-"""ONNX control flow imported in place (byoc/onnx_control.py): If by a condition known
+"""ONNX control flow imported in place (byoc/onnx/control.py): If by a condition known
 at import, Loop and Scan unrolled. Results are judged by onnxruntime on json and on
 fused,ccompiler; what byoc cannot unroll is a located refusal."""
 
@@ -12,8 +12,8 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import ByocError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_control import UNROLL_LIMIT  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.control import UNROLL_LIMIT  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(5)
@@ -118,7 +118,7 @@ def test_a_loop_whose_condition_comes_from_an_input_specialises():
             numpy_helper.from_array(np.asarray(0, np.float32), "zero"),
         ],
     )
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     with pytest.raises(ByocError, match="condition of its body is computed from the model input 'x'") as info:
         import_program(m)
@@ -176,7 +176,7 @@ def _computed_condition(source_op: str):
 def test_an_if_on_a_condition_computed_from_model_inputs_specialises():
     """byoc import cannot know the branch and names the input behind it; the ONNX
     backend builds the model for the value it is given, and matches onnxruntime."""
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     m = _computed_condition("Neg")
     with pytest.raises(ByocError, match="computed from the model input 'x0'"):
@@ -222,7 +222,7 @@ def test_an_if_on_a_value_of_the_loop_body_specialises():
             numpy_helper.from_array(np.asarray(0, np.float32), "zero"),
         ],
     )
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     with pytest.raises(ByocError, match="computed from the model input 'x'") as info:
         import_program(m)

@@ -1,5 +1,5 @@
 """ONNX ops without a handler of byoc's, imported as the function ONNX defines them by
-(byoc/onnx_expand.py). The tests take LayerNormalization's handler away, so that the
+(byoc/onnx/expand.py). The tests take LayerNormalization's handler away, so that the
 same model goes through its function body, and judge the result by onnxruntime."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import ByocError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_onnx  # noqa: E402
-from byoc.onnx_ops import onnx_ops  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_onnx  # noqa: E402
+from byoc.onnx.ops import onnx_ops  # noqa: E402
 
 RNG = np.random.default_rng(9)
 

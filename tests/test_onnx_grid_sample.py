@@ -1,4 +1,4 @@
-"""ONNX GridSample composed at import from catalog ops (byoc/onnx_grid_sample.py), the
+"""ONNX GridSample composed at import from catalog ops (byoc/onnx/grid_sample.py), the
 grid a model input: on json and on fused,ccompiler, judged by ONNX's reference
 implementation, whose arithmetic byoc follows, and by onnxruntime, except for cubic
 sampling with border padding (onnxruntime, as PyTorch, clamps only the taps there,
@@ -18,8 +18,8 @@ from onnx import TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from byoc.errors import GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 F, D, H, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT32

@@ -31,7 +31,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import byoc  # noqa: E402
 from byoc import cli_import  # noqa: E402
 from byoc.errors import ByocError, GraphError, ParseError, UsageError  # noqa: E402
-from byoc.onnx_import import dsl_string, import_program, max_opset  # noqa: E402
+from byoc.onnx.model_import import dsl_string, import_program, max_opset  # noqa: E402
 
 RNG = np.random.default_rng(5)
 

@@ -391,10 +391,10 @@ def test_opset_6_broadcasting_by_axis(tmp_path):
     check_backends(import_model(m, tmp_path), feeds, [want])
 
 
-# ---------------------------------------------------------------- byoc.onnx_backend
+# ---------------------------------------------------------------- byoc.onnx.backend
 
 from byoc.errors import GraphError, UsageError  # noqa: E402
-from byoc.onnx_backend import ByocBackend, backend_for  # noqa: E402
+from byoc.onnx.backend import ByocBackend, backend_for  # noqa: E402
 
 
 def _small_model(dims=(3, 4)):
@@ -484,7 +484,7 @@ def test_backend_module_imports_without_onnx():
     code = (
         "import sys; sys.modules['onnx'] = None\n"
         "from byoc.errors import UsageError\n"
-        "from byoc.onnx_backend import ByocBackend, backend_for\n"
+        "from byoc.onnx.backend import ByocBackend, backend_for\n"
         "try:\n    backend_for('json').prepare(None)\n"
         "except UsageError as e:\n    print(e.message, '|', e.hint)\n"
     )

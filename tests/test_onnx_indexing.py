@@ -1,6 +1,6 @@
 """ONNX's indexing and ordering ops (ArgMax, ArgMin, GatherElements, ScatterElements,
 GatherND, ScatterND, CumSum, CumProd, TopK, OneHot, Hardmax), the trigonometric ones,
-and Div, Pow and Clip of integer and mixed dtypes (byoc/onnx_indexing.py and the
+and Div, Pow and Clip of integer and mixed dtypes (byoc/onnx/indexing.py and the
 catalog's ops of those names). Results are judged by onnxruntime on json and on
 fused,ccompiler; nodes byoc cannot take are located refusals."""
 
@@ -14,8 +14,8 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import ByocError, GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(11)
@@ -294,8 +294,8 @@ def test_int64_shape_arithmetic_specialises_and_is_exact():
     CenterCropPad's function) makes the model specialise to them, and folds exactly
     even past 2**53, truncating toward zero as ONNX says."""
     from byoc.errors import ByocError
-    from byoc.onnx_backend import backend_for
-    from byoc.onnx_import import import_program
+    from byoc.onnx.backend import backend_for
+    from byoc.onnx.model_import import import_program
 
     m = model(
         [helper.make_node("Div", ["a", "b"], ["q"])],

@@ -1,6 +1,6 @@
 """ONNX import of a user catalog's own ops (issue 35): an op's ``onnx:`` key names the
 ONNX op that imports as it (domain, type, opsets, attributes), read as a row of
-byoc/onnx_ops.yaml. Imported models run on the numpy reference and on a copy of the
+byoc/onnx/ops.yaml. Imported models run on the numpy reference and on a copy of the
 ``fused`` backend, compared with onnxruntime on the same computation in ONNX's own
 ops; bad ``onnx:`` keys are located errors."""
 
@@ -19,7 +19,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 import byoc  # noqa: E402
 from byoc.errors import GraphError, SpecError  # noqa: E402
-from byoc.onnx_import import import_onnx, import_program  # noqa: E402
+from byoc.onnx.model_import import import_onnx, import_program  # noqa: E402
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS  # noqa: E402
 
 DOMAIN = "com.example"

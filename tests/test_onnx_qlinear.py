@@ -1,5 +1,5 @@
 """ONNX's integer ops MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv
-(byoc/onnx_qlinear.py): small models of them, per tensor and per row, column or output
+(byoc/onnx/qlinear.py): small models of them, per tensor and per row, column or output
 channel, int8 and uint8, with and without zero points, compute exactly what ONNX
 Runtime computes on both configurations; what ONNX Runtime refuses (vector zero
 points of a and of ConvInteger's w, bfloat16 scales) exactly what the arithmetic of
@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from byoc.errors import GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(53)

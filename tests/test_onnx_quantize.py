@@ -1,4 +1,4 @@
-"""ONNX's QuantizeLinear and DequantizeLinear (byoc/onnx_quantize.py): QDQ models as
+"""ONNX's QuantizeLinear and DequantizeLinear (byoc/onnx/quantize.py): QDQ models as
 ONNX Runtime's own quantize_static writes them (per tensor and per channel) import and
 compute what ONNX Runtime computes with its graph optimisations off (the QDQ nodes
 run as written); bad scales, zero points and axes get located errors."""
@@ -15,8 +15,8 @@ quantization = pytest.importorskip("onnxruntime.quantization")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(31)

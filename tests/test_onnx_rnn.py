@@ -1,4 +1,4 @@
-"""ONNX's LSTM, GRU and RNN unrolled at import (byoc/onnx_rnn.py), judged by
+"""ONNX's LSTM, GRU and RNN unrolled at import (byoc/onnx/rnn.py), judged by
 onnxruntime on json and fused,ccompiler: every direction, layout, activation with its
 parameters, clip, peepholes, initial states and input_forget; and the located errors
 for what byoc cannot unroll."""
@@ -13,7 +13,7 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import ByocError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(21)

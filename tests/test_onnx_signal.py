@@ -1,5 +1,5 @@
 """ONNX's signal ops, Einsum, Det and Pad's wrap mode composed at import from catalog
-ops (byoc/onnx_signal.py), judged by onnxruntime on json and on fused,ccompiler; what
+ops (byoc/onnx/signal.py), judged by onnxruntime on json and on fused,ccompiler; what
 byoc cannot compose is a located refusal."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from byoc.errors import ByocError, GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
-from byoc.onnx_import import import_program  # noqa: E402
-from byoc.onnx_signal import MAX_DET_SIZE  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.onnx.model_import import import_program  # noqa: E402
+from byoc.onnx.signal import MAX_DET_SIZE  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(11)

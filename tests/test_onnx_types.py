@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from byoc.errors import GraphError  # noqa: E402
-from byoc.onnx_backend import backend_for  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
 
 JSON = backend_for("json", host_fallback=False)
 SHAPE = [3, 4]
@@ -92,7 +92,7 @@ def test_inputs_initializers_and_outputs_of_every_new_dtype(rng):
 
 
 def test_bool_constants_are_written_true_and_false(tmp_path):
-    from byoc.onnx_import import import_program
+    from byoc.onnx.model_import import import_program
 
     mask = numpy_helper.from_array(np.array([True, False, True]), "mask")
     nodes = [helper.make_node("And", ["x", "mask"], ["y"])]

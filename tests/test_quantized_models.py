@@ -17,7 +17,7 @@ rounding tie: about one conv output in 50,000 (measured), and the average pool a
 the requantisations after it absorb a one-code change of one of its 256 inputs.
 QLinearConv's and QLinearMatMul's integer sums are exact on both sides; their
 requantisation (sum times ``x_scale * w_scale / y_scale``) is rounded to float32 by
-ORT and kept in float64 by byoc (byoc/onnx_qlinear.py), which differ only where the
+ORT and kept in float64 by byoc (byoc/onnx/qlinear.py), which differ only where the
 product lies within half a float32 ulp of a half-integer. Every model matched ORT bit
 for bit on 200 seeded inputs on each of the four configurations when this test was
 written; the test checks the committed input and three seeded ones.
@@ -39,7 +39,7 @@ pytest.importorskip("onnxruntime.quantization")
 
 from onnx import numpy_helper  # noqa: E402
 
-from byoc.onnx_backend import backend_for  # noqa: E402
+from byoc.onnx.backend import backend_for  # noqa: E402
 
 FOLDER = EXAMPLES / "quantized"
 CONFIGS = ["json", "fused,ccompiler", "ccompiler", "dnnl,fused"]

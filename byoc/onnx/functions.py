@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ParseError
+from ..errors import ParseError
 
 
 @dataclass(frozen=True)

@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name
-from .onnx_indexing import dtype_text
-from .onnx_quantize import RANGES, saturated, spread
+from ..ir import dtype_name
+from .indexing import dtype_text
+from .quantize import RANGES, saturated, spread
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 
 def _schema(imp: Importer, node):
@@ -170,7 +170,7 @@ def _matmul_product(imp: Importer, node, e: OnnxOp, a: int, a_zero: int, b: int,
 def _conv_product(imp: Importer, node, e: OnnxOp, x: int, x_zero: int, w: int, w_zero: int, bias=None) -> str:
     """conv(x - x_zero_point, w - w_zero_point) (+ bias), exactly, in float64, with the
     node's Conv attributes read as Conv's own."""
-    from .onnx_ops import conv_attrs  # not at module level: onnx_ops imports this module
+    from .ops import conv_attrs  # not at module level: ops.py imports this module
 
     attrs = conv_attrs(imp, node, weights=w)
     shape = imp.shape(node.input[w])
@@ -248,4 +248,4 @@ QLINEAR_KINDS = {
     "qlinear_matmul": qlinear_matmul,
     "qlinear_conv": qlinear_conv,
 }
-"""The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+"""The handlers of this module that ops.yaml's ``kind`` names."""

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import UsageError
-from .input_files import TENSOR_LIMIT, read_limited
-from .ir import DTYPES, numpy_dtype
-from .onnx_import import require_onnx
+from ..errors import UsageError
+from ..input_files import TENSOR_LIMIT, read_limited
+from ..ir import DTYPES, numpy_dtype
+from .model_import import require_onnx
 
 TENSOR_HINT = "an ONNX test-data directory holds input_0.pb, input_1.pb, ... (serialised onnx.TensorProto)"
 

@@ -17,7 +17,7 @@ HardSigmoid, Elu, Softsign, Softplus), with ``activation_alpha`` and
 gate's input to its activation, not the cell state's (as ONNX Runtime has it).
 LSTM's ``input_forget`` couples the forget gate to the input gate (f = 1 - i).
 ``sequence_lens`` must be a constant; lengths shorter than the sequence are refused
-(the unrolled graph has one length). At most :data:`byoc.onnx_control.UNROLL_LIMIT`
+(the unrolled graph has one length). At most :data:`byoc.onnx.control.UNROLL_LIMIT`
 steps.
 """
 
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .onnx_control import UNROLL_LIMIT
+from .control import UNROLL_LIMIT
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ that part is computed then, with numpy, as constants:
 * Pad's ``wrap`` reads, along each padded axis, input positions modulo its size: a
   gather of constant indices.
 
-The catalog ops emitted are the row's ``op`` and ``roles`` (onnx_ops.yaml):
+The catalog ops emitted are the row's ``op`` and ``roles`` (ops.yaml):
 ``flip`` (transpose), ``reshape``, ``pick`` (gather), ``times`` (multiply),
 ``total`` (sum) and, for Det, ``op`` the product.
 """
@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name
+from ..ir import dtype_name
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 MAX_DET_SIZE = 4
 """Det's largest matrix: Leibniz's formula has n! terms (24 for 4 x 4)."""
@@ -43,7 +43,7 @@ MAX_DET_SIZE = 4
 
 def _catalog_takes(e_op: str, dtype) -> bool:
     """Whether the catalog op ``e_op`` takes elements of ``dtype``."""
-    from .onnx_ops import shipped_catalog
+    from .ops import shipped_catalog
 
     return dtype is not None and dtype_name(np.dtype(dtype)) in shipped_catalog()[e_op].dtypes
 
@@ -408,4 +408,4 @@ def wrap_pad(imp: Importer, node, e: OnnxOp, pads: list[int]) -> None:
 
 
 SIGNAL_KINDS = {"dft": dft, "stft": stft, "einsum": einsum, "determinant": det}
-"""The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+"""The handlers of this module that ops.yaml's ``kind`` names."""

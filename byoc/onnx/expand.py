@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer
+    from .ops import Importer
 
 
 def function_nodes(imp: Importer, node) -> tuple[list, int] | None:

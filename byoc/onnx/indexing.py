@@ -5,7 +5,7 @@ forms of Div, Pow and Clip, which the catalog's float ops do not take.
 
 ArgMax, ArgMin, GatherElements, ScatterElements, Scatter, GatherND and ScatterND need
 no handler of their own: each is one catalog op whose attributes are ONNX's (kind
-``attributed`` in onnx_ops.yaml). The handlers here read what ONNX gives as inputs
+``attributed`` in ops.yaml). The handlers here read what ONNX gives as inputs
 but the catalog takes as attributes: a constant, or a model input whose value
 specialises the model (:meth:`Importer.const_input`). Which catalog ops they emit is
 the row's ``op`` and ``roles``.
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name, is_float
-from .onnx_import import dsl_string, number
-from .onnx_pool_indices import max_pool_indices, values_only, wants_indices
-from .shape_rules import RuleError
+from ..ir import dtype_name, is_float
+from .model_import import dsl_string, number
+from .pool_indices import max_pool_indices, values_only, wants_indices
+from ..shape_rules import RuleError
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 
 def _one_int(imp: Importer, k: int, what: str) -> int | None:
@@ -61,8 +61,8 @@ def _attr_text(value) -> str:
 def _emit_outputs(imp: Importer, op: str, inputs: list[str], attrs: dict, outputs: list[str]) -> None:
     """``a, b = op(inputs, attrs)``, binding ONNX outputs ``outputs`` (an absent one, "",
     gets a fresh name), each typed by the catalog's rule."""
-    from .catalog import infer_types, normalize_attrs
-    from .onnx_ops import shipped_catalog
+    from ..catalog import infer_types, normalize_attrs
+    from .ops import shipped_catalog
 
     targets = [imp.names(o) if o else imp.names.fresh("t") for o in outputs]
     args = list(inputs) + [f"{k}={_attr_text(v)}" for k, v in attrs.items()]
@@ -194,8 +194,8 @@ halves the crop's margins so)."""
 
 
 def _base_handler(kind: str):
-    """The handler onnx_ops.py has for ``kind``: the float forms of Div, Pow and Clip."""
-    from .onnx_ops import KINDS
+    """The handler ops.py has for ``kind``: the float forms of Div, Pow and Clip."""
+    from .ops import KINDS
 
     return KINDS[kind]
 
@@ -301,7 +301,7 @@ def window_max(imp: Importer, node, e: OnnxOp) -> None:
     """MaxPool: of floats the ``window_max`` handler; of int8 and uint8 (ONNX's other
     types) that handler's max_pool on the input cast to float32, which holds every value,
     and the result cast back (every window holds an input element). Its indices, when
-    asked for, are composed by :mod:`byoc.onnx_pool_indices`."""
+    asked for, are composed by :mod:`byoc.onnx.pool_indices`."""
     dtype = dtype_text(imp, node.input[0])
     if not _floating(dtype) and dtype not in ("int8", "uint8"):
         raise imp.unsupported(f"MaxPool of {dtype}", hint="ONNX's MaxPool takes floats, int8 and uint8")
@@ -344,4 +344,4 @@ INDEXING_KINDS = {
     "mixed_power": power,
     "integer_clip": clamp,
 }
-"""The handlers of this module, by the ``kind`` that onnx_ops.yaml names."""
+"""The handlers of this module, by the ``kind`` that ops.yaml names."""

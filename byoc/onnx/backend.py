@@ -1,13 +1,13 @@
 """byoc as an ONNX backend: ``onnx.backend.base.Backend`` over import, build and run.
 
-    from byoc.onnx_backend import ByocBackend, backend_for
+    from byoc.onnx.backend import ByocBackend, backend_for
 
     rep = ByocBackend.prepare(model, backends="fused,ccompiler")
     (y,) = rep.run([x])                      # positional, or {"input name": array}
     Fused = backend_for("fused,ccompiler")   # a Backend class for onnx's BackendTest
 
 ``prepare`` checks the model and, when every input has a static shape, imports it
-(:func:`byoc.onnx_import.import_program`), partitions it over ``backends`` (in order
+(:func:`byoc.onnx.model_import.import_program`), partitions it over ``backends`` (in order
 of preference; what none of them takes runs on the host, unless
 ``host_fallback=False`` makes that an error) and builds it. ONNX's ``prepare`` gets
 no inputs, so a model with a dynamic input dimension is built on ``run``, once per
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import GraphError, UsageError
-from .onnx_import import check_model, require_onnx
-from .onnx_ops import NeedsValue
+from ..errors import GraphError, UsageError
+from .model_import import check_model, require_onnx
+from .ops import NeedsValue
 
 try:
     from onnx.backend.base import Backend as _OnnxBackend
@@ -247,8 +247,8 @@ class ByocRep(_OnnxBackendRep):
         """The build for ``shapes`` and, of the specialised inputs, the values in
         ``arrays`` (None: no values known, at prepare); an input found to need its value
         joins :attr:`specialised`, and the import starts again with it bound."""
-        from .api import load_catalog
-        from .onnx_import import import_program
+        from ..api import load_catalog
+        from .model_import import import_program
 
         s = self.settings
         catalog = load_catalog(spec_path=s.spec_path)
@@ -272,10 +272,10 @@ class ByocRep(_OnnxBackendRep):
     def _built(self, program, catalog, taken: list[int]) -> Built:
         """``program`` partitioned and built; it takes the inputs at ``taken`` (the rest
         are bound)."""
-        from .api import backend_loader
-        from .building import build, partition_over
-        from .ir import CALL_OP
-        from .reference import evaluate
+        from ..api import backend_loader
+        from ..building import build, partition_over
+        from ..ir import CALL_OP
+        from ..reference import evaluate
 
         s = self.settings
         program = partition_over(program, s.backends, backend_loader(s.spec_path, catalog), catalog)

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 IN_PLACE = frozenset(("branch", "loop", "scan"))
-"""The handler kinds (byoc/onnx_ops.yaml) of this module. Their nodes are imported in
+"""The handler kinds (byoc/onnx/ops.yaml) of this module. Their nodes are imported in
 place even when all they read is constant, their subgraphs' nodes then folding one
 by one: ONNX's reference evaluator, which folds other constant nodes, stacks a
 Loop's rank-0 scan outputs as shape [N, 1] where ONNX says [N]."""
@@ -41,7 +41,7 @@ def inline(imp: Importer, graph, bound: list[str], prefix: str) -> list[str]:
     """Import the nodes of subgraph ``graph`` here, its inputs bound to the ONNX values
     ``bound`` (in order) and every value it defines renamed under ``prefix``; the ONNX
     names of its outputs."""
-    from .onnx_import import tensor_array
+    from .model_import import tensor_array
 
     if len(bound) != len(graph.input):
         raise imp.invalid(
@@ -72,7 +72,7 @@ def inline(imp: Importer, graph, bound: list[str], prefix: str) -> list[str]:
 def _rename_free(imp: Importer, node, rename: dict[str, str]) -> None:
     """In the subgraphs of ``node`` (a nested If or Loop), the values read from the
     enclosing body take their renamed names."""
-    from .onnx_ops import outer_names
+    from .ops import outer_names
 
     free = {name: rename[name] for name in outer_names(node) if name in rename and rename[name] != name}
     for attribute in node.attribute:

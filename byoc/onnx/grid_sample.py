@@ -1,7 +1,7 @@
 """ONNX GridSample composed at import from catalog ops.
 
 GridSample reads X (N, C, D1, ..., Dr) at the positions that ``grid`` (N, O1, ..., Or,
-r) gives in [-1, 1] coordinates. Unlike Resize (byoc/onnx_resize.py), whose taps are
+r) gives in [-1, 1] coordinates. Unlike Resize (byoc/onnx/resize.py), whose taps are
 known at import, the grid is a run-time value: the imported graph computes the taps
 and their weights, step by step as ONNX's reference implementation does
 (onnx/reference/ops/op_grid_sample.py). The grid is reshaped (N, P, r, 1), P = O1 *
@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .onnx_indexing import dtype_text
+from .indexing import dtype_text
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 ATTRS = {"mode", "padding_mode", "align_corners"}
 

@@ -7,7 +7,7 @@ dynamic dimension), runs ONNX shape inference, then walks the nodes in order:
 * a node whose inputs are all known constants (initializers, ``Constant``,
   ``ConstantOfShape``, ``Shape`` of a static tensor, and whatever is computed from
   them) is folded with ONNX's own reference evaluator;
-* any other node becomes catalog ops by the table of :mod:`byoc.onnx_ops`.
+* any other node becomes catalog ops by the table of :mod:`byoc.onnx.ops`.
 
 Constants that a statement uses are written as DSL constants: small ones inline,
 the rest as ``weights["entry"]`` entries of the sidecar. The text is then parsed by
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ByocError, GraphError, ParseError, UsageError
-from .ir import DTYPES, MAX_NAME_LENGTH
-from .npz_files import npz_bytes, sha256_hex
-from .onnx_locations import locate_at_nodes, node_message
+from ..errors import ByocError, GraphError, ParseError, UsageError
+from ..ir import DTYPES, MAX_NAME_LENGTH
+from ..npz_files import npz_bytes, sha256_hex
+from .locations import locate_at_nodes, node_message
 
 INSTALL_HINT = "install the ONNX extra: pip install 'byoc-codegen[onnx]'"
 INLINE_ELEMENTS = 8
@@ -102,7 +102,7 @@ def load_model(path: str | Path):
     """The ModelProto at ``path``, with the external data that sits beside it, checked;
     a clean error for a malformed file."""
     require_onnx()
-    from .input_files import ONNX_LIMIT, read_limited
+    from ..input_files import ONNX_LIMIT, read_limited
 
     data = read_limited(path, str(path), ONNX_LIMIT, UsageError)
     model = model_from_bytes(data, str(path))
@@ -364,9 +364,9 @@ def import_onnx(
 def _import(
     model, where: str, shapes, weights_file: str, bound=None, *, catalog=None, spec_path=None
 ) -> Imported:
-    from .api import load_catalog
-    from .onnx_functions import inline
-    from .onnx_ops import Importer
+    from ..api import load_catalog
+    from .functions import inline
+    from .ops import Importer
 
     if catalog is None:
         catalog = load_catalog(spec_path=spec_path)
@@ -390,9 +390,9 @@ def parse_imported(imported: Imported, file: str | None = None, *, catalog=None,
     written). ``file`` is where the text will be written, if it will (the weights file is
     resolved beside it); an error the parser finds in the text names the model and the
     ONNX node the line came from, not the text. When the text is not written, the
-    Program's locations name the model and the node too (:mod:`byoc.onnx_locations`),
+    Program's locations name the model and the node too (:mod:`byoc.onnx.locations`),
     for the errors found after parsing."""
-    from .api import parse
+    from ..api import parse
 
     name = file or f"<{imported.where} imported>"
     try:
@@ -433,7 +433,7 @@ def import_program(
     the Program that ``byoc import`` followed by parsing the written graph would give
     (its weights file ``STEM.npz``, the digest the same). Nothing is written: the parser
     reads the weights from memory. ``bound`` specialises the model to values of some
-    of its inputs, which it then no longer takes (:class:`byoc.onnx_ops.NeedsValue`)."""
+    of its inputs, which it then no longer takes (:class:`byoc.onnx.ops.NeedsValue`)."""
     model, where, stem = _model_of(source, where)
     imported = _import(model, where, shapes, f"{stem}.npz", bound, catalog=catalog, spec_path=spec_path)
     return parse_imported(imported, catalog=catalog, spec_path=spec_path)

@@ -1,7 +1,7 @@
 """ONNX nodes to catalog ops: the :class:`Importer` that walks a model's nodes, and
 the handlers (:data:`KINDS`) that turn a node into byoc statements.
 
-Which catalog op each ONNX op becomes is data, ``onnx_ops.yaml``; a handler here
+Which catalog op each ONNX op becomes is data, ``ops.yaml``; a handler here
 reads the node's inputs and attributes for one kind of op. The catalog follows
 ONNX's conventions (layouts, ``pads`` as begins then ends,
 Reshape's 0 and -1, Split, Slice, Gather), so most handlers only rename the op and
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .catalog import Catalog, OnnxImport, infer_type, normalize_attrs
-from .errors import GraphError
-from .ir import DTYPES, TensorType, dtype_name, numpy_dtype
-from .onnx_attention import ATTENTION_KINDS
-from .onnx_composed import COMPOSED_KINDS
-from .onnx_control import IN_PLACE, branch, loop, scan
-from .onnx_expand import expand
-from .onnx_grid_sample import GRID_SAMPLE_KINDS
-from .onnx_import import (
+from ..catalog import Catalog, OnnxImport, infer_type, normalize_attrs
+from ..errors import GraphError
+from ..ir import DTYPES, TensorType, dtype_name, numpy_dtype
+from .attention import ATTENTION_KINDS
+from .composed import COMPOSED_KINDS
+from .control import IN_PLACE, branch, loop, scan
+from .expand import expand
+from .grid_sample import GRID_SAMPLE_KINDS
+from .model_import import (
     INLINE_ELEMENTS,
     Names,
     dsl_dtype,
@@ -41,19 +41,19 @@ from .onnx_import import (
     require_onnx,
     tensor_array,
 )
-from .onnx_indexing import INDEXING_KINDS
-from .onnx_qlinear import QLINEAR_KINDS
-from .onnx_quantize import FOLDED_AT_BUILD, QUANTIZE_KINDS
-from .onnx_resize import resize
-from .onnx_rnn import recurrent
-from .onnx_signal import SIGNAL_KINDS, wrap_pad
-from .shape_rules import RuleError
+from .indexing import INDEXING_KINDS
+from .qlinear import QLINEAR_KINDS
+from .quantize import FOLDED_AT_BUILD, QUANTIZE_KINDS
+from .resize import resize
+from .rnn import recurrent
+from .signal import SIGNAL_KINDS, wrap_pad
+from ..shape_rules import RuleError
 
 
 @cache
 def shipped_catalog():
     """The shipped op catalog: every op the importer writes is in it."""
-    from .api import load_catalog
+    from ..api import load_catalog
 
     return load_catalog()
 
@@ -192,7 +192,7 @@ class Importer:
 
     def import_node(self, node) -> None:
         """Fold ``node``, or write its statements by its handler; an unrolled loop's
-        body imports its nodes through here too (byoc/onnx_control.py)."""
+        body imports its nodes through here too (byoc/onnx/control.py)."""
         outer, self.node = self.node, node
         self.producers.update((o, node) for o in node.output if o)
         own = self.own_row(node)
@@ -381,7 +381,7 @@ class Importer:
                 f"{self.path}: {self.describe()}: its {what} is {how}the model input {behind[0]!r}, "
                 "whose value byoc needs at build time",
                 behind[0],
-                hint="make it an initializer, or run the model through byoc.onnx_backend, which "
+                hint="make it an initializer, or run the model through byoc.onnx.backend, which "
                 "builds it for the values it is given",
             )
         return self.unsupported(f"a {what} computed at run time{where or f' ({name!r})'}")
@@ -553,7 +553,7 @@ def _attr(v) -> str:
 
 @dataclass(frozen=True)
 class OnnxOp:
-    """One row of onnx_ops.yaml: the handler ``kind``, the catalog ``op`` it emits and
+    """One row of ops.yaml: the handler ``kind``, the catalog ``op`` it emits and
     the further ops of its ``roles``; ``attrs`` and ``axes_input_since`` as documented there."""
 
     kind: str
@@ -919,7 +919,7 @@ def _pad(imp: Importer, node, e: OnnxOp) -> None:
                     int(np.ravel(pads)[k + len(listed)]),
                 )
             pads = full
-    if mode == "wrap":  # a gather per padded axis (byoc/onnx_signal.py)
+    if mode == "wrap":  # a gather per padded axis (byoc/onnx/signal.py)
         wrap_pad(imp, node, e, [int(p) for p in np.ravel(pads)])
         return
     attrs = {"pads": [int(p) for p in np.ravel(pads)], "mode": mode, "value": value}
@@ -1397,7 +1397,7 @@ KINDS: dict[str, Handler] = {
     "instance_norm": _instance_norm,
     "shrink": _shrink,
 }
-"""The handlers that onnx_ops.yaml's ``kind`` names."""
+"""The handlers that ops.yaml's ``kind`` names."""
 
 
 EXACT_DEFAULTS = ("attributed", "own_op")
@@ -1406,7 +1406,7 @@ the catalog attribute's; the other kinds' are floats."""
 
 
 def onnx_row(name: str, row: Mapping) -> OnnxOp:
-    """One row of onnx_ops.yaml (the ONNX op ``name``'s), or a user op's ``onnx:`` key
+    """One row of ops.yaml (the ONNX op ``name``'s), or a user op's ``onnx:`` key
     as one (:meth:`byoc.catalog.OnnxImport.row`): as the importer takes it."""
     attrs = {
         k: (v[0], v[1] if row["kind"] in EXACT_DEFAULTS else float(v[1]))
@@ -1420,16 +1420,16 @@ def onnx_row(name: str, row: Mapping) -> OnnxOp:
         row.get("axes_input_since", 1),
         {k: v if isinstance(v, str) else float(v) for k, v in row.get("fixed", {}).items()},
     )
-    assert found.kind in KINDS, f"onnx_ops.yaml: {name} has an unknown kind {row['kind']!r}"
+    assert found.kind in KINDS, f"ops.yaml: {name} has an unknown kind {row['kind']!r}"
     return found
 
 
 @cache
 def onnx_ops() -> dict[str, OnnxOp]:
-    """onnx_ops.yaml, read once: ONNX op type -> its row."""
+    """ops.yaml, read once: ONNX op type -> its row."""
     from ruamel.yaml import YAML
 
-    table = YAML(typ="safe").load((Path(__file__).parent / "onnx_ops.yaml").read_text(encoding="utf-8"))
+    table = YAML(typ="safe").load((Path(__file__).parent / "ops.yaml").read_text(encoding="utf-8"))
     return {name: onnx_row(name, row) for name, row in table.items()}
 
 

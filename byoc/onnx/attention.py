@@ -3,7 +3,7 @@
 that a malformed node is refused with a located error that says what is wrong,
 instead of failing somewhere inside the function ONNX defines the op by.
 
-Attention is then composed from the catalog ops of its row in onnx_ops.yaml, in the
+Attention is then composed from the catalog ops of its row in ops.yaml, in the
 order of ONNX's reference (``onnx/reference/ops/op_attention.py``), which the node
 tests' expected outputs come from:
 
@@ -25,7 +25,7 @@ tests' expected outputs come from:
 
 Attention with ``nonpad_kv_seqlen`` (per-batch lengths known only at run time) or a
 sliding window, and RotaryEmbedding, import once checked as the function ONNX defines
-them by (byoc/onnx_expand.py): their bodies are already what a handler would write.
+them by (byoc/onnx/expand.py): their bodies are already what a handler would write.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name, numpy_dtype
-from .onnx_expand import expand
+from ..ir import dtype_name, numpy_dtype
+from .expand import expand
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 SOFTMAX_PRECISIONS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
@@ -410,4 +410,4 @@ def rotary_embedding(imp: Importer, node, e: OnnxOp) -> None:
 
 
 ATTENTION_KINDS = {"attention": attention, "rotary_embedding": rotary_embedding}
-"""The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+"""The handlers of this module that ops.yaml's ``kind`` names."""

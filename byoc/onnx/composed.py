@@ -1,6 +1,6 @@
 """ONNX normalisations, pools and layout ops that the catalog has no op for, composed
 at import from the catalog ops it has (the row's ``op`` and ``roles`` in
-onnx_ops.yaml).
+ops.yaml).
 
 * LpNormalization: x divided by its L1 or L2 norm along one axis (0 where the norm is 0).
 * LpPool: the sum over each window of ``|x|^p``, which is an average pool that counts
@@ -18,7 +18,7 @@ A constant input given as a model input makes the importer ask for its value
 
 NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, MeanVarianceNormalization,
 GroupNormalization, DepthToSpace, SpaceToDepth and SwiGLU need nothing here: ONNX
-defines them as functions of ops byoc imports, and byoc/onnx_expand.py imports them
+defines them as functions of ops byoc imports, and byoc/onnx/expand.py imports them
 so.
 """
 
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name
+from ..ir import dtype_name
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 MAX_INDEX_ELEMENTS = 1 << 24
 """The most elements a constant index tensor of Col2Im or ReverseSequence may have."""
@@ -102,7 +102,7 @@ def lp_pool(imp: Importer, node, e: OnnxOp) -> None:
     ``ceil_mode`` becomes more zero padding at the end, enough for ONNX's last
     windows (each starts within the input or its begin padding), so that every window
     divides by the whole kernel."""
-    from .onnx_ops import auto_pads  # not at module level: onnx_ops imports this module
+    from .ops import auto_pads  # not at module level: ops.py imports this module
 
     imp.check_attrs(node, {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "dilations", "p"})
     _floats_only(imp, node.input[0])
@@ -426,4 +426,4 @@ COMPOSED_KINDS = {
     "col2im": col2im,
     "tensor_scatter": tensor_scatter,
 }
-"""The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+"""The handlers of this module that ops.yaml's ``kind`` names."""

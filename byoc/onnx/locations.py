@@ -1,7 +1,7 @@
 """Errors about an imported ONNX model name the model file and the ONNX node.
 
 An ONNX model is imported as graph text that the user never sees (see
-:mod:`byoc.onnx_import`); the parsed Program's values are located in that text,
+:mod:`byoc.onnx.model_import`); the parsed Program's values are located in that text,
 ``<m.onnx imported>:L:C``. :func:`locate_at_nodes` gives each of those locations the
 node its line came from (a :class:`NodeLocation`), so that an error found later, when
 the program is partitioned, generated or built, is reported as a parse error of the
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 
-from .errors import ByocError, Location
+from ..errors import ByocError, Location
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .ir import dtype_name, numpy_dtype
-from .onnx_import import element_dtype
-from .onnx_indexing import dtype_text
-from .shape_rules import QUANTIZED
+from ..ir import dtype_name, numpy_dtype
+from .model_import import element_dtype
+from .indexing import dtype_text
+from ..shape_rules import QUANTIZED
 
 if TYPE_CHECKING:
-    from .onnx_ops import Importer, OnnxOp
+    from .ops import Importer, OnnxOp
 
 RANGES = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in QUANTIZED}
 """The integer types QuantizeLinear produces that byoc has (the catalog's), and their ranges."""
@@ -218,7 +218,7 @@ def saturated(imp: Importer, e: OnnxOp, q: str, within: str, target: str, out: s
 
 
 QUANTIZE_KINDS = {"quantize": quantize_linear, "dequantize": dequantize_linear}
-"""The handlers of this module that onnx_ops.yaml's ``kind`` names."""
+"""The handlers of this module that ops.yaml's ``kind`` names."""
 
 FOLDED_AT_BUILD = frozenset({"dequantize"})
 """Kinds the importer does not fold when their inputs are constants (see the module
