@@ -332,11 +332,11 @@ def _read_inputs(path: str | None):
 def _import_specialised(args: argparse.Namespace, catalog, given):
     """``(program, specialised)``: the ONNX model of ``byoc run``, specialised to the
     --inputs values of the inputs that a node needs at build time (Reshape's shape, a
-    reduction's axes, TopK's k: :class:`byoc.onnx.ops.NeedsValue`), as
+    reduction's axes, TopK's k: :class:`byoc.onnx.importer.NeedsValue`), as
     :mod:`byoc.onnx.backend` does; ``specialised`` maps each such ONNX input to its value."""
     from .cli_import import shapes_of
     from .onnx.model_import import import_program, load_model
-    from .onnx.ops import NeedsValue
+    from .onnx.importer import NeedsValue
 
     model = load_model(args.file)
     initializers = {t.name for t in model.graph.initializer}

@@ -64,7 +64,8 @@ def generate(
         return ()
     text, blobs = module_text(externals, spec, catalog, options, profile=profile)
     support = (
-        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name) for f in spec.support
+        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name)
+        for f in spec.support
     )
     return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support, *blobs)
 

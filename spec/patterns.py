@@ -183,7 +183,9 @@ def _variants(
     what = f"pattern {base.name}: optional"
     onode = doc.mapping(node[base.name], "optional", what)
     if not onode:
-        raise doc.error(f"{what} lists no op", node[base.name], "optional", value=True, hint="optional: {relu: {}}")
+        raise doc.error(
+            f"{what} lists no op", node[base.name], "optional", value=True, hint="optional: {relu: {}}"
+        )
     found: list[Pattern] = []
     for op in onode:
         opdef = catalog.get(op) if isinstance(op, str) else None
@@ -193,7 +195,8 @@ def _variants(
                 f"{what}: unknown op {op!r}",
                 onode,
                 op,
-                hint=(f"did you mean {' or '.join(close)}? " if close else "") + "an optional op is a catalog op",
+                hint=(f"did you mean {' or '.join(close)}? " if close else "")
+                + "an optional op is a catalog op",
             )
         if not opdef.min_inputs <= 1 <= opdef.max_inputs or opdef.several_outputs:
             raise doc.error(
@@ -233,7 +236,10 @@ def _variants(
                 hint="name the variant otherwise (`name:`), or drop one of the two",
             )
         last = base.nodes[-1]
-        nodes = (*base.nodes, PatternNode(f"{ANON_PREFIX}{op}", str(op), (last.name,), opdef, doc.at(onode, op)))
+        nodes = (
+            *base.nodes,
+            PatternNode(f"{ANON_PREFIX}{op}", str(op), (last.name,), opdef, doc.at(onode, op)),
+        )
         binding = base.binding
         if "vars" in entry:
             given = kind.load_vars(doc, entry, f"pattern {name}", draft)  # type: ignore[attr-defined]

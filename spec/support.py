@@ -64,7 +64,12 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
     files: list[SupportFile] = []
     for k, name in enumerate(listed):
         if not isinstance(name, str) or not name.strip():
-            raise doc.error("support: each item is a file name", listed, k, hint="support: [<backend>_support.h, <backend>_support.c]")
+            raise doc.error(
+                "support: each item is a file name",
+                listed,
+                k,
+                hint="support: [<backend>_support.h, <backend>_support.c]",
+            )
         suffix = Path(name).suffix
         if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
             raise doc.error(

@@ -38,7 +38,8 @@ from ..ir import dtype_name, numpy_dtype
 from .expand import expand
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 SOFTMAX_PRECISIONS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}

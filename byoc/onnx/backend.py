@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError, UsageError
+from .importer import NeedsValue
 from .model_import import check_model, require_onnx
-from .ops import NeedsValue
 
 try:
     from onnx.backend.base import Backend as _OnnxBackend

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import dtype_name
+from .layers import auto_pads
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 MAX_INDEX_ELEMENTS = 1 << 24
 """The most elements a constant index tensor of Col2Im or ReverseSequence may have."""
@@ -102,7 +104,6 @@ def lp_pool(imp: Importer, node, e: OnnxOp) -> None:
     ``ceil_mode`` becomes more zero padding at the end, enough for ONNX's last
     windows (each starts within the input or its begin padding), so that every window
     divides by the whole kernel."""
-    from .ops import auto_pads  # not at module level: ops.py imports this module
 
     imp.check_attrs(node, {"auto_pad", "kernel_shape", "strides", "pads", "ceil_mode", "dilations", "p"})
     _floats_only(imp, node.input[0])

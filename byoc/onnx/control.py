@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 IN_PLACE = frozenset(("branch", "loop", "scan"))
 """The handler kinds (byoc/onnx/ops.yaml) of this module. Their nodes are imported in
@@ -41,7 +42,7 @@ def inline(imp: Importer, graph, bound: list[str], prefix: str) -> list[str]:
     """Import the nodes of subgraph ``graph`` here, its inputs bound to the ONNX values
     ``bound`` (in order) and every value it defines renamed under ``prefix``; the ONNX
     names of its outputs."""
-    from .model_import import tensor_array
+    from .values import tensor_array
 
     if len(bound) != len(graph.input):
         raise imp.invalid(
@@ -72,7 +73,6 @@ def inline(imp: Importer, graph, bound: list[str], prefix: str) -> list[str]:
 def _rename_free(imp: Importer, node, rename: dict[str, str]) -> None:
     """In the subgraphs of ``node`` (a nested If or Loop), the values read from the
     enclosing body take their renamed names."""
-    from .ops import outer_names
 
     free = {name: rename[name] for name in outer_names(node) if name in rename and rename[name] != name}
     for attribute in node.attribute:
@@ -253,3 +253,18 @@ def _slice(imp: Importer, e: OnnxOp, name: str, at: int, axis: int) -> str:
     index = imp.constant(np.asarray(at, np.int64), imp.names.fresh("at"))
     imp.emit(e.op, [imp.value(name), index], {"axis": axis}, out=sliced)
     return sliced
+
+
+def outer_names(node) -> set[str]:
+    """The values that ``node``'s subgraphs (an If's branches, a Loop's or Scan's body,
+    and theirs in turn) read from the scopes around ``node``."""
+    found: set[str] = set()
+    for attribute in node.attribute:
+        for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+            defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+            for inner in graph.node:
+                read = {i for i in inner.input if i} | outer_names(inner)
+                found |= read - defined
+                defined |= set(inner.output)
+            found |= {o.name for o in graph.output} - defined
+    return found

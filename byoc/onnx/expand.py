@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .ops import Importer
+    from .importer import Importer
 
 
 def function_nodes(imp: Importer, node) -> tuple[list, int] | None:

@@ -47,7 +47,8 @@ import numpy as np
 from .indexing import dtype_text
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 ATTRS = {"mode", "padding_mode", "align_corners"}
 

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import dtype_name, is_float
-from .model_import import dsl_string, number
-from .pool_indices import max_pool_indices, values_only, wants_indices
 from ..shape_rules import RuleError
+from .pool_indices import max_pool_indices, values_only, wants_indices
+from .values import dsl_string, number
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 
 def _one_int(imp: Importer, k: int, what: str) -> int | None:
@@ -62,7 +63,7 @@ def _emit_outputs(imp: Importer, op: str, inputs: list[str], attrs: dict, output
     """``a, b = op(inputs, attrs)``, binding ONNX outputs ``outputs`` (an absent one, "",
     gets a fresh name), each typed by the catalog's rule."""
     from ..catalog import infer_types, normalize_attrs
-    from .ops import shipped_catalog
+    from .importer import shipped_catalog
 
     targets = [imp.names(o) if o else imp.names.fresh("t") for o in outputs]
     args = list(inputs) + [f"{k}={_attr_text(v)}" for k, v in attrs.items()]
@@ -195,7 +196,7 @@ halves the crop's margins so)."""
 
 def _base_handler(kind: str):
     """The handler ops.py has for ``kind``: the float forms of Div, Pow and Clip."""
-    from .ops import KINDS
+    from .handlers import KINDS
 
     return KINDS[kind]
 

@@ -32,15 +32,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ByocError, GraphError, ParseError, UsageError
-from ..ir import DTYPES, MAX_NAME_LENGTH
+from ..ir import DTYPES
 from ..npz_files import npz_bytes, sha256_hex
 from .locations import locate_at_nodes, node_message
+from .values import dsl_string
 
 INSTALL_HINT = "install the ONNX extra: pip install 'byoc-codegen[onnx]'"
 INLINE_ELEMENTS = 8
 """Constants of at most this many elements are written inline; larger ones go to the
 weights file."""
-_KEYWORDS = frozenset(("graph", "return", "const", "as", "true", "false"))
 
 
 def require_onnx(purpose: str = "importing ONNX models"):
@@ -366,7 +366,7 @@ def _import(
 ) -> Imported:
     from ..api import load_catalog
     from .functions import inline
-    from .ops import Importer
+    from .importer import Importer
 
     if catalog is None:
         catalog = load_catalog(spec_path=spec_path)
@@ -433,92 +433,7 @@ def import_program(
     the Program that ``byoc import`` followed by parsing the written graph would give
     (its weights file ``STEM.npz``, the digest the same). Nothing is written: the parser
     reads the weights from memory. ``bound`` specialises the model to values of some
-    of its inputs, which it then no longer takes (:class:`byoc.onnx.ops.NeedsValue`)."""
+    of its inputs, which it then no longer takes (:class:`byoc.onnx.importer.NeedsValue`)."""
     model, where, stem = _model_of(source, where)
     imported = _import(model, where, shapes, f"{stem}.npz", bound, catalog=catalog, spec_path=spec_path)
     return parse_imported(imported, catalog=catalog, spec_path=spec_path)
-
-
-class Names:
-    """ONNX value names as unique DSL identifiers."""
-
-    def __init__(self) -> None:
-        self.taken: set[str] = set()
-        self.table: dict[str, str] = {}
-
-    def __call__(self, onnx_name: str) -> str:
-        found = self.table.get(onnx_name)
-        if found is not None:
-            return found
-        ident = re.sub(r"[^A-Za-z0-9_]", "_", onnx_name)[: MAX_NAME_LENGTH - 8] or "v"
-        if not re.match(r"[A-Za-z_]", ident) or ident in _KEYWORDS:
-            ident = "v_" + ident
-        base, k = ident, 1
-        while ident in self.taken:
-            ident, k = f"{base}_{k}", k + 1
-        self.taken.add(ident)
-        self.table[onnx_name] = ident
-        return ident
-
-    def fresh(self, hint: str) -> str:
-        """A new identifier for a value byoc adds (no ONNX name of its own)."""
-        k = len(self.taken)
-        while f"{hint}_{k}" in self.taken:
-            k += 1
-        self.taken.add(f"{hint}_{k}")
-        return f"{hint}_{k}"
-
-
-def dsl_string(text: str) -> str:
-    """``text`` as a DSL string literal: every quote, backslash, line break and other
-    control or non-ASCII character escaped (the parser decodes the escapes back)."""
-    return '"' + text.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
-
-
-def tensor_array(onnx, tensor, where: str = "<model>") -> np.ndarray:
-    """A TensorProto's values; a bfloat16 one as ml_dtypes' bfloat16 (byoc's) also where
-    an older onnx gives its bits as uint16. Data that does not fill the tensor's shape
-    (raw bytes not a whole number of elements, too few or too many values) is an error
-    naming ``where`` and the tensor."""
-    try:
-        array = onnx.numpy_helper.to_array(tensor)
-    except Exception as exc:  # numpy's ValueError on a buffer of the wrong size, onnx's own
-        dims = "x".join(map(str, tensor.dims)) or "scalar"
-        raise ParseError(
-            f"{where}: tensor {tensor.name!r} ({dims}) has data that does not fill its shape "
-            f"({type(exc).__name__}: {exc})",
-            hint="its raw_data must hold exactly one element per position of its dims; the model is corrupt",
-        ) from None
-    if tensor.data_type == onnx.TensorProto.BFLOAT16 and array.dtype != np.dtype("bfloat16"):
-        bf16 = np.dtype("bfloat16")
-        array = array.view(bf16) if array.dtype == np.uint16 else array.astype(bf16)
-    return array
-
-
-def element_dtype(onnx, elem: int) -> np.dtype:
-    """The numpy dtype of a TensorProto element type; bfloat16 as byoc's (ml_dtypes')
-    also where an older onnx maps it to float32 or uint16."""
-    if elem == onnx.TensorProto.BFLOAT16:
-        return np.dtype("bfloat16")
-    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
-
-
-def dsl_dtype(dtype: np.dtype, what: str) -> str:
-    name = np.dtype(dtype).name
-    if name not in DTYPES:
-        raise GraphError(
-            f"{what} has dtype {name}, which byoc does not support", hint=f"byoc supports {', '.join(DTYPES)}"
-        )
-    return name
-
-
-def number(v) -> str:
-    """A DSL literal for one value (repr keeps a float32's value exactly)."""
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    text = repr(float(v))
-    if text in ("inf", "-inf", "nan"):
-        raise GraphError(f"the constant value {text} cannot be written in the DSL")
-    return text

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 MAX_TABLE_ELEMENTS = 1 << 24
 """The most entries the window table (windows times the kernel's size) may have."""
@@ -51,7 +52,7 @@ def values_only(node):
 
 def _geometry(imp: Importer) -> tuple[list[int], list[int], list[int], list[int]]:
     """The node's kernel, strides, dilations and begin pads (auto_pad resolved)."""
-    from .ops import auto_pads
+    from .layers import auto_pads
 
     kernel = [int(k) for k in imp.attr("kernel_shape")]
     rank = len(kernel)

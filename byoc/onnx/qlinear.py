@@ -45,10 +45,12 @@ import numpy as np
 
 from ..ir import dtype_name
 from .indexing import dtype_text
+from .layers import conv_attrs
 from .quantize import RANGES, saturated, spread
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 
 def _schema(imp: Importer, node):
@@ -170,7 +172,6 @@ def _matmul_product(imp: Importer, node, e: OnnxOp, a: int, a_zero: int, b: int,
 def _conv_product(imp: Importer, node, e: OnnxOp, x: int, x_zero: int, w: int, w_zero: int, bias=None) -> str:
     """conv(x - x_zero_point, w - w_zero_point) (+ bias), exactly, in float64, with the
     node's Conv attributes read as Conv's own."""
-    from .ops import conv_attrs  # not at module level: ops.py imports this module
 
     attrs = conv_attrs(imp, node, weights=w)
     shape = imp.shape(node.input[w])

@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import dtype_name, numpy_dtype
-from .model_import import element_dtype
-from .indexing import dtype_text
 from ..shape_rules import QUANTIZED
+from .indexing import dtype_text
+from .values import element_dtype
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 RANGES = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in QUANTIZED}
 """The integer types QuantizeLinear produces that byoc has (the catalog's), and their ranges."""

@@ -31,7 +31,8 @@ import numpy as np
 from .control import UNROLL_LIMIT
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 
 @dataclass(frozen=True)

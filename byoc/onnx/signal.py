@@ -35,7 +35,8 @@ import numpy as np
 from ..ir import dtype_name
 
 if TYPE_CHECKING:
-    from .ops import Importer, OnnxOp
+    from .importer import Importer
+    from .ops import OnnxOp
 
 MAX_DET_SIZE = 4
 """Det's largest matrix: Leibniz's formula has n! terms (24 for 4 x 4)."""
@@ -43,7 +44,7 @@ MAX_DET_SIZE = 4
 
 def _catalog_takes(e_op: str, dtype) -> bool:
     """Whether the catalog op ``e_op`` takes elements of ``dtype``."""
-    from .ops import shipped_catalog
+    from .importer import shipped_catalog
 
     return dtype is not None and dtype_name(np.dtype(dtype)) in shipped_catalog()[e_op].dtypes
 
