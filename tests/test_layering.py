@@ -10,7 +10,10 @@ absolute module they name. The rules:
 * the core (``byoc.*`` outside those four packages) imports them only from the
   orchestration modules (``byoc.api``, ``byoc.building``, ``byoc.cli*``, the vendor test
   kit ``byoc.testing``), and only inside functions or for type checking, so that
-  importing the core stays light.
+  importing the core stays light;
+* the ONNX front end, ``byoc.onnx``, is imported by no other module at module level
+  (only inside the functions that read a model), so that nothing but an import of a
+  model loads it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ FOLDERS = {
 """Source folder -> the package it installs as (``package-dir`` in pyproject.toml)."""
 LAYERS = ("byoc.grammar", "byoc.spec", "byoc.generator", "byoc.runtime")
 ORCHESTRATION = ("byoc.api", "byoc.building", "byoc.cli", "byoc.testing")
+FRONT_END = "byoc.onnx"
+"""Imported by other modules only inside functions (or for type checking)."""
 """Core modules that put the layers together; ``byoc.cli`` also covers ``byoc.cli_*``,
 ``byoc.testing`` its modules."""
 
@@ -115,6 +120,8 @@ def violations(source: str, module: str, is_package: bool = False, label: str = 
     out = []
     mine = layer_of(module)
     for imp in imports(source, module, is_package):
+        if within(imp.module, FRONT_END) and not within(module, FRONT_END) and not imp.deferred:
+            out.append(f"{label}:{imp.line}: {module} imports the ONNX front end {imp.module} at module level")
         target = layer_of(imp.module)
         if target is None or target == mine:
             continue
@@ -179,6 +186,14 @@ class C:
         "byoc.runtime"
     ]
     assert [i.module for i in imports("from .x import *", "byoc.spec.search")] == ["byoc.spec.x"]
+
+
+def test_the_onnx_front_end_is_imported_only_where_a_model_is_read():
+    assert violations("from byoc.onnx.ops import onnx_ops\n", "byoc.cli_ops") == [
+        "byoc.cli_ops:1: byoc.cli_ops imports the ONNX front end byoc.onnx.ops.onnx_ops at module level"
+    ]
+    assert violations("def f():\n    from .onnx.ops import onnx_ops\n", "byoc.cli_ops") == []
+    assert violations("from .ops import onnx_ops\n", "byoc.onnx.importer") == []  # within the package
 
 
 def test_checker_reports_planted_imports():
