@@ -27,14 +27,15 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from byoc.catalog import Catalog, OpDef
-from byoc.errors import close_names
+from byoc.errors import Location, SpecError, close_names
 from byoc.ir import DTYPES
 
 from .bindings import OpBinding
 from .conditions import WHEN_KEY, Scope, load_conditions
-from .draft import SpecDraft, check_template, known
+from .draft import SpecDraft, check_template, check_template_text, known
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS
+from .support import plain_file_name, read_beside
 from .yaml_doc import YamlDoc, block_line
 
 
@@ -143,7 +144,9 @@ class CodegenKind:
         """Check the kind's templates and constructs into ``draft``; ops come later."""
         names = set(COMMON_PLACEHOLDERS) | set(draft.options)
         for slot in self.templates:
-            if slot.key in root:
+            if slot.key in root and isinstance(root[slot.key], dict):
+                draft.templates[slot.key] = template_file(doc, root, slot.key, names | set(slot.placeholders))
+            elif slot.key in root:
                 doc.typed(root, slot.key, str, slot.key)
                 check_template(doc, root, slot.key, slot.key, names | set(slot.placeholders))
                 draft.templates[slot.key] = str(root[slot.key])
@@ -200,3 +203,21 @@ class CodegenKind:
 
     def check_spec(self, doc: YamlDoc, draft: SpecDraft) -> None:
         """Checks that need every op of the spec; none by default."""
+
+
+def template_file(doc: YamlDoc, root: Any, key: str, names: set[str]) -> str:
+    """The text of a template written as ``{file: NAME}``: the file NAME beside the spec
+    (a template too long to read in YAML), its placeholders checked with errors located
+    in that file."""
+    node = doc.mapping(root, key, key)
+    doc.check_keys(node, f"{key}: a template read from a file", ("file",), ())
+    name = plain_file_name(doc, node, "file", f"{key}: file")
+    text, path = read_beside(doc, name, f"{key}'s file {name}", doc.at(node, "file", value=True))
+
+    def error(offset: int, message: str, hint: str | None) -> SpecError:
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        return SpecError(message, Location(path, line, column), hint=hint, source=text)
+
+    check_template_text(text, error, f"{key} ({name})", names)
+    return text

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from byoc.catalog import OpDef
+from byoc.errors import SpecError
 
 from .backend import LayerDef, LayoutDef, MacroDef, OptionDef
 from .bindings import OpBinding
@@ -57,23 +58,44 @@ def check_template(
     """Check the placeholders of the template ``node[key]`` against ``names``, and
     ``${dim<k>}`` when ``dims``, and any name ``accept`` takes (its kinds are listed in
     the hint by ``more``)."""
-    text = node[key]
+    return check_template_text(
+        node[key],
+        lambda offset, message, hint: doc.error_at(message, doc.at_offset(node, key, offset), hint=hint),
+        what,
+        names,
+        dims=dims,
+        accept=accept,
+        more=more,
+    )
+
+
+def check_template_text(
+    text: str,
+    error: Callable[[int, str, str | None], SpecError],
+    what: str,
+    names: Iterable[str],
+    *,
+    dims: bool = False,
+    accept: Callable[[str], bool] | None = None,
+    more: str = "",
+) -> tuple[Placeholder, ...]:
+    """:func:`check_template` of a template's ``text``, wherever it was read from:
+    ``error(offset, message, hint)`` makes the SpecError located at character
+    ``offset`` of the text."""
     allowed = set(names)
     try:
         found = tuple(placeholders(text))
     except TemplateSyntaxError as exc:
-        raise doc.error_at(
-            f"{what}: {exc.message}", doc.at_offset(node, key, exc.offset), hint=exc.hint
-        ) from None
+        raise error(exc.offset, f"{what}: {exc.message}", exc.hint) from None
     for p in found:
         if p.name in allowed or (dims and DIM_PLACEHOLDER.match(p.name)):
             continue
         if accept is None or not accept(p.name):
             shown = ", ".join("${" + n + "}" for n in sorted(allowed)) or "none"
-            raise doc.error_at(
+            raise error(
+                p.offset,
                 f"undefined placeholder ${{{p.name}}} in {what}",
-                doc.at_offset(node, key, p.offset),
-                hint=f"defined here: {shown}" + (", ${dim0}, ${dim1}, ..." if dims else "") + more,
+                f"defined here: {shown}" + (", ${dim0}, ${dim1}, ..." if dims else "") + more,
             )
     return found
 

@@ -60,7 +60,6 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
     each ``<backend>_*.h`` or ``<backend>_*.c``, listed once, readable UTF-8 text within
     the spec size limit. A SpecError at the list item otherwise."""
     listed = doc.typed(root, "support", list, "support")
-    folder = Path(doc.path).resolve().parent
     files: list[SupportFile] = []
     for k, name in enumerate(listed):
         if not isinstance(name, str) or not name.strip():
@@ -71,13 +70,7 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
                 hint="support: [<backend>_support.h, <backend>_support.c]",
             )
         suffix = Path(name).suffix
-        if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
-            raise doc.error(
-                f"support file {name!r} is not a plain file name",
-                listed,
-                k,
-                hint="support files sit in the spec file's own folder: name them without a directory",
-            )
+        plain_file_name(doc, listed, k, "support file")
         if suffix not in SUFFIXES:
             kinds = "; ".join(f"{s}: {what}" for s, what in SUFFIXES.items())
             raise doc.error(f"support file {name!r} is neither C nor a header", listed, k, hint=kinds)
@@ -90,27 +83,51 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
             )
         if any(f.name == name for f in files):
             raise doc.error(f"support file {name!r} is listed twice", listed, k)
-        path = folder / name
         at = doc.at(listed, k)
-
-        def error(message: str, hint: str | None = None, at: Location = at) -> SpecError:
-            return SpecError(message, at, hint=hint or f"put {name} beside {Path(doc.path).name}")
-
-        raw = read_limited(path, f"support file {name}", SPEC_LIMIT, error)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise error(f"support file {name} is not UTF-8 ({exc.reason})") from None
-        files.append(SupportFile(name, text, str(path), at))
+        text, path = read_beside(doc, name, f"support file {name}", at)
+        files.append(SupportFile(name, text, path, at))
     return tuple(files)
 
 
+def read_beside(doc: YamlDoc, name: str, what: str, at: Location) -> tuple[str, str]:
+    """The text and path of file ``name`` in the folder of the spec file ``doc``: a
+    regular UTF-8 file within the spec size limit; a SpecError located ``at`` (the key
+    that names it) otherwise."""
+    path = Path(doc.path).resolve().parent / name
+
+    def error(message: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, at, hint=hint or f"put {name} beside {Path(doc.path).name}")
+
+    raw = read_limited(path, what, SPEC_LIMIT, error)
+    try:
+        return raw.decode("utf-8"), str(path)
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} is not UTF-8 ({exc.reason})") from None
+
+
+def plain_file_name(doc: YamlDoc, node: Any, key: Any, what: str) -> str:
+    """``node[key]`` as a plain file name (no directory), or a located SpecError."""
+    name = node[key]
+    if not isinstance(name, str) or not name.strip():
+        raise doc.error(f"{what} must be a file name", node, key, value=True)
+    if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        raise doc.error(
+            f"{what} {name!r} is not a plain file name",
+            node,
+            key,
+            value=True,
+            hint="files a spec reads sit in the spec file's own folder: name them without a directory",
+        )
+    return name
+
+
 def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
-    """The C files beside ``spec_file`` with their modification times: part of the key
-    that caches a loaded spec, so that editing a support file loads the spec again."""
+    """The files beside ``spec_file`` with their modification times: part of the key
+    that caches a loaded spec, so that editing a file it reads (a support file, a
+    template's ``{file: ...}``) loads the spec again."""
     folder = Path(spec_file).parent
     try:
-        entries = sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES)
+        entries = sorted(p for p in folder.iterdir() if p.name != Path(spec_file).name)
     except OSError:
         return ()
     found: list[tuple[str, int]] = []
@@ -122,4 +139,4 @@ def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-__all__: Sequence[str] = ("SUFFIXES", "SupportFile", "load_support", "sibling_mtimes")
+__all__: Sequence[str] = ("SUFFIXES", "SupportFile", "load_support", "plain_file_name", "read_beside", "sibling_mtimes")

@@ -107,7 +107,7 @@ def test_the_unchanged_c_source_spec_loads(tmp_path):
 
 def test_an_engine_macro_body_still_renders_ctype():
     root = Path(__file__).resolve().parents[1]
-    spec = load_backend_file(root / "spec" / "backends" / "engine.yaml")
+    spec = load_backend_file(root / "spec" / "backends" / "engine" / "engine.yaml")
     assert any("${ctype}" in m.body for m in spec.macros.values())
 
 

@@ -11,6 +11,7 @@ specs that extend a copy of the shipped one (YAML only, no Python).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from byoc.spec import KINDS, load_backend_file
 from byoc.spec.backend import BackendSpec
 
 ROOT = TESTS.parent
-SHIPPED_SPEC = ROOT / "spec" / "backends" / "engine.yaml"
+SHIPPED_SPEC = ROOT / "spec" / "backends" / "engine" / "engine.yaml"
 GEN = DATA / "gen"
 
 GRAPHS = ("guide_subgraph", "whole_graph", "constants", "multi_output", "dag", "nd")
@@ -108,7 +109,7 @@ def run_and_compare(externals, artifacts, out_dir: Path, rng, catalog) -> None:
 
 
 def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
-    """A copy of the shipped engine.yaml, edited with ruamel.yaml's round trip (which
+    """A copy of the shipped engine spec folder, its engine.yaml edited with ruamel.yaml's round trip (which
     keeps comments and key order; no line wrapping, so that spec line numbers in the
     header stay those of the shipped spec), loaded from its own spec directory."""
     yaml = YAML()
@@ -116,8 +117,8 @@ def temp_spec(tmp_path: Path, edit: Callable[[dict], None]) -> Loader:
     data = yaml.load(SHIPPED_SPEC.read_text())
     edit(data)
     spec_dir = tmp_path / "specs"
-    spec_dir.mkdir()
-    with (spec_dir / "engine.yaml").open("w") as f:
+    shutil.copytree(SHIPPED_SPEC.parent, spec_dir / "engine")  # with the template file it reads
+    with (spec_dir / "engine" / "engine.yaml").open("w") as f:
         yaml.dump(data, f)
     return lambda name: load_backend(name, spec_path=[spec_dir])
 

@@ -83,7 +83,10 @@ def test_kernels_calling_the_support_code_match_the_reference(tmp_path, rng, pri
     specs = npu_folder(tmp_path / "specs")
     spec = load_backend("npu", [str(specs)])
     assert spec.display_path == "npu/npu.yaml (from --spec-path)"
-    assert [(f.name, f.is_header) for f in spec.support] == [("npu_support.h", True), ("npu_support.c", False)]
+    assert [(f.name, f.is_header) for f in spec.support] == [
+        ("npu_support.h", True),
+        ("npu_support.c", False),
+    ]
     run(RELU, specs, rng)
     run(NEGATIVE, specs, rng)
 
@@ -136,7 +139,11 @@ def test_an_error_in_the_support_source_is_located_in_that_file(tmp_path, privat
 @pytest.mark.parametrize(
     ("listed", "message", "hint"),
     [
-        ("[npu_support.h, npu_extra.c]", "cannot read support file npu_extra.c", "put npu_extra.c beside npu.yaml"),
+        (
+            "[npu_support.h, npu_extra.c]",
+            "cannot read support file npu_extra.c",
+            "put npu_extra.c beside npu.yaml",
+        ),
         ("[npu_support.hpp]", "is neither C nor a header", ".h: a header"),
         ("[support.h]", "does not start with the backend's name, npu_", "rename it npu_support.h"),
         ("[npu_support.h, npu_support.h]", "is listed twice", None),
@@ -199,3 +206,73 @@ def test_check_compiles_the_support_c_once_and_locates_its_errors(tmp_path, caps
     assert f"--> {source}:" in err and "Traceback" not in err
     code, out, err = run_cli(capsys, "check", "--no-compile", spec_file)
     assert (code, out, err) == (0, f"{spec_file}: ok\n", "")
+
+
+# ------------------------------------------------------------ templates read from files
+
+PRELUDE = "/* the prelude of backend ${backend} */\n#include <stdint.h>\n"
+
+
+def test_a_template_may_be_read_from_a_file_beside_the_spec(tmp_path, rng, private_cache):
+    spec = SPEC.replace(
+        "support: [npu_support.h, npu_support.c]",
+        "prelude: {file: npu_prelude.h.in}\nsupport: [npu_support.h, npu_support.c]",
+    )
+    specs = npu_folder(tmp_path / "specs", spec=spec)
+    (specs / "npu" / "npu_prelude.h.in").write_text(PRELUDE)
+    assert load_backend("npu", [str(specs)]).templates["prelude"] == PRELUDE
+    run(RELU, specs, rng)
+    graph = tmp_path / "relu.graph"
+    graph.write_text(RELU)
+    from byoc.cli import main
+
+    assert main(["gen", str(graph), "--spec-path", str(specs), "-o", str(tmp_path / "out")]) == 0
+    assert "/* the prelude of backend npu */" in (tmp_path / "out" / "npu.c").read_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "message", "where"),
+    [
+        (
+            "{file: npu_prelude.h.in}",
+            "int a;\n  ${nonsense} b;\n",
+            "undefined placeholder ${nonsense} in prelude",
+            (2, 3),
+        ),
+        ("{file: npu_prelude.h.in}", "int a; ${unclosed\n", "prelude", (1, 8)),
+        ("{file: missing.h.in}", None, "cannot read prelude's file missing.h.in", None),
+        ("{file: ../npu_prelude.h.in}", None, "is not a plain file name", None),
+        ("{path: npu_prelude.h.in}", None, "path", None),
+    ],
+)
+def test_a_bad_template_file_is_a_located_error(tmp_path, value, text, message, where):
+    spec = SPEC.replace(
+        "support: [npu_support.h, npu_support.c]",
+        f"prelude: {value}\nsupport: [npu_support.h, npu_support.c]",
+    )
+    specs = npu_folder(tmp_path / "specs", spec=spec)
+    if text is not None:
+        (specs / "npu" / "npu_prelude.h.in").write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_backend("npu", [str(specs)])
+    assert message in info.value.message
+    if where is None:  # at the spec's key
+        assert (info.value.location.file, info.value.location.line) == (str(specs / "npu" / "npu.yaml"), 7)
+    else:  # in the template's own file
+        loc = info.value.location
+        assert (loc.file, loc.line, loc.column) == (str(specs / "npu" / "npu_prelude.h.in"), *where)
+
+
+def test_editing_a_template_file_is_seen_at_the_next_load(tmp_path):
+    spec = SPEC.replace(
+        "support: [npu_support.h, npu_support.c]",
+        "prelude: {file: npu_prelude.h.in}\nsupport: [npu_support.h, npu_support.c]",
+    )
+    specs = npu_folder(tmp_path / "specs", spec=spec)
+    template = specs / "npu" / "npu_prelude.h.in"
+    template.write_text(PRELUDE)
+    assert load_backend("npu", [str(specs)]).templates["prelude"] == PRELUDE
+    template.write_text("/* edited */\n")
+    stat = template.stat()
+    os.utime(template, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert load_backend("npu", [str(specs)]).templates["prelude"] == "/* edited */\n"
