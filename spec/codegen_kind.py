@@ -145,6 +145,15 @@ class CodegenKind:
         names = set(COMMON_PLACEHOLDERS) | set(draft.options)
         for slot in self.templates:
             if slot.key in root and isinstance(root[slot.key], dict):
+                if "file" not in root[slot.key]:
+                    raise doc.error(
+                        f"{slot.key} must be a string, or a template read from a file; got a mapping without `file`",
+                        root,
+                        slot.key,
+                        value=True,
+                        hint=f"write the template here (`{slot.key}: |`), or `{slot.key}: {{file: NAME}}` "
+                        "for the file NAME beside the spec",
+                    )
                 draft.templates[slot.key] = template_file(doc, root, slot.key, names | set(slot.placeholders))
             elif slot.key in root:
                 doc.typed(root, slot.key, str, slot.key)

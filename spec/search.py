@@ -89,13 +89,13 @@ def _search(spec_path: SpecPath) -> dict[str, tuple[Path, str]]:
     """Every backend name on the search path: its file and display path, sorted by name."""
     found: dict[str, tuple[Path, str]] = {}
     for d, origin in _search_dirs(spec_path, True):
-        for name, f in _spec_files(d).items():
+        for name, f in backend_files(d).items():
             if name not in found:
                 found[name] = (f, display_path(f, origin))
     return dict(sorted(found.items()))
 
 
-def _spec_files(d: Path) -> dict[str, Path]:
+def backend_files(d: Path) -> dict[str, Path]:
     """The backend specs of directory ``d`` by name: each ``<name>.yaml``, and each
     ``<name>/<name>.yaml`` (a backend in a folder of its own, beside its C files:
     :mod:`byoc.spec.support`). A name defined both ways is a SpecError."""
@@ -219,6 +219,7 @@ def list_backends(spec_path: SpecPath = None, *, catalog: Catalog | None = None)
 __all__: Sequence[str] = (
     "ENV_VAR",
     "SHIPPED_BACKENDS",
+    "backend_files",
     "catalog_files",
     "display_path",
     "find_backends",

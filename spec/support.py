@@ -139,4 +139,11 @@ def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
-__all__: Sequence[str] = ("SUFFIXES", "SupportFile", "load_support", "plain_file_name", "read_beside", "sibling_mtimes")
+__all__: Sequence[str] = (
+    "SUFFIXES",
+    "SupportFile",
+    "load_support",
+    "plain_file_name",
+    "read_beside",
+    "sibling_mtimes",
+)

@@ -50,7 +50,9 @@ def compiled_backends() -> list[str]:
     import byoc.spec
 
     shipped = Path(byoc.spec.__file__).parent / "backends"
-    return [b for b in COMPILED if (shipped / f"{b}.yaml").exists()]
+    from byoc.spec.search import backend_files
+
+    return [b for b in COMPILED if b in backend_files(shipped)]
 
 
 def golden_cases() -> list[tuple[str, str, str]]:

@@ -48,11 +48,12 @@ from byoc.generator.lowering import offload_whole
 from byoc.generator.pipeline import generate
 from byoc.spec.backend_loader import load_backend_doc
 from byoc.spec.ops_loader import SHIPPED_OPS, load_catalog_text
+from byoc.spec.search import backend_files
 from byoc.spec.yaml_doc import YamlDoc
 
 CATALOG = byoc.spec.load_catalog()
 SPECS = Path(byoc.spec.__file__).parent / "backends"
-BACKENDS = sorted(p.stem for p in SPECS.glob("*.yaml"))
+BACKENDS = sorted(backend_files(SPECS))
 BAD = DATA / "bad"
 
 
@@ -228,7 +229,7 @@ def mutated_yaml(draw, texts: list[tuple[str, str]]) -> tuple[str, str]:
     return name, "\n".join(lines)
 
 
-SPEC_TEXTS = [(p.name, p.read_text(encoding="utf-8")) for p in sorted(SPECS.glob("*.yaml"))]
+SPEC_TEXTS = [(p.name, p.read_text(encoding="utf-8")) for p in backend_files(SPECS).values()]
 SMALL_GRAPH = "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @NAME { return multiply(add(x, y), y) }\n  return s\n}\n"
 
 

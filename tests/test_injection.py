@@ -33,9 +33,10 @@ from byoc.generator.c_text import c_string, comment, comment_text
 from byoc.generator.lowering import MAX_SYMBOL_LENGTH, symbol_problem
 from byoc.generator.pipeline import generate
 from byoc.ir import Function, Program
+from byoc.spec.search import backend_files
 
 SPECS = Path(byoc.spec.__file__).parent / "backends"
-COMPILED = [b for b in ("ccompiler", "engine", "fused") if (SPECS / f"{b}.yaml").exists()]
+COMPILED = [b for b in ("ccompiler", "engine", "fused") if b in backend_files(SPECS)]
 """The backends whose generated code is compiled (fused, when that backend exists)."""
 
 pytestmark = pytest.mark.skipif(

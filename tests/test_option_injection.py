@@ -30,10 +30,11 @@ from byoc.errors import ByocError, SpecError, UsageError
 from byoc.generator.artifacts import Role
 from byoc.generator.pipeline import generate
 from byoc.spec.backend_loader import load_backend_file
+from byoc.spec.search import backend_files
 from byoc.spec.template import placeholder_names, render
 
 SPECS = Path(byoc.spec.__file__).parent / "backends"
-SHIPPED = sorted(p.stem for p in SPECS.glob("*.yaml"))
+SHIPPED = sorted(backend_files(SPECS))
 PAYLOAD = '({ extern int system(const char*); (void)system("touch PWNED"); })'
 
 HOSTILE = [

@@ -5,6 +5,7 @@ backend, the refusal reasons, and the load-time errors of malformed conditions."
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from byoc.errors import SpecError
 from byoc.generator.composite import GraphView, match_pattern
 from byoc.generator.partition import partition, why_not_supported
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, load_backend_file
+from byoc.spec.search import backend_files
 
 README = SHIPPED_BACKENDS.parent / "README.md"
 MARKER = "<!-- the block below is loaded and run by tests/test_shape_conditions.py -->"
@@ -184,9 +186,14 @@ def test_a_pattern_condition_on_an_output_dtype_holds(tmp_path, monkeypatch):
 def test_every_kind_takes_conditions_on_its_op_mappings(name, tmp_path, monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     yaml = YAML()
-    doc = yaml.load(SHIPPED_BACKENDS / f"{name}.yaml")
+    shipped = backend_files(SHIPPED_BACKENDS)[name]
+    target = tmp_path / f"{name}.yaml"
+    if shipped.parent != SHIPPED_BACKENDS:  # a backend in a folder, with the files it reads
+        shutil.copytree(shipped.parent, tmp_path / name)
+        target = tmp_path / name / f"{name}.yaml"
+    doc = yaml.load(shipped)
     doc["ops"]["add"]["when"] = ["in1.rank == 1"]
-    with open(tmp_path / f"{name}.yaml", "w") as f:
+    with open(target, "w") as f:
         yaml.dump(doc, f)
     program = parse(
         "graph main(p: float32[4], q: float32[2, 2]) { s = add(p, p)\n t = add(q, q)\n return s, t }",

@@ -242,7 +242,7 @@ def test_a_template_may_be_read_from_a_file_beside_the_spec(tmp_path, rng, priva
         ("{file: npu_prelude.h.in}", "int a; ${unclosed\n", "prelude", (1, 8)),
         ("{file: missing.h.in}", None, "cannot read prelude's file missing.h.in", None),
         ("{file: ../npu_prelude.h.in}", None, "is not a plain file name", None),
-        ("{path: npu_prelude.h.in}", None, "path", None),
+        ("{path: npu_prelude.h.in}", None, "a mapping without `file`", None),
     ],
 )
 def test_a_bad_template_file_is_a_located_error(tmp_path, value, text, message, where):
