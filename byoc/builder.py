@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .catalog import Catalog, RuleError, infer_types, normalize_attrs
 from .errors import GraphError, Location, did_you_mean
@@ -26,6 +27,7 @@ from .ir import (
     Param,
     TensorType,
     WeightsSource,
+    first_uses,
     shape_problem,
 )
 
@@ -207,17 +209,12 @@ class FunctionBuilder:
         """Record a region body's returned names and compute what it captures: its
         parameters, in order of first use, or in the order ``params`` lists them."""
         self._results = list(results)
-        seen: set[str] = set()
-        local = self.defined
-        for st in self.statements:
-            for i, name in enumerate(st.inputs):
-                if name not in local and name not in seen:
-                    seen.add(name)
-                    self.captures.append((name, self.where(st, i)))
-        for name, loc in results:
-            if name not in local and name not in seen:
-                seen.add(name)
-                self.captures.append((name, loc))
+        uses = [(name, st, i) for st in self.statements for i, name in enumerate(st.inputs)]
+        uses += [(name, loc, None) for name, loc in results]
+        self.captures = [
+            (name, where if k is None else self.where(where, k))
+            for name, where, k in first_uses(uses, self.defined, itemgetter(0))
+        ]
         if params is not None:
             self.captures = self._listed_captures(params)
 

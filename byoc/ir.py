@@ -29,13 +29,17 @@ lives in :mod:`byoc.validate`; building one from unordered statements lives in
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from math import prod
+from typing import TypeVar
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy: np.dtype("bfloat16"))
 import numpy as np
 
 from .errors import Location
+
+T = TypeVar("T")
 
 DTYPES: tuple[str, ...] = (
     "float32",
@@ -121,6 +125,21 @@ converted to and from ``float``."""
 C_COMPUTE_TYPES: dict[str, str] = {**C_TYPES, "float16": "float", "bfloat16": "float"}
 """The C type that generated code computes a dtype's values in: the storage type, but
 ``float`` for the 16-bit floats (see :data:`FLOAT_DTYPES`)."""
+
+
+def first_uses(items: Iterable[T], local: Container[str], name: Callable[[T], str] = str) -> list[T]:
+    """The items whose ``name`` is not in ``local``, the first of each name only, in
+    order: a region's parameters in the order its body first reads them (the inputs
+    of its nodes, then its outputs), as the DSL's parser orders a region written
+    without a parameter list and its printer decides whether to write one."""
+    seen: set[str] = set()
+    found: list[T] = []
+    for item in items:
+        key = name(item)
+        if key not in local and key not in seen:
+            seen.add(key)
+            found.append(item)
+    return found
 
 
 def is_integer(dtype: str) -> bool:

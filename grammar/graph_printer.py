@@ -24,6 +24,7 @@ from byoc.ir import (
     Program,
     TensorType,
     WeightsSource,
+    first_uses,
     is_half,
     plain_numbers,
 )
@@ -116,11 +117,8 @@ def _parameter_list(region: Function) -> str:
     them (the order the parser gives a region without a list), else nothing."""
     names = [p.name for p in region.params]
     local = {c.name for c in region.constants} | {out for node in region.nodes for out in node.outputs}
-    first_use: dict[str, None] = {}
-    for name in [n for node in region.nodes for n in node.inputs] + list(region.outputs):
-        if name not in local:
-            first_use.setdefault(name)
-    if list(first_use) == names or region.composite is not None:
+    read = [n for node in region.nodes for n in node.inputs] + list(region.outputs)
+    if first_uses(read, local) == names or region.composite is not None:
         return ""
     return "(" + ", ".join(map(_ident, names)) + ")"
 
