@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir import dtype_name
 from .layers import auto_pads
+from .tensors import checked_axis
 
 if TYPE_CHECKING:
     from .importer import Importer
@@ -48,15 +49,6 @@ def _floats_only(imp: Importer, name: str) -> None:
         raise imp.unsupported(
             f"{imp.node.op_type} of {kind or 'an unknown dtype'}", hint="its input is a float"
         )
-
-
-def _axis(imp: Importer, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise imp.invalid(
-            f"its axis {axis} is out of range for an input of rank {rank}",
-            hint=f"ONNX takes an axis in [{-rank}, {rank - 1}] here",
-        )
-    return axis % rank
 
 
 def _ints(imp: Importer, k: int, what: str, count: int | None = None) -> list[int]:
@@ -84,7 +76,7 @@ def lp_normalization(imp: Importer, node, e: OnnxOp) -> None:
     _floats_only(imp, node.input[0])
     r = e.roles
     shape = imp.shape(node.input[0])
-    axis = _axis(imp, int(imp.attr("axis", -1)), len(shape))
+    axis = checked_axis(imp, int(imp.attr("axis", -1)), len(shape), "its axis")
     p = int(imp.attr("p", 2))
     if p not in (1, 2):
         raise imp.invalid(f"its p is {p}", hint="LpNormalization takes p 1 or 2")
@@ -169,7 +161,7 @@ def compress(imp: Importer, node, e: OnnxOp) -> None:
         x = imp.emit(e.roles["flat"], [x], {"newshape": [math.prod(shape)]})
         size, axis = math.prod(shape), 0
     else:
-        axis = _axis(imp, int(axis), len(shape))
+        axis = checked_axis(imp, int(axis), len(shape), "its axis")
         size = shape[axis]
     chosen = np.flatnonzero(np.asarray(condition).astype(bool))
     if chosen.size and chosen[-1] >= size:
@@ -189,7 +181,7 @@ def center_crop_pad(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, {"axes"})
     shape = imp.shape(node.input[0])
     rank = len(shape)
-    axes = [_axis(imp, int(a), rank) for a in imp.attr("axes", range(rank))]
+    axes = [checked_axis(imp, int(a), rank, "its axis") for a in imp.attr("axes", range(rank))]
     if len(set(axes)) != len(axes):
         raise imp.invalid(f"its axes {axes} repeat an axis")
     wanted = _ints(imp, 1, "CenterCropPad shape", len(axes))

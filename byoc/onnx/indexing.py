@@ -21,6 +21,7 @@ import numpy as np
 from ..ir import dtype_name, is_float
 from ..shape_rules import RuleError
 from .pool_indices import max_pool_indices, values_only, wants_indices
+from .tensors import checked_axis
 from .values import dsl_string, number
 
 if TYPE_CHECKING:
@@ -41,16 +42,6 @@ def _one_int(imp: Importer, k: int, what: str) -> int | None:
             hint=f"{what} is a scalar (or 1-element) integer tensor",
         )
     return int(flat[0])
-
-
-def _axis(imp: Importer, axis: int, rank: int, what: str = "axis") -> int:
-    """``axis`` in [-rank, rank) as 0..rank - 1; anything else is an invalid node."""
-    if not -rank <= axis < rank:
-        raise imp.invalid(
-            f"its {what} {axis} is out of range for an input of rank {rank}",
-            hint=f"ONNX takes an axis in [{-rank}, {rank - 1}] here",
-        )
-    return axis % rank
 
 
 def _attr_text(value) -> str:
@@ -94,7 +85,7 @@ def cumulative(imp: Importer, node, e: OnnxOp) -> None:
     if axis is None:
         raise imp.invalid("it has no axis input", hint=f"{node.op_type} takes the axis as its second input")
     attrs = {
-        "axis": _axis(imp, axis, rank),
+        "axis": checked_axis(imp, axis, rank, "its axis"),
         "exclusive": bool(int(imp.attr("exclusive", 0))),
         "reverse": bool(int(imp.attr("reverse", 0))),
     }
@@ -109,7 +100,7 @@ def top_k(imp: Importer, node, e: OnnxOp) -> None:
     shape = imp.shape(node.input[0])
     if not shape:
         raise imp.invalid("its input is a scalar; it needs an axis", hint="give an input of rank 1 or more")
-    axis = _axis(imp, int(imp.attr("axis", -1)), len(shape))
+    axis = checked_axis(imp, int(imp.attr("axis", -1)), len(shape), "its axis")
     k = imp.attr("k") if imp.opset < 10 else _one_int(imp, 1, "TopK k")
     if k is None or not 0 <= int(k) <= shape[axis]:
         raise imp.invalid(
@@ -146,7 +137,7 @@ def one_hot(imp: Importer, node, e: OnnxOp) -> None:
             f"its values have shape {list(imp.shape(node.input[2]))}, not [2]",
             hint="OneHot's values are [off_value, on_value]",
         )
-    axis = _axis(imp, int(imp.attr("axis", -1)), rank + 1)
+    axis = checked_axis(imp, int(imp.attr("axis", -1)), rank + 1, "its axis")
     attrs = {"depth": depth, "axis": axis}
     imp.emit(e.op, [imp.value(node.input[0]), imp.value(node.input[2])], attrs, node.output[0])
 
@@ -162,7 +153,7 @@ def hardmax(imp: Importer, node, e: OnnxOp) -> None:
     if not shape:
         raise imp.invalid("its input is a scalar; it needs an axis", hint="give an input of rank 1 or more")
     x = imp.value(node.input[0])
-    axis = _axis(imp, int(imp.attr("axis", -1 if imp.opset >= 13 else 1)), len(shape))
+    axis = checked_axis(imp, int(imp.attr("axis", -1 if imp.opset >= 13 else 1)), len(shape), "its axis")
     flat = imp.opset < 13 and axis != len(shape) - 1
     if flat:
         x = imp.emit(r["flat"], [x], {"newshape": [math.prod(shape[:axis]), math.prod(shape[axis:])]})
