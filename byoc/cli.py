@@ -38,7 +38,7 @@ examples (`byoc examples -o .` copies the examples/ they name into this director
   byoc parse examples/guide_subgraph.examplejson --to graph
   byoc ops
   byoc backends
-  byoc check spec/backends/*.yaml
+  byoc check spec/backends/
   byoc --spec-path my_specs backends          # also find my_specs/<backend>.yaml
   byoc import model.onnx -o models            # models/model.graph + models/model.npz
   byoc run model.onnx --backend fused         # an ONNX model directly (imported in memory)
