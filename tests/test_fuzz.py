@@ -229,7 +229,9 @@ def mutated_yaml(draw, texts: list[tuple[str, str]]) -> tuple[str, str]:
     return name, "\n".join(lines)
 
 
-SPEC_TEXTS = [(p.name, p.read_text(encoding="utf-8")) for p in backend_files(SPECS).values()]
+SPEC_TEXTS = [(str(p), p.read_text(encoding="utf-8")) for p in backend_files(SPECS).values()]
+"""Each shipped spec by its path, so that a mutant of one in a folder of its own reads
+the support and template files beside it, as the spec does."""
 SMALL_GRAPH = "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @NAME { return multiply(add(x, y), y) }\n  return s\n}\n"
 
 
