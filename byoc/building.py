@@ -243,6 +243,7 @@ def compile_modules(
     takes longer than :data:`QUIET_SECONDS`: which modules, and each one's end."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+    from .generator.artifacts import Role
     from .runtime.build import build_spec_module
 
     jobs = {}
@@ -252,9 +253,9 @@ def compile_modules(
         for name, spec in compiled.items():
             own, module = _own_artifacts(name, artifacts)
             values = spec.template_values(options[name])
-            jobs[
-                pool.submit(build_spec_module, spec, {a.name: a.content for a in own}, module.name, values)
-            ] = name
+            # the support sources are compiled once, on their own (runtime.build.support_objects)
+            sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
+            jobs[pool.submit(build_spec_module, spec, sources, module.name, values)] = name
         pending = set(jobs)
         done, pending = wait(pending, timeout=QUIET_SECONDS)
         if pending and progress is not None:

@@ -115,8 +115,7 @@ def support_note(spec: BackendSpec) -> str:
     why = spec.missing_library()
     if why is not None:
         return f", its support C not compiled: {why}"
-    include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
-    support_objects(spec, spec.template_values(), include_flags)
+    support_objects(spec, spec.template_values())
     return f", its support C compiled ({', '.join(sources)})"
 
 

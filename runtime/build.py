@@ -230,14 +230,17 @@ def build_spec_module(
 def support_objects(
     spec: BackendSpec,
     values: Mapping[str, object],
-    include_flags: Sequence[str] = (),
+    include_flags: Sequence[str] | None = None,
     *,
     cache: Path | None = None,
 ) -> list[str]:
     """The cached object of each C file of ``spec``'s ``support:`` list
     (:mod:`byoc.spec.support`), compiled with the spec's headers beside it and the flags
-    its modules get, for their libraries to link: one compilation per spec version,
-    compiler and flags, whatever the graphs."""
+    its modules get (``include_flags``: its libraries' ``-I``, located here when not
+    given), for their libraries to link: one compilation per spec version, compiler and
+    flags, whatever the graphs."""
+    if include_flags is None:
+        include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
     files = {f.name: f.text for f in spec.support}
     where = support_paths(spec)
     return [
