@@ -8,7 +8,7 @@ them, once, for every generator (``c_source`` macro arguments, engine layer line
 ``c_fused`` loops).
 
 The conventions are those the reference kernels and the shape rules share
-(:mod:`byoc.reference_kernels`, :mod:`byoc.shape_functions`), and they key on the
+(:mod:`byoc.reference_kernels`, :mod:`byoc.shape_checks`), and they key on the
 attributes a *shape rule* reads, never on op names:
 
 - a rule that reads ``strides`` lays windows over the spatial axes of its first input

@@ -212,8 +212,9 @@ def compile_object(spec, values: Mapping[str, object], sources: Mapping[str, str
     into a cached position-independent object, unlinked: for a caller that links the
     module into another program (byoc.tvm, into TVM's exported library)."""
     from .runtime.build import build_artifacts, spec_text_of, support_paths
+    from .spec.requirements import compile_flags
 
-    include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
+    include_flags = compile_flags(spec.linkages())
     return build_artifacts(
         sources,
         main,

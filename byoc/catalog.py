@@ -22,7 +22,8 @@ from . import reference_kernels
 from .ast_lock import PYTHON_AST_LOCK
 from .errors import Location
 from .ir import Attrs, AttrValue, TensorType, is_float
-from .shape_rules import OUTPUT_COUNT, SHAPE_RULES, RuleError, ShapeRule, broadcast_shapes, count_text
+from .shape_rule_model import OUTPUT_COUNT, RuleError, ShapeRule, count_text
+from .shape_rules import SHAPE_RULES
 from .value_types import VALUE_TYPES, ValueType
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "OpDef",
     "RuleError",
     "ShapeRule",
-    "broadcast_shapes",
     "check_attr_value",
     "compile_reference",
     "count_text",
@@ -373,15 +373,6 @@ def _call_ufunc(fn: np.ufunc, args: Sequence[Callable[..., object]], xs, at, out
     return fn(*values, dtype=np.float64, out=out) if floats else fn(*values, out=out)
 
 
-def _kernels() -> dict[str, Callable[..., np.ndarray]]:
-    """The public functions of :mod:`byoc.reference_kernels`, by name."""
-    return {
-        name: fn
-        for name, fn in vars(reference_kernels).items()
-        if inspect.isfunction(fn) and fn.__module__ == reference_kernels.__name__ and not name.startswith("_")
-    }
-
-
 def kernel_reference(
     name: str, min_inputs: int, variadic: bool, attr_names: Sequence[str], several: bool = False
 ) -> Reference:
@@ -392,7 +383,7 @@ def kernel_reference(
     The kernel of an op of ``several`` outputs returns a tuple and is also told how
     many outputs the node has, as the keyword ``num_outputs``; any other returns one
     array."""
-    kernels = _kernels()
+    kernels = reference_kernels.by_name()
     fn = kernels.get(name)
     if fn is None:
         raise RuleError(f"unknown reference kernel {name!r}", hint=f"kernels: {', '.join(sorted(kernels))}")

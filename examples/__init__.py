@@ -1,2 +1,2 @@
 """The shipped example graphs and models, installed as data: ``byoc examples -o DIR``
-copies them out (byoc/cli_examples.py)."""
+copies them out (byoc/cli/examples.py)."""

@@ -43,8 +43,9 @@ from byoc.spec.template import placeholders, render
 
 from . import c_dtypes
 from .c_text import comment, origin, value_label
-from .fused_anchors import RULES, Site, c_attributes, element, loop_order, operand_shapes
+from .fused_anchors import RULES, c_attributes, loop_order, operand_shapes
 from .fused_blocking import BlockedText, plan_blocking, reduction_loops, widened
+from .fused_index import Site, element
 from .fused_loops import Loops, plan_loops
 from .fused_outline import Outliner
 from .fused_placement import Placement

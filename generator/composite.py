@@ -3,9 +3,9 @@
 A backend spec's patterns (:mod:`byoc.spec.patterns`) are matched here, by one matcher
 for both uses:
 
-- **partitioning** (:func:`byoc.generator.partition.merge_composites`) looks for a
-  pattern at each node of a graph, and collapses every match into a composite call
-  node (TVM's MergeComposite);
+- **partitioning** (:func:`byoc.generator.partition_composites.merge_composites`) looks
+  for a pattern at each node of a graph, and collapses every match into a composite
+  call node (TVM's MergeComposite);
 - **lowering and generation** match a composite's own body against its pattern, to
   check a composite written by hand and to learn which value is which input of the
   kernel.
@@ -198,8 +198,9 @@ def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, cata
     """Why ``spec`` cannot generate the composite of ``match``, or None when it can: a
     construct must serve the result's rank, and (c_source) every attribute value and
     input axis its macro reads must exist (a macro reading ``${in0_dim1}`` cannot take
-    a vector as input 0, as a single op's cannot: :func:`byoc.generator.partition.supports`),
-    and every elementwise node's inputs must be shaped as the macro reads them
+    a vector as input 0, as a single op's cannot:
+    :func:`byoc.generator.partition_annotate.supports`), and every elementwise node's
+    inputs must be shaped as the macro reads them
     (:func:`~byoc.generator.c_source_values.shape_refusal`: broadcasting only with the
     macro's ``broadcast: true``; a bias vector's macro takes no full-shape tensor)."""
     binding = match.pattern.binding

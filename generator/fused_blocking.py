@@ -15,7 +15,7 @@ Every output keeps its own accumulator (``t0_acc[block][lane]``, doubles) and it
 summation order, the reduction space's, so the results are bit-identical to the plain
 nest's; only which output is updated next changes. The accumulators of a block are
 independent, so gcc -O3 vectorises the lane loop. A guard that skips a point of the
-reduction for some lanes (a convolution tap on the padding, :class:`~.fused_anchors.Bound`)
+reduction for some lanes (a convolution tap on the padding, :class:`~.fused_index.Bound`)
 becomes the lane loop's bounds, so no lane reads outside its input and no branch is
 left in the loop; every other step stays where it was, or moves into the lane loop when
 it defines a local from the lane's counter. An anchor whose lanes need a guard that is
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .c_text import C_WORD
-from .fused_anchors import Anchor, Bound, Level, affine
+from .fused_index import Anchor, Bound, Level, affine
 
 CHUNK = 64
 """The most lanes per block: 64 doubles per accumulator row stay in the L1 cache."""

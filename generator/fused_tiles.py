@@ -7,7 +7,7 @@ cache), and a lane loop whose bounds vary with the point (a convolution tap on t
 padding) ends each point with a remainder. Most lanes, though, read inside their inputs
 at every point: the block's *interior*, where every lane bound holds even at its
 extreme point (:func:`~.fused_blocking.plan_blocking` derives it from the guards'
-:class:`~.fused_anchors.Bound`). The interior is computed in *tiles* of a fixed number
+:class:`~.fused_index.Bound`). The interior is computed in *tiles* of a fixed number
 of lanes (:data:`TILES`) with the reduction loops inside the tile: the tile's
 accumulators (``t0_acc_tile[block][lanes]``, at most 192 doubles) have compile-time
 bounds, so gcc keeps them in vector registers across the whole reduction and stores
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from .c_text import comment
-from .fused_anchors import Level
 from .fused_blocking import BlockedText, Blocking, reduction_loops
+from .fused_index import Level
 
 TILES = (48, 16)
 """The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.

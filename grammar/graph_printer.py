@@ -13,7 +13,7 @@ import numpy as np
 
 from byoc.errors import UsageError
 from byoc.float_text import SMALL, float32_texts, join_float32
-from byoc.grammar.graph_parser import rounded
+from byoc.grammar.graph_constants import rounded
 from byoc.ir import (
     ANON_PREFIX,
     CALL_OP,

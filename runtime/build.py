@@ -199,12 +199,14 @@ def build_spec_module(
     the loader killing the process at the first call. The spec's support headers join
     ``sources`` (unless given), and its support sources' objects join the link
     (:func:`support_objects`)."""
+    from byoc.spec.requirements import compile_flags, link_flags
+
     from .native_load import load_now
 
     requirements = tuple(spec.requires.values())
     if linkages is None:
         linkages = spec.linkages()
-    include_flags = [f for linkage in linkages for f in linkage.compile_flags]
+    include_flags = compile_flags(linkages)
     objects = support_objects(spec, values, include_flags, cache=cache)
     library = build_artifacts(
         {**{f.name: f.text for f in spec.support if f.is_header}, **sources},
@@ -212,7 +214,7 @@ def build_spec_module(
         spec.compile,
         values,
         include_flags=include_flags,
-        link_flags=[*objects, *(f for linkage in linkages for f in linkage.link_flags)],
+        link_flags=[*objects, *link_flags(linkages)],
         cache=cache,
         spec_text=spec_text_of(spec),
         shown_as=support_paths(spec),
@@ -240,7 +242,9 @@ def support_objects(
     given), for their libraries to link: one compilation per spec version, compiler and
     flags, whatever the graphs."""
     if include_flags is None:
-        include_flags = [f for linkage in spec.linkages() for f in linkage.compile_flags]
+        from byoc.spec.requirements import compile_flags
+
+        include_flags = compile_flags(spec.linkages())
     files = {f.name: f.text for f in spec.support}
     where = support_paths(spec)
     return [

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from .conditions import WHEN_KEY, Scope, load_conditions
 from .draft import SpecDraft, check_template, check_template_text, known
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS
-from .support import plain_file_name, read_beside
+from .support import file_beside
 from .yaml_doc import YamlDoc, block_line
 
 
@@ -218,10 +219,8 @@ def template_file(doc: YamlDoc, root: Any, key: str, names: set[str]) -> str:
     """The text of a template written as ``{file: NAME}``: the file NAME beside the spec
     (a template too long to read in YAML), its placeholders checked with errors located
     in that file."""
-    node = doc.mapping(root, key, key)
-    doc.check_keys(node, f"{key}: a template read from a file", ("file",), ())
-    name = plain_file_name(doc, node, "file", f"{key}: file")
-    text, path = read_beside(doc, name, f"{key}'s file {name}", doc.at(node, "file", value=True))
+    text, path = file_beside(doc, root, key, key)
+    name = Path(path).name
 
     def error(offset: int, message: str, hint: str | None) -> SpecError:
         line = text.count("\n", 0, offset) + 1

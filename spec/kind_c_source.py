@@ -9,9 +9,10 @@ from byoc.catalog import OpDef
 from .bindings import MacroBinding, frozen_map
 from .codegen_kind import Slot
 from .draft import SpecDraft
-from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
+from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind
 from .layouts import check_layout_ranks, load_layouts
 from .macro_args import const_input
+from .macro_uses import MacroUse
 from .template import placeholder_names, placeholders
 from .yaml_doc import YamlDoc
 

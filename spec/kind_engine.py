@@ -19,7 +19,8 @@ from .backend import LayerDef
 from .bindings import LayerBinding, frozen_map
 from .codegen_kind import CodegenKind, Slot
 from .draft import SpecDraft, c_name, known
-from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind, MacroUse
+from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind
+from .macro_uses import MacroUse
 from .template import placeholders
 from .yaml_doc import YamlDoc
 

@@ -163,7 +163,7 @@ def load_mixed_layouts(doc: YamlDoc, mnode: Any, what: str, ports: Mapping[str, 
 
 def check_layout_ranks(doc: YamlDoc, draft: SpecDraft, uses: list[Any]) -> None:
     """A macro whose result takes a layout serves only the layout's rank; ``uses`` are
-    the :class:`~byoc.spec.kind_macros.MacroUse` of the spec. (An input's rank depends
+    the :class:`~byoc.spec.macro_uses.MacroUse` of the spec. (An input's rank depends
     on the op; the generator gives an input a layout only from a result of its rank.)"""
     for use in uses:
         for name in draft.macros[use.macro].layouts.get(OUT_PORT, ()):

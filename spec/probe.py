@@ -12,6 +12,8 @@ function that asks the library::
         #include <vendor/api.h>
         int byoc_probe(const char* dtype) { ... return 1 when it is computed here ... }
 
+The source may also be a C file beside the spec, ``source: {file: vendor_probe.c}``.
+
 Automatic partitioning (``--backend``) compiles the source as the spec compiles its
 modules (its ``compile:`` settings and ``requires:`` libraries), loads it and calls
 ``byoc_probe`` once per listed dtype that a graph uses (once per process and spec): a
@@ -30,6 +32,7 @@ from typing import Any
 
 from byoc.errors import Location
 
+from .support import file_beside
 from .yaml_doc import YamlDoc
 
 PROBE_FUNCTION = "byoc_probe"
@@ -75,7 +78,10 @@ def load_probe(doc: YamlDoc, root: Any, dtypes: tuple[str, ...]) -> Probe:
             )
         if d in seq[:i]:
             raise doc.error(f"{what}: dtype {d!r} is listed twice", seq, i)
-    source = doc.typed(node, "source", str, f"{what}: source")
+    if isinstance(node.get("source"), dict):  # {file: NAME}: the C in a file beside the spec
+        source = file_beside(doc, node, "source", f"{what}: source")[0]
+    else:
+        source = doc.typed(node, "source", str, f"{what}: source")
     if not _DEFINITION.search(source):
         raise doc.error(
             f"{what}: source does not define {PROBE_FUNCTION}",

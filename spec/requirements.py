@@ -40,7 +40,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,16 @@ class Linkage:
     def link_flags(self) -> tuple[str, ...]:
         dirs = tuple(f for d in self.lib_dirs for f in (f"-L{d}", f"-Wl,-rpath,{d}"))
         return dirs + tuple(f"-l{name}" for name in self.libraries)
+
+
+def compile_flags(linkages: Iterable[Linkage]) -> list[str]:
+    """The flags that compile a module against every library of ``linkages`` (their ``-I``)."""
+    return [f for linkage in linkages for f in linkage.compile_flags]
+
+
+def link_flags(linkages: Iterable[Linkage]) -> list[str]:
+    """The flags that link a module with every library of ``linkages``, in their order."""
+    return [f for linkage in linkages for f in linkage.link_flags]
 
 
 @dataclass(frozen=True, slots=True)

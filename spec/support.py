@@ -121,6 +121,16 @@ def plain_file_name(doc: YamlDoc, node: Any, key: Any, what: str) -> str:
     return name
 
 
+def file_beside(doc: YamlDoc, root: Any, key: str, what: str) -> tuple[str, str]:
+    """The text and path of the file a value written as ``{file: NAME}`` names (a C
+    source or a template too long to read in YAML): NAME beside the spec, read as
+    :func:`read_beside` reads it, with errors located at the YAML that names it."""
+    node = doc.mapping(root, key, what)
+    doc.check_keys(node, f"{what}: a text read from a file", ("file",), ())
+    name = plain_file_name(doc, node, "file", f"{what}: file")
+    return read_beside(doc, name, f"{what}'s file {name}", doc.at(node, "file", value=True))
+
+
 def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
     """The files beside ``spec_file`` with their modification times: part of the key
     that caches a loaded spec, so that editing a file it reads (a support file, a

@@ -26,7 +26,7 @@ from test_reference_kernels import (
 )
 
 from byoc.ir import DTYPES, is_float, is_integer
-from byoc.shape_rules import QUANTIZED
+from byoc.shape_rule_quantize import QUANTIZED
 
 Attr = int | float | bool | str | tuple[int, ...]
 

@@ -45,6 +45,9 @@ def dnnl_copy(directory: Path, name: str, edit: Callable[[str], str] = lambda te
     assert '#include "dnnl_support.h"\n' in source
     source = source.replace('#include "dnnl_support.h"\n', f'#include "{name}_support.h"\n')
     (folder / f"{name}_support.c").write_text(edit(source))
+    for other in shipped.iterdir():  # the probe's C, the README: copied as they are
+        if not other.name.startswith(("dnnl.", "dnnl_support.")):
+            (folder / other.name).write_bytes(other.read_bytes())
     return directory
 
 

@@ -24,7 +24,8 @@ from byoc.building import build
 from byoc.errors import SpecError
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
-from byoc.generator.partition import partition, why_not_supported
+from byoc.generator.partition import partition
+from byoc.generator.partition_annotate import why_not_supported
 from byoc.ir import ANON_PREFIX
 from byoc.spec import ENV_VAR, load_backend_file
 

@@ -1,4 +1,4 @@
-"""``byoc completion SHELL`` (byoc/cli_completion.py): a script generated from the parser
+"""``byoc completion SHELL`` (byoc/cli/completion.py): a script generated from the parser
 itself, which bash runs to complete commands, options and file names."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""``byoc examples`` (byoc/cli_examples.py): the shipped examples are installed with the
+"""``byoc examples`` (byoc/cli/examples.py): the shipped examples are installed with the
 package, listed, and copied out whole or not at all."""
 
 from __future__ import annotations
 
 from conftest import EXAMPLES, run_cli
 
-from byoc.cli_examples import shipped
+from byoc.cli.examples import shipped
 
 
 def repository_examples() -> dict[str, bytes]:

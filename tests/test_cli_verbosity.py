@@ -1,4 +1,4 @@
-"""-v, -vv and -q on every command (byoc/cli_logging.py), and byoc's records through
+"""-v, -vv and -q on every command (byoc/cli/logs.py), and byoc's records through
 the standard logging module for a program that embeds it."""
 
 from __future__ import annotations

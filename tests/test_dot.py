@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, GUIDE_WHOLE_GRAPH, run_cli
 
-import byoc.cli_partition
+import byoc.cli.partition
 from byoc.api import load_backend, load_catalog, parse_file
 from byoc.generator.dot import PALETTE, dot_program
 from byoc.generator.lowering import lower
@@ -167,7 +167,7 @@ def test_dot_file_output(suffix, capsys, tmp_path):
 
 @pytest.mark.parametrize("suffix", ["svg", "png"])
 def test_without_graphviz(suffix, capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(byoc.cli_partition.shutil, "which", lambda name, *a, **k: None)
+    monkeypatch.setattr(byoc.cli.partition.shutil, "which", lambda name, *a, **k: None)
     out = tmp_path / f"guide.{suffix}"
     rc, stdout, err = run_cli(capsys, "dot", GUIDE_WHOLE_GRAPH, "-o", out)
     assert rc == 2 and stdout == ""

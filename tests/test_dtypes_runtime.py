@@ -17,7 +17,8 @@ import tvm_ffi
 from compile_util import compile_library
 from conftest import run_cli
 
-from byoc.cli_run import DEFAULT_TOLERANCES, _compare, random_array
+from byoc.cli.compare import DEFAULT_TOLERANCES, compare
+from byoc.cli.run_inputs import random_array
 from byoc.errors import RuntimeFailure
 from byoc.ir import DTYPES, TensorType, is_integer
 from byoc.npz_files import BFLOAT16_MARKER, npz_bytes, read_npz
@@ -316,11 +317,11 @@ def _ulps(want: np.ndarray, k: int) -> np.ndarray:
 def test_half_outputs_a_few_ulps_off_match_by_default(dtype):
     want = np.random.default_rng(4).uniform(0.5, 4, 50).astype(dtype)
     for k in (1, 2, 3):
-        status, _ = _compare(_ulps(want, k), want, None, None)
+        status, _ = compare(_ulps(want, k), want, None, None)
         assert status == "ok", k
     far = (want.astype(np.float64) * 1.1).astype(dtype)  # 10 %: beyond any tolerance
-    assert _compare(far, want, None, None)[0] == "MISMATCH"
-    assert _compare(_ulps(want, 1), want, 0.0, 0.0)[0] == "MISMATCH"  # overridable
+    assert compare(far, want, None, None)[0] == "MISMATCH"
+    assert compare(_ulps(want, 1), want, 0.0, 0.0)[0] == "MISMATCH"  # overridable
 
 
 def test_half_tolerances_are_looser_than_float32_and_ordered_by_precision():
@@ -335,21 +336,21 @@ def test_half_tolerances_are_looser_than_float32_and_ordered_by_precision():
 def test_bfloat16_comparison_reports_the_error_in_doubles():
     want = np.array([1.0, 2.0, 300.0], np.float32).astype(BF16)
     got = np.array([1.0, 2.0, 302.0], np.float32).astype(BF16)
-    status, error = _compare(got, want, None, None)
+    status, error = compare(got, want, None, None)
     assert float(error) == float(got.astype(np.float64)[2] - want.astype(np.float64)[2])
     assert status == "ok"  # 2/300 = 0.7 %, one bfloat16 ulp at 300
 
 
 def test_integer_and_bool_outputs_must_be_equal():
     big = np.array([2**64 - 1, 5], np.uint64)
-    status, error = _compare(big - np.array([1, 0], np.uint64), big, 1.0, 1.0)
+    status, error = compare(big - np.array([1, 0], np.uint64), big, 1.0, 1.0)
     assert (status, error) == ("MISMATCH", "1")  # no wrap-around: the difference is 1
-    assert _compare(big, big.copy(), None, None) == ("ok", "0")
+    assert compare(big, big.copy(), None, None) == ("ok", "0")
     flags = np.array([True, False, True])
-    assert _compare(~flags, flags, 1.0, 1.0)[0] == "MISMATCH"
-    assert _compare(flags, flags.copy(), None, None) == ("ok", "0")
+    assert compare(~flags, flags, 1.0, 1.0)[0] == "MISMATCH"
+    assert compare(flags, flags.copy(), None, None) == ("ok", "0")
     small = np.array([-32768, 32767], np.int16)
-    assert _compare(small[::-1].copy(), small, None, None) == ("MISMATCH", "65535")
+    assert compare(small[::-1].copy(), small, None, None) == ("MISMATCH", "65535")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -513,14 +514,14 @@ def test_a_large_bfloat16_constant_of_a_json_module_lives_in_its_npz(capsys, tmp
 def test_against_stored_outputs_half_outputs_keep_their_own_tolerances(capsys):
     """ONNX's test tolerance (rtol 1e-3) is finer than a bfloat16's last place: a half
     output is held to its dtype's defaults, float32 to ONNX's."""
-    from byoc.cli_run import _report
+    from byoc.cli.compare import report
 
     want16 = np.random.default_rng(8).uniform(0.5, 4, 20).astype(BF16)
-    assert _report([_ulps(want16, 2)], [want16], None, None, stored=True) == 0
+    assert report([_ulps(want16, 2)], [want16], None, None, stored=True) == 0
     want32 = want16.astype(np.float32)
     off32 = want32 * np.float32(1.01)
-    assert _report([off32], [want32], None, None, stored=True) == 1
-    assert _report([_ulps(want16, 2)], [want16], 1e-4, 0.0, stored=True) == 1  # given: taken as is
+    assert report([off32], [want32], None, None, stored=True) == 1
+    assert report([_ulps(want16, 2)], [want16], 1e-4, 0.0, stored=True) == 1  # given: taken as is
     capsys.readouterr()
 
 
@@ -587,7 +588,7 @@ def test_byoc_pipeline_runs_bfloat16_bool_and_float16_on_a_compiled_backend(caps
     inputs = {"x": x, "y": y, "b": np.array([True, False, True, True, False]), "h": np.ones(7, np.float16)}
     want = evaluate(fn, inputs)[0]
     assert result.dtype == BF16
-    status, error = _compare(result, want, None, None)
+    status, error = compare(result, want, None, None)
     assert status == "ok", error
     outputs = model(**inputs)
     assert outputs[1].tolist() == [True, False, True, True, False] * 2

@@ -3,7 +3,7 @@
 Hypothesis builds small, well-typed float graphs op by op: the op is drawn from the
 catalog (spec/ops.yaml through ``byoc.load_catalog``), mostly from the ops the backend
 under test maps (its spec says which), and its inputs and attributes by the strategy
-of the op's *shape rule* in ``byoc.testing.cases`` (convolutions with random strides,
+of the op's *shape rule* in ``byoc.testing.draft`` (convolutions with random strides,
 pads, dilations and groups; pools; reductions; reshapes; split; gather ...), which
 ``byoc sweep`` draws from too, here through hypothesis' choices. Every proposal is
 checked by the catalog's own inference (``infer_types``); one it rejects is dropped and
@@ -32,7 +32,8 @@ from byoc.building import build
 from byoc.generator.partition import partition
 from byoc.runtime.probe import for_machine
 from byoc.testing import check_close
-from byoc.testing.cases import RULES, Draft, random_inputs
+from byoc.testing.draft import RULES, Draft
+from byoc.testing.random_values import random_inputs
 
 CATALOG = byoc.load_catalog()
 SPECS = {spec.name: spec for spec in byoc.list_backends()}
@@ -46,7 +47,7 @@ DERANDOMIZE = True
 
 
 class HypothesisChoices:
-    """byoc.testing.cases' random choices drawn by hypothesis (which shrinks a failing graph)."""
+    """byoc.testing.draft's random choices drawn by hypothesis (which shrinks a failing graph)."""
 
     def __init__(self, draw) -> None:
         self.draw = draw

@@ -1,5 +1,5 @@
 """A constant's list of numbers is one token (NUMBER_LIST in grammar/graph.lark, read in
-grammar/graph_parser.py): it must give exactly what the word-level rules give, which
+grammar/graph_constants.py): it must give exactly what the word-level rules give, which
 a comment inside the list forces, and refuse a malformed number at its column."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import byoc  # noqa: E402
-from byoc import cli_import  # noqa: E402
+from byoc.cli import onnx_import  # noqa: E402
 from byoc.errors import ByocError, GraphError, ParseError, UsageError  # noqa: E402
 from byoc.onnx.model_import import dsl_string, import_program, max_opset  # noqa: E402
 
@@ -375,7 +375,7 @@ def test_write_together_puts_back_the_first_file_when_the_second_rename_fails(tm
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(UsageError, match="cannot write .*m.graph: No space left on device"):
-        cli_import.write_together([(first, b"new weights"), (second, b"new graph")])
+        onnx_import.write_together([(first, b"new weights"), (second, b"new graph")])
     assert calls[:2] == ["m.npz", "m.graph"]
     assert first.read_bytes() == b"old weights" and second.read_bytes() == b"old graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.graph", "m.npz"]  # no temporaries left
@@ -392,7 +392,7 @@ def test_write_together_removes_a_new_first_file_when_the_second_fails(tmp_path,
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(UsageError):
-        cli_import.write_together([(first, b"new weights"), (second, b"new graph")])
+        onnx_import.write_together([(first, b"new weights"), (second, b"new graph")])
     assert list(tmp_path.iterdir()) == []
 
 
@@ -411,10 +411,10 @@ def test_write_together_without_hard_links(tmp_path, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "link", no_link)
-    cli_import.write_together([(first, b"new weights"), (second, b"new graph")])
+    onnx_import.write_together([(first, b"new weights"), (second, b"new graph")])
     assert first.read_bytes() == b"new weights" and second.read_bytes() == b"new graph"
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(UsageError):
-        cli_import.write_together([(first, b"newer weights"), (second, b"newer graph")])
+        onnx_import.write_together([(first, b"newer weights"), (second, b"newer graph")])
     assert first.read_bytes() == b"new weights" and second.read_bytes() == b"new graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.graph", "m.npz"]

@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli
 
 from byoc.api import load_catalog, parse
-from byoc.cli_run import _compare
+from byoc.cli.compare import compare
 from byoc.output_steps import output_steps
 
 GRAPH = """\
@@ -46,15 +46,15 @@ def test_steps_pass_through_regions():
 )
 def test_integers_may_lie_within_their_step(got, step, status):
     want = np.array([5, 6], np.uint8)
-    assert _compare(np.array(got, np.uint8), want, None, None, step)[0] == status
+    assert compare(np.array(got, np.uint8), want, None, None, step)[0] == status
 
 
 def test_floats_may_lie_one_scale_off():
     want = np.array([0.1, 0.25], np.float32)
     one_off = want + np.float32(0.05) * np.array([0, 1], np.float32)
-    assert _compare(one_off, want, None, None)[0] == "MISMATCH"
-    assert _compare(one_off, want, None, None, float(np.float32(0.05)))[0] == "ok"
-    assert _compare(want + np.float32(0.1), want, None, None, float(np.float32(0.05)))[0] == "MISMATCH"
+    assert compare(one_off, want, None, None)[0] == "MISMATCH"
+    assert compare(one_off, want, None, None, float(np.float32(0.05)))[0] == "ok"
+    assert compare(want + np.float32(0.1), want, None, None, float(np.float32(0.05)))[0] == "MISMATCH"
 
 
 def test_byoc_run_of_an_int8_kernel_passes_within_one_step(capsys, tmp_path):

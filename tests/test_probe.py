@@ -22,8 +22,8 @@ from libraries import missing_library
 import byoc
 from byoc.api import backend_loader, evaluate, load_backend, load_catalog, parse
 from byoc.building import partition_over
-from byoc.cli_run import DEFAULT_TOLERANCES
-from byoc.cli_spec import describe
+from byoc.cli.compare import DEFAULT_TOLERANCES
+from byoc.cli.spec_commands import describe
 from byoc.errors import BuildError, SpecError, UsageError
 from byoc.ir import CALL_OP, Program
 from byoc.runtime.probe import machine_computes

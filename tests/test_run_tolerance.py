@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLES
 from libraries import missing_library
 
-from byoc.cli_run import _compare
+from byoc.cli.compare import compare
 
 WANT = np.array([260.0, 0.5, -3.0], dtype=np.float32)
 
@@ -24,18 +24,18 @@ def _with_error(index: int, error: float) -> np.ndarray:
 
 
 def test_a_cancelled_element_may_carry_the_rounding_of_the_largest():
-    status, _ = _compare(_with_error(1, 6e-5), WANT, None, None)
+    status, _ = compare(_with_error(1, 6e-5), WANT, None, None)
     assert status == "ok"
 
 
 def test_an_explicit_atol_is_taken_as_given():
-    status, _ = _compare(_with_error(1, 6e-5), WANT, None, 1e-6)
+    status, _ = compare(_with_error(1, 6e-5), WANT, None, 1e-6)
     assert status == "MISMATCH"
 
 
 @pytest.mark.parametrize(("index", "error"), [(1, 1e-3), (0, 260 * 2e-5), (2, -5e-4)])
 def test_errors_beyond_the_bound_are_mismatches(index, error):
-    status, _ = _compare(_with_error(index, error), WANT, None, None)
+    status, _ = compare(_with_error(index, error), WANT, None, None)
     assert status == "MISMATCH"
 
 
@@ -43,9 +43,9 @@ def test_float64_keeps_its_own_bound():
     want = WANT.astype(np.float64)
     got = want.copy()
     got[1] += 1e-9
-    assert _compare(got, want, None, None)[0] == "MISMATCH"
+    assert compare(got, want, None, None)[0] == "MISMATCH"
     got[1] = want[1] + 1e-11  # within 1e-12 of the largest magnitude, 260
-    assert _compare(got, want, None, None)[0] == "ok"
+    assert compare(got, want, None, None)[0] == "ok"
 
 
 @pytest.mark.skipif(bool(missing_library("dnnl")), reason=str(missing_library("dnnl")))

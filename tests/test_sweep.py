@@ -20,7 +20,7 @@ from byoc import cli
 from byoc.errors import UsageError
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 from byoc.testing import sweep
-from byoc.testing.sweep import FAILED, NOT_APPLICABLE, PASSED
+from byoc.testing.sweep_report import FAILED, NOT_APPLICABLE, PASSED
 
 SHIPPED = sorted(path.stem for path in SHIPPED_BACKENDS.glob("*.yaml"))
 

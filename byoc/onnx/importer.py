@@ -13,7 +13,7 @@ import numpy as np
 from ..catalog import infer_type, normalize_attrs
 from ..errors import GraphError
 from ..ir import TensorType, dtype_name, numpy_dtype
-from ..shape_rules import RuleError
+from ..shape_rule_model import RuleError
 from .control import IN_PLACE, outer_names
 from .expand import expand
 from .handlers import KINDS

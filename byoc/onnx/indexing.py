@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import dtype_name, is_float
-from ..shape_rules import RuleError
+from ..shape_rule_model import RuleError
 from .pool_indices import max_pool_indices, values_only, wants_indices
 from .tensors import checked_axis
 from .values import dsl_string, number

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import dtype_name, numpy_dtype
-from ..shape_rules import QUANTIZED
+from ..shape_rule_quantize import QUANTIZED
 from .indexing import dtype_text
 from .values import element_dtype
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from byoc.ir import Function, Program
 
-from .cases import random_array
 from .compare import mismatch
+from .random_values import random_array
 
 GRAPH_DIR = "<graphs>"
 """What stands for the directory of the graph file in :func:`generated_artifacts`."""

@@ -49,9 +49,9 @@ def add_commands(sub, parents) -> None:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from .disk_cache import cache_dir
-    from .errors import UsageError
-    from .runtime import cache_store
+    from ..disk_cache import cache_dir
+    from ..errors import UsageError
+    from ..runtime import cache_store
 
     if args.max_size is not None and args.action != "prune":
         raise UsageError(f"--max applies to prune, not {args.action}", hint="byoc cache prune --max 500M")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def add_commands(sub, parents) -> None:
-    from .cli_completion import completes_files
+    from .completion import completes_files
 
     p = sub.add_parser(
         "import",
@@ -51,14 +51,14 @@ def add_shape_argument(p: argparse.ArgumentParser) -> None:
 
 def shapes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The --shape arguments as ``{input: dims}``."""
-    from .onnx.model_import import parse_shapes
+    from ..onnx.model_import import parse_shapes
 
     return parse_shapes(args.shape)
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .errors import UsageError
-    from .onnx.model_import import import_onnx, parse_imported
+    from ..errors import UsageError
+    from ..onnx.model_import import import_onnx, parse_imported
 
     shapes = shapes_of(args)
     out = Path(args.output)
@@ -95,7 +95,7 @@ def write_together(outputs: list[tuple[Path, bytes]]) -> None:
     import shutil
     import tempfile
 
-    from .errors import UsageError
+    from ..errors import UsageError
 
     for target, _ in outputs:
         if target.exists() and not target.is_file():

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import Location, UsageError, close_names
+from ..errors import Location, UsageError, close_names
 
 if TYPE_CHECKING:
-    from .catalog import AttrDef, Catalog, OpDef
+    from ..catalog import AttrDef, Catalog, OpDef
 
 OPS_EPILOG = """\
 examples:
@@ -52,7 +52,7 @@ def add_commands(sub, parents) -> None:
 
 
 def _cmd_ops(args: argparse.Namespace) -> int:
-    from .api import load_catalog
+    from ..api import load_catalog
 
     if args.onnx:
         if args.names:
@@ -84,7 +84,7 @@ def onnx_table() -> str:
     """Every ONNX op of byoc/onnx/ops.yaml, sorted: its handler (the row's ``kind``, a
     handler of byoc's ONNX import) and the catalog ops it emits (``op``, then the
     ``roles``); ops that byoc only folds at import say so."""
-    from .onnx.ops import onnx_ops
+    from ..onnx.ops import onnx_ops
 
     rows = [("onnx op", "handler", "catalog ops")]
     for name, row in sorted(onnx_ops().items()):
@@ -109,7 +109,7 @@ def _op(catalog: Catalog, name: str) -> OpDef:
 
 def _origin(op: OpDef, catalog: Catalog) -> str:
     """``byoc`` for a shipped op, else the user catalog defining it; then where its doc came from."""
-    from .spec.search import display_path
+    from ..spec.search import display_path
 
     user = {f.path for f in catalog.user_files}
     text = display_path(op.loc.file) if op.loc is not None and op.loc.file in user else "byoc"
@@ -135,7 +135,7 @@ def _describe(op: OpDef, catalog: Catalog) -> str:
 
 def _place(loc: Location | None) -> str:
     """``file:line``; the shipped catalog as ``spec/ops.yaml:line (shipped with byoc)``."""
-    from .spec import SHIPPED_OPS
+    from ..spec import SHIPPED_OPS
 
     if loc is None:
         return "(built in code)"
@@ -146,7 +146,7 @@ def _place(loc: Location | None) -> str:
 
 def _attr_text(adef: AttrDef) -> str:
     """``name: type = default`` as the DSL spells the default, then ``(choice|...)``."""
-    from .value_types import value_text
+    from ..value_types import value_text
 
     def spelled(value) -> str:
         return f'"{value}"' if isinstance(value, str) else value_text(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import UsageError
+from ..errors import UsageError
 
 GEN_EPILOG = """\
 examples:
@@ -56,9 +56,9 @@ class _BackendList(argparse.Action):
 def add_graph_arguments(p: argparse.ArgumentParser) -> None:
     """FILE, --from, --backend, --option and --shape: shared by gen, build, run,
     partition and dot."""
-    from .api import LANGUAGES
-    from .cli_completion import completes_files
-    from .cli_import import add_shape_argument
+    from ..api import LANGUAGES
+    from .completion import completes_files
+    from .onnx_import import add_shape_argument
 
     completes_files(
         p.add_argument(
@@ -87,7 +87,7 @@ def add_graph_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:
-    from .spec.option_types import split_option_key
+    from ..spec.option_types import split_option_key
 
     out: dict[str, str] = {}
     for pair in pairs:
@@ -102,12 +102,12 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
-    from .api import backend_loader, language_of, load_catalog, parse_file
-    from .atomic import write_directory
-    from .building import offload
-    from .cli_import import shapes_of
-    from .generator.artifacts import Role
-    from .generator.pipeline import generate
+    from ..api import backend_loader, language_of, load_catalog, parse_file
+    from ..atomic import write_directory
+    from ..building import offload
+    from ..generator.artifacts import Role
+    from ..generator.pipeline import generate
+    from .onnx_import import shapes_of
 
     options = parse_options(args.option)
     catalog = load_catalog(spec_path=args.spec_path)

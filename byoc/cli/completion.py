@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import UsageError
+from ..errors import UsageError
 
 SHELLS = ("bash", "zsh", "tcsh")
 EPILOG = """\
@@ -49,7 +49,7 @@ def _cmd_completion(args: argparse.Namespace) -> int:
         raise UsageError(
             "byoc completion needs the shtab package", hint="pip install 'byoc-codegen[completion]'"
         ) from None
-    from .cli import parser
+    from . import parser
 
     sys.stdout.write(shtab.complete(parser(), shell=args.shell))
     return 0

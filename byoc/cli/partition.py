@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from .errors import UsageError
+from ..errors import UsageError
 
 PARTITION_EPILOG = """\
 examples:
@@ -43,7 +43,7 @@ install graphviz); .dot output does not.
 
 
 def add_commands(sub, parents) -> None:
-    from .cli_gen import add_graph_arguments
+    from .gen import add_graph_arguments
 
     p = sub.add_parser(
         "partition",
@@ -83,8 +83,8 @@ def add_explain_argument(p: argparse.ArgumentParser) -> None:
 
 def explanation(args: argparse.Namespace, program, catalog) -> str:
     """The ``--explain`` text of partitioning ``program`` over ``--backend``."""
-    from .api import backend_loader
-    from .building import explain_over
+    from ..api import backend_loader
+    from ..building import explain_over
 
     if not args.backend:
         raise UsageError("--explain needs --backend", hint="it explains the automatic partitioning over them")
@@ -92,8 +92,8 @@ def explanation(args: argparse.Namespace, program, catalog) -> str:
 
 
 def _parsed(args: argparse.Namespace, catalog):
-    from .api import language_of, parse_file
-    from .cli_import import shapes_of
+    from ..api import language_of, parse_file
+    from .onnx_import import shapes_of
 
     language = language_of(args.file, args.source_language)
     program = parse_file(
@@ -105,8 +105,8 @@ def _parsed(args: argparse.Namespace, catalog):
 
 
 def _partitioned(args: argparse.Namespace, catalog):
-    from .api import backend_loader
-    from .building import partition_over
+    from ..api import backend_loader
+    from ..building import partition_over
 
     program = _parsed(args, catalog)
     if args.backend:
@@ -115,7 +115,7 @@ def _partitioned(args: argparse.Namespace, catalog):
 
 
 def _cmd_partition(args: argparse.Namespace) -> int:
-    from .api import load_catalog, print_program
+    from ..api import load_catalog, print_program
 
     if not args.backend:
         raise UsageError("name at least one --backend to partition for", hint="`byoc backends` lists them")
@@ -128,10 +128,10 @@ def _cmd_partition(args: argparse.Namespace) -> int:
 
 
 def _cmd_dot(args: argparse.Namespace) -> int:
-    from .api import backend_loader, load_catalog
-    from .atomic import write_file
-    from .generator.dot import dot_program
-    from .generator.lowering import lower
+    from ..api import backend_loader, load_catalog
+    from ..atomic import write_file
+    from ..generator.dot import dot_program
+    from ..generator.lowering import lower
 
     catalog = load_catalog(spec_path=args.spec_path)
     program = _partitioned(args, catalog)

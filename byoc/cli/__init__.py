@@ -4,7 +4,7 @@ Every subcommand lives in a small function; errors derived from ByocError print
 as located messages with a caret excerpt (no traceback) and exit with status 2.
 ``--debug`` shows the traceback as well. ``--spec-path DIR`` (repeatable) works on
 every command, before or after the command name. The spec commands (``check``,
-``backends``) live in :mod:`byoc.cli_spec`, ``ops`` in :mod:`byoc.cli_ops`.
+``backends``) live in :mod:`byoc.cli.spec_commands`, ``ops`` in :mod:`byoc.cli.ops`.
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from . import __version__
-from .api import LANGUAGES, PRINTED_LANGUAGES
-from .cli_cache import add_commands as add_cache_commands
-from .cli_completion import add_commands as add_completion_commands
-from .cli_completion import completes_files
-from .cli_examples import add_commands as add_examples_commands
-from .cli_gen import add_commands as add_gen_commands
-from .cli_import import add_commands as add_import_commands
-from .cli_import import add_shape_argument
-from .cli_logging import add_verbosity_arguments, logging_to_stderr, verbosity
-from .cli_ops import add_commands as add_ops_commands
-from .cli_partition import add_commands as add_partition_commands
-from .cli_run import add_commands as add_run_commands
-from .cli_spec import add_commands as add_spec_commands
-from .cli_sweep import add_commands as add_sweep_commands
-from .errors import ByocError, UsageError
+from .. import __version__
+from ..api import LANGUAGES, PRINTED_LANGUAGES
+from ..errors import ByocError, UsageError
+from .cache import add_commands as add_cache_commands
+from .completion import add_commands as add_completion_commands
+from .completion import completes_files
+from .examples import add_commands as add_examples_commands
+from .gen import add_commands as add_gen_commands
+from .logs import add_verbosity_arguments, logging_to_stderr, verbosity
+from .onnx_import import add_commands as add_import_commands
+from .onnx_import import add_shape_argument
+from .ops import add_commands as add_ops_commands
+from .partition import add_commands as add_partition_commands
+from .run import add_commands as add_run_commands
+from .spec_commands import add_commands as add_spec_commands
+from .sweep import add_commands as add_sweep_commands
 
 EPILOG = """\
 examples (`byoc examples -o .` copies the examples/ they name into this directory):
@@ -150,8 +150,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    from .api import language_of, parse_file, print_program
-    from .cli_import import shapes_of
+    from ..api import language_of, parse_file, print_program
+    from .onnx_import import shapes_of
 
     source = language_of(args.file, args.source_language)
     program = parse_file(args.file, source, spec_path=args.spec_path, shapes=shapes_of(args))
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _check_utf8(vars(args))
         if args.spec_path:  # a mistyped --spec-path fails every command, not only those that read specs
-            from .spec import spec_dirs
+            from ..spec import spec_dirs
 
             spec_dirs(args.spec_path, env=False)
         with logging_to_stderr(verbosity(args)):
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ByocError as exc:
         if args.debug:
             traceback.print_exc()
-        from .onnx.locations import at_onnx_node
+        from ..onnx.locations import at_onnx_node
 
         sys.stderr.write(at_onnx_node(exc).render() + "\n")  # an imported ONNX model's: at its node
         return 2
@@ -183,10 +183,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def _check_utf8(values: dict[str, object]) -> None:

@@ -7,12 +7,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .cli_completion import completes_files
-from .errors import ByocError
-from .value_types import value_text
+from ..errors import ByocError
+from ..value_types import value_text
+from .completion import completes_files
 
 if TYPE_CHECKING:
-    from .spec.backend import BackendSpec
+    from ..spec.backend import BackendSpec
 
 CHECK_EPILOG = """\
 examples:
@@ -84,7 +84,7 @@ def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.Arg
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .spec import check_spec, spec_files
+    from ..spec import check_spec, spec_files
 
     status = 0
     reported: set[str] = set()  # a bad catalog fails every spec checked against it: said once
@@ -107,7 +107,7 @@ def support_note(spec: BackendSpec) -> str:
     """Compile the C files of ``spec``'s ``support:`` list as its builds do (a BuildError
     located in the file otherwise) and say so after the ``ok``; or say why they were not
     (a library the spec requires is missing). Empty for a spec without support sources."""
-    from .runtime.build import support_objects
+    from ..runtime.build import support_objects
 
     sources = [f.name for f in spec.support if not f.is_header]
     if not sources:
@@ -120,8 +120,8 @@ def support_note(spec: BackendSpec) -> str:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from .spec import find_backends, load_backend, load_catalog_on_path
-    from .spec.search import load_backend_path
+    from ..spec import find_backends, load_backend, load_catalog_on_path
+    from ..spec.search import load_backend_path
 
     catalog = load_catalog_on_path(args.spec_path)
     if args.name is not None:
@@ -150,7 +150,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def requirement_lines(spec: BackendSpec) -> list[str]:
     """One line per library ``spec`` requires: found (where) or missing (why, and how to install)."""
-    from .spec.requirements import NotFound
+    from ..spec.requirements import NotFound
 
     lines = []
     for req in spec.requires.values():
@@ -166,7 +166,7 @@ def requirement_lines(spec: BackendSpec) -> list[str]:
 
 def probe_text(spec: BackendSpec) -> str:
     """What ``spec``'s probe says about this machine: which of its dtypes it computes here."""
-    from .runtime.probe import machine_computes
+    from ..runtime.probe import machine_computes
 
     assert spec.probe is not None
     if spec.missing_library() is not None:

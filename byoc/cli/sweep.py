@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .testing.sweep import DEFAULT_CASES
+from ..testing.sweep import DEFAULT_CASES
 
 SWEEP_EPILOG = """\
 examples:
@@ -112,9 +112,9 @@ def _natural(minimum: int):
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .atomic import write_file
-    from .cli_gen import parse_options
-    from .testing.sweep import sweep
+    from ..atomic import write_file
+    from ..testing.sweep import sweep
+    from .gen import parse_options
 
     options = parse_options(args.option)
     report = sweep(

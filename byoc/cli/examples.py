@@ -16,8 +16,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic import default_mode
-from .errors import UsageError
+from ..atomic import default_mode
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable

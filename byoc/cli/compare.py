@@ -1,0 +1,114 @@
+"""How ``byoc run`` compares outputs with the numpy reference (or with stored
+output_*.pb files): the default tolerances, the comparison, and the printed table."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..ir import is_half, is_integer
+
+STORED_RTOL, STORED_ATOL = 1e-3, 1e-7
+"""The default tolerances against stored output_*.pb files: ONNX's backend tests' own,
+for float32 and float64. A float16 or bfloat16 output, whose last place is coarser
+than 1e-3, is held to its dtype's defaults (:data:`DEFAULT_TOLERANCES`) instead."""
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def report(
+    outputs,
+    expected,
+    rtol: float | None,
+    atol: float | None,
+    steps: list[float] | None = None,
+    *,
+    stored: bool = False,
+) -> int:
+    """Print a table of ``outputs`` against ``expected``; the number that differ.
+    ``steps``: how far each output may lie, in steps of a quantization
+    (:mod:`byoc.output_steps`; default: none). ``stored``: ``expected`` came from
+    output_*.pb files (see :data:`STORED_RTOL`)."""
+    rows = [("output", "shape", "dtype", "max abs error", "status")]
+    failed = 0
+    stepped = []
+    for k, (got, want, step) in enumerate(zip(outputs, expected, steps or [0.0] * len(outputs))):
+        rt, at = (
+            (_or(rtol, STORED_RTOL), _or(atol, STORED_ATOL))
+            if stored and not is_half(str(got.dtype))
+            else (rtol, atol)
+        )
+        status, error = compare(got, want, rt, at, step)
+        failed += status != "ok"
+        if status == "ok" and step and compare(got, want, rt, at)[0] != "ok":  # the step was needed
+            stepped.append(f"{k} (one step: {step:.3g})")
+        rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        sys.stdout.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    if stepped:
+        sys.stdout.write(
+            f"  within one step of a quantization: output {', '.join(stepped)}; a quantize_linear "
+            "rounds a float whose order of summation ONNX leaves to the implementation\n"
+        )
+    return failed
+
+
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-12, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (5e-3, 1e-3),
+    "bfloat16": (4e-2, 8e-3),
+}
+"""``(rtol, atol)`` of each float dtype when --rtol/--atol are not given; the atol is
+scaled by the output's largest magnitude above 1 (see :func:`compare`).
+
+float16 and bfloat16 are computed in float32 and each node's result is rounded once
+to the dtype, as the numpy reference rounds its float64 result: the two roundings
+start from values a float32 rounding apart, so they land on the same or neighbouring
+16-bit values, one unit in the last place (ulp) apart per node, and a chain of nodes
+carries its inputs' differences along. A ulp is 2**-10 of a float16 value at most
+(11 significant bits: 9.8e-4 relative at 1.0) and 2**-7 of a bfloat16 (8 bits:
+7.8e-3), so the relative tolerances allow about 5 ulps (5e-3, 4e-2) and the absolute
+ones about one ulp of the output's largest magnitude (1e-3, 8e-3), for an element
+where a sum cancels. float32's 1e-5 is about 84 of its ulps (2**-23 = 1.2e-7), for
+kernels that sum in their own order. bool and integer outputs must be equal, but for
+a quantization's step (:mod:`byoc.output_steps`)."""
+
+
+def compare(
+    got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None, step: float = 0.0
+) -> tuple[str, str]:
+    """(status, max abs error) of ``got`` against ``want``: integers equal (or within
+    ``step``), floats close as their dtype's tolerances say (plus ``step``)."""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"MISMATCH (expected {want.dtype}{list(want.shape)})", "-"
+    if got.size == 0:
+        return "ok", "0"
+    dtype = str(got.dtype)
+    if dtype == "bool" or is_integer(dtype):  # exact; the difference without wrapping (uint64)
+        differ = got != want
+        if not differ.any():
+            return "ok", "0"
+        big, small = np.maximum(got[differ], want[differ]), np.minimum(got[differ], want[differ])
+        error = max(int(b) - int(s) for b, s in zip(big.tolist(), small.tolist()))
+        return ("ok" if error <= step else "MISMATCH"), str(error)
+    default_rtol, default_atol = DEFAULT_TOLERANCES[dtype]
+    # np.allclose on a bfloat16 array computes in bfloat16: compare doubles
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    if atol is None:
+        # A kernel that sums in its own order (a library's blocked conv, a tree
+        # reduction) leaves an element where the sum cancels with the rounding of its
+        # larger terms: the default allows each element a few units of the output's
+        # largest magnitude besides its own relative error.
+        finite = np.abs(want64[np.isfinite(want64)])
+        largest = float(finite.max()) if finite.size else 0.0
+        atol = default_atol * max(1.0, largest)
+    atol += step * (1 + 1e-6)  # a step of a dequantized value, and its float32 rounding
+    rtol = _or(rtol, default_rtol)
+    error = float(np.max(np.abs(got64 - want64)))
+    ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
+    return ("ok" if ok else "MISMATCH"), f"{error:.3g}"

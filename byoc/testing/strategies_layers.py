@@ -1,0 +1,128 @@
+"""The strategies of the shape rules of network layers: convolutions, pools, dense,
+matmul, normalizations, softmax-like rules of one axis, and reductions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .statements import Proposal
+
+if TYPE_CHECKING:
+    from byoc.catalog import OpDef
+
+    from .draft import Draft, Strategy
+
+
+def _spatial(d: Draft, n: int, name: str, low: int, high: int) -> dict[str, object]:
+    """``name``: n values in low..high, or the default (omitted)."""
+    return {name: tuple(d.integers(low, high) for _ in range(n))} if d.maybe() else {}
+
+
+def _pads(d: Draft, n: int) -> dict[str, object]:
+    return {"pads": tuple(d.integers(0, 1) for _ in range(2 * n))} if d.maybe() else {}
+
+
+def _window(d: Draft, n: int) -> dict[str, object]:
+    """strides, pads and dilations of a convolution or a pool (each maybe the default)."""
+    return {**_spatial(d, n, "strides", 1, 2), **_pads(d, n), **_spatial(d, n, "dilations", 1, 2)}
+
+
+def _groups(d: Draft, channels: int) -> int:
+    return d.choice([g for g in range(1, channels + 1) if channels % g == 0])
+
+
+def _conv(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(3, 5)
+    n, channels = x.type.rank - 2, x.type.shape[1]
+    groups = _groups(d, channels)
+    kernel = d.shape(n, 1, 3)
+    weight = d.fresh((groups * d.integers(1, 2), channels // groups, *kernel))
+    attrs = _window(d, n)
+    if groups > 1 or d.maybe():
+        attrs["groups"] = groups
+    return Proposal([x, weight], attrs)
+
+
+def _conv_transpose(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(3, 5)
+    n, channels = x.type.rank - 2, x.type.shape[1]
+    groups = _groups(d, channels)
+    weight = d.fresh((channels, d.integers(1, 2), *d.shape(n, 1, 3)))
+    attrs = {**_window(d, n), **_spatial(d, n, "output_padding", 0, 1)}
+    if groups > 1 or d.maybe():
+        attrs["groups"] = groups
+    return Proposal([x, weight], attrs)
+
+
+def _pool(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(3, 5)
+    n = x.type.rank - 2
+    return Proposal([x], {"kernel_shape": d.shape(n, 1, 3), **_window(d, n)})
+
+
+def _global_pool(d: Draft, op: OpDef) -> Proposal:
+    return Proposal([d.data(3, 5)])
+
+
+def _dense(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    return Proposal([x, d.fresh((d.integers(1, 4), x.type.shape[-1]))])
+
+
+def _matmul(d: Draft, op: OpDef) -> Proposal:
+    a = d.data(1)
+    k, n = a.type.shape[-1], d.integers(1, 4)
+    if a.type.rank == 1 or d.maybe():
+        shape: tuple[int, ...] = (k,) if d.maybe() else (k, n)
+    else:
+        shape = (*d.broadcastable(a.type.shape[:-2]), k, n)
+    return Proposal([a, d.fresh(shape)])
+
+
+def _bias_add(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    axis = d.axis_of(x)
+    return Proposal([x, d.fresh((x.type.shape[axis],))], {"axis": axis})
+
+
+def _batch_norm(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(2)
+    channel = (x.type.shape[1],)
+    scale, bias, mean = (d.fresh(channel) for _ in range(3))
+    return Proposal([x, scale, bias, mean, d.fresh(channel, low=0.5, high=1.5)])  # a variance
+
+
+def _lrn(d: Draft, op: OpDef) -> Proposal:
+    return Proposal([d.data(2)], {"size": d.choice([1, 3, 5])})
+
+
+def _one_axis(d: Draft, op: OpDef) -> Proposal:
+    """softmax, argmax, cumsum, ...: an axis (the rule reads it); others drawn by type."""
+    x = d.data(1)
+    return Proposal([x], {"axis": d.axis_of(x)})
+
+
+def _reduce(d: Draft, op: OpDef) -> Proposal:
+    x = d.data(1)
+    attrs: dict[str, object] = {"keepdims": d.maybe()}
+    if d.maybe():
+        axes = d.subset(range(x.type.rank), 1)
+        attrs["axes"] = tuple(a - x.type.rank if d.maybe() else a for a in axes)
+    return Proposal([x], attrs)
+
+
+LAYER_RULES: dict[str, Strategy] = {
+    "conv": _conv,
+    "conv_transpose": _conv_transpose,
+    "pool": _pool,
+    "global_pool": _global_pool,
+    "dense": _dense,
+    "matmul": _matmul,
+    "bias_add": _bias_add,
+    "batch_norm": _batch_norm,
+    "lrn": _lrn,
+    "softmax": _one_axis,
+    "reduce": _reduce,
+    "arg_reduce": _one_axis,
+    "cumulative": _one_axis,
+}
