@@ -35,6 +35,12 @@ class AttributeProblem(ValueError):
 # ------------------------------------------------------------------------------------------ helpers
 
 
+Flag = int
+"""The annotation of a shape function's parameter for an attribute of type ``bool`` in
+``ops.yaml``: the value arrives as 0 or 1, as ONNX writes flags
+(:meth:`byoc.catalog.OpDef.kwargs`)."""
+
+
 def check_int(value: object, what: str) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{what} must be an integer, got {value!r}")

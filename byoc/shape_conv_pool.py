@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .shape_checks import AttributeProblem, Shape, check_flag, check_int, check_ints, check_pads, check_shape
+from .shape_checks import (
+    AttributeProblem,
+    Flag,
+    Shape,
+    check_flag,
+    check_int,
+    check_ints,
+    check_pads,
+    check_shape,
+)
 
 # ------------------------------------------------------------------------------------------ helpers
 
@@ -184,7 +193,7 @@ def max_pool(
     strides: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     dilations: Sequence[int] | None = None,
-    ceil_mode: int = 0,
+    ceil_mode: Flag = 0,
 ) -> Shape:
     """x (N, C, D1..Dn) -> (N, C, O1..On); ceil_mode drops a last window that would start in the end padding."""
     return _pool("max_pool", x_shape, kernel_shape, strides, pads, dilations, ceil_mode)
@@ -197,8 +206,8 @@ def avg_pool(
     strides: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     dilations: Sequence[int] | None = None,
-    ceil_mode: int = 0,
-    count_include_pad: int = 0,
+    ceil_mode: Flag = 0,
+    count_include_pad: Flag = 0,
 ) -> Shape:
     """As max_pool; count_include_pad (0 or 1) does not change the shape."""
     check_flag(count_include_pad, "count_include_pad", "avg_pool")

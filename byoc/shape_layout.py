@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .shape_checks import (
     AttributeProblem,
+    Flag,
     Shape,
     broadcast,
     check_flag,
@@ -21,7 +22,7 @@ from .shape_checks import (
 PAD_MODES = ("constant", "reflect", "edge")
 
 
-def reshape(x_shape: Sequence[int], newshape: Sequence[int], *, allowzero: int = 0) -> Shape:
+def reshape(x_shape: Sequence[int], newshape: Sequence[int], *, allowzero: Flag = 0) -> Shape:
     """ONNX Reshape: -1 (at most one) is inferred; 0 copies the input's dimension unless allowzero."""
     x = check_shape(x_shape, "reshape: input shape")
     keep_zero = check_flag(allowzero, "allowzero", "reshape")

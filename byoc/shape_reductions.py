@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from .shape_checks import (
     AttributeProblem,
+    Flag,
     Shape,
     check_flag,
     check_int,
@@ -18,7 +19,7 @@ from .shape_checks import (
 # ------------------------------------------------------------------------------------ reductions
 
 
-def reduce(x_shape: Sequence[int], *, axes: Sequence[int] | None = None, keepdims: int = 1) -> Shape:
+def reduce(x_shape: Sequence[int], *, axes: Sequence[int] | None = None, keepdims: Flag = 1) -> Shape:
     """axes None or empty: every axis. keepdims keeps reduced axes as 1."""
     x = check_shape(x_shape, "reduce: input shape")
     keep = check_flag(keepdims, "keepdims", "reduce")
@@ -33,7 +34,7 @@ def reduce(x_shape: Sequence[int], *, axes: Sequence[int] | None = None, keepdim
 
 
 def arg_reduce(
-    x_shape: Sequence[int], *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0
+    x_shape: Sequence[int], *, axis: int = 0, keepdims: Flag = 1, select_last_index: Flag = 0
 ) -> Shape:
     """ONNX ArgMax/ArgMin: x without ``axis`` (or with it as 1 when keepdims); the axis
     must not be empty (an empty axis has no first maximum)."""
@@ -47,7 +48,7 @@ def arg_reduce(
     return tuple(1 if i == a else d for i, d in enumerate(x)) if keep else x[:a] + x[a + 1 :]
 
 
-def cumulative(x_shape: Sequence[int], *, axis: int = 0, exclusive: int = 0, reverse: int = 0) -> Shape:
+def cumulative(x_shape: Sequence[int], *, axis: int = 0, exclusive: Flag = 0, reverse: Flag = 0) -> Shape:
     """ONNX CumSum and CumProd: x's shape; axis in range."""
     x = check_shape(x_shape, "cumulative: input shape")
     if not x:
@@ -63,8 +64,8 @@ def top_k(
     *,
     k: int,
     axis: int = -1,
-    largest: int = 1,
-    sorted: int = 1,  # ONNX's name
+    largest: Flag = 1,
+    sorted: Flag = 1,  # ONNX's name
     num_outputs: int = 2,
 ) -> tuple[Shape, Shape]:
     """ONNX TopK: the values and their indices, both x with ``axis`` cut to k."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -50,10 +50,40 @@ def fill_checked(rule: ShapeRule, key: str) -> ShapeRule:
 _OP_PREFIX = re.compile(r"[a-z_]+: ")
 
 
+ATTRIBUTE_TYPES = {
+    "int": "int",
+    "float": "float",
+    "str": "str",
+    "Flag": "bool",
+    "Sequence[int]": "ints",
+    "Sequence[int] | None": "ints",
+}
+"""A shape function's annotation of an attribute parameter -> the attribute's type in
+``ops.yaml`` (:class:`~byoc.shape_checks.Flag` is a bool passed as 0 or 1)."""
+
+
+def function_attrs(function: Callable[..., object], several: bool | int = False) -> dict[str, str]:
+    """The attributes a shape function reads, from its signature: every parameter but the
+    input shapes (positional, named ``<input>_shape``, or ``*shapes``) and
+    :data:`OUTPUT_COUNT`, typed by its annotation (:data:`ATTRIBUTE_TYPES`). The op that
+    names the rule declares them in ``ops.yaml``; nothing else lists them."""
+    attrs: dict[str, str] = {}
+    for p in inspect.signature(function).parameters.values():
+        is_input = p.kind is inspect.Parameter.VAR_POSITIONAL or (
+            p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p.name.endswith("_shape")
+        )
+        if is_input or (several and p.name == OUTPUT_COUNT):
+            continue
+        annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+        if annotation not in ATTRIBUTE_TYPES:
+            raise TypeError(f"shape function {function.__name__}: parameter {p.name} has no attribute type")
+        attrs[p.name] = ATTRIBUTE_TYPES[annotation]
+    return attrs
+
+
 def wrap(
     name: str,
     function: Callable[..., tuple[int, ...]],
-    attrs: Mapping[str, str],
     doc: str,
     dtype: Callable[[Sequence[TensorType]], str | tuple[str, ...]] = same_dtype,
     several: bool | int = False,
@@ -62,7 +92,9 @@ def wrap(
     :mod:`byoc.shape_conv_pool`), called with the input shapes and the attributes
     ``attrs`` as keyword arguments, and the dtype by ``dtype``. With ``several``, the function also takes :data:`OUTPUT_COUNT`
     and returns one shape per output, and the rule gives one output or more (an int:
-    exactly that many, and ``dtype`` may give one dtype per output)."""
+    exactly that many, and ``dtype`` may give one dtype per output). The attributes it
+    reads come from ``function``'s signature (:func:`function_attrs`)."""
+    attrs = function_attrs(function, several)
     read = (*attrs, OUTPUT_COUNT) if several else tuple(attrs)
 
     def infer(types: Sequence[TensorType], kwargs: Kwargs) -> TensorType | tuple[TensorType, ...]:
@@ -82,11 +114,7 @@ def wrap(
             return tuple(TensorType(tuple(s), d) for s, d in zip(shape, dtypes, strict=True))
         return TensorType(tuple(shape), str(out_dtype))
 
-    positional = [
-        p
-        for p in inspect.signature(function).parameters.values()
-        if p.name not in read and p.kind is not inspect.Parameter.KEYWORD_ONLY
-    ]
+    positional = [p for p in inspect.signature(function).parameters.values() if p.name not in read]
     variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in positional)
     count = len(positional) - variadic
     return ShapeRule(

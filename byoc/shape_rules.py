@@ -28,8 +28,6 @@ from .shape_rule_model import ShapeRule
 from .shape_rule_quantize import dequantize, nonzero_scale, one_step, quantize, scaled_step
 from .shape_rule_wrap import fill_checked, wrap
 
-_SPATIAL = {"strides": "ints", "pads": "ints", "dilations": "ints"}
-
 SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
     {
         rule.name: rule
@@ -113,83 +111,69 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             wrap(
                 "concatenate",
                 shape_layout.concatenate,
-                {"axis": "int"},
                 "inputs of one rank >= 1, equal but along axis, where sizes add up",
             ),
             wrap(
                 "conv",
                 shape_conv_pool.conv,
-                {**_SPATIAL, "groups": "int"},
                 "x (N, C, D...), w (M, C/groups, k...) -> (N, M, O...); 1-D to N-D by x's rank",
             ),
             wrap(
                 "conv_transpose",
                 shape_conv_pool.conv_transpose,
-                {**_SPATIAL, "output_padding": "ints", "groups": "int"},
                 "x (N, C, D...), w (C, M/groups, k...) -> (N, M, O...)",
             ),
             wrap(
                 "pool",
                 shape_conv_pool.max_pool,
-                {"kernel_shape": "ints", **_SPATIAL, "ceil_mode": "bool"},
                 "x (N, C, D...) -> (N, C, O...) over windows of kernel_shape",
             ),
-            wrap("global_pool", shape_conv_pool.global_pool, {}, "x (N, C, D...) -> (N, C, 1...)"),
-            wrap("dense", shape_linear_norm.dense, {}, "x (..., in), w (units, in) -> (..., units)"),
-            wrap("matmul", shape_linear_norm.matmul, {}, "numpy.matmul's shapes (batch axes broadcast)"),
+            wrap("global_pool", shape_conv_pool.global_pool, "x (N, C, D...) -> (N, C, 1...)"),
+            wrap("dense", shape_linear_norm.dense, "x (..., in), w (units, in) -> (..., units)"),
+            wrap("matmul", shape_linear_norm.matmul, "numpy.matmul's shapes (batch axes broadcast)"),
             wrap(
                 "bias_add",
                 shape_linear_norm.bias_add,
-                {"axis": "int"},
                 "x, and a bias of shape (x[axis],) -> x's shape",
             ),
             wrap(
                 "batch_norm",
                 shape_linear_norm.batch_norm,
-                {"epsilon": "float"},
                 "x (N, C, ...) and four parameters of shape (C,) -> x's shape",
             ),
             wrap(
                 "lrn",
                 shape_linear_norm.lrn,
-                {"size": "int"},
                 "x (N, C, ...) -> x's shape; a window of size channels",
             ),
-            wrap("softmax", shape_linear_norm.softmax, {"axis": "int"}, "x's shape; axis in range"),
+            wrap("softmax", shape_linear_norm.softmax, "x's shape; axis in range"),
             wrap(
                 "reduce",
                 shape_reductions.reduce,
-                {"axes": "ints", "keepdims": "bool"},
                 "x without axes (every axis when empty), or with them as 1 when keepdims",
             ),
             wrap(
                 "reshape",
                 shape_layout.reshape,
-                {"newshape": "ints", "allowzero": "bool"},
                 "newshape; one -1 is inferred, 0 copies the input's size unless allowzero",
             ),
-            wrap("flatten", shape_layout.flatten, {"axis": "int"}, "(prod(x[:axis]), prod(x[axis:]))"),
+            wrap("flatten", shape_layout.flatten, "(prod(x[:axis]), prod(x[axis:]))"),
             wrap(
                 "transpose",
                 shape_layout.transpose,
-                {"perm": "ints"},
                 "x's axes permuted by perm (empty: reversed)",
             ),
             wrap(
                 "squeeze",
                 shape_layout.squeeze,
-                {"axes": "ints"},
                 "x without axes of size 1 (empty: all of them)",
             ),
-            wrap(
-                "unsqueeze", shape_layout.unsqueeze, {"axes": "ints"}, "x with size-1 axes inserted at axes"
-            ),
-            wrap("expand", shape_layout.expand, {"newshape": "ints"}, "x and newshape broadcast both ways"),
+            wrap("unsqueeze", shape_layout.unsqueeze, "x with size-1 axes inserted at axes"),
+            wrap("expand", shape_layout.expand, "x and newshape broadcast both ways"),
             fill_checked(
                 wrap(
                     "pad",
                     shape_layout.pad,
-                    {"pads": "ints", "mode": "str", "value": "float"},
                     "x grown by pads (begins, then ends); value must fit the dtype",
                 ),
                 "value",
@@ -197,68 +181,58 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             wrap(
                 "slice",
                 shape_layout.slice,
-                {"starts": "ints", "ends": "ints", "axes": "ints", "steps": "ints"},
                 "ONNX Slice's shape: clamped starts and ends along axes, with steps",
             ),
             wrap(
                 "split",
                 shape_layout.split,
-                {"axis": "int", "sizes": "ints"},
                 "one part per output along axis: of sizes, or equal parts (the last smaller)",
                 several=True,
             ),
             wrap(
                 "gather",
                 shape_indexing.gather,
-                {"axis": "int"},
                 "x[:axis] + indices + x[axis+1:]; x's dtype, integer indices",
                 dtype=data_with_indices,
             ),
             wrap(
                 "arg_reduce",
                 shape_reductions.arg_reduce,
-                {"axis": "int", "keepdims": "bool", "select_last_index": "bool"},
                 "x without axis (as 1 when keepdims); int64 indices; axis not empty",
                 dtype=int64_result,
             ),
             wrap(
                 "gather_elements",
                 shape_indexing.gather_elements,
-                {"axis": "int"},
                 "the indices' shape (of x's rank); x's dtype, integer indices",
                 dtype=data_with_indices,
             ),
             wrap(
                 "scatter_elements",
                 shape_indexing.scatter_elements,
-                {"axis": "int", "reduction": "str"},
                 "x's shape; indices and updates of one shape and x's rank, updates of x's dtype",
                 dtype=scattered,
             ),
             wrap(
                 "gather_nd",
                 shape_indexing.gather_nd,
-                {"batch_dims": "int"},
                 "indices[:-1] + x[batch_dims + indices[-1]:]; x's dtype, integer indices",
                 dtype=data_with_indices,
             ),
             wrap(
                 "scatter_nd",
                 shape_indexing.scatter_nd,
-                {"reduction": "str"},
                 "x's shape; updates of shape indices[:-1] + x[indices[-1]:] and x's dtype",
                 dtype=scattered,
             ),
             wrap(
                 "cumulative",
                 shape_reductions.cumulative,
-                {"axis": "int", "exclusive": "bool", "reverse": "bool"},
                 "x's shape (rank >= 1); axis in range",
             ),
             wrap(
                 "top_k",
                 shape_reductions.top_k,
-                {"k": "int", "axis": "int", "largest": "bool", "sorted": "bool"},
                 "two outputs, x with axis cut to k: values of x's dtype, int64 indices",
                 dtype=values_and_indices,
                 several=2,
@@ -266,7 +240,6 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             wrap(
                 "one_hot",
                 shape_indexing.one_hot,
-                {"depth": "int", "axis": "int"},
                 "the indices' shape with depth inserted at axis; the values' ([off, on]) dtype",
                 dtype=numeric_indices,
             ),
