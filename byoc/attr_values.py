@@ -25,25 +25,15 @@ floats: rendering them (``1``/``0``, exact C literals) is the generators' busine
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Sequence
 
 from .catalog import OpDef
 from .ir import AttrValue, TensorType
+from .shape_checks import SPATIAL_FILL
 
 WINDOW_MARK = "strides"
 """A rule that reads this attribute lays windows over the spatial axes of its first input."""
 
-SPATIAL_FILL: Mapping[str, tuple[int, int]] = MappingProxyType(
-    {
-        "strides": (1, 1),
-        "dilations": (1, 1),
-        "kernel_shape": (1, 1),
-        "pads": (0, 2),
-        "output_padding": (0, 1),
-    }
-)
-"""Spatial ints attribute -> (the value an empty list stands for, values per spatial axis)."""
 
 AXIS = "axis"
 """The int attribute that names an axis of the first input."""

@@ -18,7 +18,8 @@ negative pads (cropping) are rejected, and so is a pooling window that would cov
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 Shape = tuple[int, ...]
 
@@ -100,8 +101,31 @@ def normalize_axes(axes: Sequence[int], rank: int, op: str, name: str = "axes") 
     return out
 
 
+SPATIAL_FILL: Mapping[str, tuple[int, int]] = MappingProxyType(
+    {
+        "strides": (1, 1),
+        "dilations": (1, 1),
+        "kernel_shape": (1, 1),
+        "pads": (0, 2),
+        "output_padding": (0, 1),
+    }
+)
+"""Spatial ints attribute -> (the value an empty list stands for, values per spatial
+axis): the one statement of these defaults, which the shape functions apply here and the
+code generators through :func:`byoc.attr_values.resolve`."""
+
+
+def check_spatial(
+    values: Sequence[int] | None, name: str, axes: int, *, minimum: int, op: str, per: str
+) -> Shape:
+    """The spatial ints attribute ``name`` (:data:`SPATIAL_FILL`) over ``axes`` axes,
+    checked; None (an empty list in the graph) stands for its fill value on every axis."""
+    fill, per_axis = SPATIAL_FILL[name]
+    return check_ints(values, name, per_axis * axes, default=fill, minimum=minimum, op=op, per=per)
+
+
 def check_pads(pads: Sequence[int] | None, count: int, op: str, per: str) -> Shape:
-    return check_ints(pads, "pads", 2 * count, default=0, minimum=0, op=op, per=f"begin then end for {per}")
+    return check_spatial(pads, "pads", count, minimum=0, op=op, per=f"begin then end for {per}")
 
 
 def broadcast(*shapes: Sequence[int]) -> Shape:

@@ -11,9 +11,9 @@ from .shape_checks import (
     Shape,
     check_flag,
     check_int,
-    check_ints,
     check_pads,
     check_shape,
+    check_spatial,
 )
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -94,8 +94,8 @@ def _conv_operands(op: str, x_shape, w_shape, layout: str, strides, dilations, p
             f"{op}: weight shape {list(w)} has rank {len(w)}, expected {len(x)}: {layout.format(n=n)}"
         )
     per = f"the {n} spatial axes"
-    s = check_ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
-    d = check_ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
+    s = check_spatial(strides, "strides", n, minimum=1, op=op, per=per)
+    d = check_spatial(dilations, "dilations", n, minimum=1, op=op, per=per)
     return x, w, n, s, d, check_pads(pads, n, op, per), _groups(groups, op)
 
 
@@ -115,9 +115,7 @@ def conv_transpose(
     x, w, n, s, d, p, g = _conv_operands(
         op, x_shape, w_shape, "(C, M/groups, k1..k{n})", strides, dilations, pads, groups
     )
-    op_pad = check_ints(
-        output_padding, "output_padding", n, default=0, minimum=0, op=op, per=f"the {n} spatial axes"
-    )
+    op_pad = check_spatial(output_padding, "output_padding", n, minimum=0, op=op, per=f"the {n} spatial axes")
     c = x[1]
     if c % g:
         raise AttributeProblem("groups", f"{op}: groups = {g} does not divide the {c} input channels")
@@ -154,9 +152,9 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
     per = f"the {n} spatial axes"
     if kernel_shape is None:
         raise AttributeProblem("kernel_shape", f"{op}: kernel_shape is required")
-    k = check_ints(kernel_shape, "kernel_shape", n, default=1, minimum=1, op=op, per=per)
-    s = check_ints(strides, "strides", n, default=1, minimum=1, op=op, per=per)
-    d = check_ints(dilations, "dilations", n, default=1, minimum=1, op=op, per=per)
+    k = check_spatial(kernel_shape, "kernel_shape", n, minimum=1, op=op, per=per)
+    s = check_spatial(strides, "strides", n, minimum=1, op=op, per=per)
+    d = check_spatial(dilations, "dilations", n, minimum=1, op=op, per=per)
     p = check_pads(pads, n, op, per)
     ceil = check_flag(ceil_mode, "ceil_mode", op)
     out = []
