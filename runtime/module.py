@@ -27,6 +27,13 @@ contiguity and device, and raises ``TypeError`` / ``ValueError`` from C.
   :class:`byoc.errors.RuntimeFailure` with the same message (the original is its
   ``__cause__``), so byoc's CLI and callers handle bad calls like any other
   ``ByocError``; a plain ``tvm_ffi`` client sees the entry's own exceptions.
+* **A prepared call's bindings are checked once, when they are bound.**
+  :meth:`LibraryModule.prepare` checks each array against the signature in Python
+  (:func:`_mismatch`, the entry's checks with the entry's words) so that a bad binding
+  fails at ``prepare``, naming the argument, rather than at some later call. Every call
+  then goes through the entry, whose checks stay the only ones a C or TVM caller gets;
+  those checks are a few comparisons against constants, which the prepared-call
+  benchmark (10x10 dense) includes.
 
 :meth:`LibraryModule.prepare` binds the argument buffers once and returns a
 zero-argument callable with no Python-side work per call: refill the bound input
