@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from catalog_cases import OpCase, _rng, array, shapes, wrapped
+from catalog_cases_support import OpCase, array, draw_rng, shapes, wrapped
 from hypothesis import strategies as st
 
 from byoc.ir import is_float, is_integer
@@ -36,7 +36,7 @@ def _axis(draw, rank: int) -> int:
 def _arg(largest: bool):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
-        rng = _rng(draw)
+        rng = draw_rng(draw)
         shape = draw(shapes(1, 3))
         x = _ties(rng, shape, dtype)
         axis, keep, last = _axis(draw, len(shape)), draw(st.booleans()), draw(st.booleans())
@@ -63,7 +63,7 @@ def _index_dtype(draw) -> str:
 
 @st.composite
 def gather_elements_case(draw, dtype: str) -> OpCase:
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(1, 3))
     x = array(rng, shape, dtype)
     axis = _axis(draw, len(shape))
@@ -106,7 +106,7 @@ def _reduction(draw, dtype: str) -> str:
 def scatter_elements_case(draw, dtype: str) -> OpCase:
     """Updates applied one by one in row-major order; with reduction none the indices
     along the axis are distinct (ONNX leaves repeated ones undefined)."""
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(1, 3))
     x = array(rng, shape, dtype)
     axis = _axis(draw, len(shape))
@@ -137,7 +137,7 @@ def scatter_elements_case(draw, dtype: str) -> OpCase:
 
 @st.composite
 def gather_nd_case(draw, dtype: str) -> OpCase:
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(1, 4))
     x = array(rng, shape, dtype)
     b = draw(st.integers(0, len(shape) - 1))
@@ -159,7 +159,7 @@ def gather_nd_case(draw, dtype: str) -> OpCase:
 def scatter_nd_case(draw, dtype: str) -> OpCase:
     """Each index tuple addresses an element or a slice; applied in order, distinct
     tuples with reduction none."""
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(1, 3))
     x = array(rng, shape, dtype)
     k = draw(st.integers(1, len(shape)))
@@ -189,7 +189,7 @@ def scatter_nd_case(draw, dtype: str) -> OpCase:
 def _cumulative(product: bool):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
-        rng = _rng(draw)
+        rng = draw_rng(draw)
         shape = draw(shapes(1, 3))
         x = array(rng, shape, dtype, -2, 2)
         axis = _axis(draw, len(shape))
@@ -217,7 +217,7 @@ def _cumulative(product: bool):
 def top_k_case(draw, dtype: str) -> OpCase:
     """Python's sort by (value, index), descending value for largest: equal values keep
     the lower index first."""
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(1, 3))
     x = _ties(rng, shape, dtype)
     axis = _axis(draw, len(shape))
@@ -239,7 +239,7 @@ def top_k_case(draw, dtype: str) -> OpCase:
 @st.composite
 def one_hot_case(draw, dtype: str) -> OpCase:
     """Indices of an integer or float dtype, some negative, some out of range."""
-    rng = _rng(draw)
+    rng = draw_rng(draw)
     shape = draw(shapes(0, 2))
     depth = draw(st.integers(1, 4))
     index_dtype = draw(st.sampled_from(["int32", "int64", "float32"]))

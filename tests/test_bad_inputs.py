@@ -104,7 +104,7 @@ class Fixtures:
 def load_make_fixtures() -> Fixtures:
     """Every fixture module's ``FIXTURES``, merged (a name defined twice is an error).
     The modules are imported with tests/data/bad on ``sys.path``, so a theme's module
-    may ``import make_fixtures`` for its helpers."""
+    may import the ``make_*.py`` modules for their helpers."""
     merged: dict = {}
     if str(BAD) not in sys.path:
         sys.path.insert(0, str(BAD))

@@ -4,7 +4,7 @@ reads how through ``${in<k>_stride<j>}`` / ``${in<k>_strides}``; a macro that do
 leaves the node to the next backend, with the reason (generator/c_source_values.py:
 shape_refusal). A pattern's macro that reads a bias as a vector (``${in2_dim0}``) no
 longer matches a full-shape tensor, which it would index as a vector; the spec's
-declarations are checked when it loads."""
+declarations are checked when it loads (tests/test_c_source_broadcast_spec_errors.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from c_source_broadcast_support import COMPILE, VENDOR, write_spec
 from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,96 +22,12 @@ from partition_support import placement, random_inputs
 import byoc
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
-from byoc.errors import SpecError
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.generator.partition_annotate import why_not_supported
 from byoc.ir import ANON_PREFIX
-from byoc.spec import ENV_VAR, load_backend_file
-
-COMPILE = "compile: {compiler: cc, language: c, std: c99, flags: [-O1, -Wall, -Wextra, -Werror]}"
-
-# VENDOR_ADD walks the result's indices like an odometer and steps each input by its
-# strides along the result's axes (0 where it is broadcast), so it serves every rank.
-VENDOR = f"""\
-version: 1
-name: vendor
-kind: c_source
-dtypes: [float32]
-ranks: [1, 2, 3, 4]
-{COMPILE}
-prelude: |
-  #include <stdint.h>
-  #define VENDOR_ITEMS(...) __VA_ARGS__
-macros:
-  VENDOR_ADD:
-    doc: out = a + b at every index of out, each input read through its strides
-    inputs: 2
-    broadcast: true
-    params:
-      p_ID_: "${{symbol}}"
-      p_RANK_: "${{rank}}"
-      p_SIZE_: "${{size}}"
-      p_SHAPE_: "${{shape}}"
-      p_SA_: "${{in0_strides}}"
-      p_SB_: "${{in1_strides}}"
-    body: |
-      static void p_ID_(const float* a, const float* b, float* out) {{
-        static const int64_t shape[] = {{VENDOR_ITEMS p_SHAPE_}};
-        static const int64_t sa[] = {{VENDOR_ITEMS p_SA_}};
-        static const int64_t sb[] = {{VENDOR_ITEMS p_SB_}};
-        int64_t index[p_RANK_] = {{0}};
-        int64_t ia = 0, ib = 0;
-        for (int64_t k = 0; k < p_SIZE_; ++k) {{
-          out[k] = a[ia] + b[ib];
-          for (int j = p_RANK_ - 1; j >= 0; --j) {{
-            ia += sa[j];
-            ib += sb[j];
-            if (++index[j] < shape[j]) break;
-            ia -= sa[j] * shape[j];
-            ib -= sb[j] * shape[j];
-            index[j] = 0;
-          }}
-        }}
-      }}
-  VENDOR_ADD_FLAT:
-    doc: out = a + b, element by element (every input of the result's shape)
-    inputs: 2
-    params: {{p_ID_: "${{symbol}}", p_SIZE_: "${{size}}"}}
-    body: |
-      static void p_ID_(const float* a, const float* b, float* out) {{
-        for (int64_t k = 0; k < p_SIZE_; ++k) out[k] = a[k] + b[k];
-      }}
-  VENDOR_GEMM:
-    doc: x (M, K) times w (N, K) transposed, plus c broadcast to (M, N) (ONNX Gemm)
-    inputs: 3
-    broadcast: true
-    params:
-      p_ID_: "${{symbol}}"
-      p_M_: "${{in0_dim0}}"
-      p_K_: "${{in0_dim1}}"
-      p_N_: "${{in1_dim0}}"
-      p_CI_: "${{in2_stride0}}"
-      p_CJ_: "${{in2_stride1}}"
-    body: |
-      static void p_ID_(const float* x, const float* w, const float* c, float* out) {{
-        for (int64_t i = 0; i < p_M_; ++i)
-          for (int64_t j = 0; j < p_N_; ++j) {{
-            double v = 0;
-            for (int64_t k = 0; k < p_K_; ++k) v += (double)x[i * p_K_ + k] * (double)w[j * p_K_ + k];
-            out[i * p_N_ + j] = (float)v + c[i * p_CI_ + j * p_CJ_];
-          }}
-      }}
-ops:
-  add: {{macros: {{default: VENDOR_ADD}}}}
-patterns:
-  gemm:
-    inputs: [x, w, c]
-    match: |
-      return add(dense(x, w), c)
-    macros: {{2: VENDOR_GEMM}}
-"""
+from byoc.spec import ENV_VAR
 
 # NPU_DENSE_BIAS_RELU reads its bias as a vector of one value per output column: its
 # ${in2_dim0} is the number of columns. The vendor's pattern says nothing of b's shape.
@@ -156,14 +73,6 @@ patterns:
 FLAT = VENDOR.replace(
     "ops:\n  add: {macros: {default: VENDOR_ADD}}", "ops:\n  add: {macros: {default: VENDOR_ADD_FLAT}}"
 )
-
-
-def write_spec(spec_dir: Path, text: str) -> Path:
-    name = re.search(r"^name: (\w+)$", text, flags=re.M)
-    assert name is not None
-    path = spec_dir / f"{name.group(1)}.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -462,89 +371,3 @@ def test_an_onnx_gemm_bias_reaches_a_broadcasting_macro(bias, spec_dir):
     (composite,) = region.callee.nodes
     assert composite.callee is not None and composite.callee.composite == "gemm"
     assert_matches_reference(program, spec_dir, ["vendor"])
-
-
-# ------------------------------------------------------------- malformed specs
-
-
-def load_error(tmp_path: Path, text: str, needle: str) -> tuple[SpecError, int, int]:
-    """The SpecError of loading ``text``, and the line and column of ``needle`` in it."""
-    path = write_spec(tmp_path, text)
-    with pytest.raises(SpecError) as info:
-        load_backend_file(path)
-    line = next(k for k, s in enumerate(text.splitlines(), 1) if needle in s)
-    column = text.splitlines()[line - 1].index(needle) + 1
-    assert info.value.location is not None and info.value.location.file == str(path)
-    return info.value, line, column
-
-
-def test_a_stride_without_broadcast_is_a_located_error(tmp_path):
-    text = VENDOR.replace(
-        '    broadcast: true\n    params:\n      p_ID_: "${symbol}"\n      p_RANK_',
-        '    params:\n      p_ID_: "${symbol}"\n      p_RANK_',
-    )
-    assert text != VENDOR
-    exc, line, column = load_error(tmp_path, text, "${in0_strides}")
-    assert "${in0_strides}" in exc.message and "does not declare `broadcast: true`" in exc.message
-    assert (exc.location.line, exc.location.column) == (line, column)
-    assert exc.hint is not None and "broadcast: true" in exc.hint
-
-
-def test_a_stride_beyond_the_rank_is_a_located_error(tmp_path):
-    text = VENDOR.replace('p_CJ_: "${in2_stride1}"', 'p_CJ_: "${in2_stride2}"')
-    exc, line, _ = load_error(tmp_path, text, "macros: {2: VENDOR_GEMM}")
-    assert (
-        exc.message
-        == "pattern gemm uses macro VENDOR_GEMM at rank 2, but its argument p_CJ_ needs ${in2_stride2}"
-    )
-    assert exc.location.line == line
-    assert exc.hint is not None and "${in2_stride0}, ${in2_stride1}" in exc.hint
-
-
-def test_a_stride_of_an_input_the_kernel_lacks_is_a_located_error(tmp_path):
-    text = VENDOR.replace('p_SB_: "${in1_strides}"', 'p_SB_: "${in2_strides}"')
-    exc, line, column = load_error(tmp_path, text, "${in2_strides}")
-    assert "the kernel takes 2 input(s)" in exc.message
-    assert (exc.location.line, exc.location.column) == (line, column)
-
-
-def test_broadcast_must_be_a_bool(tmp_path):
-    text = VENDOR.replace("    broadcast: true\n", "    broadcast: yes please\n", 1)
-    exc, line, _ = load_error(tmp_path, text, "broadcast: yes please")
-    assert "VENDOR_ADD: broadcast" in exc.message
-    assert exc.location.line == line
-
-
-def test_broadcast_on_a_macro_of_ops_that_never_broadcast_is_a_located_error(tmp_path):
-    text = VENDOR.replace(
-        "  add: {macros: {default: VENDOR_ADD}}", "  add: {macros: {default: VENDOR_ADD_FLAT}}"
-    ).replace(
-        "    macros: {2: VENDOR_GEMM}",
-        "    macros: {2: VENDOR_GEMM}\n  gemm_only:\n    inputs: [x, w]\n"
-        "    match: |\n      return dense(x, w)\n    macros: {2: VENDOR_DENSE}",
-    )
-    text = text.replace(
-        "ops:\n",
-        "  VENDOR_DENSE:\n    inputs: 2\n    broadcast: true\n"
-        '    params: {p_ID_: "${symbol}", p_M_: "${in0_dim0}"}\n'
-        "    body: |\n      static void p_ID_(const float* x, const float* w, float* out) { (void)x; (void)w; (void)out; (void)p_M_; }\n"
-        "ops:\n",
-    )
-    path = write_spec(tmp_path, text)
-    with pytest.raises(SpecError) as info:
-        load_backend_file(path)
-    exc = info.value
-    line = text.splitlines().index("  VENDOR_DENSE:") + 3  # its `broadcast: true`
-    assert (
-        exc.message
-        == "macro VENDOR_DENSE declares `broadcast: true`, but nothing it serves broadcasts (pattern gemm_only)"
-    )
-    assert exc.location is not None and exc.location.line == line
-    assert exc.hint is not None and "elementwise" in exc.hint
-
-
-def test_a_c_source_spec_still_may_not_broadcast_as_a_whole(tmp_path):
-    text = VENDOR.replace("kind: c_source\n", "kind: c_source\nbroadcast: true\n")
-    exc, line, _ = load_error(tmp_path, text, "broadcast: true")
-    assert "cannot broadcast" in exc.message
-    assert exc.location.line == line

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from catalog_cases import CASES, OpCase, call_text, graph_text
+from catalog_cases import CASES
+from catalog_cases_support import OpCase, call_text, graph_text
 from conftest import EXAMPLES, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from catalog_cases import CASES, attr_text
+from catalog_cases import CASES
+from catalog_cases_support import attr_text
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_catalog_ops import check

@@ -3,7 +3,8 @@
 Every case is generated, compared with its golden file under
 tests/golden/test_gen_c_source/, compiled under -std=c99 -Wall -Wextra -Werror,
 loaded with tvm_ffi and called on seeded random numpy arrays; the outputs must equal
-the numpy reference (byoc.api.evaluate) of the same external function.
+the numpy reference (byoc.api.evaluate) of the same external function. The layout of
+the generated C is tested in tests/test_gen_c_source_body.py.
 """
 
 from __future__ import annotations
@@ -12,13 +13,21 @@ import difflib
 import math
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import tvm_ffi
-from compile_util import compile_library
-from conftest import DATA, EXAMPLES, random_array, text_in_fresh_process
+from conftest import random_array, text_in_fresh_process
+from gen_c_source_support import (
+    BACKEND,
+    CASES,
+    NETWORKS,
+    REPO,
+    build,
+    check_against_reference,
+    externals_of,
+    generate,
+)
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -26,133 +35,9 @@ from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import GraphError
 from byoc.generator import generator_for
 from byoc.generator.c_text import c_literals
-from byoc.generator.lowering import lower, offload_whole
-from byoc.generator.partition import partition
+from byoc.generator.lowering import lower
 from byoc.ir import Constant, Function, Node, Param, TensorType
-from byoc.runtime.module import bfloat16_tensor
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
-
-BACKEND = "ccompiler"
-REPO = Path(__file__).resolve().parent.parent
-GEN = sorted((DATA / "gen").glob("*.graph"))
-EJSON = {
-    "ejson_guide_subgraph": EXAMPLES / "guide_subgraph.examplejson",
-    "ejson_tvm_external_runtime": EXAMPLES / "tvm_external_runtime.examplejson",
-}
-
-# Beyond the shared graphs: int32 and int64 (with their extreme constants), float64
-# rank 0, float32 rank 5 with constants that are hard to print exactly, an empty
-# tensor, outputs that are a parameter, a constant, or returned twice, and a region
-# named in the DSL.
-EDGE = """\
-graph main(a: int32[2, 3], b: int32[2, 3], c: int64[5], d: float64[], e: float32[2, 1, 2, 1, 3],
-           z: float32[0, 4]) {
-  p, q, r, s, t = @ccompiler {
-    extreme = const int32[2, 3] [-2147483648, 2147483647, 0, -1, 7, 100]
-    k = const int32[2, 3] [3, -4, 5, 0, 12, -7]
-    u = add(a, k)
-    v = multiply(u, b)
-    return u, v, a, extreme, v
-  }
-  m, n, w = @ccompiler as edge {
-    extreme = const int64[5] [-9223372036854775808, 9223372036854775807, 0, -1, 1]
-    k = const int64[5] [10000000000, -3, 4, 5, 6]
-    w = subtract(c, k)
-    return w, multiply(w, c), extreme
-  }
-  o = @ccompiler {
-    h = const float64[] 0.1
-    return add(multiply(d, h), d)
-  }
-  f, g = @ccompiler {
-    kf = const float32[2, 1, 2, 1, 3] [0.1, -0.0, 1e-45, 3.4028234e38, 16777217, 1e-8, 2, 3, 4, 5, 6, 7]
-    return subtract(e, kf), kf
-  }
-  y = @ccompiler {
-    return add(z, z)
-  }
-  return p, q, r, s, t, m, n, w, o, f, g, y
-}
-"""
-
-# The shipped networks, partitioned automatically onto ccompiler: every op goes there.
-NETWORKS = {
-    "net_resnet_basic_block": EXAMPLES / "resnet_basic_block.graph",
-    "net_mlp": EXAMPLES / "mlp.graph",
-}
-
-# The dtypes of issue 29 on ccompiler's macros: comparisons giving bool, logic, where on
-# a bool condition and casts; the half types are only loaded (byoc_load_<dtype>),
-# copied by where and converted by cast; int16 and uint32 take the arithmetic macros.
-TYPED = """\
-graph main(x: DTYPE[2, 5], y: DTYPE[2, 5], m: bool[2, 5], i: int16[2, 5], u: uint32[2, 5]) {
-  w, c, b, s, v = @ccompiler {
-    k = const DTYPE[2, 5] [0.5, -1, 2, 0, 3.25, -0.125, 100, 7, -3, 1]
-    g = logical_or(greater(x, y), logical_and(m, less_equal(y, k)))
-    w = where(g, x, k)
-    return w, cast(w, to="int8"), logical_not(g), cast(i, to="DTYPE"), add(u, cast(x, to="uint32"))
-  }
-  return w, c, b, s, v
-}
-"""
-DTYPE_CASES = {f"types_{d}": TYPED.replace("DTYPE", d) for d in ("float32", "float16", "bfloat16")}
-
-CASES = [g.stem for g in GEN] + list(EJSON) + ["edge"] + list(NETWORKS) + list(DTYPE_CASES)
-RTOL = {"float32": 1e-6, "float64": 1e-12}
-
-
-def label(path: Path) -> str:
-    """The file name recorded in locations: relative to the repository, so the golden
-    text is the same wherever the tests run."""
-    return path.resolve().relative_to(REPO).as_posix()
-
-
-def externals_of(case: str, loader=load_backend) -> tuple[Function, ...]:
-    if case in EJSON:
-        path = EJSON[case]
-        program = offload_whole(parse(path.read_bytes(), "examplejson", file=label(path)), BACKEND)
-    elif case == "edge":
-        program = parse(EDGE, "graph", file="edge.graph")
-    elif case in DTYPE_CASES:
-        program = parse(DTYPE_CASES[case], "graph", file=f"{case}.graph")
-    elif case in NETWORKS:
-        path = NETWORKS[case]
-        source = parse(path.read_text(), "graph", file=label(path))
-        program = partition(source, [load_backend(BACKEND)], load_catalog())
-    else:
-        path = DATA / "gen" / f"{case}.graph"
-        program = parse(path.read_text().replace("@BACKEND", f"@{BACKEND}"), "graph", file=label(path))
-    return lower(program, loader, load_catalog()).externals_for(BACKEND)
-
-
-def generate(externals, spec=None) -> str:
-    spec = spec or load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
-    assert (artifact.name, artifact.role, artifact.backend) == (f"{BACKEND}.c", "module", BACKEND)
-    return artifact.text
-
-
-def build(text: str, out_dir: Path):
-    return tvm_ffi.load_module(str(compile_library({f"{BACKEND}.c": text}, f"{BACKEND}.c", out_dir)))
-
-
-def check_against_reference(module, fn: Function, rng: np.random.Generator) -> None:
-    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
-    for p in fn.params:  # conftest's random_array gives bool only True
-        if p.type.dtype == "bool":
-            inputs[p.name] = rng.integers(0, 2, size=p.type.shape).astype(bool)
-    outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
-    arrays = [*inputs.values(), *outputs]  # numpy exports no bfloat16: the runtime's kDLBfloat tensor
-    assert (
-        module[fn.name](*(bfloat16_tensor(a) if a.dtype == np.dtype("bfloat16") else a for a in arrays))
-        is None
-    )
-    expected = evaluate(fn, inputs)
-    for got, want, t in zip(outputs, expected, fn.output_types):
-        if t.dtype in RTOL:
-            np.testing.assert_allclose(got, want, rtol=RTOL[t.dtype], atol=0)
-        else:
-            np.testing.assert_array_equal(got, want)
 
 
 @pytest.fixture(scope="module")
@@ -215,29 +100,6 @@ def test_examplejson_symbols_are_the_subgraph_names(compiled):
         for name in (f"{sym}_0", f"{sym}_", f"{sym}_wrapper_", f"__tvm_ffi_{sym}"):
             assert f" {name}(" in text
         assert callable(module[sym])
-
-
-def test_guide_structure():
-    text = generate(externals_of("guide_subgraph"))
-    assert "#define CSOURCE_BINARY_OP_2D(p_ID_, p_OP_, p_DIM1_, p_DIM2_, p_DTYPE_) \\\n" in text
-    for k, op in enumerate("+-*"):
-        assert f"\nCSOURCE_BINARY_OP_2D(ccompiler_0_{k}, {op}, 10, 10, float)\n" in text
-    assert "float* const buf0 = (float*)(ws + 0);" in text
-    assert "float* const buf1 = (float*)(ws + 448);" in text  # 400 bytes, rounded up to 64
-    assert "ccompiler_0_2(buf1, in3, out0);" in text
-    assert "static int ccompiler_0_wrapper_(\n    DLTensor* arg0,\n" in text
-    assert "TVM_FFI_DLL_EXPORT int __tvm_ffi_ccompiler_0(" in text
-
-
-def test_every_function_names_its_source():
-    text = generate(externals_of("dag"))
-    text = text[text.index("/* ---- ccompiler_0: ") :]  # after the shared helpers
-    functions = [line for line in text.splitlines() if line.startswith(("static int", "TVM_FFI_DLL_EXPORT"))]
-    kernels = [line for line in text.splitlines() if line.startswith("CSOURCE_BINARY_OP_2D(")]
-    assert len(kernels) == 3 and functions  # the two multiplies share a kernel
-    for line in kernels + functions:
-        before = text[: text.index(line)].rsplit("*/", 1)[0].rsplit("/*", 1)[1]
-        assert "tests/data/gen/dag.graph:" in before, line
 
 
 # --------------------------------------------------------------------- calling it
@@ -444,110 +306,3 @@ def test_shipped_spec_is_named_without_machine_paths():
     text = generate(externals_of("nd"))
     assert "spec/backends/ccompiler.yaml (shipped with byoc)" in text
     assert str(REPO) not in text
-
-
-def test_one_kernel_per_distinct_use_called_in_topological_order():
-    (fn,) = externals_of("dag")
-    text = generate([fn])
-    body = text[text.index(f"static int {fn.name}_(") :]
-    calls = [line.split("(")[0].strip() for line in body.splitlines()[1:] if line.startswith(f"  {fn.name}_")]
-    # add, multiply, subtract, then the second multiply (same op, type and attributes).
-    assert calls == [f"{fn.name}_{k}" for k in (0, 1, 2, 1)]
-    assert text.count(f"\nCSOURCE_BINARY_OP_2D({fn.name}_") == 3
-
-
-def test_a_shared_kernel_names_the_nodes_it_serves(tmp_path, rng):
-    """Ten identical adds are one kernel, whose comment names the first four nodes and
-    counts the rest; softmax over another axis is a kernel of its own."""
-    lines = ["graph main(x: float32[3, 5], y: float32[3, 5]) {", "  s = @ccompiler {", "    t0 = add(x, y)"]
-    lines += [f"    t{i} = add(t{i - 1}, y)" for i in range(1, 10)]
-    lines += ["    u = softmax(t9, axis=0)", "    return softmax(u, axis=1)", "  }", "  return s", "}"]
-    program = parse("\n".join(lines), "graph", file="shared.graph")
-    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    text = generate((fn,))
-    assert (
-        "/* ccompiler_0_0: float32[3, 5], for 10 nodes:\n"
-        "     t0 = add(...) at shared.graph:3:5\n"
-        "     t1 = add(...) at shared.graph:4:5\n"
-        "     t2 = add(...) at shared.graph:5:5\n"
-        "     t3 = add(...) at shared.graph:6:5\n"
-        "     ... and 6 more */\n"
-        "CSOURCE_BINARY_OP_2D(ccompiler_0_0, +, 3, 5, float)\n"
-    ) in text
-    assert "/* ccompiler_0_1: u = softmax(...) at shared.graph:13:5, float32[3, 5] */" in text
-    assert "/* ccompiler_0_2: (nested call) = softmax(...) at shared.graph:14:12, float32[3, 5] */" in text
-    assert "ccompiler_0_3" not in text
-    assert text.count("  ccompiler_0_0(") == 10
-    check_against_reference(build(text, tmp_path), fn, rng)
-
-
-def test_intermediates_share_buffers_by_lifetime(tmp_path, rng):
-    """A chain of 40 ops needs two intermediate buffers, not 39 (the memory plan)."""
-    lines = ["graph main(x: float32[3, 3], y: float32[3, 3]) {", "  s = @ccompiler {", "    t0 = add(x, y)"]
-    lines += [f"    t{i} = {('subtract', 'multiply', 'add')[i % 3]}(t{i - 1}, y)" for i in range(1, 40)]
-    lines += ["    return t39", "  }", "  return s", "}"]
-    program = parse("\n".join(lines), "graph", file="chain.graph")
-    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    text = generate((fn,))
-    assert text.count("= (float*)(ws + ") == 2
-    assert "byoc_workspace(128, &spare);" in text  # two buffers of 36 bytes, each 64-byte aligned
-    assert "holds t0, t2, t4, ... t38 (20 values)" in text
-    check_against_reference(build(text, tmp_path), fn, rng)
-
-
-def test_a_long_body_calls_its_kernels_in_parts(tmp_path, rng, monkeypatch):
-    """A body of more than PART_CALLS calls is split into noinline parts of at most that
-    many, each taking exactly the pointers its calls pass; the results are the same."""
-    from byoc.generator import c_source_body
-
-    monkeypatch.setattr(c_source_body, "PART_CALLS", 4)
-    lines = ["graph main(x: float32[3, 3], y: float32[3, 3]) {", "  s = @ccompiler {", "    t0 = add(x, y)"]
-    lines += [f"    t{i} = {('subtract', 'multiply', 'add')[i % 3]}(t{i - 1}, x)" for i in range(1, 10)]
-    lines += ["    return t9", "  }", "  return s", "}"]
-    program = parse("\n".join(lines), "graph", file="parts.graph")
-    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    text = generate((fn,))
-    assert "ccompiler_0_part2_" in text and "ccompiler_0_part3_" not in text
-    assert (
-        "/* ccompiler_0_part1_: kernel calls 4 to 7 of ccompiler_0_ (nodes t4 to t7);\n"
-        "   the body's calls in parts of at most 4, each optimised on its own. */\n"
-        "__attribute__((noinline)) static void ccompiler_0_part1_(float* buf1, float* in0, float* buf0) {\n"
-    ) in text
-    body = text[text.index("static int ccompiler_0_(") :]
-    body = body[: body.index("\n}\n")]
-    assert "  ccompiler_0_part2_(buf1, in0, buf0, out0);" in body
-    assert not [
-        line for line in body.splitlines() if line.startswith("  ccompiler_0_") and "part" not in line
-    ]
-    check_against_reference(build(text, tmp_path), fn, rng)
-
-
-def test_a_cplusplus_compiler_keeps_the_entry_names(tmp_path, rng):
-    """TVM builds a C-source module with a C++ compiler: the guards around the exported
-    entries give them C linkage, so they are found under their names (and run)."""
-    externals = externals_of("dag")
-    text = generate(externals)
-    assert text.count('#ifdef __cplusplus\nextern "C"\n#endif\nTVM_FFI_DLL_EXPORT int __tvm_ffi_') == len(
-        externals
-    )
-    module = tvm_ffi.load_module(
-        str(compile_library({f"{BACKEND}.cc": text}, f"{BACKEND}.cc", tmp_path, cplusplus=True))
-    )
-    for fn in externals:
-        check_against_reference(module, fn, rng)
-
-
-def test_a_listed_parameter_order_is_the_entry_argument_order(tmp_path, rng):
-    """`@ccompiler as blk(b, w, x)`: the exported entry takes b, w, x in that order."""
-    program = parse(
-        """graph main(x: float32[3, 4], w: float32[3, 4], b: float32[3, 4]) {
-          s = @ccompiler as blk(b, w, x) { return add(subtract(x, w), multiply(b, b)) }
-          return s
-        }""",
-        "graph",
-    )
-    (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    assert [p.name for p in fn.params] == ["b", "w", "x"]
-    text = generate((fn,))
-    assert "0: input b: float32[3, 4]" in text and "2: input x: float32[3, 4]" in text
-    check_against_reference(build(text, tmp_path), fn, rng)

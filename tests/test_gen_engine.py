@@ -6,7 +6,8 @@ loaded with tvm_ffi and run on seeded random arrays against the numpy reference.
 The shipped engine spec runs float32 at every rank 0..8: the test's 2-D layers at
 rank 2, and elsewhere one rank-generic layer per elementwise op (a layer that
 declares several ranks). Spec edits (per-rank layers, float64) run on temporary
-specs that extend a copy of the shipped one (YAML only, no Python).
+specs that extend a copy of the shipped one (YAML only, no Python). Bad calls and graphs
+the engine cannot run: tests/test_gen_engine_rejects.py.
 """
 
 from __future__ import annotations
@@ -19,79 +20,32 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tvm_ffi
-from compile_util import compile_library
-from conftest import DATA, EXAMPLES, TESTS, random_array
+from conftest import EXAMPLES, TESTS, random_array
+from gen_engine_support import Loader, build, empty_outputs, generate, graph_program, split
 from ruamel.yaml import YAML
 
 from byoc.api import evaluate, load_backend, parse
 from byoc.errors import GraphError, SpecError
-from byoc.generator import generator_for
-from byoc.generator.artifacts import Artifact
 from byoc.generator.engine_header import header_text
-from byoc.generator.lowering import lower, offload_whole
+from byoc.generator.lowering import offload_whole
 from byoc.generator.partition import partition
-from byoc.ir import Function, Program, is_integer
-from byoc.spec import KINDS, load_backend_file
-from byoc.spec.backend import BackendSpec
+from byoc.ir import Program
+from byoc.spec import load_backend_file
 
 ROOT = TESTS.parent
 SHIPPED_SPEC = ROOT / "spec" / "backends" / "engine" / "engine.yaml"
-GEN = DATA / "gen"
 
 GRAPHS = ("guide_subgraph", "whole_graph", "constants", "multi_output", "dag", "nd")
 SEEDS = {"guide_subgraph": ("subgraph_0",), "tvm_external_runtime": ("json_rt_0", "json_rt_1")}
 """examples/<name>.examplejson -> its subgraphs, each exported under its own name."""
 
-Loader = Callable[[str], BackendSpec]
-
-
 # ------------------------------------------------------------------ helpers
-
-
-def graph_program(name: str) -> Program:
-    """tests/data/gen/<name>.graph with its regions offloaded to @engine."""
-    text = (GEN / f"{name}.graph").read_text().replace("@BACKEND", "@engine")
-    return parse(text, "graph", file=f"tests/data/gen/{name}.graph")
 
 
 def seed_program(name: str) -> Program:
     """examples/<name>.examplejson, each subgraph one external function of engine."""
     text = (EXAMPLES / f"{name}.examplejson").read_text()
     return offload_whole(parse(text, "examplejson", file=f"examples/{name}.examplejson"), "engine")
-
-
-def shipped(name: str) -> BackendSpec:
-    return load_backend(name)
-
-
-def generate(program: Program, catalog, loader: Loader = shipped, options=None):
-    """(externals, (module, header)) of the program's engine regions."""
-    lowered = lower(program, loader, catalog)
-    externals = lowered.externals_for("engine")
-    artifacts = generator_for(KINDS["engine"])(externals, loader("engine"), catalog, options or {})
-    return externals, artifacts
-
-
-def split(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, Artifact]:
-    roles = {a.role: a for a in artifacts}
-    assert sorted(roles) == ["header", "module"] and len(artifacts) == 2
-    return roles["module"], roles["header"]
-
-
-def build(artifacts: tuple[Artifact, ...], out_dir: Path):
-    module, _ = split(artifacts)
-    lib = compile_library({a.name: a.text for a in artifacts}, module.name, out_dir, cplusplus=True)
-    return tvm_ffi.load_module(str(lib))
-
-
-def empty_outputs(fn: Function) -> list[np.ndarray]:
-    """Output arrays that are wrong until written (NaN for floats)."""
-    outs = []
-    for t in fn.output_types:
-        fill = np.nan if not is_integer(t.dtype) else 0
-        outs.append(np.full(t.shape, fill, dtype=t.dtype))
-    return outs
 
 
 def run_and_compare(externals, artifacts, out_dir: Path, rng, catalog) -> None:
@@ -162,14 +116,6 @@ def float64_spec(tmp_path: Path) -> Loader:
         data["dtypes"] = ["float64"]
 
     return temp_spec(tmp_path, edit)
-
-
-def line_of(path: Path, fragment: str) -> int:
-    """The 1-based line of ``path`` holding ``fragment`` (so tests need no line numbers)."""
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if fragment in line:
-            return number
-    raise AssertionError(f"{fragment!r} is not in {path}")
 
 
 # ------------------------------------------------------------------ goldens, compiled and run
@@ -320,32 +266,6 @@ def test_intermediate_buffers_are_reused(catalog):
 # ------------------------------------------------------------------ calls from Python
 
 
-@pytest.fixture(scope="module")
-def dag_lib(catalog, tmp_path_factory):
-    externals, artifacts = generate(graph_program("dag"), catalog)
-    return externals[0], build(artifacts, tmp_path_factory.mktemp("dag"))
-
-
-def test_bad_calls_raise(dag_lib, rng):
-    fn, lib = dag_lib
-    f = lib[fn.name]
-    x, y = (random_array(rng, p.type.shape, p.type.dtype) for p in fn.params)
-    out = empty_outputs(fn)[0]
-    with pytest.raises(TypeError, match="expected 3 arguments"):
-        f(x, y)
-    with pytest.raises(ValueError, match=r"must have shape \[4, 4\]"):
-        f(x, y, np.zeros((4, 5), "float32"))
-    with pytest.raises(TypeError, match="must be float32"):
-        f(x.astype("float64"), y, out)
-    with pytest.raises(ValueError, match="must have rank 2"):
-        f(x, y, np.zeros(16, "float32"))
-    with pytest.raises(TypeError, match="must be a tensor"):
-        f(x, 1.0, out)
-    with pytest.raises(ValueError, match="contiguous"):
-        f(np.zeros((4, 8), "float32")[:, ::2], y, out)
-    assert np.isnan(out).all()  # nothing was written by the failed calls
-
-
 def test_engine_error_is_raised(catalog, rng, tmp_path):
     """A layer graph the engine rejects comes back as a Python RuntimeError."""
 
@@ -361,54 +281,6 @@ def test_engine_error_is_raised(catalog, rng, tmp_path):
 
 
 # ------------------------------------------------------------------ graphs the engine cannot run
-
-
-def test_shipped_spec_rejects_float64(catalog):
-    with pytest.raises(GraphError) as info:
-        generate(graph_program("float64"), catalog)
-    loc = info.value.location
-    assert loc is not None and loc.file == "tests/data/gen/float64.graph"
-    assert loc.line == line_of(GEN / "float64.graph", "return multiply(subtract(x, y), add(x, y))")
-    assert "engine" in info.value.message
-
-
-REJECTED = {
-    "broadcast": (
-        "graph main(x: float32[2, 3], y: float32[1, 3]) {\n  s = @engine {\n    return add(x, y)\n  }\n  return s\n}\n",
-        3,
-        "cannot broadcast",
-    ),
-    "missing op": (
-        "graph main(x: float32[2, 3], y: float32[2, 3]) {\n  s = @engine {\n    return concatenate(x, y)\n  }\n  return s\n}\n",
-        3,
-        "no op 'concatenate'",
-    ),
-    "rank 9": (
-        "graph main(x: float32[1, 1, 1, 1, 1, 1, 1, 2, 2]) {\n  s = @engine {\n    return add(x, x)\n  }\n  return s\n}\n",
-        3,
-        r"cannot run add on float32\[1, 1, 1, 1, 1, 1, 1, 2, 2\]",
-    ),
-    "int32": (
-        "graph main(x: int32[2, 3], y: int32[2, 3]) {\n  s = @engine {\n    return add(x, y)\n  }\n  return s\n}\n",
-        3,
-        r"cannot run add on int32\[2, 3\]",
-    ),
-    "name clash": (
-        "graph main(x: float32[2, 3]) {\n  s = @engine as f { return add(x, x) }\n"
-        "  t = @engine as f_wrapper { return add(x, x) }\n  return s, t\n}\n",
-        3,
-        "clashes",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", REJECTED)
-def test_regions_the_engine_cannot_run(case, catalog):
-    text, line, message = REJECTED[case]
-    with pytest.raises(GraphError, match=message) as info:
-        generate(parse(text, "graph", file="bad.graph"), catalog)
-    assert info.value.location is not None
-    assert (info.value.location.file, info.value.location.line) == ("bad.graph", line)
 
 
 def test_rank_without_layer_on_extended_spec(catalog, tmp_path):

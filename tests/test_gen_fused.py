@@ -21,7 +21,7 @@ import pytest
 import tvm_ffi
 from compile_util import compile_library
 from conftest import DATA, EXAMPLES, random_array, text_in_fresh_process
-from test_gen_c_source import EDGE
+from gen_c_source_support import EDGE
 
 from byoc import cli
 from byoc.api import evaluate, load_backend, load_catalog, parse

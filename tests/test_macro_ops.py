@@ -15,7 +15,9 @@ from functools import partial
 
 import numpy as np
 import pytest
-from catalog_cases import CASES, OpCase, attr_text, conv_op_case, dense_case, matmul_case
+from catalog_cases import CASES
+from catalog_cases_networks import conv_op_case, dense_case, matmul_case
+from catalog_cases_support import OpCase, attr_text
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from test_catalog_ops import HEALTH

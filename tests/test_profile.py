@@ -13,12 +13,12 @@ import json
 import re
 from pathlib import Path
 
+import gen_c_source_support as c_source_cases
+import gen_engine_support as engine_cases
 import numpy as np
 import pytest
-import test_gen_c_source as c_source_cases
 import test_gen_cblas as cblas_cases
 import test_gen_dnnl as dnnl_cases
-import test_gen_engine as engine_cases
 import test_gen_fused as fused_cases
 from compile_util import compile_library
 from conftest import run_cli
@@ -258,7 +258,16 @@ def test_a_profiled_run_times_every_region_kernel_and_host_op(model):
     for e in profile.events:
         if e.kind != "run":
             assert e.name in table
-    assert table.splitlines()[1].split()[:8] == ["name", "kind", "backend", "calls", "total", "per", "call", "share"]
+    assert table.splitlines()[1].split()[:8] == [
+        "name",
+        "kind",
+        "backend",
+        "calls",
+        "total",
+        "per",
+        "call",
+        "share",
+    ]
     rows = profile.rows()
     assert [r.name for r in rows if r.depth == 0] == [
         r.name for r in sorted((r for r in rows if r.depth == 0), key=lambda r: -r.total)

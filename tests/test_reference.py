@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from catalog_cases import BINARY
+from catalog_cases_elementwise import BINARY
 from conftest import GUIDE_SUBGRAPH, GUIDE_WHOLE_GRAPH, parse_graph_text, random_array
 
 import byoc
@@ -65,7 +65,9 @@ def test_broadcasting_matches_numpy(op_name, a, b, rng):
     def t(shape):
         return f"float64[{', '.join(map(str, shape))}]"
 
-    assert op_name in BINARY, f"tests/catalog_cases.py has no independent computation of {op_name}"
+    assert op_name in BINARY, (
+        f"tests/catalog_cases_elementwise.py has no independent computation of {op_name}"
+    )
     fn = parse_graph_text(f"graph g(p: {t(a)}, q: {t(b)}) {{ return {op_name}(p, q) }}").functions[0]
     # positive values are in every binary op's domain (power's base included)
     p, q = rng.uniform(0.5, 4.0, a), rng.uniform(0.5, 4.0, b)

@@ -2,7 +2,7 @@
 name per part, the reference evaluator, partitioning (a split inside a json or fused region
 whose parts are used inside and outside it; on the host for ccompiler and engine), the JSON codegen (one kernel node of several outputs, golden) and its runtime,
 bundles, ``byoc dot`` and ``byoc run``. The op against numpy.split on random shapes is
-tests/test_catalog_ops.py's (tests/catalog_cases.py, ``split_case``); the host graph's
+tests/test_catalog_ops.py's (tests/catalog_cases_layout.py, ``split_case``); the host graph's
 golden is tests/test_gen_host_graph.py's ``split``."""
 
 from __future__ import annotations

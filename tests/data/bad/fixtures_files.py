@@ -21,8 +21,12 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-import make_fixtures as mf
 import numpy as np
+from make_bundles import _members, _zip, valid_bundle
+from make_npz_inputs import NPZ_GRAPH
+from make_onnx_models import _node
+from make_onnx_models import _onnx_model as onnx_model
+from make_weights import WEIGHTS_GRAPH
 
 FIXTURES: dict[str, Callable[[Path], None]] = {}
 
@@ -60,11 +64,11 @@ def _graph(d: Path) -> None:
 
 
 def _npz_graph(d: Path) -> None:
-    (d / "g.graph").write_text(mf.NPZ_GRAPH)
+    (d / "g.graph").write_text(NPZ_GRAPH)
 
 
 def _weights_graph(d: Path) -> None:
-    (d / "w.graph").write_text(mf.WEIGHTS_GRAPH.format(digest="0" * 64, type="float32[2, 3]", entry="k"))
+    (d / "w.graph").write_text(WEIGHTS_GRAPH.format(digest="0" * 64, type="float32[2, 3]", entry="k"))
 
 
 def _spec_dir(d: Path) -> None:
@@ -72,11 +76,11 @@ def _spec_dir(d: Path) -> None:
 
 
 def _onnx_model(d: Path) -> None:
-    mf._onnx_model(d, [mf._node("Relu")])
+    onnx_model(d, [_node("Relu")])
 
 
 def _test_data(d: Path) -> None:
-    mf._onnx_model(d, [mf._node("Relu")])
+    onnx_model(d, [_node("Relu")])
     (d / "data").mkdir()
 
 
@@ -222,11 +226,11 @@ def bomb_weights(d: Path) -> None:
     """A weights file that is a zip bomb, declared with its true digest."""
     _write_npz_bomb(d / "w.npz", 160)
     digest = hashlib.sha256((d / "w.npz").read_bytes()).hexdigest()
-    (d / "w.graph").write_text(mf.WEIGHTS_GRAPH.format(digest=digest, type="float32[2, 3]", entry="k"))
+    (d / "w.graph").write_text(WEIGHTS_GRAPH.format(digest=digest, type="float32[2, 3]", entry="k"))
 
 
 def _bundle_members() -> tuple[dict, dict[str, bytes]]:
-    members = mf._members(mf.valid_bundle())
+    members = _members(valid_bundle())
     return json.loads(members.pop("manifest.json")), members
 
 
@@ -271,7 +275,7 @@ def bundle_duplicate_manifest_entry(d: Path) -> None:
     entry = f"{json.dumps(name)}: {json.dumps(record)}"
     text = text.replace(entry, f"{entry}, {entry}", 1)
     assert text.count(entry) == 2
-    mf._zip(d, {"manifest.json": text.encode(), **members})
+    _zip(d, {"manifest.json": text.encode(), **members})
     (d / "model.byoc").rename(d / "m.byoc")
 
 
