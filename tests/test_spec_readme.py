@@ -50,8 +50,8 @@ def test_add_op_example_validates(tmp_path, monkeypatch):
 
 def own_op_example(tmp_path: Path) -> tuple[Path, Path]:
     """The "op of your own" example's files, as its commands make them: ``my_specs/`` with
-    the README's ``ops.yaml`` and a copy of the shipped fused.yaml with ``cube: {}`` under
-    its ``ops:``, and ``cube.graph``."""
+    the README's ``ops.yaml`` and a copy of the shipped fused.yaml with ``cube: {}`` and
+    ``scaled_clip: {}`` under its ``ops:``, and ``cube.graph``."""
     text = README.read_text(encoding="utf-8")
     section = text[text.index(OWN_OP_MARKER) : text.index("## Worked example: adding a backend")]
     catalog = yaml_blocks(section)[0]
@@ -62,6 +62,7 @@ def own_op_example(tmp_path: Path) -> tuple[Path, Path]:
     yaml = YAML(typ="rt")
     fused = yaml.load(SHIPPED_BACKENDS / "fused.yaml")
     fused["ops"]["cube"] = {}
+    fused["ops"]["scaled_clip"] = {}
     with (specs / "fused.yaml").open("w", encoding="utf-8") as out:
         yaml.dump(fused, out)
     (tmp_path / "cube.graph").write_text(graph, encoding="utf-8")
@@ -85,20 +86,28 @@ def test_own_op_example_runs(tmp_path, monkeypatch, capsys):
     assert "byoc; doc: my_specs/ops.yaml" in rows["relu"]
     assert "byoc" in rows["add"] and "my_specs" not in rows["add"]
 
-    status, out, _ = run_cli(capsys, "--spec-path", specs, "ops", "cube", "relu")
+    status, out, _ = run_cli(capsys, "--spec-path", specs, "ops", "cube", "scaled_clip", "relu")
     assert status == 0
     assert "doc:        The cube of each element, x0 * x0 * x0." in out
+    assert "attributes: scale: float = 1.0, low: float, high: float" in out
     assert "on our NPU the activation unit clamps it" in out
 
     status, out, _ = run_cli(capsys, "gen", graph, "--spec-path", specs, "--backend", "fused")
-    assert status == 0  # one region: cube's catalog C expression, fused between subtract and relu
+    assert status == 0  # one region: the catalog's C expressions, fused between subtract and relu
     assert "= cube(...) at" in out
+    assert "= scaled_clip(...) at" in out
     assert "= relu(...) at" in out
 
     status, out, _ = run_cli(capsys, "run", graph, "--spec-path", specs, "--backend", "fused")
     assert status == 0, out
     assert "(backends: fused)" in out
     assert "result: every output matches the numpy reference" in out
+
+    missing = tmp_path / "missing.graph"  # the op's declaration is what the DSL checks a call against
+    missing.write_text(graph.read_text().replace(", high=4.0", ""), encoding="utf-8")
+    status, _, err = run_cli(capsys, "gen", missing, "--spec-path", specs, "--backend", "fused")
+    assert status != 0
+    assert "missing.graph:2:" in err and "high" in err
 
     bundle = tmp_path / "cube.byoc"
     status, _, _ = run_cli(capsys, "build", graph, "--spec-path", specs, "--backend", "fused", "-o", bundle)
