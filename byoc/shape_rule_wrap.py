@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -45,9 +44,6 @@ def fill_checked(rule: ShapeRule, key: str) -> ShapeRule:
         return out
 
     return replace(rule, infer=infer)
-
-
-_OP_PREFIX = re.compile(r"[a-z_]+: ")
 
 
 ATTRIBUTE_TYPES = {
@@ -103,9 +99,10 @@ def wrap(
             shape = function(*(t.shape for t in types), **{a: kwargs[a] for a in read})
         except ValueError as exc:
             key = getattr(exc, "attr", None)
-            # The function's own name (``max_pool: ``) may not be the op's: drop it.
+            # A shape function names itself first (``max_pool: ``), which may not be the
+            # op's name (avg_pool's rule is max_pool's): the op's error names the op.
             raise RuleError(
-                _OP_PREFIX.sub("", str(exc), count=1),
+                str(exc).removeprefix(f"{function.__name__}: "),
                 hint=getattr(exc, "hint", None),
                 key=key if key in attrs else None,
             ) from None
