@@ -32,7 +32,7 @@ from .bindings import ExpressionBinding, OpBinding
 from .codegen_kind import CodegenKind, Slot
 from .conditions import WHEN_KEY
 from .draft import SpecDraft, c_name, check_template
-from .names import COMMON_PLACEHOLDERS, INPUT_PLACEHOLDER
+from .names import COMMON_PLACEHOLDERS, ELEMENT_PLACEHOLDER
 from .yaml_doc import YamlDoc
 
 INPUT_DTYPE_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)_dtype\Z")
@@ -167,7 +167,7 @@ class CFusedKind(CodegenKind):
     def reserves(self, name: str) -> bool:
         return (
             super().reserves(name)
-            or INPUT_PLACEHOLDER.match(name) is not None
+            or ELEMENT_PLACEHOLDER.match(name) is not None
             or INPUT_DTYPE_PLACEHOLDER.match(name) is not None
         )
 

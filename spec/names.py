@@ -13,7 +13,7 @@ COMMON_PLACEHOLDERS = ("backend", "symbol_prefix")
 DIM_PLACEHOLDER = re.compile(r"dim(0|[1-9][0-9]*)\Z")
 """``${dim0}``, ``${dim1}``, ...: one extent of the output shape, in macro arguments."""
 
-INPUT_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)\Z")
+ELEMENT_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)\Z")
 """``${x0}``, ``${x1}``, ...: one scalar of each input, in C expression templates."""
 
 RESERVED_C_NAME = re.compile(r"_[A-Z_]|.*__")
