@@ -1,7 +1,7 @@
 """byoc.generator: IR plus backend specs in, artifacts out.
 
-Each codegen kind names one module of this package (``CodegenKind.generator``), with
-the same entry point::
+Each codegen kind names one module of this package (``CodegenKind.generator``, e.g.
+``c_source.generate`` or ``json_codegen``), with the same entry point::
 
     generate(externals, spec, catalog, options) -> tuple[Artifact, ...]
 

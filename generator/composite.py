@@ -3,7 +3,7 @@
 A backend spec's patterns (:mod:`byoc.spec.patterns`) are matched here, by one matcher
 for both uses:
 
-- **partitioning** (:func:`byoc.generator.partition_composites.merge_composites`) looks
+- **partitioning** (:func:`byoc.generator.partition.composites.merge_composites`) looks
   for a pattern at each node of a graph, and collapses every match into a composite
   call node (TVM's MergeComposite);
 - **lowering and generation** match a composite's own body against its pattern, to
@@ -37,7 +37,7 @@ from byoc.spec.macro_args import input_ref
 from byoc.spec.patterns import Pattern
 from byoc.spec.template import placeholder_names
 
-from .c_source_values import c_value, input_values, shape_refusal
+from .c_source.values import c_value, input_values, shape_refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +199,9 @@ def why_not_implementable(spec: BackendSpec, match: Match, view: GraphView, cata
     construct must serve the result's rank, and (c_source) every attribute value and
     input axis its macro reads must exist (a macro reading ``${in0_dim1}`` cannot take
     a vector as input 0, as a single op's cannot:
-    :func:`byoc.generator.partition_annotate.supports`), and every elementwise node's
+    :func:`byoc.generator.partition.annotate.supports`), and every elementwise node's
     inputs must be shaped as the macro reads them
-    (:func:`~byoc.generator.c_source_values.shape_refusal`: broadcasting only with the
+    (:func:`~byoc.generator.c_source.values.shape_refusal`: broadcasting only with the
     macro's ``broadcast: true``; a bias vector's macro takes no full-shape tensor)."""
     binding = match.pattern.binding
     result = view.nodes[match.root].type

@@ -5,9 +5,9 @@ are those ``byoc partition`` prints), each with the backend that runs it (or the
 and how: one op alone, or one of a composite (the pattern's name). Under an op, for
 every backend before its own in the order of preference (every backend, for an op left
 on the host), the first reason that backend did not take it
-(:func:`~byoc.generator.partition_annotate.why_not_supported`), and each composite
+(:func:`~byoc.generator.partition.annotate.why_not_supported`), and each composite
 pattern of those backends that matched the op's neighbourhood but was not taken, with
-why (:func:`~byoc.generator.partition_composites.find_composites`). Ops folded at build,
+why (:func:`~byoc.generator.partition.composites.find_composites`). Ops folded at build,
 and regions written in the source, are listed for what they are.
 
 The text depends only on the graph and the specs, so it is golden-tested.
@@ -23,8 +23,8 @@ from byoc.ir import Function, Node, Program
 from byoc.spec.backend import BackendSpec
 
 from .partition import placed_function
-from .partition_annotate import why_not_supported
-from .partition_composites import Refusal
+from .partition.annotate import why_not_supported
+from .partition.composites import Refusal
 
 HOST = "the host"
 FOLDED = "build time"

@@ -182,7 +182,7 @@ def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Cata
 def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: Catalog) -> None:
     """A composite must be its pattern, on tensors its backend's kernel takes."""
     from .composite import GraphView, composite_match, why_not_implementable
-    from .partition_annotate import takes_types
+    from .partition.annotate import takes_types
 
     assert call.callee is not None
     what = f"composite @{spec.name}.{call.callee.composite}"

@@ -69,7 +69,7 @@ def generate(
     """Every artifact of ``program`` (backend modules first, then host graphs), with
     the specs and option values that made them (what compiling needs). With
     ``profile``, every compiled module times its kernel calls
-    (:mod:`byoc.generator.c_profile`); without it, no module has a trace of profiling."""
+    (:mod:`byoc.generator.c.profile`); without it, no module has a trace of profiling."""
     with full_collections_deferred():
         return _generate(program, catalog, load_backend, options, profile)
 

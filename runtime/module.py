@@ -124,7 +124,7 @@ class LibraryModule:
     @property
     def profiling(self) -> bool:
         """Whether the library was built with profiling: it then exports
-        ``byoc_profile_read`` and ``byoc_profile_site`` (byoc generator/c_profile.py)."""
+        ``byoc_profile_read`` and ``byoc_profile_site`` (byoc generator/c/profile.py)."""
         return hasattr(self._handle, "byoc_profile_read")
 
     def read_profile(self) -> tuple[tuple[tuple[str, str, str], ...], np.ndarray, int]:

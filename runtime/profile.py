@@ -11,7 +11,7 @@ A :class:`Profile` holds one event per span of the run, each on ``CLOCK_MONOTONI
 - ``host op``: each host function the host graph runs (connected host ops are fused
   into one, as TVM fuses them), timed the same way;
 - ``kernel``: each kernel call inside a region, timed by the generated code of a
-  library built with profiling (byoc generator/c_profile.py): for ``c_source``, each
+  library built with profiling (byoc generator/c/profile.py): for ``c_source``, each
   kernel call of the body; for ``c_fused``, each loop nest; for ``engine``, the run of
   the layer graph. Interpreted modules (``json``, ``examplejson``) have none.
 

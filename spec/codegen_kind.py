@@ -65,7 +65,8 @@ class CodegenKind:
     language: ClassVar[str]
     """A key of :data:`~byoc.spec.languages.LANGUAGES`: what the artifact is written in."""
     generator: ClassVar[str]
-    """The module of ``byoc.generator`` that implements the kind (imported lazily)."""
+    """The module of ``byoc.generator`` that implements the kind, dotted below it
+    (``c_source.generate``; imported lazily)."""
     dtypes: ClassVar[tuple[str, ...]] = DTYPES
     """The dtypes this kind can generate code for; a spec declares a subset."""
     single_dtype: ClassVar[bool] = False

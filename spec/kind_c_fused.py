@@ -13,7 +13,7 @@ An op maps to one of three bindings, by its catalog shape rule:
 - **movement** rules (:data:`MOVEMENT_RULES`: reshape, transpose, slice, pad, gather,
   concatenate, split, ...): ``{}``; the rule says where each output element comes from.
 
-The loop structure of each rule is the generator's (``byoc.generator.fused_anchors``);
+The loop structure of each rule is the generator's (``byoc.generator.c_fused.anchors``);
 what an op computes is data.
 """
 
@@ -142,7 +142,7 @@ class CFusedKind(CodegenKind):
     name = "c_fused"
     doc = "C99 source: each region fused into loop nests, elementwise ops into their producer's loop"
     language = "c"
-    generator = "c_fused"
+    generator = "c_fused.generate"
     templates = (Slot("prelude", "C text placed once, after the includes (helpers for op expressions)", ()),)
     op_optional = ("c", "reduce", "result")
     shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES

@@ -24,7 +24,7 @@ class CSourceKind(MacroKind):
     name = "c_source"
     doc = "C99 source: one kernel per op, expanded from the spec's C macros (the BYOC guide's C codegen)"
     language = "c"
-    generator = "c_source"
+    generator = "c_source.generate"
     templates = (
         Slot("prelude", "C text placed once, before the macros (includes, helpers)", ()),
         Slot(

@@ -35,7 +35,7 @@ class EngineKind(MacroKind):
     name = "engine"
     doc = "C++ that runs a layer graph on a third-party-style engine whose layers come from the spec"
     language = "c++"
-    generator = "engine"
+    generator = "engine.generate"
     single_dtype = True
     templates = (
         Slot("prelude", "C++ text at the top of the engine header (includes)", ("ctype", "dtype")),

@@ -7,7 +7,7 @@ value stored as nhwc); the byte size never changes, so the memory plan and the
 workspace of a function do not depend on its layouts. Every port takes ``plain``
 (byoc's row-major layout); a macro lists the other layouts its kernel takes at each
 port, and reads the one its use gets from ``${in<k>_layout}`` and ``${out_layout}``
-(:mod:`byoc.generator.c_source_layouts` chooses them inside each function).
+(:mod:`byoc.generator.c_source.layouts` chooses them inside each function).
 """
 
 from __future__ import annotations

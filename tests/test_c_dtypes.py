@@ -1,4 +1,4 @@
-"""The C support text of the dtypes (generator/c_dtypes.py), compiled and run.
+"""The C support text of the dtypes (generator/c/dtypes.py), compiled and run.
 
 - the float16 conversions (both the ``_Float16`` one and the bit-manipulation fallback,
   forced by ``-DBYOC_NO_FLOAT16``) against numpy on every float16 bit pattern and on
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from compile_util import compile_library
 
-from byoc.generator import c_dtypes
+from byoc.generator.c import dtypes as c_dtypes
 from byoc.ir import C_TYPES, DTYPES, is_float, is_half
 
 BFLOAT16 = np.dtype("bfloat16")

@@ -1,7 +1,7 @@
 """Broadcasting in ``c_source`` (a macro's ``broadcast: true``, issue 35): a node whose
 inputs numpy-broadcast to its result goes to a macro that declares it takes them, which
 reads how through ``${in<k>_stride<j>}`` / ``${in<k>_strides}``; a macro that does not
-leaves the node to the next backend, with the reason (generator/c_source_values.py:
+leaves the node to the next backend, with the reason (generator/c_source/values.py:
 shape_refusal). A pattern's macro that reads a bias as a vector (``${in2_dim0}``) no
 longer matches a full-shape tensor, which it would index as a vector; the spec's
 declarations are checked when it loads (tests/test_c_source_broadcast_spec_errors.py)."""
@@ -25,7 +25,7 @@ from byoc.building import build
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
-from byoc.generator.partition_annotate import why_not_supported
+from byoc.generator.partition.annotate import why_not_supported
 from byoc.ir import ANON_PREFIX
 from byoc.spec import ENV_VAR
 
@@ -236,7 +236,7 @@ def test_golden_broadcast_strides(spec_dir, golden):
     assert text == golden("c")
     assert_matches_reference(parse(GOLDEN_GRAPH, "graph"), spec_dir, ["vendor"])  # -Werror, and right
     # each use passes the inputs' strides along its result's axes, 0 where broadcast
-    from byoc.generator.c_source_values import broadcast_strides
+    from byoc.generator.c_source.values import broadcast_strides
 
     (fn,) = parse(GOLDEN_GRAPH, "graph").functions
     types = fn.types()
@@ -248,7 +248,7 @@ def test_golden_broadcast_strides(spec_dir, golden):
 
 
 def test_broadcast_strides_follow_numpy():
-    from byoc.generator.c_source_values import broadcast_strides
+    from byoc.generator.c_source.values import broadcast_strides
 
     rng = np.random.default_rng(3)
     for shape, out in [

@@ -1,5 +1,5 @@
 """Module state of c_source backends (the spec's ``module_state``, ``module_init`` and
-``module_teardown``; generator/c_source_state.py): set up once per loaded library,
+``module_teardown``; generator/c_source/state.py): set up once per loaded library,
 however many functions the library has and however many threads call them first;
 shared by every function and kernel through ``${module_state}``, and by each function's
 own init; a failed module init fails every call with what it said; the teardown runs

@@ -1,5 +1,5 @@
 """Per-function state of c_source backends (the spec's ``state``, ``init`` and
-``teardown``; generator/c_source_state.py): the init runs exactly once per loaded
+``teardown``; generator/c_source/state.py): the init runs exactly once per loaded
 library, even when the first calls come from several threads at once; kernels read
 the state through ``${state}``; a failed init makes every call a clean error; the
 teardown runs at unload, and only after a good init."""

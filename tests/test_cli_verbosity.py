@@ -31,7 +31,9 @@ def test_v_says_each_stage_in_order_with_the_placement(capsys, where):
     assert rc == 0 and "every output matches" in out
     lines = byoc_lines(err)
     stages = [line.split()[1].rstrip(":") for line in lines if line.endswith(" s") and ": " in line[6:]]
-    order = [s for s in ("parse", "partition", "generate", "compile", "load", "run", "reference") if s in stages]
+    order = [
+        s for s in ("parse", "partition", "generate", "compile", "load", "run", "reference") if s in stages
+    ]
     assert order == ["parse", "partition", "generate", "compile", "load", "run", "reference"]
     assert stages.index("parse") < stages.index("generate") < stages.index("compile") < stages.index("run")
     placement = [line for line in lines if line.startswith("byoc: placement: ")]
@@ -60,7 +62,9 @@ def test_q_and_v_together_are_a_usage_error(capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["parse", "ops", "backends", "check", "gen", "partition", "build", "import"])
+@pytest.mark.parametrize(
+    "command", ["parse", "ops", "backends", "check", "gen", "partition", "build", "import"]
+)
 def test_every_command_takes_v_and_q(capsys, command):
     with pytest.raises(SystemExit):
         run_cli(capsys, command, "--help")

@@ -6,7 +6,7 @@ outputs must be identical (every output keeps its own summation order), and clos
 byoc's numpy reference (byoc.api.evaluate). The cases cover padding taps, partial lane
 chunks (more than 64 outputs along the innermost axis), block widths 4, 3, 2 and none,
 strides, dilations, groups, batches, pooling, dense and matmul, and fused consumers;
-and the register tiles of the blocks' interiors (generator/fused_tiles.py): interiors
+and the register tiles of the blocks' interiors (generator/c_fused/tiles.py): interiors
 narrower than a tile, of exactly one tile of 16 or of 48, tiles with an overlapping last
 one, border lanes on either side, and lane bounds with a coefficient (strides).
 """
@@ -24,7 +24,7 @@ from test_fused_anchors import conv_case, linear_case, pool_case, shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
-from byoc.generator.fused_tiles import STAGED_ACCUMULATORS, STAGED_TILES, STAGED_WIDTHS, TILES, UNROLL
+from byoc.generator.c_fused.tiles import STAGED_ACCUMULATORS, STAGED_TILES, STAGED_WIDTHS, TILES, UNROLL
 from byoc.generator.lowering import lower
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -197,7 +197,7 @@ def test_conv3x3_interior_is_lanes_1_to_54(tmp_path):
     params = [("x", "float32", (1, 8, 5, 56)), ("w", "float32", (16, 8, 3, 3))]
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
     assert "if (t0_in_lo < 1) t0_in_lo = 1;" in text and "if (t0_in_hi > 55) t0_in_hi = 55;" in text
-    # its weights are staged as doubles (fused_staging): blocks of 8 channels, the staged
+    # its weights are staged as doubles (generator/c_fused/staging.py): blocks of 8 channels, the staged
     # tiles whose accumulators fit, unrolled loops
     assert STAGED_WIDTHS[0] == 8 and "i0b += 8" in text
     sizes = [size for size in STAGED_TILES if 8 * size <= STAGED_ACCUMULATORS]

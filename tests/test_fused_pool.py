@@ -1,5 +1,5 @@
 """The `fused` backend's parallel loops: the module's thread pool
-(generator/c_fused_pool.py) and the outlined chunk functions (generator/fused_outline.py).
+(generator/c_fused/pool.py) and the outlined chunk functions (generator/c_fused/outline.py).
 
 Every scenario that runs parallel code runs in a subprocess with a timeout, so that a
 deadlock fails the test instead of hanging the session. Results are compared bit for

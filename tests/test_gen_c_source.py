@@ -34,7 +34,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import GraphError
 from byoc.generator import generator_for
-from byoc.generator.c_text import c_literals
+from byoc.generator.c.text import c_literals
 from byoc.generator.lowering import lower
 from byoc.ir import Constant, Function, Node, Param, TensorType
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS

@@ -87,7 +87,7 @@ def test_intermediates_share_buffers_by_lifetime(tmp_path, rng):
 def test_a_long_body_calls_its_kernels_in_parts(tmp_path, rng, monkeypatch):
     """A body of more than PART_CALLS calls is split into noinline parts of at most that
     many, each taking exactly the pointers its calls pass; the results are the same."""
-    from byoc.generator import c_source_body
+    from byoc.generator.c_source import body as c_source_body
 
     monkeypatch.setattr(c_source_body, "PART_CALLS", 4)
     lines = ["graph main(x: float32[3, 3], y: float32[3, 3]) {", "  s = @ccompiler {", "    t0 = add(x, y)"]

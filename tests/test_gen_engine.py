@@ -26,7 +26,7 @@ from ruamel.yaml import YAML
 
 from byoc.api import evaluate, load_backend, parse
 from byoc.errors import GraphError, SpecError
-from byoc.generator.engine_header import header_text
+from byoc.generator.engine.header import header_text
 from byoc.generator.lowering import offload_whole
 from byoc.generator.partition import partition
 from byoc.ir import Program

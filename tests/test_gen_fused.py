@@ -28,7 +28,7 @@ from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.errors import GraphError
 from byoc.generator import generator_for
-from byoc.generator.fused_loops import plan_loops
+from byoc.generator.c_fused.loops import plan_loops
 from byoc.generator.lowering import lower
 from byoc.generator.partition import partition
 from byoc.ir import CALL_OP, DTYPES, Function, is_integer
@@ -107,7 +107,7 @@ graph main(x: float32[2, 6, 3], b: float32[3]) {
 # A half-precision region of every kind of nest: elementwise with a constant (bit
 # patterns), dense -> bias_add -> relu (a double accumulator, rounded once), softmax,
 # a sum, transpose and a pad with a value; each value read as float and rounded to
-# the dtype where it is defined (generator/c_dtypes.py).
+# the dtype where it is defined (generator/c/dtypes.py).
 HALF = """\
 graph main(x: DTYPE[4, 8], w: DTYPE[6, 8], b: DTYPE[6]) {
   y, z, s, p = @fused {

@@ -38,7 +38,9 @@ def word_level(text: str) -> str:
 
 _int = st.integers(-(10**20), 10**20).map(str)
 _float = st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr)
-_spelled = st.sampled_from(["1.", ".5", "-.25", "+3", "+2.5e-3", "1E5", "007", "-0", "0.0", "1e+2", "6.02E23"])
+_spelled = st.sampled_from(
+    ["1.", ".5", "-.25", "+3", "+2.5e-3", "1E5", "007", "-0", "0.0", "1e+2", "6.02E23"]
+)
 _sign = st.sampled_from(["", "+", "-"])
 _gap = st.sampled_from(["", " ", "  ", "\n    ", "\t"])
 
@@ -78,7 +80,10 @@ def test_a_malformed_number_is_refused_at_its_column(values, word, column):
     text = graph("float32", 3, values)
     with pytest.raises(ParseError) as info:
         parse_graph_text(text)
-    assert info.value.message == word and (info.value.location.line, info.value.location.column) == (2, column)
+    assert info.value.message == word and (info.value.location.line, info.value.location.column) == (
+        2,
+        column,
+    )
     assert text.splitlines()[1][column - 1 :].startswith(word.split("'")[1] if "'" in word else ",")
 
 

@@ -2,8 +2,8 @@
 generated C and C++.
 
 Graphs (and the paths of their files) are untrusted. Value names only ever reach
-the generated code inside comments (``c_text.comment``) and string literals
-(``c_text.c_string``); region names become C symbols only after
+the generated code inside comments (``c.text.comment``) and string literals
+(``c.text.c_string``); region names become C symbols only after
 ``lowering.symbol_problem`` accepted them. The oracle is the compiler itself: the
 preprocessed code (every comment removed, every trigraph and line splice applied)
 of a hostile graph equals that of a benign one once string literals are blanked,
@@ -29,7 +29,7 @@ from byoc.api import evaluate, parse, parse_file
 from byoc.building import build
 from byoc.c_names import C_KEYWORDS
 from byoc.errors import GraphError
-from byoc.generator.c_text import c_string, comment, comment_text
+from byoc.generator.c.text import c_string, comment, comment_text
 from byoc.generator.lowering import MAX_SYMBOL_LENGTH, symbol_problem
 from byoc.generator.pipeline import generate
 from byoc.ir import Function, Program

@@ -1,5 +1,5 @@
 """c_source kernels that report failures (a macro's ``status: true``;
-generator/c_source_body.py): such a kernel returns an int, the body stops at the first
+generator/c_source/body.py): such a kernel returns an int, the body stops at the first
 one that is not 0 and releases its workspace, and the call raises RuntimeError naming
 the kernel and the node it computes, with its source location. Kernels without a
 status stay plain statements. A kernel may say why it fails (``byoc_error``, a printf
@@ -141,8 +141,8 @@ def test_a_module_without_status_kernels_has_no_message_helper(spec_dir):
 
 
 def test_a_failure_in_a_part_of_a_long_body_is_raised(spec_dir, tmp_path, rng, monkeypatch):
-    """A body split into parts (generator/c_source_body.PART_CALLS) returns a failing part's status."""
-    from byoc.generator import c_source_body
+    """A body split into parts (generator/c_source/body.py's PART_CALLS) returns a failing part's status."""
+    from byoc.generator.c_source import body as c_source_body
 
     monkeypatch.setattr(c_source_body, "PART_CALLS", 2)
     fn, _ = roots(spec_dir, tmp_path)

@@ -123,7 +123,9 @@ def violations(source: str, module: str, is_package: bool = False, label: str = 
     mine = layer_of(module)
     for imp in imports(source, module, is_package):
         if within(imp.module, FRONT_END) and not within(module, FRONT_END) and not imp.deferred:
-            out.append(f"{label}:{imp.line}: {module} imports the ONNX front end {imp.module} at module level")
+            out.append(
+                f"{label}:{imp.line}: {module} imports the ONNX front end {imp.module} at module level"
+            )
         target = layer_of(imp.module)
         if target is None or target == mine:
             continue

@@ -84,7 +84,11 @@ def test_the_variants_partition_and_run_like_the_reference(tmp_path, rng):
                 found += composites(node.callee)
         return found
 
-    assert sorted(c for fn in program.functions for c in composites(fn)) == ["add2", "add2_negated", "add2_relu"]
+    assert sorted(c for fn in program.functions for c in composites(fn)) == [
+        "add2",
+        "add2_negated",
+        "add2_relu",
+    ]
     model = byoc.build(program, spec_path=path)
     a, b = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2))
     (got,) = model.run(a=a, b=b)

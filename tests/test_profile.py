@@ -28,14 +28,15 @@ from libraries import missing_library
 import byoc
 from byoc.api import load_backend, load_catalog, parse
 from byoc.errors import UsageError
-from byoc.generator import c_profile, generator_for
-from byoc.generator.c_source_body import PART_CALLS
+from byoc.generator import generator_for
+from byoc.generator.c import profile as c_profile
+from byoc.generator.c_source.body import PART_CALLS
 from byoc.generator.lowering import lower
 from byoc.runtime import load
 
 SITE = re.compile(r"/\* profiling: site (\d+), ")
 SUPPORT = re.compile(
-    r"/\* ---- Profiling \(byoc generator/c_profile\.py\).*?byoc_profile_site\(int64_t site\) \{\n.*?\n\}\n\n",
+    r"/\* ---- Profiling \(byoc generator/c/profile\.py\).*?byoc_profile_site\(int64_t site\) \{\n.*?\n\}\n\n",
     re.DOTALL,
 )
 BLOCK_OPEN = re.compile(r"  \{ /\* profiling: site \d+, .*\*/")

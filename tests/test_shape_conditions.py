@@ -19,7 +19,7 @@ from byoc.building import build
 from byoc.errors import SpecError
 from byoc.generator.composite import GraphView, match_pattern
 from byoc.generator.partition import partition
-from byoc.generator.partition_annotate import why_not_supported
+from byoc.generator.partition.annotate import why_not_supported
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, load_backend_file
 from byoc.spec.search import backend_files
 

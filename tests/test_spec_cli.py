@@ -26,6 +26,8 @@ def ok(path: Path) -> str:
     return f"{path}: ok, " + (
         f"its support C not compiled: {why}" if why else f"its support C compiled ({', '.join(sources)})"
     )
+
+
 SHIPPED_NAMES = ("cblas", "ccompiler", "dnnl", "engine", "examplejson", "fused", "json")
 
 

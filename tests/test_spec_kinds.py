@@ -79,7 +79,7 @@ def test_a_new_kind_is_a_small_subclass(tmp_path, monkeypatch):
         load_backend_file(path)
     monkeypatch.setattr(backend_loader, "KINDS", {**KINDS, "c_library": LibraryKind()})
     spec = load_backend_file(path)
-    assert isinstance(spec.kind, LibraryKind) and spec.kind.generator == "c_source"
+    assert isinstance(spec.kind, LibraryKind) and spec.kind.generator == "c_source.generate"
     assert spec.templates["init"] == "/* init ${symbol_prefix} */"
     program = parse(
         "graph g(x: float32[4]) {\n  y = @ccompiler { return add(x, x) }\n  return y\n}\n", "graph"

@@ -33,7 +33,9 @@ def _distribution(name):  # the dnnl backend's wheels
 metadata.distribution = _distribution
 """
 
-TOUCHES_LIBRARIES = re.compile(r"dnnl|cblas|missing_library|backends\" ?/|SPECS\.glob|backend_files|list_backends")
+TOUCHES_LIBRARIES = re.compile(
+    r"dnnl|cblas|missing_library|backends\" ?/|SPECS\.glob|backend_files|list_backends"
+)
 
 
 def modules() -> list[str]:

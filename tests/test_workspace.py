@@ -1,5 +1,5 @@
 """The per-thread workspace of the compiled backends' intermediate buffers
-(generator/c_workspace.py): allocated once per thread, reused by every call.
+(generator/c/workspace.py): allocated once per thread, reused by every call.
 
 Results stay right across repeated calls with new inputs and across threads that call
 two functions of one module (so each thread's block grows) at once; a repeated call
@@ -100,8 +100,8 @@ def test_threads_calling_two_functions_at_once_each_get_their_results(backend):
 def test_the_bodies_allocate_nothing_per_call():
     """The generated bodies take their buffers from the workspace: no malloc, and no free
     but of the per-call block that a library with no thread-specific key left uses."""
-    from byoc.generator.c_fused import module_text as fused_text
-    from byoc.generator.c_source import module_text as c_text
+    from byoc.generator.c_fused.generate import module_text as fused_text
+    from byoc.generator.c_source.generate import module_text as c_text
 
     for backend, module_text in (("ccompiler", c_text), ("fused", fused_text)):
         program = byoc.parse(TWO_REGIONS.replace("BACKEND", backend))
@@ -202,7 +202,7 @@ def test_fused_buffers_share_the_workspace_by_lifetime(tmp_path, rng):
     """A chain of anchors stores each value for the next nest; by the memory plan the
     third value reuses the first one's bytes (its last reader has run), and the
     results are the reference's."""
-    from byoc.generator.c_fused import module_text
+    from byoc.generator.c_fused.generate import module_text
 
     text = textwrap.dedent(
         """

@@ -104,7 +104,7 @@ def _refusals(spec: BackendSpec, catalog: Catalog, cases: Sequence[Case]) -> dic
     """Why the spec (on this machine: without the dtypes its probe finds missing)
     refuses the node of each case it refuses, by case key."""
     from byoc.api import parse
-    from byoc.generator.partition_annotate import why_not_supported
+    from byoc.generator.partition.annotate import why_not_supported
     from byoc.runtime.probe import for_machine
 
     if not cases:

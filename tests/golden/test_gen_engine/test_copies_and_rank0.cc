@@ -9,7 +9,7 @@
 #include <tvm/ffi/c_api.h>
 #include "gcc_engine.h"
 
-/* ---- Argument checks shared by the exported entries (byoc generator/ffi_entry.py) ---- */
+/* ---- Argument checks shared by the exported entries (byoc generator/c/ffi_entry.py) ---- */
 
 /* The DLTensor behind an argument, or NULL when it is not a tensor. */
 static DLTensor* byoc_tensor_of(const TVMFFIAny* arg) {

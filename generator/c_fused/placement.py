@@ -1,0 +1,97 @@
+"""Where the statements of one ``c_fused`` loop nest go: each at the outermost loop whose
+counters (and locals) it uses, so that what is invariant in the inner loops is computed
+once per outer iteration; and, for a blocked reduction
+(:mod:`byoc.generator.c_fused.blocking`), the loops over blocks, with the statements of
+the blocked loops and inside them run for each output of the block."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..c.text import C_WORD, comment
+from .blocking import BlockedText
+from .loops import Loops
+from .outline import outer_loop, steps
+from .support import pragmas
+
+
+class Placement:
+    """Statements at the outermost loop level whose counters (and locals) they use."""
+
+    def __init__(self, loops: Loops) -> None:
+        self.loops = loops
+        self.depth: dict[str, int] = {v: k + 1 for k, v in enumerate(loops.variables[: len(loops.axes)])}
+        self.levels: list[list[str]] = [[] for _ in range(len(loops.axes) + 1)]
+        self.points = 0
+        """The points of the reduction of each output, for a reduction nest; else 0."""
+        self.blocked: tuple[BlockedText, list[str]] | None = None
+        """A blocked reduction (:mod:`byoc.generator.c_fused.blocking`): its text and its
+        accumulators and loops, which sit in the innermost loop; the statements of the
+        blocked loops and inside them then run for each output of the block."""
+
+    def add(self, code: str, note: str, defines: str | tuple[str, ...] = ()) -> None:
+        used = [self.depth.get(w, 0) for w in C_WORD.findall(code)]
+        level = max(used, default=0)
+        lines = code.split("\n")
+        if note:
+            lines[-1] += f" {note}"
+        self.levels[level].append("\n".join(lines))
+        for name in (defines,) if isinstance(defines, str) else defines:
+            self.depth[name] = level
+
+    def store(self, code: str) -> None:
+        """A store writes every element: innermost, after everything it reads."""
+        self.levels[-1].append(code)
+
+    def _steps(self) -> dict[int, int]:
+        """The step of each loop over blocks (a blocked reduction's), by loop index."""
+        if self.blocked is None:
+            return {}
+        plan = self.blocked[0].plan
+        return {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
+
+    def outer_count(self) -> int:
+        """The iterations of the outer loop (of blocks, when it is blocked): what a
+        parallel nest's chunks divide."""
+        return steps(self.loops.extents[0], self._steps().get(0, 1))
+
+    def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
+        """The nest; with ``parallel``, its outer loop over one chunk ``[begin, end)``
+        (:func:`byoc.generator.c_fused.outline.outer_loop`)."""
+        out = ["  {", f"    {comment(label)}"]
+        indent = "    "
+        out += _indented(self.levels[0], indent)
+        loops = self.loops
+        step_of = self._steps()
+        cut = min(step_of) + 1 if step_of else len(loops.axes) + 1
+        for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
+            out += pragmas(simd and k == len(loops.axes) - 1)
+            if parallel and k == 0:
+                out.append(outer_loop(indent, f"{var}b" if k in step_of else var, step_of.get(k, 1)))
+            elif k in step_of:
+                out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {step_of[k]}) {{")
+            else:
+                out.append(f"{indent}for (int64_t {var} = 0; {var} < {extent}; ++{var}) {{")
+            indent += "  "
+            if k + 1 < cut:
+                out += _indented(self.levels[k + 1], indent)
+        if self.blocked is not None:
+            blocked, reduction = self.blocked
+            epilogue = blocked.each_output([s for level in self.levels[cut:] for s in level])
+            out += _indented(
+                [
+                    comment("a block of outputs: the reduction for all, then each stored"),
+                    *reduction,
+                    *epilogue,
+                ],
+                indent,
+            )
+        for _ in loops.axes:
+            indent = indent[:-2]
+            out.append(f"{indent}}}")
+        out.append("  }")
+        return out
+
+
+def _indented(statements: Sequence[str], indent: str) -> list[str]:
+    return [indent + line for s in statements for line in s.split("\n")]

@@ -1,0 +1,247 @@
+"""Register tiles of the blocked reduction nests (:mod:`byoc.generator.c_fused.blocking`):
+the interior lanes of a block in accumulators that stay in vector registers.
+
+A blocked nest updates its accumulator block ``t0_acc[block][lane]`` at every point of
+the reduction, so each vector multiply-add also loads and stores it (it lives in the L1
+cache), and a lane loop whose bounds vary with the point (a convolution tap on the
+padding) ends each point with a remainder. Most lanes, though, read inside their inputs
+at every point: the block's *interior*, where every lane bound holds even at its
+extreme point (:func:`~.blocking.plan_blocking` derives it from the guards'
+:class:`~.index.Bound`). The interior is computed in *tiles* of a fixed number
+of lanes (:data:`TILES`) with the reduction loops inside the tile: the tile's
+accumulators (``t0_acc_tile[block][lanes]``, at most 192 doubles) have compile-time
+bounds, so gcc keeps them in vector registers across the whole reduction and stores
+each once. The smallest size's last tile overlaps the one before rather than leaving a
+remainder: the overlapping outputs are computed twice, the same way. The *border*
+lanes, outside the interior, are computed one lane at a time (that lane's outputs of
+the block together) with every guard of the plain nest. A block whose interior is
+narrower than the smallest tile keeps the blocked lane loops.
+
+Every output still sums the same points in the same order as the plain nest, so the
+results stay bit-identical: only which outputs are computed together changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from ..c.text import comment
+from .blocking import BlockedText, Blocking, reduction_loops
+from .index import Level
+
+TILES = (48, 16)
+"""The lanes of the interior's tiles, widest first; the smallest's last tile overlaps.
+With a block of 4 outputs, a tile of 48 lanes holds 192 doubles: 24 of AVX-512's 32
+vector registers. Wider tiles convert each input read (float to double) for more
+multiply-adds. conv3x3 at 56x56 (interior 54 lanes: 48 and an overlapping 16), the nest
+on one thread with fused multiply-adds (the spec's float32 update): 6.5 ms, against 7.1
+ms with a last tile of 8 and 7.1 ms with tiles of 32 and 16. A tile of 8 lanes is one
+vector: gcc unrolled its lane loop and vectorised across the block instead, with
+shuffles and the accumulators on the stack, and with ``#pragma GCC unroll 1`` on the lane
+loop it left the fused multiply-adds scalar (14.5 ms)."""
+
+STAGED_WIDTHS = (8, 4, 3, 2)
+"""The block widths of a nest that reads staged double weights (:mod:`byoc.generator.c_fused.staging`):
+each input vector it converts feeds the multiply-adds of up to 8 outputs (a convolution's
+output channels), and each weight comes from memory as a double, so a wider block costs
+no conversion. conv3x3 64->64 at 56x56 (the nest alone, median of 300 calls; two threads
+/ one): blocks of 8 with tiles of 16, 1.39-1.42 / 2.61 ms; blocks of 4 with tiles of 40
+and 16, 1.65-1.68 / 3.15 ms; blocks of 8 with tiles of 24 or 32 and 16, 1.45-1.47 ms;
+blocks of 16 with tiles of 16, 1.65 ms. The border lanes gain too: each computes a block's
+outputs together, and 8 independent sums keep both multiply-add pipes busy."""
+
+STAGED_TILES = (40, 16)
+"""The tiles of a nest that reads staged double weights, those whose accumulators
+(block width times lanes) fit :data:`STAGED_ACCUMULATORS`, with its innermost reduction
+loop and its block loop unrolled whole (``#pragma GCC unroll``). With a block of 4: 5
+vectors of 4 outputs (20 accumulators) leave gcc registers for the inputs; conv3x3 with
+blocks of 4 (one thread / two): tiles of 40 and 16, 3.05-3.10 / 1.61-1.63 ms; of 48 and
+16, 3.25-3.28 / 1.70-1.71 ms; of 32 and 16, 3.14-3.15 / 1.67-1.74 ms; nothing staged,
+tiles of 48 and 16 (:data:`TILES`), 3.16-3.21 / 1.67-1.71 ms. With a block of 8, tiles of
+16 (16 vectors)."""
+
+STAGED_ACCUMULATORS = 160
+"""The most doubles in a staged tile's accumulators: 20 of AVX-512's 32 vector registers."""
+
+UNROLL = 8
+"""A staged nest's innermost reduction loop is unrolled whole when it has at most this
+many points (a kernel row's taps): gcc then keeps the tile's accumulators in registers
+across it. A longer loop (the channels of a 1x1 convolution) is left to gcc."""
+
+Updates = Callable[[Mapping[str, str]], list[str]]
+"""The update statements of the accumulators, given the C element each one updates."""
+
+
+def _indent(lines: Sequence[str], by: str = "  ") -> list[str]:
+    return [by + line for line in lines]
+
+
+class TiledText:
+    """The reduction text of one block: interior tiles and border lanes, or lane loops."""
+
+    def __init__(
+        self, blocked: BlockedText, name: str, levels: Sequence[Level], staged: bool = False
+    ) -> None:
+        self.b = blocked
+        self.plan = blocked.plan
+        self.name = name
+        self.levels = levels
+        """The anchor's reduction levels with every guard, for the border lanes."""
+        self.j = f"{blocked.block}j" if blocked.block else ""
+        self.staged = staged
+        """The updates read staged double inputs: :data:`STAGED_TILES`, loops unrolled."""
+        most = STAGED_ACCUMULATORS // self.plan.width if staged else self.plan.chunk
+        self.sizes = [s for s in (STAGED_TILES if staged else TILES) if s <= min(most, self.plan.chunk)]
+        """The tile sizes, none wider than a block (nor, staged, than the accumulators allow)."""
+
+    @staticmethod
+    def tiles(plan: Blocking) -> bool:
+        """Whether the nest of ``plan`` computes any lanes in register tiles."""
+        return plan.interior is not None and min(TILES[-1], STAGED_TILES[-1]) <= plan.chunk
+
+    def reduction(self, inits: Mapping[str, str], updates: Updates) -> list[str]:
+        """The reduction of one block into the accumulator arrays ``inits`` (C name ->
+        initial value), which the block's epilogue then reads."""
+        b, n = self.b, self.name
+        decls = [b.declaration(acc) for acc in inits]
+        lane_loops = [line for acc, init in inits.items() for line in b.fill(acc, init)]
+        lane_loops += reduction_loops(self.plan.levels, b.lanes(n, updates({a: b.element(a) for a in inits})))
+        sizes = self.sizes
+        if self.plan.interior is None or not sizes:
+            return [*decls, *lane_loops]
+        lower, upper = self.plan.interior
+        lo, hi = f"{n}_in_lo", f"{n}_in_hi"
+        tail = b.lane_extent % self.plan.chunk or self.plan.chunk  # the narrowest block
+        whole = not lower and not upper and tail >= sizes[-1]  # every block's interior tiles
+        tiles = [
+            comment(f"register tiles of {' then '.join(map(str, sizes))} lanes over the interior"),
+            f"int64_t {n}_at = {lo};",
+        ]
+        for k, size in enumerate(sizes):
+            tiles += self._tiles(size, k == len(sizes) - 1, inits, updates)
+        if lower or upper:
+            tiles += [
+                comment("the border lanes, outside the interior: one at a time, with every guard"),
+                *self._borders(inits, updates),
+            ]
+        lines = [
+            *decls,
+            comment(
+                "the interior: the lanes that read inside their inputs at every point of the "
+                "reduction (each lane bound at its extreme point)"
+                + ("; here every lane of the block" if whole else "")
+            ),
+            f"int64_t {lo} = {b.start(b.lane)};",
+            f"int64_t {hi} = {b.lane_end()};",
+            *(f"if ({lo} < {e}) {lo} = {e};" for e in lower),
+            *(f"if ({hi} > {e}) {hi} = {e};" for e in upper),
+        ]
+        if whole:
+            return [*lines, *tiles]
+        lines += [
+            f"if ({hi} - {lo} >= {sizes[-1]}) {{",
+            *_indent(tiles),
+            "} else {",
+            "  " + comment("an interior narrower than a tile: the lane loops over the whole block"),
+            *_indent(lane_loops),
+            "}",
+        ]
+        return lines
+
+    # ------------------------------------------------------------ pieces
+
+    def _over_block(self, body: Sequence[str], unroll: bool = False) -> list[str]:
+        """``body`` for each output of the block along its blocked loop (if any); with
+        ``unroll``, that loop is unrolled whole."""
+        b, j = self.b, self.j
+        if not b.block:
+            return list(body)
+        return [
+            *([f"#pragma GCC unroll {self.plan.width}"] if unroll else []),
+            f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
+            f"  const int64_t {b.block} = {b.start(b.block)} + {j};",
+            *_indent(body),
+            "}",
+        ]
+
+    def _all(self, lanes: int | None, text: Callable[[str], str]) -> list[str]:
+        """``text(index)`` for every accumulator element of a tile of ``lanes`` lanes
+        (``None``: one lane), ``index`` being its ``[j][l]``."""
+        width = self.plan.width if self.b.block else None
+        index = ("[j]" if width else "") + ("[l]" if lanes else "")
+        line = text(index)
+        if lanes:
+            line = f"for (int64_t l = 0; l < {lanes}; ++l) {line}"
+        if width:
+            line = f"for (int64_t j = 0; j < {width}; ++j) {line}"
+        return [line]
+
+    def _start(self, name: str, init: str, lanes: int | None) -> list[str]:
+        """The accumulators ``name`` of a tile of ``lanes`` lanes (``None``: one lane),
+        each set to ``init``."""
+        if not self.b.block and not lanes:
+            return [f"double {name} = {init};"]
+        shape = (f"[{self.plan.width}]" if self.b.block else "") + (f"[{lanes}]" if lanes else "")
+        return [f"double {name}{shape};", *self._all(lanes, lambda i: f"{name}{i} = {init};")]
+
+    def _tiles(self, size: int, last: bool, inits: Mapping[str, str], updates: Updates) -> list[str]:
+        """The loop over the interior's tiles of ``size`` lanes, from ``<name>_at``."""
+        b, n, plan = self.b, self.name, self.plan
+        at, hi, tile, lane = f"{n}_at", f"{n}_in_hi", f"{n}_t", f"{b.lane}l"
+        regs = {acc: f"{acc}_tile" for acc in inits}
+        pick = (f"[{self.j}]" if b.block else "") + f"[{lane}]"
+        lanes = [
+            f"for (int64_t {lane} = 0; {lane} < {size}; ++{lane}) {{",
+            f"  const int64_t {b.lane} = {tile} + {lane};",
+            *_indent(plan.lane_steps),
+            *_indent(updates({acc: regs[acc] + pick for acc in inits})),
+            "}",
+        ]
+        offset = f"{tile} - {b.start(b.lane)}"
+        body = [
+            *(x for acc, init in inits.items() for x in self._start(regs[acc], init, size)),
+            *reduction_loops(plan.levels, self._over_block(lanes, self.staged), UNROLL if self.staged else 0),
+            *(
+                x
+                for acc in inits
+                for x in self._all(size, lambda i, a=acc: f"{a}{i[:-3]}[{offset} + l] = {regs[a]}{i};")
+            ),
+        ]
+        if last:
+            head = [
+                f"for (; {at} < {hi}; {at} += {size}) {{",
+                "  " + comment("the last tile ends at the interior's end, overlapping the one before"),
+                f"  const int64_t {tile} = {at} + {size} <= {hi} ? {at} : {hi} - {size};",
+            ]
+        elif 2 * size > plan.chunk:  # one tile at most: no loop (gcc would see the second overrun the block)
+            head = [f"if ({at} + {size} <= {hi}) {{", f"  const int64_t {tile} = {at};"]
+            body.append(f"{at} += {size};")
+        else:
+            head = [f"for (; {at} + {size} <= {hi}; {at} += {size}) {{", f"  const int64_t {tile} = {at};"]
+        return [*head, *_indent(body), "}"]
+
+    def _borders(self, inits: Mapping[str, str], updates: Updates) -> list[str]:
+        """The lanes before and after the interior, each with the plain nest's guards."""
+        b, n = self.b, self.name
+        lo, hi, k = f"{n}_in_lo", f"{n}_in_hi", f"{n}_k"
+        start, end = b.start(b.lane), b.lane_end()
+        left = f"({lo} - {start})"
+        ones = {acc: f"{acc}_one" for acc in inits}
+        pick = f"[{self.j}]" if b.block else ""
+        body = [
+            *(x for acc, init in inits.items() for x in self._start(ones[acc], init, None)),
+            *reduction_loops(
+                self.levels, self._over_block(updates({acc: ones[acc] + pick for acc in inits}))
+            ),
+            *(
+                x
+                for acc in inits
+                for x in self._all(None, lambda i, a=acc: f"{a}{i}[{b.lane} - {start}] = {ones[a]}{i};")
+            ),
+        ]
+        return [
+            f"for (int64_t {k} = 0; {k} < {left} + ({end} - {hi}); ++{k}) {{",
+            f"  const int64_t {b.lane} = {k} < {left} ? {start} + {k} : {hi} + {k} - {left};",
+            *_indent(body),
+            "}",
+        ]

@@ -1,0 +1,206 @@
+"""The ``c_source`` codegen (the ``ccompiler`` backend): the BYOC guide's C, from a spec.
+
+One C99 file per backend, holding every external function of that backend::
+
+    header comment          what generated the file, from which spec
+    _POSIX_C_SOURCE         in a build with profiling only (generator/c/profile.py), as
+                            are <time.h>, the event buffer after the argument checks,
+                            and a timed block around each kernel call of a body
+    #include ...            the TVM FFI entry's headers (ffi_entry.includes())
+    failure messages        byoc_error, when a kernel reports failures or an init runs (c_source/body.py)
+    prelude                 the spec's `prelude` template
+    #include "<header>"      the spec's support headers (`support:`); its support sources
+                            are artifacts beside the module, compiled once per spec
+    #define NAME(...) \\     the spec's macros the functions call, bodies from the spec
+    static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
+                            and the per-thread workspace when a body has intermediate
+                            buffers (generator/c/workspace.py)
+    module state            the spec's module_state, module_init and module_teardown,
+                            once per library, when it has them (c_source/state.py)
+    per function <sym>:     its state and init when the spec has them
+                            (generator/c_source/state.py), constants, kernels <sym>_<k>,
+                            body <sym>_, <sym>_wrapper_, exported entry __tvm_ffi_<sym>
+                            (generator/c_source/function.py, kernels.py,
+                            body.py)
+
+Everything backend-specific (macros, which macro serves an op at a rank, the op's
+operator, the prelude) comes from the spec; the structure is the kind's. The text
+compiles under ``-std=c99 -Wall -Wextra -Werror`` and is byte-identical for the same
+input: no time stamps, no absolute paths of shipped files, and source locations
+exactly as the parser recorded them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from byoc.catalog import Catalog
+from byoc.ir import Function
+from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
+from byoc.spec.template import render
+from byoc.spec_lines import prelude_heading
+
+from ..artifacts import Artifact, Role
+from ..c import dtypes as c_dtypes
+from ..c import ffi_entry
+from ..c import profile as c_profile
+from ..c import workspace as c_workspace
+from ..c.profile import Site
+from ..c.text import C_WORD, check_reserved_names, comment, comment_text, function_origin
+from .body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
+from .function import FunctionText, function_text
+from .state import INCLUDE as STATE_INCLUDE
+from .state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
+
+
+def generate(
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    catalog: Catalog,
+    options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
+) -> tuple[Artifact, ...]:
+    """One ``<backend>.c`` module holding every function of ``externals``; none if empty.
+    With ``profile``, every kernel call is timed (:mod:`byoc.generator.c.profile`)."""
+    if not externals:
+        return ()
+    text, blobs = module_text(externals, spec, catalog, options, profile=profile)
+    support = (
+        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name)
+        for f in spec.support
+    )
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support, *blobs)
+
+
+def module_text(
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    catalog: Catalog,
+    options: Mapping[str, OptionValue],
+    *,
+    profile: bool = False,
+) -> tuple[str, list[Artifact]]:
+    """The module's C text, and the binary artifacts its large constants are included from."""
+    values = spec.template_values({**spec.option_values(), **options})
+    module = module_stateful(spec)
+    if module:
+        values = {**values, "module_state": MODULE_POINTER}
+    functions: list[FunctionText] = []
+    sites: list[Site] = []
+    for fn in externals:
+        functions.append(function_text(fn, spec, catalog, values, len(sites) if profile else None))
+        sites += functions[-1].sites
+    taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
+    taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
+    workspace = any(f.workspace for f in functions)
+    if workspace:
+        taken.update((n, "a helper of the generated module") for n in c_workspace.NAMES)
+    messages = module or any(f.fails or f.stateful for f in functions)  # an init may say why it fails
+    if messages:
+        taken.update((n, "a helper of the generated module") for n in MESSAGE_NAMES)
+    if module:
+        taken.update((n, "the module's state") for n in MODULE_NAMES)
+    if profile:
+        taken.update((n, "the module's profiling") for n in c_profile.NAMES)
+    check_reserved_names(externals, taken)
+    parts = [
+        _header(externals, spec),
+        *([c_profile.POSIX] if profile else []),
+        ffi_entry.includes()
+        + (c_profile.INCLUDE if profile else "")
+        + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
+        + (STATE_INCLUDE if stateful(spec) or module or workspace else "")
+        + (MESSAGE_INCLUDE if messages else ""),
+    ]
+    types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
+    if types:
+        parts.append(types)
+    if messages:
+        parts.append(MESSAGE_SUPPORT)
+    prelude = render(spec.templates.get("prelude", ""), values)
+    if prelude.strip():
+        parts.append(prelude_heading(_one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
+    if spec.support:
+        parts.append(support_includes(spec))
+    state = module_state_text(spec, values) if module else ""
+    parts += [macro_definition(m) for m in used_macros(spec, [state, *(f.text for f in functions)])]
+    parts.append(ffi_entry.SUPPORT)
+    if profile:
+        parts.append(c_profile.support(sites))
+    if workspace:
+        parts.append(c_workspace.SUPPORT)
+    if module:
+        parts.append(state)
+    parts += [f.text for f in functions]
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
+
+
+def support_includes(spec: BackendSpec) -> str:
+    """The ``#include`` of each of the spec's support headers, after a comment that says
+    where they and the support sources come from."""
+    headers = [f.name for f in spec.support if f.is_header]
+    sources = [f.name for f in spec.support if not f.is_header]
+    note = f"The spec's support code, beside {_one_line(spec_source(spec))}"
+    if sources:
+        note += f"; {', '.join(sources)} compiled once per spec and linked"
+    return f"/* ---- {note} ---- */\n" + "".join(f'#include "{h}"\n' for h in headers)
+
+
+def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:
+    """The spec's macros that ``texts`` (the module's functions) call, directly or
+    through another macro's body, in the spec's order: a module defines no macro it
+    does not use."""
+    words = set(C_WORD.findall("\n".join(texts)))
+    used: set[str] = set()
+    pending = [name for name in spec.macros if name in words]
+    while pending:
+        name = pending.pop()
+        if name not in used:
+            used.add(name)
+            body = set(C_WORD.findall(spec.macros[name].body))
+            pending += [other for other in spec.macros if other in body and other not in used]
+    return [m for name, m in spec.macros.items() if name in used]
+
+
+def macro_definition(macro: MacroDef) -> str:
+    """``#define NAME(params) \\`` and the spec's body, one continued line per body line.
+
+    Each line gets a single `` \\`` rather than aligned backslashes, so that editing one
+    line of a macro's body changes exactly that line of the generated file (and a
+    compiler error in it is traced back to the spec's line by the macro's name,
+    :mod:`byoc.spec_lines`).
+    """
+    lines = [line.rstrip() for line in macro.body.rstrip().splitlines()]
+    head = f"#define {macro.name}({', '.join(macro.params)})"
+    note = f"{comment(macro.doc)}\n" if macro.doc else ""
+    return note + " \\\n".join([head, *lines]) + "\n"
+
+
+def _one_line(text: str) -> str:
+    """``text`` safe in a comment on one line (a ``#define``'s): a newline shows as <0x0a>."""
+    return comment_text(text).replace("\n", "<0x0a>")
+
+
+def spec_source(spec: BackendSpec) -> str:
+    """The spec file, for the header, the same on every machine: shipped specs relative
+    to the package, others relative to the search directory they were found in."""
+    if spec.display_path is not None:
+        return spec.display_path
+    if spec.source is None:
+        return "an in-memory spec"
+    from byoc.spec.search import display_path
+
+    return display_path(spec.source)
+
+
+def _header(externals: Sequence[Function], spec: BackendSpec) -> str:
+    lines = [
+        f"Generated by byoc (generator/c_source/generate.py, codegen kind {spec.kind}) for backend {spec.name},",
+        f"from the backend spec {spec_source(spec)}.",
+        "Do not edit: change the spec or the graph, and generate again.",
+        "",
+        "Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):",
+    ]
+    lines += [f"  {fn.name}: {function_origin(fn)}" for fn in externals]
+    return "/* " + comment_text("\n   ".join(lines)).replace("\n   \n", "\n\n") + "\n*/\n"
