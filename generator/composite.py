@@ -37,7 +37,8 @@ from byoc.spec.macro_args import input_ref
 from byoc.spec.patterns import Pattern
 from byoc.spec.template import placeholder_names
 
-from .c_source.values import c_value, input_values, shape_refusal
+from .c.text import c_value
+from .c_source.values import input_values, shape_refusal
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,9 @@ absolute module they name. The rules:
   orchestration modules (``byoc.api``, ``byoc.building``, the ``byoc.cli`` package, the
   vendor test kit ``byoc.testing``), and only inside functions or for type checking, so that
   importing the core stays light;
+* inside ``byoc.generator``, the packages of the C-family codegen kinds
+  (``c_source``, ``c_fused``, ``engine``) never import each other, and ``c`` (the C text
+  they all write) imports none of them;
 * the ONNX front end, ``byoc.onnx``, is imported by no other module at module level
   (only inside the functions that read a model), so that nothing but an import of a
   model loads it.
@@ -47,6 +50,14 @@ FORBIDDEN = {
     "byoc.spec": ("byoc.generator", "byoc.runtime"),
 }
 """Layer -> the packages none of its modules may import."""
+
+KINDS = ("byoc.generator.c_source", "byoc.generator.c_fused", "byoc.generator.engine")
+"""The generator's packages of one codegen kind each."""
+WITHIN_GENERATOR = {
+    "byoc.generator.c": KINDS,
+    **{kind: tuple(k for k in KINDS if k != kind) for kind in KINDS},
+}
+"""Package of the generator -> the generator's packages none of its modules may import."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,9 @@ def violations(source: str, module: str, is_package: bool = False, label: str = 
             out.append(
                 f"{label}:{imp.line}: {module} imports the ONNX front end {imp.module} at module level"
             )
+        for package, forbidden in WITHIN_GENERATOR.items():
+            if within(module, package) and any(within(imp.module, f) for f in forbidden):
+                out.append(f"{label}:{imp.line}: {package} imports {imp.module}")
         target = layer_of(imp.module)
         if target is None or target == mine:
             continue
@@ -214,6 +228,17 @@ def test_the_onnx_front_end_is_imported_only_where_a_model_is_read():
     ]
     assert violations("def f():\n    from .onnx.ops import onnx_ops\n", "byoc.cli.ops") == []
     assert violations("from .ops import onnx_ops\n", "byoc.onnx.importer") == []  # within the package
+
+
+def test_the_codegen_kinds_do_not_import_each_other():
+    assert violations("from ..c_source.values import input_values\n", "byoc.generator.c_fused.nests") == [
+        "byoc.generator.c_fused.nests:1: byoc.generator.c_fused imports byoc.generator.c_source.values.input_values"
+    ]
+    assert violations("def f():\n    from ..engine import plan\n", "byoc.generator.c.text") == [
+        "byoc.generator.c.text:2: byoc.generator.c imports byoc.generator.engine.plan"
+    ]
+    assert violations("from ..c.text import c_value\n", "byoc.generator.engine.generate") == []
+    assert violations("from .values import c_value\n", "byoc.generator.c_source.kernels") == []
 
 
 def test_checker_reports_planted_imports():

@@ -8,14 +8,22 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, is_half, is_integer
+from byoc.ir import ANON_PREFIX, C_TYPES, AttrValue, Constant, Function, Node, is_half, is_integer
 
 from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, weights_artifact
 from . import dtypes as c_dtypes
+
+if TYPE_CHECKING:
+    from byoc.spec.backend import BackendSpec
+
+PTHREAD_INCLUDE = "#include <pthread.h>\n"
+"""What a module whose code starts or waits on POSIX threads includes (its state's
+``pthread_once``, the per-thread workspace)."""
 
 C_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 """A C identifier or keyword in generated or spec C text (to find which names it uses)."""
@@ -282,3 +290,31 @@ def c_literals(values: Sequence[int | float], dtype: str) -> tuple[list[str], bo
             text = str(np.float32(v)) if dtype == "float32" else repr(x)
             out.append(text + suffix)
     return out, special
+
+
+def c_value(value: AttrValue) -> str:
+    """One attribute value as C text."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return c_list(value)
+    return str(value)
+
+
+def c_list(items: Sequence[int]) -> str:
+    """``(a, b, c)``: a list as one macro argument."""
+    return "(" + ", ".join(map(str, items)) + ")"
+
+
+def spec_source(spec: BackendSpec) -> str:
+    """The spec file, for the header, the same on every machine: shipped specs relative
+    to the package, others relative to the search directory they were found in."""
+    if spec.display_path is not None:
+        return spec.display_path
+    if spec.source is None:
+        return "an in-memory spec"
+    from byoc.spec.search import display_path
+
+    return display_path(spec.source)

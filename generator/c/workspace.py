@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 from byoc.ir import C_TYPES, TensorType
 
-from ..c_source.state import INCLUDE  # noqa: F401 - a module using the workspace includes it
 from .text import comment
 
 ALIGN = 64
@@ -145,7 +144,7 @@ static void byoc_workspace_unload(void) {
   pthread_mutex_unlock(&byoc_workspace_lock);
 }
 """
-"""The workspace helper; a module includes it (and ``INCLUDE``, <pthread.h>) when a body uses it."""
+"""The workspace helper; a module includes it (and :data:`~byoc.generator.c.text.PTHREAD_INCLUDE`) when a body uses it."""
 
 
 def layout(buffers: Sequence[tuple[str, TensorType, str, int]], failure: str) -> list[str]:

@@ -70,8 +70,7 @@ from ..c import ffi_entry
 from ..c import profile as c_profile
 from ..c import workspace as c_workspace
 from ..c.profile import Site
-from ..c.text import block_comment, check_reserved_names, function_origin
-from ..c_source.generate import spec_source
+from ..c.text import PTHREAD_INCLUDE, block_comment, check_reserved_names, function_origin, spec_source
 from .function import FusedText, function_text
 from .nests import needs_nests
 from .pool import INCLUDE as POOL_INCLUDE
@@ -158,7 +157,7 @@ def module_text(
 
 def _extra_includes(workspace: bool, parallel: bool) -> str:
     """The headers of the per-thread workspace and of the thread pool, each once."""
-    lines = (c_workspace.INCLUDE if workspace else "") + (POOL_INCLUDE if parallel else "")
+    lines = (PTHREAD_INCLUDE if workspace else "") + (POOL_INCLUDE if parallel else "")
     return "".join(dict.fromkeys(lines.splitlines(keepends=True)))
 
 

@@ -46,10 +46,17 @@ from ..c import ffi_entry
 from ..c import profile as c_profile
 from ..c import workspace as c_workspace
 from ..c.profile import Site
-from ..c.text import C_WORD, check_reserved_names, comment, comment_text, function_origin
+from ..c.text import (
+    C_WORD,
+    PTHREAD_INCLUDE,
+    check_reserved_names,
+    comment,
+    comment_text,
+    function_origin,
+    spec_source,
+)
 from .body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
 from .function import FunctionText, function_text
-from .state import INCLUDE as STATE_INCLUDE
 from .state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
 
 
@@ -110,7 +117,7 @@ def module_text(
         ffi_entry.includes()
         + (c_profile.INCLUDE if profile else "")
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
-        + (STATE_INCLUDE if stateful(spec) or module or workspace else "")
+        + (PTHREAD_INCLUDE if stateful(spec) or module or workspace else "")
         + (MESSAGE_INCLUDE if messages else ""),
     ]
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
@@ -180,18 +187,6 @@ def macro_definition(macro: MacroDef) -> str:
 def _one_line(text: str) -> str:
     """``text`` safe in a comment on one line (a ``#define``'s): a newline shows as <0x0a>."""
     return comment_text(text).replace("\n", "<0x0a>")
-
-
-def spec_source(spec: BackendSpec) -> str:
-    """The spec file, for the header, the same on every machine: shipped specs relative
-    to the package, others relative to the search directory they were found in."""
-    if spec.display_path is not None:
-        return spec.display_path
-    if spec.source is None:
-        return "an in-memory spec"
-    from byoc.spec.search import display_path
-
-    return display_path(spec.source)
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec) -> str:

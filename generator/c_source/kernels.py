@@ -19,10 +19,10 @@ from byoc.ir import C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec, MacroDef
 from byoc.spec.bindings import MacroBinding
 
-from ..c.text import block_comment, comment, value_label
+from ..c.text import block_comment, c_list, comment, value_label
 from ..composite import GraphView, Match, composite_match, composite_values
 from .layouts import kernel_macro
-from .values import c_list, check_input_axes, op_values, shape_refusal
+from .values import check_input_axes, op_values, shape_refusal
 
 SYMBOL = "\0symbol\0"
 """Stands for ``${symbol}`` in a rendered macro use until the kernel's name replaces it:

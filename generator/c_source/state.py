@@ -61,7 +61,6 @@ SLOTS = ("state", "init", "teardown")
 """The c_source templates of per-function state."""
 MODULE_SLOTS = ("module_state", "module_init", "module_teardown")
 """The c_source templates of module state."""
-INCLUDE = "#include <pthread.h>\n"
 MODULE_POINTER = "(&byoc_module_state)"
 """What ``${module_state}`` stands for."""
 MODULE_NAMES = (

@@ -17,26 +17,12 @@ from functools import lru_cache
 from byoc.attr_values import resolve
 from byoc.catalog import OpDef
 from byoc.errors import GraphError
-from byoc.ir import C_TYPES, AttrValue, Node, TensorType
+from byoc.ir import C_TYPES, Node, TensorType
 from byoc.spec.backend import MacroDef
 from byoc.spec.macro_args import WHOLE_SHAPE, InputRef, input_ref
 from byoc.spec.template import placeholder_names
 
-
-def c_value(value: AttrValue) -> str:
-    """One attribute value as C text."""
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, tuple):
-        return c_list(value)
-    return str(value)
-
-
-def c_list(items: Sequence[int]) -> str:
-    """``(a, b, c)``: a list as one macro argument."""
-    return "(" + ", ".join(map(str, items)) + ")"
+from ..c.text import c_list, c_value
 
 
 def op_values(node: Node, op: OpDef, inputs: Sequence[TensorType]) -> dict[str, str]:

@@ -38,8 +38,7 @@ from byoc.spec.template import placeholder_names, render
 from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role
 from ..c import ffi_entry
 from ..c import profile as c_profile
-from ..c.text import c_string, comment, function_origin, included_array, origin
-from ..c_source.values import c_value
+from ..c.text import c_string, c_value, comment, function_origin, included_array, origin
 from .header import element_values, header_text, wrap_list
 from .plan import EnginePlan, plan
 
