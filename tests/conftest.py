@@ -31,15 +31,27 @@ IMPLIES_SLOW = ("network", "sanitizers", "onnx_suite")
 """Markers whose tests are slow too (pyproject.toml registers them all)."""
 
 
+RUNS_FIRST = "tests/test_without_libraries.py::"
+"""The longest item of all (it runs the library-facing modules again in a subprocess)."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``slow`` the items of IMPLIES_SLOW's markers and of the test functions
-    tests/slow_tests.txt lists (measured: tests/slow_tests.py)."""
+    tests/slow_tests.txt lists (measured: tests/slow_tests.py), and run the slow items
+    first, the longest of all before them: pytest-xdist hands out items in this order,
+    so the long ones overlap the many short ones instead of ending the run on one busy
+    worker while the other waits."""
     from slow_tests import function_of, read
 
     measured = read()
     for item in items:
         if function_of(item.nodeid) in measured or any(item.get_closest_marker(m) for m in IMPLIES_SLOW):
             item.add_marker(pytest.mark.slow)
+    items.sort(
+        key=lambda item: (
+            0 if item.nodeid.startswith(RUNS_FIRST) else 1 if item.get_closest_marker("slow") else 2
+        )
+    )
 
 
 @pytest.fixture(scope="session")
