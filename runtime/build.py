@@ -135,7 +135,7 @@ def build_artifacts(
     backend's located libraries (``-I...``; ``-L...``, ``-Wl,-rpath,...``, ``-l...``).
     ``spec_text`` says where the spec's C copied into the module is in the spec file, so
     that a compiler error there names that line (:mod:`byoc.spec_lines`); ``shown_as``
-    maps sources copied from files (a spec's support code) to their paths, so that an
+    maps sources copied from files (a spec's support code, its probe) to their paths, so that an
     error in one names the file's line.
     """
     chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
@@ -189,6 +189,7 @@ def build_spec_module(
     *,
     linkages: Sequence[Linkage] | None = None,
     cache: Path | None = None,
+    read_from: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile ``sources[main]`` as ``spec``'s ``compile:`` settings say, with the
     flags of its ``requires:`` libraries (``linkages``, their located
@@ -198,7 +199,8 @@ def build_spec_module(
     the required libraries defines is a BuildError at the requirement, here, and never
     the loader killing the process at the first call. The spec's support headers join
     ``sources`` (unless given), and its support sources' objects join the link
-    (:func:`support_objects`)."""
+    (:func:`support_objects`). ``read_from`` names the file a source was read from (a
+    probe's ``{file: NAME}``), so that a compiler error there is located in that file."""
     from byoc.spec.requirements import compile_flags, link_flags
 
     from .native_load import load_now
@@ -217,7 +219,7 @@ def build_spec_module(
         link_flags=[*objects, *link_flags(linkages)],
         cache=cache,
         spec_text=spec_text_of(spec),
-        shown_as=support_paths(spec),
+        shown_as={**support_paths(spec), **(read_from or {})},
     )
     load_now(
         library,

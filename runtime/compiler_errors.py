@@ -49,6 +49,6 @@ def compiler_excerpt(
     shown = "\n".join(f"{'>' if i == n else ' '}{i:5} | {text[i - 1]}" for i in range(lo, hi + 1))
     copied = spec_line(text, n, spec_text, column) if spec_text is not None and name == main else None
     if shown_as and name in shown_as:
-        copied = SpecLine(shown_as[name], n, "spec's support code", column)
+        copied = SpecLine(shown_as[name], n, "spec's C files", column)
     where = f"\n\nline {n} is {copied}" if copied else ""
     return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}{where}", copied

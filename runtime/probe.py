@@ -34,7 +34,7 @@ def machine_computes(spec: BackendSpec, dtype: str) -> bool:
         return True
     key = (spec.name, probe.source, dtype)
     if key not in _answers:
-        probe_fn = _probe_function(spec)
+        probe_fn = probe_function(spec)
         _answers[key] = probe_fn is not None and bool(probe_fn(dtype.encode("ascii")))
     return _answers[key]
 
@@ -69,7 +69,7 @@ def check_regions(spec: BackendSpec, regions: Iterable[Function]) -> None:
                 )
 
 
-def _probe_function(spec: BackendSpec):
+def probe_function(spec: BackendSpec):
     """The loaded ``byoc_probe`` of ``spec``, or None when its libraries are missing."""
     from byoc.spec.probe import PROBE_FUNCTION
     from byoc.spec.requirements import NotFound
@@ -82,7 +82,12 @@ def _probe_function(spec: BackendSpec):
     except NotFound:
         return None
     library = build_spec_module(
-        spec, {SOURCE_NAME: spec.probe.source}, SOURCE_NAME, spec.template_values(), linkages=linkages
+        spec,
+        {SOURCE_NAME: spec.probe.source},
+        SOURCE_NAME,
+        spec.template_values(),
+        linkages=linkages,
+        read_from={SOURCE_NAME: spec.probe.path} if spec.probe.path else None,
     )
     function = getattr(ctypes.CDLL(str(library)), PROBE_FUNCTION)
     function.argtypes = [ctypes.c_char_p]

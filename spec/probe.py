@@ -53,6 +53,8 @@ class Probe:
     """C source defining :data:`PROBE_FUNCTION`."""
     doc: str
     loc: Location | None = field(default=None, compare=False, repr=False)
+    path: str | None = field(default=None, compare=False, repr=False)
+    """The file the source was read from (``source: {file: NAME}``), for compiler errors."""
 
 
 def load_probe(doc: YamlDoc, root: Any, dtypes: tuple[str, ...]) -> Probe:
@@ -78,8 +80,9 @@ def load_probe(doc: YamlDoc, root: Any, dtypes: tuple[str, ...]) -> Probe:
             )
         if d in seq[:i]:
             raise doc.error(f"{what}: dtype {d!r} is listed twice", seq, i)
+    path = None
     if isinstance(node.get("source"), dict):  # {file: NAME}: the C in a file beside the spec
-        source = file_beside(doc, node, "source", f"{what}: source")[0]
+        source, path = file_beside(doc, node, "source", f"{what}: source")
     else:
         source = doc.typed(node, "source", str, f"{what}: source")
     if not _DEFINITION.search(source):
@@ -92,4 +95,4 @@ def load_probe(doc: YamlDoc, root: Any, dtypes: tuple[str, ...]) -> Probe:
             "this machine computes",
         )
     ordered = tuple(d for d in dtypes if d in seq)
-    return Probe(ordered, source, text, loc=doc.at(root, "probe"))
+    return Probe(ordered, source, text, loc=doc.at(root, "probe"), path=path)

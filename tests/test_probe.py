@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import random_array
+from conftest import random_array, run_cli
 from libraries import missing_library
 
 import byoc
@@ -188,6 +188,48 @@ def test_a_malformed_probe_is_located(tmp_path, old, new, message):
     assert info.value.location is not None and info.value.location.line >= 7
 
 
+INLINE_SOURCE = """\
+  source: |
+    #include <string.h>
+    int byoc_probe(const char* dtype) { return strcmp(dtype, "float16") == 0; }
+"""
+
+
+def probe_in_a_file(tmp_path: Path, c_text: str) -> Path:
+    """PROBED with its probe's C in ``probed_probe.c`` beside it (``source: {file: ...}``)."""
+    assert INLINE_SOURCE in PROBED
+    (tmp_path / "probed_probe.c").write_text(c_text)
+    path = tmp_path / "probed.yaml"
+    path.write_text(PROBED.replace(INLINE_SOURCE, "  source: {file: probed_probe.c}\n"))
+    return path
+
+
+def test_a_probe_read_from_a_file_is_the_inline_one(tmp_path):
+    (tmp_path / "inline").mkdir()
+    (tmp_path / "file").mkdir()
+    inline = load_backend_file(Path(spec_dir(tmp_path / "inline", PROBED)[0]) / "probed.yaml")
+    c_text = INLINE_SOURCE.split("|\n", 1)[1].replace("    ", "")
+    from_file = load_backend_file(probe_in_a_file(tmp_path / "file", c_text))
+    assert from_file.probe.source == inline.probe.source
+    assert from_file.probe.dtypes == inline.probe.dtypes
+
+
+def test_a_missing_or_bad_probe_file_is_located(tmp_path, capsys):
+    path = probe_in_a_file(tmp_path, "int byoc_probe(const char* dtype) { return dtype[0] == 'f' }\n")
+    (tmp_path / "probed_probe.c").unlink()
+    with pytest.raises(SpecError) as info:
+        load_backend_file(path)
+    assert "probed_probe.c" in info.value.message and info.value.location.file == str(path)
+    # a file that loads but does not compile: `byoc check` compiles the probe and says where
+    path = probe_in_a_file(tmp_path, "int byoc_probe(const char* dtype) { return dtype[0] == 'f' }\n")
+    status, out, err = run_cli(capsys, "check", path)
+    assert status == 2 and out == ""
+    assert "error" in err and "byoc_probe" in err
+    path = probe_in_a_file(tmp_path, "int byoc_probe(const char* dtype) { return dtype[0] == 'f'; }\n")
+    status, out, _ = run_cli(capsys, "check", path)
+    assert (status, out) == (0, f"{path}: ok, its probe compiled\n")
+
+
 def test_an_interpreted_backend_has_no_probe(tmp_path):
     json_spec = (Path(load_backend("json").source)).read_text()
     path = tmp_path / "json.yaml"
@@ -262,7 +304,7 @@ def test_dnnl_float32_graphs_never_ask_the_probe(monkeypatch):
     def fail(spec):
         raise AssertionError("the probe ran for a float32 graph")
 
-    monkeypatch.setattr(probe, "_probe_function", fail)
+    monkeypatch.setattr(probe, "probe_function", fail)
     monkeypatch.setattr(probe, "_answers", {})
     program = parse(HALF_MLP.format(t="float32"), "graph")
     catalog = load_catalog()

@@ -17,15 +17,16 @@ SHIPPED_FILES = sorted([*SHIPPED_BACKENDS.glob("*.yaml"), *SHIPPED_BACKENDS.glob
 
 def ok(path: Path) -> str:
     """The line `byoc check` prints for the valid shipped spec ``path``: a spec with
-    support C says it compiled it, or which library it lacks to."""
+    support C or a probe says it compiled them, or which library it lacks to."""
     spec = load_backend_path(path)
     sources = [f.name for f in spec.support if not f.is_header]
-    if not sources:
+    parts = [f"its support C ({', '.join(sources)})"] * bool(sources) + ["its probe"] * (
+        spec.probe is not None
+    )
+    if not parts:
         return f"{path}: ok"
     why = spec.missing_library()
-    return f"{path}: ok, " + (
-        f"its support C not compiled: {why}" if why else f"its support C compiled ({', '.join(sources)})"
-    )
+    return f"{path}: ok, " + " and ".join(parts) + (f" not compiled: {why}" if why else " compiled")
 
 
 SHIPPED_NAMES = ("cblas", "ccompiler", "dnnl", "engine", "examplejson", "fused", "json")

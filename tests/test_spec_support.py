@@ -194,7 +194,7 @@ def test_check_compiles_the_support_c_once_and_locates_its_errors(tmp_path, caps
     spec_file = specs / "npu" / "npu.yaml"
     code, out, err = run_cli(capsys, "check", specs)
     assert (code, err) == (0, "")
-    assert out.splitlines() == [f"{spec_file}: ok, its support C compiled (npu_support.c)"]
+    assert out.splitlines() == [f"{spec_file}: ok, its support C (npu_support.c) compiled"]
     objects = list(private_cache.rglob("npu_support.o"))
     assert len(objects) == 1
     code, out, _ = run_cli(capsys, "check", spec_file)  # again: the cached object

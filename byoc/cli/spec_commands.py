@@ -104,19 +104,28 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def support_note(spec: BackendSpec) -> str:
-    """Compile the C files of ``spec``'s ``support:`` list as its builds do (a BuildError
-    located in the file otherwise) and say so after the ``ok``; or say why they were not
-    (a library the spec requires is missing). Empty for a spec without support sources."""
+    """Compile the C a spec keeps outside its modules as byoc does (the C files of its
+    ``support:`` list, and its ``probe:``'s source), a BuildError located in the file
+    otherwise, and say so after the ``ok``; or say why they were not compiled (a library
+    the spec requires is missing). Empty for a spec with neither."""
     from ..runtime.build import support_objects
+    from ..runtime.probe import probe_function
 
     sources = [f.name for f in spec.support if not f.is_header]
-    if not sources:
+    parts = [f"its support C ({', '.join(sources)})"] if sources else []
+    if spec.probe is not None:
+        parts.append("its probe")
+    if not parts:
         return ""
+    what = " and ".join(parts)
     why = spec.missing_library()
     if why is not None:
-        return f", its support C not compiled: {why}"
-    support_objects(spec, spec.template_values())
-    return f", its support C compiled ({', '.join(sources)})"
+        return f", {what} not compiled: {why}"
+    if sources:
+        support_objects(spec, spec.template_values())
+    if spec.probe is not None:
+        probe_function(spec)
+    return f", {what} compiled"
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
