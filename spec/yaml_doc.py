@@ -209,7 +209,17 @@ class YamlDoc:
     def at(self, container: Any = None, key: Any = None, *, value: bool = False) -> Location:
         """The location of ``key`` in ``container`` (or of its value), else of the container."""
         line, col = 0, 0
-        if isinstance(container, CommentedMap) and key is not None and key in container:
+        if (
+            isinstance(container, CommentedMap)
+            and key is not None
+            and key in container
+            and key not in container.lc.data
+        ):
+            # a key merged in (``<<: *anchor``) is where the anchored mapping wrote it
+            source = next((m for m in getattr(container, "merge", ()) if key in m), None)
+            if source is not None:
+                return self.at(source, key, value=value)
+        if isinstance(container, CommentedMap) and key is not None and key in container.lc.data:
             # an empty (null) value has no position of its own: point at its key
             value = value and container[key] is not None
             line, col = container.lc.value(key) if value else container.lc.key(key)

@@ -317,3 +317,27 @@ def test_placeholder_in_a_folded_scalar_is_located_on_its_own_line(tmp_path, sty
     line = text.splitlines()[info.value.location.line - 1]
     assert info.value.location.line == 17  # the body's second line, the for loop
     assert line[info.value.location.column - 1 :].startswith("${oops}")
+
+
+def test_an_error_in_a_merged_key_is_located_where_the_anchor_wrote_it(tmp_path):
+    """A YAML merge key (``<<: *anchor``, as the shipped dnnl spec shares macro fields)
+    puts keys in a mapping that its own positions do not know: an error in one is located
+    in the anchored mapping, where the text is, and is never a traceback."""
+    text = edit(
+        C_SOURCE,
+        "  BIN_1D:\n    inputs: 2\n",
+        '  BIN_1D:\n    <<: &fields\n      inputs: 2\n      teardown: "${nope}"\n',
+    )
+    path = write_spec(tmp_path, text)
+    with pytest.raises(SpecError) as info:
+        load_backend_file(path)
+    assert "${nope}" in info.value.message
+    lines = text.splitlines()
+    line = next(n for n, text_line in enumerate(lines, 1) if "${nope}" in text_line)
+    assert (info.value.location.line, info.value.location.column) == (
+        line,
+        lines[line - 1].index("${nope}") + 1,
+    )
+    (tmp_path / "valid").mkdir()
+    valid = write_spec(tmp_path / "valid", text.replace("${nope}", "free(${symbol}_scratch);"))
+    assert load_backend_file(valid).macros["BIN_1D"].inputs == 2
