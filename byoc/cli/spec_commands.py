@@ -20,16 +20,16 @@ examples:
   byoc check spec/ops.yaml                 validate an op catalog
   byoc check my_specs/                     every *.yaml and <name>/<name>.yaml of a directory
   byoc check                               the catalog and every spec on the search path
-  byoc check --no-compile my_specs/        validate without compiling any support C
+  byoc check --no-compile my_specs/        validate without compiling any spec's C
 
 A file with a `kind:` or `name:` key is a backend spec, checked against the op
 catalog of its directory and the search path; `ops.yaml` outside the shipped spec/
 is a spec directory's op catalog, which may add ops and change the doc of shipped
 ones; any other file is a complete op catalog. Each valid file prints `<file>: ok`;
 each invalid one prints its first error, located at file:line:column with the
-offending line. A backend spec that lists C files (`support:`) has them compiled as
-its builds compile them, once per spec version (a compiler error is located in the
-file), when the libraries it requires are installed; the `ok` line says which.
+offending line. A backend spec that lists C files (`support:`) or has a `probe:` has
+them compiled as byoc compiles them, once per spec version (a compiler error is located
+in the file), when the libraries it requires are installed; the `ok` line says which.
 spec/README.md documents both formats.
 
 exit status: 0 if every file is valid, 2 otherwise
@@ -64,7 +64,7 @@ def add_commands(sub: argparse._SubParsersAction, parents: Sequence[argparse.Arg
         "--no-compile",
         dest="compile",
         action="store_false",
-        help="validate only: do not compile the C files a backend spec lists under `support:`",
+        help="validate only: do not compile a backend spec's `support:` C files or its `probe:`",
     )
     c.set_defaults(run=cmd_check)
 
