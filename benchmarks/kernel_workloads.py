@@ -185,3 +185,21 @@ def missing_library(backends: tuple[str, ...] | list[str]) -> str | None:
     import byoc.api as api
 
     return next(filter(None, (api.load_backend(name).missing_library() for name in backends)), None)
+
+
+def machine_lacks(backend: str, program: Any) -> str | None:
+    """Why ``backend`` alone cannot run ``program`` on this machine: its spec probes a
+    dtype of the program's parameters (``probe:``) that this machine does not compute
+    (dnnl's int8 without VNNI), or None. Such a system is reported as skipped, with
+    the probe's reason, like a missing library."""
+    import byoc.api as api
+    from byoc.runtime.probe import machine_computes
+
+    spec = api.load_backend(backend)
+    if spec.probe is None or spec.missing_library():
+        return None
+    dtypes = {p.type.dtype for fn in program.functions for p in fn.params}
+    lacking = sorted(d for d in dtypes if d in spec.probe.dtypes and not machine_computes(spec, d))
+    if not lacking:
+        return None
+    return f"{backend} does not compute {', '.join(lacking)} on this machine ({spec.probe.doc})"

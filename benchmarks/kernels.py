@@ -111,7 +111,9 @@ def run_workload(w, variants, catalog, rounds, min_batch_s, log, probes) -> dict
 
 def check_outputs(systems: list[System], expected: np.ndarray, failed: dict[str, str]) -> dict[str, Any]:
     """Run every system that has an output once and compare it with numpy's; a system
-    that raises or computes a wrong result goes to ``failed`` and is not timed."""
+    that raises or computes a wrong result goes to ``failed`` and is not timed, unless
+    it is not byoc's and its ``info`` gives a ``caveat`` for it (a deviation its own
+    documentation states for this CPU): then its check says so and it is timed."""
     checks: dict[str, dict[str, Any]] = {}
     for s in systems:
         if s.output is None:
@@ -129,6 +131,8 @@ def check_outputs(systems: list[System], expected: np.ndarray, failed: dict[str,
         limit = 1.0 if np.issubdtype(expected.dtype, np.integer) else 1e-4 * scale
         ok = same_shape and got.dtype == expected.dtype and (err is None or err <= limit)
         checks[s.name] = {"correct": bool(ok), "max_abs_error": err}
+        if not ok and s.group != "byoc" and s.info.get("caveat"):
+            continue  # shown with its caveat (the report's check column), and timed
         if not ok:
             why = f"max abs error {err:.3g}" if err is not None else f"got {got.dtype}{list(got.shape)}"
             failed[s.name] = f"wrong result: {why}, expected {expected.dtype}{list(expected.shape)}"

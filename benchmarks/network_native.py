@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import peers
 from .kernel_workloads import System
 from .timing import Bench
 
@@ -172,6 +173,9 @@ def dnnl_systems(
         keep = (x, w, y, arrays, q8)
         bench = Bench("f(*a, n)", {"f": lib.bench_dnnl_run, "a": args, "n": reps, "keep": keep})
         info = {"impl": lib.bench_dnnl_impl(handle).decode(), "per_call": reps}
+        caveat = peers.int8_saturation_caveat("oneDNN") if kind == "conv_q8" else None
+        if caveat:
+            info["caveat"] = caveat
         systems.append(System(label, "native", bench, once, path=path, info=info))
     return systems
 

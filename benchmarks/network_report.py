@@ -260,6 +260,8 @@ def markdown(results: dict[str, Any]) -> str:
             if r["group"] == "peak":
                 continue
             check = {True: "ok", False: "WRONG", None: "-"}[r["correct"]]
+            if r["correct"] is False and r.get("caveat"):
+                check = f"differs by {r['max_abs_error']:.3g}: {r['caveat']}"
             gf = "-" if r["gflop_per_s"] is None else f"{r['gflop_per_s']:.1f}"
             cells = " | ".join(fmt_ratio(r[c]) for c in columns)
             out.append(
@@ -268,7 +270,7 @@ def markdown(results: dict[str, Any]) -> str:
             )
         for title, items in (
             ("not expressible by", w["not_applicable"]),
-            ("skipped (not installed)", w["skipped"]),
+            ("skipped (not installed, or not computed on this CPU)", w["skipped"]),
             ("not run", w["not_run"]),
             ("FAILED", w["failed"]),
         ):

@@ -126,6 +126,7 @@ def ort_systems(w: Workload) -> list[System]:
     """ONNX Runtime on 1 thread and on every core, IO binding on preallocated arrays,
     its threads not spinning when idle."""
     ort, _ = peers.ort_module()
+    caveat = peers.ort_int8_caveat(w.onnx_model)
     systems = []
     for threads in sorted({1, os.cpu_count() or 1}):
         session = ort.InferenceSession(
@@ -150,7 +151,14 @@ def ort_systems(w: Workload) -> list[System]:
 
         name = f"ONNX Runtime ({threads} thread{'s' * (threads > 1)}, IO binding)"
         systems.append(
-            System(name, "peer", Bench.of(run), result, path=f"ort_{threads}", info={"threads": threads})
+            System(
+                name,
+                "peer",
+                Bench.of(run),
+                result,
+                path=f"ort_{threads}",
+                info={"threads": threads, **({"caveat": caveat} if caveat else {})},
+            )
         )
     return systems
 

@@ -50,7 +50,7 @@ from typing import Any
 
 from . import network_native as native
 from . import peers
-from .kernel_workloads import System, describe_error, missing_library
+from .kernel_workloads import System, describe_error, machine_lacks, missing_library
 from .kernels import check_outputs
 from .network_report import evaluate_targets, failures, markdown, ratios
 from .network_systems import byoc_systems, numpy_system, ort_systems, tvm_systems
@@ -142,7 +142,9 @@ def run_workload(w: Workload, catalog, libs, rounds, quick, min_batch_s, tvm_net
     variants = (False, True) if w.constant_program is not None else (False,)
     for backends, constant in ((b, c) for b in w.backends for c in variants):
         label = ",".join(backends)
-        why = missing_library(backends)
+        why = missing_library(backends) or (
+            machine_lacks(backends[0], w.program) if len(backends) == 1 else None
+        )
         if why:
             skipped[f"byoc {label}"] = why
             continue

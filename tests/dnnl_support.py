@@ -61,3 +61,17 @@ def without_support(spec):
     """``spec`` with no support files to link: for a test that compiles them itself
     (:func:`support_source`), which would otherwise define them twice."""
     return replace(spec, support=())
+
+
+def int8_refusal() -> str | None:
+    """Why the dnnl backend takes no int8 on this machine, or None: its probe finds
+    that oneDNN's int8 sums are not exact here (no VNNI: pairs of products saturate
+    in int16), or its library is missing (then the tests skip for that anyway)."""
+    from byoc.api import load_backend
+    from byoc.runtime.probe import machine_computes
+
+    spec = load_backend("dnnl")
+    if spec.missing_library() or machine_computes(spec, "int8"):
+        return None
+    assert spec.probe is not None
+    return f"dnnl takes no int8 on this machine: {spec.probe.doc}"

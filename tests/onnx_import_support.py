@@ -60,3 +60,32 @@ def onnx_outputs(m, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 def x(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
+
+
+def same_as_onnxruntime(m, feeds: dict, config: str, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """``m`` imported and run on byoc's ``config`` (``"json"``, ``"fused,ccompiler"``)
+    gives ONNX Runtime's outputs: the same count, shapes and dtypes, and values within
+    ``rtol``/``atol``."""
+    import onnxruntime
+
+    from byoc.onnx.backend import backend_for
+
+    session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, feeds)
+    got = backend_for(config).prepare(m).run([feeds[i.name] for i in m.graph.input])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def refusal(m) -> str:
+    """The message of the GraphError that importing ``m`` raises."""
+    import pytest
+
+    from byoc.errors import GraphError
+    from byoc.onnx.model_import import import_program
+
+    with pytest.raises(GraphError) as info:
+        import_program(m)
+    return str(info.value)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_threads
-from dnnl_support import dnnl_copy
+from dnnl_support import dnnl_copy, int8_refusal
 from libraries import missing_library
 
 import byoc
@@ -37,6 +37,11 @@ from byoc.generator.partition import partition
 
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
+
+INT8_REFUSED = int8_refusal()
+exact_int8 = pytest.mark.skipif(INT8_REFUSED is not None, reason=INT8_REFUSED or "")
+"""The tests that build an int8 region on dnnl: only where its probe says oneDNN's int8
+sums are exact (a CPU with VNNI)."""
 
 QUANTIZED = EXAMPLES / "quantized"
 QDQ_MODELS = ["cnn_qdq", "cnn_qdq_per_channel", "mlp_qdq", "mlp_qdq_per_channel"]
@@ -151,6 +156,7 @@ def test_the_shipped_partitioner_matches_them():
     assert "conv_q8_bias" in composites(program)
 
 
+@exact_int8
 @pytest.mark.parametrize("kind", PATTERN_OF)
 def test_the_int8_kernel_computes_the_integer_reference(kind):
     _check_integer_reference(kind, (8, 16))
@@ -170,6 +176,7 @@ def without_onednn_reorders(tmp_path: Path) -> list[str]:
     return [str(dnnl_copy(tmp_path, "dnnlbare", bare))]
 
 
+@exact_int8
 @pytest.mark.parametrize("channels", [(24, 16), (16, 80)], ids=["24-16", "16-80"])
 def test_byocs_transposes_move_the_int8_data(tmp_path, channels):
     """With 16 or more channels and pixels, byoc's own transposes move the data
@@ -180,6 +187,7 @@ def test_byocs_transposes_move_the_int8_data(tmp_path, channels):
     _check_integer_reference("bias_relu", channels, without_onednn_reorders(tmp_path))
 
 
+@exact_int8
 def test_fewer_than_16_channels_take_onednns_reorders(tmp_path):
     """8 input channels: no whole tile, so oneDNN reorders the source (dnnlbare fails)."""
     with pytest.raises(RuntimeFailure, match="kernel dnnl_0_0 reported a failure"):
@@ -210,6 +218,40 @@ def _check_integer_reference(
     assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 1
 
 
+def test_where_onednns_int8_sums_are_not_exact_the_int8_nodes_go_to_the_next_backend(monkeypatch):
+    """On a CPU without VNNI the probe says dnnl computes no int8 or uint8 (forced here,
+    so that every machine runs this): automatic partitioning leaves the QDQ conv to
+    fused, which computes byoc's reference; an explicit int8 region on dnnl is a usage
+    error at the region that names the probe's reason."""
+    from byoc.errors import UsageError
+    from byoc.runtime import probe
+
+    real = probe.machine_computes
+
+    def without_int8(spec, dtype):
+        return False if spec.name == "dnnl" and dtype in ("int8", "uint8") else real(spec, dtype)
+
+    monkeypatch.setattr(probe, "machine_computes", without_int8)
+    text, _ = qdq_graph("bias_relu")
+    fn = parse(text, "graph").functions[0]
+    model = byoc.build(parse(text, "graph"), backends=["dnnl", "fused"])
+    # the source's dequantize and the result's quantize run on fused (the weights' and
+    # the bias's are folded at build); dnnl may take the float conv between them
+    # (conv_bias_relu), so the result is within one quantum
+    assert model.placement["fused"] == 2
+    x = np.random.default_rng(4).integers(0, 256, fn.params[0].type.shape).astype(np.uint8)
+    (got,) = model(x=x)
+    (want,) = evaluate(fn, {"x": x})
+    assert got.dtype == want.dtype and np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
+    program = partition(parse(text, "graph"), [load_backend("dnnl")], load_catalog())
+    with pytest.raises(UsageError) as info:
+        byoc.build(program)
+    message = str(info.value)
+    assert "backend dnnl does not compute uint8 on this machine" in message
+    assert "exact (a CPU with VNNI)" in info.value.hint
+
+
+@exact_int8
 def test_threads_calling_one_int8_kernel_each_get_their_own_result():
     """A call takes the kernel's kept stream, scratch and memories, and a call made
     while another thread holds them makes its own: four threads at once, six calls
@@ -258,6 +300,7 @@ def test_golden_qdq_conv(golden):
 onnx = pytest.importorskip("onnx")
 
 
+@exact_int8
 @pytest.mark.parametrize("name", QDQ_MODELS)
 def test_the_example_models_match_onnxruntime(name):
     """cnn_qdq*.onnx and mlp_qdq*.onnx on dnnl,fused with the int8 patterns: every
@@ -291,6 +334,7 @@ def test_the_example_models_match_onnxruntime(name):
         assert differ == 0, f"{name}, input {k}: {differ} of {got.size} elements differ by one quantum"
 
 
+@exact_int8
 @pytest.mark.parametrize("relu", [False, True], ids=["bias", "bias-relu"])
 def test_qdq_gemm_is_one_int8_matmul(relu):
     """A QDQ Gemm (its bias a bias_add) is dense_q8_bias(_relu): one oneDNN int8 matmul

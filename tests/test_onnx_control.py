@@ -10,6 +10,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_import_support import same_as_onnxruntime  # noqa: E402
 
 from byoc.errors import ByocError  # noqa: E402
 from byoc.onnx.backend import backend_for  # noqa: E402
@@ -25,16 +26,6 @@ def model(nodes, inputs, outputs, initializers=(), opset=16):
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(m)
     return m
-
-
-def same_as_onnxruntime(m, feeds: dict[str, np.ndarray], config: str) -> None:
-    session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = session.run(None, feeds)
-    got = backend_for(config).prepare(m).run([feeds[i.name] for i in m.graph.input])
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 def loop_model(trips: int, opset=16):

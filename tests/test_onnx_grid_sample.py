@@ -16,10 +16,9 @@ onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_import_support import refusal  # noqa: E402
 
-from byoc.errors import GraphError  # noqa: E402
 from byoc.onnx.backend import backend_for  # noqa: E402
-from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 F, D, H, I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT32
@@ -173,12 +172,6 @@ def test_nearest_sampling_of_integers_and_linear_of_float16(config):
             assert g.dtype == want.dtype and np.array_equal(g, want), setting
         else:
             same(g, want, setting, rtol=1e-2, atol=1e-2)
-
-
-def refusal(m) -> str:
-    with pytest.raises(GraphError) as info:
-        import_program(m)
-    return str(info.value)
 
 
 def test_a_grid_whose_last_axis_is_not_the_spatial_rank_is_invalid():

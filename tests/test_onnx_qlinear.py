@@ -16,10 +16,9 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_import_support import refusal  # noqa: E402
 
-from byoc.errors import GraphError  # noqa: E402
 from byoc.onnx.backend import backend_for  # noqa: E402
-from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(53)
@@ -275,12 +274,6 @@ def test_a_near_tie_rounds_as_the_reference_not_as_onnxruntime(config):
 
 
 # ---------------------------------------------------------------- refusals
-
-
-def refusal(m) -> str:
-    with pytest.raises(GraphError) as info:
-        import_program(m)
-    return str(info.value)
 
 
 def qlinear_matmul(opset=21, **given) -> onnx.ModelProto:

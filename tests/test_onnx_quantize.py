@@ -13,10 +13,9 @@ onnxruntime = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_import_support import refusal  # noqa: E402
 
-from byoc.errors import GraphError  # noqa: E402
 from byoc.onnx.backend import backend_for  # noqa: E402
-from byoc.onnx.model_import import import_program  # noqa: E402
 
 CONFIGS = ["json", "fused,ccompiler"]
 RNG = np.random.default_rng(31)
@@ -102,12 +101,6 @@ def qdq(op: str, x_type, x_shape, scale, zero=None, **attrs) -> onnx.ModelProto:
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-
-
-def refusal(m) -> str:
-    with pytest.raises(GraphError) as info:
-        import_program(m)
-    return str(info.value)
 
 
 def test_a_scale_of_the_wrong_length_is_invalid():

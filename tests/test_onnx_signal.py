@@ -4,15 +4,17 @@ byoc cannot compose is a located refusal."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_import_support import refusal, same_as_onnxruntime  # noqa: E402
 
-from byoc.errors import ByocError, GraphError  # noqa: E402
-from byoc.onnx.backend import backend_for  # noqa: E402
+from byoc.errors import ByocError  # noqa: E402
 from byoc.onnx.model_import import import_program  # noqa: E402
 from byoc.onnx.signal import MAX_DET_SIZE  # noqa: E402
 
@@ -39,20 +41,7 @@ def constant(name, array):
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def same_as_onnxruntime(m, feeds: dict[str, np.ndarray], config: str, rtol=1e-4, atol=1e-4) -> None:
-    session = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = session.run(None, feeds)
-    got = backend_for(config).prepare(m).run([feeds[i.name] for i in m.graph.input])
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-
-
-def refusal(m) -> str:
-    with pytest.raises(GraphError) as info:
-        import_program(m)
-    return str(info.value)
+same_as_onnxruntime = partial(same_as_onnxruntime, rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------- DFT and STFT

@@ -29,11 +29,13 @@ weights and uint8 activations:
 
 Every model gets ``DIR/NAME/test_data_set_0/`` (ONNX's test-data layout, which
 ``byoc run NAME.onnx --inputs DIR/NAME/test_data_set_0`` reads): ``input_0.pb``, a
-seeded input that is not one of the calibration inputs, and ``output_0.pb``, what
-ONNX Runtime computes for it with its graph optimisations off
-(``ORT_DISABLE_ALL``), so that the QDQ pairs run as written rather than fused into
-ORT's integer kernels. The models are the same bytes on every run with the same
-numpy, onnx and onnxruntime (the test suite regenerates them and compares); another
+seeded input that is not one of the calibration inputs, and ``output_0.pb``, ONNX's
+result for it (:func:`reference`): what ONNX Runtime computes with its graph
+optimisations off (``ORT_DISABLE_ALL``), so that the QDQ pairs run as written rather
+than fused into ORT's integer kernels; for the QOperator model, whose QLinearConv and
+QLinearMatMul run on those kernels whatever the level, what ONNX's own reference
+evaluator computes. The models are the same bytes on every run with the same numpy,
+onnx and onnxruntime (the test suite regenerates them and compares); another
 onnxruntime version may quantise differently.
 
 Needs onnx and onnxruntime (``pip install 'byoc-codegen[test]'``).
@@ -196,7 +198,37 @@ def model_input(name: str) -> np.ndarray:
     return samples(FLOAT_MODELS[base][2], INPUT_SEED[base], 1)[0]
 
 
+INTEGER_OPS = frozenset({"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"})
+"""ONNX's ops whose sums are integers, which ONNX Runtime computes on its integer kernels."""
+
+REFERENCE_OPSET = 21
+"""The opset at which ONNX's reference evaluator reads a model: it implements
+DequantizeLinear from opset 19 on, and the version converter keeps these models'
+arithmetic (scales, zero points and axes mean the same from 13 to 21)."""
+
+
 def reference(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    """ONNX's result for ``m`` on ``x``, the same on every CPU.
+
+    A model with integer ops (:data:`INTEGER_OPS`): what ONNX's reference evaluator
+    computes. ONNX Runtime's uint8-by-int8 kernels add pairs of products into a
+    saturating int16 on an x86 CPU without VNNI (AVX2's ``vpmaddubsw``; its
+    quantization documentation says so), where its QLinearConv then differs from the
+    exact int32 sum: the QOperator CNN by one step of its output in 4 of 10 values on
+    an AMD EPYC with AVX2 only, while on a CPU with VNNI it gives the reference's
+    bits. Any other model: what ONNX Runtime computes with its graph optimisations off
+    (its QDQ pairs then run as written, in float), which is exact on every CPU."""
+    if any(node.op_type in INTEGER_OPS for node in m.graph.node):
+        from onnx import version_converter
+        from onnx.reference import ReferenceEvaluator
+
+        evaluator = ReferenceEvaluator(version_converter.convert_version(m, REFERENCE_OPSET))
+        (y,) = evaluator.run(None, {m.graph.input[0].name: x})
+        return y
+    return onnxruntime_result(m, x)
+
+
+def onnxruntime_result(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     """What ONNX Runtime computes for ``m`` on ``x`` with its graph optimisations off."""
     import onnxruntime
 

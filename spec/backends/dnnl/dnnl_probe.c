@@ -1,12 +1,25 @@
 /* The dnnl spec's probe (dnnl.yaml, `probe:`): which 16-bit float types oneDNN computes on
-   this CPU. byoc compiles it with the spec's compile settings and calls byoc_probe once per
-   dtype a graph uses. */
+   this CPU, and whether its int8 kernels compute exactly. byoc compiles it with the
+   spec's compile settings and calls byoc_probe once per dtype a graph uses. */
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 
-/* 1 when oneDNN creates an inference inner product (with a bias), a matmul, a relu
-   and a softmax over small tensors of the dtype `dtype` names on this CPU. */
+/* 1 when oneDNN's int8 convolutions and matmuls sum exactly on this CPU: with VNNI
+   (AVX-512 VNNI, AVX-VNNI or newer), whose vpdpbusd adds four uint8-by-int8 products
+   into an int32. Without it oneDNN multiplies with AVX2's vpmaddubsw, which adds each
+   pair of products into a saturating int16, so a large sum is clipped (measured on an
+   AMD EPYC with AVX2 only: a QDQ MLP's outputs off by up to 27 steps). */
+static int int8_is_exact(void) {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni
+      || (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni;
+}
+
+/* For int8 and uint8: int8_is_exact. For float16 and bfloat16: 1 when oneDNN creates
+   an inference inner product (with a bias), a matmul, a relu and a softmax over small
+   tensors of the dtype `dtype` names on this CPU. */
 int byoc_probe(const char* dtype) {
+  if (strcmp(dtype, "int8") == 0 || strcmp(dtype, "uint8") == 0) return int8_is_exact();
   const dnnl_data_type_t dt = strcmp(dtype, "float16") == 0 ? dnnl_f16
       : strcmp(dtype, "bfloat16") == 0 ? dnnl_bf16 : dnnl_data_type_undef;
   dnnl_engine_t engine = NULL;
