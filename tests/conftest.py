@@ -35,13 +35,24 @@ RUNS_FIRST = "tests/test_without_libraries.py::"
 """The longest item of all (it runs the library-facing modules again in a subprocess)."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` the items of IMPLIES_SLOW's markers and of the test functions
     tests/slow_tests.txt lists (measured: tests/slow_tests.py), and run the slow items
     first, the longest of all before them: pytest-xdist hands out items in this order,
     so the long ones overlap the many short ones instead of ending the run on one busy
-    worker while the other waits."""
+    worker while the other waits. In the run without the libraries
+    (test_without_libraries.py), leave out the items it does not need."""
     from slow_tests import function_of, read
+
+    if os.environ.get("BYOC_TEST_WITHOUT_LIBRARIES"):
+        from test_without_libraries import backends, needed_without_libraries
+
+        library, other = backends()
+        needed = [needed_without_libraries(item.nodeid, library, other) for item in items]
+        left_out = [item for item, keep in zip(items, needed) if not keep]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item, keep in zip(items, needed) if keep]
 
     measured = read()
     for item in items:
