@@ -132,6 +132,32 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
         1.10,
         "cblas,fused matmul 1x128x768 @ 768x3072: within 1.10x of sgemm called directly",
     ),
+    *(
+        target
+        for key, title in (
+            ("bert_base", "BERT-base"),
+            ("gpt2_small", "GPT-2-small"),
+            ("llama_style", "Llama-style"),
+        )
+        for target in (
+            (
+                key,
+                "byoc dnnl,fused executor.run()",
+                "x_ort",
+                "<=",
+                1.0,
+                f"dnnl,fused {title} end to end: at least as fast as ONNX Runtime (best threads)",
+            ),
+            (
+                key,
+                "byoc fused executor.run()",
+                "x_ort",
+                "<=",
+                1.5,
+                f"fused {title} end to end (no library): within 1.5x of ONNX Runtime (best threads)",
+            ),
+        )
+    ),
 )
 
 

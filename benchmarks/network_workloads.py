@@ -21,6 +21,20 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = "benchmarks/results/networks.json"
 LIGHT = ("light_resnet50", "light_squeezenet")
+ZOO = REPO / "examples" / "zoo"
+TRANSFORMERS = (
+    ("bert_base", "BERT (post-norm, erf Gelu, an additive mask)", "bert", "BERT_BASE"),
+    ("gpt2_small", "GPT-2 (pre-norm, tanh Gelu, causal, tied embeddings)", "gpt2", "GPT2_SMALL"),
+    ("llama_style", "Llama (RMSNorm, rotary, grouped-query attention, SwiGLU)", "llama", "LLAMA_STYLE"),
+)
+"""(key, title, the zoo's builder, its sizes in examples/zoo/zoo_transformers.py): whole
+transformers with seeded random weights; at :data:`TINY_TRANSFORMER` with --tiny."""
+TINY_TRANSFORMER = {"hidden": 32, "heads": 2, "layers": 1, "seq": 8, "vocab": 50, "kv_heads": 1}
+"""The transformers' sizes with --tiny, on ``fused`` alone: gcc takes 25-30 s to compile
+even one such layer on a 2-core machine (the zoo's two layers: 60-100 s, on each
+--backend choice), which the smoke test cannot afford for every choice."""
+LARGE_NETWORKS = (*LIGHT, *(key for key, *_ in TRANSFORMERS))
+"""The whole networks that untuned TVM takes seconds per call to run (--tvm-networks)."""
 TINY_NETWORK = REPO / "examples" / "onnx" / "tiny_cnn.onnx"
 QDQ_NETWORK = REPO / "examples" / "quantized" / "cnn_qdq.onnx"
 KERNEL_BACKENDS = ("dnnl", "cblas", "fused", "ccompiler")
@@ -333,6 +347,44 @@ def onnx_network(
     )
 
 
+def transformer_network(key: str, title: str, builder: str, sizes: str, tiny: bool) -> Workload:
+    """One of :data:`TRANSFORMERS`, built by the zoo's builder (the same graphs as
+    tests/test_onnx_zoo.py checks against ONNX Runtime), at its deployed sizes on every
+    --backend choice or, with ``tiny``, at :data:`TINY_TRANSFORMER` on ``fused``; its
+    inputs the builder's seeded ones."""
+    import sys
+
+    import byoc
+
+    if str(ZOO) not in sys.path:
+        sys.path.insert(0, str(ZOO))
+    import zoo_transformers
+
+    build = getattr(zoo_transformers, builder)
+    s = zoo_transformers.Sizes(**TINY_TRANSFORMER) if tiny else getattr(zoo_transformers, sizes)
+    model, feeds = build(False, s) if builder in ("bert", "llama") else build(s)
+    program = byoc.parse(model.SerializeToString(), "onnx")
+    fn = program.functions[0]
+    names = [i.name for i in model.graph.input]
+    assert len(names) == len(fn.params) == len(feeds), key
+    heads = f"{s.heads} heads" + (f" ({s.kv_heads} for keys and values)" if builder == "llama" else "")
+    ffn = s.ffn or (2 if builder == "llama" else 4) * s.hidden
+    sizes_text = (
+        f"hidden {s.hidden}, {heads}, {s.layers} layers, feed-forward {ffn}, sequence {s.seq}, "
+        f"vocabulary {s.vocab}"
+    )
+    return Workload(
+        key,
+        f"{title}: {sizes_text}" + (" (tiny sizes)" if tiny else "") + "; seeded random weights",
+        "network",
+        program,
+        {p.name: x for p, x in zip(fn.params, feeds)},
+        model,
+        dict(zip(names, feeds)),
+        (("fused",),) if tiny else NETWORK_BACKENDS,
+    )
+
+
 def _randomise(model: Any, rng: np.random.Generator) -> None:
     from onnx import TensorProto, helper, numpy_helper
 
@@ -386,6 +438,7 @@ def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
         matmul_workload(rng, "matmul_attention", "attention's Q @ K^T, batched per head", *attention, False),
         matmul_workload(rng, "matmul_linear", "a transformer FFN's first product", *linear, True),
     ]
+    result += [transformer_network(*entry, tiny) for entry in TRANSFORMERS]
     for w in result:
         w.expected = byoc.evaluate(w.program.functions[0], w.inputs)[0]
     return result

@@ -18,6 +18,9 @@ Workloads (float32, batch 1):
   Q @ K^T per head, both operands activations.
 * ``matmul_linear``: matmul of a (1, 128, 768) by b (768, 3072), a transformer FFN's
   first product, b its weights.
+* ``bert_base``, ``gpt2_small``, ``llama_style``: whole transformers at those models'
+  shapes (batch 1, sequence 128), built by examples/zoo/zoo_transformers.py with
+  seeded random weights (--tiny: at the zoo's sizes).
 
 Systems: every byoc backend alone through its prepared call (one kernel), or the
 --backend choices ``dnnl,fused``, ``cblas,fused`` and ``fused`` (the rest on the host)
@@ -54,7 +57,7 @@ from .kernel_workloads import System, describe_error, machine_lacks, missing_lib
 from .kernels import check_outputs
 from .network_report import evaluate_targets, failures, markdown, ratios
 from .network_systems import byoc_systems, numpy_system, ort_systems, tvm_systems
-from .network_workloads import DEFAULT_JSON, Workload, make_workloads
+from .network_workloads import DEFAULT_JSON, LARGE_NETWORKS, Workload, make_workloads
 from .timing import machine, measure, write_results
 
 PEAK_THREADS = (1, 2)
@@ -122,7 +125,7 @@ def peer_systems(w: Workload, tvm_networks: bool, skipped: dict, failed: dict, n
     ):
         if why is not None:
             skipped[name] = why
-        elif name == "TVM" and w.key.startswith("light_") and not tvm_networks:
+        elif name == "TVM" and w.key in LARGE_NETWORKS and not tvm_networks:
             not_run[name] = "untuned TVM takes seconds per whole-network call; --tvm-networks runs it"
         else:
             try:
@@ -246,7 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--rounds", type=int, help="rounds per workload (default 11, --quick 3)")
     ap.add_argument("--workload", action="append", help="run only this workload (repeatable)")
-    ap.add_argument("--tvm-networks", action="store_true", help="also run untuned TVM on the light networks")
+    ap.add_argument(
+        "--tvm-networks",
+        action="store_true",
+        help="also run untuned TVM on the light networks and the transformers",
+    )
     ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the JSON (default {DEFAULT_JSON})")
     args = ap.parse_args(argv)
     results = run(args.quick, args.tiny, args.rounds, args.workload, args.tvm_networks)

@@ -22,7 +22,18 @@ pytestmark = pytest.mark.network
 
 REPO = Path(__file__).resolve().parents[1]
 MATMULS = ("matmul_attention", "matmul_linear")
-WORKLOADS = {"conv3x3", "dense", "dense_10", "basic_block", "conv3x3_int8", "cnn_qdq", "tiny_cnn", *MATMULS}
+TRANSFORMERS = ("bert_base", "gpt2_small", "llama_style")
+WORKLOADS = {
+    "conv3x3",
+    "dense",
+    "dense_10",
+    "basic_block",
+    "conv3x3_int8",
+    "cnn_qdq",
+    "tiny_cnn",
+    *MATMULS,
+    *TRANSFORMERS,
+}
 
 
 def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
@@ -92,6 +103,13 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
         assert dense["systems"]["byoc cblas prepared"]["overhead_sgemm_s"] is not None
     for key in MATMULS:
         _check_matmul_rows(data, key)
+    # the transformers run end to end (at tiny sizes, on fused alone: see
+    # TINY_TRANSFORMER) against ONNX Runtime; untuned TVM only with --tvm-networks
+    for key in TRANSFORMERS:
+        w = data["workloads"][key]
+        assert {r["backend"] for r in w["systems"].values() if r["group"] == "byoc"} == {"fused"}, key
+        assert "TVM" in w["not_run"] or not data["peers"]["tvm"], key
+        assert "(tiny sizes)" in w["title"], key
 
 
 def _check_matmul_rows(data: dict, key: str) -> None:
