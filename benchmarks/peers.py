@@ -4,8 +4,9 @@ All are optional (`pip install -e '.[peers]'`); a peer that is not installed is
 reported as "not installed", with the reason, and the ratios against it are skipped.
 One that is installed but fails to build or computes a wrong result is a failure of
 the suite, but for a deviation the peer's own documentation gives for this CPU
-(:func:`ort_int8_caveat`): that result is shown with its caveat and timed. The TVM and ONNX programs of a workload are translated from the very byoc
-IR the byoc backends compile, so every system computes the same graph.
+(:func:`ort_int8_caveat`): that result is shown with its caveat and timed. The TVM
+and ONNX programs of a workload are translated from the very byoc IR the byoc
+backends compile, so every system computes the same graph.
 
 Each peer runs at its best reasonable configuration, and at its default where that
 differs:
