@@ -193,13 +193,14 @@ def machine_lacks(backend: str, program: Any) -> str | None:
     (dnnl's int8 without VNNI), or None. Such a system is reported as skipped, with
     the probe's reason, like a missing library."""
     import byoc.api as api
-    from byoc.runtime.probe import machine_computes
+    from byoc.runtime.probe import lacking
 
     spec = api.load_backend(backend)
     if spec.probe is None or spec.missing_library():
         return None
-    dtypes = {p.type.dtype for fn in program.functions for p in fn.params}
-    lacking = sorted(d for d in dtypes if d in spec.probe.dtypes and not machine_computes(spec, d))
-    if not lacking:
-        return None
-    return f"{backend} does not compute {', '.join(lacking)} on this machine ({spec.probe.doc})"
+    dtypes = sorted(lacking(spec, {p.type.dtype for fn in program.functions for p in fn.params}))
+    return (
+        f"{backend} does not compute {', '.join(dtypes)} on this machine ({spec.probe.doc})"
+        if dtypes
+        else None
+    )

@@ -23,12 +23,19 @@ DEFAULT_JSON = "benchmarks/results/networks.json"
 LIGHT = ("light_resnet50", "light_squeezenet")
 ZOO = REPO / "examples" / "zoo"
 TRANSFORMERS = (
-    ("bert_base", "BERT (post-norm, erf Gelu, an additive mask)", "bert", "BERT_BASE"),
-    ("gpt2_small", "GPT-2 (pre-norm, tanh Gelu, causal, tied embeddings)", "gpt2", "GPT2_SMALL"),
-    ("llama_style", "Llama (RMSNorm, rotary, grouped-query attention, SwiGLU)", "llama", "LLAMA_STYLE"),
+    ("bert_base", "BERT (post-norm, erf Gelu, an additive mask)", "bert", (False,), "BERT_BASE"),
+    ("gpt2_small", "GPT-2 (pre-norm, tanh Gelu, causal, tied embeddings)", "gpt2", (), "GPT2_SMALL"),
+    (
+        "llama_style",
+        "Llama (RMSNorm, rotary, grouped-query attention, SwiGLU)",
+        "llama",
+        (False,),
+        "LLAMA_STYLE",
+    ),
 )
-"""(key, title, the zoo's builder, its sizes in examples/zoo/zoo_transformers.py): whole
-transformers with seeded random weights; at :data:`TINY_TRANSFORMER` with --tiny."""
+"""(key, title, the zoo's builder in examples/zoo/zoo_transformers.py, its arguments
+before the sizes (BERT's and Llama's decomposed forms), its sizes): whole transformers
+with seeded random weights; at :data:`TINY_TRANSFORMER` with --tiny."""
 TINY_TRANSFORMER = {"hidden": 32, "heads": 2, "layers": 1, "seq": 8, "vocab": 50, "kv_heads": 1}
 """The transformers' sizes with --tiny, on ``fused`` alone: gcc takes 25-30 s to compile
 even one such layer on a 2-core machine (the zoo's two layers: 60-100 s, on each
@@ -347,7 +354,7 @@ def onnx_network(
     )
 
 
-def transformer_network(key: str, title: str, builder: str, sizes: str, tiny: bool) -> Workload:
+def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: str, tiny: bool) -> Workload:
     """One of :data:`TRANSFORMERS`, built by the zoo's builder (the same graphs as
     tests/test_onnx_zoo.py checks against ONNX Runtime), at its deployed sizes on every
     --backend choice or, with ``tiny``, at :data:`TINY_TRANSFORMER` on ``fused``; its
@@ -360,15 +367,15 @@ def transformer_network(key: str, title: str, builder: str, sizes: str, tiny: bo
         sys.path.insert(0, str(ZOO))
     import zoo_transformers
 
-    build = getattr(zoo_transformers, builder)
     s = zoo_transformers.Sizes(**TINY_TRANSFORMER) if tiny else getattr(zoo_transformers, sizes)
-    model, feeds = build(False, s) if builder in ("bert", "llama") else build(s)
+    model, feeds = getattr(zoo_transformers, builder)(*args, s)
     program = byoc.parse(model.SerializeToString(), "onnx")
     fn = program.functions[0]
     names = [i.name for i in model.graph.input]
     assert len(names) == len(fn.params) == len(feeds), key
-    heads = f"{s.heads} heads" + (f" ({s.kv_heads} for keys and values)" if builder == "llama" else "")
-    ffn = s.ffn or (2 if builder == "llama" else 4) * s.hidden
+    gated = builder == "llama"  # grouped-query attention and SwiGLU
+    heads = f"{s.heads} heads" + (f" ({s.kv_heads} for keys and values)" if gated else "")
+    ffn = zoo_transformers.feed_forward(s, gated)
     sizes_text = (
         f"hidden {s.hidden}, {heads}, {s.layers} layers, feed-forward {ffn}, sequence {s.seq}, "
         f"vocabulary {s.vocab}"

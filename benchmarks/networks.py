@@ -20,7 +20,7 @@ Workloads (float32, batch 1):
   first product, b its weights.
 * ``bert_base``, ``gpt2_small``, ``llama_style``: whole transformers at those models'
   shapes (batch 1, sequence 128), built by examples/zoo/zoo_transformers.py with
-  seeded random weights (--tiny: at the zoo's sizes).
+  seeded random weights (--tiny: one small layer, on ``fused`` only).
 
 Systems: every byoc backend alone through its prepared call (one kernel), or the
 --backend choices ``dnnl,fused``, ``cblas,fused`` and ``fused`` (the rest on the host)

@@ -39,12 +39,18 @@ def machine_computes(spec: BackendSpec, dtype: str) -> bool:
     return _answers[key]
 
 
+def lacking(spec: BackendSpec, used: Iterable[str]) -> set[str]:
+    """The probed dtypes among ``used`` (the dtypes a graph has) that this machine does
+    not compute on ``spec``'s backend. Only the dtypes in ``used`` are probed, so a
+    graph without them never compiles the probe."""
+    probed = {d for d in used if spec.probe is not None and d in spec.probe.dtypes}
+    return {d for d in probed if not machine_computes(spec, d)}
+
+
 def for_machine(spec: BackendSpec, used: Iterable[str]) -> BackendSpec:
-    """``spec`` without the probed dtypes among ``used`` (the dtypes a graph has) that
-    this machine does not compute; the same spec when it drops none. Only the dtypes in
-    ``used`` are probed, so a graph without them never compiles the probe."""
-    dropped = {d for d in used if spec.probe is not None and d in spec.probe.dtypes}
-    dropped = {d for d in dropped if not machine_computes(spec, d)}
+    """``spec`` without the dtypes :func:`lacking` finds among ``used``; the same spec
+    when it drops none."""
+    dropped = lacking(spec, used)
     if not dropped:
         return spec
     return replace(spec, dtypes=tuple(d for d in spec.dtypes if d not in dropped))

@@ -2,9 +2,10 @@
 (byoc/onnx/qlinear.py): small models of them, per tensor and per row, column or output
 channel, int8 and uint8, with and without zero points, compute exactly what ONNX
 Runtime computes on both configurations (where its uint8-by-int8 kernels are exact: on
-x86 without VNNI they saturate, and ONNX's reference evaluator judges instead); what ONNX Runtime refuses (vector zero
-points of a and of ConvInteger's w, bfloat16 scales) exactly what the arithmetic of
-ONNX's reference gives; bad zero points, scales and types get located errors."""
+x86 without VNNI they saturate, and ONNX's reference evaluator judges instead); what
+ONNX Runtime refuses (vector zero points of a and of ConvInteger's w, bfloat16 scales)
+exactly what the arithmetic of ONNX's reference gives; bad zero points, scales and
+types get located errors."""
 
 from __future__ import annotations
 

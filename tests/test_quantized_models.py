@@ -18,8 +18,7 @@ most 1e-4 of a quantum, so a value's code differs only when it lies that close t
 rounding tie: about one conv output in 50,000 (measured), and the average pool and
 the requantisations after it absorb a one-code change of one of its 256 inputs.
 QLinearConv's and QLinearMatMul's integer sums are exact on both sides (on ORT's side,
-with VNNI); their
-requantisation (sum times ``x_scale * w_scale / y_scale``) is rounded to float32 by
+with VNNI); their requantisation (sum times ``x_scale * w_scale / y_scale``) is rounded to float32 by
 ORT and kept in float64 by byoc (byoc/onnx/qlinear.py), which differ only where the
 product lies within half a float32 ulp of a half-integer. Every model matched ORT bit
 for bit on 200 seeded inputs on each of the four configurations when this test was
@@ -117,11 +116,11 @@ def test_onnxruntime_computes_the_qoperator_reference_where_its_integer_kernels_
     """The QOperator model's reference is ONNX's evaluator (make_models.reference);
     ONNX Runtime gives the same bits where its uint8-by-int8 kernels do not saturate:
     on a CPU with VNNI (or not x86)."""
-    from benchmarks.peers import VNNI_FLAGS, cpu_flags
+    from benchmarks.peers import int8_saturation_caveat
 
-    flags = cpu_flags()
-    if "avx2" in flags and not flags & VNNI_FLAGS:
-        pytest.skip("ONNX Runtime's u8s8 kernels saturate int16 pair sums on this x86 CPU without VNNI")
+    caveat = int8_saturation_caveat("ONNX Runtime")
+    if caveat:
+        pytest.skip(caveat)
     module = make_models()
     m = onnx.load(FOLDER / "cnn_qoperator.onnx")
     for k, x in enumerate(inputs("cnn_qoperator")):

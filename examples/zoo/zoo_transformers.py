@@ -41,6 +41,12 @@ GPT2_SMALL = Sizes(hidden=768, heads=12, layers=12, seq=128, vocab=50257)
 LLAMA_STYLE = Sizes(hidden=1024, heads=16, layers=8, seq=128, vocab=32000, kv_heads=4, ffn=2816)
 
 
+def feed_forward(s: Sizes, gated: bool) -> int:
+    """The feed-forward width: ``s.ffn``, else 4 x hidden (BERT, GPT-2), or 2 x hidden
+    for a gated (SwiGLU) one (the zoo's Llama)."""
+    return s.ffn or (2 if gated else 4) * s.hidden
+
+
 class SizedGraph(Graph):
     """A model under construction with its transformer's sizes."""
 
@@ -143,7 +149,7 @@ def causal_bias(g: SizedGraph) -> str:
 
 def bert(decomposed: bool, s: Sizes = ZOO) -> tuple[onnx.ModelProto, list[np.ndarray]]:
     g = SizedGraph("bert", 1, 20 if decomposed else 17, s)
-    ffn = s.ffn or 4 * s.hidden
+    ffn = feed_forward(s, gated=False)
     ids, segments, mask = "input_ids", "token_type_ids", "attention_mask"
     positions = g.ints(np.arange(s.seq)[None, :])
     x = g.op(
@@ -190,7 +196,7 @@ def bert(decomposed: bool, s: Sizes = ZOO) -> tuple[onnx.ModelProto, list[np.nda
 
 def gpt2(s: Sizes = ZOO) -> tuple[onnx.ModelProto, list[np.ndarray]]:
     g = SizedGraph("gpt2", 3, 17, s)
-    ffn = s.ffn or 4 * s.hidden
+    ffn = feed_forward(s, gated=False)
     embedding = g.weight((s.vocab, s.hidden), 0.5)
     x = g.op("Add", [g.op("Gather", [embedding, "input_ids"]), g.weight((1, s.seq, s.hidden), 0.5)])
     bias = causal_bias(g)
@@ -239,7 +245,7 @@ def repeat_kv(g: SizedGraph, x: str) -> str:
 
 def llama(ops: bool, s: Sizes = ZOO) -> tuple[onnx.ModelProto, list[np.ndarray]]:
     g = SizedGraph("llama", 5, 23 if ops else 17, s)
-    ffn = s.ffn or 2 * s.hidden
+    ffn = feed_forward(s, gated=True)
     d = s.hidden // s.heads
     x = g.op("Gather", [g.weight((s.vocab, s.hidden), 0.5), "input_ids"])
     cos, sin = rotary_tables(g)
