@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from byoc.ir import Function
+from byoc.runtime.cpu import cpu_flags
 
 INSTALL = "pip install -e '.[peers]'"
 ONNX_OPSET = 17
@@ -66,16 +66,6 @@ INT8_OPS = frozenset(
 """The ONNX ops of an int8 model, which ONNX Runtime may run on its integer kernels."""
 
 VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``); none elsewhere."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return frozenset()
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    return frozenset(line.partition(":")[2].split())
 
 
 def int8_saturation_caveat(library: str) -> str | None:

@@ -57,6 +57,7 @@ from byoc.spec_lines import SpecText
 
 from .cache_store import prune_after_build, touch
 from .compiler_errors import compiler_excerpt
+from .cpu import x86_64_level
 from .elf_check import NotLoadable, check_object_file, check_shared_object
 
 if TYPE_CHECKING:
@@ -156,13 +157,19 @@ def spec_toolchain(
     ``values`` (see :func:`build_artifacts`), the libraries' flags included."""
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
+    level = x86_64_level()
     try:
-        flags = settings.render_flags(values)
+        flags = settings.render_flags({**({"x86_64_level": level} if level else {}), **values})
     except KeyError as exc:
         raise BuildError(
             f"cannot render the compile flags: {exc.args[0]}",
             hint="pass spec.template_values(options) as the values",
         ) from None
+    if level is None and any("${x86_64_level}" in flag for flag in flags):
+        raise BuildError(
+            "the compile flags name ${x86_64_level}, but this is not an x86-64 Linux machine",
+            hint="turn off the option that adds them (the fused spec's: --option host_isa=false)",
+        )
     return toolchain(
         settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
     )

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 
 UNDEFINED = re.compile(r"(?:(?P<file>[^\s:][^:]*): )?undefined symbol: (?P<symbol>[^\s,()]+)")
 REBUILD_HINT = "rebuild it; a library from another machine or byoc version may not load"
+ISA_LEVEL = "CPU ISA level is lower than required"
+"""glibc's refusal of a library marked (``-mneeded``) for an x86-64 level this CPU lacks."""
+ISA_HINT = (
+    "it was compiled for a newer x86-64 level than this CPU's (a build for the CPU that built it, "
+    "the fused spec's option host_isa): rebuild it on this machine, or build it with "
+    "--option host_isa=false for one library that runs on every x86-64 CPU"
+)
 
 
 def load_now(
@@ -71,7 +78,8 @@ def _load_error(
     libs = ", ".join(f"{r.name} ({', '.join(r.libraries) or 'headers only'})" for r in requirements)
     found = UNDEFINED.search(message)
     if found is None:
-        return error(f"cannot load {what} ({path}): {message}", where, hint=REBUILD_HINT)
+        hint = ISA_HINT if ISA_LEVEL in message else REBUILD_HINT
+        return error(f"cannot load {what} ({path}): {message}", where, hint=hint)
     symbol, holder = found.group("symbol"), found.group("file")
     needs = f"{what} ({path})" if holder in (None, path) else f"{holder}, which {what} ({path}) loads,"
     if requirements:

@@ -16,6 +16,7 @@ from byoc.ir import C_TYPES
 from byoc.value_types import type_of
 
 from .bindings import NamedBinding, OpBinding, frozen_map
+from .names import FLAG_PLACEHOLDERS
 from .option_types import OPTION_TYPES, OptionType
 from .template import render
 
@@ -91,7 +92,10 @@ class CompileSettings:
         return self.compiler is not None
 
     def render_flags(self, values: Mapping[str, object]) -> tuple[str, ...]:
-        """The flags for one build: ``values`` holds the common placeholders and options."""
+        """The flags for one build: ``values`` holds the common placeholders and options,
+        and the build adds the machine's (:data:`~byoc.spec.names.FLAG_PLACEHOLDERS`);
+        one it does not give stays as written (``-march=${x86_64_level}``)."""
+        values = {**{name: f"${{{name}}}" for name in FLAG_PLACEHOLDERS}, **values}
         out = [render(f, values) for f in self.flags]
         for option, extra in self.option_flags.items():
             if option_enabled(values.get(option)):

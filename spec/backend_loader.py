@@ -22,7 +22,7 @@ from .codegen_kind import CodegenKind
 from .draft import SpecDraft, check_template
 from .kinds import KINDS
 from .languages import LANGUAGES
-from .names import COMMON_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
+from .names import COMMON_PLACEHOLDERS, FLAG_PLACEHOLDERS, MAX_RANK, RESERVED_C_NAME
 from .ops_loader import load_catalog
 from .option_types import OPTION_NAME, OPTION_TYPES
 from .option_uses import check_option_uses
@@ -374,7 +374,7 @@ def _compile(doc: YamlDoc, root, kind: CodegenKind, options: dict[str, OptionDef
                 value=True,
                 hint=f"for example {language.default_std}",
             )
-    names = set(COMMON_PLACEHOLDERS) | set(options)
+    names = set(COMMON_PLACEHOLDERS) | set(FLAG_PLACEHOLDERS) | set(options)
     flags = _flag_list(doc, node, "flags", "compile: flags", names) if "flags" in node else ()
     option_flags: dict[str, tuple[str, ...]] = {}
     if "option_flags" in node:

@@ -149,6 +149,7 @@ class CFusedKind(CodegenKind):
     attrs = True
     options: Mapping[str, str] = MappingProxyType(
         {
+            "host_isa": "bool",
             "target_clones": "bool",
             "vectorize": "bool",
             "openmp_threshold": "int",

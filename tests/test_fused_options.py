@@ -55,23 +55,27 @@ def run_both(program, options, seed: int = 3):
 # ------------------------------------------------------------------------ options
 
 
-def test_defaults_clone_the_bodies_and_add_no_pragma():
+def test_defaults_build_for_this_cpu_and_clone_only_without_host_isa():
     text = generate(externals_of("whole_graph"))
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
     assert (
-        "vectorize=false, openmp_threshold=262144, openmp_reduction_threshold=4194304, block_reductions=true."
-        in text
+        "host_isa=true, target_clones=true, vectorize=false, openmp_threshold=262144, "
+        "openmp_reduction_threshold=4194304, block_reductions=true." in text
     )
+    assert "byoc_simd_clones" not in text  # the build's -march compiles one version
+    portable = generate(externals_of("whole_graph"), {"host_isa": "false"})
     clones = '#define byoc_simd_clones __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))'
-    assert text.count(clones) == 1
-    assert text.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
-    off = generate(externals_of("whole_graph"), {"target_clones": "false"})
+    assert portable.count(clones) == 1
+    assert portable.count("\nbyoc_simd_clones\nstatic void fused_") == 2  # one per region body
+    off = generate(externals_of("whole_graph"), {"host_isa": "false", "target_clones": "false"})
     assert "byoc_simd_clones" not in off and "target_clones=false" in off
 
 
 def test_target_clones_run_the_same(tmp_path, rng):
     externals = externals_of("chain64")
-    module = compile_text(generate(externals), tmp_path)  # compile_util: -O1, no -fopenmp
+    text = generate(externals, {"host_isa": "false"})
+    assert "byoc_simd_clones" in text
+    module = compile_text(text, tmp_path)  # compile_util: -O1, no -fopenmp
     check_against_reference(module, externals[0], rng)
 
 
@@ -116,6 +120,10 @@ def test_pthread_flag_follows_the_thresholds():
     assert on[-1] == "-pthread" and on.count("-pthread") == 1  # the reduction threshold's too, once
     default = spec.compile.render_flags(spec.template_values())
     assert default.count("-pthread") == 1 and "-fopenmp" not in default  # no OpenMP at all
+    # host_isa: the machine's level, which only the build fills in (runtime.build)
+    assert default[-3:-1] == ("-march=${x86_64_level}", "-mneeded")
+    portable = spec.compile.render_flags(spec.template_values(spec.option_values({"host_isa": "false"})))
+    assert not any(f.startswith("-march") or f == "-mneeded" for f in portable)
 
 
 def conv_program(size: int):

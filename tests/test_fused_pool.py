@@ -282,6 +282,8 @@ def test_a_module_without_parallel_loops_has_no_pool():
 def test_parallel_text_compiles_warning_free(tmp_path):
     """-std=c99 -Wall -Wextra -Werror (compile_util), with and without target_clones."""
     for clones in ("true", "false"):
-        text = generate(externals_of("resnet_basic_block"), {**PARALLEL, "target_clones": clones})
+        options = {**PARALLEL, "host_isa": "false", "target_clones": clones}
+        text = generate(externals_of("resnet_basic_block"), options)
+        assert ("byoc_simd_clones" in text) == (clones == "true")
         assert text.count("byoc_parallel_for(fused_") == 2  # its two conv nests
         compile_library({"fused.c": text}, "fused.c", tmp_path / clones, link=False)

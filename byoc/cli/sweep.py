@@ -14,7 +14,7 @@ examples:
   byoc sweep --backend acme --spec-path acme_specs      your own backend, acme_specs/acme.yaml
   byoc sweep --backend fused --op conv --op add --dtype float32 float16
   byoc sweep --backend fused --cases 5 --seed 3 -o fused-sweep.json
-  byoc sweep --backend fused --option target_clones=false   # one build configuration
+  byoc sweep --backend fused --option host_isa=false   # one build configuration
 
 For every op the backend's spec maps (its `ops:`), every dtype the spec, the op's
 mapping and the catalog's op allow, and every rank the spec and the mapping allow,

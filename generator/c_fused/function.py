@@ -59,7 +59,7 @@ from .anchors import c_attributes
 from .loops import Loops, plan_loops
 from .nests import Body, Timer, anchored_body, needs_nests
 from .outline import Outliner, outer_loop
-from .support import pragmas
+from .support import pragmas, wants_clones
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +146,7 @@ def function_text(
     unread = [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
     body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed] + unread
     parallel = False
-    clones = bool(values.get("target_clones"))
+    clones = wants_clones(values)
     outline = Outliner(sym, _pointers(fn), clones)
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}

@@ -32,6 +32,8 @@ with its elementwise consumers fused in (:mod:`byoc.generator.c_fused.nests`).
 Options (the spec declares them; see spec/backends/fused.yaml, which also records what
 each measured and why its default is what it is):
 
+- ``host_isa`` (bool): the build compiles the module for the building CPU's x86-64
+  level (the spec's compile flags), so no body is cloned: ``target_clones`` is then off.
 - ``target_clones`` (bool): mark each body ``byoc_simd_clones``, GCC's function
   multi-versioning for AVX-512, x86-64-v3 (AVX2 and FMA) and baseline x86-64 (a plain
   function elsewhere); ``byoc_clones_have_fma`` tells the spec's prelude that every
@@ -77,7 +79,7 @@ from .pool import INCLUDE as POOL_INCLUDE
 from .pool import NAMES as POOL_NAMES
 from .pool import POSIX
 from .pool import SUPPORT as POOL
-from .support import CLONES, OVERLAPS, option_summary
+from .support import CLONES, OVERLAPS, option_summary, wants_clones
 
 HELPERS = (
     *ffi_entry.SUPPORT_NAMES,
@@ -137,7 +139,7 @@ def module_text(
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
     if types:
         parts.append(types)
-    if values.get("target_clones") is True:
+    if wants_clones(values):
         parts.append(CLONES)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():

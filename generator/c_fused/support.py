@@ -1,5 +1,5 @@
 """Fixed C text of ``c_fused`` modules: the overlap check of the wrappers, the SIMD
-clones of option ``target_clones``, and the loop hint of option ``vectorize`` (the
+clones of option ``target_clones`` (unless option ``host_isa``), and the loop hint of option ``vectorize`` (the
 thread pool of parallel loops is :mod:`byoc.generator.c_fused.pool`).
 :mod:`byoc.generator.c_fused.generate` includes each only when a function uses it, so that no
 unused static function trips ``-Werror``.
@@ -49,6 +49,13 @@ CLONES = """/* Option target_clones: each fused body is compiled for x86-64-v4 (
 """
 """Defines the ``byoc_simd_clones`` marker of the fused bodies (and ``byoc_clones_have_fma``);
 the module places it before the spec's prelude, which may test the latter."""
+
+
+def wants_clones(values: Mapping[str, object]) -> bool:
+    """Whether the bodies are compiled as clones: option ``target_clones``, unless
+    option ``host_isa`` builds the module for the building CPU's level alone (a spec
+    without ``host_isa`` keeps the clones)."""
+    return values.get("target_clones") is True and values.get("host_isa") is not True
 
 
 def pragmas(simd: bool) -> list[str]:
