@@ -37,12 +37,13 @@ RUNS_FIRST = "tests/test_without_libraries.py::"
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` the items of IMPLIES_SLOW's markers and of the test functions
-    tests/slow_tests.txt lists (measured: tests/slow_tests.py), and run the slow items
-    first, the longest of all before them: pytest-xdist hands out items in this order,
-    so the long ones overlap the many short ones instead of ending the run on one busy
-    worker while the other waits. In the run without the libraries
+    tests/slow_tests.txt lists (measured: tests/slow_tests.py). Run the longest item of
+    all first, then the slow items, the long ones of tests/long_items.txt at their head,
+    longest first, then the rest: pytest-xdist hands out items in this order, a few at a
+    time, so the long ones overlap the many short ones instead of ending the run on one
+    busy worker while the other waits. In the run without the libraries
     (test_without_libraries.py), leave out the items it does not need."""
-    from slow_tests import function_of, read
+    from slow_tests import function_of, read, read_long
 
     if os.environ.get("BYOC_TEST_WITHOUT_LIBRARIES"):
         from test_without_libraries import backends, needed_without_libraries
@@ -54,13 +55,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=left_out)
             items[:] = [item for item, keep in zip(items, needed) if keep]
 
-    measured = read()
+    measured, long = read(), read_long()
     for item in items:
         if function_of(item.nodeid) in measured or any(item.get_closest_marker(m) for m in IMPLIES_SLOW):
             item.add_marker(pytest.mark.slow)
     items.sort(
         key=lambda item: (
-            0 if item.nodeid.startswith(RUNS_FIRST) else 1 if item.get_closest_marker("slow") else 2
+            0 if item.nodeid.startswith(RUNS_FIRST) else 1 if item.get_closest_marker("slow") else 2,
+            -long.get(item.nodeid, 0.0),
         )
     )
 

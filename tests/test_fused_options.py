@@ -341,6 +341,7 @@ def test_option_flags_take_int_options(tmp_path):
     """An int option's flags are added when it is not 0 (openmp_threshold's -pthread)."""
     spec = load_backend(BACKEND)
     assert spec.compile.option_flags == {
+        "host_isa": ("-march=${x86_64_level}", "-mneeded"),  # a bool option's
         "openmp_threshold": ("-pthread",),
         "openmp_reduction_threshold": ("-pthread",),
     }

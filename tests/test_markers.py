@@ -1,11 +1,21 @@
-"""The test markers: registered, and tests/slow_tests.txt naming real test functions."""
+"""The test markers: registered, and tests/slow_tests.txt and tests/long_items.txt naming real tests."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from slow_tests import FUNCTION_SECONDS, ITEM_SECONDS, MARKED_MODULES, read, slow_functions
+import pytest
+from slow_tests import (
+    FUNCTION_SECONDS,
+    ITEM_SECONDS,
+    LONG_SECONDS,
+    MARKED_MODULES,
+    long_items,
+    read,
+    read_long,
+    slow_functions,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,3 +55,31 @@ def test_a_durations_report_gives_the_slow_functions():
         "tests/test_a.py::test_many_items",
         "tests/test_a.py::test_one_long_item",
     ]
+
+
+def test_every_listed_long_item_is_a_test_function_of_the_suite():
+    long = read_long()
+    assert long, "tests/long_items.txt lists no item"
+    assert list(long.values()) == sorted(long.values(), reverse=True), "longest first"
+    for nodeid in long:
+        path, *names = nodeid.split("[", 1)[0].split("::")
+        text = (REPO / path).read_text(encoding="utf-8")
+        assert f"def {names[-1]}(" in text, f"{nodeid}: no such test function"
+
+
+def test_a_durations_report_gives_the_long_items_longest_first():
+    half = LONG_SECONDS / 2
+    report = "\n".join(
+        [
+            f"{half + 0.1:.2f}s setup    tests/test_a.py::test_build[x]",
+            f"{half:.2f}s call     tests/test_a.py::test_build[x]",  # long only with its setup
+            f"{LONG_SECONDS + 9:.2f}s call     tests/test_a.py::test_longest",
+            f"{LONG_SECONDS - 0.1:.2f}s call     tests/test_a.py::test_short",
+        ]
+    )
+    found = long_items(report)
+    assert [nodeid for _, nodeid in found] == [
+        "tests/test_a.py::test_longest",
+        "tests/test_a.py::test_build[x]",
+    ]
+    assert [seconds for seconds, _ in found] == pytest.approx([LONG_SECONDS + 9, half * 2 + 0.1])

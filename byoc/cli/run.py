@@ -62,10 +62,14 @@ examples:
   byoc build examples/guide_whole_graph.graph -o guide.byoc
   byoc build examples/tvm_external_runtime.examplejson --backend json -o rt.byoc
   byoc run guide.byoc
+  byoc build model.onnx --backend fused --option host_isa=false -o any_x86.byoc
 
 The bundle holds a manifest (format version, sha256 of every member), the host
 graphs, the compiled libraries and their generated sources, and the source graph.
 Load it with byoc.runtime.load("guide.byoc"); that needs no code generator.
+A `fused` library is compiled for this CPU's x86-64 level (option host_isa): a CPU
+below it refuses to load the bundle, with a hint. For a bundle that runs on every
+x86-64 CPU, pass --option host_isa=false (SIMD clones, chosen when loaded).
 """
 
 
