@@ -39,6 +39,15 @@ def test_errors_beyond_the_bound_are_mismatches(index, error):
     assert status == "MISMATCH"
 
 
+def test_equal_infinities_and_nans_are_no_error_and_warn_nothing():
+    want = np.array([np.inf, -np.inf, np.nan, 1.0], dtype=np.float32)
+    with np.errstate(all="raise"):  # inf - inf would be an invalid operation
+        assert compare(want.copy(), want, None, None) == ("ok", "0")
+        got = want.copy()
+        got[0] = 3.0
+        assert compare(got, want, None, None) == ("MISMATCH", "inf")
+
+
 def test_float64_keeps_its_own_bound():
     want = WANT.astype(np.float64)
     got = want.copy()
