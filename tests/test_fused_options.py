@@ -364,7 +364,8 @@ def test_check_and_backends_list_fused(capsys):
     assert rows[BACKEND][1:3] == ["c_fused", "float32,"] and "divide," in rows[BACKEND]
     assert cli.main(["backends", BACKEND]) == 0
     detail = capsys.readouterr().out
-    assert "cc -std=c99 -O3 -fwrapv -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror" in detail
+    flags = "-O3 -fwrapv -ffp-contract=off -fno-trapping-math --param=max-completely-peel-times=1 -Wall -Wextra -Werror"
+    assert f"cc -std=c99 {flags} -march=${{x86_64_level}} -mneeded -pthread" in detail
     assert "add: C ${x0} + ${x1}" in detail and "openmp_threshold: int = 262144" in detail
 
 
