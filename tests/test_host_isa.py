@@ -97,3 +97,23 @@ def test_a_library_for_a_higher_level_is_refused_with_a_hint_not_run(tmp_path):
         load_now(library, what="the library of backend fused")
     assert "CPU ISA level is lower than required" in str(caught.value)
     assert caught.value.hint == ISA_HINT
+
+
+def test_a_compiler_without_the_levels_gets_a_hint_to_turn_host_isa_off(tmp_path, monkeypatch):
+    """gcc before 11 knows neither -march=x86-64-v3 nor -mneeded: the error says what to do."""
+    if x86_64_level() is None:
+        pytest.skip("not an x86-64 Linux machine: the build refuses the flags before compiling")
+    old_gcc = tmp_path / "old-gcc"
+    old_gcc.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --version "*) echo "gcc (old) 10.2.1"; exit 0;; esac\n'
+        "echo \"gcc: error: unrecognized command-line option '-mneeded'\" >&2\n"
+        "exit 1\n"
+    )
+    old_gcc.chmod(0o755)
+    monkeypatch.setenv("CC", str(old_gcc))
+    program = parse(CONV, "graph", file="conv.graph")
+    with pytest.raises(BuildError) as caught:
+        build(program, backends=["fused"])
+    assert "-mneeded" in str(caught.value)
+    assert "--option host_isa=false" in caught.value.hint
