@@ -40,7 +40,6 @@ import errno
 import hashlib
 import logging
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -57,7 +56,7 @@ from byoc.errors import BuildError
 from byoc.spec_lines import SpecText
 
 from .cache_store import prune_after_build, touch
-from .compiler_errors import compiler_excerpt
+from .compiler_errors import compiler_excerpt, failure_hint
 from .cpu import x86_64_level
 from .elf_check import NotLoadable, check_object_file, check_shared_object
 
@@ -67,8 +66,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_LEVEL_FLAG_REFUSED = re.compile(r"-mneeded|-march=x86-64-v\d|march=.*x86-64-v\d")
-"""A compiler's refusal of the flags of option ``host_isa`` (gcc before 11, other compilers)."""
 FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
 TIMEOUT = 600
@@ -449,21 +446,10 @@ def _compile(
     if proc.returncode != 0 or not out.is_file():
         stderr = (proc.stderr or proc.stdout).replace(f"{src}{os.sep}", "")
         excerpt, copied = compiler_excerpt(stderr, sources, main, spec_text, shown_as)
-        if copied:
-            hint = f"fix the C at {copied}"
-        elif _LEVEL_FLAG_REFUSED.search(stderr):
-            hint = (
-                "this compiler does not know the x86-64 levels (gcc 11 or later does): "
-                "build with --option host_isa=false, or use a newer compiler ($CC)"
-            )
-        else:
-            hint = (
-                "this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect"
-            )
         raise BuildError(
             f"{chain.compiler[0]} failed on the generated {main}:\n{excerpt}",
             copied.location() if copied else None,
-            hint=hint,
+            hint=failure_hint(stderr, copied),
         )
     log.info("compiled %s in %.1f s", main, time.perf_counter() - started)
     (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")

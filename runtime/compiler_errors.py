@@ -52,3 +52,20 @@ def compiler_excerpt(
         copied = SpecLine(shown_as[name], n, "spec's C files", column)
     where = f"\n\nline {n} is {copied}" if copied else ""
     return f"{message}\n\ngenerated {name}, around line {n}:\n{shown}{where}", copied
+
+
+LEVEL_FLAG_REFUSED = re.compile(r"-mneeded|-march=x86-64-v\d|march=.*x86-64-v\d")
+"""A compiler's refusal of the flags of option ``host_isa`` (gcc before 11, other compilers)."""
+
+
+def failure_hint(stderr: str, copied: SpecLine | None) -> str:
+    """What to do about a failed compile: fix the spec's C where the error is in it; turn
+    ``host_isa`` off for a compiler that knows no x86-64 levels; else report a bug."""
+    if copied is not None:
+        return f"fix the C at {copied}"
+    if LEVEL_FLAG_REFUSED.search(stderr):
+        return (
+            "this compiler does not know the x86-64 levels (gcc 11 or later does): "
+            "build with --option host_isa=false, or use a newer compiler ($CC)"
+        )
+    return "this is a bug in a spec's C text or in byoc; `byoc gen -o DIR` writes the sources to inspect"

@@ -293,6 +293,7 @@ def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
         return dict(results)
 
 
+@pytest.mark.xdist_group("bad_inputs")  # one worker runs them all: `outcomes` runs every case at once
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input(case: BadCase, outcomes: dict[str, Outcome]):
     out = outcomes[case.id]

@@ -64,7 +64,9 @@ def test_every_listed_long_item_is_a_test_function_of_the_suite():
     for nodeid in long:
         path, *names = nodeid.split("[", 1)[0].split("::")
         text = (REPO / path).read_text(encoding="utf-8")
-        assert f"def {names[-1]}(" in text, f"{nodeid}: no such test function"
+        generated = "globals().update(" in text  # ONNX's BackendTest classes, made at import
+        defined = f"def {names[-1]}(" in text or f"\n{names[-1]} = " in text
+        assert generated or defined, f"{nodeid}: no such test function"
 
 
 def test_a_durations_report_gives_the_long_items_longest_first():
