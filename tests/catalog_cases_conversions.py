@@ -124,7 +124,8 @@ def quantize_case(draw, dtype: str) -> OpCase:
     )
     zero = array(rng, sz, z_type, -4, 4)
     if draw(st.integers(0, 5)) == 5:  # not the first draw: derandomized runs take that one
-        return OpCase([x.astype("int16"), scale, zero], expected=None, error="not float32")
+        integers = np.clip(np.nan_to_num(x), -200, 200).astype("int16")  # x's specials have no int16
+        return OpCase([integers, scale, zero], expected=None, error="not float32")
     info = np.iinfo(z_type)
     out = np.broadcast_shapes(sx, ss, sz)
     values = []
