@@ -9,8 +9,8 @@ markers, so that ``pytest -m "not slow"`` is a quick loop.
 
 An item is long when it takes at least :data:`LONG_SECONDS` (its setup, call and
 teardown). ``tests/conftest.py`` runs the long items first, longest first, so that
-pytest-xdist, which hands out items in order a few at a time (``--maxschedchunk`` in
-pyproject.toml), starts the longest while the rest are still to share: the run ends
+pytest-xdist, which hands out items one at a time in that order (``--dist loadgroup``
+in pyproject.toml), starts the longest while the rest are still to share: the run ends
 when the short items do, not with one worker in a long build while the other waits.
 
 After tests were added or made faster, measure and rewrite both lists::
