@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
+from byoc.spec.names import X86_64_LEVEL
 from byoc.spec_lines import SpecText
 
 from .cache_store import prune_after_build, touch
@@ -159,15 +160,15 @@ def spec_toolchain(
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
     level = x86_64_level()
     try:
-        flags = settings.render_flags({**({"x86_64_level": level} if level else {}), **values})
+        flags = settings.render_flags({**({X86_64_LEVEL: level} if level else {}), **values})
     except KeyError as exc:
         raise BuildError(
             f"cannot render the compile flags: {exc.args[0]}",
             hint="pass spec.template_values(options) as the values",
         ) from None
-    if level is None and any("${x86_64_level}" in flag for flag in flags):
+    if level is None and any(f"${{{X86_64_LEVEL}}}" in flag for flag in flags):
         raise BuildError(
-            "the compile flags name ${x86_64_level}, but this is not an x86-64 Linux machine",
+            f"the compile flags name ${{{X86_64_LEVEL}}}, but this is not an x86-64 Linux machine",
             hint="turn off the option that adds them (the fused spec's: --option host_isa=false)",
         )
     return toolchain(

@@ -10,7 +10,8 @@ MAX_RANK = 32
 COMMON_PLACEHOLDERS = ("backend", "symbol_prefix")
 """Placeholders every template may use, besides the backend's option names."""
 
-FLAG_PLACEHOLDERS = ("x86_64_level",)
+X86_64_LEVEL = "x86_64_level"
+FLAG_PLACEHOLDERS = (X86_64_LEVEL,)
 """Placeholders of compile flags alone, which the build fills from the machine that
 builds: ``${x86_64_level}`` is its x86-64 level (``x86-64-v3``; :mod:`byoc.runtime.cpu`).
 Generated text never depends on the machine; only the command line does."""
