@@ -143,6 +143,7 @@ class CFusedKind(CodegenKind):
     doc = "C99 source: each region fused into loop nests, elementwise ops into their producer's loop"
     language = "c"
     generator = "c_fused.generate"
+    support_files = True  # `support:` C files beside the spec (fused_math.h)
     templates = (Slot("prelude", "C text placed once, after the includes (helpers for op expressions)", ()),)
     op_optional = ("c", "reduce", "result")
     shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES

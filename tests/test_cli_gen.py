@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -129,8 +130,16 @@ def test_user_spec_is_named_relative_to_its_search_directory(kind, tmp_path, cap
     monkeypatch.chdir(tmp_path)  # the graph's own locations are relative too
     specs = tmp_path / "my_specs"
     specs.mkdir()
-    text = (SHIPPED_BACKENDS / f"{kind}.yaml").read_text(encoding="utf-8")
-    (specs / f"my_{kind}.yaml").write_text(text.replace(f"name: {kind} ", f"name: my_{kind} ", 1))
+    shipped = SHIPPED_BACKENDS / f"{kind}.yaml"
+    headers = []
+    if not shipped.is_file():  # a folder spec: its C files go beside the copy, renamed as it is
+        shipped = SHIPPED_BACKENDS / kind / f"{kind}.yaml"
+        headers = [h.name for h in shipped.parent.glob("*.h")]
+    text = shipped.read_text(encoding="utf-8").replace(f"name: {kind} ", f"name: my_{kind} ", 1)
+    for name in headers:
+        shutil.copy(shipped.parent / name, specs / f"my_{name}")
+        text = text.replace(name, f"my_{name}")
+    (specs / f"my_{kind}.yaml").write_text(text)
     (tmp_path / "small.graph").write_text(SMALL)
     code, out, err = run(["gen", "small.graph", "--spec-path", specs, "--backend", f"my_{kind}"], capsys)
     assert code == 0, err

@@ -20,6 +20,7 @@ from compile_util import compile_library
 from conftest import random_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shipped_fused import FUSED_YAML, SUPPORT, module_of, write_fused_copy
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
@@ -87,8 +88,10 @@ def run_batch(cases, tmp_path, *, exact: bool = False) -> int:
     program = parse(text, "graph", file="batch.graph")
     externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     spec = load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
-    module = tvm_ffi.load_module(str(compile_library({"fused.c": artifact.text}, "fused.c", tmp_path)))
+    artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values()))
+    module = tvm_ffi.load_module(
+        str(compile_library({"fused.c": artifact.text, **SUPPORT}, "fused.c", tmp_path))
+    )
     rng = np.random.default_rng(len(text))
     for fn in externals:
         inputs = {}
@@ -402,7 +405,7 @@ def test_conv_bias_relu_is_one_loop_nest_without_buffers():
     program = parse(CONV_BIAS_RELU, "graph", file="cbr.graph")
     (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     spec = load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values())
+    artifact = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values()))
     text = artifact.text
     assert "malloc" not in text and "tmp" not in text
     assert "nest 0: t0 conv, t1 bias_add, t2 relu" in text and "nest 1" not in text
@@ -416,8 +419,10 @@ def test_gather_index_out_of_range_raises_value_error(tmp_path):
     )
     (fn,) = lower(parse(text, "graph", file="g.graph"), load_backend, load_catalog()).externals_for(BACKEND)
     spec = load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values())
-    module = tvm_ffi.load_module(str(compile_library({"fused.c": artifact.text}, "fused.c", tmp_path)))
+    artifact = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values()))
+    module = tvm_ffi.load_module(
+        str(compile_library({"fused.c": artifact.text, **SUPPORT}, "fused.c", tmp_path))
+    )
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     out = np.zeros((2, 3), np.float32)
     module[fn.name](x, np.array([3, -4], np.int64), out)
@@ -429,10 +434,10 @@ def test_gather_index_out_of_range_raises_value_error(tmp_path):
 def test_partition_keeps_unmapped_ops_on_the_host(tmp_path):
     """A fused spec without softmax: under --backend fused, softmax stays on the host,
     and an explicit @fused region holding it is a located error."""
-    shipped = (REPO / "spec" / "backends" / "fused.yaml").read_text(encoding="utf-8")
+    shipped = FUSED_YAML.read_text(encoding="utf-8")
     start = shipped.index("  softmax:\n")
     end = shipped.index("  log_softmax:\n")
-    (tmp_path / "fused.yaml").write_text(shipped[:start] + shipped[end:], encoding="utf-8")
+    write_fused_copy(tmp_path, shipped[:start] + shipped[end:])
     spec = load_backend(BACKEND, spec_path=[tmp_path])
     assert "softmax" not in spec.ops and "dense" in spec.ops
     program = parse((REPO / "examples" / "mlp.graph").read_text(), "graph", file="mlp.graph")
@@ -453,7 +458,7 @@ def test_dead_values_of_an_anchored_region_get_no_loop():
     program = parse(text, "graph", file="dead.graph")
     (fn,) = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
     spec = load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values())
+    artifact = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values()))
     assert "const float t1 " not in artifact.text  # dead: no statement
     assert "nest 0: t0 concatenate, t2 relu" in artifact.text and "nest 1" not in artifact.text
     p = np.array([-1.0, 2.0], np.float32)

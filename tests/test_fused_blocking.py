@@ -20,6 +20,7 @@ from compile_util import compile_library
 from conftest import random_array
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shipped_fused import SUPPORT, module_of
 from test_fused_anchors import conv_case, linear_case, pool_case, shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -35,7 +36,7 @@ def generate(text: str, blocked: bool):
     externals = lower(program, load_backend, load_catalog()).externals_for("fused")
     spec = load_backend("fused")
     values = spec.option_values({"block_reductions": "true" if blocked else "false"})
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), values)
+    artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), values))
     return externals, artifact.text
 
 
@@ -48,7 +49,7 @@ def check_case(params, expr: str, tmp_path, epilogue: str = "") -> str:
     for blocked in (True, False):
         externals, c = generate(text, blocked)
         blocked_text = blocked_text or c
-        lib = compile_library({"fused.c": c}, "fused.c", tmp_path / ("on" if blocked else "off"))
+        lib = compile_library({"fused.c": c, **SUPPORT}, "fused.c", tmp_path / ("on" if blocked else "off"))
         module = tvm_ffi.load_module(str(lib))
         (fn,) = externals
         rng = np.random.default_rng(7)

@@ -17,23 +17,22 @@ import numpy as np
 import pytest
 import tvm_ffi
 from compile_util import compile_library
+from shipped_fused import FUSED_YAML, SUPPORT, module_of, write_fused_copy
 from test_fused_anchors import shape_text
 
 from byoc.api import load_backend, load_catalog, parse
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
 
-SPEC = Path(__file__).resolve().parents[1] / "spec" / "backends" / "fused.yaml"
 CONDITION = "#if defined(FP_FAST_FMA) || defined(byoc_clones_have_fma)"
 
 
 def _plain_spec(tmp_path: Path) -> Path:
     """A copy of the shipped spec whose prelude keeps the multiply and the add."""
-    text = SPEC.read_text()
+    text = FUSED_YAML.read_text()
     assert CONDITION in text
     folder = tmp_path / "plain_spec"
-    folder.mkdir()
-    (folder / "fused.yaml").write_text(text.replace(CONDITION, "#if 0"))
+    write_fused_copy(folder, text.replace(CONDITION, "#if 0"))
     return folder
 
 
@@ -44,8 +43,8 @@ def _run(text: str, spec_path: Path | None, tmp_path: Path, inputs: dict) -> tup
         "fused"
     )
     spec = load_backend("fused", spec_path=spec_path)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
-    lib = compile_library({"fused.c": artifact.text}, "fused.c", tmp_path)
+    artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values()))
+    lib = compile_library({"fused.c": artifact.text, **SUPPORT}, "fused.c", tmp_path)
     (fn,) = externals
     outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
     tvm_ffi.load_module(str(lib))[fn.name](*(inputs[p.name] for p in fn.params), *outputs)

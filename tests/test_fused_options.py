@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from compile_util import compile_library
 from conftest import random_array
+from shipped_fused import FUSED_YAML, SUPPORT, write_fused_copy
 from test_gen_fused import BACKEND, check_against_reference, compile_text, externals_of, generate
 
 from byoc import cli
@@ -24,7 +25,7 @@ from byoc.generator.lowering import lower
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, check_spec_file
 from byoc.spec.search import backend_files
 
-SHIPPED_SPEC = SHIPPED_BACKENDS / f"{BACKEND}.yaml"
+SHIPPED_SPEC = FUSED_YAML
 PARALLEL_CALL = "byoc_parallel_for(fused_0_loop0_, &args, "
 """A nest on the module's thread pool (tests/test_fused_pool.py tests the pool itself)."""
 
@@ -171,7 +172,7 @@ def test_options_do_not_change_results(options):
 def test_parallel_text_compiles_without_extra_flags(tmp_path, rng):
     externals = externals_of("bias_add_relu")
     text = generate(externals, {"openmp_threshold": "1", "vectorize": "true"})
-    compile_library({"fused.c": text}, "fused.c", tmp_path)
+    compile_library({"fused.c": text, **SUPPORT}, "fused.c", tmp_path)
     check_against_reference(compile_text(text, tmp_path / "again"), externals[0], rng)
 
 
@@ -230,9 +231,7 @@ def test_outputs_may_not_overlap_other_arguments(multi):
 def user_spec(tmp_path: Path, old: str, new: str) -> Path:
     text = SHIPPED_SPEC.read_text(encoding="utf-8")
     assert old in text, old
-    path = tmp_path / f"{BACKEND}.yaml"
-    path.write_text(text.replace(old, new), encoding="utf-8")
-    return path
+    return write_fused_copy(tmp_path, text.replace(old, new))
 
 
 def test_an_op_can_give_its_own_c_expression(tmp_path, rng):

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from compile_util import compile_library
 from conftest import random_array
+from shipped_fused import SUPPORT
 from test_gen_fused import BACKEND, CASES, compile_text, externals_of, ffi_array, generate
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -143,7 +144,7 @@ def _probe_library(root: Path, name: str) -> Path:
     through ctypes (the TVM FFI runtime never unloads a module; ctypes can)."""
     externals = lower(parse(graph([N], [N]), "graph"), load_backend, load_catalog()).externals_for(BACKEND)
     text = generate(externals, {"openmp_threshold": "1"})
-    return compile_library({f"{name}.c": text + PROBE}, f"{name}.c", root)
+    return compile_library({f"{name}.c": text + PROBE, **SUPPORT}, f"{name}.c", root)
 
 
 def _threads() -> int:
@@ -286,4 +287,4 @@ def test_parallel_text_compiles_warning_free(tmp_path):
         text = generate(externals_of("resnet_basic_block"), options)
         assert ("byoc_simd_clones" in text) == (clones == "true")
         assert text.count("byoc_parallel_for(fused_") == 2  # its two conv nests
-        compile_library({"fused.c": text}, "fused.c", tmp_path / clones, link=False)
+        compile_library({"fused.c": text, **SUPPORT}, "fused.c", tmp_path / clones, link=False)

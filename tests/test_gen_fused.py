@@ -22,6 +22,7 @@ import tvm_ffi
 from compile_util import compile_library
 from conftest import DATA, EXAMPLES, random_array, text_in_fresh_process
 from gen_c_source_support import EDGE
+from shipped_fused import SUPPORT, module_of
 
 from byoc import cli
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -201,13 +202,15 @@ def externals_of(case: str) -> tuple[Function, ...]:
 def generate(externals, options=None, spec=None) -> str:
     spec = spec or load_backend(BACKEND)
     values = spec.option_values(options or {})
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), values)
+    artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), values))
     assert (artifact.name, artifact.role, artifact.backend) == (f"{BACKEND}.c", "module", BACKEND)
     return artifact.text
 
 
 def compile_text(text: str, out_dir: Path):
-    return tvm_ffi.load_module(str(compile_library({f"{BACKEND}.c": text}, f"{BACKEND}.c", out_dir)))
+    return tvm_ffi.load_module(
+        str(compile_library({f"{BACKEND}.c": text, **SUPPORT}, f"{BACKEND}.c", out_dir))
+    )
 
 
 def ffi_array(array: np.ndarray):

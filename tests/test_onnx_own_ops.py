@@ -16,11 +16,12 @@ from ruamel.yaml import YAML
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
+from shipped_fused import FUSED_YAML, write_fused_copy  # noqa: E402
 
 import byoc  # noqa: E402
 from byoc.errors import GraphError, SpecError  # noqa: E402
 from byoc.onnx.model_import import import_onnx, import_program  # noqa: E402
-from byoc.spec import ENV_VAR, SHIPPED_BACKENDS  # noqa: E402
+from byoc.spec import ENV_VAR  # noqa: E402
 
 DOMAIN = "com.example"
 SHAPE = [3, 4, 5]
@@ -58,9 +59,9 @@ def spec_dir(root: Path, onnx_key: str = IMPORTED, name: str = "specs", op: str 
         CATALOG.replace("ONNX", onnx_key).replace("hard_swish:", f"{op}:"), encoding="utf-8"
     )
     yaml = YAML(typ="rt")
-    fused = yaml.load(SHIPPED_BACKENDS / "fused.yaml")
+    fused = yaml.load(FUSED_YAML)
     fused["ops"][op] = {}
-    with (directory / "fused.yaml").open("w", encoding="utf-8") as out:
+    with write_fused_copy(directory).open("w", encoding="utf-8") as out:
         yaml.dump(fused, out)
     return directory
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from conftest import run_cli
 from ruamel.yaml import YAML
+from shipped_fused import FUSED_YAML, write_fused_copy
 
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS, load_backend
 
@@ -60,10 +61,10 @@ def own_op_example(tmp_path: Path) -> tuple[Path, Path]:
     specs.mkdir()
     (specs / "ops.yaml").write_text(catalog, encoding="utf-8")
     yaml = YAML(typ="rt")
-    fused = yaml.load(SHIPPED_BACKENDS / "fused.yaml")
+    fused = yaml.load(FUSED_YAML)
     fused["ops"]["cube"] = {}
     fused["ops"]["scaled_clip"] = {}
-    with (specs / "fused.yaml").open("w", encoding="utf-8") as out:
+    with write_fused_copy(specs).open("w", encoding="utf-8") as out:
         yaml.dump(fused, out)
     (tmp_path / "cube.graph").write_text(graph, encoding="utf-8")
     return specs, tmp_path / "cube.graph"

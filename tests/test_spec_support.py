@@ -173,12 +173,13 @@ def test_a_support_file_that_is_not_utf8_is_refused_at_its_list_item(tmp_path):
 
 
 def test_a_kind_without_support_files_refuses_the_key(tmp_path):
-    fused = (Path(byoc.spec.SHIPPED_BACKENDS) / "fused.yaml").read_text()
+    shipped = Path(byoc.spec.SHIPPED_BACKENDS) / "engine"
     specs = tmp_path / "specs"
-    (specs / "fused").mkdir(parents=True)
-    (specs / "fused" / "fused.yaml").write_text(fused + "support: [fused_support.h]\n")
+    shutil.copytree(shipped, specs / "engine")
+    with (specs / "engine" / "engine.yaml").open("a") as spec:
+        spec.write("support: [engine_support.h]\n")
     with pytest.raises(SpecError, match="support"):
-        load_backend("fused", [str(specs)])
+        load_backend("engine", [str(specs)])
 
 
 def test_a_backend_defined_as_a_file_and_as_a_folder_is_refused(tmp_path):

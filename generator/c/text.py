@@ -15,7 +15,7 @@ import numpy as np
 from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, C_TYPES, AttrValue, Constant, Function, Node, is_half, is_integer
 
-from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, weights_artifact
+from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role, weights_artifact
 from . import dtypes as c_dtypes
 
 if TYPE_CHECKING:
@@ -318,3 +318,28 @@ def spec_source(spec: BackendSpec) -> str:
     from byoc.spec.search import display_path
 
     return display_path(spec.source)
+
+
+def one_line(text: str) -> str:
+    """``text`` safe in a comment on one line (a ``#define``'s): a newline shows as <0x0a>."""
+    return comment_text(text).replace("\n", "<0x0a>")
+
+
+def support_includes(spec: BackendSpec) -> str:
+    """The ``#include`` of each of the spec's support headers, after a comment that says
+    where they and the support sources come from."""
+    headers = [f.name for f in spec.support if f.is_header]
+    sources = [f.name for f in spec.support if not f.is_header]
+    note = f"The spec's support code, beside {one_line(spec_source(spec))}"
+    if sources:
+        note += f"; {', '.join(sources)} compiled once per spec and linked"
+    return f"/* ---- {note} ---- */\n" + "".join(f'#include "{h}"\n' for h in headers)
+
+
+def support_artifacts(spec: BackendSpec) -> tuple[Artifact, ...]:
+    """The spec's support files (``support:``) as artifacts beside the module: its
+    headers, which the module includes, and its sources, compiled once and linked."""
+    return tuple(
+        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name)
+        for f in spec.support
+    )

@@ -29,7 +29,7 @@ catalog's. Pointers are ``restrict``; intermediate values never leave registers,
 there is no buffer and no allocation. Any other region is one loop nest per anchor op
 with its elementwise consumers fused in (:mod:`byoc.generator.c_fused.nests`).
 
-Options (the spec declares them; see spec/backends/fused.yaml, which also records what
+Options (the spec declares them; see spec/backends/fused/fused.yaml, which also records what
 each measured and why its default is what it is):
 
 - ``host_isa`` (bool): the build compiles the module for the building CPU's x86-64
@@ -72,7 +72,15 @@ from ..c import ffi_entry
 from ..c import profile as c_profile
 from ..c import workspace as c_workspace
 from ..c.profile import Site
-from ..c.text import PTHREAD_INCLUDE, block_comment, check_reserved_names, function_origin, spec_source
+from ..c.text import (
+    PTHREAD_INCLUDE,
+    block_comment,
+    check_reserved_names,
+    function_origin,
+    spec_source,
+    support_artifacts,
+    support_includes,
+)
 from .function import FusedText, function_text
 from .nests import needs_nests
 from .pool import INCLUDE as POOL_INCLUDE
@@ -105,7 +113,7 @@ def generate(
     if not externals:
         return ()
     text, blobs = module_text(externals, spec, options, catalog, profile=profile)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *blobs)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support_artifacts(spec), *blobs)
 
 
 def module_text(
@@ -141,6 +149,8 @@ def module_text(
         parts.append(types)
     if wants_clones(values):
         parts.append(CLONES)
+    if spec.support:
+        parts.append(support_includes(spec))
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")

@@ -53,7 +53,10 @@ from ..c.text import (
     comment,
     comment_text,
     function_origin,
+    one_line,
     spec_source,
+    support_artifacts,
+    support_includes,
 )
 from .body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
 from .function import FunctionText, function_text
@@ -73,11 +76,7 @@ def generate(
     if not externals:
         return ()
     text, blobs = module_text(externals, spec, catalog, options, profile=profile)
-    support = (
-        Artifact(f.name, f.text, Role.HEADER if f.is_header else Role.SUPPORT, spec.name)
-        for f in spec.support
-    )
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support, *blobs)
+    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support_artifacts(spec), *blobs)
 
 
 def module_text(
@@ -127,7 +126,7 @@ def module_text(
         parts.append(MESSAGE_SUPPORT)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
-        parts.append(prelude_heading(_one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
+        parts.append(prelude_heading(one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
     if spec.support:
         parts.append(support_includes(spec))
     state = module_state_text(spec, values) if module else ""
@@ -141,17 +140,6 @@ def module_text(
         parts.append(state)
     parts += [f.text for f in functions]
     return "\n".join(parts), [blob for f in functions for blob in f.blobs]
-
-
-def support_includes(spec: BackendSpec) -> str:
-    """The ``#include`` of each of the spec's support headers, after a comment that says
-    where they and the support sources come from."""
-    headers = [f.name for f in spec.support if f.is_header]
-    sources = [f.name for f in spec.support if not f.is_header]
-    note = f"The spec's support code, beside {_one_line(spec_source(spec))}"
-    if sources:
-        note += f"; {', '.join(sources)} compiled once per spec and linked"
-    return f"/* ---- {note} ---- */\n" + "".join(f'#include "{h}"\n' for h in headers)
 
 
 def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:
@@ -182,11 +170,6 @@ def macro_definition(macro: MacroDef) -> str:
     head = f"#define {macro.name}({', '.join(macro.params)})"
     note = f"{comment(macro.doc)}\n" if macro.doc else ""
     return note + " \\\n".join([head, *lines]) + "\n"
-
-
-def _one_line(text: str) -> str:
-    """``text`` safe in a comment on one line (a ``#define``'s): a newline shows as <0x0a>."""
-    return comment_text(text).replace("\n", "<0x0a>")
 
 
 def _header(externals: Sequence[Function], spec: BackendSpec) -> str:

@@ -15,6 +15,9 @@
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
 
+/* ---- The spec's support code, beside my_specs/my_fused.yaml (from --spec-path) ---- */
+#include "my_fused_math.h"
+
 /* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
    float32 a and b the product is exact in double, so one fused multiply-add gives the
    same bits as the multiply and the add; float64 keeps both roundings. */
