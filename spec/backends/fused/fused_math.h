@@ -66,9 +66,9 @@ static inline double fused_exp_near(double x) {
   return er * scale;
 }
 
-/* erfc(a) for a >= 0 (and NaN); 0 beyond a = 10.5. */
-static inline double fused_erfc_nonnegative(double a) {
-  const double z = a * a;
+/* erf(x) for |x| < 1: x E(x^2). */
+static inline double fused_erf_near0(double x) {
+  const double z = x * x;
   double e = 9.4285969568341643e-9;
   e = e * z + -1.5188281247335167e-7;
   e = e * z + 1.6310356513871741e-6;
@@ -80,6 +80,11 @@ static inline double fused_erfc_nonnegative(double a) {
   e = e * z + 0.11283791670580422;
   e = e * z + -0.376126389031744;
   e = e * z + 1.1283791670955122;
+  return x * e;
+}
+
+/* erfc(a) for a >= 0 (and NaN); 0 beyond a = 10.5. */
+static inline double fused_erfc_nonnegative(double a) {
   const double c = a > 10.5 ? 10.5 : (a < 1.0 ? 1.0 : a);
   const double u = c - 1.75;
   double m = -2.6202128191402129e-7;
@@ -110,7 +115,7 @@ static inline double fused_erfc_nonnegative(double a) {
   w = w * v + 0.56418719590562135;
   w = w * v + 3.7152516151460949e-8;
   const double tail = fused_exp_near(-(c * c)) * (c < 2.5 ? m : w);
-  return a < 1.0 ? 1.0 - a * e : (a > 10.5 ? 0.0 : tail);
+  return a < 1.0 ? 1.0 - fused_erf_near0(a) : (a > 10.5 ? 0.0 : tail);
 }
 
 static inline float fused_exp_float32(float x) {
@@ -140,20 +145,8 @@ static inline float fused_tanh_float32(float x) {
 
 static inline float fused_erf_float32(float x) {
   const double a = fabs((double)x);
-  const double z = a * a;
-  double e = 9.4285969568341643e-9;
-  e = e * z + -1.5188281247335167e-7;
-  e = e * z + 1.6310356513871741e-6;
-  e = e * z + -1.4913300906316396e-5;
-  e = e * z + 0.00012054681918310599;
-  e = e * z + -0.00085483048717827406;
-  e = e * z + 0.0052239771541053047;
-  e = e * z + -0.026866170586496872;
-  e = e * z + 0.11283791670580422;
-  e = e * z + -0.376126389031744;
-  e = e * z + 1.1283791670955122;
   const double far = copysign(1.0 - fused_erfc_nonnegative(a), (double)x);
-  return (float)(a < 1.0 ? (double)x * e : far);
+  return (float)(a < 1.0 ? fused_erf_near0(x) : far);
 }
 
 /* x Phi(x) = x/2 erfc(-x / sqrt 2), the exact (erf) form of Gelu */
