@@ -96,8 +96,10 @@ def test_blocked_conv_turns_padding_guards_into_lane_bounds(tmp_path):
     text = check_case(params, "conv(x, w, pads=[1, 1, 1, 1])", tmp_path)
     assert "double t0_acc[4][56];" in text  # 8 channels: two blocks of 4, not one of 8
     assert "if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;" in text
-    # the guard is left only in the border lanes' plain reduction, one lane at a time
-    assert text.count("ix3 >= 56") == 1 and "the border lanes" in text
+    # the guard is left only in the border lanes' plain reduction, one lane at a time (in
+    # the text of each vector width, when their tiles differ)
+    widths = 2 if "#if defined(__AVX512F__)" in text else 1
+    assert text.count("ix3 >= 56") == widths and text.count("the border lanes") == widths
 
 
 def test_pooling_batch_norm_dense_and_matmul_blocked(tmp_path):

@@ -49,7 +49,9 @@ def ulps_apart(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 def run_fused_and_reference(expr: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = x.size
     const = "c = const float32[] [3]\n    " if " c)" in expr else ""  # in the region: its C knows it
-    text = f"graph main(x: float32[{n}]) {{\n  y = @fused {{\n    {const}return {expr}\n  }}\n  return y\n}}\n"
+    text = (
+        f"graph main(x: float32[{n}]) {{\n  y = @fused {{\n    {const}return {expr}\n  }}\n  return y\n}}\n"
+    )
     program = byoc.parse(text, "graph", file="math.graph")
     (got,) = byoc.build(program)(x=x)
     plain = f"graph main(x: float32[{n}]) {{\n  {const}y = {expr}\n  return y\n}}\n"
@@ -65,10 +67,14 @@ def test_vectorised_math_is_the_rounded_reference_or_one_ulp_beside_it(op):
     got, want = run_fused_and_reference(CASES[op], x)
     assert got.dtype == want.dtype == np.float32
     nan = np.isnan(want)
-    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=f"{op}: NaN where the reference has none, or not")
+    np.testing.assert_array_equal(
+        np.isnan(got), nan, err_msg=f"{op}: NaN where the reference has none, or not"
+    )
     g, w = got[~nan], want[~nan]
     zero = w == 0
-    np.testing.assert_array_equal(np.signbit(g[zero]), np.signbit(w[zero]), err_msg=f"{op}: the sign of a zero")
+    np.testing.assert_array_equal(
+        np.signbit(g[zero]), np.signbit(w[zero]), err_msg=f"{op}: the sign of a zero"
+    )
     apart = ulps_apart(g, w)
     worst = int(np.argmax(apart))
     assert apart[worst] <= 1, f"{op}({x[~nan][worst]!r}) = {g[worst]!r}, reference {w[worst]!r}"

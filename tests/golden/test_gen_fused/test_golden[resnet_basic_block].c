@@ -293,6 +293,7 @@ static int fused_0_(
       for (int64_t i1 = 0; i1 < 16; ++i1) {
         for (int64_t i2b = 0; i2b < 16; i2b += 16) {
           /* a block of outputs: the reduction for all, then each stored */
+          #if defined(__AVX512F__)
           double t0_acc[4][16];
           /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point) */
           int64_t t0_in_lo = i2b;
@@ -373,6 +374,113 @@ static int fused_0_(
               }
             }
           }
+          #else
+          double t0_acc[4][16];
+          /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point) */
+          int64_t t0_in_lo = i2b;
+          int64_t t0_in_hi = i2b + 16;
+          if (t0_in_lo < 1) t0_in_lo = 1;
+          if (t0_in_hi > 15) t0_in_hi = 15;
+          if (t0_in_hi - t0_in_lo >= 8) {
+            /* register tiles of 16 then 8 lanes over the interior */
+            int64_t t0_at = t0_in_lo;
+            if (t0_at + 16 <= t0_in_hi) {
+              const int64_t t0_t = t0_at;
+              double t0_acc_tile[4][16];
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc_tile[j][l] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      for (int64_t i2l = 0; i2l < 16; ++i2l) {
+                        const int64_t i2 = t0_t + i2l;
+                        const int64_t ix3 = i2 + r2 - 1;
+                        t0_acc_tile[i0j][i2l] = fused_madd_float32(t0_acc_tile[i0j][i2l], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      }
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc[j][t0_t - i2b + l] = t0_acc_tile[j][l];
+              t0_at += 16;
+            }
+            for (; t0_at < t0_in_hi; t0_at += 8) {
+              /* the last tile ends at the interior's end, overlapping the one before */
+              const int64_t t0_t = t0_at + 8 <= t0_in_hi ? t0_at : t0_in_hi - 8;
+              double t0_acc_tile[4][8];
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc_tile[j][l] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      for (int64_t i2l = 0; i2l < 8; ++i2l) {
+                        const int64_t i2 = t0_t + i2l;
+                        const int64_t ix3 = i2 + r2 - 1;
+                        t0_acc_tile[i0j][i2l] = fused_madd_float32(t0_acc_tile[i0j][i2l], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      }
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc[j][t0_t - i2b + l] = t0_acc_tile[j][l];
+            }
+            /* the border lanes, outside the interior: one at a time, with every guard */
+            for (int64_t t0_k = 0; t0_k < (t0_in_lo - i2b) + (i2b + 16 - t0_in_hi); ++t0_k) {
+              const int64_t i2 = t0_k < (t0_in_lo - i2b) ? i2b + t0_k : t0_in_hi + t0_k - (t0_in_lo - i2b);
+              double t0_acc_one[4];
+              for (int64_t j = 0; j < 4; ++j) t0_acc_one[j] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    const int64_t ix3 = i2 + r2 - 1;
+                    if (ix3 < 0 || ix3 >= 16) continue;
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      t0_acc_one[i0j] = fused_madd_float32(t0_acc_one[i0j], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) t0_acc[j][i2 - i2b] = t0_acc_one[j];
+            }
+          } else {
+            /* an interior narrower than a tile: the lane loops over the whole block */
+            for (int64_t j = 0; j < 4; ++j) {
+              for (int64_t l = 0; l < 16; ++l) t0_acc[j][l] = 0;
+            }
+            for (int64_t r0 = 0; r0 < 8; ++r0) {
+              for (int64_t r1 = 0; r1 < 3; ++r1) {
+                const int64_t ix2 = i1 + r1 - 1;
+                if (ix2 < 0 || ix2 >= 16) continue;
+                for (int64_t r2 = 0; r2 < 3; ++r2) {
+                  int64_t t0_lo = i2b;
+                  int64_t t0_hi = i2b + 16;
+                  if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
+                  if (t0_hi > -r2 + 17) t0_hi = -r2 + 17;
+                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                    const int64_t ix3 = i2 + r2 - 1;
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                    }
+                  }
+                }
+              }
+            }
+          }
+          #endif
           for (int64_t i0j = 0; i0j < 4; ++i0j) {
             const int64_t i0 = i0b + i0j;
             for (int64_t i2 = i2b; i2 < i2b + 16; ++i2) {
@@ -394,6 +502,7 @@ static int fused_0_(
       for (int64_t i1 = 0; i1 < 16; ++i1) {
         for (int64_t i2b = 0; i2b < 16; i2b += 16) {
           /* a block of outputs: the reduction for all, then each stored */
+          #if defined(__AVX512F__)
           double t3_acc[4][16];
           /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point) */
           int64_t t3_in_lo = i2b;
@@ -474,6 +583,113 @@ static int fused_0_(
               }
             }
           }
+          #else
+          double t3_acc[4][16];
+          /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point) */
+          int64_t t3_in_lo = i2b;
+          int64_t t3_in_hi = i2b + 16;
+          if (t3_in_lo < 1) t3_in_lo = 1;
+          if (t3_in_hi > 15) t3_in_hi = 15;
+          if (t3_in_hi - t3_in_lo >= 8) {
+            /* register tiles of 16 then 8 lanes over the interior */
+            int64_t t3_at = t3_in_lo;
+            if (t3_at + 16 <= t3_in_hi) {
+              const int64_t t3_t = t3_at;
+              double t3_acc_tile[4][16];
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc_tile[j][l] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      for (int64_t i2l = 0; i2l < 16; ++i2l) {
+                        const int64_t i2 = t3_t + i2l;
+                        const int64_t ix3 = i2 + r2 - 1;
+                        t3_acc_tile[i0j][i2l] = fused_madd_float32(t3_acc_tile[i0j][i2l], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      }
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc[j][t3_t - i2b + l] = t3_acc_tile[j][l];
+              t3_at += 16;
+            }
+            for (; t3_at < t3_in_hi; t3_at += 8) {
+              /* the last tile ends at the interior's end, overlapping the one before */
+              const int64_t t3_t = t3_at + 8 <= t3_in_hi ? t3_at : t3_in_hi - 8;
+              double t3_acc_tile[4][8];
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc_tile[j][l] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  #pragma GCC unroll 3
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      for (int64_t i2l = 0; i2l < 8; ++i2l) {
+                        const int64_t i2 = t3_t + i2l;
+                        const int64_t ix3 = i2 + r2 - 1;
+                        t3_acc_tile[i0j][i2l] = fused_madd_float32(t3_acc_tile[i0j][i2l], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      }
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc[j][t3_t - i2b + l] = t3_acc_tile[j][l];
+            }
+            /* the border lanes, outside the interior: one at a time, with every guard */
+            for (int64_t t3_k = 0; t3_k < (t3_in_lo - i2b) + (i2b + 16 - t3_in_hi); ++t3_k) {
+              const int64_t i2 = t3_k < (t3_in_lo - i2b) ? i2b + t3_k : t3_in_hi + t3_k - (t3_in_lo - i2b);
+              double t3_acc_one[4];
+              for (int64_t j = 0; j < 4; ++j) t3_acc_one[j] = 0;
+              for (int64_t r0 = 0; r0 < 8; ++r0) {
+                for (int64_t r1 = 0; r1 < 3; ++r1) {
+                  const int64_t ix2 = i1 + r1 - 1;
+                  if (ix2 < 0 || ix2 >= 16) continue;
+                  for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    const int64_t ix3 = i2 + r2 - 1;
+                    if (ix3 < 0 || ix3 >= 16) continue;
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      t3_acc_one[i0j] = fused_madd_float32(t3_acc_one[i0j], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                    }
+                  }
+                }
+              }
+              for (int64_t j = 0; j < 4; ++j) t3_acc[j][i2 - i2b] = t3_acc_one[j];
+            }
+          } else {
+            /* an interior narrower than a tile: the lane loops over the whole block */
+            for (int64_t j = 0; j < 4; ++j) {
+              for (int64_t l = 0; l < 16; ++l) t3_acc[j][l] = 0;
+            }
+            for (int64_t r0 = 0; r0 < 8; ++r0) {
+              for (int64_t r1 = 0; r1 < 3; ++r1) {
+                const int64_t ix2 = i1 + r1 - 1;
+                if (ix2 < 0 || ix2 >= 16) continue;
+                for (int64_t r2 = 0; r2 < 3; ++r2) {
+                  int64_t t3_lo = i2b;
+                  int64_t t3_hi = i2b + 16;
+                  if (t3_lo < -r2 + 1) t3_lo = -r2 + 1;
+                  if (t3_hi > -r2 + 17) t3_hi = -r2 + 17;
+                  for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
+                    const int64_t ix3 = i2 + r2 - 1;
+                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                      const int64_t i0 = i0b + i0j;
+                      t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                    }
+                  }
+                }
+              }
+            }
+          }
+          #endif
           for (int64_t i0j = 0; i0j < 4; ++i0j) {
             const int64_t i0 = i0b + i0j;
             for (int64_t i2 = i2b; i2 < i2b + 16; ++i2) {
