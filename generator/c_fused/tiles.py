@@ -91,8 +91,10 @@ where AVX-512 takes 16 (which here would spill half its accumulators). On a Zen 
 thread, the nest alone, the same bits): matmul 256x256x256, 16.3-17.4 GFLOP/s with tiles
 of 16, 25.2-25.5 with tiles of 8; conv3x3 64->64 at 56x56 + bias + relu, 12.4-13.2
 against 18.2-21.1. A module built for the CPU that builds it (``host_isa``) compiles
-only its CPU's branch; the ``target_clones`` clones all take this one. Measured for a
-block of 8 only: the other blocks' sizes keep the same 64-accumulator bound untuned."""
+only its CPU's branch; the ``target_clones`` clones all take this one. Other choices
+for the conv, the same machine and thread: blocks of 4 with tiles of 16 and 8, 18.8-19.3;
+blocks of 4 with 12 and 8, 15.3-15.4; blocks of 8 with 12 and 8 (spilling), 13.6-13.9.
+The non-staged tiles keep the same 64-accumulator bound, untuned."""
 
 ISAS = (AVX512, AVX2)
 """The vector widths a nest's tiles are written for, widest first: the text of each is
