@@ -313,3 +313,42 @@ def test_staged_nests_unroll_kernel_taps_never_channel_loops(tmp_path):
     assert "converted to double once" in text and "#pragma GCC unroll 4" in text
     assert "#pragma GCC unroll 40" not in text
     assert UNROLL < 40
+
+
+def test_a_product_with_more_column_blocks_than_row_blocks_runs_them_outside(tmp_path):
+    """matmul [16, 40] x [40, 200]: 4 blocks of 64 columns against 2 blocks of 8 rows, so
+    the column blocks run outside (each weight panel is read once for all the row
+    blocks), with the plain nest's bits and the reference's values; [64, 40] x [40, 100]
+    (2 column blocks, 8 row blocks) keeps the rows outside."""
+    wide = check_case([("a", "float32", (16, 40)), ("b", "float32", (40, 200))], "matmul(a, b)", tmp_path)
+    assert wide.index("for (int64_t i1b = ") < wide.index("for (int64_t i0b = ")
+    (tmp_path / "tall").mkdir()
+    params = [("a", "float32", (64, 40)), ("b", "float32", (40, 100))]
+    tall = check_case(params, "matmul(a, b)", tmp_path / "tall")
+    assert tall.index("for (int64_t i0b = ") < tall.index("for (int64_t i1b = ")
+
+
+def test_column_blocks_outside_share_out_on_the_thread_pool(tmp_path):
+    """The same product on the thread pool: its chunks divide the column blocks, and the
+    result is the plain nest's, bit for bit."""
+    text = "graph main(a: float32[16, 40], b: float32[40, 200]) {\n  y = @fused { return matmul(a, b) }\n  return y\n}\n"
+    program = parse(text, "graph", file="wide.graph")
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for("fused")
+    spec = load_backend("fused")
+    values = spec.option_values({"openmp_reduction_threshold": "1"})
+    pooled = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
+    assert "for (int64_t i1b = begin * 64; i1b < end * 64; i1b += 64)" in pooled
+    _, plain = generate(text, False)
+    rng = np.random.default_rng(5)
+    a, b = (random_array(rng, p.type.shape, p.type.dtype) for p in fn.params)
+    results = []
+    for name, c in (("pooled", pooled), ("plain", plain)):
+        module = tvm_ffi.load_module(
+            str(compile_library({"fused.c": c, **SUPPORT}, "fused.c", tmp_path / name))
+        )
+        out = np.full((16, 200), 99, np.float32)
+        module[fn.name](a, b, out)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    (want,) = evaluate(fn, {"a": a, "b": b})
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-5)

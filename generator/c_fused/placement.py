@@ -50,10 +50,31 @@ class Placement:
         plan = self.blocked[0].plan
         return {plan.lane: plan.chunk, **({plan.block: plan.width} if plan.block is not None else {})}
 
+    def order(self) -> list[int]:
+        """The loops, outermost first: the nest's own order, except that a blocked
+        product whose lane loop directly follows its block loop (a matmul's rows, then
+        its columns) runs the lane blocks outside the row blocks when it has more of
+        them. Each lane block reads a panel of the lane-dependent operand (a column panel
+        of the weights) that every row block reads again: with the lane blocks outside,
+        the panel stays in the cache for all the row blocks, and the smaller operand
+        (the rows) is the one read again. A pure interchange of two block loops with
+        nothing between them: every output sums the same points in the same order."""
+        order = list(range(min(len(self.loops.variables), len(self.loops.extents))))
+        if self.blocked is None:
+            return order
+        plan = self.blocked[0].plan
+        lane, block, extents = plan.lane, plan.block, self.loops.extents
+        if block is None or block != lane - 1:
+            return order
+        if steps(extents[lane], plan.chunk) > steps(extents[block], plan.width):
+            order[block], order[lane] = lane, block
+        return order
+
     def outer_count(self) -> int:
         """The iterations of the outer loop (of blocks, when it is blocked): what a
         parallel nest's chunks divide."""
-        return steps(self.loops.extents[0], self._steps().get(0, 1))
+        outer = self.order()[0]
+        return steps(self.loops.extents[outer], self._steps().get(outer, 1))
 
     def lines(self, label: str, parallel: bool, simd: bool) -> list[str]:
         """The nest; with ``parallel``, its outer loop over one chunk ``[begin, end)``
@@ -64,9 +85,10 @@ class Placement:
         loops = self.loops
         step_of = self._steps()
         cut = min(step_of) + 1 if step_of else len(loops.axes) + 1
-        for k, (var, extent) in enumerate(zip(loops.variables, loops.extents)):
+        for position, k in enumerate(self.order()):
+            var, extent = loops.variables[k], loops.extents[k]
             out += pragmas(simd and k == len(loops.axes) - 1)
-            if parallel and k == 0:
+            if parallel and position == 0:
                 out.append(outer_loop(indent, f"{var}b" if k in step_of else var, step_of.get(k, 1)))
             elif k in step_of:
                 out.append(f"{indent}for (int64_t {var}b = 0; {var}b < {extent}; {var}b += {step_of[k]}) {{")
