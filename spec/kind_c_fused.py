@@ -101,6 +101,10 @@ class Accumulator:
     name: str
     init: str
     update: str
+    float_update: str | None = None
+    """The update of the accumulator as a C ``float``, where the option
+    ``float32_dots`` makes the float32 (float16, bfloat16) dot products accumulate in
+    float: the spec's ``float_update``, or None where the op has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +115,10 @@ class ReductionBinding(OpBinding):
     result: str
 
     def mapping_text(self) -> str:
-        accs = ", ".join(f"{a.name} = {a.init}; {a.update}" for a in self.accumulators)
+        accs = ", ".join(
+            f"{a.name} = {a.init}; {a.update}" + (f" (float: {a.float_update})" if a.float_update else "")
+            for a in self.accumulators
+        )
         return f"reduce {accs}; result {self.result}"
 
 
@@ -273,17 +280,22 @@ class CFusedKind(CodegenKind):
                     hint="rename it",
                 )
             entry = doc.mapping(accs, name, f"{what}: accumulator {name}")
-            doc.check_keys(entry, f"{what}: accumulator {name}", ("init", "update"), ())
+            doc.check_keys(entry, f"{what}: accumulator {name}", ("init", "update"), ("float_update",))
             earlier = {a.name for a in accumulators}
             init = self._one_line(doc, entry, "init", f"{what}: the init of accumulator {name}", base)
-            update = self._one_line(
-                doc,
-                entry,
-                "update",
-                f"{what}: the update of accumulator {name}",
-                base | inputs | earlier | {name},
-            )
-            accumulators.append(Accumulator(str(name), init, update))
+            updates = [
+                self._one_line(
+                    doc,
+                    entry,
+                    key,
+                    f"{what}: the {key} of accumulator {name}",
+                    base | inputs | earlier | {name},
+                )
+                if key in entry
+                else None
+                for key in ("update", "float_update")
+            ]
+            accumulators.append(Accumulator(str(name), init, *updates))
         names = base | {a.name for a in accumulators} | set(RESULT_PLACEHOLDERS)
         if opdef.shape_rule in POINTWISE_RESULT_RULES:
             names |= inputs

@@ -215,8 +215,12 @@ def widened(plan: Blocking, extents: Sequence[int], widths: Sequence[int]) -> Bl
 class BlockedText:
     """The C text of one blocked nest's accumulators, given its loop counters."""
 
-    def __init__(self, plan: Blocking, variables: Sequence[str], extents: Sequence[int]) -> None:
+    def __init__(
+        self, plan: Blocking, variables: Sequence[str], extents: Sequence[int], ctype: str = "double"
+    ) -> None:
         self.plan = plan
+        self.ctype = ctype
+        """The C type of the accumulators: double, or float (option ``float32_dots``)."""
         self.lane = variables[plan.lane]
         self.lane_extent = extents[plan.lane]
         self.block = None if plan.block is None else variables[plan.block]
@@ -240,7 +244,7 @@ class BlockedText:
     def declaration(self, acc: str) -> str:
         """The accumulator array ``acc`` of a block."""
         shape = (f"[{self.plan.width}]" if self.block else "") + f"[{self.plan.chunk}]"
-        return f"double {acc}{shape};"
+        return f"{self.ctype} {acc}{shape};"
 
     def fill(self, acc: str, init: str) -> list[str]:
         """Every element of the accumulator array ``acc`` set to ``init``."""

@@ -140,7 +140,7 @@ def module_text(
         *([POSIX] if parallel else []),
         *([c_profile.POSIX] if profile else []),
         ffi_entry.includes()
-        + ("#include <math.h>\n" if _needs_math(externals, spec, functions) else "")
+        + ("#include <math.h>\n" if _needs_math(externals, spec, functions, values) else "")
         + _extra_includes(workspace, parallel)
         + (c_profile.INCLUDE if profile else ""),
     ]
@@ -177,23 +177,35 @@ CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")
 """A function call in an op's C template (``exp(${x0})``), or a <math.h> constant."""
 
 
-def _needs_math(externals: Sequence[Function], spec: BackendSpec, functions: Sequence[FusedText]) -> bool:
+def _needs_math(
+    externals: Sequence[Function],
+    spec: BackendSpec,
+    functions: Sequence[FusedText],
+    values: Mapping[str, object],
+) -> bool:
     """Whether the module needs <math.h>: a constant is an infinity or NaN, or an op
     expression that the functions use calls a function (C99's exp, tanh, erf, ...)."""
     if any(f.non_finite for f in functions):
         return True
     used = {node.op for fn in externals for node in fn.nodes}
+    floats = bool(values.get("float32_dots"))
     return any(
-        CALL.search(text) for op, binding in spec.ops.items() if op in used for text in _templates(binding)
+        CALL.search(text)
+        for op, binding in spec.ops.items()
+        if op in used
+        for text in _templates(binding, floats)
     )
 
 
-def _templates(binding: OpBinding) -> tuple[str, ...]:
-    """The C templates of an op's binding."""
+def _templates(binding: OpBinding, floats: bool) -> tuple[str, ...]:
+    """The C templates of an op's binding (with ``floats``, the float updates too)."""
     if isinstance(binding, ExpressionBinding):
         return (binding.expression,)
     if isinstance(binding, ReductionBinding):
-        return (binding.result, *(t for a in binding.accumulators for t in (a.init, a.update)))
+        texts = (
+            t for a in binding.accumulators for t in (a.init, a.update, a.float_update if floats else None)
+        )
+        return (binding.result, *(t for t in texts if t is not None))
     return ()
 
 

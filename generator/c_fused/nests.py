@@ -46,11 +46,11 @@ from ..c.text import comment, origin, value_label
 from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
 from .blocking import BlockedText, plan_blocking, reduction_loops, widened
-from .index import Site, element
+from .index import Anchor, Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner
 from .placement import Placement
-from .staging import Staged, conversion, stageable, staged_read
+from .staging import Panel, Staged, conversion, panel_read, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
 
 Timer = Callable[[str, list[str], list[Node]], list[str]]
@@ -207,8 +207,7 @@ def anchored_body(
     slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers}, writer.staged)
     placed = [(buf, t, value_label(name), slots[name]) for buf, t, name in buffers]
     placed += [
-        (st.buffer, st.type, f"{value_label(st.value)} as double (nest {st.nest})", slots[st.key])
-        for st in writer.staged
+        (st.buffer, st.type, st.description(value_label(st.value)), slots[st.key]) for st in writer.staged
     ]
     return Body(statements, placed, can_fail, parallel, len(nests) + len(copies))
 
@@ -356,6 +355,38 @@ class _NestWriter:
             defines=c,
         )
 
+    def _float_accumulators(self, binding: ReductionBinding, dtype: str) -> bool:
+        """Whether the accumulators of an op of ``dtype`` are C floats: with the option
+        ``float32_dots``, for a float32 (float16, bfloat16) op whose every accumulator
+        has a ``float_update`` (the spec's dot products)."""
+        return (
+            bool(self.values.get("float32_dots"))
+            and _float_dtype(dtype)
+            and all(a.float_update is not None for a in binding.accumulators)
+        )
+
+    def _pack(
+        self, c: str, node: Node, site: Site, anchor: Anchor, blocked: BlockedText, n: int, reads: list[str]
+    ) -> None:
+        """Read each float32 input whose element moves along the lanes' last axis (a
+        matmul's weights) from a copy packed in panels of a block's lanes (staging.py)."""
+        lane = blocked.lane
+        for j, t in enumerate(site.ins):
+            columns = t.shape[-1] if t.rank else 0
+            if not blocked.plan.lane_reads[j] or t.dtype != "float32" or columns != blocked.lane_extent:
+                continue
+            if columns <= blocked.plan.chunk:
+                continue  # one panel: the input's own layout
+            panel = Panel(math.prod(t.shape) // columns, columns, blocked.plan.chunk)
+            buf = f"tmp{c[1:]}_x{j}"
+            read = panel_read(anchor.reads[j], site.arrays[j], buf, lane, blocked.start(lane), panel)
+            if read is None:
+                continue
+            packed = TensorType((panel.size,), "float32")
+            self.staged.append(Staged(buf, packed, site.arrays[j], node.inputs[j], n, "float32", panel))
+            self.outline.pointers[buf] = "float*"
+            reads[j] = read
+
     def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
         """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
         node, c = piece.node, piece.c_name
@@ -391,14 +422,17 @@ class _NestWriter:
         base = {**self._template_values(node), **{f"x{j}_dtype": t.dtype for j, t in enumerate(site.ins)}}
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
         loaded = [c_dtypes.load(r, t.dtype) for r, t in zip(anchor.reads, site.ins)]
+        floats = self._float_accumulators(binding, dtype)
+        acc_type = "float" if floats else "double"
+        update_of = {a.name: a.float_update if floats else a.update for a in binding.accumulators}
         plan = None
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
             plan = plan_blocking(var, loops.extents, anchor)
         if plan is not None:
-            blocked = BlockedText(plan, var, loops.extents)
+            blocked = BlockedText(plan, var, loops.extents, acc_type)
             reads = list(loaded)
             if TiledText.tiles(plan):
-                for j in stageable([a.update for a in binding.accumulators], site.ins):
+                for j in stageable(list(update_of.values()), site.ins):
                     if plan.lane_reads[j]:
                         continue  # see staging.py: a lane-dependent input stays as it is
                     buf = f"tmp{c[1:]}_x{j}"
@@ -415,26 +449,31 @@ class _NestWriter:
                     )
                     self.outline.pointers[buf] = "double*"
                     reads[j] = staged_read(anchor.reads[j], site.arrays[j], buf)
-            staged = reads != list(loaded)
-            if staged:  # each converted input vector feeds more outputs (tiles.STAGED_WIDTHS)
+                if floats:
+                    self._pack(c, node, site, anchor, blocked, n, reads)
+            staged = any(st.nest == n and st.panel is None for st in self.staged)
+            if staged or floats:  # each input vector feeds more outputs (tiles.STAGED_WIDTHS)
                 plan = widened(plan, loops.extents, STAGED_WIDTHS)
-                blocked = BlockedText(plan, var, loops.extents)
+                blocked = BlockedText(plan, var, loops.extents, acc_type)
 
             def updates(elements: Mapping[str, str]) -> list[str]:
                 args = {**base, **{a.name: elements[accs[a.name]] for a in binding.accumulators}}
                 args.update((f"x{j}", r) for j, r in enumerate(reads))
-                return [f"{elements[accs[a.name]]} = {render(a.update, args)};" for a in binding.accumulators]
+                return [
+                    f"{elements[accs[a.name]]} = {render(update_of[a.name], args)};"
+                    for a in binding.accumulators
+                ]
 
             inits = {accs[a.name]: render(a.init, base) for a in binding.accumulators}
-            tiled = TiledText(blocked, c, anchor.levels, staged)
+            tiled = TiledText(blocked, c, anchor.levels, staged, floats)
             placed.blocked = (blocked, tiled.reduction(inits, updates))
             accs = {name: blocked.element(acc) for name, acc in accs.items()}
         for group in _passes(binding) if plan is None else ():
-            decls = [f"double {accs[a.name]} = {render(a.init, base)};" for a in group]
+            decls = [f"{acc_type} {accs[a.name]} = {render(a.init, base)};" for a in group]
             updates = []
             for a in group:
                 args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(loaded)}}
-                updates.append(f"{accs[a.name]} = {render(a.update, args)};")
+                updates.append(f"{accs[a.name]} = {render(update_of[a.name], args)};")
             text = "\n".join([*decls, *reduction_loops(anchor.levels, updates)])
             placed.add(text, "", defines=tuple(accs[a.name] for a in group))
         result_args = {**base, **accs, "window": str(anchor.window)}
@@ -445,6 +484,10 @@ class _NestWriter:
         result = c_dtypes.rounded(render(binding.result, result_args), dtype)
         placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
+
+
+def _float_dtype(dtype: str) -> bool:
+    return c_dtypes.compute_type(dtype) == "float"
 
 
 def _passes(binding: ReductionBinding) -> list[list]:

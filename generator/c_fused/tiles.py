@@ -79,12 +79,18 @@ class TileSizes:
     tiles: tuple[int, ...]
     staged: tuple[int, ...]
     staged_accumulators: int
+    floats: tuple[int, ...]
+    """The tiles of float accumulators (option ``float32_dots``), widest first."""
+    float_accumulators: int
+    """The most floats in such a tile's accumulators (its block width times lanes)."""
 
 
-AVX512 = TileSizes("defined(__AVX512F__)", TILES, STAGED_TILES, STAGED_ACCUMULATORS)
-"""32 vector registers of 8 doubles: the sizes above."""
+AVX512 = TileSizes("defined(__AVX512F__)", TILES, STAGED_TILES, STAGED_ACCUMULATORS, (32, 16), 256)
+"""32 vector registers of 8 doubles (or 16 floats): the sizes above; float tiles of at
+most 16 registers of accumulators (a block of 8 outputs times 32 lanes), like the
+AVX2 double tiles that measured best."""
 
-AVX2 = TileSizes("", (16, 8), (16, 8), 64)
+AVX2 = TileSizes("", (16, 8), (16, 8), 64, (16, 8), 64)
 """16 vector registers of 4 doubles (AVX2, and any CPU without AVX-512): tiles of at most
 64 accumulators, so that a block of 8 outputs takes tiles of 8 lanes (16 registers)
 where AVX-512 takes 16 (which here would spill half its accumulators). On a Zen 3 (one
@@ -94,7 +100,9 @@ against 18.2-21.1. A module built for the CPU that builds it (``host_isa``) comp
 only its CPU's branch; the ``target_clones`` clones all take this one. Other choices
 for the conv, the same machine and thread: blocks of 4 with tiles of 16 and 8, 18.8-19.3;
 blocks of 4 with 12 and 8, 15.3-15.4; blocks of 8 with 12 and 8 (spilling), 13.6-13.9.
-The non-staged tiles keep the same 64-accumulator bound, untuned."""
+The non-staged tiles keep the same 64-accumulator bound, untuned. Float accumulators
+(8 per register): at most 8 registers of them, a block of 8 outputs times 8 lanes (or 4
+times 16), the rest for the block's broadcast inputs and the lanes' loads."""
 
 ISAS = (AVX512, AVX2)
 """The vector widths a nest's tiles are written for, widest first: the text of each is
@@ -113,7 +121,12 @@ class TiledText:
     """The reduction text of one block: interior tiles and border lanes, or lane loops."""
 
     def __init__(
-        self, blocked: BlockedText, name: str, levels: Sequence[Level], staged: bool = False
+        self,
+        blocked: BlockedText,
+        name: str,
+        levels: Sequence[Level],
+        staged: bool = False,
+        floats: bool = False,
     ) -> None:
         self.b = blocked
         self.plan = blocked.plan
@@ -123,12 +136,19 @@ class TiledText:
         self.j = f"{blocked.block}j" if blocked.block else ""
         self.staged = staged
         """The updates read staged double inputs: :data:`STAGED_TILES`, loops unrolled."""
+        self.floats = floats
+        """The accumulators are floats (option ``float32_dots``): :attr:`TileSizes.floats`."""
 
     def sizes(self, isa: TileSizes) -> list[int]:
         """The tile sizes for ``isa``, none wider than a block (nor, staged, than its
         accumulators allow)."""
-        most = isa.staged_accumulators // self.plan.width if self.staged else self.plan.chunk
-        return [s for s in (isa.staged if self.staged else isa.tiles) if s <= min(most, self.plan.chunk)]
+        if self.floats:
+            sizes, most = isa.floats, isa.float_accumulators // self.plan.width
+        elif self.staged:
+            sizes, most = isa.staged, isa.staged_accumulators // self.plan.width
+        else:
+            sizes, most = isa.tiles, self.plan.chunk
+        return [s for s in sizes if s <= min(most, self.plan.chunk)]
 
     @staticmethod
     def tiles(plan: Blocking) -> bool:
@@ -223,10 +243,11 @@ class TiledText:
     def _start(self, name: str, init: str, lanes: int | None) -> list[str]:
         """The accumulators ``name`` of a tile of ``lanes`` lanes (``None``: one lane),
         each set to ``init``."""
+        ctype = self.b.ctype
         if not self.b.block and not lanes:
-            return [f"double {name} = {init};"]
+            return [f"{ctype} {name} = {init};"]
         shape = (f"[{self.plan.width}]" if self.b.block else "") + (f"[{lanes}]" if lanes else "")
-        return [f"double {name}{shape};", *self._all(lanes, lambda i: f"{name}{i} = {init};")]
+        return [f"{ctype} {name}{shape};", *self._all(lanes, lambda i: f"{name}{i} = {init};")]
 
     def _tiles(self, size: int, last: bool, inits: Mapping[str, str], updates: Updates) -> list[str]:
         """The loop over the interior's tiles of ``size`` lanes, from ``<name>_at``."""
@@ -244,7 +265,9 @@ class TiledText:
         offset = f"{tile} - {b.start(b.lane)}"
         body = [
             *(x for acc, init in inits.items() for x in self._start(regs[acc], init, size)),
-            *reduction_loops(plan.levels, self._over_block(lanes, self.staged), UNROLL if self.staged else 0),
+            *reduction_loops(
+                plan.levels, self._over_block(lanes, self.staged or self.floats), UNROLL if self.staged else 0
+            ),
             *(
                 x
                 for acc in inits

@@ -191,4 +191,15 @@ static inline float fused_power_float32(float x, float y) {
 #define fused_gelu_float64(x) (0.5 * (x) * erfc(-(x) / 1.4142135623730951))
 #define fused_power_float64(x, y) pow(x, y)
 
+/* acc + a * b in float, the update of the float accumulators of the dot products
+   (conv, dense, matmul) under the option float32_dots: one rounding, as a float32 BLAS
+   computes, where the CPU has a fused multiply-add (a build for an FMA target, or the
+   target_clones clones that have one, byoc_clones_have_fma); the multiply and the add
+   elsewhere (libm's fmaf is a slow software routine without the instruction). */
+#if defined(FP_FAST_FMAF) || defined(byoc_clones_have_fma)
+#define fused_maddf(acc, a, b) fmaf(a, b, acc)
+#else
+#define fused_maddf(acc, a, b) ((acc) + (a) * (b))
+#endif
+
 #endif
