@@ -188,12 +188,17 @@ def _needs_math(
     if any(f.non_finite for f in functions):
         return True
     used = {node.op for fn in externals for node in fn.nodes}
-    floats = bool(values.get("float32_dots"))
+    floats = {  # ops whose float updates the module uses (option float32_dots)
+        node.op
+        for fn in externals
+        for node in fn.nodes
+        if values.get("float32_dots") and c_dtypes.compute_type(node.type.dtype) == "float"
+    }
     return any(
         CALL.search(text)
         for op, binding in spec.ops.items()
         if op in used
-        for text in _templates(binding, floats)
+        for text in _templates(binding, op in floats)
     )
 
 

@@ -1,0 +1,183 @@
+"""The `fused` option float32_dots: float accumulators for the float32 (float16,
+bfloat16) dot products, and a matmul's weights packed in panels.
+
+With the option, conv, conv_transpose, dense and matmul sum in C floats (the spec's
+``float_update``), so their results are no longer the float64 reference's bits. Each
+executed case is checked against that reference with the classic bound of a float
+dot product of ``k`` terms, ``|got - want| <= k * u * sum(|a| * |b|)`` (``u`` the
+float's unit roundoff), computed by running the same graph on the inputs' absolute
+values: a bound that a wrong index or a lost term breaks, and reordering does not.
+The generated text is checked for what the option changes (float accumulators,
+packed panels) and for what it leaves alone (float64, pooling, softmax).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm_ffi
+from compile_util import compile_library
+from conftest import random_array
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shipped_fused import SUPPORT, module_of
+from test_fused_anchors import shape_text
+
+from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.generator import generator_for
+from byoc.generator.c_fused.staging import Panel, panel_read
+from byoc.generator.lowering import lower
+
+UNIT_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11}
+
+
+def generate(text: str, floats: bool = True):
+    program = parse(text, "graph", file="float32_dots.graph")
+    (fn,) = lower(program, load_backend, load_catalog()).externals_for("fused")
+    spec = load_backend("fused")
+    values = spec.option_values({"float32_dots": "true" if floats else "false"})
+    return fn, module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
+
+
+def graph(params, expr: str) -> str:
+    args = ", ".join(f"{n}: {d}[{shape_text(s)}]" for n, d, s in params)
+    return f"graph main({args}) {{\n  r = @fused {{\n    return {expr}\n  }}\n  return r\n}}\n"
+
+
+def run(fn, text: str, inputs, out_dir):
+    module = tvm_ffi.load_module(str(compile_library({"fused.c": text, **SUPPORT}, "fused.c", out_dir)))
+    outputs = [np.full(t.shape, 99, dtype=t.dtype) for t in fn.output_types]
+    module[fn.name](*inputs.values(), *outputs)
+    return outputs
+
+
+def check(params, expr: str, terms: int, tmp_path, seed: int = 7) -> str:
+    """Run ``expr`` with float32_dots against the reference, within the dot-product bound
+    of ``terms`` terms; returns the generated C."""
+    fn, text = generate(graph(params, expr))
+    rng = np.random.default_rng(seed)
+    inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
+    (got,) = run(fn, text, inputs, tmp_path)
+    (want,) = evaluate(fn, inputs)
+    (magnitude,) = evaluate(fn, {k: np.abs(v) for k, v in inputs.items()})
+    u = UNIT_ROUNDOFF[str(got.dtype)]
+    # the sums' roundings, and the result's own rounding to its dtype
+    bound = terms * u * magnitude.astype(np.float64) + u * np.abs(want.astype(np.float64))
+    error = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.all(error <= bound), (
+        f"{expr}: error {error.max()} beyond the bound at {np.argmax(error > bound)}"
+    )
+    return text
+
+
+# (params, expr, terms of each dot product, packed): matmuls whose weights are packed,
+# with a last panel narrower than 64 columns, batches that broadcast, and the ops that
+# keep their weights' layout
+CASES = [
+    ([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)", 40, True),
+    ([("x", "float32", (2, 3, 5, 70)), ("w", "float32", (70, 130))], "matmul(x, w)", 70, True),
+    ([("x", "float32", (2, 6, 33)), ("w", "float32", (2, 33, 96))], "matmul(x, w)", 33, True),
+    ([("x", "float32", (12, 64)), ("w", "float32", (64, 64))], "matmul(x, w)", 64, False),
+    ([("x", "float32", (9, 50)), ("w", "float32", (70, 50))], "dense(x, w)", 50, False),
+    ([("x", "float16", (4, 30)), ("w", "float16", (30, 80))], "matmul(x, w)", 30, False),
+    (
+        [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (8, 8, 3, 3))],
+        "conv(x, w, pads=[1, 1, 1, 1])",
+        72,
+        False,
+    ),
+    (
+        [("x", "float32", (1, 4, 5, 7)), ("w", "float32", (4, 3, 3, 3))],
+        "conv_transpose(x, w, strides=[2, 2])",
+        36,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "case", CASES, ids=lambda c: f"{c[1].split('(')[0]}-{'x'.join(map(str, c[0][0][2]))}"
+)
+def test_float_accumulators_stay_within_the_dot_product_bound(case, tmp_path):
+    params, expr, terms, packed = case
+    text = check(params, expr, terms, tmp_path)
+    assert "float t0_acc" in text and "double t0_acc" not in text
+    assert "= fused_maddf(" in text and "= fused_madd_float" not in text
+    assert ("packed in panels of 64 columns" in text) == packed
+
+
+def test_golden(golden):
+    """A matmul with bias and relu after it: the float tiles, the packing and the epilogue."""
+    params = [("x", "float32", (8, 40)), ("w", "float32", (40, 100)), ("b", "float32", (100,))]
+    assert generate(graph(params, "relu(add(matmul(x, w), b))"))[1] == golden("c")
+
+
+def test_packed_weights_are_read_in_panels_of_a_blocks_columns(tmp_path):
+    text = check([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)", 40, tmp_path)
+    # 200 columns: 4 panels of 64 (the last one holding 8), each of the 40 rows of w
+    assert "float* const tmp0_x1 = (float*)(ws + 0); /* holds w in panels of 64 columns (nest 0) */" in text
+    assert "tmp0_x1[c * 40 + p * 64 + l] = in1[p * 200 + c + l];" in text
+    assert "const int64_t n = (c + 64 <= 200 ? 64 : 8);" in text
+    assert "tmp0_x1[i1b * 40 + r0 * 64 + (i1 - i1b)]" in text
+
+
+def test_the_option_leaves_float64_pooling_and_softmax_as_they_are():
+    params = [("x", "float64", (8, 40)), ("w", "float64", (40, 100))]
+    assert generate(graph(params, "matmul(x, w)"))[1] == generate(graph(params, "matmul(x, w)"), False)[1]
+    params = [("x", "float32", (1, 3, 9, 9))]
+    for expr in (
+        "max_pool(x, kernel_shape=[2, 2])",
+        "softmax(x, axis=3)",
+        "avg_pool(x, kernel_shape=[3, 3])",
+    ):
+        assert generate(graph(params, expr))[1] == generate(graph(params, expr), False)[1], expr
+
+
+def test_without_the_option_a_dot_keeps_its_double_accumulators():
+    text = generate(graph([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)"), False)[1]
+    assert "double t0_acc" in text and "fused_maddf" not in text and "panels" not in text
+
+
+@pytest.mark.parametrize(
+    "read, expected",
+    [
+        ("w[r0 * 200 + i1]", "buf[i1b * 40 + r0 * 64 + (i1 - i1b)]"),
+        ("w[i0 * 8000 + r0 * 200 + i1]", "buf[i1b * 40 + i0 * 2560 + r0 * 64 + (i1 - i1b)]"),
+        ("w[i1]", "buf[i1b * 40 + (i1 - i1b)]"),
+        ("w[i1 * 40 + r0]", None),  # the lanes stride through the rows (a dense's weights)
+        ("w[r0 * 200 + i1 * 2]", None),  # a strided lane
+        ("w[r0 * 100 + i1]", None),  # a row step that is not a whole row
+        ("w[r0 * 200 + i1 + 1]", None),  # an offset
+        ("v[r0 * 200 + i1]", None),  # another array
+    ],
+)
+def test_panel_read_rewrites_only_a_whole_rows_plus_lane_index(read, expected):
+    assert panel_read(read, "w", "buf", "i1", "i1b", Panel(40, 200, 64)) == expected
+
+
+def test_panel_size_rounds_the_last_panel_up():
+    assert Panel(40, 200, 64).size == 4 * 64 * 40
+    assert Panel(3, 128, 64).size == 128 * 3
+
+
+@st.composite
+def matmul_case(draw):
+    small = st.integers(1, 9)
+    m, k = draw(small), draw(st.integers(1, 80))
+    n = draw(st.sampled_from([16, 63, 64, 65, 130, 200]))
+    batch_a = tuple(draw(st.sampled_from([1, 2, 3])) for _ in range(draw(st.integers(0, 2))))
+    batch_b = batch_a[len(batch_a) - draw(st.integers(0, len(batch_a))) :]
+    batch_b = tuple(draw(st.sampled_from([1, b])) for b in batch_b)
+    return [("x", "float32", (*batch_a, m, k)), ("w", "float32", (*batch_b, k, n))], k
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=matmul_case(), seed=st.integers(0, 2**16))
+def test_random_matmuls_stay_within_the_bound(case, seed, tmp_path_factory):
+    params, k = case
+    check(params, "matmul(x, w)", k, tmp_path_factory.mktemp("mm"), seed)
