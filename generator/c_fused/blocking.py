@@ -225,7 +225,8 @@ class BlockedText:
         self.lane_extent = extents[plan.lane]
         self.block = None if plan.block is None else variables[plan.block]
 
-    def start(self, var: str) -> str:
+    @staticmethod
+    def start(var: str) -> str:
         """The counter of the loop over the blocks of loop ``var``."""
         return f"{var}b"
 

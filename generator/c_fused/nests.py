@@ -45,8 +45,8 @@ from ..c import dtypes as c_dtypes
 from ..c.text import comment, origin, value_label
 from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
-from .blocking import BlockedText, plan_blocking, reduction_loops, widened
-from .index import Anchor, Site, element
+from .blocking import CHUNK, BlockedText, plan_blocking, reduction_loops, widened
+from .index import Anchor, Site, element, row_major
 from .loops import Loops, plan_loops
 from .outline import Outliner
 from .placement import Placement
@@ -365,27 +365,36 @@ class _NestWriter:
             and all(a.float_update is not None for a in binding.accumulators)
         )
 
-    def _pack(
-        self, c: str, node: Node, site: Site, anchor: Anchor, blocked: BlockedText, n: int, reads: list[str]
-    ) -> None:
-        """Read each float32 input whose element moves along the lanes' last axis (a
-        matmul's weights) from a copy packed in panels of a block's lanes (staging.py)."""
-        lane = blocked.lane
+    def _packs(
+        self,
+        c: str,
+        node: Node,
+        site: Site,
+        anchor: Anchor,
+        var: Sequence[str],
+        extents: Sequence[int],
+        n: int,
+    ) -> dict[int, Staged]:
+        """The float32 inputs of a float-accumulator nest that its lanes read along one
+        of their axes (a matmul's or a dense's weights), each packed in panels of a
+        block's lanes (staging.py), by position; their reads are ``Staged.read``."""
+        lane, extent = var[-1], extents[-1]
+        width = min(CHUNK, extent)
+        packs = {}
         for j, t in enumerate(site.ins):
-            columns = t.shape[-1] if t.rank else 0
-            if not blocked.plan.lane_reads[j] or t.dtype != "float32" or columns != blocked.lane_extent:
+            if t.dtype != "float32" or not _uses_word(anchor.reads[j], lane):
                 continue
-            if columns <= blocked.plan.chunk:
-                continue  # one panel: the input's own layout
-            panel = Panel(math.prod(t.shape) // columns, columns, blocked.plan.chunk)
             buf = f"tmp{c[1:]}_x{j}"
-            read = panel_read(anchor.reads[j], site.arrays[j], buf, lane, blocked.start(lane), panel)
-            if read is None:
-                continue
-            packed = TensorType((panel.size,), "float32")
-            self.staged.append(Staged(buf, packed, site.arrays[j], node.inputs[j], n, "float32", panel))
-            self.outline.pointers[buf] = "float*"
-            reads[j] = read
+            for axis, stride in enumerate(row_major(t.shape)):
+                if t.shape[axis] != extent or (stride == 1 and extent <= width):
+                    continue  # not the lanes' axis, or one panel: the input's own layout
+                panel = Panel(math.prod(t.shape) // extent, extent, width, stride)
+                read = panel_read(anchor.reads[j], site.arrays[j], buf, lane, BlockedText.start(lane), panel)
+                if read is not None:
+                    packed = TensorType((panel.size,), "float32")
+                    packs[j] = Staged(buf, packed, site.arrays[j], node.inputs[j], n, "float32", panel, read)
+                    break
+        return packs
 
     def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
         """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
@@ -426,11 +435,21 @@ class _NestWriter:
         acc_type = "float" if floats else "double"
         update_of = {a.name: a.float_update if floats else a.update for a in binding.accumulators}
         plan = None
+        packs: dict[int, Staged] = {}
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
-            plan = plan_blocking(var, loops.extents, anchor)
+            if floats:
+                packs = self._packs(c, node, site, anchor, var, loops.extents, n)
+                packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
+                plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed)) if packs else None
+            if plan is None:
+                packs = {}
+                plan = plan_blocking(var, loops.extents, anchor)
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents, acc_type)
-            reads = list(loaded)
+            reads = [packs[j].read if j in packs else r for j, r in enumerate(loaded)]
+            for staged_input in packs.values():
+                self.staged.append(staged_input)
+                self.outline.pointers[staged_input.buffer] = "float*"
             if TiledText.tiles(plan):
                 for j in stageable(list(update_of.values()), site.ins):
                     if plan.lane_reads[j]:
@@ -449,8 +468,6 @@ class _NestWriter:
                     )
                     self.outline.pointers[buf] = "double*"
                     reads[j] = staged_read(anchor.reads[j], site.arrays[j], buf)
-                if floats:
-                    self._pack(c, node, site, anchor, blocked, n, reads)
             staged = any(st.nest == n and st.panel is None for st in self.staged)
             if staged or floats:  # each input vector feeds more outputs (tiles.STAGED_WIDTHS)
                 plan = widened(plan, loops.extents, STAGED_WIDTHS)
@@ -484,6 +501,10 @@ class _NestWriter:
         result = c_dtypes.rounded(render(binding.result, result_args), dtype)
         placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
+
+
+def _uses_word(text: str, word: str) -> bool:
+    return re.search(rf"\b{word}\b", text) is not None
 
 
 def _float_dtype(dtype: str) -> bool:

@@ -61,6 +61,9 @@ class Staged:
     """The source's layout in panels, for a packed input (its dtype unchanged); None: the
     source's own layout, converted to double."""
 
+    read: str = ""
+    """A packed input's read in the nest (:func:`panel_read`)."""
+
     def description(self, label: str) -> str:
         """What the buffer holds, for the workspace's comment."""
         if self.panel is None:
@@ -75,46 +78,70 @@ class Staged:
 
 @dataclass(frozen=True, slots=True)
 class Panel:
-    """A packed input's layout: its elements as ``rows`` rows of ``columns`` (its last
-    axis; the rows every other axis), stored in panels of ``width`` columns, each panel's
-    rows one after the other, so that row ``p``, column ``c`` is at
-    ``(c - c % width) * rows + p * width + c % width``. A last panel narrower than
-    ``width`` keeps the stride: its unused columns are never read."""
+    """A packed input's layout. The input's elements are ``rows`` x ``columns``: the
+    columns its axis that the lanes run along (``columns`` elements, ``stride`` apart),
+    the rows every other axis in order (row-major without that axis). They are stored in
+    panels of ``width`` columns, each panel's rows one after the other: row ``p``,
+    column ``c`` at ``(c - c % width) * rows + p * width + c % width``. A last panel
+    narrower than ``width`` keeps the stride: its unused columns are never read. With the
+    lanes along the last axis (``stride`` 1, a matmul's weights ``w[k, n]``) a panel is
+    a block of columns; along the first (a dense's ``w[n, k]``, ``stride`` k), the packing
+    transposes it."""
 
     rows: int
     columns: int
     width: int
+    stride: int = 1
 
     @property
     def size(self) -> int:
         """The buffer's elements."""
         return -(-self.columns // self.width) * self.width * self.rows
 
+    def source(self, p: str, c: str) -> str:
+        """The source's index of row ``p``, column ``c`` (C expressions)."""
+        s, n = self.stride, self.columns
+        if s == 1:
+            return f"{p} * {n} + {c}"
+        if self.rows == s:  # the columns' axis is the first
+            return f"({c}) * {s} + {p}"
+        return f"{p} / {s} * {s * n} + ({c}) * {s} + {p} % {s}"
+
 
 _TERM = re.compile(r"(\w+)(?: \* (\d+))?\Z")
 
 
 def panel_read(read: str, array: str, buffer: str, lane: str, start: str, panel: Panel) -> str | None:
-    """``read`` (``<array>[index]``, an element of a ``panel.rows`` x ``panel.columns``
-    input) as a read of ``buffer`` packed in ``panel``'s layout, where the lane counter
-    ``lane`` runs from its block's first column ``start`` (a multiple of the width): the
-    index must be ``lane`` plus terms of coefficients that are multiples of the row
-    length (a whole row per step); None for any other index."""
+    """``read`` (``<array>[index]``) as a read of ``buffer``, the array packed in
+    ``panel``'s layout, where the lane counter ``lane`` runs from its block's first
+    column ``start`` (a multiple of the width); None unless the index is ``lane`` times
+    the columns' stride plus terms that each step either whole rows of columns (a
+    coefficient that is a multiple of ``stride * columns``: an axis before the
+    columns') or within one column (a coefficient below ``stride``: an axis after it;
+    an in-bounds element keeps their sum below it)."""
     if not read.startswith(f"{array}[") or not read.endswith("]"):
         return None
     terms = []
     for part in read[len(array) + 1 : -1].split(" + "):
         match = _TERM.match(part)
-        if match is None:
+        if match is None or match.group(1).isdigit():
             return None
         terms.append((match.group(1), int(match.group(2) or 1)))
-    if (lane, 1) not in terms:
+    s, n = panel.stride, panel.columns
+    if [c for name, c in terms if name == lane] != [s]:
         return None
-    rows = [(name, coef) for name, coef in terms if (name, coef) != (lane, 1)]
-    if any(coef % panel.columns or name == lane or name.isdigit() for name, coef in rows):
-        return None
-    row = " + ".join(f"{n} * {c // panel.columns * panel.width}" for n, c in rows)
-    return f"{buffer}[{start} * {panel.rows} + {row + ' + ' if row else ''}({lane} - {start})]"
+    rows = []
+    for name, coef in terms:
+        if name == lane:
+            continue
+        if coef % (s * n) == 0:
+            rows.append(f"{name} * {coef // n * panel.width}")
+        elif coef < s:
+            rows.append(f"{name} * {coef * panel.width}")
+        else:
+            return None
+    row = "".join(f"{r} + " for r in rows)
+    return f"{buffer}[{start} * {panel.rows} + {row}({lane} - {start})]"
 
 
 def stageable(updates: Sequence[str], types: Sequence[TensorType]) -> tuple[int, ...]:
@@ -153,7 +180,7 @@ def conversion(staged: Staged, label: str) -> list[str]:
 
 
 def _packing(staged: Staged, panel: Panel, label: str) -> list[str]:
-    buf, src, rows, cols, width = staged.buffer, staged.source, panel.rows, panel.columns, panel.width
+    buf, rows, cols, width = staged.buffer, panel.rows, panel.columns, panel.width
     note = (
         f"{buf}: {label} packed in panels of {width} columns, each panel's {rows} rows one "
         f"after the other, for the register tiles of nest {staged.nest} (each reads a panel's "
@@ -166,7 +193,8 @@ def _packing(staged: Staged, panel: Panel, label: str) -> list[str]:
         f"  for (int64_t c = 0; c < {cols}; c += {width}) {{",
         f"    const int64_t n = {columns};",
         f"    for (int64_t p = 0; p < {rows}; ++p) {{",
-        f"      for (int64_t l = 0; l < n; ++l) {buf}[c * {rows} + p * {width} + l] = {src}[p * {cols} + c + l];",
+        f"      for (int64_t l = 0; l < n; ++l) {buf}[c * {rows} + p * {width} + l] = "
+        f"{staged.source}[{panel.source('p', 'c + l')}];",
         "    }",
         "  }",
     ]
