@@ -178,6 +178,16 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)}"
 
 
+def split_choice(choice: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str], str]:
+    """A --backend choice of the networks suite as (backend names, build options, label):
+    an entry ``BACKEND.KEY=VALUE`` is a build option, the rest are backends, and the
+    label names the options' keys (``fused[float32_dots]``)."""
+    names = tuple(c for c in choice if "=" not in c)
+    options = dict(c.split("=", 1) for c in choice if "=" in c)
+    keys = ",".join(k.rsplit(".", 1)[-1] for k in options)
+    return names, options, ",".join(names) + (f"[{keys}]" if keys else "")
+
+
 def missing_library(backends: tuple[str, ...] | list[str]) -> str | None:
     """Why one of ``backends`` cannot build here (a library its spec ``requires:`` is
     not installed, with the install hint), or None. Such a backend is reported as not

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import peers
-from .kernel_workloads import System, first_line
+from .kernel_workloads import System, first_line, split_choice
 from .network_workloads import Workload
 from .timing import Bench
 
@@ -18,7 +18,7 @@ from .timing import Bench
 def byoc_systems(
     w: Workload, backends: tuple[str, ...], catalog: Any, constant: bool = False
 ) -> tuple[list[System], str | None]:
-    """byoc on ``backends`` for ``w`` (with ``constant``, its graph whose weights are
+    """byoc on ``backends`` (a --backend choice, with build options: :func:`split_choice`) for ``w`` (with ``constant``, its graph whose weights are
     constants, ``w.constant_program``), or ([], why it cannot express ``w``).
 
     A kernel workload must go whole to the backend (one region, nothing on the host)
@@ -30,11 +30,11 @@ def byoc_systems(
     from byoc.building import build, offload
     from byoc.errors import GraphError, UsageError
 
-    label = ",".join(backends)
+    names, options, label = split_choice(backends)
     suffix = ", constant weights" if constant else ""
     loader = api.backend_loader(None, catalog)
     try:
-        program = offload(w.constant_program if constant else w.program, "graph", backends, loader, catalog)
+        program = offload(w.constant_program if constant else w.program, "graph", names, loader, catalog)
     except (GraphError, UsageError) as exc:  # UsageError: nothing is offloaded
         return [], first_line(exc)
     fn = program.functions[0]
@@ -42,7 +42,7 @@ def byoc_systems(
         host = [n.op for n in fn.nodes if n.callee is None]
         if host or len(fn.nodes) != 1:
             return [], f"not all on the backend: {', '.join(host) or 'several regions'} left over"
-    model = build(program, catalog=catalog)
+    model = build(program, options=options or None, catalog=catalog)
     if w.kind == "network":
         ex = model.executor()
         for name, value in (w.onnx_inputs if constant else w.inputs).items():  # constants are no inputs

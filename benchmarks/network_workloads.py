@@ -49,6 +49,11 @@ KERNEL_BACKENDS = ("dnnl", "cblas", "fused", "ccompiler")
 NETWORK_BACKENDS = (("dnnl", "fused"), ("cblas", "fused"), ("fused",))
 """Whole networks: these --backend choices, in order of preference (the rest on the host)."""
 BLOCK_BACKENDS = (*NETWORK_BACKENDS, ("ccompiler",))
+FUSED_FLOAT32 = ("fused", "fused.float32_dots=true")
+"""``fused`` with float accumulators for its dot products (its option float32_dots), as
+BLAS and ONNX Runtime sum: on the float matrix products, beside ``fused`` as shipped."""
+KERNEL_CHOICES = (*((b,) for b in KERNEL_BACKENDS), FUSED_FLOAT32)
+"""Single float kernels: every backend alone, and fused with float32_dots."""
 ONNX_OPSET = 17
 
 
@@ -130,7 +135,7 @@ def conv_workload(rng: np.random.Generator, c: int, size: int) -> Workload:
         {"x": x, "w": w, "b": b},
         model,
         {"x": x},
-        tuple((b,) for b in KERNEL_BACKENDS),
+        KERNEL_CHOICES,
         flops=2 * c * size * size * c * 9,
         attrs={"geometry": geometry, "relu": True, "fused": True, "out_shape": x.shape},
         constant_program=_imported(model, "conv3x3"),
@@ -218,7 +223,7 @@ def dense_workload(rng: np.random.Generator, key: str, n: int) -> Workload:
         {"x": x, "w": w},
         model,
         {"x": x},
-        tuple((b,) for b in KERNEL_BACKENDS),
+        KERNEL_CHOICES,
         flops=2 * n * n * n,
         attrs={"out_shape": (n, n)},
         constant_program=_imported(model, key),
@@ -256,7 +261,7 @@ def matmul_workload(
         {"a": a, "b": b},
         model,
         onnx_inputs,
-        NETWORK_BACKENDS,
+        (*NETWORK_BACKENDS, FUSED_FLOAT32),
         flops=2 * int(np.prod(out_shape)) * a_shape[-1],
         attrs={"out_shape": out_shape},
     )
@@ -388,7 +393,7 @@ def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: 
         {p.name: x for p, x in zip(fn.params, feeds)},
         model,
         dict(zip(names, feeds)),
-        (("fused",),) if tiny else NETWORK_BACKENDS,
+        (("fused",), FUSED_FLOAT32) if tiny else (*NETWORK_BACKENDS, FUSED_FLOAT32),
     )
 
 

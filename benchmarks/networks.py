@@ -53,7 +53,7 @@ from typing import Any
 
 from . import network_native as native
 from . import peers
-from .kernel_workloads import System, describe_error, machine_lacks, missing_library
+from .kernel_workloads import System, describe_error, machine_lacks, missing_library, split_choice
 from .kernels import check_outputs
 from .network_report import evaluate_targets, failures, markdown, ratios
 from .network_systems import byoc_systems, numpy_system, ort_systems, tvm_systems
@@ -144,10 +144,8 @@ def run_workload(w: Workload, catalog, libs, rounds, quick, min_batch_s, tvm_net
     not_run: dict[str, str] = {}
     variants = (False, True) if w.constant_program is not None else (False,)
     for backends, constant in ((b, c) for b in w.backends for c in variants):
-        label = ",".join(backends)
-        why = missing_library(backends) or (
-            machine_lacks(backends[0], w.program) if len(backends) == 1 else None
-        )
+        names, _, label = split_choice(backends)
+        why = missing_library(names) or (machine_lacks(names[0], w.program) if len(names) == 1 else None)
         if why:
             skipped[f"byoc {label}"] = why
             continue

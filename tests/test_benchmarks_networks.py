@@ -75,6 +75,8 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     conv = data["workloads"]["conv3x3"]
     assert {r["threads"] for r in conv["systems"].values() if r["group"] == "peak"} == {1, 2}
     assert conv["peak_flop_per_s"] > 0 and conv["systems"]["byoc fused prepared"]["x_peak"] > 0
+    # fused with its option float32_dots is a system of its own, built with the option
+    assert conv["systems"]["byoc fused[float32_dots] prepared"]["x_peak"] > 0
     dense = data["workloads"]["dense_10"]
     assert "numpy" in {r["path"] for r in dense["systems"].values()}
     # a library backend and its direct harness run where the library is installed, and
@@ -107,7 +109,8 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     # TINY_TRANSFORMER) against ONNX Runtime; untuned TVM only with --tvm-networks
     for key in TRANSFORMERS:
         w = data["workloads"][key]
-        assert {r["backend"] for r in w["systems"].values() if r["group"] == "byoc"} == {"fused"}, key
+        byoc_rows = {r["backend"] for r in w["systems"].values() if r["group"] == "byoc"}
+        assert byoc_rows == {"fused", "fused[float32_dots]"}, key
         assert "TVM" in w["not_run"] or not data["peers"]["tvm"], key
         assert "(tiny sizes)" in w["title"], key
 
@@ -118,7 +121,7 @@ def _check_matmul_rows(data: dict, key: str) -> None:
     numpy; ONNX Runtime and TVM when installed) and none other, besides the peak's."""
     w = data["workloads"][key]
     rows = {name: r for name, r in w["systems"].items() if r["group"] != "peak"}
-    expected = {"byoc fused prepared", "numpy matmul (out=)"}
+    expected = {"byoc fused prepared", "byoc fused[float32_dots] prepared", "numpy matmul (out=)"}
     for library, direct in (
         ("dnnl", "oneDNN direct (matmul, row-major)"),
         ("cblas", "OpenBLAS cblas_sgemm direct"),
@@ -135,6 +138,7 @@ def _check_matmul_rows(data: dict, key: str) -> None:
         expected |= {"TVM relax (default)", "TVM relax (target-tuned)"}
     assert set(rows) == expected, key
     assert rows["byoc fused prepared"]["symbol"].startswith("fused_"), key
+    assert rows["byoc fused[float32_dots] prepared"]["backend"] == "fused[float32_dots]", key
     assert w["flops"] > 0 and all(r["gflop_per_s"] > 0 for r in rows.values()), key
 
 
@@ -236,3 +240,14 @@ def test_a_peer_with_a_caveat_is_checked_shown_and_timed_but_a_byoc_system_is_no
     assert checks["peer"] == {"correct": False, "max_abs_error": 3.0}
     assert "peer" not in failed  # timed, its check column says why it differs
     assert failed["byoc x"].startswith("wrong result: max abs error 3")
+
+
+def test_a_backend_choice_may_carry_build_options():
+    from benchmarks.kernel_workloads import split_choice
+
+    assert split_choice(("dnnl", "fused")) == (("dnnl", "fused"), {}, "dnnl,fused")
+    assert split_choice(("fused", "fused.float32_dots=true")) == (
+        ("fused",),
+        {"fused.float32_dots": "true"},
+        "fused[float32_dots]",
+    )

@@ -45,12 +45,12 @@ from ..c import dtypes as c_dtypes
 from ..c.text import comment, origin, value_label
 from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
-from .blocking import CHUNK, BlockedText, plan_blocking, reduction_loops, widened
-from .index import Anchor, Site, element, row_major
+from .blocking import BlockedText, plan_blocking, reduction_loops, widened
+from .index import Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner
 from .placement import Placement
-from .staging import Panel, Staged, conversion, panel_read, stageable, staged_read
+from .staging import Staged, conversion, packed_inputs, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
 
 Timer = Callable[[str, list[str], list[Node]], list[str]]
@@ -365,37 +365,6 @@ class _NestWriter:
             and all(a.float_update is not None for a in binding.accumulators)
         )
 
-    def _packs(
-        self,
-        c: str,
-        node: Node,
-        site: Site,
-        anchor: Anchor,
-        var: Sequence[str],
-        extents: Sequence[int],
-        n: int,
-    ) -> dict[int, Staged]:
-        """The float32 inputs of a float-accumulator nest that its lanes read along one
-        of their axes (a matmul's or a dense's weights), each packed in panels of a
-        block's lanes (staging.py), by position; their reads are ``Staged.read``."""
-        lane, extent = var[-1], extents[-1]
-        width = min(CHUNK, extent)
-        packs = {}
-        for j, t in enumerate(site.ins):
-            if t.dtype != "float32" or not _uses_word(anchor.reads[j], lane):
-                continue
-            buf = f"tmp{c[1:]}_x{j}"
-            for axis, stride in enumerate(row_major(t.shape)):
-                if t.shape[axis] != extent or (stride == 1 and extent <= width):
-                    continue  # not the lanes' axis, or one panel: the input's own layout
-                panel = Panel(math.prod(t.shape) // extent, extent, width, stride)
-                read = panel_read(anchor.reads[j], site.arrays[j], buf, lane, BlockedText.start(lane), panel)
-                if read is not None:
-                    packed = TensorType((panel.size,), "float32")
-                    packs[j] = Staged(buf, packed, site.arrays[j], node.inputs[j], n, "float32", panel, read)
-                    break
-        return packs
-
     def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
         """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
         node, c = piece.node, piece.c_name
@@ -438,7 +407,7 @@ class _NestWriter:
         packs: dict[int, Staged] = {}
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
             if floats:
-                packs = self._packs(c, node, site, anchor, var, loops.extents, n)
+                packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n)
                 packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
                 plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed)) if packs else None
             if plan is None:
@@ -501,10 +470,6 @@ class _NestWriter:
         result = c_dtypes.rounded(render(binding.result, result_args), dtype)
         placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
-
-
-def _uses_word(text: str, word: str) -> bool:
-    return re.search(rf"\b{word}\b", text) is not None
 
 
 def _float_dtype(dtype: str) -> bool:

@@ -39,6 +39,8 @@ from byoc.ir import TensorType
 
 from ..c import dtypes as c_dtypes
 from ..c.text import comment
+from .blocking import CHUNK, BlockedText
+from .index import Anchor, Site, row_major
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,38 @@ def panel_read(read: str, array: str, buffer: str, lane: str, start: str, panel:
             return None
     row = "".join(f"{r} + " for r in rows)
     return f"{buffer}[{start} * {panel.rows} + {row}({lane} - {start})]"
+
+
+def packed_inputs(
+    c: str,
+    names: Sequence[str],
+    site: Site,
+    anchor: Anchor,
+    var: Sequence[str],
+    extents: Sequence[int],
+    nest: int,
+) -> dict[int, Staged]:
+    """The float32 inputs of nest ``nest`` (anchor ``c``, input values ``names``) that
+    its lanes, the innermost of the loops ``var``, read along one of their axes (a
+    matmul's or a dense's weights), each packed in panels of a block's lanes, by
+    position; the nest reads each through its ``Staged.read``."""
+    lane, extent = var[-1], extents[-1]
+    width = min(CHUNK, extent)
+    packs = {}
+    for j, t in enumerate(site.ins):
+        if t.dtype != "float32" or not re.search(rf"\b{lane}\b", anchor.reads[j]):
+            continue
+        buf = f"tmp{c[1:]}_x{j}"
+        for axis, stride in enumerate(row_major(t.shape)):
+            if t.shape[axis] != extent or (stride == 1 and extent <= width):
+                continue  # not the lanes' axis, or one panel: the input's own layout
+            panel = Panel(math.prod(t.shape) // extent, extent, width, stride)
+            read = panel_read(anchor.reads[j], site.arrays[j], buf, lane, BlockedText.start(lane), panel)
+            if read is not None:
+                packed = TensorType((panel.size,), "float32")
+                packs[j] = Staged(buf, packed, site.arrays[j], names[j], nest, "float32", panel, read)
+                break
+    return packs
 
 
 def stageable(updates: Sequence[str], types: Sequence[TensorType]) -> tuple[int, ...]:
