@@ -135,9 +135,19 @@ def test_the_option_leaves_float64_pooling_and_softmax_as_they_are():
         assert generate(graph(params, expr))[1] == generate(graph(params, expr), False)[1], expr
 
 
-def test_without_the_option_a_dot_keeps_its_double_accumulators():
-    text = generate(graph([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)"), False)[1]
-    assert "double t0_acc" in text and "fused_maddf" not in text and "panels" not in text
+def test_without_the_option_a_dot_keeps_its_double_accumulators_and_packs_its_weights(tmp_path):
+    """Packing moves values, it computes nothing: without the option, a dot reads its
+    packed weights in double accumulators and keeps the reference's bits."""
+    params = [("x", "float32", (8, 40)), ("w", "float32", (40, 200))]
+    fn, text = generate(graph(params, "matmul(x, w)"), False)
+    assert "double t0_acc" in text and "fused_maddf" not in text and "packed in panels of 64" in text
+    inputs = {p.name: random_array(np.random.default_rng(3), p.type.shape, p.type.dtype) for p in fn.params}
+    (got,) = run(fn, text, inputs, tmp_path)
+    x, w = inputs["x"].astype(np.float64), inputs["w"].astype(np.float64)
+    total = np.zeros((8, 200))
+    for k in range(40):  # the nest's order: k = 0, 1, ...; each float32 product exact in double
+        total = total + x[:, k, None] * w[None, k, :]
+    np.testing.assert_array_equal(got, total.astype(np.float32))
 
 
 @pytest.mark.parametrize(

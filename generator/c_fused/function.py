@@ -372,7 +372,7 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
         f"{sym}_: the body of {function_origin(fn)}, in {nested.nests} loop nest(s):",
         "one per anchor op, with the elementwise ops after it fused in, and",
         f"{len(nested.buffers)} intermediate buffer(s) for the values another nest reads"
-        " (or a tiled nest reads as double), sharing",
+        " (or a tiled nest reads converted or packed), sharing",
         "memory where their lifetimes do not overlap.",
     ]
     if status:

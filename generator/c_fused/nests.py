@@ -406,7 +406,7 @@ class _NestWriter:
         plan = None
         packs: dict[int, Staged] = {}
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
-            if floats:
+            if _dot_product(binding):  # the weights' reads repeat for every block of rows
                 packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n)
                 packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
                 plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed)) if packs else None
@@ -470,6 +470,12 @@ class _NestWriter:
         result = c_dtypes.rounded(render(binding.result, result_args), dtype)
         placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
+
+
+def _dot_product(binding: ReductionBinding) -> bool:
+    """Whether the op is a dot product (conv, dense, matmul): the spec gives each of its
+    accumulators a float form (``float_update``)."""
+    return all(a.float_update is not None for a in binding.accumulators)
 
 
 def _float_dtype(dtype: str) -> bool:

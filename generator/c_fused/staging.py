@@ -159,6 +159,8 @@ def packed_inputs(
     its lanes, the innermost of the loops ``var``, read along one of their axes (a
     matmul's or a dense's weights), each packed in panels of a block's lanes, by
     position; the nest reads each through its ``Staged.read``."""
+    if not var:
+        return {}  # a single output: no lanes
     lane, extent = var[-1], extents[-1]
     width = min(CHUNK, extent)
     packs = {}

@@ -247,7 +247,7 @@ static void byoc_workspace_unload(void) {
 
 /* fused_0_: the body of region @fused at float32_dots.graph:2:7, in 1 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[8, 40]

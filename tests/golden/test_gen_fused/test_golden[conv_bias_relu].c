@@ -151,7 +151,7 @@ static int byoc_outputs_overlap(const void* const* data, const size_t* bytes, in
 
 /* fused_0_: the body of region @fused at conv_bias_relu.graph:2:7, in 1 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   0 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   0 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
      in0: x: float32[1, 3, 6, 6]
      in1: w: float32[4, 3, 3, 3]

@@ -322,7 +322,7 @@ static const byoc_float16 fused_0_const_0[8] = {
 
 /* fused_0_: the body of region @fused at float16.graph:2:16, in 6 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   2 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   2 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float16[4, 8]

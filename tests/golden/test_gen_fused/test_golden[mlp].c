@@ -247,7 +247,7 @@ static void byoc_workspace_unload(void) {
 
 /* fused_0_: the body of region @fused at examples/mlp.graph:9:22, in 4 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   8 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[4, 64]
@@ -268,30 +268,95 @@ static int fused_0_(
     const float* restrict in6,
     float* restrict out0) {
   void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
-  char* const ws = byoc_workspace(1216, &spare); /* 3 buffer(s), 1216 bytes of this thread's workspace, kept between calls */
+  char* const ws = byoc_workspace(17856, &spare); /* 8 buffer(s), 17856 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return 1;
   float* const tmp2 = (float*)(ws + 0); /* holds h1 */
   float* const tmp5 = (float*)(ws + 512); /* holds h2 */
   float* const tmp7 = (float*)(ws + 1024); /* holds %6 (nested call) */
+  float* const tmp0_x1 = (float*)(ws + 1216); /* holds w1 in panels of 32 columns (nest 0) */
+  double* const tmp0_x0 = (double*)(ws + 9408); /* holds x as double (nest 0) */
+  float* const tmp3_x1 = (float*)(ws + 11456); /* holds w2 in panels of 32 columns (nest 1) */
+  double* const tmp3_x0 = (double*)(ws + 15552); /* holds h1 as double (nest 1) */
+  float* const tmp6_x1 = (float*)(ws + 16576); /* holds w3 in panels of 10 columns (nest 2) */
+  /* tmp0_x1: w1 packed in panels of 32 columns, each panel's 64 rows one after the other, for the register tiles of nest 0 (each reads a panel's rows in turn) */
+  for (int64_t c = 0; c < 32; c += 32) {
+    const int64_t n = 32;
+    for (int64_t p = 0; p < 64; ++p) {
+      for (int64_t l = 0; l < n; ++l) tmp0_x1[c * 64 + p * 32 + l] = in1[(c + l) * 64 + p];
+    }
+  }
+  /* tmp0_x0: x converted to double once, for the register tiles of nest 0 (its update converts every read to double: the same values) */
+  for (int64_t s = 0; s < 256; ++s) tmp0_x0[s] = (double)in0[s];
   {
     /* nest 0: t0 dense, t1 bias_add, t2 relu: [4, 32], 2 nested loop(s) [4, 32] */
     for (int64_t i0b = 0; i0b < 4; i0b += 4) {
       for (int64_t i1b = 0; i1b < 32; i1b += 32) {
         /* a block of outputs: the reduction for all, then each stored */
+        #if defined(__AVX512F__)
         double t0_acc[4][32];
-        for (int64_t j = 0; j < 4; ++j) {
-          for (int64_t l = 0; l < 32; ++l) t0_acc[j][l] = 0;
-        }
-        for (int64_t r0 = 0; r0 < 64; ++r0) {
-          int64_t t0_lo = i1b;
-          int64_t t0_hi = i1b + 32;
-          for (int64_t i1 = t0_lo; i1 < t0_hi; ++i1) {
+        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
+        int64_t t0_in_lo = i1b;
+        int64_t t0_in_hi = i1b + 32;
+        /* register tiles of 16 lanes over the interior */
+        int64_t t0_at = t0_in_lo;
+        for (; t0_at < t0_in_hi; t0_at += 16) {
+          /* the last tile ends at the interior's end, overlapping the one before */
+          const int64_t t0_t = t0_at + 16 <= t0_in_hi ? t0_at : t0_in_hi - 16;
+          double t0_acc_tile[4][16];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 64; ++r0) {
+            #pragma GCC unroll 4
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t0_acc[i0j][i1 - i1b] = fused_madd_float32(t0_acc[i0j][i1 - i1b], (double)in0[i0 * 64 + r0], (double)in1[i1 * 64 + r0]);
+              for (int64_t i1l = 0; i1l < 16; ++i1l) {
+                const int64_t i1 = t0_t + i1l;
+                t0_acc_tile[i0j][i1l] = fused_madd_float32(t0_acc_tile[i0j][i1l], (double)tmp0_x0[i0 * 64 + r0], (double)tmp0_x1[i1b * 64 + r0 * 32 + (i1 - i1b)]);
+              }
             }
           }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc[j][t0_t - i1b + l] = t0_acc_tile[j][l];
         }
+        #else
+        double t0_acc[4][32];
+        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
+        int64_t t0_in_lo = i1b;
+        int64_t t0_in_hi = i1b + 32;
+        /* register tiles of 16 then 8 lanes over the interior */
+        int64_t t0_at = t0_in_lo;
+        for (; t0_at + 16 <= t0_in_hi; t0_at += 16) {
+          const int64_t t0_t = t0_at;
+          double t0_acc_tile[4][16];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 64; ++r0) {
+            #pragma GCC unroll 4
+            for (int64_t i0j = 0; i0j < 4; ++i0j) {
+              const int64_t i0 = i0b + i0j;
+              for (int64_t i1l = 0; i1l < 16; ++i1l) {
+                const int64_t i1 = t0_t + i1l;
+                t0_acc_tile[i0j][i1l] = fused_madd_float32(t0_acc_tile[i0j][i1l], (double)tmp0_x0[i0 * 64 + r0], (double)tmp0_x1[i1b * 64 + r0 * 32 + (i1 - i1b)]);
+              }
+            }
+          }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t0_acc[j][t0_t - i1b + l] = t0_acc_tile[j][l];
+        }
+        for (; t0_at < t0_in_hi; t0_at += 8) {
+          /* the last tile ends at the interior's end, overlapping the one before */
+          const int64_t t0_t = t0_at + 8 <= t0_in_hi ? t0_at : t0_in_hi - 8;
+          double t0_acc_tile[4][8];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 64; ++r0) {
+            #pragma GCC unroll 4
+            for (int64_t i0j = 0; i0j < 4; ++i0j) {
+              const int64_t i0 = i0b + i0j;
+              for (int64_t i1l = 0; i1l < 8; ++i1l) {
+                const int64_t i1 = t0_t + i1l;
+                t0_acc_tile[i0j][i1l] = fused_madd_float32(t0_acc_tile[i0j][i1l], (double)tmp0_x0[i0 * 64 + r0], (double)tmp0_x1[i1b * 64 + r0 * 32 + (i1 - i1b)]);
+              }
+            }
+          }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t0_acc[j][t0_t - i1b + l] = t0_acc_tile[j][l];
+        }
+        #endif
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
           for (int64_t i1 = i1b; i1 < i1b + 32; ++i1) {
@@ -304,25 +369,85 @@ static int fused_0_(
       }
     }
   }
+  /* tmp3_x1: w2 packed in panels of 32 columns, each panel's 32 rows one after the other, for the register tiles of nest 1 (each reads a panel's rows in turn) */
+  for (int64_t c = 0; c < 32; c += 32) {
+    const int64_t n = 32;
+    for (int64_t p = 0; p < 32; ++p) {
+      for (int64_t l = 0; l < n; ++l) tmp3_x1[c * 32 + p * 32 + l] = in3[(c + l) * 32 + p];
+    }
+  }
+  /* tmp3_x0: h1 converted to double once, for the register tiles of nest 1 (its update converts every read to double: the same values) */
+  for (int64_t s = 0; s < 128; ++s) tmp3_x0[s] = (double)tmp2[s];
   {
     /* nest 1: t3 dense, t4 bias_add, t5 relu: [4, 32], 2 nested loop(s) [4, 32] */
     for (int64_t i0b = 0; i0b < 4; i0b += 4) {
       for (int64_t i1b = 0; i1b < 32; i1b += 32) {
         /* a block of outputs: the reduction for all, then each stored */
+        #if defined(__AVX512F__)
         double t3_acc[4][32];
-        for (int64_t j = 0; j < 4; ++j) {
-          for (int64_t l = 0; l < 32; ++l) t3_acc[j][l] = 0;
-        }
-        for (int64_t r0 = 0; r0 < 32; ++r0) {
-          int64_t t3_lo = i1b;
-          int64_t t3_hi = i1b + 32;
-          for (int64_t i1 = t3_lo; i1 < t3_hi; ++i1) {
+        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
+        int64_t t3_in_lo = i1b;
+        int64_t t3_in_hi = i1b + 32;
+        /* register tiles of 16 lanes over the interior */
+        int64_t t3_at = t3_in_lo;
+        for (; t3_at < t3_in_hi; t3_at += 16) {
+          /* the last tile ends at the interior's end, overlapping the one before */
+          const int64_t t3_t = t3_at + 16 <= t3_in_hi ? t3_at : t3_in_hi - 16;
+          double t3_acc_tile[4][16];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 32; ++r0) {
+            #pragma GCC unroll 4
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t3_acc[i0j][i1 - i1b] = fused_madd_float32(t3_acc[i0j][i1 - i1b], (double)tmp2[i0 * 32 + r0], (double)in3[i1 * 32 + r0]);
+              for (int64_t i1l = 0; i1l < 16; ++i1l) {
+                const int64_t i1 = t3_t + i1l;
+                t3_acc_tile[i0j][i1l] = fused_madd_float32(t3_acc_tile[i0j][i1l], (double)tmp3_x0[i0 * 32 + r0], (double)tmp3_x1[i1b * 32 + r0 * 32 + (i1 - i1b)]);
+              }
             }
           }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc[j][t3_t - i1b + l] = t3_acc_tile[j][l];
         }
+        #else
+        double t3_acc[4][32];
+        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
+        int64_t t3_in_lo = i1b;
+        int64_t t3_in_hi = i1b + 32;
+        /* register tiles of 16 then 8 lanes over the interior */
+        int64_t t3_at = t3_in_lo;
+        for (; t3_at + 16 <= t3_in_hi; t3_at += 16) {
+          const int64_t t3_t = t3_at;
+          double t3_acc_tile[4][16];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 32; ++r0) {
+            #pragma GCC unroll 4
+            for (int64_t i0j = 0; i0j < 4; ++i0j) {
+              const int64_t i0 = i0b + i0j;
+              for (int64_t i1l = 0; i1l < 16; ++i1l) {
+                const int64_t i1 = t3_t + i1l;
+                t3_acc_tile[i0j][i1l] = fused_madd_float32(t3_acc_tile[i0j][i1l], (double)tmp3_x0[i0 * 32 + r0], (double)tmp3_x1[i1b * 32 + r0 * 32 + (i1 - i1b)]);
+              }
+            }
+          }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 16; ++l) t3_acc[j][t3_t - i1b + l] = t3_acc_tile[j][l];
+        }
+        for (; t3_at < t3_in_hi; t3_at += 8) {
+          /* the last tile ends at the interior's end, overlapping the one before */
+          const int64_t t3_t = t3_at + 8 <= t3_in_hi ? t3_at : t3_in_hi - 8;
+          double t3_acc_tile[4][8];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 32; ++r0) {
+            #pragma GCC unroll 4
+            for (int64_t i0j = 0; i0j < 4; ++i0j) {
+              const int64_t i0 = i0b + i0j;
+              for (int64_t i1l = 0; i1l < 8; ++i1l) {
+                const int64_t i1 = t3_t + i1l;
+                t3_acc_tile[i0j][i1l] = fused_madd_float32(t3_acc_tile[i0j][i1l], (double)tmp3_x0[i0 * 32 + r0], (double)tmp3_x1[i1b * 32 + r0 * 32 + (i1 - i1b)]);
+              }
+            }
+          }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t3_acc[j][t3_t - i1b + l] = t3_acc_tile[j][l];
+        }
+        #endif
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
           for (int64_t i1 = i1b; i1 < i1b + 32; ++i1) {
@@ -335,11 +460,19 @@ static int fused_0_(
       }
     }
   }
+  /* tmp6_x1: w3 packed in panels of 10 columns, each panel's 32 rows one after the other, for the register tiles of nest 2 (each reads a panel's rows in turn) */
+  for (int64_t c = 0; c < 10; c += 10) {
+    const int64_t n = 10;
+    for (int64_t p = 0; p < 32; ++p) {
+      for (int64_t l = 0; l < n; ++l) tmp6_x1[c * 32 + p * 10 + l] = in5[(c + l) * 32 + p];
+    }
+  }
   {
     /* nest 2: t6 dense, t7 bias_add: [4, 10], 2 nested loop(s) [4, 10] */
     for (int64_t i0b = 0; i0b < 4; i0b += 4) {
       for (int64_t i1b = 0; i1b < 10; i1b += 10) {
         /* a block of outputs: the reduction for all, then each stored */
+        #if defined(__AVX512F__)
         double t6_acc[4][10];
         for (int64_t j = 0; j < 4; ++j) {
           for (int64_t l = 0; l < 10; ++l) t6_acc[j][l] = 0;
@@ -350,10 +483,34 @@ static int fused_0_(
           for (int64_t i1 = t6_lo; i1 < t6_hi; ++i1) {
             for (int64_t i0j = 0; i0j < 4; ++i0j) {
               const int64_t i0 = i0b + i0j;
-              t6_acc[i0j][i1 - i1b] = fused_madd_float32(t6_acc[i0j][i1 - i1b], (double)tmp5[i0 * 32 + r0], (double)in5[i1 * 32 + r0]);
+              t6_acc[i0j][i1 - i1b] = fused_madd_float32(t6_acc[i0j][i1 - i1b], (double)tmp5[i0 * 32 + r0], (double)tmp6_x1[i1b * 32 + r0 * 10 + (i1 - i1b)]);
             }
           }
         }
+        #else
+        double t6_acc[4][10];
+        /* the interior: the lanes that read inside their inputs at every point of the reduction (each lane bound at its extreme point); here every lane of the block */
+        int64_t t6_in_lo = i1b;
+        int64_t t6_in_hi = i1b + 10;
+        /* register tiles of 8 lanes over the interior */
+        int64_t t6_at = t6_in_lo;
+        for (; t6_at < t6_in_hi; t6_at += 8) {
+          /* the last tile ends at the interior's end, overlapping the one before */
+          const int64_t t6_t = t6_at + 8 <= t6_in_hi ? t6_at : t6_in_hi - 8;
+          double t6_acc_tile[4][8];
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t6_acc_tile[j][l] = 0;
+          for (int64_t r0 = 0; r0 < 32; ++r0) {
+            for (int64_t i0j = 0; i0j < 4; ++i0j) {
+              const int64_t i0 = i0b + i0j;
+              for (int64_t i1l = 0; i1l < 8; ++i1l) {
+                const int64_t i1 = t6_t + i1l;
+                t6_acc_tile[i0j][i1l] = fused_madd_float32(t6_acc_tile[i0j][i1l], (double)tmp5[i0 * 32 + r0], (double)tmp6_x1[i1b * 32 + r0 * 10 + (i1 - i1b)]);
+              }
+            }
+          }
+          for (int64_t j = 0; j < 4; ++j) for (int64_t l = 0; l < 8; ++l) t6_acc[j][t6_t - i1b + l] = t6_acc_tile[j][l];
+        }
+        #endif
         for (int64_t i0j = 0; i0j < 4; ++i0j) {
           const int64_t i0 = i0b + i0j;
           for (int64_t i1 = i1b; i1 < i1b + 10; ++i1) {

@@ -279,7 +279,7 @@ static const float fused_0_const_5[2] = {-0.024f, 0.156f};
 
 /* fused_0_: the body of region @fused at qdq_conv.graph:12:12, in 2 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: uint8[1, 3, 5, 5]

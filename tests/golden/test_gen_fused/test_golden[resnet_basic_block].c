@@ -259,7 +259,7 @@ static const float fused_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0
 
 /* fused_0_: the body of region @fused at examples/resnet_basic_block.graph:15:23, in 2 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[1, 8, 16, 16]

@@ -252,7 +252,7 @@ static const int8_t fused_0_const_1[3] = {-128, -1, 127};
 
 /* fused_0_: the body of region @fused at small8.graph:2:13, in 4 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads as double), sharing
+   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: uint8[2, 3]
