@@ -211,3 +211,69 @@ def matmul_case(draw):
 def test_random_matmuls_stay_within_the_bound(case, seed, tmp_path_factory):
     params, k = case
     check(params, "matmul(x, w)", k, tmp_path_factory.mktemp("mm"), seed)
+
+
+def constant(rng: np.random.Generator, shape: tuple[int, ...]) -> str:
+    values = ", ".join(f"{v:.3f}" for v in rng.uniform(-1.0, 1.0, size=int(np.prod(shape))))
+    return f"const float32[{shape_text(shape)}] [{values}]"
+
+
+@pytest.mark.parametrize("floats", [True, False])
+def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_path):
+    """A constant read packed is written in its panels' layout, once, in the module: no
+    copy at each call, and no array of its own layout that nothing reads (an unused
+    static, an error under -Werror). Without float32_dots, the results are the bits of
+    the plain nests, which read the constants as they are."""
+    rng = np.random.default_rng(5)
+    text = (
+        "graph main(x: float32[6, 8]) {\n  r = @fused {\n"
+        f"    w = {constant(rng, (20, 8))}\n    v = {constant(rng, (20, 100))}\n"
+        "    return matmul(relu(dense(x, w)), v)\n  }\n  return r\n}\n"
+    )
+    fn, c = generate(text, floats)
+    assert "fused_0_const_0_panels[" in c and "fused_0_const_1_panels[" in c
+    assert "static const float fused_0_const_0[" not in c and "packed in panels" not in c
+    assert "constant w in panels of 20 columns" in c and "constant v in panels of 64 columns" in c
+    inputs = {"x": random_array(rng, (6, 8), "float32")}
+    (got,) = run(fn, c, inputs, tmp_path)
+    (want,) = evaluate(fn, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    if not floats:
+        spec = load_backend("fused")
+        values = spec.option_values({"block_reductions": "false"})
+        plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
+        assert "_panels" not in plain
+        np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])
+
+
+def test_a_constant_read_packed_and_as_it_is_keeps_both_arrays(tmp_path):
+    rng = np.random.default_rng(6)
+    text = (
+        "graph main(x: float32[6, 20]) {\n  r, s = @fused {\n"
+        f"    w = {constant(rng, (20, 100))}\n"
+        "    return matmul(x, w), relu(w)\n  }\n  return r, s\n}\n"
+    )
+    fn, c = generate(text)
+    assert "static const float fused_0_const_0[" in c and "fused_0_const_0_panels[" in c
+    inputs = {"x": random_array(rng, (6, 20), "float32")}
+    got = run(fn, c, inputs, tmp_path)
+    want = evaluate(fn, inputs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize(
+    "panel, shape",
+    [(Panel(40, 200, 64), (40, 200)), (Panel(40, 70, 64, 40), (70, 40)), (Panel(6, 10, 4, 3), (2, 10, 3))],
+)
+def test_panel_pack_puts_each_element_where_the_reads_look(panel, shape):
+    values = np.arange(int(np.prod(shape)), dtype=np.float32)
+    packed = panel.pack(values)
+    assert packed.shape == (panel.size,)
+    for p in range(panel.rows):
+        for c in range(panel.columns):
+            source = eval(panel.source(str(p), str(c)).replace("/", "//"))
+            assert (
+                packed[(c - c % panel.width) * panel.rows + p * panel.width + c % panel.width]
+                == values[source]
+            )

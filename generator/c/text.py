@@ -173,13 +173,15 @@ class ConstantArrays:
     """The binary artifacts that large constants' ``.incbin`` directives read."""
 
 
-def constant_arrays(sym: str, constants: Sequence[Constant], backend: str) -> ConstantArrays:
-    """The arrays ``<sym>_const_<j>`` of ``constants``, each with a comment naming it: a
-    ``static const`` initialiser, or, above :data:`LARGE_CONSTANT_ELEMENTS`, an array
-    included from a binary artifact (:func:`included_array`)."""
+def constant_arrays(
+    sym: str, constants: Sequence[Constant], backend: str, names: Sequence[str] | None = None
+) -> ConstantArrays:
+    """The arrays ``<sym>_const_<j>`` of ``constants`` (or ``names``), each with a comment
+    naming it: a ``static const`` initialiser, or, above :data:`LARGE_CONSTANT_ELEMENTS`,
+    an array included from a binary artifact (:func:`included_array`)."""
     out = ConstantArrays([], [], False, [])
     for j, c in enumerate(constants):
-        name = f"{sym}_const_{j}"
+        name = names[j] if names is not None else f"{sym}_const_{j}"
         ctype = C_TYPES[c.type.dtype]
         where = f" at {c.loc}" if c.loc is not None else ""
         if c.values.size > LARGE_CONSTANT_ELEMENTS:

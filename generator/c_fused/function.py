@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from byoc.attr_values import resolve
 from byoc.catalog import Catalog
 from byoc.errors import GraphError
-from byoc.ir import ANON_PREFIX, C_TYPES, Function, Node, TensorType
+from byoc.ir import ANON_PREFIX, C_TYPES, Constant, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.template import render
@@ -59,6 +59,7 @@ from .anchors import c_attributes
 from .loops import Loops, plan_loops
 from .nests import Body, Timer, anchored_body, needs_nests
 from .outline import Outliner, outer_loop
+from .staging import Panel
 from .support import pragmas, wants_clones
 
 
@@ -130,8 +131,7 @@ def function_text(
     live = [fn.outputs[o] for o, t in enumerate(fn.output_types) if t.size]
     needed = _ancestors(fn, table, live)
     constants = [c for c in fn.constants if c.name in needed]
-    arrays = constant_arrays(sym, constants, spec.name)
-    const_text, const_names, non_finite = arrays.texts, arrays.names, arrays.non_finite
+    const_names = [f"{sym}_const_{j}" for j in range(len(constants))]
     for c, c_name in zip(constants, const_names):
         table[c.name] = _Value(c.name, c.type, c_name)
     # A constant with no elements is read by no loop: without a use its array would be
@@ -148,6 +148,7 @@ def function_text(
     parallel = False
     clones = wants_clones(values)
     outline = Outliner(sym, _pointers(fn), clones)
+    emitted = list(zip(constants, const_names))
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline, timing)
@@ -156,6 +157,7 @@ def function_text(
         parallel = nested.parallel
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))
+        emitted = _with_panels(emitted, nested.panels, "\n".join([*nested.statements, *outline.functions]))
     else:
         for shape, outs in groups.items():
             lines, in_parallel = _group(
@@ -166,6 +168,8 @@ def function_text(
         body_text = _body(fn, sym, groups, body, clones)
         status = (False, False)
 
+    arrays = constant_arrays(sym, [c for c, _ in emitted], spec.name, [n for _, n in emitted])
+    const_text, non_finite = arrays.texts, arrays.non_finite
     parts = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n", *const_text]
     parts += [*outline.functions, body_text]
     wrapper, checks = _wrapper(fn, sym, *status)
@@ -361,6 +365,32 @@ def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], cl
             "",
         ]
     )
+
+
+def _with_panels(
+    emitted: list[tuple[Constant, str]], panels: Mapping[str, tuple[str, Panel]], code: str
+) -> list[tuple[Constant, str]]:
+    """The constants to write (each with its C array): those ``code`` still reads as
+    they are, and each one a nest reads packed (``panels``), in its layout."""
+    if not panels:
+        return emitted
+    by_name = {c.name: c for c, _ in emitted}
+    kept = [(c, n) for c, n in emitted if re.search(rf"\b{n}\b", code)]
+    for array, (value, panel) in panels.items():
+        c = by_name[value]
+        packed = panel.pack(c.values)
+        kept.append(
+            (
+                Constant(
+                    f"{c.name} in panels of {panel.width} columns",
+                    TensorType(packed.shape, c.type.dtype),
+                    packed,
+                    c.loc,
+                ),
+                array,
+            )
+        )
+    return kept
 
 
 def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clones: bool) -> str:

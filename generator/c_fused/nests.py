@@ -46,11 +46,12 @@ from ..c.text import comment, origin, value_label
 from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
 from .blocking import BlockedText, plan_blocking, reduction_loops, widened
+from .dots import ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner
 from .placement import Placement
-from .staging import Staged, conversion, packed_inputs, stageable, staged_read
+from .staging import Panel, Staged, conversion, packed_inputs, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
 
 Timer = Callable[[str, list[str], list[Node]], list[str]]
@@ -109,6 +110,8 @@ class Body:
     can_fail: bool
     parallel: bool
     nests: int
+    panels: Mapping[str, tuple[str, Panel]] = field(default_factory=dict)
+    """The constants the nests read packed in panels: C array -> (constant, layout)."""
 
 
 def needs_nests(fn: Function, catalog: Catalog) -> bool:
@@ -209,7 +212,7 @@ def anchored_body(
     placed += [
         (st.buffer, st.type, st.description(value_label(st.value)), slots[st.key]) for st in writer.staged
     ]
-    return Body(statements, placed, can_fail, parallel, len(nests) + len(copies))
+    return Body(statements, placed, can_fail, parallel, len(nests) + len(copies), writer.panels.arrays)
 
 
 def _slots(
@@ -258,7 +261,9 @@ class _NestWriter:
         self.types = fn.types()
         self.c_name = {piece.node.name: piece.c_name for piece in units}
         self.staged: list[Staged] = []
-        """The inputs of tiled nests converted to double before them (staging.py)."""
+        """The inputs of tiled nests converted to double or packed before them (staging.py)."""
+        self.panels = ConstantPanels({c.name for c in fn.constants})
+        """The constants that nests read packed."""
 
     # ------------------------------------------------------------ one nest
 
@@ -355,16 +360,6 @@ class _NestWriter:
             defines=c,
         )
 
-    def _float_accumulators(self, binding: ReductionBinding, dtype: str) -> bool:
-        """Whether the accumulators of an op of ``dtype`` are C floats: with the option
-        ``float32_dots``, for a float32 (float16, bfloat16) op whose every accumulator
-        has a ``float_update`` (the spec's dot products)."""
-        return (
-            bool(self.values.get("float32_dots"))
-            and _float_dtype(dtype)
-            and all(a.float_update is not None for a in binding.accumulators)
-        )
-
     def _anchor(self, piece: Piece, loops: Loops, placed: Placement, n: int) -> bool:
         """Place the statements of anchor ``piece`` in nest ``n``; whether it can fail."""
         node, c = piece.node, piece.c_name
@@ -400,13 +395,13 @@ class _NestWriter:
         base = {**self._template_values(node), **{f"x{j}_dtype": t.dtype for j, t in enumerate(site.ins)}}
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
         loaded = [c_dtypes.load(r, t.dtype) for r, t in zip(anchor.reads, site.ins)]
-        floats = self._float_accumulators(binding, dtype)
+        floats = float_accumulators(self.values, binding, dtype)
         acc_type = "float" if floats else "double"
         update_of = {a.name: a.float_update if floats else a.update for a in binding.accumulators}
         plan = None
         packs: dict[int, Staged] = {}
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
-            if _dot_product(binding):  # the weights' reads repeat for every block of rows
+            if dot_product(binding):  # the weights' reads repeat for every block of rows
                 packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n)
                 packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
                 plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed)) if packs else None
@@ -416,7 +411,11 @@ class _NestWriter:
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents, acc_type)
             reads = [packs[j].read if j in packs else r for j, r in enumerate(loaded)]
-            for staged_input in packs.values():
+            for j, staged_input in packs.items():
+                constant = self.panels.array(staged_input, self.arrays)
+                if constant is not None:  # packed when the module is generated
+                    reads[j] = constant + staged_input.read[len(staged_input.buffer) :]
+                    continue
                 self.staged.append(staged_input)
                 self.outline.pointers[staged_input.buffer] = "float*"
             if TiledText.tiles(plan):
@@ -470,16 +469,6 @@ class _NestWriter:
         result = c_dtypes.rounded(render(binding.result, result_args), dtype)
         placed.add(f"const {ctype} {c} = {result};", note, defines=c)
         return False
-
-
-def _dot_product(binding: ReductionBinding) -> bool:
-    """Whether the op is a dot product (conv, dense, matmul): the spec gives each of its
-    accumulators a float form (``float_update``)."""
-    return all(a.float_update is not None for a in binding.accumulators)
-
-
-def _float_dtype(dtype: str) -> bool:
-    return c_dtypes.compute_type(dtype) == "float"
 
 
 def _passes(binding: ReductionBinding) -> list[list]:

@@ -35,6 +35,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from byoc.ir import TensorType
 
 from ..c import dtypes as c_dtypes
@@ -99,6 +101,16 @@ class Panel:
     def size(self) -> int:
         """The buffer's elements."""
         return -(-self.columns // self.width) * self.width * self.rows
+
+    def pack(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (the source's elements, flat) in this layout; a last panel's unused
+        columns are 0."""
+        s, n, w = self.stride, self.columns, self.width
+        p = np.arange(self.rows)[:, None]
+        c = np.arange(n)[None, :]
+        out = np.zeros(self.size, values.dtype)
+        out[(c - c % w) * self.rows + p * w + c % w] = values[p // s * (s * n) + c * s + p % s]
+        return out
 
     def source(self, p: str, c: str) -> str:
         """The source's index of row ``p``, column ``c`` (C expressions)."""
