@@ -277,3 +277,17 @@ def test_panel_pack_puts_each_element_where_the_reads_look(panel, shape):
                 packed[(c - c % panel.width) * panel.rows + p * panel.width + c % panel.width]
                 == values[source]
             )
+
+
+@pytest.mark.parametrize("floats", [True, False])
+def test_an_empty_reduction_reads_no_row_and_compiles(floats, tmp_path):
+    """matmul of x[4, 0] and a constant w[0, 100]: the tiles' block counter is read by no
+    input (x has no elements along the rows' axis), so it is not defined (an unused
+    variable is an error under -Werror), and every output is 0."""
+    text = (
+        "graph main(x: float32[4, 0]) {\n  r = @fused {\n"
+        "    w = const float32[0, 100] []\n    return matmul(x, w)\n  }\n  return r\n}\n"
+    )
+    fn, c = generate(text, floats)
+    (got,) = run(fn, c, {"x": np.zeros((4, 0), np.float32)}, tmp_path)
+    np.testing.assert_array_equal(got, np.zeros((4, 100), np.float32))

@@ -264,7 +264,7 @@ class BlockedText:
             j = f"{self.block}j"
             lines += [
                 f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-                *self._block_counter(body, "  "),
+                *self.block_counter(body, "  "),
             ]
             indent = "  "
         lines.append(
@@ -274,7 +274,7 @@ class BlockedText:
         lines.append(f"{indent}}}")
         return lines + (["}"] if self.block else [])
 
-    def _block_counter(self, uses: Sequence[str], indent: str) -> list[str]:
+    def block_counter(self, uses: Sequence[str], indent: str) -> list[str]:
         """The block's counter, defined where ``uses`` read it: an operand of no
         elements along that axis (stride 0) leaves it unread, an unused variable under
         -Werror."""
@@ -295,7 +295,7 @@ class BlockedText:
             j = f"{self.block}j"
             lines += [
                 f"  for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-                *self._block_counter(updates, "    "),
+                *self.block_counter(updates, "    "),
                 *(f"    {u}" for u in updates),
                 "  }",
             ]

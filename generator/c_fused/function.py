@@ -157,7 +157,8 @@ def function_text(
         parallel = nested.parallel
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))
-        emitted = _with_panels(emitted, nested.panels, "\n".join([*nested.statements, *outline.functions]))
+        code = "\n".join([*nested.statements, *outline.functions, *body])
+        emitted = _with_panels(emitted, nested.panels, code)
     else:
         for shape, outs in groups.items():
             lines, in_parallel = _group(

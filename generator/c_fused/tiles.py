@@ -223,7 +223,7 @@ class TiledText:
         return [
             *([f"#pragma GCC unroll {self.plan.width}"] if unroll else []),
             f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-            f"  const int64_t {b.block} = {b.start(b.block)} + {j};",
+            *b.block_counter(body, "  "),
             *_indent(body),
             "}",
         ]
