@@ -25,7 +25,7 @@ from test_fused_anchors import shape_text
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
-from byoc.generator.c_fused.staging import Panel, panel_read
+from byoc.generator.c_fused.staging import Panel, panel_read, panel_width
 from byoc.generator.lowering import lower
 
 UNIT_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11}
@@ -291,3 +291,12 @@ def test_an_empty_reduction_reads_no_row_and_compiles(floats, tmp_path):
     fn, c = generate(text, floats)
     (got,) = run(fn, c, {"x": np.zeros((4, 0), np.float32)}, tmp_path)
     np.testing.assert_array_equal(got, np.zeros((4, 100), np.float32))
+
+
+def test_a_deep_reduction_takes_narrower_panels_that_stay_in_the_cache(tmp_path):
+    """A panel of 64 columns of 2,100 rows (538 KB) would outgrow PANEL_BYTES: the
+    blocks take 32 lanes, and the panels 32 columns."""
+    assert [panel_width(k) for k in (768, 2048, 2049, 4096, 8192, 100_000)] == [64, 64, 32, 32, 16, 16]
+    params = [("x", "float32", (3, 2100)), ("w", "float32", (2100, 70))]
+    text = check(params, "matmul(x, w)", 2100, tmp_path)
+    assert "packed in panels of 32 columns" in text and "i1b += 32" in text

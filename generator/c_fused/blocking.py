@@ -76,9 +76,12 @@ def _uses(text: str, names: set[str]) -> bool:
     return any(w in names for w in C_WORD.findall(text))
 
 
-def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anchor) -> Blocking | None:
-    """The blocking of a reduction nest over loops ``variables`` (outermost first), or
-    None when its lanes would need a guard that is not affine in the lane counter."""
+def plan_blocking(
+    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, most: int = CHUNK
+) -> Blocking | None:
+    """The blocking of a reduction nest over loops ``variables`` (outermost first), in
+    blocks of at most ``most`` lanes, or None when its lanes would need a guard that is
+    not affine in the lane counter."""
     if not variables:
         return None
     lane = len(variables) - 1
@@ -105,7 +108,7 @@ def plan_blocking(variables: Sequence[str], extents: Sequence[int], anchor: Anch
     lane_reads = tuple(_uses(r, moving) for r in anchor.reads)
     return Blocking(
         lane,
-        min(CHUNK, extents[lane]),
+        min(most, extents[lane]),
         *_block(variables, extents, anchor, lane_reads),
         tuple(levels),
         _used(lane_steps, anchor.reads),

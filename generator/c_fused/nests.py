@@ -51,7 +51,7 @@ from .index import Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner
 from .placement import Placement
-from .staging import Panel, Staged, conversion, packed_inputs, stageable, staged_read
+from .staging import Panel, Staged, conversion, packed_inputs, panel_width, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
 
 Timer = Callable[[str, list[str], list[Node]], list[str]]
@@ -402,9 +402,12 @@ class _NestWriter:
         packs: dict[int, Staged] = {}
         if self.values.get("block_reductions") and len(_passes(binding)) == 1:
             if dot_product(binding):  # the weights' reads repeat for every block of rows
-                packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n)
+                chunk = panel_width(placed.points)
+                packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n, chunk)
                 packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
-                plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed)) if packs else None
+                plan = (
+                    plan_blocking(var, loops.extents, replace(anchor, reads=packed), chunk) if packs else None
+                )
             if plan is None:
                 packs = {}
                 plan = plan_blocking(var, loops.extents, anchor)

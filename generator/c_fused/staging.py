@@ -158,6 +158,23 @@ def panel_read(read: str, array: str, buffer: str, lane: str, start: str, panel:
     return f"{buffer}[{start} * {panel.rows} + {row}({lane} - {start})]"
 
 
+PANEL_BYTES = 512 * 1024
+"""The most bytes of one packed panel (a block's lanes times the reduction's points): the
+L2 cache of one core of the smallest of the project's machines (Zen 3), so that a panel
+stays there while every block of rows reads it. Measured there (2 threads, the nests
+alone): matmul 128x3072x768 (a transformer's FFN down-projection, panels of 3072 rows)
+with panels of 64 columns (786 KB) 30-37 GFLOP/s, of 32 (393 KB) 48-58, of 16 55; in
+double accumulators 20 against 36; 128x768x3072 and 1024x1024x1024, whose 64-column
+panels fit, unchanged."""
+
+
+def panel_width(points: int) -> int:
+    """The lanes of a block of a dot product whose reduction has ``points`` points: 64
+    (:data:`~.blocking.CHUNK`), or fewer where a panel of 64 would outgrow
+    :data:`PANEL_BYTES`, down to 16 (the narrowest register tile)."""
+    return next((w for w in (CHUNK, 32) if w * points * 4 <= PANEL_BYTES), 16)
+
+
 def packed_inputs(
     c: str,
     names: Sequence[str],
@@ -166,15 +183,16 @@ def packed_inputs(
     var: Sequence[str],
     extents: Sequence[int],
     nest: int,
+    chunk: int = CHUNK,
 ) -> dict[int, Staged]:
     """The float32 inputs of nest ``nest`` (anchor ``c``, input values ``names``) that
     its lanes, the innermost of the loops ``var``, read along one of their axes (a
-    matmul's or a dense's weights), each packed in panels of a block's lanes, by
-    position; the nest reads each through its ``Staged.read``."""
+    matmul's or a dense's weights), each packed in panels of a block's lanes (at most
+    ``chunk``), by position; the nest reads each through its ``Staged.read``."""
     if not var:
         return {}  # a single output: no lanes
     lane, extent = var[-1], extents[-1]
-    width = min(CHUNK, extent)
+    width = min(chunk, extent)
     packs = {}
     for j, t in enumerate(site.ins):
         if t.dtype != "float32" or not re.search(rf"\b{lane}\b", anchor.reads[j]):
