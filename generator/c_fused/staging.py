@@ -1,4 +1,4 @@
-"""Weights of a tiled reduction nest converted to double once per call.
+"""Inputs of a tiled reduction nest converted to double, or packed in panels, before it.
 
 A dot reduction's update converts every read to double (``fused.yaml``'s conv, dense
 and matmul: ``fused_madd_float32(acc, (double)${x0}, (double)${x1})``), so a register
@@ -18,14 +18,16 @@ its double copy (1.6 MB) outgrows each core's 1 MB L2, from which every block of
 channels reads the whole input again, and the copy, written by the calling thread, is
 read by both. The buffer costs 8 bytes per element of the weights.
 
-With float accumulators (option ``float32_dots``) nothing is converted, but the input a
-matmul's lanes read along its last axis (its weights ``w[k, n]``, the lanes being the
-``n`` of one block) is *packed*: copied into panels of a block's columns, each panel's
-rows one after the other, so that a tile's reads at consecutive points of the reduction
-are consecutive in memory instead of a row apart (a new page per point for a wide
-matrix; measured on one AVX2 core, both threads, the matmuls alone: 1024x1024x1024 56 ->
-70 GFLOP/s, 128x3072x768 20 -> 32, 128x768x3072 53 -> 60). The same values are read, so
-packing changes no result.
+The float32 input whose element a dot product's lanes read along one of its axes (a
+matmul's weights ``w[k, n]``, the lanes being the ``n`` of one block; a dense's ``w[n, k]``)
+is *packed* instead (:func:`packed_inputs`): copied into panels of a block's columns,
+each panel's rows one after the other, so that a tile's reads at consecutive points of
+the reduction are consecutive in memory instead of a row apart (a new page per point for
+a wide matrix; with float accumulators, on a 2-core AVX2 machine, the matmuls alone:
+1024x1024x1024 56 -> 70 GFLOP/s, 128x3072x768 20 -> 32, 128x768x3072 53 -> 60; a dense's
+strided weights had no register tiles at all). The same values are read, so packing
+changes no result. A constant is packed when the module is generated
+(:mod:`byoc.generator.c_fused.dots`), anything else before its nest at every call.
 """
 
 from __future__ import annotations
@@ -106,11 +108,12 @@ class Panel:
         """``values`` (the source's elements, flat) in this layout; a last panel's unused
         columns are 0."""
         s, n, w = self.stride, self.columns, self.width
-        p = np.arange(self.rows)[:, None]
-        c = np.arange(n)[None, :]
-        out = np.zeros(self.size, values.dtype)
-        out[(c - c % w) * self.rows + p * w + c % w] = values[p // s * (s * n) + c * s + p % s]
-        return out
+        # row p, column c is source element (p // s, c, p % s) of this view
+        by_column = values.reshape(self.rows // s, n, s).transpose(1, 0, 2).reshape(n, self.rows)
+        panels = -(-n // w)
+        padded = np.zeros((panels * w, self.rows), values.dtype)
+        padded[:n] = by_column
+        return padded.reshape(panels, w, self.rows).transpose(0, 2, 1).reshape(-1)
 
     def source(self, p: str, c: str) -> str:
         """The source's index of row ``p``, column ``c`` (C expressions)."""
