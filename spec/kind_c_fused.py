@@ -163,6 +163,7 @@ class CFusedKind(CodegenKind):
             "openmp_threshold": "int",
             "openmp_reduction_threshold": "int",
             "block_reductions": "bool",
+            "float32_dots": "bool",
         }
     )
     can_broadcast = True

@@ -301,6 +301,30 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
             None,
         ),
         (
+            "  float32_dots:\n    type: bool",
+            "  float32_dots:\n    type: int",
+            "reads float32_dots as bool, not int",
+            None,
+        ),
+        (
+            '        float_update: "fused_maddf(${acc}, ${x0}, ${x1})"\n',
+            '        float_update: "fused_maddf(${acc}, ${x0}, ${x2})"\n',
+            "undefined placeholder ${x2} in op conv: the float_update of accumulator acc",
+            "${x2}",
+        ),
+        (
+            '        float_update: "fused_maddf(${acc}, ${x0}, ${x1})"\n',
+            '        float_update: "${acc} + ${x0} * ${x1};"\n',
+            "must be a C expression, not a statement",
+            ";",
+        ),
+        (
+            '        float_update: "fused_maddf(${acc}, ${x0}, ${x1})"\n',
+            '        float_updte: "fused_maddf(${acc}, ${x0}, ${x1})"\n',
+            "unknown key 'float_updte' in op conv: accumulator acc",
+            "float_updte",
+        ),
+        (
             "    openmp_threshold: [-pthread]",
             "    openmp_threshold: [-pthread]\n    label: [-DX]",
             "not a boolean or int option",
@@ -318,6 +342,10 @@ def test_an_op_can_give_its_own_c_expression(tmp_path, rng):
         "x0_option",
         "option_type",
         "block_type",
+        "float32_dots_type",
+        "float_update_placeholder",
+        "float_update_statement",
+        "float_update_key",
         "str_flags",
     ],
 )
