@@ -18,8 +18,9 @@ from .timing import Bench
 def byoc_systems(
     w: Workload, backends: tuple[str, ...], catalog: Any, constant: bool = False
 ) -> tuple[list[System], str | None]:
-    """byoc on ``backends`` (a --backend choice, with build options: :func:`split_choice`) for ``w`` (with ``constant``, its graph whose weights are
-    constants, ``w.constant_program``), or ([], why it cannot express ``w``).
+    """byoc on ``backends`` (a --backend choice, with build options: :func:`split_choice`)
+    for ``w`` (with ``constant``, its graph whose weights are constants,
+    ``w.constant_program``), or ([], why it cannot express ``w``).
 
     A kernel workload must go whole to the backend (one region, nothing on the host)
     and is timed through ``module.prepare``; a network is partitioned over

@@ -45,6 +45,7 @@ from ..c import dtypes as c_dtypes
 from ..c import ffi_entry
 from ..c.profile import Site, origins, timed
 from ..c.text import (
+    C_WORD,
     block_comment,
     c_string,
     comment,
@@ -376,7 +377,8 @@ def _with_panels(
     if not panels:
         return emitted
     by_name = {c.name: c for c, _ in emitted}
-    kept = [(c, n) for c, n in emitted if re.search(rf"\b{n}\b", code)]
+    words = set(C_WORD.findall(code))
+    kept = [(c, n) for c, n in emitted if n in words]
     for array, (value, panel) in panels.items():
         c = by_name[value]
         packed = panel.pack(c.values)

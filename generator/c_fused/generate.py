@@ -81,6 +81,7 @@ from ..c.text import (
     support_artifacts,
     support_includes,
 )
+from .dots import float_accumulators
 from .function import FusedText, function_text
 from .nests import needs_nests
 from .pool import INCLUDE as POOL_INCLUDE
@@ -192,7 +193,8 @@ def _needs_math(
         node.op
         for fn in externals
         for node in fn.nodes
-        if values.get("float32_dots") and c_dtypes.compute_type(node.type.dtype) == "float"
+        if isinstance(binding := spec.ops[node.op], ReductionBinding)
+        and float_accumulators(values, binding, node.type.dtype)
     }
     return any(
         CALL.search(text)

@@ -417,7 +417,7 @@ class _NestWriter:
             for j, staged_input in packs.items():
                 constant = self.panels.array(staged_input, self.arrays)
                 if constant is not None:  # packed when the module is generated
-                    reads[j] = constant + staged_input.read[len(staged_input.buffer) :]
+                    reads[j] = staged_read(staged_input.read, staged_input.buffer, constant)
                     continue
                 self.staged.append(staged_input)
                 self.outline.pointers[staged_input.buffer] = "float*"
