@@ -50,12 +50,13 @@ class SpecLine:
 
 @dataclass(frozen=True, slots=True)
 class SpecText:
-    """Where a spec's copied texts are in its file: the prelude's first line and its
-    number of lines (None when unknown), and each macro body's first line by name."""
+    """Where a spec's copied texts are: the prelude's first line in the spec ``file``
+    and its number of lines (None when unknown), and by macro name the file and first
+    line of each body (the spec's file, or the C file it was read from)."""
 
     file: str
     prelude: tuple[int, int] | None
-    bodies: Mapping[str, int]
+    bodies: Mapping[str, tuple[str, int]]
 
 
 def spec_line(lines: Sequence[str], n: int, spec: SpecText, column: int = 1) -> SpecLine | None:
@@ -65,12 +66,12 @@ def spec_line(lines: Sequence[str], n: int, spec: SpecText, column: int = 1) -> 
     found = _copied(lines, n, spec)
     if found is None:
         return None
-    line, what = found
-    return SpecLine(spec.file, line, what, column + _indent(spec.file, line) - _width(lines[n - 1]))
+    file, line, what = found
+    return SpecLine(file, line, what, column + _indent(file, line) - _width(lines[n - 1]))
 
 
-def _copied(lines: Sequence[str], n: int, spec: SpecText) -> tuple[int, str] | None:
-    """The spec line (and what it is in) that generated line ``n`` copies."""
+def _copied(lines: Sequence[str], n: int, spec: SpecText) -> tuple[str, int, str] | None:
+    """The file and line (and what it is in) that generated line ``n`` copies."""
     if not 1 <= n <= len(lines):
         return None
     for k in range(n - 2, -1, -1):  # the #define whose continued lines reach line n
@@ -78,14 +79,16 @@ def _copied(lines: Sequence[str], n: int, spec: SpecText) -> tuple[int, str] | N
             break
         found = _DEFINE.match(lines[k])
         if found is not None:
-            first = spec.bodies.get(found.group(1))
-            return None if first is None else (first + n - k - 2, f"body of macro {found.group(1)}")
+            where = spec.bodies.get(found.group(1))
+            if where is None:
+                return None
+            return where[0], where[1] + n - k - 2, f"body of macro {found.group(1)}"
     if spec.prelude is not None:
         first, count = spec.prelude
         head = _PRELUDE.split("{}")[0]
         k = next((k for k, line in enumerate(lines[: n - 1]) if line.startswith(head)), None)
         if k is not None and n - k - 2 < count:  # the prelude is lines k + 2 ... of the module
-            return first + n - k - 2, "prelude"
+            return spec.file, first + n - k - 2, "prelude"
     return None
 
 

@@ -182,11 +182,15 @@ def tvm_ffi_includes() -> tuple[str, ...]:
 
 
 def spec_text_of(spec: BackendSpec) -> SpecText:
-    """Where ``spec``'s prelude and macro bodies are in its file (those written as literal blocks)."""
+    """Where ``spec``'s prelude and macro bodies are in their files (a body written as
+    a literal block in the spec, or read from a C file beside it)."""
     first = spec.template_lines.get("prelude")
     prelude = None if first is None else (first, len(spec.templates.get("prelude", "").splitlines()))
-    bodies = {m.name: m.body_line for m in spec.macros.values() if m.body_line is not None}
-    return SpecText(spec.source or f"the spec of backend {spec.name}", prelude, bodies)
+    file = spec.source or f"the spec of backend {spec.name}"
+    bodies = {
+        m.name: (m.body_file or file, m.body_line) for m in spec.macros.values() if m.body_line is not None
+    }
+    return SpecText(file, prelude, bodies)
 
 
 def build_spec_module(

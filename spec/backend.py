@@ -141,8 +141,11 @@ class MacroDef:
     elementwise node) broadcast to the output's shape (numpy's rule), each at its own
     shape, and reads how through ``${in<k>_stride<j>}`` (``broadcast: true``)."""
     body_line: int | None = field(default=None, compare=False, repr=False)
-    """The spec file's line of the body's first line, when the body is a literal block
-    (``|``), so that the generated code can say where each line came from."""
+    """The line of the body's first line in its file (the spec, when the body is a
+    literal block ``|``; else :attr:`body_file`), so that a compiler error in a copied
+    line is located where the line was written."""
+    body_file: str | None = field(default=None, compare=False, repr=False)
+    """The C file the body was read from (``body: {file: NAME}``); None: the spec's file."""
 
     def arguments(self, values: Mapping[str, object]) -> tuple[str, ...]:
         """The arguments of one invocation, in parameter order."""

@@ -20,13 +20,14 @@ from byoc.shape_rules import SHAPE_RULES
 from .backend import MacroDef
 from .bindings import frozen_map
 from .codegen_kind import CodegenKind
-from .draft import SpecDraft, c_name, check_template, known
+from .draft import SpecDraft, c_name, check_template, check_template_text, known
 from .layouts import load_macro_layouts, load_mixed_layouts
 from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
+from .macro_files import MacroBody, check_all_taken, macro_body
 from .macro_uses import MacroUse, attribute_use, check_broadcasts, check_input_index, check_stride, check_use
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .template import PLACEHOLDER_NAME, Placeholder
-from .yaml_doc import YamlDoc, block_line
+from .yaml_doc import YamlDoc
 
 DEFAULT_RANK_KEY = "default"
 """The key of an op's rank mapping that serves every other declared rank."""
@@ -150,6 +151,7 @@ class MacroKind(CodegenKind):
         node = doc.mapping(root, "macros", "macros")
         if not node:
             raise doc.error("macros must define at least one macro", root, "macros", value=True)
+        bodies: list[tuple[str, MacroBody]] = []
         for name in node:
             what = f"macro {name}"
             c_name(doc, node, name, "macro name")
@@ -167,20 +169,21 @@ class MacroKind(CodegenKind):
                 if inputs < 1:
                     raise doc.error(f"{what}: inputs must be at least 1", mnode, "inputs", value=True)
             params = doc.mapping(mnode, "params", f"{what}: params")
-            body = doc.typed(mnode, "body", str, f"{what}: body")
-            if not body.strip():
-                raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
+            body = macro_body(doc, mnode, str(name), what, tuple(params))
+            bodies.append((str(name), body))
             if self.body_rendered:
-                check_template(doc, mnode, "body", f"the body of {what}", names | set(self.macro_body))
+                check_template_text(
+                    body.text, body.error, f"the body of {what}", names | set(self.macro_body)
+                )
             else:
-                _refuse_placeholders(doc, mnode, what)
-            _check_body_lines(doc, mnode, what)
+                _refuse_placeholders(body, what)
+            _check_body_lines(body, what)
             for param in params:
                 c_name(doc, params, param, f"{what}: parameter")
                 if param == name:
                     raise doc.error(f"{what}: a parameter cannot share the macro's name", params, param)
                 doc.typed(params, param, str, f"{what}: the argument of {param}")
-                if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", body):
+                if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", body.text):
                     raise doc.error(
                         f"{what}: parameter {param} is not used in the body",
                         params,
@@ -216,7 +219,7 @@ class MacroKind(CodegenKind):
             draft.macros[name] = MacroDef(
                 str(name),
                 args,
-                str(body),
+                body.text,
                 str(mdoc).strip(),
                 inputs,
                 doc.at(node, name),
@@ -225,9 +228,11 @@ class MacroKind(CodegenKind):
                 mixed,
                 status,
                 broadcast,
-                block_line(doc, mnode, "body"),
+                body.line,
+                body.file,
             )
             draft.macro_params[name] = params
+        check_all_taken(bodies)
 
     def load_vars(
         self, doc: YamlDoc, node: Any, what: str, draft: SpecDraft, op: OpDef | None = None
@@ -311,34 +316,33 @@ def _constant_input(inputs: int | None) -> Callable[[str], bool]:
     return accept
 
 
-def _check_body_lines(doc: YamlDoc, mnode, what: str) -> None:
-    body = mnode["body"]
+def _check_body_lines(body: MacroBody, what: str) -> None:
     offset = 0
-    for line in body.split("\n"):
+    for line in body.text.split("\n"):
         stripped = line.strip()
         if stripped.startswith("#"):
-            raise doc.error_at(
+            raise body.error(
+                offset + line.index("#"),
                 f"{what}: a macro body cannot hold a preprocessor directive",
-                doc.at_offset(mnode, "body", offset + line.index("#")),
-                hint="put #include and other directives in `prelude`",
+                "put #include and other directives in `prelude` or a support header",
             )
         if stripped.endswith("\\"):
-            raise doc.error_at(
+            raise body.error(
+                offset + line.rindex("\\"),
                 f"{what}: do not end body lines with a backslash",
-                doc.at_offset(mnode, "body", offset + line.rindex("\\")),
-                hint="byoc adds the line continuations of the #define itself",
+                "byoc adds the line continuations of the #define itself",
             )
         offset += len(line) + 1
 
 
-def _refuse_placeholders(doc: YamlDoc, mnode: Any, what: str) -> None:
+def _refuse_placeholders(body: MacroBody, what: str) -> None:
     """A body written into the C file as is may hold no ``${name}``: the compiler
     would get it verbatim. Values reach the body through the macro's parameters."""
-    found = check_template(doc, mnode, "body", f"the body of {what}", (), accept=lambda name: True)
+    found = check_template_text(body.text, body.error, f"the body of {what}", (), accept=lambda name: True)
     if found:
         p = found[0]
-        raise doc.error_at(
+        raise body.error(
+            p.offset,
             f"undefined placeholder ${{{p.name}}} in the body of {what}: the body is C, copied as is",
-            doc.at_offset(mnode, "body", p.offset),
-            hint=f'pass the value as a parameter, params: {{p_X_: "${{{p.name}}}"}}, and write p_X_ in the body',
+            f'pass the value as a parameter, params: {{p_X_: "${{{p.name}}}"}}, and write p_X_ in the body',
         )

@@ -125,7 +125,7 @@ def test_byocs_own_lines_are_no_spec_line():
         "  g();",
         "}",
     ]
-    spec = SpecText("s.yaml", (10, 1), {"K": 20})
+    spec = SpecText("s.yaml", (10, 1), {"K": ("s.yaml", 20)})
     assert spec_line(lines, 2, spec).line == 10 and spec_line(lines, 2, spec).what == "prelude"
     assert spec_line(lines, 4, spec).line == 20 and spec_line(lines, 4, spec).what == "body of macro K"
     assert [spec_line(lines, n, spec) for n in (1, 3, 5, 6, 7, 8, 99)] == [None] * 7

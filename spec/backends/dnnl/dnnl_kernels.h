@@ -1,0 +1,264 @@
+/* The kernels of the dnnl backend: the body of each macro of dnnl.yaml, whose entry says
+ * `body: {file: dnnl_kernels.h}` and gives the macro's doc, its parameters' arguments
+ * (in this parameter list's order), its layouts and its state, init and teardown.
+ *
+ * byoc copies a #define into each generated module that uses its macro, without the
+ * backslashes and the indentation, and expands it once per kernel: `p_ID_` is the
+ * kernel's name, `p_STATE_` the region's state. No module includes this file; the
+ * functions the kernels call are in dnnl_support.h and dnnl_support.c. A compiler error
+ * in a kernel's line is reported at its line here.
+ */
+
+#define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, NULL, NULL, \
+                                   0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, float* out) { \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+                                   0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, b, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_SUM(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, NULL, NULL, \
+                                   0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, residual, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+                                   0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
+                   const float* mean, const float* var, float* out) { \
+    return dnnl_byoc_run_folded(&p_STATE_->p_ID_, p_STATE_->engine, x, w, p_WSIZE_, p_M_, \
+                                (const float* const[]){scale, bias, mean, var}, p_EPS_, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
+                                   (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, float* out) { \
+    (void)w; /* packed by the init */ \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
+                                   (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
+    (void)w; /* packed by the init */ \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, b, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
+                                   (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
+    (void)w; /* packed by the init */ \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
+                              const float* const* bn) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_, \
+                                   (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                   const float* mean, const float* var, float* out) { \
+    (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
+  }
+
+#define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
+                              const float* const* bn) { \
+    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_, \
+                                   (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
+  } \
+  static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
+                   const float* mean, const float* var, const float* residual, float* out) { \
+    (void)w, (void)scale, (void)shift, (void)mean, (void)var; /* folded and packed by the init */ \
+    return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
+  }
+
+#define DNNL_DENSE(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_, p_DT_); \
+  } \
+  static int p_ID_(const p_T_* x, const p_T_* w, p_T_* out) { \
+    if (p_K_ == 0) return dnnl_byoc_dense_empty(&p_STATE_->p_ID_, p_STATE_->engine, NULL, out, p_B_, p_U_, sizeof(p_T_)); \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, (void*)w, out}); \
+  }
+
+#define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_, p_DT_); \
+  } \
+  static int p_ID_(const p_T_* x, const p_T_* w, const p_T_* b, p_T_* out) { \
+    if (p_K_ == 0) return dnnl_byoc_dense_empty(&p_STATE_->p_ID_, p_STATE_->engine, b, out, p_B_, p_U_, sizeof(p_T_)); \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
+  }
+
+#define DNNL_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+                            DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
+  } \
+  static int p_ID_(const float* x, float* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, out}); \
+  }
+
+#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+                            DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
+  } \
+  static int p_ID_(const float* x, float* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, out}); \
+  }
+
+#define DNNL_CONCAT2(p_ID_, p_STATE_, p_AXIS_, p_SHAPES_, p_A_LAYOUT_, p_B_LAYOUT_, p_DST_LAYOUT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_concat4d(prim, engine, 2, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPES_}, p_AXIS_, \
+                              (const int[]){DNNL_BYOC_LAYOUT_ ## p_A_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_B_LAYOUT_, \
+                                            DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_}); \
+  } \
+  static int p_ID_(const float* a, const float* b, float* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                         (const int[]){DNNL_ARG_MULTIPLE_SRC, DNNL_ARG_MULTIPLE_SRC + 1, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)a, (void*)b, out}); \
+  }
+
+#define DNNL_MATMUL(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_matmul(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_); \
+  } \
+  static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
+    if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
+      memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
+      return 0; \
+    } \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)a, (void*)b, out}); \
+  }
+
+#define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_ALPHA_, p_BETA_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, \
+                             p_ALPHA_, p_BETA_, p_DT_); \
+  } \
+  static int p_ID_(const p_T_* x, p_T_* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, out}); \
+  }
+
+#define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_, p_DT_); \
+  } \
+  static int p_ID_(const p_T_* x, p_T_* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, out}); \
+  }
+
+#define DNNL_BATCH_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_, p_RELU_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_batch_norm(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_EPS_, \
+                                p_RELU_); \
+  } \
+  static int p_ID_(const float* x, const float* scale, const float* shift, const float* mean, \
+                   const float* var, float* out) { \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 6, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, \
+                                       DNNL_ARG_VARIANCE, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
+  }
+
+#define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+  static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                              const p_WT_* wz) { \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+  } \
+  static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                   const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+    (void)w, (void)ws, (void)wz; /* packed by the init */ \
+    return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+  }
+
+#define DNNL_CONV2D_Q8_BIAS(p_NB_, p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+  static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                              const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+  } \
+  static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                   const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
+                   const void* bz, p_YT_* out) { \
+    (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
+    return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+  }
+
+#define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+  static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                              const p_WT_* wz) { \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_MATMUL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, 0); \
+  } \
+  static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                   const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+    (void)w, (void)ws, (void)wz; /* packed by the init */ \
+    return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+  }
+
+#define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
+  static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
+                              const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_DENSE, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
+                               (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
+  } \
+  static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
+                   const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
+                   const void* bz, p_YT_* out) { \
+    (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
+    return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
+  }

@@ -1,0 +1,212 @@
+"""Macro bodies kept in a C file beside the spec: ``body: {file: NAME}``.
+
+A backend with many kernels keeps their C where C tools can read it: a header of real
+``#define`` lines beside the spec (``dnnl_kernels.h`` beside ``dnnl.yaml``), one per
+macro, each continued with backslashes as C requires:
+
+.. code-block:: c
+
+    #define DNNL_DENSE(p_ID_, p_STATE_, p_B_) \\
+      static int p_ID_(const float* x, float* out) { \\
+        ... \\
+      }
+
+The spec still says everything that is data: the macro's ``params`` (in the order of
+the ``#define``'s parameter list, each with the template of its argument), its doc,
+inputs, layouts and setup. The file only holds C. The macro named ``DNNL_DENSE`` takes
+the ``#define DNNL_DENSE(...)`` of the file; its body is the define's continued lines,
+without the backslashes and without the indentation they share, which is exactly what
+an inline ``body: |`` block would hold. So a module's text does not depend on where
+the spec keeps its C, and a compiler error in a copied line is located at that line
+of the C file (:mod:`byoc.spec_lines`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from byoc.errors import Location, SpecError
+
+from .support import file_beside
+from .yaml_doc import YamlDoc, block_line
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\()?")
+_CONTINUED = re.compile(r"[ \t]*\\$")
+
+
+@dataclass(frozen=True, slots=True)
+class FileMacro:
+    """One ``#define NAME(params)`` of a macro file."""
+
+    params: tuple[str, ...]
+    body: str
+    """The continued lines, the backslashes and their shared indentation removed."""
+    line: int
+    """The file's line of the ``#define``."""
+    body_line: int
+    """The file's line of the body's first line (the line after the ``#define``)."""
+    indent: int
+    """How many columns of indentation the body lost (its lines' shared indentation)."""
+
+    def location(self, offset: int, path: str) -> Location:
+        """Where character ``offset`` of :attr:`body` is in the file ``path``."""
+        before = self.body[:offset]
+        return Location(path, self.body_line + before.count("\n"), offset - before.rfind("\n") + self.indent)
+
+
+@dataclass(frozen=True, slots=True)
+class MacroBody:
+    """A macro's body as the spec gives it, inline or from a file, with what locates
+    a character of it."""
+
+    text: str
+    error: Callable[[int, str, str | None], SpecError]
+    """``error(offset, message, hint)``: a SpecError at character ``offset`` of :attr:`text`."""
+    line: int | None
+    """The line of its first line in its file (None when unknown: a quoted YAML string)."""
+    file: str | None
+    """The C file it was read from; None when it is written in the spec."""
+    source: str | None = None
+    """The whole text of :attr:`file`."""
+
+
+def macro_body(doc: YamlDoc, mnode: Any, name: str, what: str, params: Sequence[str]) -> MacroBody:
+    """The ``body`` of the macro ``name`` (the spec's node ``mnode``): a string in the
+    spec, or ``{file: NAME}``, the ``#define name(...)`` of the C file NAME beside it,
+    whose parameter list must be ``params``."""
+    if isinstance(mnode.get("body"), dict):
+        text, path = file_beside(doc, mnode, "body", f"{what}: body")
+        found = file_macro(text, path, name, doc.at(mnode["body"], "file", value=True))
+        check_params(found, params, name, path, text)
+
+        def in_file(offset: int, message: str, hint: str | None) -> SpecError:
+            return SpecError(message, found.location(offset, path), hint=hint, source=text)
+
+        return MacroBody(found.body, in_file, found.body_line, path, text)
+    body = str(doc.typed(mnode, "body", str, f"{what}: body"))
+    if not body.strip():
+        raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
+
+    def in_spec(offset: int, message: str, hint: str | None) -> SpecError:
+        return doc.error_at(message, doc.at_offset(mnode, "body", offset), hint=hint)
+
+    return MacroBody(body, in_spec, block_line(doc, mnode, "body"), None)
+
+
+def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:
+    """Every function-like macro a macro file defines is the body of a macro of the
+    spec (``bodies``: each macro's name and body): a define that none takes is a stale
+    copy (a macro renamed in the spec and not in the file), refused where it stands."""
+    taken: dict[str, set[str]] = {}
+    texts: dict[str, str] = {}
+    for name, body in bodies:
+        if body.file is not None and body.source is not None:
+            taken.setdefault(body.file, set()).add(name)
+            texts[body.file] = body.source
+    for path, names in taken.items():
+        for k, line in enumerate(texts[path].split("\n")):
+            found = _DEFINE.match(line)
+            if found and found.group(2) and found.group(1) not in names:
+                raise _error(
+                    f"{found.group(1)} is no macro's body: no macro of the spec is named so",
+                    path,
+                    texts[path],
+                    k,
+                    found.start(1) + 1,
+                    hint="add the macro to the spec's `macros:` with body: {file: ...}, or delete the #define",
+                )
+
+
+def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro:
+    """The ``#define name(...)`` of the macro file ``text`` (read from ``path``), whose
+    continued lines are the body. A SpecError located in the file when it is malformed,
+    or at ``named_at`` (the spec's ``file:``) when the file does not define ``name``."""
+    lines = text.split("\n")
+    found = [k for k, line in enumerate(lines) if (m := _DEFINE.match(line)) and m.group(1) == name]
+    if not found:
+        raise SpecError(
+            f"macro {name}: {path} has no #define {name}(...)",
+            named_at,
+            hint=f"write `#define {name}(<params>) \\` and its continued body lines in {path}",
+        )
+    if len(found) > 1:
+        raise _error(
+            f"macro {name} is defined twice in the file",
+            path,
+            text,
+            found[1],
+            1,
+            hint=f"the first #define {name} is at line {found[0] + 1}; keep one",
+        )
+    k = found[0]
+    head = lines[k]
+    match = _DEFINE.match(head)
+    assert match is not None
+    if match.group(2) is None:
+        raise _error(
+            f"#define {name} takes no parameter list",
+            path,
+            text,
+            k,
+            match.end(1) + 1,
+            hint=f"a kernel's macro has parameters: #define {name}(p_ID_, ...) \\",
+        )
+    close = head.find(")", match.end())
+    if close < 0:
+        raise _error(
+            f"#define {name}: its parameter list does not close on its line", path, text, k, match.end()
+        )
+    params = tuple(p.strip() for p in head[match.end() : close].split(",") if p.strip())
+    if not _CONTINUED.search(head) or head[close + 1 :].strip() != "\\":
+        raise _error(
+            f"#define {name}: the body starts on the next line",
+            path,
+            text,
+            k,
+            close + 2,
+            hint="end the #define line with its parameter list and a backslash",
+        )
+    body: list[str] = []
+    for line in lines[k + 1 :]:
+        continued = _CONTINUED.search(line)
+        body.append(line[: continued.start()] if continued else line)
+        if not continued:
+            break
+    while body and not body[-1].strip():
+        body.pop()
+    if not body:
+        raise _error(f"#define {name} has an empty body", path, text, k, 1)
+    indent = min(len(line) - len(line.lstrip(" ")) for line in body if line.strip())
+    text_of_body = "\n".join(line[indent:] if line.strip() else "" for line in body)
+    return FileMacro(params, text_of_body + "\n", k + 1, k + 2, indent)
+
+
+def check_params(macro: FileMacro, declared: Sequence[str], name: str, path: str, text: str) -> None:
+    """The ``#define``'s parameter list must be the spec's ``params``, in their order:
+    the generator passes the arguments in the spec's order."""
+    if tuple(declared) != macro.params:
+        raise _error(
+            f"#define {name}({', '.join(macro.params)}) does not take the spec's params in their order",
+            path,
+            text,
+            macro.line - 1,
+            1,
+            hint=f"the spec's params of {name}: {', '.join(declared) or '(none)'}",
+        )
+
+
+def _error(message: str, path: str, text: str, k: int, column: int, hint: str | None = None) -> SpecError:
+    return SpecError(message, Location(path, k + 1, max(column, 1)), hint=hint, source=text)
+
+
+__all__: Sequence[str] = (
+    "FileMacro",
+    "MacroBody",
+    "check_params",
+    "check_all_taken",
+    "file_macro",
+    "macro_body",
+)

@@ -1,0 +1,189 @@
+"""Macro bodies in a C file beside the spec (``body: {file: NAME}``, spec/macro_files.py):
+the module gets the same text as from an inline body, a compiler error is located at
+the C file's line and column, and a malformed or stale file is a SpecError located in
+it (or at the spec's ``file:`` when the define is missing)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+import byoc
+from byoc.api import load_backend
+from byoc.building import offload
+from byoc.errors import BuildError, SpecError
+from byoc.generator.pipeline import generate
+from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
+
+GRAPH = "graph main(x: float32[8], y: float32[8]) {\n  return add(x, y)\n}\n"
+
+SPEC = """\
+version: 1
+name: npu
+kind: c_source
+dtypes: [float32]
+ranks: [1]
+compile: {language: c}
+macros:
+  ADD:
+    doc: a + b * 2
+    inputs: 2
+    params: {p_ID_: "${symbol}", p_N_: "${size}"}
+    body: BODY
+ops:
+  add: {macros: {default: ADD}}
+"""
+
+KERNELS = """\
+/* the npu's kernels */
+
+#define ADD(p_ID_, p_N_) \\
+  static void p_ID_(const float* a, const float* b, float* out) {      \\
+    for (long k = 0; k < p_N_; ++k) { \\
+      out[k] = a[k] + b[k] * 2.0f; \\
+    } \\
+  }
+"""
+
+INLINE = """|
+      static void p_ID_(const float* a, const float* b, float* out) {
+        for (long k = 0; k < p_N_; ++k) {
+          out[k] = a[k] + b[k] * 2.0f;
+        }
+      }"""
+
+
+def write(tmp_path, kernels: str = KERNELS, body: str = "{file: npu_kernels.h}"):
+    (tmp_path / "npu.yaml").write_text(SPEC.replace("BODY", body))
+    (tmp_path / "npu_kernels.h").write_text(kernels)
+    return tmp_path
+
+
+def generated_module(tmp_path) -> str:
+    def loader(name):
+        return load_backend(name, spec_path=[str(tmp_path)])
+
+    offloaded = offload(byoc.parse(GRAPH, "graph"), "graph", ["npu"], loader)
+    return next(
+        a.text for a in generate(offloaded, byoc.load_catalog(), loader, {}).artifacts if a.name == "npu.c"
+    )
+
+
+def test_a_body_from_a_file_gives_the_module_an_inline_body_gives(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    for side in ("file", "inline"):
+        (tmp_path / side / "npu").mkdir(parents=True)
+    from_file = generated_module(write(tmp_path / "file" / "npu"))
+    inline = generated_module(write(tmp_path / "inline" / "npu", body=INLINE))
+    assert from_file.replace("/file/", "/inline/") == inline
+    assert "  for (long k = 0; k < p_N_; ++k) { \\\n" in from_file  # dedented, one backslash
+    backend = load_backend("npu", spec_path=[str(tmp_path / "file" / "npu")])
+    assert backend.macros["ADD"].body_file == str((tmp_path / "file" / "npu" / "npu_kernels.h").resolve())
+    assert backend.macros["ADD"].body_line == 4
+
+
+def test_a_body_from_a_file_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    model = byoc.build(byoc.parse(GRAPH, "graph"), backends=["npu"], spec_path=[str(write(tmp_path))])
+    x, y = np.arange(8, dtype=np.float32), np.linspace(-1, 1, 8, dtype=np.float32)
+    (got,) = model(x=x, y=y)
+    np.testing.assert_array_equal(got, x + y * np.float32(2))
+
+
+def test_a_compiler_error_is_at_the_c_files_line_and_column(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    write(tmp_path, KERNELS.replace("b[k] * 2.0f", "b[k] * missing_factor"))
+    with pytest.raises(BuildError) as info:
+        byoc.build(byoc.parse(GRAPH, "graph"), backends=["npu"], spec_path=[str(tmp_path)])
+    kernels = tmp_path / "npu_kernels.h"
+    lines = kernels.read_text().splitlines()
+    where = info.value.location
+    assert (where.file, where.line) == (str(kernels.resolve()), 6)
+    assert lines[where.line - 1][where.column - 1 :].startswith("missing_factor")
+    assert "in the body of macro ADD" in info.value.message
+
+
+BAD_FILES = [
+    ("", "has no #define ADD(...)", "npu.yaml", None),
+    (KERNELS + "\n#define ADD(p_ID_, p_N_) \\\n  x\n", "macro ADD is defined twice", "npu_kernels.h", 10),
+    (
+        KERNELS.replace("ADD(p_ID_, p_N_)", "ADD(p_N_, p_ID_)"),
+        "does not take the spec's params",
+        "npu_kernels.h",
+        3,
+    ),
+    (
+        KERNELS.replace("ADD(p_ID_, p_N_) \\", "ADD(p_ID_, p_N_) static \\"),
+        "the body starts on the next line",
+        "npu_kernels.h",
+        3,
+    ),
+    (KERNELS.replace("ADD(p_ID_, p_N_)", "ADD"), "takes no parameter list", "npu_kernels.h", 3),
+    (KERNELS.replace("2.0f", "${scale}"), "undefined placeholder ${scale}", "npu_kernels.h", 6),
+    (
+        KERNELS.replace("    } \\", "    #pragma once \\"),
+        "cannot hold a preprocessor directive",
+        "npu_kernels.h",
+        7,
+    ),
+    (KERNELS + "\n#define OLD_ADD(p_ID_) \\\n  p_ID_\n", "OLD_ADD is no macro's body", "npu_kernels.h", 10),
+]
+
+
+@pytest.mark.parametrize(("kernels", "message", "file", "line"), BAD_FILES, ids=[b[1] for b in BAD_FILES])
+def test_a_bad_macro_file_is_a_spec_error_where_it_is_wrong(
+    tmp_path, monkeypatch, kernels, message, file, line
+):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    write(tmp_path, kernels)
+    with pytest.raises(SpecError) as info:
+        load_backend("npu", spec_path=[str(tmp_path)])
+    assert message in info.value.message
+    assert info.value.location.file.endswith(file)
+    if line is not None:
+        assert info.value.location.line == line
+    assert info.value.hint
+
+
+def test_a_missing_macro_file_is_located_at_the_spec_and_the_cli_has_no_traceback(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    write(tmp_path)
+    (tmp_path / "npu_kernels.h").unlink()
+    (tmp_path / "g.graph").write_text(GRAPH)
+    rc, _, err = run_cli(capsys, "run", tmp_path / "g.graph", "--backend", "npu", "--spec-path", tmp_path)
+    assert rc == 2 and "Traceback" not in err
+    assert "npu_kernels.h" in err and f"{tmp_path / 'npu.yaml'}:" in err
+
+
+def test_the_shipped_dnnl_kernels_are_read_from_their_file(tmp_path):
+    """Every dnnl macro takes its body from dnnl_kernels.h, which holds nothing else."""
+    spec = load_backend("dnnl")
+    kernels = SHIPPED_BACKENDS / "dnnl" / "dnnl_kernels.h"
+    assert {m.body_file for m in spec.macros.values()} == {str(kernels.resolve())}
+    shutil.copytree(SHIPPED_BACKENDS / "dnnl", tmp_path / "dnnl")
+    edited = (tmp_path / "dnnl" / "dnnl_kernels.h").read_text() + "\n#define DNNL_STALE(p_ID_) \\\n  p_ID_\n"
+    (tmp_path / "dnnl" / "dnnl_kernels.h").write_text(edited)
+    with pytest.raises(SpecError, match="DNNL_STALE is no macro's body"):
+        load_backend("dnnl", spec_path=[str(tmp_path)])
+
+
+def test_the_spec_readme_example_runs(tmp_path, monkeypatch):
+    """spec/README.md's example of a body in a C file, completed into a spec, runs."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    text = (SHIPPED_BACKENDS.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("#### Macro bodies in a C file") :]
+    macros = re.search(r"```yaml\n(.*?)```", section, flags=re.S).group(1)
+    kernels = re.search(r"```c\n(.*?)```", section, flags=re.S).group(1)
+    head = SPEC[: SPEC.index("macros:\n")]
+    (tmp_path / "npu.yaml").write_text(head + macros + "ops:\n  add: {macros: {default: NPU_ADD}}\n")
+    (tmp_path / "npu_kernels.h").write_text(kernels)
+    model = byoc.build(byoc.parse(GRAPH, "graph"), backends=["npu"], spec_path=[str(tmp_path)])
+    x, y = np.arange(8, dtype=np.float32), np.full(8, 0.5, dtype=np.float32)
+    (got,) = model(x=x, y=y)
+    np.testing.assert_array_equal(got, x + y)
