@@ -8,22 +8,39 @@ cannot import byoc."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
 from libraries import missing_library
 from mini_spec import C_SOURCE
 
-tvm = pytest.importorskip("tvm")
-from tvm import relax  # noqa: E402
+import byoc
+from byoc.errors import UsageError
+from byoc.ir import MAX_NAME_LENGTH
+from byoc.spec import ENV_VAR
 
-import byoc.tvm  # noqa: E402
-from byoc.errors import UsageError  # noqa: E402
-from byoc.ir import MAX_NAME_LENGTH  # noqa: E402
-from byoc.spec import ENV_VAR  # noqa: E402
+if importlib.util.find_spec("tvm") is None:
+    pytest.skip("could not import 'tvm': pip install apache-tvm", allow_module_level=True)
+
+tvm: Any = None
+relax: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def tvm_imported():
+    """Import tvm (and byoc.tvm, which imports it) when this module's first test runs:
+    it takes seconds, which pytest's collection of the whole suite would pay on every
+    worker, also when no test of this module is selected."""
+    global tvm, relax
+    tvm = pytest.importorskip("tvm")
+    from tvm import relax
+
+    import byoc.tvm  # noqa: F401  (the tests call it as byoc.tvm)
 
 RNG = np.random.default_rng(7)
 W = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
