@@ -144,8 +144,19 @@ def golden(snapshot):
 def cache_dir(tmp_path_factory) -> Iterator[Path]:
     """The compile cache of the whole run: a private ``$BYOC_CACHE_DIR``, inherited by
     subprocesses, so that no test reads or writes the user's cache. Entries are keyed by
-    content, so test modules share them safely."""
-    root = tmp_path_factory.mktemp("byoc-cache")
+    content, so test modules share them safely; so do the workers of one run (``-n 2``):
+    a module that tests on both workers build is compiled once (the build cache is made
+    for concurrent builders: the first to rename its entry in wins, runtime/build.py),
+    and so does the nested run without the libraries (tests/test_without_libraries.py),
+    whose builds of the other backends are the same."""
+    inherited = os.environ.get("BYOC_CACHE_DIR") if os.environ.get("BYOC_TEST_WITHOUT_LIBRARIES") else None
+    if inherited:
+        root = Path(inherited)
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "byoc-cache"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("byoc-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BYOC_CACHE_DIR", str(root))
         mp.setenv("BYOC_CACHE_MAX", "0")  # no eviction between tests; test_cache_store.py bounds its own
