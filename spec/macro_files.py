@@ -1,20 +1,20 @@
 """Macro bodies kept in a C file beside the spec: ``body: {file: NAME}``.
 
 A backend with many kernels keeps their C where C tools can read it: a header of real
-``#define`` lines beside the spec (``dnnl_kernels.h`` beside ``dnnl.yaml``), one per
+``#define`` lines beside the spec (``npu_kernels.h`` beside ``npu.yaml``), one per
 macro, each continued with backslashes as C requires:
 
 .. code-block:: c
 
-    #define DNNL_DENSE(p_ID_, p_STATE_, p_B_) \\
+    #define NPU_DENSE(p_ID_, p_STATE_, p_B_) \\
       static int p_ID_(const float* x, float* out) { \\
         ... \\
       }
 
 The spec still says everything that is data: the macro's ``params`` (in the order of
 the ``#define``'s parameter list, each with the template of its argument), its doc,
-inputs, layouts and setup. The file only holds C. The macro named ``DNNL_DENSE`` takes
-the ``#define DNNL_DENSE(...)`` of the file; its body is the define's continued lines,
+inputs, layouts and setup. The file only holds C. The macro named ``NPU_DENSE`` takes
+the ``#define NPU_DENSE(...)`` of the file; its body is the define's continued lines,
 without the backslashes and without the indentation they share, which is exactly what
 an inline ``body: |`` block would hold. So a module's text does not depend on where
 the spec keeps its C, and a compiler error in a copied line is located at that line
