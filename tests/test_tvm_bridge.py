@@ -42,6 +42,7 @@ def tvm_imported():
 
     import byoc.tvm  # noqa: F401  (the tests call it as byoc.tvm)
 
+
 RNG = np.random.default_rng(7)
 W = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
 B = RNG.standard_normal((1, 4, 1, 1)).astype("float32")
