@@ -361,10 +361,10 @@ def test_a_broadcasting_qdq_add_stays_off_ccompiler():
     assert "qdq_add" not in _composites_in(print_program(program))
 
 
-def qdq_gemm_model(relu: bool, seed: int = 0):
+def qdq_gemm_model(relu: bool, seed: int = 0, bias: bool = True):
     """ONNX's QDQ Gemm (transB, an int32 bias per output unit, weights per unit), as
     quantize_static writes a classifier head, optionally followed by a Relu, and its
-    constants."""
+    constants; with ``bias`` false, a Gemm without its C input."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -373,16 +373,18 @@ def qdq_gemm_model(relu: bool, seed: int = 0):
     c = {"xs": np.float32(0.02), "xz": np.uint8(128), "w": rng.integers(-127, 128, (n, k)).astype(np.int8)}
     c["ws"] = rng.uniform(0.002, 0.01, n).astype(np.float32)
     c["wz"] = np.zeros(n, np.int8)
-    c["b"] = rng.integers(-3000, 3000, n).astype(np.int32)
-    c["bs"] = (c["xs"] * c["ws"]).astype(np.float32)
-    c["bz"] = np.zeros(n, np.int32)
+    if bias:
+        c["b"] = rng.integers(-3000, 3000, n).astype(np.int32)
+        c["bs"] = (c["xs"] * c["ws"]).astype(np.float32)
+        c["bz"] = np.zeros(n, np.int32)
     c["ys"], c["yz"] = np.float32(0.03), np.uint8(0 if relu else 100)
     nodes = [
         helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
         helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
-        helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0),
-        helper.make_node("Gemm", ["xf", "wf", "bf"], ["g"], transB=1),
     ]
+    if bias:
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], axis=0))
+    nodes.append(helper.make_node("Gemm", ["xf", "wf", "bf"] if bias else ["xf", "wf"], ["g"], transB=1))
     if relu:
         nodes.append(helper.make_node("Relu", ["g"], ["r"]))
     nodes.append(helper.make_node("QuantizeLinear", ["r" if relu else "g", "ys", "yz"], ["y"]))
@@ -399,32 +401,39 @@ def qdq_gemm_model(relu: bool, seed: int = 0):
 
 
 def dense_integer_reference(x: np.ndarray, c: dict, relu: bool) -> np.ndarray:
-    """CSOURCE_QDENSE_BIAS's arithmetic: the codes' exact sum, in double times xs * ws
-    plus the dequantized bias, then ONNX's QuantizeLinear in float32."""
+    """CSOURCE_QDENSE_BIAS's arithmetic (and CSOURCE_QMATMUL_2D's, without a bias): the
+    codes' exact sum, in double times xs * ws plus the dequantized bias, then ONNX's
+    QuantizeLinear in float32."""
     acc = (x.astype(np.int64) - int(c["xz"])) @ (
         c["w"].astype(np.int64) - c["wz"].astype(np.int64)[:, None]
     ).T
-    v = acc * (np.float64(c["xs"]) * c["ws"].astype(np.float64)) + (c["b"] - c["bz"]) * c["bs"].astype(
-        np.float64
-    )
+    v = acc * (np.float64(c["xs"]) * c["ws"].astype(np.float64))
+    if "b" in c:
+        v = v + (c["b"] - c["bz"]) * c["bs"].astype(np.float64)
     if relu:
         v = np.maximum(v, 0)
     q = np.rint(v.astype(np.float32) / np.float32(c["ys"])).astype(np.float64) + float(c["yz"])
     return np.clip(q, 0, 255).astype(np.uint8)
 
 
-@pytest.mark.parametrize("relu", [False, True], ids=["bias", "bias-relu"])
-def test_qdq_gemm_is_one_int8_dense_kernel(relu):
-    """The Gemm's bias imports as a bias_add, so the whole chain is qdq_dense_bias(_relu):
+@pytest.mark.parametrize(
+    ("bias", "relu"),
+    [(True, False), (True, True), (False, False), (False, True)],
+    ids=["bias", "bias-relu", "no-bias", "no-bias-relu"],
+)
+def test_qdq_gemm_is_one_int8_dense_kernel(bias, relu):
+    """The Gemm's bias imports as a bias_add, so the whole chain is qdq_dense_bias(_relu),
+    and a Gemm without one is qdq_dense(_relu) (the matmul kernel reading w by rows):
     equal to the integer reference, and within one step of the float reference and of
     ONNX Runtime (which computes the float QDQ graph with its optimisations off)."""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from byoc.onnx.model_import import import_program
 
-    model, c = qdq_gemm_model(relu)
+    model, c = qdq_gemm_model(relu, bias=bias)
     program = partition(import_program(model), [load_backend("ccompiler")], load_catalog())
-    assert _composites_in(print_program(program)) == ["qdq_dense_bias_relu" if relu else "qdq_dense_bias"]
+    want = "qdq_dense" + ("_bias" if bias else "") + ("_relu" if relu else "")
+    assert _composites_in(print_program(program)) == [want]
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
