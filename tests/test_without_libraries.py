@@ -10,7 +10,7 @@ it builds and runs what it would with the libraries present, which the main run 
 running it again took most of the nested run's time (20 of its 21 minutes on an AMD
 EPYC with AVX2). So is an item that names no backend and whose code cannot reach a
 library (:func:`touching`: read from the test's source, with the module-level
-definitions, fixtures and helpers it uses), which left 960 of the 1,437 items such a
+definitions, fixtures and helpers it uses), which left 930 of the 1,437 items such a
 run used to take."""
 
 from __future__ import annotations
@@ -112,37 +112,65 @@ def _used_names(node: ast.AST) -> set[str]:
 
 
 @functools.cache
-def _helper_names() -> frozenset[str]:
-    """The module-level names of tests/'s helper modules and conftest.py (fixtures,
-    functions, constants) whose code may reach a library, directly or through another."""
-    found: set[str] = set()
-    for path in sorted(TESTS.glob("*.py")):
-        if not path.name.startswith("test_"):
-            found |= _touching_definitions(path.read_text(encoding="utf-8"), frozenset())
-    return frozenset(found)
+def _helpers() -> dict[str, frozenset[str]]:
+    """For each of tests/'s helper modules and conftest.py, its module-level names
+    (fixtures, functions, constants) whose code may reach a library, directly or through
+    another definition of its own or one it imports from another helper (to a fixed
+    point); every name of a helper whose import-time code reaches one."""
+    texts = {
+        p.stem: p.read_text(encoding="utf-8")
+        for p in sorted(TESTS.glob("*.py"))
+        if not p.name.startswith("test_")
+    }
+    found: dict[str, frozenset[str]] = dict.fromkeys(texts, frozenset())
+    while True:
+        more = {
+            stem: frozenset(_touching_definitions(text, _imported(text, found)) - {ALL})
+            for stem, text in texts.items()
+        }
+        if more == found:
+            return found
+        found = more
+
+
+def _imported(text: str, helpers: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The names by which ``text`` reaches the touching definitions of ``helpers``: those
+    it imports from a helper (under their local names), the attributes of a helper it
+    imports whole, and conftest.py's (its fixtures reach every test module)."""
+    names = set(helpers.get("conftest", ()))
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ImportFrom) and node.module in helpers:
+            names |= {a.asname or a.name for a in node.names if a.name in helpers[node.module]}
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                names |= helpers.get(a.name, frozenset())
+    return frozenset(names)
 
 
 def _touching_definitions(text: str, known: frozenset[str]) -> set[str]:
     """The module-level definitions of ``text`` whose code matches TOUCHES_LIBRARIES or
-    uses such a definition (of this module, or one of ``known``), to a fixed point."""
+    uses such a definition (of this module, or one of ``known``), to a fixed point, with
+    ``known``; :data:`ALL` and every definition when code that runs at import does."""
     definitions: dict[str, ast.AST] = {}
+    at_import = False  # a mark of every test (a skipif on a library), or a module-level skip
     for node in ast.parse(text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definitions[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if "pytestmark" in names and _touches(node, text):
-                return {ALL}  # a mark of every test of the module (a skipif on a library)
+            at_import |= "pytestmark" in names and _touches(node, text)
             definitions.update(dict.fromkeys(names, node))
-        elif _is_statement(node) and _touches(node, text):
-            return {ALL}  # module-level code: a skip of the whole module when a library is missing
+        elif _is_statement(node):
+            at_import |= _touches(node, text)
+    if at_import:
+        return {ALL, *definitions, *known}
     touching = set(known) | {name for name, node in definitions.items() if _touches(node, text)}
     uses = {name: _used_names(node) for name, node in definitions.items()}
     while True:
         more = {name for name in definitions if name not in touching and uses[name] & touching}
         if not more:
-            return touching & set(definitions) | (touching & known)
+            return touching
         touching |= more
 
 
@@ -152,7 +180,8 @@ def touching(module: Path) -> frozenset[str]:
     names one (dnnl, cblas), asks whether one is missing, or goes over the shipped
     backends, itself or through a module-level definition, fixture or helper it uses.
     A test that does none of this builds and runs what it would with the libraries."""
-    return frozenset(_touching_definitions(module.read_text(encoding="utf-8"), _helper_names()))
+    text = module.read_text(encoding="utf-8")
+    return frozenset(_touching_definitions(text, _imported(text, _helpers())))
 
 
 def modules() -> list[str]:
