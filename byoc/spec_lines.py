@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from .errors import Location
 
 _PRELUDE = "/* ---- The spec's prelude, from {} ---- */"
-_DEFINE = re.compile(r"\s*#\s*define\s+(\w+)\(")
+DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\()?")
+"""A ``#define`` line: the macro's name, and ``(`` when it is function-like (a kernel's
+macro: a spec's body copied into the module, or read from a C file beside the spec)."""
 
 
 def prelude_heading(source: str) -> str:
@@ -77,8 +79,8 @@ def _copied(lines: Sequence[str], n: int, spec: SpecText) -> tuple[str, int, str
     for k in range(n - 2, -1, -1):  # the #define whose continued lines reach line n
         if not lines[k].rstrip().endswith("\\"):
             break
-        found = _DEFINE.match(lines[k])
-        if found is not None:
+        found = DEFINE.match(lines[k])
+        if found is not None and found.group(2):
             where = spec.bodies.get(found.group(1))
             if where is None:
                 return None

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from byoc.errors import Location, SpecError
+from byoc.spec_lines import DEFINE
 
 from .support import file_beside
 from .yaml_doc import YamlDoc, block_line
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\()?")
 _CONTINUED = re.compile(r"[ \t]*\\$")
 
 
@@ -108,7 +108,7 @@ def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:
             texts[body.file] = body.source
     for path, names in taken.items():
         for k, line in enumerate(texts[path].split("\n")):
-            found = _DEFINE.match(line)
+            found = DEFINE.match(line)
             if found and found.group(2) and found.group(1) not in names:
                 raise _error(
                     f"{found.group(1)} is no macro's body: no macro of the spec is named so",
@@ -125,7 +125,7 @@ def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro
     continued lines are the body. A SpecError located in the file when it is malformed,
     or at ``named_at`` (the spec's ``file:``) when the file does not define ``name``."""
     lines = text.split("\n")
-    found = [k for k, line in enumerate(lines) if (m := _DEFINE.match(line)) and m.group(1) == name]
+    found = [k for k, line in enumerate(lines) if (m := DEFINE.match(line)) and m.group(1) == name]
     if not found:
         raise SpecError(
             f"macro {name}: {path} has no #define {name}(...)",
@@ -143,7 +143,7 @@ def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro
         )
     k = found[0]
     head = lines[k]
-    match = _DEFINE.match(head)
+    match = DEFINE.match(head)
     assert match is not None
     if match.group(2) is None:
         raise _error(
