@@ -34,8 +34,9 @@ class SpecDraft:
     """The spec file's line of each template's first line, for templates written as
     literal blocks (``|``): where the generated code says each came from."""
     header: str | None = None
-    macro_params: dict[str, Any] = field(default_factory=dict)
-    """The YAML ``params`` mapping of each macro, to locate errors in its arguments."""
+    macro_params: dict[str, dict[str, tuple[Any, str]]] = field(default_factory=dict)
+    """Where each macro's arguments are written, by parameter: (YAML mapping, key), the
+    macro's own ``params`` or the spec's shared ones, to locate errors in them."""
     opdefs: dict[str, OpDef] = field(default_factory=dict)
     """The catalog op of each mapped op, for kinds whose checks need its attributes."""
     patterns: dict[str, Any] = field(default_factory=dict)

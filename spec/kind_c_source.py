@@ -61,7 +61,7 @@ class CSourceKind(MacroKind):
         ),
     )
     structure_required = ("macros",)
-    structure_optional = ("layouts", "status")  # status: every macro's default `status`
+    structure_optional = ("layouts", "status", "params")  # status: every macro's default `status`
     op_required = ("macros",)
     op_optional = ("vars", "dtypes")
     pattern_required = ("macros",)
@@ -176,7 +176,7 @@ def _check_declared(doc: YamlDoc, draft: SpecDraft, name: str, noun: str, member
     where: list[tuple[str, Any, Any]] = []
     for mname, macro in draft.macros.items():
         where += [
-            (f"the argument of {p} in macro {mname}", draft.macro_params[mname], p) for p in macro.params
+            (f"the argument of {p} in macro {mname}", *draft.macro_params[mname][p]) for p in macro.params
         ]
         mnode = doc.root["macros"][mname]
         where += [(f"the {slot} of macro {mname}", mnode, slot) for slot in macro.setup]

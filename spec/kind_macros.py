@@ -23,7 +23,7 @@ from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, check_template_text, known
 from .layouts import load_macro_layouts, load_mixed_layouts
 from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
-from .macro_files import MacroBody, check_all_taken, macro_body
+from .macro_files import MacroBody, check_all_taken, macro_arguments, macro_body
 from .macro_uses import MacroUse, attribute_use, check_broadcasts, check_input_index, check_stride, check_use
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .template import PLACEHOLDER_NAME, Placeholder
@@ -105,7 +105,6 @@ class MacroKind(CodegenKind):
         )
         args: dict[str, list[tuple[str, Placeholder]]] = {}
         for mname, macro in draft.macros.items():
-            pnode = draft.macro_params[mname]
             users = [u for u in uses if u.macro == mname]
             unused = self.op_args and not users
 
@@ -119,18 +118,19 @@ class MacroKind(CodegenKind):
 
             args[mname] = []
             for param in macro.params:
+                pnode, key = draft.macro_params[mname][param]
                 for ph in check_template(
                     doc,
                     pnode,
-                    param,
+                    key,
                     f"the argument of {param} in macro {mname}",
                     builtin | all_vars,
                     dims=self.dims,
                     accept=accept,
                     more=more,
                 ):
-                    check_input_index(doc, pnode, param, ph, macro)
-                    check_stride(doc, pnode, param, ph, macro)
+                    check_input_index(doc, pnode, key, ph, macro)
+                    check_stride(doc, pnode, key, ph, macro)
                     args[mname].append((param, ph))
             if macro.broadcast:
                 check_broadcasts(doc, macro, users)
@@ -151,25 +151,29 @@ class MacroKind(CodegenKind):
         node = doc.mapping(root, "macros", "macros")
         if not node:
             raise doc.error("macros must define at least one macro", root, "macros", value=True)
+        shared = self._shared_params(doc, root)
         bodies: list[tuple[str, MacroBody]] = []
         for name in node:
             what = f"macro {name}"
             c_name(doc, node, name, "macro name")
             mnode = doc.mapping(node, name, what)
-            required = ("inputs", "params", "body") if self.macro_inputs else ("params", "body")
+            required = ("inputs", "body") if self.macro_inputs else ("body",)
             layouts = ("layouts", "mixed_layouts") if self.macro_layouts else ()
             status_key = ("status",) if self.macro_status else ()
             broadcast_key = ("broadcast",) if self.macro_broadcast else ()
             doc.check_keys(
-                mnode, what, required, ("doc", *self.macro_setup, *layouts, *status_key, *broadcast_key)
+                mnode,
+                what,
+                required,
+                ("params", "doc", *self.macro_setup, *layouts, *status_key, *broadcast_key),
             )
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
                 if inputs < 1:
                     raise doc.error(f"{what}: inputs must be at least 1", mnode, "inputs", value=True)
-            params = doc.mapping(mnode, "params", f"{what}: params")
-            body = macro_body(doc, mnode, str(name), what, tuple(params))
+            body = macro_body(doc, mnode, str(name), what)
+            params = macro_arguments(doc, mnode, str(name), what, body, shared)
             bodies.append((str(name), body))
             if self.body_rendered:
                 check_template_text(
@@ -178,20 +182,20 @@ class MacroKind(CodegenKind):
             else:
                 _refuse_placeholders(body, what)
             _check_body_lines(body, what)
-            for param in params:
-                c_name(doc, params, param, f"{what}: parameter")
+            for param, (pnode, key) in params.items():
+                c_name(doc, pnode, key, f"{what}: parameter")
                 if param == name:
-                    raise doc.error(f"{what}: a parameter cannot share the macro's name", params, param)
-                doc.typed(params, param, str, f"{what}: the argument of {param}")
+                    raise doc.error(f"{what}: a parameter cannot share the macro's name", pnode, key)
+                doc.typed(pnode, key, str, f"{what}: the argument of {param}")
                 if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", body.text):
                     raise doc.error(
                         f"{what}: parameter {param} is not used in the body",
-                        params,
-                        param,
+                        pnode,
+                        key,
                         hint="remove the parameter, or use it in the body",
                     )
             mdoc = doc.typed(mnode, "doc", str, f"{what}: doc") if "doc" in mnode else ""
-            args = frozen_map({str(p): str(a) for p, a in params.items()})
+            args = frozen_map({p: str(pnode[key]) for p, (pnode, key) in params.items()})
             setup = {}
             for key in (k for k in self.macro_setup if k in mnode):
                 setup[key] = str(doc.typed(mnode, key, str, f"{what}: {key}"))
@@ -233,6 +237,26 @@ class MacroKind(CodegenKind):
             )
             draft.macro_params[name] = params
         check_all_taken(bodies)
+        taken = {key for where in draft.macro_params.values() for pnode, key in where.values() if pnode is shared}
+        for param in shared:
+            if param not in taken:
+                raise doc.error(
+                    f"params: no macro takes {param}",
+                    shared,
+                    param,
+                    hint="a shared argument serves the macros whose parameter of that name their params leave out",
+                )
+
+    def _shared_params(self, doc: YamlDoc, root: Any) -> Any:
+        """The spec's shared ``params:``: the argument of a macro parameter by its name,
+        for every macro that takes the parameter and whose own ``params`` leave it out."""
+        if "params" not in root:
+            return {}
+        shared = doc.mapping(root, "params", "params")
+        for param in shared:
+            c_name(doc, shared, param, "params: parameter")
+            doc.typed(shared, param, str, f"params: the argument of {param}")
+        return shared
 
     def load_vars(
         self, doc: YamlDoc, node: Any, what: str, draft: SpecDraft, op: OpDef | None = None

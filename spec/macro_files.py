@@ -11,9 +11,10 @@ macro, each continued with backslashes as C requires:
         ... \\
       }
 
-The spec still says everything that is data: the macro's ``params`` (in the order of
-the ``#define``'s parameter list, each with the template of its argument), its doc,
-inputs, layouts and setup. The file only holds C. The macro named ``NPU_DENSE`` takes
+The spec still says everything that is data: the argument of each parameter (the
+macro's own ``params``, or the spec's shared ``params:`` by the parameter's name; the
+``#define``'s parameter list gives their order), its doc, inputs, layouts and setup.
+The file only holds C. The macro named ``NPU_DENSE`` takes
 the ``#define NPU_DENSE(...)`` of the file; its body is the define's continued lines,
 without the backslashes and without the indentation they share, which is exactly what
 an inline ``body: |`` block would hold. So a module's text does not depend on where
@@ -23,6 +24,7 @@ of the C file (:mod:`byoc.spec_lines`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,21 +73,24 @@ class MacroBody:
     """The C file it was read from; None when it is written in the spec."""
     source: str | None = None
     """The whole text of :attr:`file`."""
+    params: tuple[str, ...] | None = None
+    """The ``#define``'s parameter list (the order of the arguments); None when the
+    body is written in the spec, whose ``params`` then give the order."""
+    define_line: int = 0
+    """The file's line of the ``#define`` (0 when written in the spec)."""
 
 
-def macro_body(doc: YamlDoc, mnode: Any, name: str, what: str, params: Sequence[str]) -> MacroBody:
+def macro_body(doc: YamlDoc, mnode: Any, name: str, what: str) -> MacroBody:
     """The ``body`` of the macro ``name`` (the spec's node ``mnode``): a string in the
-    spec, or ``{file: NAME}``, the ``#define name(...)`` of the C file NAME beside it,
-    whose parameter list must be ``params``."""
+    spec, or ``{file: NAME}``, the ``#define name(...)`` of the C file NAME beside it."""
     if isinstance(mnode.get("body"), dict):
         text, path = file_beside(doc, mnode, "body", f"{what}: body")
         found = file_macro(text, path, name, doc.at(mnode["body"], "file", value=True))
-        check_params(found, params, name, path, text)
 
         def in_file(offset: int, message: str, hint: str | None) -> SpecError:
             return SpecError(message, found.location(offset, path), hint=hint, source=text)
 
-        return MacroBody(found.body, in_file, found.body_line, path, text)
+        return MacroBody(found.body, in_file, found.body_line, path, text, found.params, found.line)
     body = str(doc.typed(mnode, "body", str, f"{what}: body"))
     if not body.strip():
         raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
@@ -184,18 +189,56 @@ def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro
     return FileMacro(params, text_of_body + "\n", k + 1, k + 2, indent)
 
 
-def check_params(macro: FileMacro, declared: Sequence[str], name: str, path: str, text: str) -> None:
-    """The ``#define``'s parameter list must be the spec's ``params``, in their order:
-    the generator passes the arguments in the spec's order."""
-    if tuple(declared) != macro.params:
-        raise _error(
-            f"#define {name}({', '.join(macro.params)}) does not take the spec's params in their order",
-            path,
-            text,
-            macro.line - 1,
-            1,
-            hint=f"the spec's params of {name}: {', '.join(declared) or '(none)'}",
+def macro_arguments(
+    doc: YamlDoc, mnode: Any, name: str, what: str, body: MacroBody, shared: Any
+) -> dict[str, tuple[Any, str]]:
+    """Where the argument of each parameter of the macro ``name`` is written, in the
+    order the macro takes them: ``(node, key)``, the macro's own ``params`` entry, or
+    the spec's shared ``params:`` entry (``shared``) of that name when the macro's
+    gives none. A body from a file takes the ``#define``'s parameters, so the macro's
+    ``params`` may name only those, in any order; a body in the spec takes the
+    macro's ``params`` in their order, where an empty argument (``p_ID_:``) means the
+    shared one."""
+    own = doc.mapping(mnode, "params", f"{what}: params") if "params" in mnode else {}
+    if body.params is None and "params" not in mnode:
+        raise doc.error(
+            f"{what}: no params",
+            mnode,
+            "body",
+            hint="a body written in the spec takes the parameters its `params:` lists, in their order",
         )
+    order = tuple(str(p) for p in own) if body.params is None else body.params
+    for param in own:
+        if param not in order:
+            raise doc.error(
+                f"{what}: #define {name} in {os.path.basename(str(body.file))} takes no parameter {param}",
+                own,
+                param,
+                hint=f"its parameters: {', '.join(order) or '(none)'}",
+            )
+    found: dict[str, tuple[Any, str]] = {}
+    for param in order:
+        if own.get(param) is not None:
+            found[param] = (own, param)
+        elif param in shared:
+            found[param] = (shared, param)
+        elif body.file is not None and body.source is not None:
+            raise _error(
+                f"#define {name}: parameter {param} has no argument",
+                body.file,
+                body.source,
+                body.define_line - 1,
+                1,
+                hint=f"give it in the params of macro {name}, or in the spec's shared `params:`",
+            )
+        else:
+            raise doc.error(
+                f"{what}: parameter {param} has no argument",
+                own,
+                param,
+                hint="write its template, or give it in the spec's shared `params:`",
+            )
+    return found
 
 
 def _error(message: str, path: str, text: str, k: int, column: int, hint: str | None = None) -> SpecError:
@@ -205,8 +248,8 @@ def _error(message: str, path: str, text: str, k: int, column: int, hint: str | 
 __all__: Sequence[str] = (
     "FileMacro",
     "MacroBody",
-    "check_params",
     "check_all_taken",
     "file_macro",
+    "macro_arguments",
     "macro_body",
 )

@@ -111,10 +111,16 @@ BAD_FILES = [
     ("", "has no #define ADD(...)", "npu.yaml", None),
     (KERNELS + "\n#define ADD(p_ID_, p_N_) \\\n  x\n", "macro ADD is defined twice", "npu_kernels.h", 10),
     (
-        KERNELS.replace("ADD(p_ID_, p_N_)", "ADD(p_N_, p_ID_)"),
-        "does not take the spec's params",
+        KERNELS.replace("ADD(p_ID_, p_N_)", "ADD(p_ID_, p_N_, p_K_)").replace("2.0f", "p_K_"),
+        "parameter p_K_ has no argument",
         "npu_kernels.h",
         3,
+    ),
+    (
+        KERNELS.replace("ADD(p_ID_, p_N_)", "ADD(p_ID_)").replace("p_N_", "8"),
+        "#define ADD in npu_kernels.h takes no parameter p_N_",
+        "npu.yaml",
+        11,
     ),
     (
         KERNELS.replace("ADD(p_ID_, p_N_) \\", "ADD(p_ID_, p_N_) static \\"),
@@ -187,3 +193,53 @@ def test_the_spec_readme_example_runs(tmp_path, monkeypatch):
     x, y = np.arange(8, dtype=np.float32), np.full(8, 0.5, dtype=np.float32)
     (got,) = model(x=x, y=y)
     np.testing.assert_array_equal(got, x + y)
+
+
+SHARED = """\
+params:
+  p_ID_: "${symbol}"
+  p_N_: "${size}"
+"""
+
+
+def test_shared_params_give_the_arguments_a_macro_leaves_out(tmp_path, monkeypatch):
+    """The spec's shared ``params:`` give an argument by the parameter's name; the
+    #define gives their order, so the macro's own ``params`` may be in any order."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    for side in ("own", "shared", "reordered"):
+        (tmp_path / side / "npu").mkdir(parents=True)
+    own = generated_module(write(tmp_path / "own" / "npu"))
+    folder = write(tmp_path / "shared" / "npu")
+    spec = (folder / "npu.yaml").read_text()
+    spec = spec.replace('    params: {p_ID_: "${symbol}", p_N_: "${size}"}\n', "")
+    (folder / "npu.yaml").write_text(spec.replace("macros:\n", SHARED + "macros:\n"))
+    shared = generated_module(folder)
+    folder = write(tmp_path / "reordered" / "npu")
+    spec = (folder / "npu.yaml").read_text()
+    (folder / "npu.yaml").write_text(spec.replace('{p_ID_: "${symbol}", p_N_: "${size}"}', '{p_N_: "${size}", p_ID_: "${symbol}"}'))
+    reordered = generated_module(folder)
+    assert own.replace("/own/", "/shared/") == shared
+    assert own.replace("/own/", "/reordered/") == reordered
+    assert "ADD(npu_0_0, 8)" in own
+
+
+@pytest.mark.parametrize(
+    ("shared", "message", "line"),
+    [
+        ('params:\n  p_ID_: "${symbol}"\n  p_N_: "${size}"\n  p_OLD_: "1"\n', "no macro takes p_OLD_", 10),
+        ('params:\n  p_ID_: "${symbol}"\n  p_N_: "${in3_dim0}"\n', "${in3_dim0}", 9),
+    ],
+    ids=["unused", "input the kernel lacks"],
+)
+def test_a_bad_shared_param_is_located_at_its_entry(tmp_path, monkeypatch, shared, message, line):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    write(tmp_path)
+    spec = (tmp_path / "npu.yaml").read_text()
+    spec = spec.replace('    params: {p_ID_: "${symbol}", p_N_: "${size}"}\n', "")
+    (tmp_path / "npu.yaml").write_text(spec.replace("macros:\n", shared + "macros:\n"))
+    with pytest.raises(SpecError) as info:
+        load_backend("npu", spec_path=[str(tmp_path)])
+    assert message in info.value.message
+    assert info.value.location.file.endswith("npu.yaml")
+    assert info.value.location.line == line
+    assert info.value.hint

@@ -201,64 +201,64 @@
                          (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
   }
 
-#define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+#define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
     return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
-                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, NULL, NULL, NULL, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
   } \
   static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
-                   const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+                   const void* wz, const float* ys, const p_T_* yz, p_T_* out) { \
     (void)w, (void)ws, (void)wz; /* packed by the init */ \
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
-#define DNNL_CONV2D_Q8_BIAS(p_NB_, p_ID_, p_STATE_, p_RELU_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+#define DNNL_CONV2D_Q8_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
     return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
-                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, bs, b, bz, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
   } \
   static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
-                   const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
-                   const void* bz, p_YT_* out) { \
+                   const void* wz, const float* ys, const p_T_* yz, const void* b, const void* bs, \
+                   const void* bz, p_T_* out) { \
     (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
-#define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
+#define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
     return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_MATMUL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
-                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, NULL, NULL, NULL, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, NULL, NULL, NULL, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, 0); \
   } \
   static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
-                   const void* wz, const float* ys, const p_YT_* yz, p_YT_* out) { \
+                   const void* wz, const float* ys, const p_T_* yz, p_T_* out) { \
     (void)w, (void)ws, (void)wz; /* packed by the init */ \
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
-#define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DT_, p_XT_, p_WT_, p_YT_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
+#define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
     return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_DENSE, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
-                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DT_}, ws, w, wz, bs, b, bz, \
+                               (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, bs, b, bz, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WZ_SHAPE_}, p_RELU_); \
   } \
   static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w, const void* ws, \
-                   const void* wz, const float* ys, const p_YT_* yz, const void* b, const void* bs, \
-                   const void* bz, p_YT_* out) { \
+                   const void* wz, const float* ys, const p_T_* yz, const void* b, const void* bs, \
+                   const void* bz, p_T_* out) { \
     (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
