@@ -158,8 +158,10 @@ class CSourceKind(MacroKind):
         users += [("patterns", f"pattern {n}", n, p.binding, None, p) for n, p in draft.patterns.items()]
         for key, user, name, b, opdef, pattern in users:
             assert isinstance(b, MacroBinding)
-            written = pattern.written_as if pattern is not None else name  # an optional op's variant
-            rnode = doc.root[key][written]["macros"]
+            rnode = doc.root[key][pattern.written_as if pattern is not None else name]
+            for step in pattern.written_in if pattern is not None else ():  # a family's variant
+                rnode = rnode[step]
+            rnode = rnode["macros"]
             uses += [MacroUse(user, m, b.vars, (r,), rnode, r, opdef, pattern) for r, m in b.by_rank.items()]
             if b.default is not None:
                 others = tuple(r for r in draft.ranks if r not in b.by_rank)

@@ -237,7 +237,9 @@ class MacroKind(CodegenKind):
             )
             draft.macro_params[name] = params
         check_all_taken(bodies)
-        taken = {key for where in draft.macro_params.values() for pnode, key in where.values() if pnode is shared}
+        taken = {
+            key for where in draft.macro_params.values() for pnode, key in where.values() if pnode is shared
+        }
         for param in shared:
             if param not in taken:
                 raise doc.error(

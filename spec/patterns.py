@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from byoc.builder import OP
@@ -47,6 +47,7 @@ from .bindings import OpBinding, frozen_map
 from .conditions import WHEN_KEY, Condition, Facts, Scope, load_conditions, refusal
 from .draft import known
 from .macro_args import attribute_of
+from .pattern_families import family
 from .yaml_doc import YamlDoc
 
 if TYPE_CHECKING:
@@ -55,9 +56,7 @@ if TYPE_CHECKING:
 
 PATTERN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 REQUIRED_KEYS = ("inputs", "match")
-OPTIONAL_KEYS = ("doc", WHEN_KEY, "constants", "dtypes", "optional")
-VARIANT_KEYS = ("name", "doc", "vars")
-"""What an entry of ``optional:`` may say of the pattern with that op applied."""
+OPTIONAL_KEYS = ("doc", WHEN_KEY, "constants", "dtypes", "optional", "variants")
 _DOTTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\Z")
 
 
@@ -91,8 +90,11 @@ class Pattern:
     """What implements the pattern, in the kind's terms (c_source: macros by rank)."""
     loc: Location | None = field(default=None, compare=False, repr=False)
     written_as: str = ""
-    """The key of ``patterns:`` that defines it: its name, or for a variant of an
-    ``optional:`` op, the name of the pattern that lists it."""
+    """The key of ``patterns:`` that defines it: its name, or for a member of a family
+    (:mod:`.pattern_families`), the name of the pattern that makes it."""
+    written_in: tuple[str, ...] = ()
+    """Where under ``patterns: <written_as>`` its own kind keys (``macros``) are written,
+    when not there: ``("variants", <suffix>)`` for a suffix variant that gives them."""
 
     @property
     def size(self) -> int:
@@ -144,13 +146,13 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
         )
         inputs = _inputs(doc, pnode, what)
         nodes = _read_match(doc, pnode, what, inputs, catalog)
-        handles = _handles(nodes, inputs)
+        handles = handles_of(nodes, inputs)
         scope = Scope(
             tuple(n.opdef for n in nodes), tuple(len(n.inputs) for n in nodes), True, handles, inputs
         )
         conditions = load_conditions(doc, pnode, what, scope) if WHEN_KEY in pnode else ()
-        constants = _subset(doc, pnode, "constants", what, inputs, "an input of the pattern", "inputs")
-        dtypes = _subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
+        constants = subset(doc, pnode, "constants", what, inputs, "an input of the pattern", "inputs")
+        dtypes = subset(doc, pnode, "dtypes", what, draft.dtypes, "a dtype of the backend", "its dtypes")
         pdoc = doc.typed(pnode, "doc", str, f"{what}: doc") if "doc" in pnode else ""
         binding = kind.load_pattern_binding(doc, node, name, len(inputs), draft)
         pattern = Pattern(
@@ -166,99 +168,8 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
             doc.at(node, name),
             str(name),
         )
-        if "optional" in pnode:
-            for variant in _variants(doc, node, pattern, catalog, draft, kind):
-                draft.patterns[variant.name] = variant
-        draft.patterns[str(name)] = pattern
-
-
-def _variants(
-    doc: YamlDoc, node: Any, base: Pattern, catalog: Catalog, draft: SpecDraft, kind: CodegenKind
-) -> list[Pattern]:
-    """The patterns that ``base``'s ``optional:`` adds, in its order: for each op, the
-    base with that op applied to its result (a catalog op of one input), named
-    ``<base>_<op>`` unless the entry gives a ``name``, its ``vars`` and ``doc`` those of
-    the entry over the base's. Each is larger than the base, so partitioning tries it
-    first."""
-    what = f"pattern {base.name}: optional"
-    onode = doc.mapping(node[base.name], "optional", what)
-    if not onode:
-        raise doc.error(
-            f"{what} lists no op", node[base.name], "optional", value=True, hint="optional: {relu: {}}"
-        )
-    found: list[Pattern] = []
-    for op in onode:
-        opdef = catalog.get(op) if isinstance(op, str) else None
-        if opdef is None:
-            close = close_names(str(op), catalog)
-            raise doc.error(
-                f"{what}: unknown op {op!r}",
-                onode,
-                op,
-                hint=(f"did you mean {' or '.join(close)}? " if close else "")
-                + "an optional op is a catalog op",
-            )
-        if not opdef.min_inputs <= 1 <= opdef.max_inputs or opdef.several_outputs:
-            raise doc.error(
-                f"{what}: {op} does not take one input, so it cannot follow the pattern's result",
-                onode,
-                op,
-                hint="an optional op applies to the result alone: relu, sigmoid, tanh, ...",
-            )
-        entry = onode[op]
-        if entry is None:
-            entry = {}
-        elif not isinstance(entry, dict):
-            raise doc.error(
-                f"{what}: {op} must map to what its pattern changes ({', '.join(VARIANT_KEYS)}), or to {{}}",
-                onode,
-                op,
-                value=True,
-            )
-        else:
-            doc.check_keys(entry, f"{what}: {op}", (), VARIANT_KEYS)
-        name = f"{base.name}_{op}"
-        if "name" in entry:
-            name = doc.typed(entry, "name", str, f"{what}: {op}: name")
-            if not PATTERN_NAME.match(name):
-                raise doc.error(
-                    f"{what}: {op}: pattern name {name!r} must be lower-case letters, digits and _",
-                    entry,
-                    "name",
-                    value=True,
-                )
-        taken = name in node or name in draft.patterns or any(v.name == name for v in found)
-        if taken:
-            raise doc.error(
-                f"{what}: {op} makes pattern {name}, which the spec defines too",
-                onode,
-                op,
-                hint="name the variant otherwise (`name:`), or drop one of the two",
-            )
-        last = base.nodes[-1]
-        nodes = (
-            *base.nodes,
-            PatternNode(f"{ANON_PREFIX}{op}", str(op), (last.name,), opdef, doc.at(onode, op)),
-        )
-        binding = base.binding
-        if "vars" in entry:
-            given = kind.load_vars(doc, entry, f"pattern {name}", draft)  # type: ignore[attr-defined]
-            binding = replace(binding, op=name, vars=frozen_map({**binding.vars, **given}))  # type: ignore[attr-defined]
-        else:
-            binding = replace(binding, op=name)
-        text = doc.typed(entry, "doc", str, f"pattern {name}: doc").strip() if "doc" in entry else ""
-        found.append(
-            replace(
-                base,
-                name=name,
-                doc=text or (f"{base.doc.rstrip('.')}, then {op}." if base.doc else f"then {op}"),
-                nodes=nodes,
-                handles=frozen_map(_handles(nodes, base.inputs)),
-                binding=binding,
-                loc=doc.at(onode, op),
-            )
-        )
-    return found
+        for member in family(doc, node, pattern, catalog, draft, kind):
+            draft.patterns[member.name] = member
 
 
 def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:
@@ -274,9 +185,7 @@ def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _subset(
-    doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str, plural: str
-) -> tuple[str, ...]:
+def subset(doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str, plural: str) -> tuple[str, ...]:
     """The list ``pnode[key]``, each item one of ``allowed``."""
     if key not in pnode:
         return ()
@@ -437,7 +346,7 @@ def _shown(node: PatternNode) -> str:
     return f"the nested {node.op}(...)" if node.name.startswith(ANON_PREFIX) else f"node {node.name}"
 
 
-def _handles(nodes: tuple[PatternNode, ...], inputs: tuple[str, ...]) -> dict[str, int]:
+def handles_of(nodes: tuple[PatternNode, ...], inputs: tuple[str, ...]) -> dict[str, int]:
     handles = {n.name: k for k, n in enumerate(nodes) if not n.name.startswith(ANON_PREFIX)}
     for k, n in enumerate(nodes):
         if sum(m.op == n.op for m in nodes) == 1 and n.op not in handles and n.op not in inputs:

@@ -243,3 +243,31 @@ def test_a_bad_shared_param_is_located_at_its_entry(tmp_path, monkeypatch, share
     assert info.value.location.file.endswith("npu.yaml")
     assert info.value.location.line == line
     assert info.value.hint
+
+
+def test_the_spec_readme_shared_params_example_runs(tmp_path, monkeypatch):
+    """spec/README.md's example of shared arguments, with the kernels its comments
+    name, loads and runs."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    text = (SHIPPED_BACKENDS.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("#### Shared arguments (`params:`)") :]
+    block = re.search(r"```yaml\n(.*?)```", section, flags=re.S).group(1)
+    head = SPEC[: SPEC.index("macros:\n")]
+    ops = "ops:\n  add: {macros: {default: NPU_ADD}}\n  leaky_relu: {macros: {default: NPU_SCALE}}\n"
+    (tmp_path / "npu.yaml").write_text(head + block + ops)
+    (tmp_path / "npu_kernels.h").write_text(
+        "#define NPU_ADD(p_ID_, p_N_) \\\n"
+        "  static void p_ID_(const float* a, const float* b, float* out) { \\\n"
+        "    for (long k = 0; k < p_N_; ++k) out[k] = a[k] + b[k]; \\\n"
+        "  }\n"
+        "#define NPU_SCALE(p_ID_, p_T_, p_N_, p_K_) \\\n"
+        "  static void p_ID_(const p_T_* x, p_T_* out) { \\\n"
+        "    for (long k = 0; k < p_N_; ++k) out[k] = x[k] > 0 ? x[k] : (p_T_)p_K_ * x[k]; \\\n"
+        "  }\n"
+    )
+    graph = "graph main(x: float32[8], y: float32[8]) {\n  return leaky_relu(add(x, y), alpha=0.25)\n}\n"
+    model = byoc.build(byoc.parse(graph, "graph"), backends=["npu"], spec_path=[str(tmp_path)])
+    x, y = np.linspace(-2, 2, 8, dtype=np.float32), np.full(8, 0.5, dtype=np.float32)
+    (got,) = model(x=x, y=y)
+    s = x + y
+    np.testing.assert_array_equal(got, np.where(s > 0, s, np.float32(0.25) * s))
