@@ -418,3 +418,21 @@ def test_write_together_without_hard_links(tmp_path, monkeypatch):
         onnx_import.write_together([(first, b"newer weights"), (second, b"newer graph")])
     assert first.read_bytes() == b"new weights" and second.read_bytes() == b"new graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.graph", "m.npz"]
+
+
+def test_shape_of_an_input_too_large_for_an_array_is_a_located_error(tmp_path):
+    """Shape of an input whose static dims multiply past 2**63 (a fuzzer's mutant: one
+    dim of 2**62) folds through no array: the node is named, numpy's ValueError is not
+    what the user sees."""
+    node = helper.make_node("Shape", ["x"], ["s"], name="shape_of_x")
+    graph = helper.make_graph(
+        [node],
+        "huge",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 2**62])],
+        [helper.make_tensor_value_info("s", TensorProto.INT64, [3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(GraphError) as info:
+        import_program(model.SerializeToString(), where=str(tmp_path / "huge.onnx"))
+    assert "shape_of_x" in info.value.message and "more elements than an array can hold" in info.value.message
+    assert "huge.onnx" in info.value.message and info.value.hint

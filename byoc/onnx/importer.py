@@ -258,7 +258,14 @@ class Importer:
                 feeds[name] = self.consts[name]
             elif name:  # Shape of a static tensor: any array of its shape and dtype (a view of
                 shape, dtype = self.type_of(name)  # one element: the tensor may be huge)
-                feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
+                try:
+                    feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
+                except ValueError:  # more elements than numpy can index (a dim of 2**62)
+                    raise self.unsupported(
+                        f"folding it at import: its input {name} of shape {list(shape)} has more "
+                        "elements than an array can hold",
+                        hint="a shape's elements must number fewer than 2**63 in all",
+                    ) from None
         graph = helper.make_graph(
             [node],
             "fold",
