@@ -1,7 +1,10 @@
 """The bad-input corpus (tests/data/bad/cases.yaml and cases_*.yaml): every case runs the CLI in a
-subprocess and must fail cleanly: exit status 2, no traceback, no signal, the
+process of its own and must fail cleanly: exit status 2, no traceback, no signal, the
 error's kind first, its message, and ``--> FILE:LINE:COLUMN`` where the input has
-lines. The subprocesses run in parallel, once per test session."""
+lines. The cases run in parallel, once per test session: most in a child forked from a
+server that has imported the CLI (tests/cli_forks.py), those whose memory, time or
+standard input matter (and one plain case in :data:`SAMPLED`, whose times are what a
+time limit counts from) as ``python -m byoc`` of their own."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_forks import fork_servers
 from conftest import DATA, EXAMPLES
 from ruamel.yaml import YAML
 
@@ -189,6 +193,21 @@ class Outcome:
     max_rss_mb: float
     """Peak resident memory of the CLI process (``wait4``'s ``ru_maxrss``)."""
     seconds: float
+    forked: bool = False
+    """Run in a child of the fork server (tests/cli_forks.py): its time leaves out the
+    interpreter's start and the imports, and its peak memory is not its own."""
+
+
+SAMPLED = 16
+"""One plain case in this many runs as a process of its own too, for :func:`_usual_seconds`."""
+
+
+def own_process(case: BadCase, k: int) -> bool:
+    """Whether case ``k`` (of the selected, in order) runs as ``python -m byoc`` of its
+    own: a measured memory or time, a special standard input, or a sampled plain case."""
+    return (
+        case.max_rss_mb is not None or case.within_s is not None or case.stdin is not None or k % SAMPLED == 0
+    )
 
 
 LAUNCHER = """
@@ -311,9 +330,20 @@ def _run_cases(selected: set[str], tmp_path_factory) -> dict[str, Outcome]:
             directory = root / case.id
             materialise(case, directory, fixtures)
             work.append((case, directory))
-    with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
-        results = pool.map(lambda cd: (cd[0].id, _run(cd[0], cd[1], env)), work)
-        return dict(results)
+    workers = max(2, min(8, os.cpu_count() or 2))
+    streams = root / "_streams"
+    streams.mkdir()
+    with fork_servers(workers, env, root) as servers, ThreadPoolExecutor(max_workers=workers) as pool:
+
+        def run(k: int, case: BadCase, directory: Path) -> tuple[str, Outcome]:
+            if own_process(case, k):
+                return case.id, _run(case, directory, env)
+            got = servers.run(command(case)[3:], directory, streams / case.id, TIMEOUT)
+            return case.id, Outcome(
+                got.returncode, got.stdout, got.stderr, got.max_rss_kb / 1024, got.seconds, forked=True
+            )
+
+        return dict(pool.map(lambda item: run(item[0], *item[1]), enumerate(work)))
 
 
 @pytest.mark.xdist_group("bad_inputs")  # one worker runs them all: `outcomes` runs every case at once
@@ -349,11 +379,12 @@ def test_bad_input(case: BadCase, outcomes: dict[str, Outcome]):
 
 
 def _usual_seconds(outcomes: dict[str, Outcome]) -> float:
-    """The median wall time of the batch's cases without a time limit: each starts the
-    same interpreter on the same (shared, maybe loaded) machine at the same time, so a
-    special-file case's limit counts beyond it. A CLI that hangs on a FIFO or reads
+    """The median wall time of the batch's cases without a time limit that ran as
+    processes of their own (:func:`own_process`): each starts the same interpreter on
+    the same (shared, maybe loaded) machine at the same time, so a special-file case's
+    limit counts beyond it. A CLI that hangs on a FIFO or reads
     /dev/zero forever takes :data:`TIMEOUT`, whatever the load."""
-    times = sorted(o.seconds for k, o in outcomes.items() if BY_ID[k].within_s is None)
+    times = sorted(o.seconds for k, o in outcomes.items() if BY_ID[k].within_s is None and not o.forked)
     return times[len(times) // 2] if times else 0.0
 
 

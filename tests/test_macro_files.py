@@ -216,7 +216,9 @@ def test_shared_params_give_the_arguments_a_macro_leaves_out(tmp_path, monkeypat
     shared = generated_module(folder)
     folder = write(tmp_path / "reordered" / "npu")
     spec = (folder / "npu.yaml").read_text()
-    (folder / "npu.yaml").write_text(spec.replace('{p_ID_: "${symbol}", p_N_: "${size}"}', '{p_N_: "${size}", p_ID_: "${symbol}"}'))
+    (folder / "npu.yaml").write_text(
+        spec.replace('{p_ID_: "${symbol}", p_N_: "${size}"}', '{p_N_: "${size}", p_ID_: "${symbol}"}')
+    )
     reordered = generated_module(folder)
     assert own.replace("/own/", "/shared/") == shared
     assert own.replace("/own/", "/reordered/") == reordered

@@ -171,14 +171,25 @@ def test_an_optional_op_after_a_node_and_a_suffix_variant(tmp_path, rng):
     spec = load_backend("fam", spec_dir(tmp_path, MIDDLE))
     assert list(spec.patterns) == ["add2_relu_const", "add2_relu", "add2_const", "add2"]
     relu = spec.patterns["add2_relu"]
-    assert [(n.op, n.inputs) for n in relu.nodes] == [("add", ("a", "b")), ("relu", ("s",)), ("negative", ("%relu",))]
+    assert [(n.op, n.inputs) for n in relu.nodes] == [
+        ("add", ("a", "b")),
+        ("relu", ("s",)),
+        ("negative", ("%relu",)),
+    ]
     both = spec.patterns["add2_relu_const"]
     assert both.constants == frozenset({"b"}) and both.binding.vars == {"act": "-(v > 0 ? v : 0)"}
     assert spec.patterns["add2_const"].binding.vars == {"act": "-v + 0.0f"}
     assert spec.patterns["add2"].constants == frozenset()
     program = partition(parse(MIDDLE_GRAPH, "graph"), [spec], load_catalog())
     composites = [n.callee.composite for fn in program.functions for n in fn.nodes if n.callee is not None]
-    nested = [m.callee.composite for fn in program.functions for n in fn.nodes if n.callee for m in n.callee.nodes if m.callee]
+    nested = [
+        m.callee.composite
+        for fn in program.functions
+        for n in fn.nodes
+        if n.callee
+        for m in n.callee.nodes
+        if m.callee
+    ]
     assert sorted(c for c in composites + nested if c) == ["add2", "add2_relu_const"]
     model = byoc.build(program, spec_path=spec_dir(tmp_path, MIDDLE))
     a = rng.standard_normal((3, 4)).astype(np.float32)
