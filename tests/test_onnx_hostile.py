@@ -434,5 +434,5 @@ def test_shape_of_an_input_too_large_for_an_array_is_a_located_error(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(GraphError) as info:
         import_program(model.SerializeToString(), where=str(tmp_path / "huge.onnx"))
-    assert "shape_of_x" in info.value.message and "more elements than an array can hold" in info.value.message
+    assert "shape_of_x" in info.value.message and f"{[2, 4, 2**62]} is too large" in info.value.message
     assert "huge.onnx" in info.value.message and info.value.hint

@@ -258,14 +258,11 @@ class Importer:
                 feeds[name] = self.consts[name]
             elif name:  # Shape of a static tensor: any array of its shape and dtype (a view of
                 shape, dtype = self.type_of(name)  # one element: the tensor may be huge)
-                try:
+                try:  # a dim of 2**62: more elements than numpy can index
                     feeds[name] = np.broadcast_to(np.zeros((), dtype), shape)
-                except ValueError:  # more elements than numpy can index (a dim of 2**62)
-                    raise self.unsupported(
-                        f"folding it at import: its input {name} of shape {list(shape)} has more "
-                        "elements than an array can hold",
-                        hint="a shape's elements must number fewer than 2**63 in all",
-                    ) from None
+                except ValueError:
+                    what = f"folding it at import: its input {name} of shape {list(shape)} is too large"
+                    raise self.unsupported(what, hint="an array holds fewer than 2**63 elements") from None
         graph = helper.make_graph(
             [node],
             "fold",
@@ -297,11 +294,9 @@ class Importer:
             self.consts[name] = np.asarray(value)
 
     def _newer_versions(self, op_type: str) -> list[int]:
-        """The versions of ``op_type`` newer than the model's opset, oldest first: the
-        reference evaluator implements some ops only from a later version
-        (QuantizeLinear and DequantizeLinear from 19, which added types and attributes
-        with defaults that keep the earlier meaning), so a constant one is folded at the
-        first version it implements."""
+        """The versions of ``op_type`` newer than the model's opset, oldest first: a constant
+        op that the reference evaluator implements only from a later version (QuantizeLinear
+        from 19, whose new attributes' defaults keep the meaning) folds at the first one."""
         schemas = self.onnx.defs.get_all_schemas_with_history()
         return sorted(
             s.since_version
