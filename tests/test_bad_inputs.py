@@ -9,6 +9,7 @@ time limit counts from) as ``python -m byoc`` of their own."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib
 import os
@@ -159,8 +160,23 @@ def load_cases() -> list[BadCase]:
     return cases
 
 
-CASES = load_cases()
-BY_ID = {c.id: c for c in CASES}
+ID_LINE = re.compile(r"^[ \t]*- \{?id: ([^,\s}]+)", re.M)
+"""A case's first line: collection reads the ids alone (:func:`case_ids`), and the
+corpus is parsed when a test needs its cases (parsing it took a second of every
+collection); test_corpus_size_and_ids checks the two agree."""
+
+
+def case_ids() -> list[str]:
+    return [m.group(1) for f in CASE_FILES for m in ID_LINE.finditer(f.read_text(encoding="utf-8"))]
+
+
+@functools.cache
+def cases() -> tuple[BadCase, ...]:
+    return tuple(load_cases())
+
+
+def by_id() -> dict[str, BadCase]:
+    return {c.id: c for c in cases()}
 
 
 def command(case: BadCase) -> list[str]:
@@ -299,11 +315,11 @@ def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
     back to the module: three times in one run of the whole suite, where one pass over
     the 532 cases had taken 462 s of a worker)."""
     selected = {
-        item.callspec.params["case"].id
+        item.callspec.params["case_id"]
         for item in request.session.items
         if getattr(item, "callspec", None) is not None
         and item.function is test_bad_input
-        and "case" in item.callspec.params
+        and "case_id" in item.callspec.params
     }
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
@@ -325,7 +341,7 @@ def _run_cases(selected: set[str], tmp_path_factory) -> dict[str, Outcome]:
     env["BYOC_CACHE_DIR"] = str(root / "cache")
     fixtures = load_make_fixtures()
     work = []
-    for case in CASES:
+    for case in cases():
         if case.id in selected:
             directory = root / case.id
             materialise(case, directory, fixtures)
@@ -347,8 +363,9 @@ def _run_cases(selected: set[str], tmp_path_factory) -> dict[str, Outcome]:
 
 
 @pytest.mark.xdist_group("bad_inputs")  # one worker runs them all: `outcomes` runs every case at once
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input(case: BadCase, outcomes: dict[str, Outcome]):
+@pytest.mark.parametrize("case_id", case_ids())
+def test_bad_input(case_id: str, outcomes: dict[str, Outcome]):
+    case = by_id()[case_id]
     out = outcomes[case.id]
     shown = f"$ {' '.join(command(case)[3:])}\n--- exit {out.returncode}, stderr:\n{out.stderr[-3000:]}"
     assert out.returncode >= 0, f"killed by signal {-out.returncode}\n{shown}"
@@ -384,7 +401,7 @@ def _usual_seconds(outcomes: dict[str, Outcome]) -> float:
     the same (shared, maybe loaded) machine at the same time, so a special-file case's
     limit counts beyond it. A CLI that hangs on a FIFO or reads
     /dev/zero forever takes :data:`TIMEOUT`, whatever the load."""
-    times = sorted(o.seconds for k, o in outcomes.items() if BY_ID[k].within_s is None and not o.forked)
+    times = sorted(o.seconds for k, o in outcomes.items() if by_id()[k].within_s is None and not o.forked)
     return times[len(times) // 2] if times else 0.0
 
 
@@ -392,15 +409,17 @@ def _usual_seconds(outcomes: dict[str, Outcome]) -> float:
 
 
 def test_corpus_size_and_ids():
-    assert len(CASES) >= 60
-    assert len({c.id for c in CASES}) == len(CASES)
-    counts = {s: sum(c.surface == s for c in CASES) for s in SURFACES}
+    corpus = cases()
+    assert len(corpus) >= 60
+    assert len({c.id for c in corpus}) == len(corpus)
+    assert case_ids() == [c.id for c in corpus]  # what collection read of the ids
+    counts = {s: sum(c.surface == s for c in corpus) for s in SURFACES}
     assert all(n >= 5 for n in counts.values()), counts
 
 
 def test_every_case_has_a_source_and_a_location_where_files_have_lines():
     fixtures = load_make_fixtures()
-    for case in CASES:
+    for case in cases():
         assert case.file is not None or case.make is not None or case.surface == "cli", case.id
         if case.file is not None:
             assert (BAD / case.file).exists(), case.id
@@ -412,7 +431,7 @@ def test_every_case_has_a_source_and_a_location_where_files_have_lines():
 
 def test_every_committed_file_and_fixture_is_used():
     fixtures = load_make_fixtures()
-    used_files = {c.file for c in CASES if c.file}
+    used_files = {c.file for c in cases() if c.file}
     committed = {
         str(p.relative_to(BAD))
         for p in BAD.rglob("*")
@@ -422,6 +441,6 @@ def test_every_committed_file_and_fixture_is_used():
         and not any(str(p.relative_to(BAD)).startswith(f + "/") for f in used_files)
     }
     assert committed <= used_files, sorted(committed - used_files)
-    assert set(fixtures.FIXTURES) == {c.make for c in CASES if c.make}, sorted(
-        set(fixtures.FIXTURES) ^ {c.make for c in CASES if c.make}
+    assert set(fixtures.FIXTURES) == {c.make for c in cases() if c.make}, sorted(
+        set(fixtures.FIXTURES) ^ {c.make for c in cases() if c.make}
     )

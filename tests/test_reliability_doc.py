@@ -40,9 +40,9 @@ def figures(section: str) -> dict[str, int]:
 
 
 def test_bad_input_counts():
-    counts = Counter(c.surface for c in test_bad_inputs.CASES)
+    counts = Counter(c.surface for c in test_bad_inputs.cases())
     expected = {surface: counts[surface] for surface in test_bad_inputs.SURFACES}
-    expected["total"] = len(test_bad_inputs.CASES)
+    expected["total"] = len(test_bad_inputs.cases())
     assert figures("Bad inputs") == expected
 
 
