@@ -31,6 +31,7 @@ def servers(tmp_path):
         ["parse", "--frobnicate"],  # argparse's own
         ["parse", str(EXAMPLES / "guide_whole_graph.graph")],  # success: the graph on stdout
     ],
+    ids=["parse-error", "usage-error", "argparse", "success"],
 )
 def test_a_forked_command_reports_what_its_own_process_reports(tmp_path, servers, args):
     running, env = servers
