@@ -83,12 +83,31 @@ def needed_without_libraries(nodeid: str, library: frozenset[str], other: frozen
     """Whether the nested run runs the item: when it names a backend that needs a
     library (named_backends); when it names only backends that do not, never; when it
     names none, if its code may reach a library (:func:`touching`)."""
+    module, _, rest = nodeid.partition("::")
+    function = rest.split("::")[0].split("[")[0]
     named = named_backends(nodeid, library | other)
+    named = named or set(made_for(TESTS / Path(module).name).get(function, frozenset()) & (library | other))
     if named:
         return bool(named & library)
-    module, _, rest = nodeid.partition("::")
     found = touching(TESTS / Path(module).name)
-    return ALL in found or rest.split("::")[0].split("[")[0] in found
+    return ALL in found or function in found
+
+
+@functools.cache
+def made_for(module: Path) -> dict[str, frozenset[str]]:
+    """The tests of ``module`` that a call makes at module level, one per backend
+    (``test_differential_fused = _differential("fused")``): name -> the call's string
+    arguments, which name its backends as an item's parameters would."""
+    made: dict[str, frozenset[str]] = {}
+    for node in ast.parse(module.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            words = frozenset(
+                a.value for a in node.value.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
+            made.update(
+                {t.id: words for t in node.targets if isinstance(t, ast.Name) and t.id.startswith("test")}
+            )
+    return made
 
 
 def _touches(node: ast.AST, text: str) -> bool:
@@ -233,6 +252,9 @@ def test_the_suite_passes_with_the_libraries_hidden(tmp_path):
         ("tests/test_onnx_backend_suite.py::TestDnnlFusedNode::test_abs_cpu", True),
         ("tests/test_onnx_backend_suite.py::TestCblasFusedNode::test_abs_cpu", True),
         ("tests/test_fuzz.py::test_fuzz_spec_loader", True),  # names no backend: it may go over all
+        ("tests/test_fuzz.py::test_differential_fused", False),  # made by _differential("fused")
+        ("tests/test_fuzz.py::test_differential_dnnl", True),  # made by _differential("dnnl")
+        ("tests/test_roundtrip_hypothesis.py::test_dsl_round_trip", False),  # parses and prints
         # names no backend (a function's name is not a parameter) and its code reaches no library
         ("tests/test_fused_options.py::test_fused_threads", False),
         ("tests/test_fused_options.py::test_check_and_backends_list_fused", True),  # goes over the backends
