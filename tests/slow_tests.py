@@ -17,6 +17,10 @@ After tests were added or made faster, measure and rewrite both lists::
 
     .venv/bin/python -m pytest -q --durations=0 > durations.txt
     .venv/bin/python tests/slow_tests.py durations.txt
+
+With ``--keep``, the functions the list names already stay in it (those the tests still
+define): a run on a quieter or faster machine then adds the new slow functions without
+putting back into the quick loop what a busier run measured slow.
 """
 
 from __future__ import annotations
@@ -98,15 +102,30 @@ def slow_functions(report: str) -> list[str]:
     return sorted(f for f in total if longest[f] >= ITEM_SECONDS or total[f] >= FUNCTION_SECONDS)
 
 
+def still_defined(function: str) -> bool:
+    """Whether ``tests/m.py::test_f`` is still a test of tests/m.py (a def or an assignment)."""
+    module, _, name = function.partition("::")
+    path = Path(__file__).resolve().parent.parent / module
+    return (
+        path.exists()
+        and re.search(rf"^(?:def |async def )?{re.escape(name)}\b", path.read_text(encoding="utf-8"), re.M)
+        is not None
+    )
+
+
 def main(argv: list[str]) -> int:
+    keep = "--keep" in argv
+    argv = [a for a in argv if a != "--keep"]
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
     functions = slow_functions(Path(argv[0]).read_text(encoding="utf-8"))
+    if keep:
+        functions = sorted(set(functions) | {f for f in read() if still_defined(f)})
     header = (
         "# Test functions marked `slow` (tests/slow_tests.py: an item of at least "
         f"{ITEM_SECONDS:g} s, or {FUNCTION_SECONDS:g} s in all),\n"
-        "# measured in a full run; rewrite with tests/slow_tests.py.\n"
+        "# measured in full runs; rewrite with tests/slow_tests.py (--keep: add to the list).\n"
     )
     LIST.write_text(header + "".join(f + "\n" for f in functions), encoding="utf-8")
     print(f"wrote {LIST}: {len(functions)} slow test functions")

@@ -88,3 +88,28 @@ def test_a_durations_report_gives_the_long_items_longest_first():
         "tests/test_a.py::test_build[x]",
     ]
     assert [seconds for seconds, _ in found] == pytest.approx([LONG_SECONDS + 9, half * 2 + 0.1])
+
+
+def test_keep_adds_to_the_slow_list_and_drops_what_no_longer_exists(tmp_path, monkeypatch):
+    import slow_tests
+
+    listed = tmp_path / "slow_tests.txt"
+    listed.write_text(
+        "# header\ntests/test_markers.py::test_the_markers_are_registered\ntests/test_markers.py::test_gone\n"
+    )
+    monkeypatch.setattr(slow_tests, "LIST", listed)
+    monkeypatch.setattr(slow_tests, "LONG_LIST", tmp_path / "long_items.txt")
+    report = tmp_path / "durations.txt"
+    report.write_text(
+        f"{ITEM_SECONDS + 1}s call     tests/test_markers.py::test_every_listed_slow_function_exists\n"
+    )
+    assert slow_tests.main([str(report), "--keep"]) == 0
+    kept = {line for line in listed.read_text().splitlines() if not line.startswith("#")}
+    assert kept == {
+        "tests/test_markers.py::test_the_markers_are_registered",  # kept: still defined
+        "tests/test_markers.py::test_every_listed_slow_function_exists",  # measured slow
+    }
+    assert slow_tests.main([str(report)]) == 0  # without --keep: the report alone
+    assert {line for line in listed.read_text().splitlines() if not line.startswith("#")} == {
+        "tests/test_markers.py::test_every_listed_slow_function_exists"
+    }
