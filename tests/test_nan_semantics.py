@@ -86,6 +86,9 @@ def op_of(expr: str) -> str:
     return expr.split("(", 1)[0]
 
 
+SPECS = {backend: load_backend(backend) for backend in BACKENDS}
+"""Each backend's spec, loaded once for the cases (a load checks its files each time)."""
+
 CASES = [
     pytest.param(
         backend,
@@ -99,7 +102,7 @@ CASES = [
     for backend in BACKENDS
     for dtype in DTYPES
     for expr in UNARY + BINARY + WINDOWS
-    if op_of(expr) in load_backend(backend).ops and dtype in load_backend(backend).dtypes
+    if op_of(expr) in SPECS[backend].ops and dtype in SPECS[backend].dtypes
 ]
 
 
