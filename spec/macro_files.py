@@ -33,6 +33,7 @@ from typing import Any
 from byoc.errors import Location, SpecError
 from byoc.spec_lines import DEFINE
 
+from .draft import c_name
 from .support import file_beside
 from .yaml_doc import YamlDoc, block_line
 
@@ -207,6 +208,8 @@ def macro_arguments(
             "body",
             hint="a body written in the spec takes the parameters its `params:` lists, in their order",
         )
+    for param in own:
+        c_name(doc, own, param, f"{what}: parameter")
     order = tuple(str(p) for p in own) if body.params is None else body.params
     for param in own:
         if param not in order:
