@@ -11,6 +11,7 @@ from slow_tests import (
     ITEM_SECONDS,
     LONG_SECONDS,
     MARKED_MODULES,
+    defines,
     long_items,
     read,
     read_long,
@@ -29,21 +30,11 @@ def test_the_markers_are_registered():
     assert re.search(r'^addopts = ".*--strict-markers', text, re.M)
 
 
-def _defines(nodeid: str, generated: bool = False) -> bool:
-    """Whether the module of ``nodeid`` defines its test function (``def``, or a name bound
-    to one); with ``generated``, also a module that makes its tests at import (ONNX's
-    BackendTest classes, whose functions slow_tests.txt never lists: their marker is slow)."""
-    path, *names = nodeid.split("[", 1)[0].split("::")
-    text = (REPO / path).read_text(encoding="utf-8")
-    name = names[-1]
-    return f"def {name}(" in text or f"\n{name} = " in text or (generated and "globals().update(" in text)
-
-
 def test_every_listed_slow_function_exists():
     listed = read()
     assert listed, "tests/slow_tests.txt lists no test function"
     for entry in sorted(listed):
-        assert _defines(entry), f"{entry}: no such test function"
+        assert defines(entry), f"{entry}: no such test function"
 
 
 def test_a_durations_report_gives_the_slow_functions():
@@ -69,7 +60,7 @@ def test_every_listed_long_item_is_a_test_function_of_the_suite():
     assert long, "tests/long_items.txt lists no item"
     assert list(long.values()) == sorted(long.values(), reverse=True), "longest first"
     for nodeid in long:
-        assert _defines(nodeid, generated=True), f"{nodeid}: no such test function"
+        assert defines(nodeid, generated=True), f"{nodeid}: no such test function"
 
 
 def test_a_durations_report_gives_the_long_items_longest_first():
