@@ -182,8 +182,7 @@ class MacroKind(CodegenKind):
             else:
                 _refuse_placeholders(body, what)
             _check_body_lines(body, what)
-            for param, (pnode, key) in params.items():
-                c_name(doc, pnode, key, f"{what}: parameter")
+            for param, (pnode, key) in params.items():  # C names already (macro_arguments)
                 if param == name:
                     raise doc.error(f"{what}: a parameter cannot share the macro's name", pnode, key)
                 doc.typed(pnode, key, str, f"{what}: the argument of {param}")

@@ -112,8 +112,9 @@ def _suffix_variants(
         entry = doc.mapping(vnode, suffix, f"{what}: {suffix}")
         own = tuple(k for k in (*kind.pattern_required, *kind.pattern_optional) if k != "vars")
         doc.check_keys(entry, f"{what}: {suffix}", (), (*VARIANT_KEYS, *own))
+        gives_own = any(k in entry for k in own)  # its own macros: loaded, and located there
         binding = base.binding
-        if any(k in entry for k in own):
+        if gives_own:
             binding = kind.load_pattern_binding(doc, vnode, suffix, len(base.inputs), draft)
             if "vars" not in entry:
                 binding = replace(binding, vars=base.binding.vars)  # type: ignore[call-arg]
@@ -139,7 +140,7 @@ def _suffix_variants(
                 constants=constants,
                 binding=binding,
                 loc=doc.at(vnode, suffix),
-                written_in=("variants", suffix) if any(k in entry for k in own) else (),
+                written_in=("variants", suffix) if gives_own else (),
             )
         )
     return found
@@ -218,7 +219,7 @@ def _optionals(
 def _with_op(member: Pattern, opt: _Optional, name: str) -> Pattern:
     """``member`` with ``opt``'s op taking the value of its node ``opt.after``, in place
     of that node for every node that took it."""
-    from .patterns import handles_of
+    from .patterns import PatternNode, handles_of
 
     target = member.nodes[opt.after].name
     added_name = f"{ANON_PREFIX}{opt.op}"
@@ -226,7 +227,7 @@ def _with_op(member: Pattern, opt: _Optional, name: str) -> Pattern:
     for n in member.nodes:
         nodes.append(replace(n, inputs=tuple(added_name if i == target else i for i in n.inputs)))
         if n.name == target:
-            nodes.append(type(n)(added_name, opt.op, (target,), opt.opdef, opt.loc))
+            nodes.append(PatternNode(added_name, opt.op, (target,), opt.opdef, opt.loc))
     binding = member.binding
     if opt.vars is not None:
         binding = replace(binding, vars=frozen_map({**binding.vars, **opt.vars}))  # type: ignore[attr-defined]
