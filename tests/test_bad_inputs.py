@@ -20,9 +20,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from cli_forks import fork_servers
@@ -175,8 +177,10 @@ def cases() -> tuple[BadCase, ...]:
     return tuple(load_cases())
 
 
-def by_id() -> dict[str, BadCase]:
-    return {c.id: c for c in cases()}
+@functools.cache
+def by_id() -> Mapping[str, BadCase]:
+    """Each case by its id, made once (every item and each time limit looks cases up)."""
+    return MappingProxyType({c.id: c for c in cases()})
 
 
 def command(case: BadCase) -> list[str]:
