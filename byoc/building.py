@@ -254,9 +254,12 @@ def compile_modules(
         for name, spec in compiled.items():
             own, module = _own_artifacts(name, artifacts)
             values = spec.template_values(options[name])
-            # the support sources are compiled once, on their own (runtime.build.support_objects)
+            # the support sources are compiled once each, with the headers beside them, into
+            # cached objects that the library links (runtime.build.support_objects)
             sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
-            jobs[pool.submit(build_spec_module, spec, sources, module.name, values)] = name
+            support = {a.name: a.text for a in own if a.role in (Role.SUPPORT, Role.HEADER)}
+            job = pool.submit(build_spec_module, spec, sources, module.name, values, support=support)
+            jobs[job] = name
         pending = set(jobs)
         done, pending = wait(pending, timeout=QUIET_SECONDS)
         if pending and progress is not None:

@@ -14,7 +14,7 @@ from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.option_types import split_option_key
 
 from . import generator_for, host_graph
-from .artifacts import Artifact
+from .artifacts import Artifact, Role
 from .lowering import Lowered, lower
 
 
@@ -89,10 +89,20 @@ def _generate(program, catalog, load_backend, options, profile: bool) -> Generat
     artifacts.extend(host_graph.generate(lowered.hosts, catalog))
     seen: dict[str, Artifact] = {}
     for artifact in artifacts:
-        if artifact.name in seen:
+        first = seen.get(artifact.name)
+        if first is not None and shared_file(first, artifact):
+            continue
+        if first is not None:
             raise UsageError(
                 f"two artifacts would both be written to {artifact.name!r}",
                 hint="rename a graph or a backend so that their file names differ",
             )
         seen[artifact.name] = artifact
     return Generated(lowered, tuple(artifacts), specs, values)
+
+
+def shared_file(first: Artifact, other: Artifact) -> bool:
+    """Whether two artifacts of one name are one file that two backends' modules share
+    (byoc's ``byoc_module.h``, ``byoc_entry.c``): support code of the same text."""
+    shared = (Role.HEADER, Role.SUPPORT)
+    return first.role in shared and other.role is first.role and first.content == other.content

@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 FORMAT = "byoc-build-2"
 """Part of every cache key; bump it when the command line or entry layout changes."""
 TIMEOUT = 600
+HEADER_SUFFIXES = (".h", ".hpp", ".hh")
+"""A support file with one of these suffixes is a header; any other is compiled."""
 INSTALL_HINT = "install a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc gcc-c++; macOS: xcode-select --install)"
 
 
@@ -202,6 +204,7 @@ def build_spec_module(
     linkages: Sequence[Linkage] | None = None,
     cache: Path | None = None,
     read_from: Mapping[str, str] | None = None,
+    support: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile ``sources[main]`` as ``spec``'s ``compile:`` settings say, with the
     flags of its ``requires:`` libraries (``linkages``, their located
@@ -210,8 +213,9 @@ def build_spec_module(
     symbol bound (:func:`~byoc.runtime.native_load.load_now`): a symbol that none of
     the required libraries defines is a BuildError at the requirement, here, and never
     the loader killing the process at the first call. The spec's support headers join
-    ``sources`` (unless given), and its support sources' objects join the link
-    (:func:`support_objects`). ``read_from`` names the file a source was read from (a
+    ``sources`` (unless given), and the objects of the support sources join the link
+    (:func:`support_objects`): ``support`` (a generated module's support artifacts, byoc's
+    and the spec's), else the spec's. ``read_from`` names the file a source was read from (a
     probe's ``{file: NAME}``), so that a compiler error there is located in that file."""
     from byoc.spec.requirements import compile_flags, link_flags
 
@@ -221,7 +225,7 @@ def build_spec_module(
     if linkages is None:
         linkages = spec.linkages()
     include_flags = compile_flags(linkages)
-    objects = support_objects(spec, values, include_flags, cache=cache)
+    objects = support_objects(spec, values, include_flags, cache=cache, files=support)
     library = build_artifacts(
         {**{f.name: f.text for f in spec.support if f.is_header}, **sources},
         main,
@@ -249,23 +253,27 @@ def support_objects(
     include_flags: Sequence[str] | None = None,
     *,
     cache: Path | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The cached object of each C file of ``spec``'s ``support:`` list
-    (:mod:`byoc.spec.support`), compiled with the spec's headers beside it and the flags
-    its modules get (``include_flags``: its libraries' ``-I``, located here when not
-    given), for their libraries to link: one compilation per spec version, compiler and
-    flags, whatever the graphs."""
+    """The cached object of each C source among ``files`` (name -> text; by default the
+    files of ``spec``'s ``support:`` list, :mod:`byoc.spec.support`), compiled with the
+    headers among them beside it and the flags ``spec``'s modules get (``include_flags``:
+    its libraries' ``-I``, located here when not given), for their libraries to link: one
+    compilation per file version, compiler and flags, whatever the graphs. A generated
+    module's support files are byoc's own (``byoc_entry.c``, ...) and the spec's."""
     if include_flags is None:
         from byoc.spec.requirements import compile_flags
 
         include_flags = compile_flags(spec.linkages())
-    files = {f.name: f.text for f in spec.support}
+    if files is None:
+        files = {f.name: f.text for f in spec.support}
+    headers = {name: text for name, text in files.items() if name.endswith(HEADER_SUFFIXES)}
     where = support_paths(spec)
     return [
         str(
             build_artifacts(
-                files,
-                f.name,
+                {**headers, name: text},
+                name,
                 spec.compile,
                 values,
                 include_flags=include_flags,
@@ -274,8 +282,8 @@ def support_objects(
                 shown_as=where,
             )
         )
-        for f in spec.support
-        if not f.is_header
+        for name, text in files.items()
+        if name not in headers
     ]
 
 

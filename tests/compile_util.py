@@ -10,7 +10,16 @@ from pathlib import Path
 
 import tvm_ffi.libinfo
 
+from byoc.generator.c import support_files
+
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
+
+BYOC_SUPPORT = {
+    name: support_files.text(name)
+    for name in (support_files.HEADER, *(f"{stem}.c" for stem in support_files.STEMS))
+}
+"""byoc's support files (byoc_module.h and every C file it declares), which a generated
+module includes and links: what compiling a module's text needs beside it."""
 
 
 def compile_library(
@@ -19,7 +28,8 @@ def compile_library(
     """Write ``files`` (name -> text) into ``out_dir`` and compile ``main``.
 
     With ``link`` false it only compiles to an object file (``-c``); otherwise it
-    builds ``lib<stem>.so``. Raises AssertionError with the compiler's output on failure.
+    builds ``lib<stem>.so`` of ``main`` and the other C sources among ``files`` (byoc's
+    support files, :data:`BYOC_SUPPORT`). Raises AssertionError with the compiler's output on failure.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -34,6 +44,8 @@ def compile_library(
     stem = Path(main).stem
     cmd = [compiler, std, *WARNINGS, "-O1", f"-I{include}", f"-I{out_dir}", str(out_dir / main)]
     if link:
+        suffix = Path(main).suffix
+        cmd += [str(out_dir / name) for name in files if name != main and name.endswith(suffix)]
         libdir = os.path.dirname(tvm_ffi.libinfo.find_libtvm_ffi())
         target = out_dir / f"lib{stem}.so"
         cmd += ["-shared", "-fPIC", "-o", str(target), f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}"]

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import byoc.spec
+from compile_util import BYOC_SUPPORT
 
 FUSED_FOLDER = Path(byoc.spec.SHIPPED_BACKENDS) / "fused"
 FUSED_YAML = FUSED_FOLDER / "fused.yaml"
@@ -24,14 +25,16 @@ def write_fused_copy(folder: Path, text: str | None = None) -> Path:
     return target
 
 
-SUPPORT = {item.name: item.read_text(encoding="utf-8") for item in sorted(FUSED_FOLDER.glob("*.h"))}
-"""The shipped headers a fused module includes, by name: what compiling its text needs."""
+SPEC_HEADERS = {item.name: item.read_text(encoding="utf-8") for item in sorted(FUSED_FOLDER.glob("*.h"))}
+SUPPORT = {**BYOC_SUPPORT, **SPEC_HEADERS}
+"""What compiling a fused module's text needs beside it, by name: byoc's support files
+and the shipped spec's headers."""
 
 
 def module_of(artifacts):
-    """The module artifact of a fused generator's output, checking that the rest are the
-    spec's support headers (no large-constant binaries)."""
+    """The module artifact of a fused generator's output, checking that the rest are
+    support files, byoc's and the spec's (no large-constant binaries)."""
     module, *rest = artifacts
     assert module.role == "module", module
-    assert [a.name for a in rest] == list(SUPPORT), [a.name for a in rest]
+    assert {a.name for a in rest} <= set(SUPPORT) and set(SPEC_HEADERS) <= {a.name for a in rest}, rest
     return module

@@ -22,7 +22,7 @@ from conftest import DATA, GUIDE_WHOLE_GRAPH
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import BuildError
 from byoc.generator.pipeline import generate
-from byoc.runtime.build import build_artifacts, build_library, cache_dir, toolchain
+from byoc.runtime.build import build_artifacts, build_library, cache_dir, support_objects, toolchain
 from byoc.runtime.interface import Signature, call
 from byoc.runtime.module import LibraryModule
 
@@ -40,18 +40,29 @@ def program_for(backend: str, name: str = "whole_graph"):
 
 
 def module_sources(program, backend: str, loader=load_backend) -> tuple[dict[str, str], str, tuple]:
-    """(sources, main, external functions) of ``backend``'s module in ``program``."""
+    """(sources, main, external functions) of ``backend``'s module in ``program``: the
+    module and its headers (its support sources are :func:`support_sources`)."""
     generated = generate(program, load_catalog(), loader)
     lowered, artifacts = generated.lowered, generated.artifacts
-    mine = [a for a in artifacts if a.backend == backend]
+    mine = [a for a in artifacts if a.backend == backend and a.role != "support"]
     main = next(a.name for a in mine if a.role == "module")
     return {a.name: a.content for a in mine}, main, lowered.externals_for(backend)
 
 
+def support_sources(program, backend: str, loader=load_backend) -> dict[str, str]:
+    """The support files of ``backend``'s module in ``program`` (byoc's byoc_entry.c, ...)
+    with the headers beside them, as ``byoc.building.compile_modules`` passes them."""
+    artifacts = generate(program, load_catalog(), loader).artifacts
+    return {a.name: a.text for a in artifacts if a.backend == backend and a.role in ("support", "header")}
+
+
 def build(program, backend: str, loader=load_backend) -> tuple[Path, tuple]:
+    """The library of ``backend``'s module in ``program``, linking its support objects."""
     sources, main, functions = module_sources(program, backend, loader)
     spec = loader(backend)
-    return build_artifacts(sources, main, spec.compile, spec.template_values()), functions
+    values = spec.template_values()
+    objects = support_objects(spec, values, files=support_sources(program, backend, loader))
+    return build_artifacts(sources, main, spec.compile, values, link_flags=objects), functions
 
 
 def wrapper(tmp_path: Path, language: str = "c") -> tuple[Path, Path]:
@@ -71,19 +82,20 @@ def compilations(log: Path) -> list[str]:
 
 
 def entries(root: Path) -> list[Path]:
-    """Every cache entry directory under ``root`` (``<root>/<xx>/<key>``)."""
-    return sorted(p for p in root.glob("??/*") if p.is_dir())
+    """Every cache entry directory under ``root`` (``<root>/<xx>/<key>``) that holds a
+    library (not a support object)."""
+    return sorted(p for p in root.glob("??/*") if p.is_dir() and list(p.glob("lib*.so")))
 
 
 def assert_cache_clean(root: Path, count: int) -> None:
-    """``count`` entries, each with a library matching its sha256; no leftovers."""
-    found = entries(root)
-    assert len(found) == count, found
-    for entry in found:
-        libs = list(entry.glob("lib*.so"))
-        assert len(libs) == 1, list(entry.iterdir())
-        recorded = (entry / f"{libs[0].name}.sha256").read_text().strip()
-        assert hashlib.sha256(libs[0].read_bytes()).hexdigest() == recorded
+    """``count`` library entries; every entry (a library's, a support object's) holds one
+    built file matching its sha256; no leftovers."""
+    assert len(entries(root)) == count, entries(root)
+    for entry in (p for p in root.glob("??/*") if p.is_dir()):
+        built = [*entry.glob("lib*.so"), *entry.glob("*.o")]
+        assert len(built) == 1, list(entry.iterdir())
+        recorded = (entry / f"{built[0].name}.sha256").read_text().strip()
+        assert hashlib.sha256(built[0].read_bytes()).hexdigest() == recorded
     assert not list((root / "tmp").iterdir()) if (root / "tmp").exists() else True
 
 
@@ -183,7 +195,8 @@ def test_options_change_the_flags(tmp_path, monkeypatch):
     sources, main, _ = module_sources(program_for("ccompiler"), "ccompiler")
     spec = load_backend("ccompiler")
     values = spec.template_values(spec.option_values({"opt_level": "0", "fast_math": "true"}))
-    build_artifacts(sources, main, spec.compile, values)
+    objects = support_objects(spec, values, files=support_sources(program_for("ccompiler"), "ccompiler"))
+    build_artifacts(sources, main, spec.compile, values, link_flags=objects)
     (line,) = compilations(log)
     assert (
         "-O0" in line.split() and "-fassociative-math" in line.split() and "-ffast-math" not in line.split()
@@ -215,15 +228,20 @@ def test_missing_checksum_is_rebuilt(tmp_path, monkeypatch, private_cache):
 
 CHILD = """
 import sys
+from pathlib import Path
 import numpy as np
 from byoc.ir import TensorType
 from byoc.runtime.build import build_library, toolchain
 from byoc.runtime.interface import Signature, call
 from byoc.runtime.module import LibraryModule
 
-source, symbol, inputs, output = sys.argv[1:]
+source, support, symbol, inputs, output = sys.argv[1:]
 text = open(source).read()
-lib = build_library({"ccompiler.c": text}, "ccompiler.c", toolchain("c", "cc", "c99", ["-O2", "-Wall"]))
+files = {p.name: p.read_text() for p in Path(support).iterdir()}
+plain = toolchain("c", "cc", "c99", ["-O2", "-Wall"])
+objects = [str(build_library(files, n, plain, object_file=True)) for n in files if n.endswith(".c")]
+chain = toolchain("c", "cc", "c99", ["-O2", "-Wall"], link=objects)
+lib = build_library({**files, "ccompiler.c": text}, "ccompiler.c", chain)
 arrays = list(np.load(inputs).values())
 t = TensorType((10, 10), "float32")
 module = LibraryModule(lib, {symbol: Signature((t,) * len(arrays), (t,))})
@@ -237,6 +255,9 @@ def test_eight_processes_build_the_same_source(tmp_path, private_cache, rng):
     (fn,) = functions
     source = tmp_path / "ccompiler.c"
     source.write_text(sources[main])
+    (tmp_path / "support").mkdir()
+    for name, text in support_sources(program_for("ccompiler", "guide_subgraph"), "ccompiler").items():
+        (tmp_path / "support" / name).write_text(text)
     inputs = {p.name: rng.standard_normal(p.type.shape).astype(p.type.dtype) for p in fn.params}
     np.savez(tmp_path / "inputs.npz", **inputs)
     (want,) = evaluate(fn, inputs)
@@ -247,6 +268,7 @@ def test_eight_processes_build_the_same_source(tmp_path, private_cache, rng):
                 "-c",
                 CHILD,
                 str(source),
+                str(tmp_path / "support"),
                 fn.name,
                 str(tmp_path / "inputs.npz"),
                 str(tmp_path / f"out{k}.npy"),

@@ -122,9 +122,11 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         main = next(a for a in artifacts if a.role is Role.MODULE)
         sys.stdout.write(main.text)
         return 0
-    written = write_directory(args.output, {a.name: a.content for a in artifacts})
-    for path, artifact in zip(written, artifacts):
-        sys.stdout.write(
-            f"wrote {path}  ({artifact.role.value}{', ' + artifact.backend if artifact.backend else ''})\n"
-        )
+    files: dict[str, list] = {}  # a file two backends share (byoc_entry.c) is written once
+    for a in artifacts:
+        files.setdefault(a.name, []).append(a)
+    written = write_directory(args.output, {name: same[0].content for name, same in files.items()})
+    for path, same in zip(written, files.values()):
+        backends = ", ".join(a.backend for a in same if a.backend)
+        sys.stdout.write(f"wrote {path}  ({same[0].role.value}{', ' + backends if backends else ''})\n")
     return 0

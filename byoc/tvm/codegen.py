@@ -131,13 +131,9 @@ def _build(backend, spec_path, functions, options) -> tvm.runtime.Module:
     )
     entry = next(m for m in model.manifest.modules if m.backend == backend)
     sources = {name: model.members[name] for name in entry.sources}
-    support = [f.name for f in found.spec.support if not f.is_header]
-    shim = _forwarders(
-        found.spec.compile.language,
-        {n: short_symbol(n) for n in names},
-        _main_source({n: t for n, t in sources.items() if n not in support}),
-        support,
-    )
+    main = _main_source(sources, backend)
+    support = [n for n in sources if n.endswith(_SOURCE_SUFFIXES) and n != main]
+    shim = _forwarders(found.spec.compile.language, {n: short_symbol(n) for n in names}, main, support)
     obj = compile_object(
         found.spec,
         _option_values(found.spec, options),
@@ -168,10 +164,12 @@ def _option_values(spec, options: Mapping) -> dict[str, object]:
     return spec.template_values(spec.option_values(_option_text(options)))
 
 
-def _main_source(sources: Mapping[str, bytes]) -> str:
-    found = [n for n in sources if n.endswith(_SOURCE_SUFFIXES)]
+def _main_source(sources: Mapping[str, bytes], backend: str) -> str:
+    """The generated module among ``sources`` (``<backend>.c``, ``<backend>.cc``); the
+    other C and C++ sources are support code (byoc's, the spec's)."""
+    found = [n for n in sources if n.endswith(_SOURCE_SUFFIXES) and n.rsplit(".", 1)[0] == backend]
     if len(found) != 1:
-        raise BuildError(f"expected one generated module among {', '.join(sources)}")
+        raise BuildError(f"expected one generated module of {backend} among {', '.join(sources)}")
     return found[0]
 
 
@@ -180,7 +178,9 @@ def _forwarders(language: str, symbols: Mapping[str, str], main: str, support: S
     object holds all: TVM links it as it is) and, per region, TVM's entry under relax's
     name calling byoc's under the short one."""
     link = 'extern "C" ' if language == "c++" else ""
-    lines = [f'#include "{main}"', *(f'#include "{name}"' for name in support), ""]
+    # byoc_pool.c needs POSIX declarations, which must be asked for before the first header
+    posix = ["#if !defined(_POSIX_C_SOURCE)", "#define _POSIX_C_SOURCE 200112L", "#endif"]
+    lines = [*posix, f'#include "{main}"', *(f'#include "{name}"' for name in support), ""]
     for long, short in symbols.items():
         lines.append(
             f"{link}TVM_FFI_DLL_EXPORT int __tvm_ffi_{long}(void* self, const TVMFFIAny* args, int32_t n, "

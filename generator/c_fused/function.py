@@ -71,14 +71,13 @@ class FusedText:
     text: str
     non_finite: bool
     """True when a constant holds an infinity or a NaN (the module includes <math.h>)."""
-    overlaps: bool
-    """True when its wrapper calls ``byoc_outputs_overlap`` (the module defines OVERLAPS)."""
     parallel: bool
-    """True when a loop runs on the thread pool (the module defines it, pool.py)."""
+    """True when a loop runs on the thread pool (the module links byoc_pool.c)."""
     blobs: tuple[Artifact, ...] = ()
     """The binary artifacts its large constants are included from."""
     workspace: bool = False
-    """True when its body places buffers in the per-thread workspace (the module defines it)."""
+    """True when its body places buffers in the per-thread workspace (the module links
+    byoc_workspace.c)."""
     sites: tuple[Site, ...] = ()
     """Its timed loop nests, in a build with profiling (:mod:`byoc.generator.c.profile`)."""
 
@@ -174,11 +173,8 @@ def function_text(
     const_text, non_finite = arrays.texts, arrays.non_finite
     parts = [comment(f"---- {sym}: {function_origin(fn)} ----") + "\n", *const_text]
     parts += [*outline.functions, body_text]
-    wrapper, checks = _wrapper(fn, sym, *status)
-    parts += [wrapper, ffi_entry.entry(fn, f"{sym}_wrapper_")]
-    return FusedText(
-        "\n".join(parts), non_finite, checks, parallel, tuple(arrays.blobs), status[1], tuple(sites)
-    )
+    parts += [_wrapper(fn, sym, *status), ffi_entry.entry(fn, f"{sym}_wrapper_")]
+    return FusedText("\n".join(parts), non_finite, parallel, tuple(arrays.blobs), status[1], tuple(sites))
 
 
 def _check_node(node: Node, spec: BackendSpec) -> None:
@@ -435,9 +431,9 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
     return "\n".join(lines)
 
 
-def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = False) -> tuple[str, bool]:
-    """The wrapper's text, and whether it checks overlaps (and so needs OVERLAPS).
-    With ``can_fail`` or ``allocates`` the body returns a status, which it raises."""
+def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = False) -> str:
+    """The wrapper's text: it checks that no output overlaps another argument
+    (``byoc_outputs_overlap``) when two hold bytes. With ``can_fail`` or ``allocates`` the body returns a status, which it raises."""
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     lines = [
@@ -474,7 +470,7 @@ def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = F
     call = [f"in{i}" for i in range(len(fn.params))] + [f"o{o}" for o in range(len(fn.outputs))]
     if not (can_fail or allocates):
         lines += [item_list(f"  {sym}_(", call, ");"), "  return 0;", "}", ""]
-        return "\n".join(lines), checks
+        return "\n".join(lines)
     lines.append(item_list(f"  const int status = {sym}_(", call, ");"))
     if allocates:
         message = c_string(f"{sym}: cannot allocate the intermediate buffers")
@@ -483,4 +479,4 @@ def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = F
         message = c_string(f"{sym}: a gather index is out of range for its axis")
         lines += ["  if (status == 2) {", f'    return byoc_raise("ValueError", {message});', "  }"]
     lines += ["  return 0;", "}", ""]
-    return "\n".join(lines), checks
+    return "\n".join(lines)

@@ -3,21 +3,21 @@
 One C99 file per backend, holding every external function of that backend::
 
     header comment          what generated the file, from which spec, with which options
-    _POSIX_C_SOURCE         with the thread pool, or in a build with profiling (which also
-                            adds <time.h>, the event buffer after the argument checks, and
-                            a timed block around each loop nest: generator/c/profile.py)
-    #include ...            the TVM FFI entry's headers (ffi_entry.includes()), and <math.h>
-                            when an op expression calls a function or a constant is not finite
+    _POSIX_C_SOURCE         in a build with profiling, which also adds <time.h>, the event
+                            buffer after the argument checks, and a timed block around each
+                            loop nest (generator/c/profile.py)
+    #include ...            the TVM FFI entry's headers and byoc's byoc_module.h
+                            (ffi_entry.includes()): the argument checks of the exported
+                            entries and the outputs' overlap check, the per-thread workspace
+                            of intermediate buffers, the thread pool of parallel loops; their
+                            C files are artifacts beside the module, compiled once
+                            (generator/c/support_files.py); <math.h> when an op expression
+                            calls a function or a constant is not finite
     dtype support           where the module uses them: <stdbool.h>, the half types'
                             storage and conversions, the cast functions (generator/c/dtypes.py)
     byoc_simd_clones        option target_clones: the clones' attribute, and
                             byoc_clones_have_fma for the prelude to test
     prelude                 the spec's `prelude` template
-    static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
-                            byoc_outputs_overlap when a wrapper checks outputs for overlap,
-                            the per-thread workspace when a body has intermediate buffers
-                            (generator/c/workspace.py), the thread pool when a loop is
-                            parallel (generator/c_fused/pool.py)
     per function <sym>:     constants, the chunk functions <sym>_loop<k>_ of its parallel
                             nests, the fused body <sym>_, <sym>_wrapper_, the exported
                             entry __tvm_ffi_<sym> (generator/c_fused/function.py)
@@ -68,12 +68,10 @@ from byoc.spec.template import render
 
 from ..artifacts import Artifact, Role
 from ..c import dtypes as c_dtypes
-from ..c import ffi_entry
+from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
-from ..c import workspace as c_workspace
 from ..c.profile import Site
 from ..c.text import (
-    PTHREAD_INCLUDE,
     block_comment,
     check_reserved_names,
     function_origin,
@@ -84,20 +82,9 @@ from ..c.text import (
 from .dots import float_accumulators
 from .function import FusedText, function_text
 from .nests import needs_nests
-from .pool import INCLUDE as POOL_INCLUDE
-from .pool import NAMES as POOL_NAMES
-from .pool import POSIX
-from .pool import SUPPORT as POOL
-from .support import CLONES, OVERLAPS, option_summary, wants_clones
+from .support import CLONES, option_summary, wants_clones
 
-HELPERS = (
-    *ffi_entry.SUPPORT_NAMES,
-    "byoc_outputs_overlap",
-    "byoc_simd_clones",
-    "byoc_clones_have_fma",
-    *POOL_NAMES,
-    *c_dtypes.NAMES,
-)
+HELPERS = (*support_files.NAMES, "byoc_simd_clones", "byoc_clones_have_fma", *c_dtypes.NAMES)
 """The static helpers of the module, which no generated name may take."""
 
 
@@ -113,8 +100,13 @@ def generate(
     With ``profile``, every loop nest is timed (:mod:`byoc.generator.c.profile`)."""
     if not externals:
         return ()
-    text, blobs = module_text(externals, spec, options, catalog, profile=profile)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support_artifacts(spec), *blobs)
+    text, blobs, used = module_text(externals, spec, options, catalog, profile=profile)
+    return (
+        Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),
+        *support_files.artifacts(spec.name, used),
+        *support_artifacts(spec),
+        *blobs,
+    )
 
 
 def module_text(
@@ -124,8 +116,9 @@ def module_text(
     catalog: Catalog,
     *,
     profile: bool = False,
-) -> tuple[str, list[Artifact]]:
-    """The module's C text, and the binary artifacts its large constants are included from."""
+) -> tuple[str, list[Artifact], list[str]]:
+    """The module's C text, the binary artifacts its large constants are included from,
+    and the stems of byoc's support files it links beside byoc_entry.c (support_files)."""
     values = spec.template_values({**spec.option_values(), **options})
     functions: list[FusedText] = []
     sites: list[Site] = []
@@ -133,16 +126,15 @@ def module_text(
         functions.append(function_text(fn, spec, values, catalog, len(sites) if profile else None))
         sites += functions[-1].sites
     workspace = any(f.workspace for f in functions)
-    helpers = HELPERS + (c_workspace.NAMES if workspace else ()) + (c_profile.NAMES if profile else ())
+    helpers = HELPERS + (c_profile.NAMES if profile else ())
     check_reserved_names(externals, {h: f"the helper {h}" for h in helpers})
     parallel = any(f.parallel for f in functions)
+    used = [support_files.WORKSPACE] * workspace + [support_files.POOL] * parallel
     parts = [
         _header(externals, spec, values, catalog),
-        *([POSIX] if parallel else []),
         *([c_profile.POSIX] if profile else []),
         ffi_entry.includes()
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions, values) else "")
-        + _extra_includes(workspace, parallel)
         + (c_profile.INCLUDE if profile else ""),
     ]
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
@@ -155,23 +147,10 @@ def module_text(
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude.rstrip("\n") + "\n")
-    parts.append(ffi_entry.SUPPORT)
     if profile:
         parts.append(c_profile.support(sites))
-    if any(f.overlaps for f in functions):
-        parts.append(OVERLAPS)
-    if workspace:
-        parts.append(c_workspace.SUPPORT)
-    if parallel:
-        parts.append(POOL)
     parts += [f.text for f in functions]
-    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
-
-
-def _extra_includes(workspace: bool, parallel: bool) -> str:
-    """The headers of the per-thread workspace and of the thread pool, each once."""
-    lines = (PTHREAD_INCLUDE if workspace else "") + (POOL_INCLUDE if parallel else "")
-    return "".join(dict.fromkeys(lines.splitlines(keepends=True)))
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs], used
 
 
 CALL = re.compile(r"\b[A-Za-z_]\w*\s*\(|\b(INFINITY|NAN|HUGE_VAL)\b")

@@ -1,6 +1,7 @@
-"""Fixed C text of ``c_fused`` modules: the overlap check of the wrappers, the SIMD
-clones of option ``target_clones`` (unless option ``host_isa``), and the loop hint of option ``vectorize`` (the
-thread pool of parallel loops is :mod:`byoc.generator.c_fused.pool`).
+"""Fixed C text of ``c_fused`` modules: the SIMD clones of option ``target_clones``
+(unless option ``host_isa``) and the loop hint of option ``vectorize`` (the overlap
+check of the wrappers and the thread pool of parallel loops are byoc's support files,
+:mod:`byoc.generator.c.support_files`).
 :mod:`byoc.generator.c_fused.generate` includes each only when a function uses it, so that no
 unused static function trips ``-Werror``.
 """
@@ -12,26 +13,6 @@ from collections.abc import Mapping
 from byoc.spec.backend import OptionValue
 from byoc.spec.kind_c_fused import CFusedKind
 from byoc.value_types import value_text
-
-OVERLAPS = """/* Whether an output shares memory with another argument: arguments first..n-1 are the
-   outputs, each argument k spans bytes[k] bytes from data[k] (empty ones share nothing).
-   The fused bodies read and write through restrict pointers, so the wrappers check. */
-static int byoc_outputs_overlap(const void* const* data, const size_t* bytes, int first, int n) {
-  int i;
-  int j;
-  for (i = first; i < n; ++i) {
-    for (j = 0; j < i; ++j) {
-      const uintptr_t a = (uintptr_t)data[i];
-      const uintptr_t b = (uintptr_t)data[j];
-      if (bytes[i] != 0 && bytes[j] != 0 && a < b + bytes[j] && b < a + bytes[i]) {
-        return 1;
-      }
-    }
-  }
-  return 0;
-}
-"""
-"""The helper the wrappers' overlap checks call; the module includes it when one does."""
 
 CLONES = """/* Option target_clones: each fused body is compiled for x86-64-v4 (AVX-512 F, VL, BW, DQ
    and CD), x86-64-v3 (AVX2 with FMA) and baseline x86-64, and the dynamic loader runs

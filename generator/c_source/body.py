@@ -10,7 +10,7 @@ A kernel whose macro says ``status: true`` returns an ``int``, 0 on success. The
 checks each such call: on a failure it skips the rest (``goto done``, where the
 workspace is released) and returns 1 + the kernel's number, and the wrapper raises
 RuntimeError with that kernel's message (:func:`failure_table`), followed by what the
-kernel said about it, if anything (``byoc_error``, :data:`MESSAGE_SUPPORT`). Kernels
+kernel said about it, if anything (``byoc_error``, byoc's ``support/byoc_errors.c``). Kernels
 without a status are called as plain statements, as in the guide.
 """
 
@@ -166,51 +166,6 @@ def failure_table(sym: str, messages: Mapping[int, str], kernels: int) -> str:
     return "\n".join(
         [comment(note), f"static const char* const {sym}_failures_[{kernels}] = {{", *entries, "};", ""]
     )
-
-
-MESSAGE_NAMES = ("byoc_error_message_", "byoc_error", "byoc_raise_failure")
-"""The names :data:`MESSAGE_SUPPORT` defines, which no generated name may take."""
-
-MESSAGE_INCLUDE = "#include <stdarg.h>\n"
-
-MESSAGE_SUPPORT = r"""/* ---- Failure messages of kernels and inits (byoc generator/c_source/body.py) ----
-   A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's init or module_init may say why it fails just before it returns non-zero:
-     return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
-   (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
-   kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
-   The message is kept per thread, so concurrent calls never see each other's: in a
-   __thread buffer (a gcc and clang extension, since C99 has no thread-local storage;
-   a buffer passed to every kernel would change the guide's kernel signatures). Each
-   call of a function with such kernels clears it first, so a message never outlives
-   the call that set it. */
-static __thread char byoc_error_message_[256];
-
-static int byoc_error(const char* format, ...) __attribute__((format(printf, 1, 2), unused));
-static int byoc_error(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  vsnprintf(byoc_error_message_, sizeof byoc_error_message_, format, args);
-  va_end(args);
-  return 1;
-}
-
-/* Raise RuntimeError: `what` failed (a kernel and its node, or an init), then the
-   message it set, if any. Returns -1, the entry's failure. */
-static int byoc_raise_failure(const char* what, const char* message) {
-  char text[1024];
-  if (message[0] == '\0') {
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", what);
-  } else {
-    snprintf(text, sizeof text, "%s; it says: %s", what, message);
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", text);
-  }
-  return -1;
-}
-"""
-"""Defined before the spec's prelude (so that its helpers may call ``byoc_error`` too)
-in a module with a kernel that reports failures, or with module state (whose init may
-fail, :func:`~byoc.generator.c_source.state.module_guard`)."""
 
 
 def wrapper_text(fn: Function, sym: str, guard: list[str], failures: Mapping[int, str], kernels: int) -> str:

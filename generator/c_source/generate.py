@@ -6,15 +6,16 @@ One C99 file per backend, holding every external function of that backend::
     _POSIX_C_SOURCE         in a build with profiling only (generator/c/profile.py), as
                             are <time.h>, the event buffer after the argument checks,
                             and a timed block around each kernel call of a body
-    #include ...            the TVM FFI entry's headers (ffi_entry.includes())
-    failure messages        byoc_error, when a kernel reports failures or an init runs (c_source/body.py)
+    #include ...            the TVM FFI entry's headers and byoc's byoc_module.h
+                            (ffi_entry.includes()): the argument checks of the exported
+                            entries, byoc_error for a kernel or init that reports
+                            failures, the per-thread workspace of the intermediate
+                            buffers; their C files are artifacts beside the module,
+                            compiled once (generator/c/support_files.py)
     prelude                 the spec's `prelude` template
     #include "<header>"      the spec's support headers (`support:`); its support sources
                             are artifacts beside the module, compiled once per spec
     #define NAME(...) \\     the spec's macros the functions call, bodies from the spec
-    static helpers          the argument checks of the exported entries (ffi_entry.SUPPORT),
-                            and the per-thread workspace when a body has intermediate
-                            buffers (generator/c/workspace.py)
     module state            the spec's module_state, module_init and module_teardown,
                             once per library, when it has them (c_source/state.py)
     per function <sym>:     its state and init when the spec has them
@@ -42,9 +43,8 @@ from byoc.spec_lines import prelude_heading
 
 from ..artifacts import Artifact, Role
 from ..c import dtypes as c_dtypes
-from ..c import ffi_entry
+from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
-from ..c import workspace as c_workspace
 from ..c.profile import Site
 from ..c.text import (
     C_WORD,
@@ -58,7 +58,6 @@ from ..c.text import (
     support_artifacts,
     support_includes,
 )
-from .body import MESSAGE_INCLUDE, MESSAGE_NAMES, MESSAGE_SUPPORT
 from .function import FunctionText, function_text
 from .state import MODULE_NAMES, MODULE_POINTER, module_state_text, module_stateful, stateful
 
@@ -75,8 +74,13 @@ def generate(
     With ``profile``, every kernel call is timed (:mod:`byoc.generator.c.profile`)."""
     if not externals:
         return ()
-    text, blobs = module_text(externals, spec, catalog, options, profile=profile)
-    return (Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name), *support_artifacts(spec), *blobs)
+    text, blobs, used = module_text(externals, spec, catalog, options, profile=profile)
+    return (
+        Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),
+        *support_files.artifacts(spec.name, used),
+        *support_artifacts(spec),
+        *blobs,
+    )
 
 
 def module_text(
@@ -86,8 +90,9 @@ def module_text(
     options: Mapping[str, OptionValue],
     *,
     profile: bool = False,
-) -> tuple[str, list[Artifact]]:
-    """The module's C text, and the binary artifacts its large constants are included from."""
+) -> tuple[str, list[Artifact], list[str]]:
+    """The module's C text, the binary artifacts its large constants are included from,
+    and the stems of byoc's support files it links beside byoc_entry.c (support_files)."""
     values = spec.template_values({**spec.option_values(), **options})
     module = module_stateful(spec)
     if module:
@@ -98,13 +103,10 @@ def module_text(
         functions.append(function_text(fn, spec, catalog, values, len(sites) if profile else None))
         sites += functions[-1].sites
     taken = {n: f"a macro of backend {spec.name}" for n in spec.macros}
-    taken.update((n, "a helper of the generated module") for n in ffi_entry.SUPPORT_NAMES)
+    taken.update((n, "a helper of byoc_module.h") for n in support_files.NAMES)
     workspace = any(f.workspace for f in functions)
-    if workspace:
-        taken.update((n, "a helper of the generated module") for n in c_workspace.NAMES)
     messages = module or any(f.fails or f.stateful for f in functions)  # an init may say why it fails
-    if messages:
-        taken.update((n, "a helper of the generated module") for n in MESSAGE_NAMES)
+    used = [support_files.ERRORS] * messages + [support_files.WORKSPACE] * workspace
     if module:
         taken.update((n, "the module's state") for n in MODULE_NAMES)
     if profile:
@@ -116,14 +118,11 @@ def module_text(
         ffi_entry.includes()
         + (c_profile.INCLUDE if profile else "")
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
-        + (PTHREAD_INCLUDE if stateful(spec) or module or workspace else "")
-        + (MESSAGE_INCLUDE if messages else ""),
+        + (PTHREAD_INCLUDE if stateful(spec) or module else ""),
     ]
     types = c_dtypes.support_text(c_dtypes.function_dtypes(externals), "\n".join(f.text for f in functions))
     if types:
         parts.append(types)
-    if messages:
-        parts.append(MESSAGE_SUPPORT)
     prelude = render(spec.templates.get("prelude", ""), values)
     if prelude.strip():
         parts.append(prelude_heading(one_line(spec_source(spec))) + "\n" + prelude.rstrip("\n") + "\n")
@@ -131,15 +130,12 @@ def module_text(
         parts.append(support_includes(spec))
     state = module_state_text(spec, values) if module else ""
     parts += [macro_definition(m) for m in used_macros(spec, [state, *(f.text for f in functions)])]
-    parts.append(ffi_entry.SUPPORT)
     if profile:
         parts.append(c_profile.support(sites))
-    if workspace:
-        parts.append(c_workspace.SUPPORT)
     if module:
         parts.append(state)
     parts += [f.text for f in functions]
-    return "\n".join(parts), [blob for f in functions for blob in f.blobs]
+    return "\n".join(parts), [blob for f in functions for blob in f.blobs], used
 
 
 def used_macros(spec: BackendSpec, texts: Sequence[str]) -> list[MacroDef]:

@@ -1,6 +1,7 @@
 """The ``engine`` codegen (C++): the BYOC guide's third-party-engine style.
 
-For a backend of kind ``engine`` it emits two artifacts:
+For a backend of kind ``engine`` it emits two artifacts, beside byoc's
+``byoc_module.h`` and ``byoc_entry.cc`` (:mod:`..c.support_files`):
 
 - the engine header (``spec.header``, e.g. ``gcc_engine.h``), generated from the
   spec's layers, macros and engine code (:mod:`.header`);
@@ -14,7 +15,8 @@ For a backend of kind ``engine`` it emits two artifacts:
     NULL or the engine's error message;
   - ``static int <sym>_wrapper_(DLTensor*...)``: calls ``<sym>_`` on the tensors'
     data, raises the engine's error, and makes the output copies no layer makes;
-  - the exported TVM FFI entry ``__tvm_ffi_<sym>`` (:mod:`..c.ffi_entry`).
+  - the exported TVM FFI entry ``__tvm_ffi_<sym>`` (:mod:`..c.ffi_entry`), whose
+    argument checks are byoc_entry.cc's.
 
 All backend-specific text (layers, engine class, line format, invocation) comes from
 the spec; this module holds only the kind's fixed structure. The output is C++17,
@@ -36,7 +38,7 @@ from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
 from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role
-from ..c import ffi_entry
+from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
 from ..c.text import c_string, c_value, comment, function_origin, included_array, origin
 from .header import element_values, header_text, wrap_list
@@ -63,13 +65,13 @@ def generate(
         return ()
     values = spec.template_values(spec.option_values(dict(options)))
     plans = [plan(fn, spec, catalog) for fn in externals]
-    _check_names(plans, spec, c_profile.NAMES if profile else ())
+    _check_names(plans, spec, (*support_files.NAMES, *(c_profile.NAMES if profile else ())))
     assert spec.header is not None
     header = Artifact(spec.header, header_text(spec, values), Role.HEADER, spec.name)
     blobs: list[Artifact] = []
     text = module_text(plans, spec, values, blobs, profile=profile)
     module = Artifact(f"{spec.name}.cc", text, Role.MODULE, spec.name)
-    return (module, header, *blobs)
+    return (module, header, *support_files.artifacts(spec.name, cplusplus=True), *blobs)
 
 
 def module_text(
@@ -94,7 +96,6 @@ def module_text(
         + ("#include <limits>\n" if limits else "")
         + (c_profile.INCLUDE if profile else "")
         + f'#include "{spec.header}"\n',
-        ffi_entry.SUPPORT,
         *([c_profile.support([_site(p) for p in plans], cplusplus=True)] if profile else []),
         comment("The first element of a tensor argument: its data pointer plus its byte offset.")
         + "\nstatic void* byoc_data(const DLTensor* t) {\n"

@@ -1,65 +1,6 @@
-"""The thread pool of ``c_fused`` modules' parallel loops (options ``openmp_threshold``
-and ``openmp_reduction_threshold``): fixed C text, included once in a module that has a
-parallel loop, and nothing in one that has none.
+/* byoc_pool.c: the thread pool of the parallel loops of a generated module (shipped with
+   byoc, generator/c/support/; declared in byoc_module.h).
 
-A parallel nest's outer loop is outlined into a static function of ``[begin, end)``
-(:mod:`byoc.generator.c_fused.outline`), which ``byoc_parallel_for`` runs in chunks. The
-calling thread and the pool's helper threads claim chunks from one shared counter, so
-the caller never waits for a helper that has not started running: whatever no helper
-claimed, the caller runs itself, and it waits only for chunks a helper is running. On
-a shared machine whose other cores are busy, a helper that gets no core simply claims
-nothing (an OpenMP ``schedule(static)`` loop instead waits at its end barrier for the
-share of every thread). See docs/architecture.md, "Parallel loops".
-"""
-
-from __future__ import annotations
-
-CHUNKS = 32
-"""The most chunks a parallel loop is cut into: enough that a late helper still finds
-work and a preempted one holds up the caller by at most 1/32 of the loop, few enough
-that each chunk is long against the cost of claiming it (one compare-and-swap)."""
-
-NAMES = (
-    "byoc_body_t",
-    "byoc_pool_lock",
-    "byoc_pool_wake",
-    "byoc_pool_done",
-    "byoc_pool_owner",
-    "byoc_pool_helper",
-    "byoc_pool_helpers",
-    "byoc_pool_started",
-    "byoc_pool_stop",
-    "byoc_pool_generation",
-    "byoc_pool_body",
-    "byoc_pool_args",
-    "byoc_pool_count",
-    "byoc_pool_chunks",
-    "byoc_pool_next",
-    "byoc_pool_finished",
-    "byoc_pool_claim",
-    "byoc_pool_run",
-    "byoc_pool_work",
-    "byoc_pool_start",
-    "byoc_pool_unload",
-    "byoc_parallel_for",
-    "byoc_loader_pid",
-    "byoc_record_loader_pid",
-    "byoc_parallel_ok",
-)
-"""The names :data:`SUPPORT` defines, which no generated name may take."""
-
-POSIX = (
-    "#if !defined(_POSIX_C_SOURCE)\n"
-    "#define _POSIX_C_SOURCE 200112L /* POSIX threads, getpid() and sysconf(), for the thread pool */\n"
-    "#endif\n"
-)
-"""The first lines of a module with parallel loops (before any #include)."""
-
-INCLUDE = "#include <pthread.h>\n#include <signal.h>\n#include <unistd.h>\n"
-"""The headers :data:`SUPPORT` needs beyond the FFI entry's (which has <stdint.h> and <stdlib.h>)."""
-
-SUPPORT = (
-    r"""/* ---- Parallel loops: the module's thread pool (byoc generator/c_fused/pool.py) ----
    byoc_parallel_for(body, args, count) runs body(args, begin, end) over [0, count) in at
    most BYOC_CHUNKS chunks. The calling thread and the helper threads claim chunks from one
    shared word, generation << 32 | next chunk, advanced by compare-and-swap: the caller runs
@@ -76,12 +17,23 @@ SUPPORT = (
    (the helpers do not exist there, and the pool's mutexes may be in any state), and when
    no helper could start. When the library is unloaded, a destructor stops and joins the
    helpers, so no thread runs code of an unmapped library. */
-#define BYOC_CHUNKS """
-    + str(CHUNKS)
-    + r"""
-#define BYOC_MAX_HELPERS 63
-typedef void (*byoc_body_t)(void* args, int64_t begin, int64_t end);
+#if !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200112L /* POSIX threads, getpid() and sysconf() */
+#endif
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include "byoc_module.h"
+
+/* The most chunks a parallel loop is cut into: enough that a late helper still finds work
+   and a preempted one holds up the caller by at most 1/32 of the loop, few enough that each
+   chunk is long against the cost of claiming it (one compare-and-swap). */
+#define BYOC_CHUNKS 32
+#define BYOC_MAX_HELPERS 63
+
+/* The process that loaded the library: a forked child runs its loops serially. */
 static pid_t byoc_loader_pid;
 __attribute__((constructor)) static void byoc_record_loader_pid(void) {
   byoc_loader_pid = getpid();
@@ -188,8 +140,7 @@ static void byoc_pool_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Runs body(args, begin, end) over [0, count), on the pool's threads when it can. */
-static void byoc_parallel_for(byoc_body_t body, void* args, int64_t count) {
+void byoc_parallel_for(byoc_body_t body, void* args, int64_t count) {
   const int64_t chunks = count < BYOC_CHUNKS ? count : BYOC_CHUNKS;
   uint32_t generation;
   if (chunks < 2 || !byoc_parallel_ok() || pthread_mutex_trylock(&byoc_pool_owner) != 0) {
@@ -242,7 +193,3 @@ __attribute__((destructor)) static void byoc_pool_unload(void) {
   }
   byoc_pool_helpers = 0;
 }
-"""
-)
-"""The pool, ``byoc_parallel_for`` and the fork guard ``byoc_parallel_ok``; the module
-includes it when a loop is parallel."""
