@@ -48,7 +48,8 @@ CACHE_ROOT = Path("/sys/devices/system/cpu/cpu0/cache")
 
 def harness() -> ctypes.CDLL:
     """The compiled probes (cached by content in byoc's build cache)."""
-    from runtime.build import build_library, toolchain
+    from runtime.build import build_library
+    from runtime.toolchain import toolchain
 
     chain = toolchain("c", "cc", "c99", FLAGS)
     lib = ctypes.CDLL(str(build_library({"memory_bound.c": HARNESS}, "memory_bound.c", chain)))

@@ -43,7 +43,8 @@ def compile_harness(name: str) -> ctypes.CDLL:
     """benchmarks/harness/<name>.c compiled and loaded; raises NotInstalled when its
     library is missing, BuildError when it does not compile."""
     from byoc.api import load_backend
-    from runtime.build import build_library, toolchain
+    from runtime.build import build_library
+    from runtime.toolchain import toolchain
 
     source = (HARNESS / f"{name}.c").read_text()
     if name not in LIBRARIES:

@@ -236,6 +236,22 @@ def _own_artifacts(name: str, artifacts) -> tuple[list, object]:
     return own, next(a for a in own if a.role is Role.MODULE)
 
 
+def build_backend_module(spec, artifacts, values: Mapping[str, object], *, cache: Path | None = None) -> Path:
+    """The library of the module of backend ``spec`` among ``artifacts`` (a generation's,
+    whose own ones are its module, headers, support files and weights), its flags
+    filled by ``values`` (``spec.template_values(options)``). The support sources
+    (the spec's, and byoc's byoc_entry.c, ... with byoc_module.h) are compiled once each
+    into cached objects that the library links (:func:`byoc.runtime.build.support_objects`)."""
+    from .generator.artifacts import Role
+    from .generator.c.support_files import FILE_NAMES
+    from .runtime.build import build_spec_module
+
+    own, module = _own_artifacts(spec.name, artifacts)
+    sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
+    byoc_support = {a.name: a.text for a in own if a.name in FILE_NAMES}
+    return build_spec_module(spec, sources, module.name, values, support=byoc_support, cache=cache)
+
+
 def compile_modules(
     specs, artifacts, options, progress: Callable[[str], None] | None = None
 ) -> dict[str, Path]:
@@ -244,22 +260,13 @@ def compile_modules(
     takes longer than :data:`QUIET_SECONDS`: which modules, and each one's end."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from .generator.artifacts import Role
-    from .runtime.build import build_spec_module
-
     jobs = {}
     start = perf_counter()
     compiled = {name: spec for name, spec in specs.items() if spec.kind.compiled}
     with ThreadPoolExecutor(max_workers=max(1, min(len(compiled), os.cpu_count() or 1))) as pool:
         for name, spec in compiled.items():
-            own, module = _own_artifacts(name, artifacts)
             values = spec.template_values(options[name])
-            # the support sources are compiled once each, with the headers beside them, into
-            # cached objects that the library links (runtime.build.support_objects)
-            sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
-            support = {a.name: a.text for a in own if a.role in (Role.SUPPORT, Role.HEADER)}
-            job = pool.submit(build_spec_module, spec, sources, module.name, values, support=support)
-            jobs[job] = name
+            jobs[pool.submit(build_backend_module, spec, artifacts, values)] = name
         pending = set(jobs)
         done, pending = wait(pending, timeout=QUIET_SECONDS)
         if pending and progress is not None:

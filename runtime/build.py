@@ -1,12 +1,13 @@
 """Compile generated C and C++ into shared libraries, with a content-addressed cache.
 
-* The compiler is the language's compiler variable when set (``$CC`` for C, ``$CXX``
-  for C++: :data:`byoc.spec.languages.LANGUAGES` declares them), else the spec's; its
-  flags variable (``$CFLAGS``, ``$CXXFLAGS``) is appended to the spec's flags, so it wins.
+* The compiler and its flags are a :class:`~byoc.runtime.toolchain.Toolchain`: the
+  language's compiler variable (``$CC``, ``$CXX``) over the spec's compiler, its flags
+  variable (``$CFLAGS``, ``$CXXFLAGS``) after the spec's flags, so it wins.
 * Include paths and ``libtvm_ffi`` come from ``tvm_ffi.libinfo``. A backend's
   libraries (its spec's ``requires:``, located by the caller) add their ``-I`` flags
-  to the compile flags and their ``-L``, ``-Wl,-rpath`` and ``-l`` flags after
-  ``-ltvm_ffi``; both are part of the cache key.
+  to the compile flags and their ``-L``, ``-Wl,-rpath`` and ``-l`` flags after the
+  objects, before ``-ltvm_ffi``; both are part of the cache key. So do the objects of
+  the support files a module links (:func:`support_objects`), each compiled once.
 * Libraries are cached under ``$BYOC_CACHE_DIR``, else ``$XDG_CACHE_HOME/byoc``, else
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
   compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
@@ -46,20 +47,18 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
-from byoc.spec.names import X86_64_LEVEL
 from byoc.spec_lines import SpecText
 
 from .cache_store import prune_after_build, touch
 from .compiler_errors import compiler_excerpt, failure_hint
-from .cpu import x86_64_level
 from .elf_check import NotLoadable, check_object_file, check_shared_object
+from .toolchain import Toolchain, spec_toolchain
 
 if TYPE_CHECKING:
     from byoc.spec.backend import BackendSpec, CompileSettings
@@ -67,51 +66,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = "byoc-build-2"
+FORMAT = "byoc-build-3"
 """Part of every cache key; bump it when the command line or entry layout changes."""
 TIMEOUT = 600
 HEADER_SUFFIXES = (".h", ".hpp", ".hh")
 """A support file with one of these suffixes is a header; any other is compiled."""
 INSTALL_HINT = "install a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc gcc-c++; macOS: xcode-select --install)"
-
-
-@dataclass(frozen=True, slots=True)
-class Toolchain:
-    """What compiles one artifact: the compiler command and its flags."""
-
-    compiler: tuple[str, ...]
-    flags: tuple[str, ...]
-    language: str
-    """A compiled language of :data:`byoc.spec.languages.LANGUAGES` (``c``, ``c++``)."""
-    env_var: str
-    """The environment variable that overrides the compiler (``CC``, ``CXX``)."""
-    link: tuple[str, ...] = ()
-    """Link flags after the sources (a backend's libraries: ``-L``, ``-Wl,-rpath``, ``-l``)."""
-
-
-def toolchain(
-    language: str,
-    spec_compiler: str,
-    std: str | None,
-    flags: Sequence[str],
-    env: Mapping[str, str] | None = None,
-    link: Sequence[str] = (),
-) -> Toolchain:
-    """The toolchain for ``language``: its compiler variable (``$CC``, ``$CXX``) over
-    ``spec_compiler``, then ``-std=<std>``, the spec's ``flags`` and its flags
-    variable (``$CFLAGS``, ``$CXXFLAGS``); ``link`` goes after the sources."""
-    from byoc.spec.languages import LANGUAGES
-
-    lang = LANGUAGES.get(language)
-    if lang is None or lang.compiler_env is None or lang.flags_env is None:
-        compiled = ", ".join(name for name, x in LANGUAGES.items() if x.compiled)
-        raise BuildError(f"{language!r} is not a compiled language", hint=f"byoc compiles {compiled}")
-    env = os.environ if env is None else env
-    override = env.get(lang.compiler_env, "").strip()
-    compiler = tuple(shlex.split(override)) if override else (spec_compiler,)
-    extra = tuple(shlex.split(env.get(lang.flags_env, "")))
-    std_flag = (f"-std={std}",) if std else ()
-    return Toolchain(compiler, std_flag + tuple(flags) + extra, lang.name, lang.compiler_env, tuple(link))
 
 
 def build_artifacts(
@@ -145,36 +105,6 @@ def build_artifacts(
     chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
     return build_library(
         sources, main, chain, cache=cache, spec_text=spec_text, object_file=object_file, shown_as=shown_as
-    )
-
-
-def spec_toolchain(
-    settings: CompileSettings,
-    values: Mapping[str, object],
-    *,
-    include_flags: Sequence[str] = (),
-    link_flags: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-) -> Toolchain:
-    """The toolchain of a spec's ``compile:`` settings, its flag templates filled by
-    ``values`` (see :func:`build_artifacts`), the libraries' flags included."""
-    if settings.compiler is None:
-        raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
-    level = x86_64_level()
-    try:
-        flags = settings.render_flags({**({X86_64_LEVEL: level} if level else {}), **values})
-    except KeyError as exc:
-        raise BuildError(
-            f"cannot render the compile flags: {exc.args[0]}",
-            hint="pass spec.template_values(options) as the values",
-        ) from None
-    if level is None and any(f"${{{X86_64_LEVEL}}}" in flag for flag in flags):
-        raise BuildError(
-            f"the compile flags name ${{{X86_64_LEVEL}}}, but this is not an x86-64 Linux machine",
-            hint="turn off the option that adds them (the fused spec's: --option host_isa=false)",
-        )
-    return toolchain(
-        settings.language, settings.compiler, settings.std, (*include_flags, *flags), env, link_flags
     )
 
 
@@ -213,9 +143,9 @@ def build_spec_module(
     symbol bound (:func:`~byoc.runtime.native_load.load_now`): a symbol that none of
     the required libraries defines is a BuildError at the requirement, here, and never
     the loader killing the process at the first call. The spec's support headers join
-    ``sources`` (unless given), and the objects of the support sources join the link
-    (:func:`support_objects`): ``support`` (a generated module's support artifacts, byoc's
-    and the spec's), else the spec's. ``read_from`` names the file a source was read from (a
+    ``sources`` (unless given), and the objects of its support sources join the link
+    (:func:`support_objects`); so do the headers and objects of ``support``, more
+    support files of the module (byoc's own: ``byoc_module.h``, ``byoc_entry.c``, ...). ``read_from`` names the file a source was read from (a
     probe's ``{file: NAME}``), so that a compiler error there is located in that file."""
     from byoc.spec.requirements import compile_flags, link_flags
 
@@ -225,9 +155,11 @@ def build_spec_module(
     if linkages is None:
         linkages = spec.linkages()
     include_flags = compile_flags(linkages)
-    objects = support_objects(spec, values, include_flags, cache=cache, files=support)
+    objects = support_objects(spec, values, include_flags, cache=cache)
+    if support:
+        objects += support_objects(spec, values, include_flags, cache=cache, files=support)
     library = build_artifacts(
-        {**{f.name: f.text for f in spec.support if f.is_header}, **sources},
+        {**support_headers(spec, support), **sources},
         main,
         spec.compile,
         values,
@@ -260,7 +192,7 @@ def support_objects(
     headers among them beside it and the flags ``spec``'s modules get (``include_flags``:
     its libraries' ``-I``, located here when not given), for their libraries to link: one
     compilation per file version, compiler and flags, whatever the graphs. A generated
-    module's support files are byoc's own (``byoc_entry.c``, ...) and the spec's."""
+    module's support files are the spec's and byoc's own (``byoc_entry.c``, ...)."""
     if include_flags is None:
         from byoc.spec.requirements import compile_flags
 
@@ -285,6 +217,12 @@ def support_objects(
         for name, text in files.items()
         if name not in headers
     ]
+
+
+def support_headers(spec: BackendSpec, support: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headers among ``spec``'s support files and ``support``, by name."""
+    files = {**{f.name: f.text for f in spec.support}, **(support or {})}
+    return {name: text for name, text in files.items() if name.endswith(HEADER_SUFFIXES)}
 
 
 def support_paths(spec: BackendSpec) -> dict[str, str]:
@@ -442,8 +380,8 @@ def _compile(
         "-o",
         str(out),
     ]
-    if not object_file:
-        cmd += [f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}", *chain.link]
+    if not object_file:  # the libraries after the objects that need them (support objects are in link)
+        cmd += [*chain.link, f"-L{libdir}", "-ltvm_ffi", f"-Wl,-rpath,{libdir}"]
     log.debug("compile command (in %s): %s", src, shlex.join(cmd))
     started = time.perf_counter()
     try:

@@ -28,9 +28,16 @@ def compile_library(
     """Write ``files`` (name -> text) into ``out_dir`` and compile ``main``.
 
     With ``link`` false it only compiles to an object file (``-c``); otherwise it
-    builds ``lib<stem>.so`` of ``main`` and the other C sources among ``files`` (byoc's
-    support files, :data:`BYOC_SUPPORT`). Raises AssertionError with the compiler's output on failure.
+    builds ``lib<stem>.so`` of ``main`` and the other sources of its language among
+    ``files``. byoc's support files (:data:`BYOC_SUPPORT`, named ``.cc`` for a C++
+    ``main``) join ``files``, as a build links them to every generated module. Raises AssertionError with the compiler's output on failure.
     """
+    suffix = Path(main).suffix
+    support = {
+        name.replace(".c", suffix) if name.endswith(".c") else name: text
+        for name, text in BYOC_SUPPORT.items()
+    }
+    files = {**support, **files}
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (out_dir / name).write_text(text)
@@ -44,7 +51,6 @@ def compile_library(
     stem = Path(main).stem
     cmd = [compiler, std, *WARNINGS, "-O1", f"-I{include}", f"-I{out_dir}", str(out_dir / main)]
     if link:
-        suffix = Path(main).suffix
         cmd += [str(out_dir / name) for name in files if name != main and name.endswith(suffix)]
         libdir = os.path.dirname(tvm_ffi.libinfo.find_libtvm_ffi())
         target = out_dir / f"lib{stem}.so"
@@ -55,3 +61,11 @@ def compile_library(
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     return target
+
+
+def module_artifact(artifacts):
+    """The one module among a C-family generator's artifacts, checking that the others
+    are headers and support files (byoc's, the spec's), not large-constant binaries."""
+    (module,) = [a for a in artifacts if a.role == "module"]
+    assert all(a.role in ("header", "support") for a in artifacts if a is not module), artifacts
+    return module

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import tvm_ffi
-from compile_util import compile_library
+from compile_util import BYOC_SUPPORT, compile_library
 from conftest import DATA, EXAMPLES, random_array
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
@@ -112,8 +112,9 @@ def externals_of(case: str, loader=load_backend) -> tuple[Function, ...]:
 
 def generate(externals, spec=None) -> str:
     spec = spec or load_backend(BACKEND)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    artifact, *support = generator_for(spec.kind)(externals, spec, load_catalog(), {})
     assert (artifact.name, artifact.role, artifact.backend) == (f"{BACKEND}.c", "module", BACKEND)
+    assert {a.name for a in support} <= set(BYOC_SUPPORT) and all(a.role != "module" for a in support)
     return artifact.text
 
 

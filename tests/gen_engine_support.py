@@ -43,9 +43,11 @@ def generate(program: Program, catalog, loader: Loader = shipped, options=None):
 
 
 def split(artifacts: tuple[Artifact, ...]) -> tuple[Artifact, Artifact]:
-    roles = {a.role: a for a in artifacts}
-    assert sorted(roles) == ["header", "module"] and len(artifacts) == 2
-    return roles["module"], roles["header"]
+    """The module and the engine's header; the rest must be byoc's support files (.cc)."""
+    module, header, *support = artifacts
+    assert (module.role, header.role) == ("module", "header")
+    assert [a.name for a in support] == ["byoc_module.h", "byoc_entry.cc"], support
+    return module, header
 
 
 def build(artifacts: tuple[Artifact, ...], out_dir: Path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import byoc.spec
 from compile_util import BYOC_SUPPORT
+
+import byoc.spec
 
 FUSED_FOLDER = Path(byoc.spec.SHIPPED_BACKENDS) / "fused"
 FUSED_YAML = FUSED_FOLDER / "fused.yaml"
@@ -25,10 +26,9 @@ def write_fused_copy(folder: Path, text: str | None = None) -> Path:
     return target
 
 
-SPEC_HEADERS = {item.name: item.read_text(encoding="utf-8") for item in sorted(FUSED_FOLDER.glob("*.h"))}
-SUPPORT = {**BYOC_SUPPORT, **SPEC_HEADERS}
-"""What compiling a fused module's text needs beside it, by name: byoc's support files
-and the shipped spec's headers."""
+SUPPORT = {item.name: item.read_text(encoding="utf-8") for item in sorted(FUSED_FOLDER.glob("*.h"))}
+"""What compiling a fused module's text needs beside it, by name, besides byoc's support
+files (which ``compile_util.compile_library`` adds): the shipped spec's headers."""
 
 
 def module_of(artifacts):
@@ -36,5 +36,7 @@ def module_of(artifacts):
     support files, byoc's and the spec's (no large-constant binaries)."""
     module, *rest = artifacts
     assert module.role == "module", module
-    assert {a.name for a in rest} <= set(SUPPORT) and set(SPEC_HEADERS) <= {a.name for a in rest}, rest
+    assert {a.name for a in rest} <= {*SUPPORT, *BYOC_SUPPORT} and set(SUPPORT) <= {a.name for a in rest}, (
+        rest
+    )
     return module

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from c_source_broadcast_support import COMPILE, VENDOR, write_spec
+from compile_util import module_artifact
 from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -219,7 +220,7 @@ def generated_c(spec_dir: Path, text: str, backend: str = "vendor") -> str:
     spec = load_backend(backend, spec_path=[str(spec_dir)])
     program = partition(parse(text, "graph", file="broadcast.graph"), [spec], catalog)
     externals = lower(program, lambda name: load_backend(name, [str(spec_dir)]), catalog)
-    (artifact,) = generator_for(spec.kind)(externals.externals_for(backend), spec, catalog, {})
+    artifact = module_artifact(generator_for(spec.kind)(externals.externals_for(backend), spec, catalog, {}))
     return artifact.text
 
 

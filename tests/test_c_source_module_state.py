@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 import tvm_ffi
+from compile_util import module_artifact
 from conftest import module_library, random_array, run_threads
 
 import byoc
@@ -124,7 +125,9 @@ def test_the_generated_c_has_one_module_state_and_every_wrapper_guards_it(spec_d
     externals = lower(
         parse(GRAPH, "graph"), lambda name: load_backend(name, [str(spec_dir)]), byoc.load_catalog()
     )
-    (artifact,) = generator_for(spec.kind)(externals.externals_for("npu"), spec, byoc.load_catalog(), {})
+    artifact = module_artifact(
+        generator_for(spec.kind)(externals.externals_for("npu"), spec, byoc.load_catalog(), {})
+    )
     text = artifact.text
     assert text.count("} byoc_module_state_t;") == 1
     assert text.count("pthread_once(&byoc_module_once_, byoc_module_init_once_)") == len(FUNCTIONS)
@@ -269,8 +272,7 @@ MODULE_ONLY = (
 def test_module_state_without_function_state(spec_dir, tmp_path, rng):
     (spec_dir / "npu.yaml").write_text(MODULE_ONLY)
     model, path = build(spec_dir, tmp_path)
-    (source,) = [name for name in model.members if name.endswith(".c")]
-    text = model.members[source].decode()
+    text = model.members["npu.c"].decode()
     assert "first_state_t" not in text and "first_once_" not in text  # only the module's guard
     x = random_array(rng, (64, 32), "float32")
     z = random_array(rng, (8,), "float32")

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 import pytest
 import tvm_ffi
+from compile_util import module_artifact
 from conftest import module_library, random_array
 
 import byoc
@@ -95,7 +96,9 @@ def test_the_generated_c_has_the_state_and_the_guarded_init(spec_dir):
     spec = load_backend("stateful", spec_path=[str(spec_dir)])
     program = parse(GRAPH, "graph", file="state.graph")
     externals = lower(program, lambda name: load_backend(name, [str(spec_dir)]), byoc.load_catalog())
-    (artifact,) = generator_for(spec.kind)(externals.externals_for("stateful"), spec, byoc.load_catalog(), {})
+    artifact = module_artifact(
+        generator_for(spec.kind)(externals.externals_for("stateful"), spec, byoc.load_catalog(), {})
+    )
     text = artifact.text
     assert "#include <pthread.h>" in text
     assert "static scaled_state_t scaled_state;" in text
@@ -317,8 +320,7 @@ def test_a_macro_init_reads_a_constant_input(spec_dir, rng):
     )
     program = parse(graph, "graph")
     model = byoc.build(program, backends=["stateful"], spec_path=[str(spec_dir)])
-    (source,) = [name for name in model.members if name.endswith(".c")]
-    text = model.members[source].decode()
+    text = model.members["stateful.c"].decode()
     assert "state->stateful_0_0 = stateful_0_const_0;" in text
     assert "state->stateful_0_1 = stateful_0_const_1;" in text
     x = random_array(rng, (4, 8), "float32")

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from compile_util import module_artifact
 from conftest import EXAMPLES
 from partition_support import graph
 
@@ -166,7 +167,7 @@ def test_golden_c_of_a_qdq_conv(golden):
     text, _, _ = qconv_case(np.random.default_rng(0), relu=False, bias=True, per_channel=True)
     spec = load_backend("ccompiler")
     externals = lower(graph(text), load_backend, load_catalog()).externals_for("ccompiler")
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    artifact = module_artifact(generator_for(spec.kind)(externals, spec, load_catalog(), {}))
     assert artifact.text.count("\nCSOURCE_QCONV2D_BIAS(") == 1
     assert artifact.text == golden("c")
 

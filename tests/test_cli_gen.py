@@ -34,8 +34,36 @@ def test_writes_every_artifact(tmp_path, capsys):
     code, out, err = run(["gen", WHOLE, "-o", out_dir], capsys)
     assert code == 0, err
     names = sorted(p.name for p in out_dir.iterdir())
-    assert names == sorted([MARKER, "ccompiler.c", "main.graph.json", "main.host.graph"])
-    assert out.count("wrote ") == 3
+    support = ["byoc_module.h", "byoc_entry.c", "byoc_workspace.c"]
+    assert names == sorted([MARKER, "ccompiler.c", *support, "main.graph.json", "main.host.graph"])
+    assert out.count("wrote ") == 6
+
+
+def test_two_modules_share_one_copy_of_byocs_support_and_build_by_hand(tmp_path, capsys):
+    """byoc's support files that two backends' modules both link are written once, and
+    the written files build as docs/architecture.md says: each module with them."""
+    import tvm_ffi.libinfo
+    from compile_util import WARNINGS
+
+    out_dir = tmp_path / "out"
+    code, out, err = run(
+        ["gen", WHOLE, "--backend", "ccompiler", "--backend", "fused", "-o", out_dir], capsys
+    )
+    assert code == 0, err
+    assert (
+        "byoc_entry.c  (support, ccompiler, fused)" in out and "byoc_workspace.c  (support, ccompiler)" in out
+    )
+    assert out.count("byoc_module.h") == 1
+    include = tvm_ffi.libinfo.find_include_path()
+    libdir = tvm_ffi.libinfo.find_libtvm_ffi().rsplit("/", 1)[0]
+    for module in ("ccompiler.c", "fused.c"):
+        text = (out_dir / module).read_text()
+        linked = text.split('#include "byoc_module.h" /* byoc\'s support: ', 1)[1].split(" beside", 1)[0]
+        files = [module, *linked.split(", ")]
+        cmd = ["cc", "-std=c99", *WARNINGS, "-shared", "-fPIC", f"-I{include}", *files]
+        cmd += ["-o", f"lib{module[:-2]}.so", f"-L{libdir}", "-ltvm_ffi"]
+        proc = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.parametrize("backend", ["ccompiler", "engine", "examplejson", "json"])

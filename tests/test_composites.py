@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compile_util import module_artifact
 from composites_support import composites, partitioned, random_constant
 from partition_support import graph, random_inputs
 
@@ -99,7 +100,7 @@ def test_composites_graph_golden_and_runs(golden, tmp_path):
     assert parse(text, "graph", file="composites.graph") == done
     spec = load_backend("ccompiler")
     externals = lower(done, load_backend, load_catalog()).externals_for("ccompiler")
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    artifact = module_artifact(generator_for(spec.kind)(externals, spec, load_catalog(), {}))
     assert artifact.text == golden("c")
     assert artifact.text.count("\nCSOURCE_CONV2D_THEN_RELU(") == 2
     assert artifact.text.count("\nCSOURCE_DENSE_BIAS(") == 2

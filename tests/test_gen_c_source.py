@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import tvm_ffi
+from compile_util import module_artifact
 from conftest import random_array, text_in_fresh_process
 from gen_c_source_support import (
     BACKEND,
@@ -296,8 +297,8 @@ def test_options_do_not_change_the_text():
     spec = load_backend(BACKEND)
     externals = externals_of("nd")
     base = generate(externals)
-    (artifact,) = generator_for(spec.kind)(
-        externals, spec, load_catalog(), {"opt_level": 3, "fast_math": True}
+    artifact = module_artifact(
+        generator_for(spec.kind)(externals, spec, load_catalog(), {"opt_level": 3, "fast_math": True})
     )
     assert artifact.text == base
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compile_util import module_artifact
 from conftest import EXAMPLES, random_array
 from libraries import missing_library
 
@@ -92,7 +93,7 @@ def program_of(case: str) -> Program:
 def generate(program: Program) -> str:
     spec = load_backend(BACKEND)
     externals = lower(program, load_backend, load_catalog()).externals_for(BACKEND)
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), {})
+    artifact = module_artifact(generator_for(spec.kind)(externals, spec, load_catalog(), {}))
     return artifact.text
 
 

@@ -155,6 +155,8 @@ def test_golden_half_precision_region(dtype, golden):
     the storage type and oneDNN's data type as arguments; the text compiles with the
     spec's flags (-Wall -Wextra -Werror) whether or not this CPU computes the type
     (test_probe.py runs it where it does)."""
+    from compile_util import BYOC_SUPPORT
+
     from byoc.runtime.build import build_spec_module
 
     text = generate(parse(HALF_REGION.format(t=dtype), "graph", file=f"{dtype}_region.graph"))
@@ -164,7 +166,9 @@ def test_golden_half_precision_region(dtype, golden):
     )
     spec = load_backend(BACKEND)
     linkages = [r.locate() for r in spec.requires.values()]
-    build_spec_module(spec, {"dnnl.c": text}, "dnnl.c", spec.template_values(), linkages=linkages)
+    build_spec_module(
+        spec, {"dnnl.c": text}, "dnnl.c", spec.template_values(), linkages=linkages, support=BYOC_SUPPORT
+    )
 
 
 @pytest.mark.parametrize("case", CASES)

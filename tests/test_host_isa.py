@@ -13,7 +13,7 @@ from conftest import random_array
 from byoc.api import evaluate, load_backend, parse
 from byoc.building import build
 from byoc.errors import BuildError, RuntimeFailure
-from byoc.runtime import build as runtime_build
+from byoc.runtime import toolchain as runtime_build
 from byoc.runtime.cpu import LEVELS, cpu_flags, level_of, x86_64_level
 from byoc.runtime.native_load import ISA_HINT, load_now
 

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 import tvm_ffi
+from compile_util import module_artifact
 from conftest import module_library, random_array, run_cli
 
 import byoc
@@ -115,29 +116,31 @@ def test_the_model_call_raises_the_kernels_failure(spec_dir, tmp_path, rng):
     np.testing.assert_array_equal(model(x=np.zeros_like(x))[0], np.zeros_like(x))
 
 
-def generated(spec_dir) -> str:
-    """The C module that backend ``checked`` of ``spec_dir`` generates for GRAPH."""
+def generated(spec_dir) -> tuple[str, list[str]]:
+    """The C module that backend ``checked`` of ``spec_dir`` generates for GRAPH, and the
+    names of the files beside it."""
     spec = load_backend("checked", spec_path=[str(spec_dir)])
     program = parse(GRAPH, "graph", file="roots.graph")
     externals = lower(program, lambda name: load_backend(name, [str(spec_dir)]), byoc.load_catalog())
-    (artifact,) = generator_for(spec.kind)(externals.externals_for("checked"), spec, byoc.load_catalog(), {})
-    return artifact.text
+    artifacts = generator_for(spec.kind)(externals.externals_for("checked"), spec, byoc.load_catalog(), {})
+    module = module_artifact(artifacts)
+    return module.text, [a.name for a in artifacts if a is not module]
 
 
 def test_the_generated_body_checks_only_status_kernels(spec_dir):
-    text = generated(spec_dir)
+    text, beside = generated(spec_dir)
     assert text.count("goto done;") == 2  # the two sqrt calls; the negates are plain
     assert "  roots_1(" in text and "if (roots_1(" not in text
     assert "return byoc_raise_failure(roots_failures_[failed - 1], byoc_error_message_);" in text
-    assert "#include <stdarg.h>" in text and "static int byoc_error(const char* format, ...)" in text
-    # the message helper comes before the prelude, whose helpers may call it
-    assert text.index("static __thread char byoc_error_message_") < text.index("#include <math.h>")
+    assert "byoc_errors.c" in beside  # byoc_error's definition, linked
+    # the header that declares the message helper comes before the prelude, whose helpers may call it
+    assert text.index('#include "byoc_module.h"') < text.index("#include <math.h>")
 
 
 def test_a_module_without_status_kernels_has_no_message_helper(spec_dir):
     (spec_dir / "checked.yaml").write_text(CHECKED.replace("    status: true\n", ""))
-    text = generated(spec_dir)
-    assert "byoc_error" not in text and "<stdarg.h>" not in text and "goto done;" not in text
+    text, beside = generated(spec_dir)
+    assert "byoc_error" not in text and "byoc_errors.c" not in beside and "goto done;" not in text
 
 
 def test_a_failure_in_a_part_of_a_long_body_is_raised(spec_dir, tmp_path, rng, monkeypatch):
@@ -243,7 +246,7 @@ DEFAULTED = (
 
 def test_status_true_at_the_top_is_every_macros_default(spec_dir, tmp_path, rng):
     (spec_dir / "checked.yaml").write_text(DEFAULTED)
-    text = generated(spec_dir)
+    text, _ = generated(spec_dir)
     assert text.count("goto done;") == 2  # the sqrt calls check a status; NEGATE said false
     assert "if (roots_1(" not in text
     fn, _ = roots(spec_dir, tmp_path)

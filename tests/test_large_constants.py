@@ -19,12 +19,12 @@ import byoc
 import byoc.runtime
 from byoc import cli
 from byoc.api import load_backend, load_catalog, parse
+from byoc.building import build_backend_module
 from byoc.errors import RuntimeFailure
 from byoc.generator import generator_for
-from byoc.generator.artifacts import LARGE_CONSTANT_ELEMENTS, Role
+from byoc.generator.artifacts import LARGE_CONSTANT_ELEMENTS, Role, weights_artifact
 from byoc.generator.lowering import lower
 from byoc.ir import Constant, TensorType
-from byoc.runtime.build import build_artifacts
 from byoc.runtime.json_module import JsonRuntimeModule
 
 SHAPE = (65, 64)
@@ -169,17 +169,17 @@ def test_gen_writes_the_binary_and_the_json_module_reads_it_from_beside(tmp_path
 
 def test_the_build_cache_keys_on_the_binary_bytes(tmp_path):
     generated = artifacts("fused")
-    sources = {a.name: a.content for a in generated}
-    module = next(a for a in generated if a.role is Role.MODULE)
     spec = load_backend("fused")
     values = spec.template_values(spec.option_values({}))
-    first = build_artifacts(sources, module.name, spec.compile, values, cache=tmp_path)
+    first = build_backend_module(spec, generated, values, cache=tmp_path)
     blob = next(a for a in generated if a.role is Role.WEIGHTS)
-    changed = {**sources, blob.name: bytes(reversed(blob.data))}
-    second = build_artifacts(changed, module.name, spec.compile, values, cache=tmp_path)
+    changed = [
+        weights_artifact(a.name, bytes(reversed(a.data)), a.backend) if a is blob else a for a in generated
+    ]
+    second = build_backend_module(spec, changed, values, cache=tmp_path)
     assert first != second
     assert (first.parent / "src" / blob.name).read_bytes() == blob.data
-    assert (second.parent / "src" / blob.name).read_bytes() == changed[blob.name]
+    assert (second.parent / "src" / blob.name).read_bytes() == bytes(reversed(blob.data))
 
 
 def test_constant_equality_compares_dtype_shape_and_bytes():

@@ -22,9 +22,10 @@ from conftest import DATA, GUIDE_WHOLE_GRAPH
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.errors import BuildError
 from byoc.generator.pipeline import generate
-from byoc.runtime.build import build_artifacts, build_library, cache_dir, support_objects, toolchain
+from byoc.runtime.build import build_artifacts, build_library, cache_dir, support_objects
 from byoc.runtime.interface import Signature, call
 from byoc.runtime.module import LibraryModule
+from byoc.runtime.toolchain import toolchain
 
 GEN = DATA / "gen"
 REAL = {"c": shutil.which("cc") or shutil.which("gcc"), "c++": shutil.which("c++") or shutil.which("g++")}
@@ -231,7 +232,8 @@ import sys
 from pathlib import Path
 import numpy as np
 from byoc.ir import TensorType
-from byoc.runtime.build import build_library, toolchain
+from byoc.runtime.build import build_library
+from byoc.runtime.toolchain import toolchain
 from byoc.runtime.interface import Signature, call
 from byoc.runtime.module import LibraryModule
 

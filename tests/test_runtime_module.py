@@ -17,10 +17,9 @@ import tvm_ffi
 from conftest import DATA, GUIDE_WHOLE_GRAPH, random_array
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
+from byoc.building import build_backend_module
 from byoc.errors import ByocError, RuntimeFailure
-from byoc.generator.artifacts import Role
 from byoc.generator.pipeline import generate
-from byoc.runtime.build import build_artifacts
 from byoc.runtime.interface import Signature, call
 from byoc.runtime.module import LibraryModule
 
@@ -53,12 +52,8 @@ class Built:
     def __init__(self, program, backend: str, cache: Path) -> None:
         generated = generate(program, load_catalog(), load_backend)
         lowered, artifacts = generated.lowered, generated.artifacts
-        mine = [a for a in artifacts if a.backend == backend]
-        main = next(a.name for a in mine if a.role is Role.MODULE)
         spec = load_backend(backend)
-        self.path = build_artifacts(
-            {a.name: a.content for a in mine}, main, spec.compile, spec.template_values(), cache=cache
-        )
+        self.path = build_backend_module(spec, artifacts, spec.template_values(), cache=cache)
         self.functions = {f.name: f for f in lowered.externals_for(backend)}
         self.signatures = {
             name: Signature(tuple(p.type for p in f.params), f.output_types)

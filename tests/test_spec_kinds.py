@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from compile_util import module_artifact
 
 from byoc.api import load_catalog, parse
 from byoc.errors import SpecError
@@ -85,7 +86,9 @@ def test_a_new_kind_is_a_small_subclass(tmp_path, monkeypatch):
         "graph g(x: float32[4]) {\n  y = @ccompiler { return add(x, x) }\n  return y\n}\n", "graph"
     )
     externals = lower(program, lambda _: spec, load_catalog()).externals
-    (artifact,) = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
+    artifact = module_artifact(
+        generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values())
+    )
     assert "__tvm_ffi_" in artifact.text
 
     bad = _library_spec(tmp_path, "${nope}")

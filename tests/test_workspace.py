@@ -112,9 +112,9 @@ def test_the_bodies_allocate_nothing_per_call():
             if backend == "ccompiler"
             else (externals, spec, {}, load_catalog())
         )
-        text, _ = module_text(*args)
-        helper, functions = text.split(f"/* ---- {externals[0].name}: ", 1)
-        assert "byoc_workspace(" in functions and "byoc_workspace_unload" in helper
+        text, _, linked = module_text(*args)
+        _, functions = text.split(f"/* ---- {externals[0].name}: ", 1)
+        assert "byoc_workspace(" in functions and "byoc_workspace" in linked  # byoc_workspace.c
         # The only free is of a workspace of the call's own, when the thread had no key.
         assert "malloc(" not in functions and functions.count("free(") == functions.count("  free(spare);")
 
@@ -219,7 +219,7 @@ def test_fused_buffers_share_the_workspace_by_lifetime(tmp_path, rng):
     )
     program = byoc.parse(text)
     (fn,) = lower(program, load_backend, load_catalog()).externals_for("fused")
-    code, _ = module_text([fn], load_backend("fused"), {}, load_catalog())
+    code, _, _ = module_text([fn], load_backend("fused"), {}, load_catalog())
     places = dict(re.findall(r"float\* const (tmp\d+) = \(float\*\)\(ws \+ (\d+)\); /\* holds ", code))
     assert places == {"tmp0": "0", "tmp1": "128", "tmp2": "0"}, places
     assert "byoc_workspace(256, &spare);" in code

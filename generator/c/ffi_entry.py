@@ -15,9 +15,11 @@ The text is valid C99 and C++17 (for the engine codegen), warning-free under
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from byoc.ir import Function
 
-from .support_files import INCLUDE
+from .support_files import include
 from .text import DLPACK_CODES, c_string, comment_text, function_origin, int64_array
 
 
@@ -81,9 +83,10 @@ def entry(fn: Function, wrapper: str, *, cplusplus: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def includes(*, cplusplus: bool = False) -> str:
+def includes(used: Sequence[str] = (), *, cplusplus: bool = False) -> str:
     """The standard headers of a module, TVM FFI's and DLPack's, then byoc's own
-    (:data:`~byoc.generator.c.support_files.HEADER`)."""
+    (:data:`~byoc.generator.c.support_files.HEADER`), with a comment naming the support
+    files the module links (byoc_entry.c and the ``used`` ones)."""
     std = (
         ("<cstdint>", "<cstdio>", "<cstdlib>", "<cstring>")
         if cplusplus
@@ -92,5 +95,5 @@ def includes(*, cplusplus: bool = False) -> str:
     return (
         "".join(f"#include {h}\n" for h in std)
         + "#include <dlpack/dlpack.h>\n#include <tvm/ffi/c_api.h>\n"
-        + INCLUDE
+        + include(used, cplusplus=cplusplus)
     )

@@ -14,10 +14,11 @@ once, as C files shipped with byoc, and every module includes their header::
 A generator returns the header as a :attr:`Role.HEADER` artifact and each C file its
 module uses as a :attr:`Role.SUPPORT` one, like a spec's own ``support:`` files: a build
 compiles each once per backend, compiler and flags into a cached object that the
-module's library links (:func:`byoc.runtime.build.support_objects`), so that a graph of
+module's library links (:func:`byoc.building.build_backend_module`), so that a graph of
 many small modules compiles only its own code; ``byoc gen`` writes them beside the
 module. Their functions are hidden (each library has its own copy and its own state, and
-exports none of them). A C++ module (the engine kind's) gets the C files named ``.cc``:
+exports none of them) and weak (TVM's ``export_library`` links the objects of several
+modules into one library, which keeps one copy). A C++ module (the engine kind's) gets the C files named ``.cc``:
 their text is C99 and C++17 alike, and the header gives C linkage.
 """
 
@@ -31,8 +32,6 @@ from ..artifacts import Artifact, Role
 
 FOLDER = Path(__file__).with_name("support")
 HEADER = "byoc_module.h"
-INCLUDE = f'#include "{HEADER}"\n'
-"""The line of every module that includes the header, after the standard headers."""
 
 ENTRY = "byoc_entry"
 ERRORS = "byoc_errors"
@@ -40,10 +39,13 @@ WORKSPACE = "byoc_workspace"
 POOL = "byoc_pool"
 STEMS = (ENTRY, ERRORS, WORKSPACE, POOL)
 """The C files, by stem: every module links :data:`ENTRY`, the others when it uses them."""
+FILE_NAMES = frozenset({HEADER, *(stem + suffix for stem in STEMS for suffix in (".c", ".cc"))})
+"""Every name a support file of byoc's has beside a module."""
 
 NAMES = (
     "BYOC_MODULE_H_",
     "BYOC_HIDDEN",
+    "BYOC_WEAK",
     "byoc_raise",
     "byoc_check_arg",
     "byoc_outputs_overlap",
@@ -75,3 +77,10 @@ def artifacts(backend: str, used: Iterable[str] = (), *, cplusplus: bool = False
         Artifact(HEADER, text(HEADER), Role.HEADER, backend),
         *(Artifact(stem + suffix, text(stem + ".c"), Role.SUPPORT, backend) for stem in stems),
     )
+
+
+def include(used: Iterable[str] = (), *, cplusplus: bool = False) -> str:
+    """The line of every module that includes :data:`HEADER` (after the standard
+    headers), with a comment naming the files the module links."""
+    names = ", ".join(a.name for a in artifacts("", used, cplusplus=cplusplus)[1:])
+    return f'#include "{HEADER}" /* byoc\'s support: {names} beside this file, linked */\n'

@@ -133,7 +133,7 @@ def module_text(
     parts = [
         _header(externals, spec, values, catalog),
         *([c_profile.POSIX] if profile else []),
-        ffi_entry.includes()
+        ffi_entry.includes(used)
         + ("#include <math.h>\n" if _needs_math(externals, spec, functions, values) else "")
         + (c_profile.INCLUDE if profile else ""),
     ]

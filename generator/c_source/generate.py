@@ -115,7 +115,7 @@ def module_text(
     parts = [
         _header(externals, spec),
         *([c_profile.POSIX] if profile else []),
-        ffi_entry.includes()
+        ffi_entry.includes(used)
         + (c_profile.INCLUDE if profile else "")
         + ("#include <math.h>\n" if any(f.non_finite for f in functions) else "")
         + (PTHREAD_INCLUDE if stateful(spec) or module else ""),

@@ -32,14 +32,14 @@ static void byoc_format_shape(char* buf, size_t size, int32_t ndim, const int64_
   }
 }
 
-int byoc_raise(const char* kind, const char* message) {
+BYOC_WEAK int byoc_raise(const char* kind, const char* message) {
   TVMFFIErrorSetRaisedFromCStr(kind, message);
   return -1;
 }
 
-int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, const char* role,
-                   uint8_t code, uint8_t bits, const char* dtype, int32_t ndim,
-                   const int64_t* shape, DLTensor** out) {
+BYOC_WEAK int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, const char* role,
+                             uint8_t code, uint8_t bits, const char* dtype, int32_t ndim,
+                             const int64_t* shape, DLTensor** out) {
   char msg[768];
   char want[256];
   char got[256];
@@ -102,7 +102,7 @@ int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, const c
 }
 
 /* The fused bodies read and write through restrict pointers, so their wrappers check. */
-int byoc_outputs_overlap(const void* const* data, const size_t* bytes, int first, int n) {
+BYOC_WEAK int byoc_outputs_overlap(const void* const* data, const size_t* bytes, int first, int n) {
   int i;
   int j;
   for (i = first; i < n; ++i) {

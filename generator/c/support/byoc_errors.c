@@ -16,9 +16,9 @@
 
 #include "byoc_module.h"
 
-__thread char byoc_error_message_[256];
+BYOC_WEAK __thread char byoc_error_message_[256];
 
-int byoc_error(const char* format, ...) {
+BYOC_WEAK int byoc_error(const char* format, ...) {
   va_list args;
   va_start(args, format);
   vsnprintf(byoc_error_message_, sizeof byoc_error_message_, format, args);
@@ -26,7 +26,7 @@ int byoc_error(const char* format, ...) {
   return 1;
 }
 
-int byoc_raise_failure(const char* what, const char* message) {
+BYOC_WEAK int byoc_raise_failure(const char* what, const char* message) {
   char text[1024];
   if (message[0] == '\0') {
     TVMFFIErrorSetRaisedFromCStr("RuntimeError", what);

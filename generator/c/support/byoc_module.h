@@ -20,6 +20,11 @@
 
 #define BYOC_HIDDEN __attribute__((visibility("hidden")))
 
+/* On each definition in byoc's C files: weak, so that the objects of several modules
+   linked into one library (TVM's export_library links one object per backend) keep one
+   copy of each function instead of clashing. Their text is the same byoc's. */
+#define BYOC_WEAK __attribute__((weak))
+
 #ifdef __cplusplus
 extern "C" {
 #endif

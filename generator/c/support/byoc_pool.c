@@ -140,7 +140,7 @@ static void byoc_pool_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void byoc_parallel_for(byoc_body_t body, void* args, int64_t count) {
+BYOC_WEAK void byoc_parallel_for(byoc_body_t body, void* args, int64_t count) {
   const int64_t chunks = count < BYOC_CHUNKS ? count : BYOC_CHUNKS;
   uint32_t generation;
   if (chunks < 2 || !byoc_parallel_ok() || pthread_mutex_trylock(&byoc_pool_owner) != 0) {

@@ -57,7 +57,7 @@ static byoc_workspace_t* byoc_workspace_new(size_t bytes) {
 
 /* When allocation fails the thread keeps the block it had. A process has PTHREAD_KEYS_MAX
    keys: with about a thousand libraries loaded at once, a library may find none left. */
-char* byoc_workspace(size_t bytes, void** spare) {
+BYOC_WEAK char* byoc_workspace(size_t bytes, void** spare) {
   byoc_workspace_t* ws;
   byoc_workspace_t* fresh;
   if (pthread_once(&byoc_workspace_once, byoc_workspace_make_key) != 0 || byoc_workspace_status != 0) {

@@ -12,43 +12,8 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
+#include "byoc_module.h" /* byoc's support: byoc_entry.c, byoc_errors.c beside this file, linked */
 #include <pthread.h>
-#include <stdarg.h>
-
-/* ---- Failure messages of kernels and inits (byoc generator/c_source/body.py) ----
-   A kernel whose macro says `status: true`, a helper of the prelude it calls, or the
-   spec's init or module_init may say why it fails just before it returns non-zero:
-     return byoc_error("negative input %g at index %lld", (double)a[k], (long long)k);
-   (a printf format; byoc_error returns 1). The call then raises RuntimeError naming the
-   kernel and its node, followed by "; it says: " and the message (at most 255 bytes).
-   The message is kept per thread, so concurrent calls never see each other's: in a
-   __thread buffer (a gcc and clang extension, since C99 has no thread-local storage;
-   a buffer passed to every kernel would change the guide's kernel signatures). Each
-   call of a function with such kernels clears it first, so a message never outlives
-   the call that set it. */
-static __thread char byoc_error_message_[256];
-
-static int byoc_error(const char* format, ...) __attribute__((format(printf, 1, 2), unused));
-static int byoc_error(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  vsnprintf(byoc_error_message_, sizeof byoc_error_message_, format, args);
-  va_end(args);
-  return 1;
-}
-
-/* Raise RuntimeError: `what` failed (a kernel and its node, or an init), then the
-   message it set, if any. Returns -1, the entry's failure. */
-static int byoc_raise_failure(const char* what, const char* message) {
-  char text[1024];
-  if (message[0] == '\0') {
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", what);
-  } else {
-    snprintf(text, sizeof text, "%s; it says: %s", what, message);
-    TVMFFIErrorSetRaisedFromCStr("RuntimeError", text);
-  }
-  return -1;
-}
 
 /* ---- The spec's support code, beside spec/backends/dnnl/dnnl.yaml (shipped with byoc); dnnl_support.c compiled once per spec and linked ---- */
 #include "dnnl_support.h"
@@ -68,103 +33,6 @@ static int p_ID_(const p_XT_* x, const float* xs, const p_XT_* xz, const void* w
                  const void* bz, p_T_* out) { \
   (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
   return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
-}
-
-/* ---- Argument checks shared by the exported entries (byoc generator/c/ffi_entry.py) ---- */
-
-/* The DLTensor behind an argument, or NULL when it is not a tensor. */
-static DLTensor* byoc_tensor_of(const TVMFFIAny* arg) {
-  if (arg->type_index == kTVMFFIDLTensorPtr) {
-    return (DLTensor*)arg->v_ptr;
-  }
-  if (arg->type_index == kTVMFFITensor) {
-    return (DLTensor*)((char*)arg->v_obj + sizeof(TVMFFIObject));
-  }
-  return NULL;
-}
-
-static void byoc_format_shape(char* buf, size_t size, int32_t ndim, const int64_t* shape) {
-  size_t used = 0;
-  int32_t d;
-  buf[0] = '\0';
-  used += (size_t)snprintf(buf, size, "[");
-  for (d = 0; d < ndim && used < size; ++d) {
-    used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
-  }
-  if (used < size) {
-    snprintf(buf + used, size - used, "]");
-  }
-}
-
-static int byoc_raise(const char* kind, const char* message) {
-  TVMFFIErrorSetRaisedFromCStr(kind, message);
-  return -1;
-}
-
-/* Check argument `index` against the expected dtype, rank and shape; on success
-   store its DLTensor in *out and return 0, else raise and return -1. */
-static int byoc_check_arg(const char* fn, const TVMFFIAny* args, int32_t index, const char* role,
-                          uint8_t code, uint8_t bits, const char* dtype, int32_t ndim,
-                          const int64_t* shape, DLTensor** out) {
-  char msg[768];
-  char want[256];
-  char got[256];
-  DLTensor* t = byoc_tensor_of(&args[index]);
-  int32_t d;
-  int64_t expect;
-  int64_t numel;
-  if (t == NULL) {
-    snprintf(msg, sizeof msg, "%s: argument %d (%s) must be a tensor, got FFI type index %d",
-             fn, (int)index, role, (int)args[index].type_index);
-    return byoc_raise("TypeError", msg);
-  }
-  if (t->device.device_type != kDLCPU) {
-    snprintf(msg, sizeof msg, "%s: argument %d (%s) must be on the CPU, got device type %d",
-             fn, (int)index, role, (int)t->device.device_type);
-    return byoc_raise("ValueError", msg);
-  }
-  if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
-    snprintf(msg, sizeof msg, "%s: argument %d (%s) must be %s, got DLPack type code %d, %d bits, %d lanes",
-             fn, (int)index, role, dtype, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
-    return byoc_raise("TypeError", msg);
-  }
-  if (t->ndim != ndim) {
-    byoc_format_shape(want, sizeof want, ndim, shape);
-    snprintf(msg, sizeof msg, "%s: argument %d (%s) must have rank %d (shape %s), got rank %d",
-             fn, (int)index, role, (int)ndim, want, (int)t->ndim);
-    return byoc_raise("ValueError", msg);
-  }
-  for (d = 0; d < ndim; ++d) {
-    if (t->shape[d] != shape[d]) {
-      byoc_format_shape(want, sizeof want, ndim, shape);
-      byoc_format_shape(got, sizeof got, t->ndim, t->shape);
-      snprintf(msg, sizeof msg, "%s: argument %d (%s) must have shape %s, got %s",
-               fn, (int)index, role, want, got);
-      return byoc_raise("ValueError", msg);
-    }
-  }
-  /* A tensor with no elements is contiguous whatever its strides, and may have no data. */
-  numel = 1;
-  for (d = 0; d < ndim; ++d) {
-    numel *= shape[d];
-  }
-  if (t->strides != NULL && numel > 0) {
-    expect = 1;
-    for (d = ndim - 1; d >= 0; --d) {
-      if (shape[d] != 1 && t->strides[d] != expect) {
-        snprintf(msg, sizeof msg, "%s: argument %d (%s) must be contiguous (row-major)",
-                 fn, (int)index, role);
-        return byoc_raise("ValueError", msg);
-      }
-      expect *= shape[d];
-    }
-  }
-  if (t->data == NULL && numel > 0) {
-    snprintf(msg, sizeof msg, "%s: argument %d (%s) has no data", fn, (int)index, role);
-    return byoc_raise("ValueError", msg);
-  }
-  *out = t;
-  return 0;
 }
 
 /* ---- dnnl_0: region @dnnl at qdq_conv.graph:12:3 ---- */
