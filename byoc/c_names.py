@@ -1,4 +1,5 @@
-"""Reserved words that no generated C or C++ identifier may take."""
+"""Reserved words that no generated C or C++ identifier may take, and the file names
+byoc's own support C takes beside every module."""
 
 C_KEYWORDS = frozenset(
     """
@@ -14,3 +15,8 @@ C_KEYWORDS = frozenset(
     true try typeid typename using virtual wchar_t xor xor_eq
     """.split()
 )
+
+BYOC_SUPPORT_STEMS = ("byoc_module", "byoc_entry", "byoc_errors", "byoc_workspace", "byoc_pool")
+"""The stems of byoc's own support files (``generator/c/support/``: ``byoc_module.h``,
+``byoc_entry.c``, ...), which no spec's support file may take: they are written beside
+every module."""

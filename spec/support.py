@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from byoc.c_names import BYOC_SUPPORT_STEMS
 from byoc.errors import Location, SpecError
 from byoc.input_files import SPEC_LIMIT, read_limited
 
@@ -80,6 +81,13 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
                 listed,
                 k,
                 hint=f"rename it {backend}_{name}, so that no two backends' files (nor a module, {backend}.c) share a name",
+            )
+        if Path(name).stem in BYOC_SUPPORT_STEMS:
+            raise doc.error(
+                f"support file {name!r} has the name of one of byoc's own support files",
+                listed,
+                k,
+                hint=f"byoc writes {', '.join(BYOC_SUPPORT_STEMS)} (.h, .c) beside every module; rename it",
             )
         if any(f.name == name for f in files):
             raise doc.error(f"support file {name!r} is listed twice", listed, k)

@@ -164,6 +164,20 @@ def test_a_bad_support_list_is_a_located_spec_error(tmp_path, listed, message, h
         assert hint in (info.value.hint or "")
 
 
+def test_a_support_file_may_not_take_the_name_of_one_of_byocs_own(tmp_path):
+    """byoc writes byoc_module.h, byoc_entry.c, ... beside every module: a backend named
+    byoc may not list a support file of those names."""
+    folder = tmp_path / "specs" / "byoc"
+    folder.mkdir(parents=True)
+    spec = SPEC.replace("name: npu", "name: byoc").replace("npu_support.h, npu_support.c", "byoc_entry.c")
+    (folder / "byoc.yaml").write_text(spec)
+    (folder / "byoc_entry.c").write_text(SOURCE)
+    with pytest.raises(SpecError, match="has the name of one of byoc's own support files") as info:
+        load_backend("byoc", [str(tmp_path / "specs")])
+    assert (info.value.location.file, info.value.location.line) == (str(folder / "byoc.yaml"), 7)
+    assert "byoc_module, byoc_entry" in info.value.hint
+
+
 def test_a_support_file_that_is_not_utf8_is_refused_at_its_list_item(tmp_path):
     specs = npu_folder(tmp_path / "specs")
     (specs / "npu" / "npu_support.c").write_bytes(b"int x = 1; /* \xff */\n")

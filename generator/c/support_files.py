@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+from byoc.c_names import BYOC_SUPPORT_STEMS
+
 from ..artifacts import Artifact, Role
 
 FOLDER = Path(__file__).with_name("support")
@@ -38,6 +40,7 @@ ERRORS = "byoc_errors"
 WORKSPACE = "byoc_workspace"
 POOL = "byoc_pool"
 STEMS = (ENTRY, ERRORS, WORKSPACE, POOL)
+assert (Path(HEADER).stem, *STEMS) == BYOC_SUPPORT_STEMS  # the names a spec's files may not take
 """The C files, by stem: every module links :data:`ENTRY`, the others when it uses them."""
 FILE_NAMES = frozenset({HEADER, *(stem + suffix for stem in STEMS for suffix in (".c", ".cc"))})
 """Every name a support file of byoc's has beside a module."""
