@@ -91,7 +91,7 @@ def summary(names: list[str], elapsed: float) -> str:
                 if name == "kernels":
                     value = kernel_report.target_value(t)
                 elif name == "toolchain":
-                    value = f"{t['value']:.3f} s"
+                    value = t.get("text", f"{t['value']:.3f} s")
                 else:
                     value = f"growth {t['value']:.1f}x per step"
                 state = kernel_report.status(t) if name == "kernels" else ("met" if t["met"] else "MISSED")

@@ -18,7 +18,10 @@ in every process), reported but not a target.
 Commands: ``byoc run examples/guide_whole_graph.graph`` (the target: under 1.0 s
 cold and under 0.4 s warm), then ``byoc run examples/guide_plain_graph.graph
 --backend B`` for every backend found that offloads part of that graph, for
-comparison (a backend that maps none of its ops is listed as not compared).
+comparison (a backend that maps none of its ops is listed as not compared). Then the
+build time of real models, light ResNet-50 and BERT-base on ``fused``, cold and warm,
+and the cache one build leaves (:mod:`benchmarks.model_builds`; ``--no-models`` skips
+them).
 """
 
 from __future__ import annotations
@@ -112,9 +115,11 @@ def measure_command(args: list[str], repeats: int, no_bytecode: bool = False) ->
 
 
 def run(
-    quick: bool = False, repeats: int | None = None, per_backend: bool = True, log=None
+    quick: bool = False, repeats: int | None = None, per_backend: bool = True, log=None, models: bool = True
 ) -> dict[str, Any]:
     import byoc.api as api
+
+    from . import model_builds
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     repeats = repeats or (2 if quick else 9)
@@ -148,6 +153,9 @@ def run(
         }
         for mode, limit in TARGETS.items()
     ]
+    if models:
+        results["models"] = model_builds.measure(1 if quick else 3, log)
+        results["targets"] += model_builds.targets(results["models"])
     return results
 
 
@@ -196,6 +204,13 @@ def markdown(results: dict[str, Any]) -> str:
     for backend, why in results.get("not_compared", {}).items():
         lines.append(f"\nnot compared: `--backend {backend}` ({why})")
     lines.append(f"\n{results['commands'][0]['repeats']} cold + warm pairs for the first command; medians")
+    if results.get("models"):
+        from .model_builds import markdown as model_table
+
+        lines += ["", model_table(results["models"])]
+        for target in results["targets"][len(TARGETS) :]:
+            value = target.get("text", f"{target['value']:.2f} s")
+            lines.append(f"- {target['target']}: {value}, {'met' if target['met'] else 'MISSED'}")
     return "\n".join(lines)
 
 
@@ -210,9 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="2 repeats instead of 9 (a smoke run)")
     ap.add_argument("--repeats", type=int, help="cold+warm pairs for the target command (default 9)")
     ap.add_argument("--no-backends", action="store_true", help="only the target command")
+    ap.add_argument(
+        "--no-models", action="store_true", help="skip the builds of light ResNet-50 and BERT-base on fused"
+    )
     ap.add_argument("--json", default=DEFAULT_JSON)
     args = ap.parse_args(argv)
-    results = run(args.quick, args.repeats, not args.no_backends)
+    results = run(args.quick, args.repeats, not args.no_backends, models=not args.no_models)
     print(markdown(results))
     write_results(results, args.json)
     return 0 if all(t["met"] for t in results["targets"]) else 1

@@ -12,9 +12,10 @@
   ``~/.cache/byoc``, keyed by a sha256 of the sources, the command line, the
   compiler's ``--version`` banner and the tvm_ffi version. An entry is the directory
   ``<root>/<xx>/<key>/`` holding ``lib<main>.so``, its ``.sha256`` and ``src/`` (the
-  sources it was built from: the module, its headers, and the binary files of its
-  large constants, which the assembler's ``.incbin`` reads; the compiler runs in
-  ``src/``, and every file's bytes are part of the key).
+  text sources it was built from: the module and its headers). The binary files of its
+  large constants, which the assembler's ``.incbin`` reads (the compiler runs in
+  ``src/``), are removed once the library holds their bytes, so that the cache keeps
+  the weights once; every file's bytes are part of the key.
 * A build happens in a private directory under ``<root>/tmp/`` that is renamed into
   place as a whole, so processes that build the same source at once never see a
   partial entry: the first rename wins and the others use its library. An entry
@@ -403,6 +404,9 @@ def _compile(
             hint=failure_hint(stderr, copied),
         )
     log.info("compiled %s in %.1f s", main, time.perf_counter() - started)
+    for name, content in sources.items():  # a large constant's bytes are in the library now
+        if isinstance(content, bytes):
+            (src / name).unlink()
     (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
 
 
