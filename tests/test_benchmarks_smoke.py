@@ -184,6 +184,28 @@ def test_toolchain_times_a_warm_run_without_bytecode(tmp_path, monkeypatch):
     assert "parse" in result[toolchain.NO_BYTECODE]["stages_median_s"]
 
 
+def test_model_builds_time_a_cold_and_a_warm_run_and_size_the_cache(tmp_path):
+    """The toolchain suite's model builds, on the tiny CNN instead of ResNet-50: the
+    warm run's build is cheaper than the cold one's, which compiled; the cache holds
+    the library; the targets say what they measured."""
+    from benchmarks import model_builds
+    from benchmarks.network_workloads import TINY_NETWORK
+
+    cache = tmp_path / "cache"
+    cold = model_builds.run_once(TINY_NETWORK, cache)
+    sizes = model_builds.cache_sizes(cache)
+    warm = model_builds.run_once(TINY_NETWORK, cache)
+    assert "error" not in cold and "error" not in warm
+    assert cold["stages"]["compile"] > warm["stages"].get("compile", 0.0)
+    assert 0 < warm["build_s"] < cold["build_s"]
+    assert 0 < sizes["library_bytes"] <= sizes["build_bytes"]
+    summary = {"cold": {"errors": [], "compile_median_s": 11.0}, "warm": {"errors": [], "build_median_s": 0.5}}
+    models = {"light_resnet50": {**summary, "cache": {"build_bytes": 130, "library_bytes": 100}}}
+    found = model_builds.targets(models)
+    assert [t["met"] for t in found] == [False, True, False]  # 11 s > 10 s; 0.5 s < 1 s; 1.3x > 1.2x
+    assert found[2]["text"].startswith("1.30x")
+
+
 def test_toolchain_compares_only_backends_that_offload_part_of_the_plain_graph():
     """`byoc run examples/guide_plain_graph.graph --backend dnnl` offloads nothing (dnnl
     maps no elementwise op) and fails: the suite lists it as not compared, with why,
