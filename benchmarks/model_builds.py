@@ -37,8 +37,9 @@ WARM_BUILD_S = 1.0
 CACHE_RATIO = 1.2
 
 
-def write_models(folder: Path) -> dict[str, Path]:
-    """The models' ``.onnx`` files in ``folder``, by name."""
+def write_models(folder: Path) -> dict[str, tuple[Path, Path | None]]:
+    """The models' ``.onnx`` files in ``folder``, by name, each with the ``.npz`` of its
+    inputs when random ones would not do (BERT's token ids index its vocabulary)."""
     import numpy as np
     import onnx
 
@@ -49,21 +50,25 @@ def write_models(folder: Path) -> dict[str, Path]:
     _randomise(resnet, np.random.default_rng(0))
     paths = {"light_resnet50": folder / "light_resnet50.onnx", "bert_base": folder / "bert_base.onnx"}
     onnx.save(resnet, paths["light_resnet50"])
+    inputs = folder / "bert_base_inputs.npz"
     if str(ZOO) not in sys.path:
         sys.path.insert(0, str(ZOO))
     import zoo_transformers
 
-    bert, _ = zoo_transformers.bert(False, zoo_transformers.BERT_BASE)
+    bert, feeds = zoo_transformers.bert(False, zoo_transformers.BERT_BASE)
     onnx.save(bert, paths["bert_base"])
-    return paths
+    np.savez(inputs, **{i.name: x for i, x in zip(bert.graph.input, feeds)})
+    return {"light_resnet50": (paths["light_resnet50"], None), "bert_base": (paths["bert_base"], inputs)}
 
 
-def run_once(model: Path, cache: Path) -> dict[str, Any]:
-    """One whole-process ``byoc run`` of ``model`` on fused, with ``cache``."""
+def run_once(model: Path, cache: Path, inputs: Path | None = None) -> dict[str, Any]:
+    """One whole-process ``byoc run`` of ``model`` on fused, with ``cache`` (and the
+    inputs of the ``.npz`` ``inputs``, else random ones)."""
     env = {**os.environ, "BYOC_CACHE_DIR": str(cache)}
     start = time.perf_counter()
+    given = ["--inputs", str(inputs)] if inputs is not None else []
     proc = subprocess.run(
-        [*byoc_command(), "run", str(model), "--backend", "fused", "-q"],
+        [*byoc_command(), "run", str(model), "--backend", "fused", "-q", *given],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -94,21 +99,24 @@ def measure(repeats: int, log) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         models = write_models(scratch)
-        for name, path in models.items():
+        for name, (path, inputs) in models.items():
             runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
             sizes: list[dict[str, int]] = []
             for k in range(repeats):
                 log(f"[toolchain] {name}.onnx on fused: cold and warm run {k + 1} of {repeats}")
                 cache = scratch / f"cache-{name}-{k}"
-                runs["cold"].append(run_once(path, cache))
+                runs["cold"].append(run_once(path, cache, inputs))
                 sizes.append(cache_sizes(cache))
-                runs["warm"].append(run_once(path, cache))
+                runs["warm"].append(run_once(path, cache, inputs))
                 shutil.rmtree(cache, ignore_errors=True)
             out[name] = {
                 mode: {
                     "build_median_s": statistics.median(r["build_s"] for r in items),
                     "compile_median_s": statistics.median(r["stages"].get("compile", 0.0) for r in items),
                     "wall_median_s": statistics.median(r["wall_s"] for r in items),
+                    "stages_median_s": {
+                        s: statistics.median(r["stages"].get(s, 0.0) for r in items) for s in BUILD_STAGES
+                    },
                     "errors": [r["error"] for r in items if "error" in r],
                 }
                 for mode, items in runs.items()
@@ -160,16 +168,17 @@ def targets(models: dict[str, Any]) -> list[dict[str, Any]]:
 
 def markdown(models: dict[str, Any]) -> str:
     lines = [
-        "| model on fused | cache | build (median) | compile | wall time |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| model on fused | cache | build (median) | parse | generate | compile | wall time |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, r in models.items():
         for mode in ("cold", "warm"):
             m = r[mode]
+            stages = m["stages_median_s"]
             lines.append(
-                f"| `{name}.onnx` | {mode} | {m['build_median_s']:.2f} s | {m['compile_median_s']:.2f} s | "
-                f"{m['wall_median_s']:.2f} s |"
+                f"| `{name}.onnx` | {mode} | {m['build_median_s']:.2f} s | {stages['parse']:.2f} s | "
+                f"{stages['generate']:.2f} s | {m['compile_median_s']:.2f} s | {m['wall_median_s']:.2f} s |"
             )
             for e in m["errors"][:1]:
-                lines.append(f"| | | error: {e.splitlines()[0]} | | |")
+                lines.append(f"| | | error: {e.splitlines()[0]} | | | | |")
     return "\n".join(lines)

@@ -48,6 +48,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,10 +203,12 @@ def support_objects(
         files = {f.name: f.text for f in spec.support}
     headers = {name: text for name, text in files.items() if name.endswith(HEADER_SUFFIXES)}
     where = support_paths(spec)
-    return [
-        str(
+
+    def build(name: str) -> str:
+        sources = {**headers, name: files[name]}
+        return str(
             build_artifacts(
-                {**headers, name: text},
+                sources,
                 name,
                 spec.compile,
                 values,
@@ -215,9 +218,13 @@ def support_objects(
                 shown_as=where,
             )
         )
-        for name, text in files.items()
-        if name not in headers
-    ]
+
+    names = [name for name in files if name not in headers]
+    if len(names) < 2:
+        return [build(name) for name in names]
+    # compiled side by side (a cold build waits for one compiler, not one per file)
+    with ThreadPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1)) as pool:
+        return list(pool.map(build, names))
 
 
 def support_headers(spec: BackendSpec, support: Mapping[str, str] | None = None) -> dict[str, str]:

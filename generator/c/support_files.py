@@ -18,8 +18,9 @@ module's library links (:func:`byoc.building.build_backend_module`), so that a g
 many small modules compiles only its own code; ``byoc gen`` writes them beside the
 module. Their functions are hidden (each library has its own copy and its own state, and
 exports none of them) and weak (TVM's ``export_library`` links the objects of several
-modules into one library, which keeps one copy). A C++ module (the engine kind's) gets the C files named ``.cc``:
-their text is C99 and C++17 alike, and the header gives C linkage.
+modules into one library, which keeps one copy). A C++ module (the engine kind's) gets
+the C files named ``.cc``: their text is C99 and C++17 alike, and the header gives C
+linkage.
 """
 
 from __future__ import annotations
