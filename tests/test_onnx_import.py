@@ -402,3 +402,25 @@ def test_pad_of_opset_18_with_axes(tmp_path):
     inits = [ints([1, 2, 0, 3], "pads"), numpy_helper.from_array(np.asarray(0.5, np.float32), "value")]
     inits.append(ints([0, -1], "axes"))
     run_case(model(nodes, [("x", [2, 3, 4])], ["y"], inits, opset=18), {"x": x(2, 3, 4)}, tmp_path)
+
+
+def test_shape_inference_sets_the_weights_bytes_aside_and_gives_them_back():
+    """ONNX's shape inference needs an initializer's type and dims, not its bytes: the
+    large ones are set aside while it runs, and the caller's model ends with the very
+    same bytes, also when the block fails."""
+    from byoc.onnx.model_import import ASIDE_BYTES, weight_bytes_aside
+
+    rng = np.random.default_rng(3)
+    big = numpy_helper.from_array(rng.standard_normal(ASIDE_BYTES // 4 + 1).astype(np.float32), "big")
+    small = numpy_helper.from_array(np.arange(4, dtype=np.int64), "small")
+    graph = helper.make_graph([], "g", [], [], initializer=[big, small])
+    before = graph.SerializeToString()
+    with weight_bytes_aside(graph):
+        assert graph.initializer[0].raw_data == b"" and list(graph.initializer[0].dims) == [
+            ASIDE_BYTES // 4 + 1
+        ]
+        assert graph.initializer[1].raw_data == small.raw_data  # a few integers: kept
+    assert graph.SerializeToString() == before
+    with pytest.raises(RuntimeError), weight_bytes_aside(graph):
+        raise RuntimeError("inference failed")
+    assert graph.SerializeToString() == before

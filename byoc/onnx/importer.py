@@ -17,7 +17,7 @@ from ..shape_rule_model import RuleError
 from .control import IN_PLACE, outer_names
 from .expand import expand
 from .handlers import KINDS
-from .model_import import INLINE_ELEMENTS, require_onnx
+from .model_import import INLINE_ELEMENTS, require_onnx, weight_bytes_aside
 from .ops import onnx_domain, onnx_ops, own_rows
 from .quantize import FOLDED_AT_BUILD
 from .values import (
@@ -85,13 +85,12 @@ class Importer:
         graph = model.graph
         self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t, path) for t in graph.initializer}
         self.inputs = [i for i in graph.input if i.name not in self.consts]
-        declared = [onnx.ValueInfoProto() for _ in self.inputs]
-        for saved, value in zip(declared, self.inputs):
-            saved.CopyFrom(value)
+        declared = [onnx.ValueInfoProto.FromString(v.SerializeToString()) for v in self.inputs]
         try:  # the shapes are fixed in the caller's model for inference only (no copy of its weights)
             self._fix_input_shapes(shapes)
             self.input_types = [value_type(onnx, v) for v in self.inputs]
-            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+            with weight_bytes_aside(graph):  # inference takes types and dims, not 100s of MB
+                inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
         except Exception as exc:
             if isinstance(exc, GraphError):
                 raise

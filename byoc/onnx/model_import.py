@@ -26,6 +26,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,27 @@ INSTALL_HINT = "install the ONNX extra: pip install 'byoc-codegen[onnx]'"
 INLINE_ELEMENTS = 8
 """Constants of at most this many elements are written inline; larger ones go to the
 weights file."""
+
+
+ASIDE_BYTES = 1 << 16
+"""An initializer whose bytes exceed this is a weight: shape inference needs its type and
+dims, never its values (the values it propagates are shapes, a few integers)."""
+
+
+@contextmanager
+def weight_bytes_aside(graph):
+    """``graph``'s large initializers without their ``raw_data`` while the block runs, and
+    with the very same bytes after it: ONNX's shape inference serialises the whole model
+    and returns another copy of it, which for ResNet-50's 100 MB of weights took most of
+    a second."""
+    aside = [(t, t.raw_data) for t in graph.initializer if len(t.raw_data) > ASIDE_BYTES]
+    try:
+        for t, _ in aside:
+            t.ClearField("raw_data")
+        yield
+    finally:
+        for t, data in aside:
+            t.raw_data = data
 
 
 def require_onnx(purpose: str = "importing ONNX models"):
