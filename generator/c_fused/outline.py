@@ -31,6 +31,8 @@ from ..c.text import block_comment, comment
 
 _ARRAY = re.compile(r"\b(?:in|out|tmp)\d\w*\b")
 _COMMENT = re.compile(r"/\*.*?\*/")
+_WORD = re.compile(r"\w+")
+"""A C identifier or number: a pointer's name is used where it is one of the words."""
 
 
 def outer_loop(indent: str, var: str, step: int = 1) -> str:
@@ -62,7 +64,8 @@ class Outliner:
         outer iterations; the statements that run it, in its place."""
         name = f"{self.sym}_loop{len(self.functions)}_"
         code = _COMMENT.sub("", "\n".join(lines))
-        used = [c for c in self.pointers if re.search(rf"\b{c}\b", code)]
+        words = set(_WORD.findall(code))  # one scan, not one per pointer (a model has hundreds)
+        used = [c for c in self.pointers if c in words]
         assert set(_ARRAY.findall(code)) <= set(self.pointers), "every array of a nest is known"
         fields = [f"  {self.pointers[c]} {c};" for c in used]
         unpack = [f"  {self.pointers[c]} restrict {c} = a->{c};" for c in used]
