@@ -37,6 +37,16 @@ WARM_BUILD_S = 1.0
 CACHE_RATIO = 1.2
 
 
+def missing() -> str | None:
+    """Why the models cannot be written here (onnx, an optional dependency, is not
+    installed), or None: the suite then says so instead of failing."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnx") is None:
+        return "onnx is not installed (pip install 'byoc-codegen[onnx]')"
+    return None
+
+
 def write_models(folder: Path) -> dict[str, tuple[Path, Path | None]]:
     """The models' ``.onnx`` files in ``folder``, by name, each with the ``.npz`` of its
     inputs when random ones would not do (BERT's token ids index its vocabulary)."""

@@ -153,9 +153,11 @@ def run(
         }
         for mode, limit in TARGETS.items()
     ]
-    if models:
+    if models and model_builds.missing() is None:
         results["models"] = model_builds.measure(1 if quick else 3, log)
         results["targets"] += model_builds.targets(results["models"])
+    elif models:
+        results["models_not_measured"] = model_builds.missing()
     return results
 
 
@@ -204,6 +206,8 @@ def markdown(results: dict[str, Any]) -> str:
     for backend, why in results.get("not_compared", {}).items():
         lines.append(f"\nnot compared: `--backend {backend}` ({why})")
     lines.append(f"\n{results['commands'][0]['repeats']} cold + warm pairs for the first command; medians")
+    if results.get("models_not_measured"):
+        lines.append(f"\nmodel builds not measured: {results['models_not_measured']}")
     if results.get("models"):
         from .model_builds import markdown as model_table
 

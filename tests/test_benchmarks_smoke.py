@@ -209,6 +209,29 @@ def test_model_builds_time_a_cold_and_a_warm_run_and_size_the_cache(tmp_path):
     assert found[2]["text"].startswith("1.30x")
 
 
+def test_the_toolchain_suite_without_onnx_says_the_models_are_not_measured(monkeypatch):
+    """onnx is an optional dependency: without it the model builds are reported as not
+    measured, with why, and the suite runs on."""
+    import importlib.util
+
+    from benchmarks import model_builds, toolchain
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a)
+    )
+    assert "onnx is not installed" in model_builds.missing()
+    timed = {"median_s": 0.5, "p25_s": 0.4, "p75_s": 0.6, "stages_median_s": {}, "errors": []}
+
+    def fake(args, repeats, no_bytecode=False):
+        return {"command": "byoc " + " ".join(args), "repeats": repeats, "cold": timed, "warm": timed}
+
+    monkeypatch.setattr(toolchain, "measure_command", fake)
+    results = toolchain.run(quick=True, per_backend=False, log=lambda s: None)
+    assert "models" not in results and [t["met"] for t in results["targets"]] == [True, False]
+    assert "model builds not measured: onnx is not installed" in toolchain.markdown(results)
+
+
 def test_toolchain_compares_only_backends_that_offload_part_of_the_plain_graph():
     """`byoc run examples/guide_plain_graph.graph --backend dnnl` offloads nothing (dnnl
     maps no elementwise op) and fails: the suite lists it as not compared, with why,
