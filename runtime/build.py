@@ -201,7 +201,7 @@ def support_objects(
         include_flags = compile_flags(spec.linkages())
     if files is None:
         files = {f.name: f.text for f in spec.support}
-    headers = {name: text for name, text in files.items() if name.endswith(HEADER_SUFFIXES)}
+    headers = _headers(files)
     where = support_paths(spec)
 
     def build(name: str) -> str:
@@ -229,7 +229,11 @@ def support_objects(
 
 def support_headers(spec: BackendSpec, support: Mapping[str, str] | None = None) -> dict[str, str]:
     """The headers among ``spec``'s support files and ``support``, by name."""
-    files = {**{f.name: f.text for f in spec.support}, **(support or {})}
+    return _headers({**{f.name: f.text for f in spec.support}, **(support or {})})
+
+
+def _headers(files: Mapping[str, str]) -> dict[str, str]:
+    """The headers among support ``files`` (:data:`HEADER_SUFFIXES`), by name."""
     return {name: text for name, text in files.items() if name.endswith(HEADER_SUFFIXES)}
 
 

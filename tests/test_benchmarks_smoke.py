@@ -200,7 +200,7 @@ def test_model_builds_time_a_cold_and_a_warm_run_and_size_the_cache(tmp_path):
     assert 0 < warm["build_s"] < cold["build_s"]
     assert 0 < sizes["library_bytes"] <= sizes["build_bytes"]
     summary = {
-        "cold": {"errors": [], "compile_median_s": 11.0},
+        "cold": {"errors": [], "stages_median_s": {"compile": 11.0}},
         "warm": {"errors": [], "build_median_s": 0.5},
     }
     models = {"light_resnet50": {**summary, "cache": {"build_bytes": 130, "library_bytes": 100}}}

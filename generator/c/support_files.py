@@ -41,8 +41,8 @@ ERRORS = "byoc_errors"
 WORKSPACE = "byoc_workspace"
 POOL = "byoc_pool"
 STEMS = (ENTRY, ERRORS, WORKSPACE, POOL)
-assert (Path(HEADER).stem, *STEMS) == BYOC_SUPPORT_STEMS  # the names a spec's files may not take
 """The C files, by stem: every module links :data:`ENTRY`, the others when it uses them."""
+assert (Path(HEADER).stem, *STEMS) == BYOC_SUPPORT_STEMS  # the names a spec's files may not take
 FILE_NAMES = frozenset({HEADER, *(stem + suffix for stem in STEMS for suffix in (".c", ".cc"))})
 """Every name a support file of byoc's has beside a module."""
 
@@ -70,21 +70,27 @@ def text(name: str) -> str:
     return (FOLDER / name).read_text(encoding="utf-8")
 
 
-def artifacts(backend: str, used: Iterable[str] = (), *, cplusplus: bool = False) -> tuple[Artifact, ...]:
-    """The header and the C files a module of ``backend`` links: :data:`ENTRY` and the
-    ``used`` ones (stems, in this module's order), named ``.cc`` for a C++ module."""
-    suffix = ".cc" if cplusplus else ".c"
+def linked(used: Iterable[str] = ()) -> list[str]:
+    """The stems of the C files a module links: :data:`ENTRY` and the ``used`` ones, in
+    the order of :data:`STEMS`."""
     wanted = {ENTRY, *used}
     assert wanted <= set(STEMS), wanted
-    stems = [stem for stem in STEMS if stem in wanted]
+    return [stem for stem in STEMS if stem in wanted]
+
+
+def artifacts(backend: str, used: Iterable[str] = (), *, cplusplus: bool = False) -> tuple[Artifact, ...]:
+    """The header and the C files a module of ``backend`` links (:func:`linked`), named
+    ``.cc`` for a C++ module."""
+    suffix = ".cc" if cplusplus else ".c"
     return (
         Artifact(HEADER, text(HEADER), Role.HEADER, backend),
-        *(Artifact(stem + suffix, text(stem + ".c"), Role.SUPPORT, backend) for stem in stems),
+        *(Artifact(stem + suffix, text(stem + ".c"), Role.SUPPORT, backend) for stem in linked(used)),
     )
 
 
 def include(used: Iterable[str] = (), *, cplusplus: bool = False) -> str:
     """The line of every module that includes :data:`HEADER` (after the standard
     headers), with a comment naming the files the module links."""
-    names = ", ".join(a.name for a in artifacts("", used, cplusplus=cplusplus)[1:])
+    suffix = ".cc" if cplusplus else ".c"
+    names = ", ".join(stem + suffix for stem in linked(used))
     return f'#include "{HEADER}" /* byoc\'s support: {names} beside this file, linked */\n'

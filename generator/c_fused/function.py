@@ -433,7 +433,8 @@ def _status_body(fn: Function, sym: str, nested: Body, head: Sequence[str], clon
 
 def _wrapper(fn: Function, sym: str, can_fail: bool = False, allocates: bool = False) -> str:
     """The wrapper's text: it checks that no output overlaps another argument
-    (``byoc_outputs_overlap``) when two hold bytes. With ``can_fail`` or ``allocates`` the body returns a status, which it raises."""
+    (``byoc_outputs_overlap``) when two hold bytes. With ``can_fail`` or ``allocates``
+    the body returns a status, which it raises."""
     params = [f"DLTensor* arg{i}" for i in range(len(fn.params))]
     params += [f"DLTensor* out{i}" for i in range(len(fn.outputs))]
     lines = [
