@@ -31,6 +31,7 @@ from .input_files import GRAPH_TEXT_LIMIT, ONNX_LIMIT, read_limited, read_stdin
 from .ir import Function, Program
 
 if TYPE_CHECKING:
+    from .grammar.weights_file import ReadWeights
     from .spec.backend import BackendSpec
 
 SpecPath = str | Path | Iterable[str | Path] | None
@@ -111,7 +112,7 @@ def parse(
     spec_path: SpecPath = None,
     examplejson_backend: str = EXAMPLEJSON_BACKEND,
     shapes: Shapes | None = None,
-    weights_files: Mapping[str, bytes] | None = None,
+    weights_files: Mapping[str, bytes | ReadWeights] | None = None,
 ) -> Program:
     """Parse DSL or ExampleJSON text, or the bytes of an ONNX model, into a validated
     Program.
@@ -121,7 +122,7 @@ def parse(
     on the spec search path. ``shapes`` fixes an ONNX model's input shapes
     (``{"input": (1, 3, 224, 224)}``, as ``--shape`` does); ``file`` names the text in
     messages. ``weights_files`` holds DSL weights files in memory by name (a bundle's
-    members), looked up before the file system.
+    members, or an import's arrays already read), looked up before the file system.
     """
     catalog = catalog or load_catalog(spec_path=spec_path)
     language = language_of(file or "", language)

@@ -160,7 +160,7 @@ def build(
         generated = generate(offloaded, catalog, loader, options, profile=profile)
         lowered, artifacts = generated.lowered, generated.artifacts
     log.debug("generated %s", ", ".join(a.name for a in artifacts))
-    members: dict[str, bytes] = {a.name: a.payload for a in artifacts}
+    members: dict[str, bytes | Callable[[], bytes]] = {a.name: a.payload for a in artifacts}
     members.update(source_members(program))
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
@@ -191,19 +191,32 @@ def build(
     return model
 
 
-def source_members(program: Program) -> dict[str, bytes]:
+def source_members(program: Program) -> dict[str, Callable[[], bytes]]:
     """The bundle's copy of the source, which stands alone: its external and large
     constants are read from a weights file that is a member too, so the text stays
-    the size of the graph, whatever its weights."""
-    from .api import print_program
-    from .generator.artifacts import LARGE_CONSTANT_ELEMENTS
-    from .grammar.weights_file import externalize
+    the size of the graph, whatever its weights. Each member is the function that
+    makes it (both at once, on the first call of either): a model that is run and not
+    saved never prints its source nor archives its weights."""
+    from functools import cache
 
-    program, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS, sourced=True)
-    members = {SOURCE_MEMBER: print_program(program, "graph").encode("utf-8")}
-    if weights is not None:
-        members[SOURCE_WEIGHTS_MEMBER] = weights
-    return members
+    from .generator.artifacts import LARGE_CONSTANT_ELEMENTS
+    from .grammar.weights_file import has_external
+
+    @cache
+    def made() -> dict[str, bytes]:
+        from .api import print_program
+        from .grammar.weights_file import externalize
+
+        printed, weights = externalize(program, SOURCE_WEIGHTS_MEMBER, LARGE_CONSTANT_ELEMENTS, sourced=True)
+        out = {SOURCE_MEMBER: print_program(printed, "graph").encode("utf-8")}
+        if weights is not None:
+            out[SOURCE_WEIGHTS_MEMBER] = weights
+        return out
+
+    names = [SOURCE_MEMBER]
+    if has_external(program, LARGE_CONSTANT_ELEMENTS, sourced=True):
+        names.append(SOURCE_WEIGHTS_MEMBER)
+    return {name: (lambda name=name: made()[name]) for name in names}
 
 
 def compile_object(spec, values: Mapping[str, object], sources: Mapping[str, str | bytes], main: str) -> Path:
@@ -281,8 +294,31 @@ def compile_modules(
         return {name: Path(f.result()) for f, name in jobs.items()}
 
 
+def _library_bytes(path: Path) -> Callable[[], bytes]:
+    """The function that reads the built library at ``path`` (a cache entry) for a
+    bundle; a RuntimeFailure if the cache lost it since the build."""
+    from .errors import RuntimeFailure
+
+    def read() -> bytes:
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise RuntimeFailure(
+                f"cannot read the built library {path}: {exc.strerror or exc}",
+                hint="the cache entry was removed after the build (byoc cache clear or prune?); build again",
+            ) from None
+
+    return read
+
+
 def _package_module(
-    name, spec, artifacts, lowered, library: Path | None, members: dict[str, bytes], built: dict[str, Path]
+    name,
+    spec,
+    artifacts,
+    lowered,
+    library: Path | None,
+    members: dict[str, bytes | Callable[[], bytes]],
+    built: dict[str, Path],
 ) -> ModuleEntry:
     from .runtime.interface import Signature
     from .runtime.manifest import ENTRY_TYPES, LibraryEntry
@@ -291,7 +327,7 @@ def _package_module(
     kind = spec.kind
     if kind.compiled:
         lib_name = f"lib{name}.so"
-        members[lib_name] = Path(library).read_bytes()
+        members[lib_name] = _library_bytes(Path(library))  # read only if the model is saved
         built[lib_name] = Path(library)
         functions = {
             fn.name: Signature(tuple(p.type for p in fn.params), fn.output_types)

@@ -25,7 +25,7 @@ from .graph_reader import GraphReader
 from .graph_records import WeightsDecl
 from .graph_statements import KEYWORDS, TERMINALS
 from .lark_support import ReaderParser, check_name_lengths, decode, run_parser
-from .weights_file import WeightsFile
+from .weights_file import ReadWeights, WeightsFile
 
 DESCRIBE = {
     **{word.upper(): f"`{word}`" for word in KEYWORDS},
@@ -63,11 +63,11 @@ def parse_graph(
     catalog: Catalog,
     *,
     file: str | None = None,
-    weights_files: Mapping[str, bytes] | None = None,
+    weights_files: Mapping[str, bytes | ReadWeights] | None = None,
 ) -> Program:
     """Parse DSL text (or bytes) into a Program, one Function per ``graph``.
-    ``weights_files`` holds weights files by name in memory (a bundle's members),
-    looked up before the file system."""
+    ``weights_files`` holds weights files by name in memory (a bundle's members, an
+    import's arrays), looked up before the file system."""
     text = decode(data, file)
     check_name_lengths(text, file, _LONG_NAMES)
     records = run_parser(partial(_parser.parse, reader=GraphReader(file)), text, file, DESCRIBE)

@@ -26,6 +26,7 @@ from .executor import GraphExecutor, TensorInfo
 from .host_module import HostModule
 from .interface import Module
 from .manifest import ExampleJsonEntry, JsonEntry, LibraryEntry, Manifest, ModuleEntry
+from .members import Maker, Members
 
 if TYPE_CHECKING:
     from .profile import Profile
@@ -37,15 +38,17 @@ class Model:
     def __init__(
         self,
         manifest: Manifest,
-        members: Mapping[str, bytes],
+        members: Mapping[str, bytes | Maker],
         catalog: Catalog | None = None,
         built: Mapping[str, Path] | None = None,
     ) -> None:
         """``catalog`` defaults to the shipped one extended by the bundle's user catalogs.
         ``built`` names the files that already hold library members (a build's cache
-        entries): those are loaded where they are, not unpacked into a second copy."""
+        entries): those are loaded where they are, not unpacked into a second copy. A
+        member may be given as the function that makes its bytes, which runs when the
+        member is first read (:mod:`byoc.runtime.members`)."""
         self.manifest = manifest
-        self.members = dict(members)
+        self.members = Members(members)
         catalog = catalog or _catalog(manifest, self.members)
         self.catalog = catalog
         """The op catalog the model runs its host ops and interpreted modules with."""

@@ -43,24 +43,13 @@ is unchanged.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from byoc.ir import C_COMPUTE_TYPES, C_TYPES, DTYPES, Function, is_float, is_half, is_integer
 
-CAST_CALL = re.compile(r"\bbyoc_cast_([a-z0-9]+)_([a-z0-9]+)\b")
-"""A cast function named in generated text (called, or passed to a macro):
-``byoc_cast_float32_int8``."""
-
-BITCAST_CALL = re.compile(r"\bbyoc_bitcast_([a-z0-9]+)_([a-z0-9]+)\b")
-"""A bitcast function named in generated text: ``byoc_bitcast_float32_int32``."""
-
-CONVERSION_NAME = re.compile(r"\bbyoc_(load|store)_([a-z0-9]+)\b")
-"""A conversion macro named in generated text: ``byoc_load_float16`` (an element of the
-dtype as its compute type), ``byoc_store_bfloat16`` (a compute value as the storage
-type). A macro spec passes them to its kernels (``p_LOAD_: "byoc_load_${in0_dtype}"``)."""
+from .called import BITCAST_CALL, CONVERSION_NAME, casts_in, helpers_in, named
 
 NAMES: tuple[str, ...] = (
     "byoc_float16",
@@ -104,25 +93,6 @@ def rounded(text: str, dtype: str) -> str:
     return f"byoc_{dtype}_round({text})" if is_half(dtype) else text
 
 
-def casts_in(text: str, call: re.Pattern[str] = CAST_CALL) -> list[tuple[str, str]]:
-    """The (from, to) pairs of the cast functions ``text`` calls (``call``: the bitcast
-    functions with :data:`BITCAST_CALL`), sorted."""
-    pairs = {(a, b) for a, b in call.findall(text) if a in DTYPES and b in DTYPES}
-    return sorted(pairs, key=lambda p: (DTYPES.index(p[0]), DTYPES.index(p[1])))
-
-
-HELPER_CALL = re.compile(r"\bbyoc_(mod|fmod|shift_LEFT|shift_RIGHT|saturate)_([a-z0-9]+)\(")
-"""A call of an op helper in generated text: ``byoc_mod_int32(``, ``byoc_shift_LEFT_uint8(``,
-``byoc_saturate_int8(``."""
-
-
-def helpers_in(text: str) -> list[tuple[str, str]]:
-    """The (helper, dtype) pairs of the op helpers ``text`` calls, sorted."""
-    found = {(h, d) for h, d in HELPER_CALL.findall(text) if d in DTYPES}
-    order = ("mod", "fmod", "shift_LEFT", "shift_RIGHT", "saturate")
-    return sorted(found, key=lambda p: (order.index(p[0]), DTYPES.index(p[1])))
-
-
 def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = False) -> str:
     """The support text for a module whose values have ``dtypes`` and whose C ``text``
     calls the cast functions it calls: ``<stdbool.h>`` (C) where bool is used, the half
@@ -131,7 +101,7 @@ def support_text(dtypes: Iterable[str], text: str = "", *, cplusplus: bool = Fal
     pairs = casts_in(text)
     bitcasts = casts_in(text, BITCAST_CALL)
     conversions = sorted(
-        {(k, d) for k, d in CONVERSION_NAME.findall(text) if d in DTYPES},
+        {(k, d) for k, d in named(CONVERSION_NAME, text) if d in DTYPES},
         key=lambda p: (p[0] == "store", DTYPES.index(p[1])),
     )
     used = set(dtypes) | {d for pair in pairs for d in pair if d == "bool"} | {d for _, d in conversions}
