@@ -71,10 +71,17 @@ def write_models(folder: Path) -> dict[str, tuple[Path, Path | None]]:
     return {"light_resnet50": (paths["light_resnet50"], None), "bert_base": (paths["bert_base"], inputs)}
 
 
-def run_once(model: Path, cache: Path, inputs: Path | None = None) -> dict[str, Any]:
+def run_once(
+    model: Path, cache: Path, inputs: Path | None = None, pycache: Path | None = None
+) -> dict[str, Any]:
     """One whole-process ``byoc run`` of ``model`` on fused, with ``cache`` (and the
-    inputs of the ``.npz`` ``inputs``, else random ones)."""
+    inputs of the ``.npz`` ``inputs``, else random ones). Python's bytecode is kept in
+    ``pycache`` whatever the caller's environment says, as the toolchain suite keeps it:
+    a cold run writes it, a warm one reads it."""
     env = {**os.environ, "BYOC_CACHE_DIR": str(cache)}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     start = time.perf_counter()
     given = ["--inputs", str(inputs)] if inputs is not None else []
     proc = subprocess.run(
@@ -115,9 +122,9 @@ def measure(repeats: int, log) -> dict[str, Any]:
             for k in range(repeats):
                 log(f"[toolchain] {name}.onnx on fused: cold and warm run {k + 1} of {repeats}")
                 cache = scratch / f"cache-{name}-{k}"
-                runs["cold"].append(run_once(path, cache, inputs))
+                runs["cold"].append(run_once(path, cache, inputs, scratch / "pycache"))
                 sizes.append(cache_sizes(cache))
-                runs["warm"].append(run_once(path, cache, inputs))
+                runs["warm"].append(run_once(path, cache, inputs, scratch / "pycache"))
                 shutil.rmtree(cache, ignore_errors=True)
             out[name] = {
                 mode: {

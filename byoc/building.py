@@ -262,7 +262,10 @@ def build_backend_module(spec, artifacts, values: Mapping[str, object], *, cache
     own, module = _own_artifacts(spec.name, artifacts)
     sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
     byoc_support = {a.name: a.text for a in own if a.name in FILE_NAMES}
-    return build_spec_module(spec, sources, module.name, values, support=byoc_support, cache=cache)
+    digests = {a.name: a.digest for a in own if a.digest is not None}
+    return build_spec_module(
+        spec, sources, module.name, values, support=byoc_support, cache=cache, digests=digests
+    )
 
 
 def compile_modules(

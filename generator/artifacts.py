@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import Enum
 
@@ -48,6 +49,8 @@ class Artifact:
     role: Role
     backend: str | None = None
     data: bytes | None = None
+    digest: str | None = None
+    """A weights artifact's SHA-256 (hex), when its maker computed it (:attr:`sha256`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):  # a plain string would never compare equal to a Role
@@ -65,7 +68,14 @@ class Artifact:
         """The file's bytes (text as UTF-8)."""
         return self.data if self.data is not None else self.text.encode("utf-8")
 
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 (hex) of the file's bytes: the digest given, else computed."""
+        return self.digest or hashlib.sha256(self.payload).hexdigest()
 
-def weights_artifact(name: str, data: bytes, backend: str | None) -> Artifact:
-    """A binary artifact holding a large constant's values."""
-    return Artifact(name, "", Role.WEIGHTS, backend, data)
+
+def weights_artifact(name: str, data: bytes, backend: str | None, digest: str | None = None) -> Artifact:
+    """A binary artifact holding a large constant's values; ``digest``, their SHA-256
+    when the caller has it already (a build keys its cache by it: no second pass over
+    a model's 100 MB)."""
+    return Artifact(name, "", Role.WEIGHTS, backend, data, digest)

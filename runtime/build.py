@@ -57,9 +57,8 @@ from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 from byoc.spec_lines import SpecText
 
-from .cache_store import prune_after_build, touch
+from .cache_store import checked_stamp, intact, prune_after_build, touch
 from .compiler_errors import compiler_excerpt, failure_hint
-from .elf_check import NotLoadable, check_object_file, check_shared_object
 from .toolchain import Toolchain, spec_toolchain
 
 if TYPE_CHECKING:
@@ -89,11 +88,13 @@ def build_artifacts(
     spec_text: SpecText | None = None,
     object_file: bool = False,
     shown_as: Mapping[str, str] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
     headers it includes, or bytes its ``.incbin`` directives read) as its spec's
     ``compile:`` settings say, and return the path of the cached library (with
-    ``object_file``, of a cached position-independent object, unlinked).
+    ``object_file``, of a cached position-independent object, unlinked). ``digests``
+    gives the SHA-256 of bytes sources whose maker computed it (:func:`build_library`).
 
     ``values`` fills the flag templates: ``spec.template_values(options)``, i.e. the
     option values plus ``backend`` and ``symbol_prefix`` (option values alone do when
@@ -106,7 +107,14 @@ def build_artifacts(
     """
     chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
     return build_library(
-        sources, main, chain, cache=cache, spec_text=spec_text, object_file=object_file, shown_as=shown_as
+        sources,
+        main,
+        chain,
+        cache=cache,
+        spec_text=spec_text,
+        object_file=object_file,
+        shown_as=shown_as,
+        digests=digests,
     )
 
 
@@ -137,6 +145,7 @@ def build_spec_module(
     cache: Path | None = None,
     read_from: Mapping[str, str] | None = None,
     support: Mapping[str, str] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile ``sources[main]`` as ``spec``'s ``compile:`` settings say, with the
     flags of its ``requires:`` libraries (``linkages``, their located
@@ -148,7 +157,8 @@ def build_spec_module(
     ``sources`` (unless given), and the objects of its support sources join the link
     (:func:`support_objects`); so do the headers and objects of ``support``, more
     support files of the module (byoc's own: ``byoc_module.h``, ``byoc_entry.c``, ...). ``read_from`` names the file a source was read from (a
-    probe's ``{file: NAME}``), so that a compiler error there is located in that file."""
+    probe's ``{file: NAME}``), so that a compiler error there is located in that file;
+    ``digests`` the SHA-256 of bytes sources already hashed (:func:`build_library`)."""
     from byoc.spec.requirements import compile_flags, link_flags
 
     from .native_load import load_now
@@ -170,6 +180,7 @@ def build_spec_module(
         cache=cache,
         spec_text=spec_text_of(spec),
         shown_as={**support_paths(spec), **(read_from or {})},
+        digests=digests,
     )
     load_now(
         library,
@@ -294,13 +305,18 @@ def build_library(
     spec_text: SpecText | None = None,
     object_file: bool = False,
     shown_as: Mapping[str, str] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> Path:
     """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
     of files its ``.incbin`` directives read) into a cached
     shared library and return its path; with ``object_file``, into a cached
     position-independent object (``<main stem>.o``, not linked: for another program's
     link, such as TVM's ``export_library``). Raises BuildError with the compiler's
-    message and the generated lines around the first error."""
+    message and the generated lines around the first error.
+
+    The cache key holds the text sources and the SHA-256 of the bytes ones: from
+    ``digests`` where their maker computed it already (a model's weights, hashed
+    once for the comment that names them), else computed here."""
     for name in sources:
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise BuildError(f"source name {name!r} is not a plain file name")
@@ -326,14 +342,18 @@ def build_library(
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
         content = sources[name]
-        data = content if isinstance(content, bytes) else content.encode()
-        kind = b"b" if isinstance(content, bytes) else b"t"
-        key.update(name.encode() + b"\0" + kind + str(len(data)).encode() + b"\0" + data + b"\0")
+        if isinstance(content, bytes):
+            digest = (digests or {}).get(name) or hashlib.sha256(content).hexdigest()
+            data, kind = digest.encode(), b"b" + str(len(content)).encode()
+        else:
+            data = content.encode()
+            kind = b"t" + str(len(data)).encode()
+        key.update(name.encode() + b"\0" + kind + b"\0" + data + b"\0")
     digest = key.hexdigest()
     root = cache if cache is not None else cache_dir()
     entry = root / digest[:2] / digest
     library = entry / (f"{Path(main).stem}.o" if object_file else f"lib{Path(main).stem}.so")
-    if _valid(library):
+    if intact(library):
         touch(entry)  # its last use, for least-recently-used eviction
         log.debug("%s: cache hit, %s", main, entry)
         return library
@@ -418,7 +438,9 @@ def _compile(
     for name, content in sources.items():  # a large constant's bytes are in the library now
         if isinstance(content, bytes):
             (src / name).unlink()
-    (staging / f"{lib_name}.sha256").write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    (staging / f"{lib_name}.sha256").write_text(digest + "\n")
+    (staging / f"{lib_name}.checked").write_text(checked_stamp(out, digest))  # a rename keeps all three
 
 
 def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
@@ -433,7 +455,7 @@ def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
         except OSError as exc:
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                 raise  # ENOTDIR: a file where the entry directory belongs (corrupted)
-        if _valid(library):
+        if intact(library):
             return library
         stale = Path(tempfile.mkdtemp(prefix="stale.", dir=root / "tmp"))
         try:
@@ -443,18 +465,3 @@ def _publish(staging: Path, entry: Path, library: Path, root: Path) -> Path:
         finally:
             shutil.rmtree(stale, ignore_errors=True)
     raise BuildError(f"the cache entry {entry} keeps changing under this build", hint="try again")
-
-
-def _valid(library: Path) -> bool:
-    """True when the cached library exists, matches its recorded sha256 and is a whole
-    shared object for this machine (an entry cut short with its digest recomputed
-    would otherwise be mapped past its end: SIGBUS), or for an object file (``.o``), a
-    whole relocatable object for this machine."""
-    try:
-        recorded = (library.parent / f"{library.name}.sha256").read_text().strip()
-        if hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
-            return False
-        (check_object_file if library.suffix == ".o" else check_shared_object)(library)
-        return True
-    except (OSError, NotLoadable):
-        return False

@@ -1,13 +1,14 @@
 """The cache root as a store with a size bound: what it holds, and least-recently-used
 eviction.
 
-The root (:func:`byoc.disk_cache.cache_dir`) holds entries of four kinds:
+The root (:func:`byoc.disk_cache.cache_dir`) holds entries of these kinds:
 
 * ``build``: a compiled library (or an unlinked object), ``<root>/<xx>/<key>/`` (:mod:`byoc.runtime.build`);
 * ``bundle``: a library unpacked from a bundle, ``<root>/bundles/<xx>/<digest>/``;
-* ``spec``, ``parser`` and ``compiler``: small files of parsed specs, Lark parser
-  tables and compiler banners, ``<root>/{yaml,lark,compiler}/[<xx>/]<key>``
-  (:mod:`byoc.disk_cache`, the grammar's parser cache).
+* ``spec``, ``parser``, ``compiler`` and ``check``: small files of parsed specs, Lark
+  parser tables, compiler banners and the ONNX checker's passes (by model digest),
+  ``<root>/{yaml,lark,compiler,onnx-checked}/[<xx>/]<key>`` (:mod:`byoc.disk_cache`,
+  the grammar's parser cache).
 
 An entry's last use is its modification time: a build or bundle entry is touched
 each time it is found. :func:`prune` removes the least recently used entries until
@@ -20,6 +21,7 @@ entry.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -29,14 +31,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from byoc.atomic import write_file
 from byoc.disk_cache import cache_dir
 from byoc.errors import UsageError
+
+from .elf_check import NotLoadable, check_object_file, check_shared_object
 
 DEFAULT_MAX = 2 << 30
 """The default bound of the cache, 2 GiB: a few hundred builds of real models."""
 KEEP_RECENT_S = 60.0
 """An entry used this recently is never evicted by a build's automatic pruning."""
-_KINDS = {"bundles": "bundle", "yaml": "spec", "lark": "parser", "compiler": "compiler"}
+_KINDS = {
+    "bundles": "bundle",
+    "yaml": "spec",
+    "lark": "parser",
+    "compiler": "compiler",
+    "onnx-checked": "check",
+}
 _HEX2 = re.compile(r"[0-9a-f]{2}\Z")
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)i?b?\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -186,4 +197,51 @@ def prune_after_build(root: Path) -> None:
     try:
         prune(bound(), root, keep_recent=KEEP_RECENT_S)
     except Exception:
+        pass
+
+
+def intact(library: Path) -> bool:
+    """True when the cached library exists, matches its recorded sha256 and is a whole
+    shared object for this machine (an entry cut short with its digest recomputed
+    would otherwise be mapped past its end: SIGBUS), or for an object file (``.o``), a
+    whole relocatable object for this machine.
+
+    The digest is recomputed only when the file is not the one last found whole: its
+    size, modification time and inode are recorded beside it (``.checked``, see
+    :func:`checked_stamp`) when it is written or verified, as make and ccache trust a file's
+    metadata. A library holding a model's weights is 100 MB, and hashing it took a
+    tenth of a second of every cached build."""
+    try:
+        recorded = (library.parent / f"{library.name}.sha256").read_text().strip()
+        stamp = library.parent / f"{library.name}.checked"
+        seen = checked_stamp(library, recorded)
+        if _read_text(stamp) != seen:
+            if hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
+                return False
+            _write_quietly(stamp, seen)
+        (check_object_file if library.suffix == ".o" else check_shared_object)(library)
+        return True
+    except (OSError, NotLoadable):
+        return False
+
+
+def checked_stamp(library: Path, digest: str) -> str:
+    """What identifies ``library`` as the file whose sha256 was found to be ``digest``."""
+    st = library.stat()
+    return f"{digest} {st.st_size} {st.st_mtime_ns} {st.st_ino}\n"
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (a temporary file renamed), or nothing if the cache is
+    read-only: the stamp only saves the next build time."""
+    try:
+        write_file(path, text.encode())
+    except (OSError, UsageError):
         pass

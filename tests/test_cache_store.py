@@ -46,9 +46,10 @@ def test_every_kind_of_entry_is_listed(tmp_path):
     fake_entry(tmp_path, "yaml", "ef" + "2" * 62, 30, 5)
     (tmp_path / "lark").mkdir()
     (tmp_path / "lark" / "k.lark").write_bytes(b"y" * 40)
+    fake_entry(tmp_path, "onnx-checked", "01" + "3" * 62, 50, 5)
     (tmp_path / "tmp" / "build.x").mkdir(parents=True)  # a build in progress is no entry
     found = {e.kind: e.size for e in entries(tmp_path)}
-    assert found == {"build": 10, "bundle": 20, "spec": 30, "parser": 40}
+    assert found == {"build": 10, "bundle": 20, "spec": 30, "parser": 40, "check": 50}
 
 
 def test_prune_evicts_the_least_recently_used_first(tmp_path):

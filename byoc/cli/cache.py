@@ -17,8 +17,9 @@ examples:
 
 The cache is $BYOC_CACHE_DIR, else $XDG_CACHE_HOME/byoc, else ~/.cache/byoc. It holds
 compiled libraries (build), libraries unpacked from bundles (bundle), and parsed specs,
-parser tables and compiler banners (spec, parser, compiler). Every entry can be made
-again: removing one costs the next build time, never correctness. After a build, byoc
+parser tables, compiler banners and the ONNX checker's passes by model digest (spec,
+parser, compiler, check). Every entry can be made again: removing one costs the next
+build time, never correctness. After a build, byoc
 evicts the least recently used entries while the cache is over $BYOC_CACHE_MAX
 (default 2G; 0 for no bound), sparing those used in the last minute.
 """
@@ -80,7 +81,7 @@ def _info(root, cache_store) -> str:
     counts, sizes = Counter(e.kind for e in found), Counter()
     for e in found:
         sizes[e.kind] += e.size
-    for kind in ("build", "bundle", "spec", "parser", "compiler"):
+    for kind in ("build", "bundle", "spec", "parser", "compiler", "check"):
         if counts[kind]:
             lines.append(f"  {kind:<9} {_entries(counts[kind])}  {cache_store.human(sizes[kind]):>10}")
     total = sum(sizes.values())

@@ -20,16 +20,7 @@ from .handlers import KINDS
 from .model_import import INLINE_ELEMENTS, require_onnx, weight_bytes_aside
 from .ops import onnx_domain, onnx_ops, own_rows
 from .quantize import FOLDED_AT_BUILD
-from .values import (
-    Names,
-    attr_text,
-    dims_text,
-    dsl_dtype,
-    dsl_string,
-    number,
-    tensor_array,
-    value_type,
-)
+from .values import Names, attr_text, dims_text, dsl_dtype, dsl_string, number, tensor_array, value_type
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -63,7 +54,8 @@ class NeedsValue(GraphError):
 class Importer:
     """One model's import: known constants, value types, and the statements so far.
     ``bound`` gives values of model inputs, which the import takes as constants (the
-    model specialised to them: they are no longer inputs)."""
+    model specialised to them: they are no longer inputs). ``keep_weights=False``: the
+    model's large initializers lose their bytes once read (byoc read the model)."""
 
     def __init__(
         self,
@@ -73,6 +65,8 @@ class Importer:
         calls=(),
         bound: Mapping | None = None,
         catalog: Catalog | None = None,
+        *,
+        keep_weights: bool = True,
     ) -> None:
         onnx = require_onnx()
         self.catalog = shipped_catalog() if catalog is None else catalog
@@ -89,7 +83,8 @@ class Importer:
         try:  # the shapes are fixed in the caller's model for inference only (no copy of its weights)
             self._fix_input_shapes(shapes)
             self.input_types = [value_type(onnx, v) for v in self.inputs]
-            with weight_bytes_aside(graph):  # inference takes types and dims, not 100s of MB
+            # inference takes types and dims, not 100s of MB of weights
+            with weight_bytes_aside(graph, restore=keep_weights):
                 inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
         except Exception as exc:
             if isinstance(exc, GraphError):

@@ -51,18 +51,20 @@ dims, never its values (the values it propagates are shapes, a few integers)."""
 
 
 @contextmanager
-def weight_bytes_aside(graph):
+def weight_bytes_aside(graph, *, restore: bool = True):
     """``graph``'s large initializers without their ``raw_data`` while the block runs, and
     with the very same bytes after it: ONNX's shape inference serialises the whole model
     and returns another copy of it, which for ResNet-50's 100 MB of weights took most of
-    a second."""
-    aside = [(t, t.raw_data) for t in graph.initializer if len(t.raw_data) > ASIDE_BYTES]
+    a second. Without ``restore`` (a model byoc read itself, whose weights the import
+    has already taken as arrays) the bytes are dropped: keeping them aside and putting
+    them back copies the 100 MB twice more (0.12 s)."""
+    aside = [(t, t.raw_data if restore else b"") for t in graph.initializer if len(t.raw_data) > ASIDE_BYTES]
     try:
         for t, _ in aside:
             t.ClearField("raw_data")
         yield
     finally:
-        for t, data in aside:
+        for t, data in aside if restore else ():
             t.raw_data = data
 
 
@@ -380,10 +382,11 @@ def _check_dtype(onnx, value, where: str) -> None:
 
 
 def _model_of(source, where: str | None):
-    """``(model, where, stem)`` of an import source: a path, the bytes of a model, or a
-    ModelProto; ``where`` names an in-memory one in messages."""
+    """``(model, where, stem, owned)`` of an import source: a path, the bytes of a
+    model, or a ModelProto (the caller's: not ``owned``); ``where`` names an in-memory
+    one in messages."""
     if isinstance(source, (str, Path)):
-        return load_model(source), str(source), Path(source).stem
+        return load_model(source), str(source), Path(source).stem, True
     where = where or "<model>"
     stem = Path(where).stem if where.endswith(".onnx") else "model"
     data = None
@@ -391,7 +394,7 @@ def _model_of(source, where: str | None):
         data = bytes(source)
         source = model_from_bytes(data, where)
     _load_external_data(source, None, where)  # refuses external data: none in memory
-    return check_model(source, where, data), where, stem
+    return check_model(source, where, data), where, stem, data is not None
 
 
 def import_onnx(
@@ -408,13 +411,16 @@ def import_onnx(
     weights file is named ``weights_file``, by default ``STEM.npz`` after the model.
     The ops of ``catalog`` (default: that of ``spec_path``) that name an ONNX op in
     their ``onnx:`` key import it."""
-    model, where, stem = _model_of(source, where)
-    return _import(model, where, shapes, weights_file or f"{stem}.npz", catalog=catalog, spec_path=spec_path)
+    model, where, stem, owned = _model_of(source, where)
+    weights_file = weights_file or f"{stem}.npz"
+    return _import(model, where, shapes, weights_file, catalog=catalog, spec_path=spec_path, owned=owned)
 
 
 def _import(
-    model, where: str, shapes, weights_file: str, bound=None, *, catalog=None, spec_path=None
+    model, where: str, shapes, weights_file: str, bound=None, *, catalog=None, spec_path=None, owned=False
 ) -> Imported:
+    """The import of ``model``; ``owned``: byoc read it (from a file or bytes), so the
+    import may drop its weights' bytes once it holds them as arrays."""
     from ..api import load_catalog
     from .functions import inline
     from .importer import Importer
@@ -422,7 +428,7 @@ def _import(
     if catalog is None:
         catalog = load_catalog(spec_path=spec_path)
     model, calls = inline(model, where)
-    importer = Importer(model, dict(shapes or {}), where, calls, bound, catalog)
+    importer = Importer(model, dict(shapes or {}), where, calls, bound, catalog, keep_weights=not owned)
     body, arrays, body_origins = importer.run()
     data = npz_bytes(arrays)
     digest = sha256_hex(data)
@@ -487,6 +493,8 @@ def import_program(
     (its weights file ``STEM.npz``, the digest the same). Nothing is written: the parser
     reads the weights from memory. ``bound`` specialises the model to values of some
     of its inputs, which it then no longer takes (:class:`byoc.onnx.importer.NeedsValue`)."""
-    model, where, stem = _model_of(source, where)
-    imported = _import(model, where, shapes, f"{stem}.npz", bound, catalog=catalog, spec_path=spec_path)
+    model, where, stem, owned = _model_of(source, where)
+    imported = _import(
+        model, where, shapes, f"{stem}.npz", bound, catalog=catalog, spec_path=spec_path, owned=owned
+    )
     return parse_imported(imported, catalog=catalog, spec_path=spec_path)
