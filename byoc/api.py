@@ -31,7 +31,7 @@ from .input_files import GRAPH_TEXT_LIMIT, ONNX_LIMIT, read_limited, read_stdin
 from .ir import Function, Program
 
 if TYPE_CHECKING:
-    from .grammar.weights_file import ReadWeights
+    from .npz_files import ReadWeights
     from .spec.backend import BackendSpec
 
 SpecPath = str | Path | Iterable[str | Path] | None

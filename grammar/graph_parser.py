@@ -19,13 +19,14 @@ from byoc.catalog import Catalog
 from byoc.errors import GraphError, Location, ParseError
 from byoc.gc_pause import full_collections_deferred
 from byoc.ir import MAX_NAME_LENGTH, Function, Program
+from byoc.npz_files import ReadWeights
 
 from .graph_emitter import GraphEmitter
 from .graph_reader import GraphReader
 from .graph_records import WeightsDecl
 from .graph_statements import KEYWORDS, TERMINALS
 from .lark_support import ReaderParser, check_name_lengths, decode, run_parser
-from .weights_file import ReadWeights, WeightsFile
+from .weights_file import WeightsFile
 
 DESCRIBE = {
     **{word.upper(): f"`{word}`" for word in KEYWORDS},

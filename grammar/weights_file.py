@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,19 +24,9 @@ import numpy as np
 from byoc.errors import GraphError, Location, ParseError
 from byoc.input_files import NPZ_LIMIT, read_limited
 from byoc.ir import Function, Program, TensorType, WeightsSource
-from byoc.npz_files import npz_bytes, read_npz, sha256_hex
+from byoc.npz_files import ReadWeights, npz_bytes, read_npz, sha256_hex
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-@dataclass(frozen=True)
-class ReadWeights:
-    """A weights file held in memory already read: the digest of its bytes and its
-    arrays. An import in memory hands its weights over so, instead of the archive it
-    just wrote, which the parser would hash and unpack again (0.15 s for ResNet-50)."""
-
-    sha256: str
-    arrays: Mapping[str, np.ndarray]
 
 
 class WeightsFile:

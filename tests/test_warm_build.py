@@ -151,7 +151,7 @@ def test_an_import_in_memory_parses_to_what_its_written_files_parse_to(mlp_file,
 
 
 def test_handed_over_weights_of_another_digest_are_refused_at_the_declaration(mlp_file):
-    from byoc.grammar.weights_file import ReadWeights
+    from byoc.npz_files import ReadWeights
 
     imported = model_import.import_onnx(mlp_file)
     with pytest.raises(GraphError) as info:

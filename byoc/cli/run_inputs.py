@@ -32,22 +32,17 @@ def import_specialised(args: argparse.Namespace, catalog, given):
     reduction's axes, TopK's k: :class:`byoc.onnx.importer.NeedsValue`), as
     :mod:`byoc.onnx.backend` does; ``specialised`` maps each such ONNX input to its value."""
     from ..onnx.importer import NeedsValue
-    from ..onnx.model_import import import_program, load_model
+    from ..onnx.model_import import import_program, read_model
     from .onnx_import import shapes_of
 
-    model = load_model(args.file)
-    initializers = {t.name for t in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initializers]
+    model = read_model(args.file)
+    initializers = {t.name for t in model.proto.graph.initializer}
+    names = [i.name for i in model.proto.graph.input if i.name not in initializers]
     bound: dict[str, np.ndarray] = {}
     while True:
         try:
             program = import_program(
-                model,
-                shapes_of(args),
-                catalog=catalog,
-                spec_path=args.spec_path,
-                where=str(args.file),
-                bound=bound,
+                model, shapes_of(args), catalog=catalog, spec_path=args.spec_path, bound=bound
             )
             return program, bound
         except NeedsValue as need:
@@ -55,6 +50,7 @@ def import_specialised(args: argparse.Namespace, catalog, given):
             if value is None or need.input in bound:
                 raise
             bound[need.input] = value
+            model = read_model(args.file)  # the import took its weights' bytes: read it again
 
 
 def _given_value(given, names: list[str], name: str) -> np.ndarray | None:
