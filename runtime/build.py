@@ -105,7 +105,11 @@ def build_artifacts(
     maps sources copied from files (a spec's support code, its probe) to their paths, so that an
     error in one names the file's line.
     """
-    chain = spec_toolchain(settings, values, include_flags=include_flags, link_flags=link_flags, env=env)
+    content = sources.get(main, "")
+    size = len(content) if isinstance(content, bytes) else len(content.encode())
+    chain = spec_toolchain(
+        settings, values, include_flags=include_flags, link_flags=link_flags, env=env, source_bytes=size
+    )
     return build_library(
         sources,
         main,

@@ -70,14 +70,16 @@ def spec_toolchain(
     include_flags: Sequence[str] = (),
     link_flags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    source_bytes: int = 0,
 ) -> Toolchain:
     """The toolchain of a spec's ``compile:`` settings, its flag templates filled by
-    ``values`` (see :func:`build_artifacts`), the libraries' flags included."""
+    ``values`` (see :func:`build_artifacts`), the libraries' flags included, and the
+    ``large_flags`` where the main source has more than their ``above_bytes``."""
     if settings.compiler is None:
         raise BuildError(f"{settings.language} artifacts are interpreted, not compiled")
     level = x86_64_level()
     try:
-        flags = settings.render_flags({**({X86_64_LEVEL: level} if level else {}), **values})
+        flags = settings.render_flags({**({X86_64_LEVEL: level} if level else {}), **values}, source_bytes)
     except KeyError as exc:
         raise BuildError(
             f"cannot render the compile flags: {exc.args[0]}",

@@ -86,20 +86,27 @@ class CompileSettings:
     option_flags: Mapping[str, tuple[str, ...]] = field(default_factory=frozen_map)
     """Flags added when a boolean option is true, or an int option is not 0: option
     name -> flags."""
+    large_flags: tuple[str, ...] = ()
+    """Flags added for a module source of more than :attr:`large_above` bytes (gcc's
+    ``-flto=auto``: one large translation unit compiled on every core)."""
+    large_above: int = 0
 
     @property
     def compiled(self) -> bool:
         return self.compiler is not None
 
-    def render_flags(self, values: Mapping[str, object]) -> tuple[str, ...]:
+    def render_flags(self, values: Mapping[str, object], source_bytes: int = 0) -> tuple[str, ...]:
         """The flags for one build: ``values`` holds the common placeholders and options,
         and the build adds the machine's (:data:`~byoc.spec.names.FLAG_PLACEHOLDERS`);
-        one it does not give stays as written (``-march=${x86_64_level}``)."""
+        one it does not give stays as written (``-march=${x86_64_level}``). A main
+        source of ``source_bytes`` above :attr:`large_above` gets :attr:`large_flags`."""
         values = {**{name: f"${{{name}}}" for name in FLAG_PLACEHOLDERS}, **values}
         out = [render(f, values) for f in self.flags]
-        for option, extra in self.option_flags.items():
-            if option_enabled(values.get(option)):
-                out.extend(f for f in (render(f, values) for f in extra) if f not in out)
+        extras = [extra for option, extra in self.option_flags.items() if option_enabled(values.get(option))]
+        if self.large_flags and source_bytes > self.large_above:
+            extras.append(self.large_flags)
+        for extra in extras:
+            out.extend(f for f in (render(f, values) for f in extra) if f not in out)
         return tuple(out)
 
 

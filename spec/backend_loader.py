@@ -342,7 +342,9 @@ def _compile(doc: YamlDoc, root, kind: CodegenKind, options: dict[str, OptionDef
         return CompileSettings(language.name)
     node = doc.mapping(root, "compile", "compile")
     if language.compiled:
-        doc.check_keys(node, "compile", ("language",), ("compiler", "std", "flags", "option_flags"))
+        doc.check_keys(
+            node, "compile", ("language",), ("compiler", "std", "flags", "option_flags", "large_flags")
+        )
     else:
         doc.check_keys(
             node, f"compile (a {kind.name} artifact is interpreted, not compiled)", ("language",), ()
@@ -390,9 +392,34 @@ def _compile(doc: YamlDoc, root, kind: CodegenKind, options: dict[str, OptionDef
                     hint=f"the flags are added when a boolean option is true or an int option is not 0; such options: {usable}",
                 )
             option_flags[str(oname)] = _flag_list(doc, onode, oname, f"compile: option_flags: {oname}", names)
+    large, above = _large_flags(doc, node, names) if "large_flags" in node else ((), 0)
     return CompileSettings(
-        language.name, compiler, None if std is None else str(std), flags, frozen_map(option_flags)
+        language.name,
+        compiler,
+        None if std is None else str(std),
+        flags,
+        frozen_map(option_flags),
+        large,
+        above,
     )
+
+
+def _large_flags(doc: YamlDoc, node, names: set[str]) -> tuple[tuple[str, ...], int]:
+    """``large_flags: {above_bytes: N, flags: [...]}``: the flags and the size above which
+    a module's source gets them."""
+    what = "compile: large_flags"
+    lnode = doc.mapping(node, "large_flags", what)
+    doc.check_keys(lnode, what, ("above_bytes", "flags"), ())
+    above = doc.typed(lnode, "above_bytes", int, f"{what}: above_bytes")
+    if isinstance(above, bool) or above < 0:
+        raise doc.error(
+            f"{what}: above_bytes must be a size in bytes, not {above!r}",
+            lnode,
+            "above_bytes",
+            value=True,
+            hint="the size of the module's source above which the flags are added: 262144, say",
+        )
+    return _flag_list(doc, lnode, "flags", f"{what}: flags", names), int(above)
 
 
 def _flag_list(doc: YamlDoc, node, key, what: str, names: set[str]) -> tuple[str, ...]:

@@ -202,6 +202,9 @@ def describe(spec: BackendSpec) -> str:
     if comp.compiled:
         flags = " ".join(comp.render_flags(spec.template_values()))
         lines.append(f"  compile:       {comp.compiler} -std={comp.std} {flags}  ({comp.language})")
+        if comp.large_flags:
+            large = " ".join(comp.large_flags)
+            lines.append(f"                 and {large} for a module source above {comp.large_above:,} bytes")
     else:
         lines.append(f"  compile:       nothing; byoc.runtime interprets the {comp.language} artifact")
     if spec.requires:
