@@ -57,7 +57,7 @@ from byoc.disk_cache import cache_dir, cached, entry_key
 from byoc.errors import BuildError
 from byoc.spec_lines import SpecText
 
-from .cache_store import checked_stamp, intact, prune_after_build, touch
+from .cache_store import checked_stamp, file_sha256, intact, prune_after_build, touch
 from .compiler_errors import compiler_excerpt, failure_hint
 from .toolchain import Toolchain, spec_toolchain
 
@@ -442,7 +442,7 @@ def _compile(
     for name, content in sources.items():  # a large constant's bytes are in the library now
         if isinstance(content, bytes):
             (src / name).unlink()
-    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    digest = file_sha256(out)
     (staging / f"{lib_name}.sha256").write_text(digest + "\n")
     (staging / f"{lib_name}.checked").write_text(checked_stamp(out, digest))  # a rename keeps all three
 

@@ -200,6 +200,19 @@ def prune_after_build(root: Path) -> None:
         pass
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of the file at ``path``, read a megabyte at a time: a model's
+    library is hundreds of megabytes, which reading whole first would allocate (and
+    fault in) again."""
+    digest = hashlib.sha256()
+    chunk = bytearray(1 << 20)
+    view = memoryview(chunk)
+    with open(path, "rb") as f:
+        while n := f.readinto(chunk):
+            digest.update(view[:n])
+    return digest.hexdigest()
+
+
 def intact(library: Path) -> bool:
     """True when the cached library exists, matches its recorded sha256 and is a whole
     shared object for this machine (an entry cut short with its digest recomputed
@@ -216,7 +229,7 @@ def intact(library: Path) -> bool:
         stamp = library.parent / f"{library.name}.checked"
         seen = checked_stamp(library, recorded)
         if _read_text(stamp) != seen:
-            if hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
+            if file_sha256(library) != recorded:
                 return False
             _write_quietly(stamp, seen)
         (check_object_file if library.suffix == ".o" else check_shared_object)(library)

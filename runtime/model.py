@@ -21,7 +21,7 @@ from byoc.errors import RuntimeFailure, UsageError
 
 from .build import cache_dir
 from .bundle import read_bundle, write_bundle
-from .cache_store import touch
+from .cache_store import file_sha256, touch
 from .executor import GraphExecutor, TensorInfo
 from .host_module import HostModule
 from .interface import Module
@@ -223,7 +223,7 @@ def _materialise(members: Mapping[str, bytes], name: str) -> Path:
     digest = hashlib.sha256(data).hexdigest()
     target = cache_dir() / "bundles" / digest[:2] / digest / name
     try:
-        if hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+        if file_sha256(target) == digest:
             touch(target.parent)  # its last use, for least-recently-used eviction
             return target
     except OSError:  # absent, or something else (a directory) sits there: unpack afresh
