@@ -170,11 +170,8 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
         count = (padded - extent + (s[i] - 1 if ceil else 0)) // s[i] + 1
         if ceil and (count - 1) * s[i] >= size + begin:
             count -= 1  # ONNX: the last window starts inside the input or the left padding
-        for o in range(count):
-            start = o * s[i] - begin
-            if start >= 0 and start < size:
-                continue  # its first tap is an input element
-            if not any(0 <= start + j * d[i] < size for j in range(k[i])):
+        for o in _padded_windows(count, s[i], begin, size, d[i], op, i):
+            if _padding_only(o * s[i] - begin, size, k[i], d[i]):
                 raise AttributeProblem(
                     "pads",
                     f"{op}: on spatial axis {i} window {o} covers padding only (pads {begin} + {p[n + i]}, "
@@ -182,6 +179,40 @@ def _pool(op, x_shape, kernel_shape, strides, pads, dilations, ceil_mode) -> Sha
                 )
         out.append(count)
     return (x[0], x[1], *out)
+
+
+PADDED_WINDOWS = 1 << 20
+"""The most windows starting in the padding that a pool's shape rule checks one by one."""
+
+
+def _padding_only(start: int, size: int, k: int, d: int) -> bool:
+    """Whether the window of ``k`` taps ``d`` apart from ``start`` misses the input
+    elements ``[0, size)``: its first tap at or after 0 is past the last tap or the input."""
+    if start >= 0:
+        return start >= size
+    first = -(start // d)  # ceil(-start / d): the taps before 0
+    return first > k - 1 or start + first * d >= size
+
+
+def _padded_windows(count: int, s: int, begin: int, size: int, d: int, op: str, axis: int) -> list[int]:
+    """The windows of a spatial axis that may cover padding only, in order: those that
+    start before the input (in the left padding), and the first that starts past it
+    (every later one does too). With taps no further apart than the input is long
+    (``d <= size``) a window reaching across the input has a tap in it, so of the left
+    ones only the first can miss it; else each left one is checked, at most
+    :data:`PADDED_WINDOWS` of them (pads in the millions are refused rather than checked
+    for minutes)."""
+    left = min(count, -(-begin // s))  # start = o * s - begin < 0
+    right = [o for o in (max(left, -(-(size + begin) // s)),) if o < count]  # start >= size
+    if d <= size:
+        return [0] * (left > 0) + right
+    if left > PADDED_WINDOWS:
+        raise AttributeProblem(
+            "pads",
+            f"{op}: on spatial axis {axis} {left:,} windows start in the padding (pads {begin}, "
+            f"dilations[{axis}] = {d}); byoc checks at most {PADDED_WINDOWS:,}",
+        )
+    return [*range(left), *right]
 
 
 def max_pool(

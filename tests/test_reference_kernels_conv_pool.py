@@ -132,3 +132,20 @@ def test_global_pools_keep_spatial_axes_as_one(rng):
         got = kernel(x)
         assert got.shape == (2, 3, 1, 1, 1) == shape_conv_pool.global_pool(x.shape)
         np.testing.assert_allclose(got.reshape(2, 3), want, **CLOSE)
+
+
+def test_a_pools_padding_check_takes_no_time_whatever_its_attributes():
+    """The windows in the padding are checked by arithmetic, not tap by tap, and the
+    ones between are not enumerated: a mutated model with pads and kernels in the
+    millions (as the ONNX fuzzer makes them) is answered at once."""
+    import time
+
+    started = time.perf_counter()
+    big = 10**9
+    shape = shape_conv_pool.max_pool((1, 1, 10**6), kernel_shape=[big], pads=[big - 1, big - 1])
+    assert shape == (1, 1, 10**6 + big - 1)  # every window reaches the input: no refusal
+    with pytest.raises(ValueError, match="window 0 covers padding only"):
+        shape_conv_pool.max_pool((1, 1, 4), kernel_shape=[2], pads=[big, 0])
+    with pytest.raises(ValueError, match="windows start in the padding"):  # sparse taps: one by one, bounded
+        shape_conv_pool.max_pool((1, 1, 4), kernel_shape=[big], dilations=[5], pads=[5 * (big - 1), 5 * big])
+    assert time.perf_counter() - started < 1.0
