@@ -247,3 +247,22 @@ def test_winograd_keeps_infinities_and_nans(constant, tail, special):
     assert not np.all(np.isfinite(want)), "the case reaches the result"
     (got,) = byoc.build(program)(**inputs)
     assert_same_specials(got, want)
+
+
+def test_winograd_in_blocks_of_tiles_of_uneven_size_keeps_a_late_infinity():
+    """841 tiles (a 57x57 result) in blocks that each thread takes in turn, the last one
+    short: every tile's result lands where it belongs, and an infinity in a late block
+    is computed directly as in the first."""
+    rng = np.random.default_rng(11)
+    p = dict(n=1, c=32, m=32, h=57, w=57, pt=1, pl=1, pb=1, pr=1)
+    p.update(k_param="k: float32[32, 32, 3, 3], ", k_const="")
+    tail_params, expression = TAILS["bias_relu"]
+    graph = GRAPH.format(tail_params=tail_params.format(**p), tail=expression, **p)
+    program = partition(parse(graph, "graph"), [load_backend(BACKEND)], load_catalog())
+    fn = program.functions[0]
+    inputs = {q.name: random_array(rng, q.type.shape, q.type.dtype) for q in fn.params}
+    inputs["x"][0, 3, 55, 50] = np.inf  # in tile 27 * 29 + 25, of the last block
+    (want,) = evaluate(fn, inputs)
+    (got,) = byoc.build(program)(**inputs)
+    assert_same_specials(got, want)
+    assert not np.all(np.isfinite(want))

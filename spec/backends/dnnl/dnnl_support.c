@@ -654,8 +654,9 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
    oneDNN's direct one. Each 2x2 block of the result is A' (U . V) A, with V = B' d B
    the 4x4 source patch d under it transformed, U = G g G' each 3x3 kernel g
    transformed, and . the sum over the input channels at each of the 16 positions:
-   16 matrix products (tiles x C by C x M, one oneDNN batched matmul), which
-   multiply 2.25 times less than the direct convolution. oneDNN's own Winograd is
+   16 matrix products (tiles x C by C x M, a oneDNN batched matmul for each block of
+   tiles, dnnl_byoc_winograd_block), which multiply 2.25 times less than the direct
+   convolution. oneDNN's own Winograd is
    not implemented for float32 on these CPUs. The transforms only add and subtract
    (and halve, in G), so the results stay within a few ulps of the direct ones.
    On two AVX-512 cores, against oneDNN's brgconv between nhwc tensors: 268 against
@@ -680,9 +681,25 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
 #endif
 
 /* The 2x2 result tiles of the conv of geometry g (dnnl_byoc_conv_desc's), over all
-   its images: the rows of each of Winograd's matmuls. */
+   its images. */
 static inline int64_t dnnl_byoc_winograd_tiles(const int64_t* g) {
   return g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+}
+
+/* The tiles of a block, which one thread transforms, multiplies and transforms back
+   at a time (the rows of each of the matmul's 16 products): a block's transforms
+   take 16 x (C + M) floats a tile, and about 1 MB of them stays in a core's L2 cache
+   between the three steps. Transforming all the tiles at once streamed 6.4 MB for 64
+   channels at 56x56 through the L3, which other tenants of a machine share: on a
+   2-core Zen 4 the conv took 0.69-0.79 ms or 1.28-1.34 ms by what they ran. */
+static inline int64_t dnnl_byoc_winograd_block(int64_t tiles, int64_t c_in, int64_t m, int64_t threads) {
+  int64_t most = ((int64_t)1 << 20) / (64 * (c_in + m));
+  most = most < 16 ? 16 : most;
+  /* as many blocks as that takes, rounded up to a multiple of the threads, of equal
+     size: no thread waits for another's extra block, and no block is mostly padding */
+  int64_t blocks = (tiles + most - 1) / most;
+  blocks = (blocks + threads - 1) / threads * threads;
+  return (tiles + blocks - 1) / blocks;
 }
 
 /* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
@@ -745,19 +762,21 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static int dnnl_byoc_winograd_weights(float*
   return probe == 0.0f;
 }
 
-/* v (16, T, C): B' d B of the 4x4 patch d of each tile t (the tiles of each image in
-   row-major order, 2x2 result pixels each) of the nhwc source x, zero outside it,
-   with B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`.
-   direct[t] = 1 when the patch of tile t holds a value that is not finite (or its
+/* v (16, R, C): B' d B of the 4x4 patch d of each tile t in [t0, t1) (the tiles of
+   each image in row-major order, 2x2 result pixels each), in row t - t0 of each of the
+   16 matrices of R rows, of the nhwc source x, zero outside it, with
+   B' = (1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1); wg is the struct's `winograd`.
+   direct[t - t0] = 1 when the patch of tile t holds a value that is not finite (or its
    transform overflows), else 0: the transforms subtract, so one inf there would
-   come out of them as inf - inf = NaN in pixels where the convolution is inf. */
+   come out of them as inf - inf = NaN in pixels where the convolution is inf. One
+   thread's block of tiles (dnnl_byoc_winograd). */
 DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v,
-                                                                      unsigned char* direct, const int64_t* wg) {
+                                                                      unsigned char* direct, const int64_t* wg,
+                                                                      int64_t t0, int64_t t1, int64_t rows) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t h = wg[1], w = wg[2], c_in = wg[3], tiles_h = (wg[7] + 1) / 2, tiles_w = (wg[8] + 1) / 2;
-  const int64_t tiles = wg[10], plane = tiles * c_in;
-  #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tiles; ++t) {
+  const int64_t plane = rows * c_in;
+  for (int64_t t = t0; t < t1; ++t) {
     const int64_t image = t / (tiles_h * tiles_w);
     const int64_t y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
     float probe = 0.0f;  /* the sum of 0 * each transformed value: NaN when one is not finite */
@@ -779,7 +798,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
         }
       }
       for (int i = 0; i < 4; ++i) {  /* then (B' d) B: its columns */
-        float* o = v + (4 * i * tiles + t) * c_in + c0;
+        float* o = v + (4 * i * rows + t - t0) * c_in + c0;
         const float *e0 = e[4 * i], *e1 = e[4 * i + 1], *e2 = e[4 * i + 2], *e3 = e[4 * i + 3];
         #pragma omp simd reduction(+ : probe)
         for (int64_t k = 0; k < n; ++k) {
@@ -791,7 +810,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
         }
       }
     }
-    direct[t] = probe != 0.0f;  /* NaN != 0 */
+    direct[t - t0] = probe != 0.0f;  /* NaN != 0 */
   }
 }
 
@@ -816,27 +835,28 @@ static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const in
   }
 }
 
-/* y (nhwc) = A' P A of each tile's products P (p: 16, T, M), with A' = (1 1 1 0;
-   0 1 -1 -1), plus `bias` and `addend` (nhwc; either NULL: none), then a relu when
-   wg[9]; a result pixel past the edge of y is not written. The addend may be y
-   itself: each element is read before it is written, by the same thread. The tiles
-   that `direct` flags (all of them when it is NULL: weights that are not finite)
-   are computed directly from the source x and the plain weights w instead. */
+/* y (nhwc) = A' P A of the products P of each tile t in [t0, t1) (row t - t0 of each
+   of the 16 matrices of R rows of p), with A' = (1 1 1 0; 0 1 -1 -1), plus `bias` and
+   `addend` (nhwc; either NULL: none), then a relu when wg[9]; a result pixel past the
+   edge of y is not written. The addend may be y itself: each element is read before
+   it is written, by the same thread. The tiles that `direct` flags (all of them when
+   it is NULL: weights that are not finite) are computed directly from the source x
+   and the plain weights w instead. One thread's block of tiles (dnnl_byoc_winograd). */
 DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const float* p, const float* bias,
                                                                        const float* addend, float* y,
                                                                        const unsigned char* direct,
                                                                        const float* x, const float* w,
-                                                                       const int64_t* wg) {
+                                                                       const int64_t* wg, int64_t t0, int64_t t1,
+                                                                       int64_t rows) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
   const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
-  const int64_t tiles = wg[10], plane = tiles * m;
+  const int64_t plane = rows * m;
   const int relu = wg[9] != 0;
-  #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tiles; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const int64_t image = t / (tiles_h * tiles_w), y0 = t / tiles_w % tiles_h * 2, x0 = t % tiles_w * 2;
     for (int64_t m0 = 0; m0 < m; m0 += DNNL_BYOC_WG_BLOCK) {
       const int64_t n = m - m0 < DNNL_BYOC_WG_BLOCK ? m - m0 : DNNL_BYOC_WG_BLOCK;
-      const float* q = p + t * m + m0;
+      const float* q = p + (t - t0) * m + m0;
       float e[8][DNNL_BYOC_WG_BLOCK];  /* A' P: its rows combined */
       for (int j = 0; j < 4; ++j) {
         const float *p0 = q + j * plane, *p1 = q + (4 + j) * plane, *p2 = q + (8 + j) * plane;
@@ -856,7 +876,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
         const float* e3 = e2 + DNNL_BYOC_WG_BLOCK;
         const float* r = addend != NULL ? addend + at : zeros;
         float* o = y + at;
-        if (direct == NULL || direct[t]) {
+        if (direct == NULL || direct[t - t0]) {
           float s[DNNL_BYOC_WG_BLOCK];
           dnnl_byoc_conv3x3_at(x, w, wg, image, row, col, m0, n, s);
           for (int64_t k = 0; k < n; ++k) {
@@ -980,14 +1000,28 @@ static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engi
   return 1;
 }
 
-/* c's Winograd geometry and matmul (the 16 products, tiles x C by C x M, batched)
-   for the conv of geometry g, with a relu when `relu`. 1 on success. */
+#ifdef _OPENMP
+#include <omp.h>
+#define DNNL_BYOC_MAX_THREADS() omp_get_max_threads()
+#define DNNL_BYOC_THREAD_ID() omp_get_thread_num()
+#define DNNL_BYOC_THREAD_COUNT() omp_get_num_threads()
+#else
+#define DNNL_BYOC_MAX_THREADS() 1
+#define DNNL_BYOC_THREAD_ID() 0
+#define DNNL_BYOC_THREAD_COUNT() 1
+#endif
+
+/* c's Winograd geometry and matmul (the 16 products of a block, block x C by C x M,
+   batched) for the conv of geometry g, with a relu when `relu`. 1 on success. */
 static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
                                           int relu) {
-  const int64_t tiles = dnnl_byoc_winograd_tiles(g);
-  const int64_t wg[11] = {g[0], g[2], g[3], g[1], g[4], g[11], g[12], g[7], g[8], relu, tiles};
+  const int64_t tiles = dnnl_byoc_winograd_tiles(g), most = DNNL_BYOC_MAX_THREADS();
+  const int64_t block = dnnl_byoc_winograd_block(tiles, g[1], g[4], most > 0 ? most : 1);
+  const int64_t blocks = (tiles + block - 1) / block;
+  const int64_t wg[13] = {g[0], g[2], g[3], g[1], g[4], g[11], g[12], g[7], g[8], relu, tiles, block,
+                          most < blocks ? most : blocks};
   memcpy(c->winograd, wg, sizeof wg);
-  const int64_t a[] = {16, tiles, g[1]}, b[] = {16, g[1], g[4]}, d[] = {16, tiles, g[4]};
+  const int64_t a[] = {16, block, g[1]}, b[] = {16, g[1], g[4]}, d[] = {16, block, g[4]};
   dnnl_memory_desc_t mds[3] = {dnnl_byoc_md(3, a), dnnl_byoc_md(3, b), dnnl_byoc_md(3, d)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
@@ -996,23 +1030,58 @@ static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engin
   return dnnl_byoc_finish(&c->conv, made, pd, attr, mds, 3) == 0;
 }
 
+/* One thread's part of a Winograd conv's work memory, and where its pieces start
+   (at[4], each at a multiple of 64 bytes): its block's transformed source (v) and
+   products (p), a flag per tile, and its matmul's scratchpad. */
+static inline size_t dnnl_byoc_winograd_part(const dnnl_byoc_packed_conv_t* c, size_t* at) {
+  const int64_t* wg = c->winograd;
+  const size_t sizes[4] = {sizeof(float) * 16 * (size_t)(wg[11] * wg[3]), sizeof(float) * 16 * (size_t)(wg[11] * wg[4]),
+                           (size_t)wg[11], dnnl_byoc_scratch_size(c->conv)};
+  size_t total = 0;
+  for (int k = 0; k < 4; ++k) {
+    at[k] = total;
+    total += (sizes[k] + 63) / 64 * 64;
+  }
+  return total;
+}
+
 /* Runs c's Winograd conv from src to dst (both nhwc) by the transformed weights u
    (of the plain weights w, which are all finite when `finite`), plus bias and
-   addend (NULL: none), transforming in `work` (c->scratch[5] bytes: the transforms,
-   then a flag per tile), with `scratch` as the matmul's scratchpad. 1 on success. */
-static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, dnnl_stream_t stream,
-                                     const float* src, const void* u, const float* w, int finite,
-                                     const float* bias, const float* addend, float* dst, void* work,
-                                     void* scratch) {
+   addend (NULL: none). The threads share the blocks of tiles: each transforms its
+   block's patches, multiplies them by u (the matmul on its own thread, in a stream
+   and scratchpad of its own) and transforms the products back into dst, in its part
+   of `work` (c->scratch[5] bytes: dnnl_byoc_winograd_part's, a part per thread).
+   1 on success. */
+static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* src,
+                                     const void* u, const float* w, int finite, const float* bias,
+                                     const float* addend, float* dst, char* work) {
   const int64_t* wg = c->winograd;
-  float* v = (float*)work;
-  float* p = v + 16 * wg[10] * wg[3];
-  unsigned char* direct = (unsigned char*)(p + 16 * wg[10] * wg[4]);
-  dnnl_byoc_winograd_in(src, v, direct, wg);
-  const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
-  const int ok = dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, scratch);
-  if (ok) dnnl_byoc_winograd_out(p, bias, addend, dst, finite ? direct : NULL, src, w, wg);
-  return ok;
+  const int64_t tiles = wg[10], rows = wg[11], blocks = (tiles + rows - 1) / rows;
+  size_t at[4];
+  const size_t part = dnnl_byoc_winograd_part(c, at);
+  int failed = 0;
+  #pragma omp parallel num_threads((int)wg[12]) reduction(| : failed)
+  {
+    const int64_t id = DNNL_BYOC_THREAD_ID(), threads = DNNL_BYOC_THREAD_COUNT();
+    char* mine = work + (size_t)id * part;
+    float* v = (float*)(mine + at[0]);
+    float* p = (float*)(mine + at[1]);
+    unsigned char* direct = (unsigned char*)(mine + at[2]);
+    dnnl_stream_t stream = NULL;
+    failed |= dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success;
+    const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    for (int64_t b = id; !failed && b < blocks; b += threads) {
+      const int64_t t0 = b * rows, t1 = t0 + rows < tiles ? t0 + rows : tiles;
+      dnnl_byoc_winograd_in(src, v, direct, wg, t0, t1, rows);
+      for (int i = 0; i < 16 && t1 - t0 < rows; ++i) {  /* a last, short block: zeros in its unused rows */
+        memset(v + (i * rows + t1 - t0) * wg[3], 0, sizeof(float) * (size_t)((rows - (t1 - t0)) * wg[3]));
+      }
+      failed |= !dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, mine + at[3]);
+      if (!failed) dnnl_byoc_winograd_out(p, bias, addend, dst, finite ? direct : NULL, src, w, wg, t0, t1, rows);
+    }
+    if (stream != NULL) dnnl_stream_destroy(stream);
+  }
+  return !failed;
 }
 
 /* Declared, and described, in dnnl_support.h. */
@@ -1083,8 +1152,8 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
-    c->scratch[5] = winograd ? sizeof(float) * 16 * (size_t)(c->winograd[10] * (g[1] + g[4])) + (size_t)c->winograd[10]
-                             : 0;
+    size_t parts[4];
+    c->scratch[5] = winograd ? dnnl_byoc_winograd_part(c, parts) * (size_t)c->winograd[12] : 0;
     size_t at[7];
     dnnl_byoc_scratch_offsets(c->scratch, at);
     /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
@@ -1137,7 +1206,7 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
   if (c->winograd[0] > 0) {  /* the residual is added from where it is, or from dst after the moves above */
     const float* add = c->adds_residual ? addend : residual != NULL ? (const float*)dst : NULL;
     const float* plain = c->plain != NULL ? c->plain : w;
-    ok = ok && dnnl_byoc_winograd(c, engine, stream, src, weights, plain, finite, b, add, dst, memory + at[5], memory);
+    ok = ok && dnnl_byoc_winograd(c, engine, src, weights, plain, finite, b, add, dst, memory + at[5]);
   } else {
     /* the bias and the residual are the 4th and 5th arguments, where the conv takes them */
     const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,

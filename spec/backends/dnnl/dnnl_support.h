@@ -95,9 +95,10 @@ typedef struct {
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
   int adds_residual;         /* the conv reads the residual itself (DNNL_BYOC_ARG_ADDEND), not from dst */
   int64_t transposes[3][7];  /* byoc's transposes doing src_in, dst_in, dst_out (dnnl_byoc_transposition) */
-  /* a Winograd conv's {N, H, W, C, M, PT, PL, OH, OW, relu, tiles}, its source and
-     result nhwc and `conv` its matmul; all 0: a oneDNN convolution */
-  int64_t winograd[11];
+  /* a Winograd conv's {N, H, W, C, M, PT, PL, OH, OW, relu, tiles, tiles a block,
+     threads}, its source and result nhwc and `conv` the matmul of a block; all 0: a
+     oneDNN convolution */
+  int64_t winograd[13];
   /* a call's scratch, in bytes: the primitives' scratchpad, the reordered source and
      result, a copy of a residual passed as the output too, the reordered weights,
      and the Winograd transforms' */
