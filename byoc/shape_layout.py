@@ -216,7 +216,9 @@ def split_sizes(
     if n < 1:
         raise AttributeProblem("num_outputs", f"{op}: num_outputs = {n} must be positive")
     chunk = -(-x[a] // n)
-    parts = tuple(min(chunk, x[a] - i * chunk) for i in range(n))
+    # more outputs than elements leave one empty: refused before n parts are listed (a
+    # mutated model's num_outputs may be in the billions)
+    parts = tuple(min(chunk, x[a] - i * chunk) for i in range(n)) if n <= x[a] else (0,)
     if min(parts) < 1:
         raise AttributeProblem(
             "num_outputs",

@@ -197,3 +197,19 @@ def test_dot_labels_every_part():
     program = partition(parse(GRAPH, "graph", file="split.graph"), [load_backend("json")])
     text = dot_program(program)
     assert 'label="a, b, c, d = split\\naxis=1, sizes=(2, 3, 2, 1)"' in text
+
+
+def test_a_split_into_more_parts_than_elements_is_refused_at_once():
+    """num_outputs beyond the axis' size leaves a part empty: refused without listing
+    a billion parts first."""
+    import time
+
+    from byoc import shape_layout
+
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="cannot split size 8 into non-empty parts"):
+        shape_layout.split_sizes((8, 3), axis=0, num_outputs=10**9)
+    with pytest.raises(ValueError, match="cannot split size 8 into non-empty parts"):
+        shape_layout.split_sizes((8, 3), axis=0, num_outputs=9)
+    assert shape_layout.split_sizes((8, 3), axis=0, num_outputs=3) == (3, 3, 2)
+    assert time.perf_counter() - started < 1.0
