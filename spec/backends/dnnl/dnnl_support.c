@@ -704,8 +704,10 @@ static inline int64_t dnnl_byoc_winograd_block(int64_t tiles, int64_t c_in, int6
 
 /* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
    stride 1, no dilation or groups, at least 32 channels in and out, transformed
-   weights of at most 16 MB, at least 25 tiles (the matmuls' rows), and transforms
-   of at most 32 MB a call (5 images of 64 channels at 56x56 take 30.6 MB). */
+   weights of at most 16 MB, at least 25 tiles, and at most 32 MB of transforms
+   over all its tiles (5 images of 64 channels at 56x56 take 30.6 MB). The blocks
+   bound the memory a call uses whatever the batch; the bound on the whole stays
+   because larger batches were never measured against oneDNN's convolution. */
 static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
 #ifdef DNNL_BYOC_WINOGRAD
   const int64_t tiles = dnnl_byoc_winograd_tiles(g);
