@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from enum import Enum
 
@@ -50,7 +49,8 @@ class Artifact:
     backend: str | None = None
     data: bytes | None = None
     digest: str | None = None
-    """A weights artifact's SHA-256 (hex), when its maker computed it (:attr:`sha256`)."""
+    """A weights artifact's SHA-256 (hex), when its maker computed it: the build keys
+    its cache by it (:func:`byoc.runtime.build.build_library`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.role, Role):  # a plain string would never compare equal to a Role
@@ -67,11 +67,6 @@ class Artifact:
     def payload(self) -> bytes:
         """The file's bytes (text as UTF-8)."""
         return self.data if self.data is not None else self.text.encode("utf-8")
-
-    @property
-    def sha256(self) -> str:
-        """The SHA-256 (hex) of the file's bytes: the digest given, else computed."""
-        return self.digest or hashlib.sha256(self.payload).hexdigest()
 
 
 def weights_artifact(name: str, data: bytes, backend: str | None, digest: str | None = None) -> Artifact:
