@@ -1144,7 +1144,8 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     dnnl_byoc_transposition(c->transposes[0], x, mds[4], src, dnnl_f32);
     if (sum) dnnl_byoc_transposition(c->transposes[1], y, mds[7], dst, dnnl_f32);
     dnnl_byoc_transposition(c->transposes[2], y, dst, mds[6], dnnl_f32);
-    const_dnnl_primitive_t prims[] = {c->conv, c->src_in, c->dst_in, c->dst_out, c->w_in};
+    /* a Winograd conv's matmul has its scratchpad in each thread's part (scratch[5]) */
+    const_dnnl_primitive_t prims[] = {winograd ? NULL : c->conv, c->src_in, c->dst_in, c->dst_out, c->w_in};
     for (int k = 0; k < 5; ++k) {
       const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
       c->scratch[0] = bytes > c->scratch[0] ? bytes : c->scratch[0];
