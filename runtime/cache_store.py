@@ -48,6 +48,8 @@ _KINDS = {
     "compiler": "compiler",
     "onnx-checked": "check",
 }
+KINDS = ("build", *_KINDS.values())
+"""Every kind of entry, in the order ``byoc cache info`` lists them."""
 _HEX2 = re.compile(r"[0-9a-f]{2}\Z")
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)i?b?\s*\Z", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

@@ -81,7 +81,7 @@ def _info(root, cache_store) -> str:
     counts, sizes = Counter(e.kind for e in found), Counter()
     for e in found:
         sizes[e.kind] += e.size
-    for kind in ("build", "bundle", "spec", "parser", "compiler", "check"):
+    for kind in cache_store.KINDS:
         if counts[kind]:
             lines.append(f"  {kind:<9} {_entries(counts[kind])}  {cache_store.human(sizes[kind]):>10}")
     total = sum(sizes.values())
