@@ -18,6 +18,7 @@ library already loaded, relocated). This module never imports ``byoc.generator``
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from .elf_check import NotLoadable, check_shared_object
 if TYPE_CHECKING:
     from byoc.spec.requirements import Requirement
 
+log = logging.getLogger(__name__)
 UNDEFINED = re.compile(r"(?:(?P<file>[^\s:][^:]*): )?undefined symbol: (?P<symbol>[^\s,()]+)")
 REBUILD_HINT = "rebuild it; a library from another machine or byoc version may not load"
 ISA_LEVEL = "CPU ISA level is lower than required"
@@ -54,8 +56,14 @@ def load_now(
     every symbol bound now; raise ``error`` when the file is not a loadable library or
     a symbol is missing. ``requirements`` are the spec's ``requires:`` it links
     against (named in the message; with ``located``, the first one's location is the
-    error's); ``global_`` makes its symbols visible to libraries loaded later."""
+    error's); ``global_`` makes its symbols visible to libraries loaded later. The
+    requirements' ``environment:`` variables are set first, where the process does not
+    set them (:meth:`~byoc.spec.requirements.Requirement.apply_environment`): a library
+    such as GNU OpenMP reads them when it is first loaded."""
     where = requirements[0].loc if requirements and located else None
+    for req in requirements:
+        for name, value in req.apply_environment().items():
+            log.debug("%s=%s set for requirement %s (its spec's environment:)", name, value, req.name)
     try:
         check_shared_object(path)
     except NotLoadable as exc:

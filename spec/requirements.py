@@ -63,7 +63,7 @@ FINDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dirs": (("dirs",), ()),
 }
 """Each finder's (required, optional) keys of ``from:``."""
-REQUIREMENT_KEYS = (("headers", "libraries", "install", "from"), ("doc",))
+REQUIREMENT_KEYS = (("headers", "libraries", "install", "from"), ("doc", "environment"))
 PKG_CONFIG_TIMEOUT = 30
 LINKER_SCRIPT_DEPTH = 4
 LINKER_SCRIPT_BYTES = 1 << 16
@@ -144,6 +144,15 @@ class Requirement:
     """The ``from:`` mapping, as plain data."""
     doc: str = ""
     loc: Location | None = field(default=None, compare=False, repr=False)
+    environment: Mapping[str, str] = field(default_factory=frozen_map)
+    """Variables the library reads when it loads (``environment:``): :meth:`apply_environment`."""
+
+    def apply_environment(self) -> dict[str, str]:
+        """Set each variable of :attr:`environment` that the process does not set, before
+        any load of the library (which reads them at its first); those set, by name."""
+        applied = {name: value for name, value in self.environment.items() if name not in os.environ}
+        os.environ.update(applied)
+        return applied
 
     def record(self) -> dict[str, Any]:
         """The requirement as a bundle's manifest holds it: the YAML mapping as JSON,
@@ -156,6 +165,8 @@ class Requirement:
         }
         if self.doc:
             out["doc"] = self.doc
+        if self.environment:
+            out["environment"] = dict(self.environment)
         return out
 
     def locate(self) -> Linkage:
@@ -368,9 +379,43 @@ def _requirement(doc: YamlDoc, node: Any, name: str) -> Requirement:
         raise doc.error(f"{what}: install must say how to install it", rnode, "install", value=True)
     finder, where = _from(doc, rnode, what)
     text = doc.typed(rnode, "doc", str, f"{what}: doc").strip() if "doc" in rnode else ""
+    environment = _environment(doc, rnode, what) if "environment" in rnode else {}
     return Requirement(
-        str(name), headers, libraries, install, finder, frozen_map(where), text, loc=doc.at(node, name)
+        str(name),
+        headers,
+        libraries,
+        install,
+        finder,
+        frozen_map(where),
+        text,
+        loc=doc.at(node, name),
+        environment=frozen_map(environment),
     )
+
+
+def _environment(doc: YamlDoc, rnode: Any, what: str) -> dict[str, str]:
+    """``environment:``: variable name -> value, each value a string or an integer."""
+    enode = doc.mapping(rnode, "environment", f"{what}: environment")
+    out: dict[str, str] = {}
+    for key in enode:
+        if not isinstance(key, str) or not ENV_NAME.match(key):
+            raise doc.error(
+                f"{what}: environment: {key!r} is not the name of an environment variable",
+                enode,
+                key,
+                hint="names are letters, digits and _, not starting with a digit (GOMP_SPINCOUNT)",
+            )
+        value = enode[key]
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or "\0" in str(value):
+            raise doc.error(
+                f"{what}: environment: {key}: the value must be a string or an integer, got {value!r}",
+                enode,
+                key,
+                value=True,
+                hint='quote it: GOMP_SPINCOUNT: "10000"',
+            )
+        out[key] = str(value)
+    return out
 
 
 def _from(doc: YamlDoc, rnode: Any, what: str) -> tuple[str, dict[str, Any]]:

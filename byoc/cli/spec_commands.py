@@ -215,6 +215,9 @@ def describe(spec: BackendSpec) -> str:
             lines.append(
                 f"      headers {', '.join(req.headers) or 'none'}; libraries {', '.join(req.libraries) or 'none'}; from {found_from}"
             )
+            if req.environment:
+                given = ", ".join(f"{k}={v}" for k, v in req.environment.items())
+                lines.append(f"      environment (set before it loads, unless already set): {given}")
     lines.append("  options:" + ("" if spec.options else "       none"))
     for o in spec.options.values():
         value = value_text(o.default)
