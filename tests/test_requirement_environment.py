@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from byoc.api import load_backend
 from byoc.errors import SpecError
@@ -62,13 +63,16 @@ def test_a_bad_environment_is_a_located_error(entry, message, line):
     assert caught.value.location is not None and caught.value.location.line == line
 
 
-def test_the_shipped_library_specs_bound_their_idle_threads():
+def test_the_shipped_library_specs_bound_their_idle_threads(capsys):
     """oneDNN's GNU OpenMP and OpenBLAS spin for milliseconds after each call unless
-    told otherwise; their specs tell them."""
+    told otherwise; their specs tell them, and `byoc backends` says so."""
     (onednn,) = load_backend("dnnl").requires.values()
     assert onednn.environment["GOMP_SPINCOUNT"] == "10000"
     (openblas,) = load_backend("cblas").requires.values()
     assert openblas.environment["OPENBLAS_THREAD_TIMEOUT"] == "16"
+    rc, out, _ = run_cli(capsys, "backends", "dnnl")
+    assert rc == 0
+    assert "environment (set before it loads, unless already set): GOMP_SPINCOUNT=10000" in out
 
 
 def test_apply_environment_sets_only_what_the_process_does_not(monkeypatch):
