@@ -10,15 +10,15 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_cli
+from standin_support import standin_sdk, standin_spec
 
 from byoc.api import load_backend
 from byoc.errors import SpecError
-from byoc.spec.requirements import Requirement, library_file, load_requirements, requirements_from_record
+from byoc.spec.requirements import Requirement, load_requirements, requirements_from_record
 from byoc.spec.yaml_doc import YamlDoc
 
 LIBM = """\
@@ -86,47 +86,19 @@ def test_apply_environment_sets_only_what_the_process_does_not(monkeypatch):
 
 # ----------------------------------------------- end to end: what the library saw at load
 
-SCALED_H = "#include <stdint.h>\nvoid scaled_exp(const float* x, float* out, int64_t n);\n"
 SCALED_C = """\
 #include <math.h>
 #include <stdlib.h>
-#include "scaled.h"
+#include "NAME.h"
 static float scale = 1.0f;
 /* read once, when the library is loaded, as GNU OpenMP reads GOMP_SPINCOUNT */
 __attribute__((constructor)) static void read_scale(void) {
   const char* text = getenv("SCALED_FACTOR");
   if (text != NULL) scale = (float)atof(text);
 }
-void scaled_exp(const float* x, float* out, int64_t n) {
+void NAME_exp(const float* x, float* out, int64_t n) {
   for (int64_t k = 0; k < n; ++k) out[k] = scale * expf(x[k]);
 }
-"""
-SCALED_SPEC = """\
-version: 1
-name: scaled
-kind: c_source
-description: exp times a factor that the library reads from its environment when it loads.
-dtypes: [float32]
-ranks: [1, 2]
-requires:
-  sdk:
-    headers: [scaled.h]
-    libraries: [scaled]
-    install: build the stand-in SDK into sdk/
-    from: {dirs: {include: [SDK/include], lib: [SDK/lib]}}
-    environment: {SCALED_FACTOR: "2"}
-compile: {compiler: cc, language: c, std: c99, flags: [-O2, -Wall, -Wextra, -Werror]}
-prelude: |
-  #include <stdint.h>
-  #include <scaled.h>
-macros:
-  SCALED_EXP:
-    inputs: 1
-    params: {p_ID_: "${symbol}", p_N_: "${size}"}
-    body: |
-      static void p_ID_(const float* x, float* out) { scaled_exp(x, out, p_N_); }
-ops:
-  exp: {macros: {default: SCALED_EXP}}
 """
 RUN = """\
 import sys
@@ -142,35 +114,14 @@ np.save(sys.argv[2], y / np.exp(x.astype(np.float64)))
 """
 
 
-def _scaled_sdk(root: Path) -> Path:
-    sdk = root / "sdk"
-    (sdk / "include").mkdir(parents=True)
-    (sdk / "lib").mkdir()
-    (sdk / "include" / "scaled.h").write_text(SCALED_H)
-    (sdk / "scaled.c").write_text(SCALED_C)
-    cmd = [
-        "cc",
-        "-shared",
-        "-fPIC",
-        "-O2",
-        f"-I{sdk / 'include'}",
-        "-o",
-        str(sdk / "lib" / library_file("scaled")),
-    ]
-    out = subprocess.run([*cmd, str(sdk / "scaled.c"), "-lm"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return sdk
-
-
 @pytest.mark.parametrize(("given", "factor"), [(None, 2.0), ("3", 3.0)])
 def test_the_library_reads_the_spec_value_unless_the_user_set_one(tmp_path, given, factor):
     """In a fresh process (a library reads its environment once per process): the
     spec's SCALED_FACTOR reaches the library's constructor; a value the user exported
     wins over it."""
-    sdk = _scaled_sdk(tmp_path)
+    sdk = standin_sdk(tmp_path, "scaled", SCALED_C)
     specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "scaled.yaml").write_text(SCALED_SPEC.replace("SDK", str(sdk)))
+    standin_spec(specs, "scaled", str(sdk / "include"), str(sdk / "lib"), '{SCALED_FACTOR: "2"}')
     env = {k: v for k, v in os.environ.items() if k != "SCALED_FACTOR"}
     env["BYOC_CACHE_DIR"] = str(tmp_path / "cache")
     if given is not None:

@@ -3,12 +3,12 @@ through ``${ENV}`` variables, with a stand-in vendor library built by the test."
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import random_array
+from standin_support import STANDIN_LINE, standin_sdk, standin_spec
 
 import byoc
 from byoc.api import load_backend, parse
@@ -19,84 +19,6 @@ pytest.importorskip("scipy_openblas32", reason="these tests use byoc-codegen[bla
 
 
 # ------------------------------------------- dirs relative to the spec file, and ${ENV}
-
-STANDIN_H = (
-    "#include <stdint.h>\nvoid NAME_exp(const float* x, float* out, int64_t n);\nextern int64_t NAME_calls;\n"
-)
-STANDIN_C = """\
-#include <math.h>
-#include "NAME.h"
-int64_t NAME_calls = 0;
-void NAME_exp(const float* x, float* out, int64_t n) {
-  ++NAME_calls;
-  for (int64_t k = 0; k < n; ++k) out[k] = expf(x[k]);
-}
-"""
-STANDIN_SPEC = """\
-version: 1
-name: NAME
-kind: c_source
-description: exp through a vendor SDK's library (a stand-in built by the test).
-dtypes: [float32]
-ranks: [1, 2, 3, 4]
-requires:
-  sdk:
-    headers: [NAME.h]
-    libraries: [NAME]
-    install: build the stand-in SDK into sdk/
-    from: {dirs: {include: [INCLUDE], lib: [LIB]}}
-compile: {compiler: cc, language: c, std: c99, flags: [-O2, -Wall, -Wextra, -Werror]}
-prelude: |
-  #include <stdint.h>
-  #include <NAME.h>
-macros:
-  STANDIN_EXP:
-    inputs: 1
-    params: {p_ID_: "${symbol}", p_N_: "${size}"}
-    body: |
-      static void p_ID_(const float* x, float* out) { NAME_exp(x, out, p_N_); }
-ops:
-  exp: {macros: {default: STANDIN_EXP}}
-"""
-STANDIN_LINE = 12
-"""The line of ``from:`` in STANDIN_SPEC."""
-
-
-def standin_sdk(root: Path, name: str) -> Path:
-    """``root/sdk``: include/NAME.h and lib/libNAME.so, a stand-in vendor library that
-    counts its calls, ``name`` for NAME (one name per test: a process reuses a loaded
-    library of the same file name, and its symbols)."""
-    sdk = root / "sdk"
-    (sdk / "include").mkdir(parents=True)
-    (sdk / "lib").mkdir()
-    (sdk / "include" / f"{name}.h").write_text(STANDIN_H.replace("NAME", name))
-    (sdk / f"{name}.c").write_text(STANDIN_C.replace("NAME", name))
-    out = subprocess.run(
-        [
-            "cc",
-            "-shared",
-            "-fPIC",
-            "-O2",
-            f"-I{sdk / 'include'}",
-            "-o",
-            str(sdk / "lib" / library_file(name)),
-            str(sdk / f"{name}.c"),
-            "-lm",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    return sdk
-
-
-def standin_spec(directory: Path, name: str, include: str, lib: str) -> Path:
-    directory.mkdir(parents=True)
-    path = directory / f"{name}.yaml"
-    path.write_text(
-        STANDIN_SPEC.replace("NAME", name).replace("INCLUDE", f'"{include}"').replace("LIB", f'"{lib}"')
-    )
-    return path
 
 
 def run_standin(spec_dir: Path, name: str, sdk: Path, tmp_path: Path, rng) -> None:
