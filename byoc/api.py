@@ -162,9 +162,9 @@ def parse_file(
         return parse(data, lang, file="<stdin>", shapes=shapes, **options)
     p = Path(path)
     if lang == "onnx":
-        from .onnx.model_import import import_program
+        from .onnx.import_cache import import_path
 
-        return import_program(p, shapes, catalog=catalog, spec_path=spec_path)
+        return import_path(p, shapes, catalog=catalog, spec_path=spec_path)[0]
     data = read_limited(p, str(p), GRAPH_TEXT_LIMIT, partial(ParseError, location=Location(str(p), 1, 1)))
     return parse(data, lang, file=str(p), shapes=shapes, **options)
 

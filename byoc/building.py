@@ -125,19 +125,21 @@ def build(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     progress: Callable[[str], None] | None = None,
     profile: bool = False,
+    source_key: str | None = None,
 ):
     """Build a runnable Model from a file path (``.graph``, ``.examplejson`` or
     ``.onnx``, whose dynamic input dimensions ``shapes`` fixes) or a parsed Program
     (see module doc). The backends' modules compile in parallel; ``progress``, when
     given, gets a line per event of a compilation longer than a second. With
     ``profile``, the compiled modules time their kernel calls, and ``Model.profile``
-    runs a graph with profiling (docs/performance.md, "Profiling a run")."""
+    runs a graph with profiling (docs/performance.md, "Profiling a run").
+    ``source_key`` names a Program that the ONNX import cache made
+    (:func:`byoc.onnx.import_cache.import_path`; a path to an ``.onnx`` file gets one
+    here): its build is remembered, and a build of the same import with the same
+    backends, options and specs takes the libraries from the cache without generating
+    them again (:mod:`byoc.build_records`)."""
     from .api import backend_loader, load_catalog, parse_file
     from .generator.explain import placement, placement_summary
-    from .generator.pipeline import generate
-    from .runtime import Model
-    from .runtime.manifest import GraphEntry, Manifest
-    from .runtime.probe import check_regions
 
     timings = timings or Timings()
     catalog = catalog or load_catalog(spec_path=spec_path)
@@ -150,20 +152,43 @@ def build(
 
         lang = language_of(source, language)
         with timings.measure("parse"):
-            program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
+            if lang == "onnx" and str(source) != "-":
+                from .onnx.import_cache import import_path
+
+                program, source_key = import_path(source, shapes, catalog=catalog, spec_path=spec_path)
+            else:
+                program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
     with timings.measure("partition"):
         offloaded = offload(program, lang, backends, loader, catalog)
     counts = placement(offloaded)
     log.info("%s", placement_summary(counts))
+    key = None
+    if source_key is not None and backends and lang == "onnx":
+        from .build_records import record_key
+
+        specs = _machine_specs(program, backends, loader)
+        key = record_key(source_key, backends, options, specs, catalog, profile)
+        model = key and _recalled(key, program, offloaded, catalog, loader, options, profile, timings)
+        if model is not None:
+            model.placement = counts
+            return model
+    model = _built(program, offloaded, catalog, loader, options, profile, timings, progress, key)
+    model.placement = counts
+    return model
+
+
+def _built(program, offloaded, catalog, loader, options, profile, timings, progress, key):
+    """The Model of ``offloaded``, generated and compiled; its record kept under ``key``
+    (None: not kept)."""
+    from .generator.pipeline import generate
+    from .runtime.manifest import GraphEntry
+    from .runtime.probe import check_regions
 
     with timings.measure("generate"):
         generated = generate(offloaded, catalog, loader, options, profile=profile)
         lowered, artifacts = generated.lowered, generated.artifacts
     log.debug("generated %s", ", ".join(a.name for a in artifacts))
     members: dict[str, bytes | Callable[[], bytes]] = {a.name: a.payload for a in artifacts}
-    members.update(source_members(program))
-    catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
-    members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     with timings.measure("compile"):
         for name, spec in generated.specs.items():
             check_regions(spec, lowered.externals_for(name))
@@ -181,12 +206,61 @@ def build(
         )
         for fn in lowered.hosts
     )
+    if key is not None:
+        from .build_records import make_record, store
+
+        record = make_record(generated, libraries)
+        if record is not None:
+            store(key, record, modules, graphs)
+    with timings.measure("load"):
+        return _model(program, modules, graphs, members, catalog, built, profile)
+
+
+def _recalled(key, program, offloaded, catalog, loader, options, profile, timings):
+    """The Model of the build that :mod:`byoc.build_records` remembers under ``key``,
+    its libraries found in the cache; None when there is no record or a library is
+    missing."""
+    from .build_records import libraries_of, recall, regenerating
+    from .generator.pipeline import generate
+
+    with timings.measure("generate"):
+        record = recall(key)
+    if record is None:
+        return None
+    with timings.measure("compile"):
+        libraries = libraries_of(record, loader)
+    if libraries is None:
+        return None
+    log.info("generated and compiled before: the build's record and its libraries are in the cache")
+
+    def payloads() -> dict[str, bytes]:
+        made = generate(offloaded, catalog, loader, options, profile=profile).artifacts
+        return {a.name: a.payload for a in made}
+
+    members: dict[str, bytes | Callable[[], bytes]] = dict(record.members)
+    members.update(regenerating(payloads, record.regenerated))
+    built: dict[str, Path] = {}
+    for entry in record.modules:
+        if entry.backend in libraries:
+            members[entry.file] = _library_bytes(libraries[entry.backend])
+            built[entry.file] = libraries[entry.backend]
+    with timings.measure("load"):
+        return _model(program, record.modules, record.graphs, members, catalog, built, profile)
+
+
+def _model(program, modules, graphs, members, catalog, built, profile):
+    """The Model of a build: its manifest, members (the source's and the user
+    catalogs' added) and libraries (``built``)."""
+    from .runtime import Model
+    from .runtime.manifest import Manifest
+
+    members.update(source_members(program))
+    catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
+    members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     manifest = Manifest(
         byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules, catalogs=catalogs
     )
-    with timings.measure("load"):
-        model = Model(manifest, members, catalog, built)
-    model.placement = counts
+    model = Model(manifest, members, catalog, built)
     model.profiling = profile
     return model
 

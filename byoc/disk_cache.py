@@ -50,6 +50,44 @@ def entry_key(*parts: str) -> str:
     return digest.hexdigest()
 
 
+def read_entry(kind: str, key: str) -> bytes | None:
+    """The bytes stored under ``key`` in the ``kind`` folder (without the header), or
+    None: missing, unreadable, or not written under this kind and key. A found entry
+    is touched: its modification time is its last use."""
+    path = cache_dir() / kind / key[:2] / key
+    header = f"{FORMAT} {kind} {key}\n".encode()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(header):
+        return None
+    try:
+        os.utime(path)  # its last use, for the cache's least-recently-used eviction
+    except OSError:
+        pass
+    return data[len(header) :]
+
+
+def write_entry(kind: str, key: str, data: bytes) -> None:
+    """Store ``data`` under ``key`` (a temporary file renamed into place, so a reader
+    sees a whole entry or none); a cache that cannot be written is skipped."""
+    path = cache_dir() / kind / key[:2] / key
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(f"{FORMAT} {kind} {key}\n".encode())
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except Exception:  # a cache that cannot be written only costs the next process time
+        pass
+
+
 def cached(
     kind: str,
     key: str,
@@ -64,30 +102,18 @@ def cached(
     back into a value; one that is not an instance of ``expect`` is a miss (a damaged or
     foreign entry must cost a rebuild, never an error), and a made value that is not
     one is not stored. An exception from ``make`` propagates, and nothing is stored."""
-    path = cache_dir() / kind / key[:2] / key
-    header = f"{FORMAT} {kind} {key}\n".encode()
-    try:
-        data = path.read_bytes()
-        if data.startswith(header):  # else another entry's bytes, or a foreign file
-            found = load(data[len(header) :])
+    data = read_entry(kind, key)
+    if data is not None:
+        try:
+            found = load(data)
             if isinstance(found, expect):
                 return found
-    except Exception:  # missing, unreadable or undecodable: made again, and replaced
-        pass
+        except Exception:  # undecodable: made again, and replaced
+            pass
     value = make()
-    if not isinstance(value, expect):
-        return value
-    try:
-        data = header + dump(value)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+    if isinstance(value, expect):
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except Exception:  # a cache that cannot be written only costs the next process time
-        pass
+            write_entry(kind, key, dump(value))
+        except Exception:  # a value that cannot be stored only costs the next process time
+            pass
     return value

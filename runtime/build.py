@@ -49,6 +49,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +76,16 @@ HEADER_SUFFIXES = (".h", ".hpp", ".hh")
 INSTALL_HINT = "install a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential; Fedora: dnf install gcc gcc-c++; macOS: xcode-select --install)"
 
 
+@dataclass(frozen=True, slots=True)
+class KnownBytes:
+    """A bytes source known by its size and SHA-256 alone (a large constant of a build
+    that the cache remembers, :mod:`byoc.build_records`): enough to find its library
+    with ``lookup_only``, never to compile it."""
+
+    size: int
+    digest: str
+
+
 def build_artifacts(
     sources: Mapping[str, str | bytes],
     main: str,
@@ -89,7 +100,8 @@ def build_artifacts(
     object_file: bool = False,
     shown_as: Mapping[str, str] | None = None,
     digests: Mapping[str, str] | None = None,
-) -> Path:
+    lookup_only: bool = False,
+) -> Path | None:
     """Compile a backend's module artifact ``sources[main]`` (the other sources are
     headers it includes, or bytes its ``.incbin`` directives read) as its spec's
     ``compile:`` settings say, and return the path of the cached library (with
@@ -119,6 +131,7 @@ def build_artifacts(
         object_file=object_file,
         shown_as=shown_as,
         digests=digests,
+        lookup_only=lookup_only,
     )
 
 
@@ -150,7 +163,8 @@ def build_spec_module(
     read_from: Mapping[str, str] | None = None,
     support: Mapping[str, str] | None = None,
     digests: Mapping[str, str] | None = None,
-) -> Path:
+    lookup_only: bool = False,
+) -> Path | None:
     """Compile ``sources[main]`` as ``spec``'s ``compile:`` settings say, with the
     flags of its ``requires:`` libraries (``linkages``, their located
     :class:`~byoc.spec.requirements.Linkage`: located here, a missing one a UsageError
@@ -162,7 +176,8 @@ def build_spec_module(
     (:func:`support_objects`); so do the headers and objects of ``support``, more
     support files of the module (byoc's own: ``byoc_module.h``, ``byoc_entry.c``, ...). ``read_from`` names the file a source was read from (a
     probe's ``{file: NAME}``), so that a compiler error there is located in that file;
-    ``digests`` the SHA-256 of bytes sources already hashed (:func:`build_library`)."""
+    ``digests`` the SHA-256 of bytes sources already hashed (:func:`build_library`);
+    with ``lookup_only``, None when the library is not in the cache (nothing compiled)."""
     from byoc.spec.requirements import compile_flags, link_flags
 
     from .native_load import load_now
@@ -185,7 +200,10 @@ def build_spec_module(
         spec_text=spec_text_of(spec),
         shown_as={**support_paths(spec), **(read_from or {})},
         digests=digests,
+        lookup_only=lookup_only,
     )
+    if library is None:  # lookup_only, and not in the cache
+        return None
     load_now(
         library,
         what=f"the library built for backend {spec.name}",
@@ -310,7 +328,8 @@ def build_library(
     object_file: bool = False,
     shown_as: Mapping[str, str] | None = None,
     digests: Mapping[str, str] | None = None,
-) -> Path:
+    lookup_only: bool = False,
+) -> Path | None:
     """Compile ``sources[main]`` (other entries are headers it includes, or the bytes
     of files its ``.incbin`` directives read) into a cached
     shared library and return its path; with ``object_file``, into a cached
@@ -320,7 +339,9 @@ def build_library(
 
     The cache key holds the text sources and the SHA-256 of the bytes ones: from
     ``digests`` where their maker computed it already (a model's weights, hashed
-    once for the comment that names them), else computed here."""
+    once for the comment that names them), else computed here. A :class:`KnownBytes`
+    source gives both; it needs ``lookup_only``: then the path is None when the
+    library is not in the cache, and nothing is compiled."""
     for name in sources:
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise BuildError(f"source name {name!r} is not a plain file name")
@@ -346,7 +367,11 @@ def build_library(
         key.update(part.encode() + b"\0")
     for name in sorted(sources):
         content = sources[name]
-        if isinstance(content, bytes):
+        if isinstance(content, KnownBytes):
+            if not lookup_only:
+                raise BuildError(f"source {name!r} is known by its digest alone, so it cannot be compiled")
+            data, kind = content.digest.encode(), b"b" + str(content.size).encode()
+        elif isinstance(content, bytes):
             digest = (digests or {}).get(name) or hashlib.sha256(content).hexdigest()
             data, kind = digest.encode(), b"b" + str(len(content)).encode()
         else:
@@ -361,6 +386,8 @@ def build_library(
         touch(entry)  # its last use, for least-recently-used eviction
         log.debug("%s: cache hit, %s", main, entry)
         return library
+    if lookup_only:
+        return None
     log.debug("%s: cache miss, compiling into %s", main, entry)
     staging: Path | None = None
     try:

@@ -8,7 +8,11 @@ The root (:func:`byoc.disk_cache.cache_dir`) holds entries of these kinds:
 * ``spec``, ``parser``, ``compiler`` and ``check``: small files of parsed specs, Lark
   parser tables, compiler banners and the ONNX checker's passes (by model digest),
   ``<root>/{yaml,lark,compiler,onnx-checked}/[<xx>/]<key>`` (:mod:`byoc.disk_cache`,
-  the grammar's parser cache).
+  the grammar's parser cache);
+* ``digest``, ``import`` and ``record``: model files' digests by their status, ONNX
+  imports and the builds made from them, ``<root>/{file-digests,onnx-imports,
+  build-records}/<xx>/<key>`` (:mod:`byoc.warm_keys`, :mod:`byoc.onnx.import_cache`,
+  :mod:`byoc.build_records`).
 
 An entry's last use is its modification time: a build or bundle entry is touched
 each time it is found. :func:`prune` removes the least recently used entries until
@@ -47,6 +51,9 @@ _KINDS = {
     "lark": "parser",
     "compiler": "compiler",
     "onnx-checked": "check",
+    "file-digests": "digest",
+    "onnx-imports": "import",
+    "build-records": "record",
 }
 KINDS = ("build", *_KINDS.values())
 """Every kind of entry, in the order ``byoc cache info`` lists them."""

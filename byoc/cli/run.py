@@ -221,9 +221,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         options = parse_options(args.option)
         catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
+        source_key = None  # an ONNX file's import in the cache: its build's record is too
         with timings.measure("parse"):
-            if language == "onnx" and given is not None and str(args.file) != "-":
-                program, specialised = import_specialised(args, catalog, given)
+            if language == "onnx" and str(args.file) != "-":
+                program, specialised, source_key = import_specialised(args, catalog, given)
             else:
                 program = parse_file(
                     args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
@@ -242,6 +243,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             timings=timings,
             progress=progress_printer(args),
             profile=profile,
+            source_key=source_key,
         )
     if profile:
         model.check_profiling()  # a bundle built without it: say so before running anything

@@ -27,39 +27,38 @@ def read_inputs(path: str | None):
 
 
 def import_specialised(args: argparse.Namespace, catalog, given):
-    """``(program, specialised)``: the ONNX model of ``byoc run``, specialised to the
+    """``(program, specialised, key)``: the ONNX model of ``byoc run``, specialised to the
     --inputs values of the inputs that a node needs at build time (Reshape's shape, a
     reduction's axes, TopK's k: :class:`byoc.onnx.importer.NeedsValue`), as
-    :mod:`byoc.onnx.backend` does; ``specialised`` maps each such ONNX input to its value."""
+    :mod:`byoc.onnx.backend` does; ``specialised`` maps each such ONNX input to its
+    value, and ``key`` names the import in the cache (:mod:`byoc.onnx.import_cache`),
+    or is None."""
+    from ..onnx.import_cache import import_path
     from ..onnx.importer import NeedsValue
-    from ..onnx.model_import import import_program, read_model
     from .onnx_import import shapes_of
 
-    model = read_model(args.file)
-    initializers = {t.name for t in model.proto.graph.initializer}
-    names = [i.name for i in model.proto.graph.input if i.name not in initializers]
     bound: dict[str, np.ndarray] = {}
     while True:
         try:
-            program = import_program(
-                model, shapes_of(args), catalog=catalog, spec_path=args.spec_path, bound=bound
+            program, key = import_path(
+                args.file, shapes_of(args), catalog=catalog, spec_path=args.spec_path, bound=bound
             )
-            return program, bound
+            return program, bound, key
         except NeedsValue as need:
-            value = _given_value(given, names, need.input)
+            value = None if given is None else _given_value(given, need)
             if value is None or need.input in bound:
                 raise
             bound[need.input] = value
-            model = read_model(args.file)  # the import took its weights' bytes: read it again
 
 
-def _given_value(given, names: list[str], name: str) -> np.ndarray | None:
-    """The --inputs value of ONNX input ``name`` (the K-th input's input_K.pb, or the
-    .npz array of that name), or None."""
+def _given_value(given, need) -> np.ndarray | None:
+    """The --inputs value of the ONNX input that ``need`` (a NeedsValue) names: the .npz
+    array of its name, or the test data's input_K.pb of its place K among the model's
+    inputs that are not initializers; None when --inputs has none."""
     if isinstance(given, dict):
-        return given.get(name)
-    k = names.index(name) if name in names else len(given.inputs)
-    return given.inputs[k].array if k < len(given.inputs) else None
+        return given.get(need.input)
+    k = need.position
+    return given.inputs[k].array if k is not None and k < len(given.inputs) else None
 
 
 def without_specialised(given, specialised: dict[str, np.ndarray]):

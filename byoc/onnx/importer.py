@@ -44,11 +44,14 @@ RANDOM = frozenset(("RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multi
 class NeedsValue(GraphError):
     """A node needs the value of a model input as a constant (Reshape's shape, a
     reduction's axes, ...): the model can be built once that input's value is known
-    (bound, see :class:`Importer`). ``input`` is the input's ONNX name."""
+    (bound, see :class:`Importer`). ``input`` is the input's ONNX name, ``position``
+    its place among the model's inputs that are not initializers (None: not known)."""
 
-    def __init__(self, message: str, input: str, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, input: str, hint: str | None = None, position: int | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
-        self.input = input
+        self.input, self.position = input, position
 
 
 class Importer:
@@ -79,6 +82,7 @@ class Importer:
         graph = model.graph
         self.consts: dict[str, np.ndarray] = {t.name: tensor_array(onnx, t, path) for t in graph.initializer}
         self.inputs = [i for i in graph.input if i.name not in self.consts]
+        self.input_names = [i.name for i in self.inputs]  # before any is bound
         declared = [onnx.ValueInfoProto.FromString(v.SerializeToString()) for v in self.inputs]
         try:  # the shapes are fixed in the caller's model for inference only (no copy of its weights)
             self._fix_input_shapes(shapes)
@@ -369,6 +373,7 @@ class Importer:
                 behind[0],
                 hint="make it an initializer, or run the model through byoc.onnx.backend, which "
                 "builds it for the values it is given",
+                position=self.input_names.index(behind[0]),
             )
         return self.unsupported(f"a {what} computed at run time{where or f' ({name!r})'}")
 

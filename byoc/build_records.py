@@ -1,0 +1,160 @@
+"""A build of an imported ONNX file, remembered for the next build of the same import.
+
+A warm ``byoc run`` of BERT-base found its library in the cache, yet generated the
+module again to compute the cache key: a second and a half of packing weights into
+panels, writing C and hashing 437 MB of constants. When the program comes from the
+import cache (:mod:`byoc.onnx.import_cache`, whose key names it), the build keeps a
+record of what it made (kind ``record``), under a key of the import's key, the
+backends and options, each backend's spec as this machine runs it (the probes'
+answers included), the user op catalogs, profiling, byoc's code and the CPU:
+
+* the manifest's module and graph entries;
+* every generated member but the large constants' weights files (the module's C, the
+  host graphs): text, a few megabytes for BERT-base;
+* for each compiled module, what its library's cache key is made of: the text
+  sources, and the weights files by size and digest (:class:`KnownBytes`).
+
+A build that finds its record computes each library's key again, with this process's
+compiler, flags and environment, and takes the library only if the cache holds it
+(``lookup_only``); otherwise it generates and compiles as any build does. The
+weights files, which a run never reads, are members made again by generation if the
+model is saved.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import pickle
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .disk_cache import entry_key, read_entry, write_entry
+from .warm_keys import catalog_stamp, code_stamp, machine_stamp
+
+KIND = "build-records"
+FORMAT = "1"
+
+
+@dataclass(frozen=True)
+class LibraryRecord:
+    """What the cache key of one compiled module's library is made of."""
+
+    main: str
+    sources: Mapping[str, object]
+    """Each source by name: the :class:`~byoc.runtime.build.KnownBytes` of bytes, or
+    None for a text, which is the record's member of that name."""
+    support: Mapping[str, str]
+    options: Mapping[str, object]
+    """The backend's option values (the compile flags' templates take them)."""
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    modules: tuple
+    graphs: tuple
+    members: Mapping[str, bytes]
+    regenerated: tuple[str, ...]
+    """The members made again by generation when read (the weights files)."""
+    libraries: Mapping[str, LibraryRecord]
+
+
+def record_key(
+    source_key: str, backends: Sequence[str], options, specs, catalog, profile: bool
+) -> str | None:
+    """The record's key: see the module doc. ``specs`` are the backends' specs as this
+    machine runs them (:func:`byoc.building.partition_over`'s). None for a catalog
+    built in code (:func:`byoc.warm_keys.catalog_stamp`): no record."""
+    stamp = catalog_stamp(catalog)
+    if stamp is None:
+        return None
+    spec_digests = [hashlib.sha256(repr(spec).encode("utf-8", "surrogatepass")).hexdigest() for spec in specs]
+    return entry_key(
+        "build-record",
+        FORMAT,
+        source_key,
+        code_stamp(),
+        machine_stamp(),
+        repr(tuple(backends)),
+        repr(sorted((options or {}).items())),
+        *spec_digests,
+        stamp,
+        "profile" if profile else "",
+    )
+
+
+def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
+    """The record of a generation (:class:`~byoc.generator.pipeline.Generated`) whose
+    compiled modules' libraries are ``libraries``, with the manifest entries
+    :func:`store` adds; None when something in it cannot be recorded."""
+    from .generator.artifacts import Role
+    from .generator.c.support_files import FILE_NAMES
+    from .runtime.build import KnownBytes
+
+    members = {a.name: a.payload for a in generated.artifacts if a.role is not Role.WEIGHTS}
+    regenerated = tuple(a.name for a in generated.artifacts if a.role is Role.WEIGHTS)
+    out: dict[str, LibraryRecord] = {}
+    for name in libraries:
+        roles = (Role.MODULE, Role.HEADER, Role.SUPPORT, Role.WEIGHTS)
+        own = [a for a in generated.artifacts if a.backend == name and a.role in roles]
+        (module,) = [a for a in own if a.role is Role.MODULE]
+        sources: dict[str, object] = {}
+        for a in own:
+            if a.role is Role.WEIGHTS:
+                if a.digest is None or a.data is None:
+                    return None
+                sources[a.name] = KnownBytes(len(a.data), a.digest)
+            elif a.role is not Role.SUPPORT:
+                sources[a.name] = None
+        support = {a.name: a.text for a in own if a.name in FILE_NAMES}
+        out[name] = LibraryRecord(module.name, sources, support, dict(generated.options[name]))
+    return BuildRecord((), (), members, regenerated, out)
+
+
+def store(key: str, record: BuildRecord, modules: tuple, graphs: tuple) -> None:
+    """Keep ``record``, with the manifest's ``modules`` and ``graphs``, under ``key``."""
+    whole = BuildRecord(modules, graphs, record.members, record.regenerated, record.libraries)
+    try:
+        data = pickle.dumps(whole, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # something of a spec's option values that pickle refuses: no record
+        return
+    write_entry(KIND, key, data)
+
+
+def recall(key: str) -> BuildRecord | None:
+    """The record stored under ``key``, or None (none, or damaged)."""
+    data = read_entry(KIND, key)
+    if data is None:
+        return None
+    try:
+        found = pickle.loads(data)
+    except Exception:  # damaged: built again, and replaced
+        return None
+    return found if isinstance(found, BuildRecord) else None
+
+
+def libraries_of(record: BuildRecord, load_backend: Callable) -> dict[str, Path] | None:
+    """The library of each compiled module of ``record``, found in the cache under the
+    key this process computes for it; None if any is missing (the build then runs)."""
+    from .runtime.build import build_spec_module
+
+    found: dict[str, Path] = {}
+    for name, lib in record.libraries.items():
+        spec = load_backend(name)
+        values = spec.template_values(lib.options)
+        sources = {n: record.members[n].decode("utf-8") if s is None else s for n, s in lib.sources.items()}
+        path = build_spec_module(spec, sources, lib.main, values, support=lib.support, lookup_only=True)
+        if path is None:
+            return None
+        found[name] = Path(path)
+    return found
+
+
+def regenerating(
+    make: Callable[[], Mapping[str, bytes]], names: Sequence[str]
+) -> dict[str, Callable[[], bytes]]:
+    """The members ``names``, each a function that runs ``make`` (a generation: every
+    artifact's payload by name) once, at the first read of any of them."""
+    made = functools.cache(make)
+    return {name: (lambda name=name: made()[name]) for name in names}

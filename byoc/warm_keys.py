@@ -1,0 +1,124 @@
+"""The parts of the keys under which a warm build finds the work of an earlier one: the
+digest of an input file, a stamp of byoc's own code, of this machine's CPU, and of a
+catalog's user files.
+
+A model file's digest is remembered in the disk cache (kind ``digest``) under the
+file's identity and status: device, inode, size, modification and change times in
+nanoseconds. Any write to the file changes its change time, which no user call can
+set back, so a remembered digest is found only for the bytes it was computed from;
+hashing BERT-base's 437 MB again each run took a quarter of a second.
+
+byoc's code is stamped by the path, size and modification time of every file of its
+packages (Python, YAML, grammars, C): an edit to the importer, the generator or a
+shipped spec makes every key new, so a development checkout never finds work that
+older code did. It is computed once per process (a few milliseconds).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import platform
+import stat
+from pathlib import Path
+
+from . import __version__
+from .disk_cache import read_entry, write_entry
+
+PACKAGES = ("byoc", "byoc.grammar", "byoc.spec", "byoc.generator", "byoc.runtime")
+"""The packages whose files make up byoc's code (package-dir maps them to folders)."""
+DIGEST_KIND = "file-digests"
+CHUNK = 1 << 20
+
+
+def file_status(path: str | Path) -> tuple[int, ...] | None:
+    """What identifies the file's bytes without reading them: device, inode, size,
+    modification and change times (ns); None for anything but a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_digest(path: str | Path) -> tuple[str, tuple[int, ...]] | None:
+    """``(sha256 hex digest, status)`` of the regular file at ``path``, the digest
+    remembered under its status (see the module doc); None if it is not a regular
+    file or cannot be read."""
+    status = file_status(path)
+    if status is None:
+        return None
+    key = _digest_key(path, status)
+    found = read_entry(DIGEST_KIND, key)
+    if found is not None and len(found) == 64:
+        return found.decode("ascii"), status
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                digest.update(chunk)
+    except OSError:
+        return None
+    if file_status(path) != status:  # written to while it was read: no digest to remember
+        return None
+    write_entry(DIGEST_KIND, key, digest.hexdigest().encode("ascii"))
+    return digest.hexdigest(), status
+
+
+def _digest_key(path: str | Path, status: tuple[int, ...]) -> str:
+    return hashlib.sha256(repr((os.path.realpath(path), status)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@functools.cache
+def code_stamp() -> str:
+    """A digest of byoc's version and of the path, size and modification time of every
+    file of its packages (not their bytecode)."""
+    parts = [__version__]
+    for package in PACKAGES:
+        found = importlib.util.find_spec(package)
+        for root in (found.submodule_search_locations or []) if found else []:
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith((".pyc", ".pyo")):
+                        continue
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    parts.append(f"{package}:{os.path.relpath(path, root)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@functools.cache
+def machine_stamp() -> str:
+    """This machine's architecture, CPU model and CPU feature flags: what the probes and
+    the host ISA options answer from."""
+    lines = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features", "cpu family", "model\t")):
+                    lines.append(line.strip())
+                elif not line.strip() and len(lines) > 1:
+                    break  # the first processor's block
+    except OSError:
+        lines.append(platform.processor())
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def catalog_stamp(catalog) -> str | None:
+    """What identifies ``catalog``'s content: its key (a digest of the YAML texts it was
+    loaded from) and its user files; None for a catalog built in code, which has no key:
+    nothing made with it may be remembered."""
+    if not getattr(catalog, "key", ""):
+        return None
+    digest = hashlib.sha256(catalog.key.encode("utf-8", "surrogatepass"))
+    for f in catalog.user_files:
+        digest.update(f"\0{f.path}\0{f.text}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
