@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..disk_cache import entry_key, read_entry, write_entry
+from ..input_files import ONNX_LIMIT
 from ..warm_keys import catalog_stamp, code_stamp, file_digest, file_status
 
 KIND = "onnx-imports"
@@ -62,9 +63,13 @@ def import_file(
     Program for the build's own record (:mod:`byoc.build_records`); the key is None when
     the import cannot be remembered (see the module doc): then nothing else may be
     remembered under it either, since it does not cover every byte the import read."""
-    found = file_digest(path)
+    status = file_status(path)
+    bound_digests = _value_digests(bound or {})
     stamp = catalog_stamp(catalog)
-    if found is None or stamp is None:
+    if status is None or status[2] > ONNX_LIMIT or bound_digests is None or stamp is None:
+        return make(), None  # not a regular file, too large (the import says so), or unnamed inputs
+    found = file_digest(path)
+    if found is None:
         return make(), None
     digest, status = found
     key = entry_key(
@@ -75,7 +80,7 @@ def import_file(
         digest,
         str(path),
         repr(sorted((name, tuple(map(int, dims))) for name, dims in (shapes or {}).items())),
-        repr(sorted((name, _value_digest(value)) for name, value in (bound or {}).items())),
+        repr(bound_digests),
         stamp,
     )
     data = read_entry(KIND, key)
@@ -88,7 +93,10 @@ def import_file(
     try:
         program = make()
     except NeedsValue as need:
-        write_entry(KIND, key, pickle.dumps(("needs", need.message, need.input, need.hint, need.position)))
+        if file_status(path) == status and not _external_data(_read(path)):
+            write_entry(
+                KIND, key, pickle.dumps(("needs", need.message, need.input, need.hint, need.position))
+            )
         raise
     stored = _stored(program, path) if file_status(path) == status else None
     if stored is None:  # nothing names this Program: its build is not remembered either
@@ -104,10 +112,25 @@ def _version(distribution: str) -> str:
         return "absent"
 
 
-def _value_digest(value: np.ndarray) -> str:
-    array = np.ascontiguousarray(value)
-    head = f"{array.dtype.str}{array.shape}".encode()
-    return hashlib.sha256(head + array.view(np.uint8).tobytes()).hexdigest()
+def _value_digests(bound: Mapping[str, np.ndarray]) -> list[tuple[str, str]] | None:
+    """Each bound input's name with the digest of its dtype, shape and bytes, sorted;
+    None when a value has no bytes to digest (strings, objects)."""
+    out = []
+    for name, value in sorted(bound.items()):
+        array = np.ascontiguousarray(value)
+        if array.dtype.hasobject:
+            return None
+        head = f"{array.dtype.str}{array.shape}".encode()
+        out.append((name, hashlib.sha256(head + array.reshape(-1).view(np.uint8).tobytes()).hexdigest()))
+    return out
+
+
+def _read(path: str | Path) -> bytes:
+    """The file's bytes (b"" when it cannot be read: nothing is then found in them)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""
 
 
 def _recall(data: bytes, path: str | Path, status: tuple[int, ...]):
@@ -146,11 +169,8 @@ def _stored(program, path: str | Path) -> bytes | None:
     """The entry of ``program``: its pickle, each large constant found in the file
     ``path`` as its place there; None when the file cannot be read again or keeps
     tensors in other files."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    if _external_data(data):
+    data = _read(path)
+    if not data or _external_data(data):
         return None
     buffer = io.BytesIO()
     try:
