@@ -18,6 +18,14 @@ from byoc.api import parse, print_program
 from byoc.catalog import Catalog
 from byoc.ir import Program, is_integer
 
+# The suite keeps Python's bytecode even where the environment says not to write it
+# (PYTHONDONTWRITEBYTECODE, set on the project's machines): without it pytest rewrote
+# the asserts of every test module at each collection (13 of its 18 s), and every
+# `byoc` subprocess a test starts compiled byoc's modules again (about a second each).
+# The files go to __pycache__/ folders, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 TESTS = Path(__file__).parent
 DATA = TESTS / "data"
 EXAMPLES = TESTS.parent / "examples"
