@@ -52,10 +52,9 @@ def file_digest(path: str | Path) -> tuple[str, tuple[int, ...]] | None:
     status = file_status(path)
     if status is None:
         return None
-    key = _digest_key(path, status)
-    found = read_entry(DIGEST_KIND, key)
-    if found is not None and len(found) == 64:
-        return found.decode("ascii"), status
+    found = _remembered(path, status)
+    if found is not None:
+        return found, status
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:
@@ -65,8 +64,20 @@ def file_digest(path: str | Path) -> tuple[str, tuple[int, ...]] | None:
         return None
     if file_status(path) != status:  # written to while it was read: no digest to remember
         return None
-    write_entry(DIGEST_KIND, key, digest.hexdigest().encode("ascii"))
+    write_entry(DIGEST_KIND, _digest_key(path, status), digest.hexdigest().encode("ascii"))
     return digest.hexdigest(), status
+
+
+def remembered_digest(path: str | Path) -> str | None:
+    """The digest remembered for the file at ``path`` as it is now, or None: never
+    computed here (a caller that has just read the file, and hashes what it read)."""
+    status = file_status(path)
+    return None if status is None else _remembered(path, status)
+
+
+def _remembered(path: str | Path, status: tuple[int, ...]) -> str | None:
+    found = read_entry(DIGEST_KIND, _digest_key(path, status))
+    return found.decode("ascii") if found is not None and len(found) == 64 else None
 
 
 def _digest_key(path: str | Path, status: tuple[int, ...]) -> str:

@@ -58,10 +58,11 @@ def _check_old_opset(model, opset: int, where: str) -> None:
             )
 
 
-def check_model(model, where: str, data: bytes | None = None):
+def check_model(model, where: str, data: bytes | None = None, digest: str | None = None):
     """``model`` if ONNX's checker accepts it and byoc can take its opset, inputs and
     outputs; a clean error naming ``where`` if not. ``data``, the bytes the model was
-    read from whole (no external data), lets the checker's verdict be remembered."""
+    read from whole (no external data), lets the checker's verdict be remembered;
+    ``digest`` is their SHA-256 when the caller knows it already."""
     onnx = require_onnx()
     check_names_utf8(model, where)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
@@ -72,7 +73,7 @@ def check_model(model, where: str, data: bytes | None = None):
             hint=f"convert it first: onnx.version_converter.convert_version(model, {newest})",
         )
     try:
-        _onnx_checker(onnx, model, data)
+        _onnx_checker(onnx, model, data, digest)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParseError(f"{where} is not a valid ONNX model: {first}") from None
@@ -100,7 +101,7 @@ def check_model(model, where: str, data: bytes | None = None):
     return model
 
 
-def _onnx_checker(onnx, model, data: bytes | None) -> None:
+def _onnx_checker(onnx, model, data: bytes | None, digest: str | None = None) -> None:
     """ONNX's checker on ``model``; an exception if it refuses it. Given the bytes
     ``data`` the model was read from, a pass is remembered in byoc's disk cache under
     their digest and the onnx version, so that the next import of the same file skips
@@ -117,7 +118,8 @@ def _onnx_checker(onnx, model, data: bytes | None) -> None:
         onnx.checker.check_model(model)
         return True
 
-    cached("onnx-checked", entry_key("onnx.checker", onnx.__version__, sha256_hex(data)), check, expect=bool)
+    key = entry_key("onnx.checker", onnx.__version__, digest or sha256_hex(data))
+    cached("onnx-checked", key, check, expect=bool)
 
 
 def check_names_utf8(message, where: str, path: str = "") -> None:

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import ByocError, ParseError, UsageError
 from ..npz_files import ReadWeights, npz_bytes, sha256_hex
+from ..warm_keys import remembered_digest
 from .locations import locate_at_nodes, node_message
 from .model_checks import (  # noqa: F401 (INSTALL_HINT, MIN_OPSET, max_opset: importers' names since the start)
     INSTALL_HINT,
@@ -119,7 +120,8 @@ def load_model(path: str | Path):
     model = model_from_bytes(data, str(path))
     whole = not _external_tensors(model)  # the file's bytes are the whole model
     _load_external_data(model, Path(path).parent, str(path))
-    return check_model(model, str(path), data if whole else None)
+    known = remembered_digest(path)  # the import cache's lookup hashed the file just now
+    return check_model(model, str(path), data if whole else None, known if whole else None)
 
 
 @dataclass(frozen=True)

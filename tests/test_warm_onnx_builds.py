@@ -265,3 +265,22 @@ def test_byoc_run_specialises_a_warm_import_to_its_inputs(tmp_path, private_cach
         outs.append(np.load(tmp_path / "y.npz")["output_0"])
     np.testing.assert_array_equal(outs[0], x.reshape(3, 4))
     np.testing.assert_array_equal(outs[1], outs[0])
+
+
+def test_the_checker_finds_its_pass_by_the_remembered_digest_as_by_the_bytes(
+    tmp_path, private_cache, monkeypatch
+):
+    """The import cache's lookup remembers the file's digest; the checker's entry is
+    keyed by it, and a copy of the file elsewhere (hashed from its bytes) finds it."""
+    checked = []
+    real = onnx.checker.check_model
+    monkeypatch.setattr(onnx.checker, "check_model", lambda m, *a, **k: checked.append(1) or real(m, *a, **k))
+    path = mlp_file(tmp_path / "mlp.onnx")
+    imported(path)
+    assert checked == [1]
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes(path.read_bytes())
+    from byoc.onnx.model_import import import_program
+
+    import_program(copy)  # no digest remembered for it: the checker's key from its bytes
+    assert checked == [1]
