@@ -272,10 +272,10 @@ def test_the_checker_finds_its_pass_by_the_remembered_digest_as_by_the_bytes(
 ):
     """The import cache's lookup remembers the file's digest; the checker's entry is
     keyed by it, and a copy of the file elsewhere (hashed from its bytes) finds it."""
+    path = mlp_file(tmp_path / "mlp.onnx")
     checked = []
     real = onnx.checker.check_model
     monkeypatch.setattr(onnx.checker, "check_model", lambda m, *a, **k: checked.append(1) or real(m, *a, **k))
-    path = mlp_file(tmp_path / "mlp.onnx")
     imported(path)
     assert checked == [1]
     copy = tmp_path / "copy.onnx"
