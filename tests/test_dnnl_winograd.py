@@ -30,21 +30,31 @@ if missing_library("dnnl"):
 BACKEND = "dnnl"
 
 ENTRY = """
-/* 1 when the packed conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd, 0
-   when it runs oneDNN's convolution, -1 when it cannot be made. */
-int byoc_test_winograd(const int64_t* g) {
+/* 1 when the packed conv of geometry g runs as Winograd, 0 when it runs oneDNN's
+   convolution, -1 when it cannot be made. */
+int byoc_test_winograd(const dnnl_byoc_conv_geometry* g) {
   dnnl_engine_t engine = NULL;
   if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) return -1;
   dnnl_byoc_packed_conv_t c;
   memset(&c, 0, sizeof c);
   const int layouts[3] = {DNNL_BYOC_LAYOUT_plain, DNNL_BYOC_LAYOUT_plain, DNNL_BYOC_LAYOUT_plain};
   const int made = dnnl_byoc_packed_conv2d(&c, engine, g, 1, 0, 1, NULL, NULL, 0.0, layouts) == 0;
-  const int winograd = made ? c.winograd[0] > 0 : -1;
+  const int winograd = made ? c.winograd.n > 0 : -1;
   if (made) dnnl_byoc_packed_conv_free(&c);
   dnnl_engine_destroy(engine);
   return winograd;
 }
 """
+
+
+class ConvGeometry(ctypes.Structure):
+    """dnnl_support.h's dnnl_byoc_conv_geometry."""
+
+    _fields_ = [
+        (name, ctypes.c_int64)
+        for name in "n c h w o kh kw oh ow stride_h stride_w pad_top pad_left pad_bottom pad_right".split()
+        + "dilation_h dilation_w groups".split()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +70,12 @@ def winograd():
     def runs_winograd(n, c, h, w, m, kh=3, kw=3, stride=1, pad=1, dilation=1, groups=1) -> int:
         oh = (h + 2 * pad - (kh - 1) * dilation - 1) // stride + 1
         ow = (w + 2 * pad - (kw - 1) * dilation - 1) // stride + 1
-        g = np.array(
-            [n, c, h, w, m, kh, kw, oh, ow, stride, stride, pad, pad, pad, pad, dilation, dilation, groups],
-            np.int64,
-        )
-        return fn(g.ctypes.data)
+        g = ConvGeometry(
+            n=n, c=c, h=h, w=w, o=m, kh=kh, kw=kw, oh=oh, ow=ow, stride_h=stride, stride_w=stride,
+            pad_top=pad, pad_left=pad, pad_bottom=pad, pad_right=pad,
+            dilation_h=dilation, dilation_w=dilation, groups=groups,
+        )  # fmt: skip
+        return fn(ctypes.byref(g))
 
     return runs_winograd
 

@@ -11,7 +11,7 @@
 
 #define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, NULL, NULL, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, NULL, NULL, \
                                    0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, float* out) { \
@@ -20,7 +20,7 @@
 
 #define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
                                    0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
@@ -29,7 +29,7 @@
 
 #define DNNL_CONV2D_SUM(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, NULL, NULL, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, NULL, NULL, \
                                    0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
@@ -38,7 +38,7 @@
 
 #define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
                                    0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
@@ -49,7 +49,7 @@
 
 #define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
                                    (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, float* out) { \
@@ -59,7 +59,7 @@
 
 #define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
                                    (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* b, float* out) { \
@@ -69,7 +69,7 @@
 
 #define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
                                    (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* residual, float* out) { \
@@ -80,7 +80,7 @@
 #define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                               const float* const* bn) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, bn, p_EPS_, \
                                    (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
@@ -92,7 +92,7 @@
 #define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                               const float* const* bn) { \
-    return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_, \
+    return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, bn, p_EPS_, \
                                    (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_RES_LAYOUT_}); \
   } \
   static int p_ID_(const float* x, const float* w, const float* scale, const float* shift, \
@@ -125,7 +125,7 @@
 
 #define DNNL_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-    return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+    return dnnl_byoc_pool2d(prim, engine, &(const dnnl_byoc_pool_geometry){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
                             DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
   } \
   static int p_ID_(const float* x, float* out) { \
@@ -135,7 +135,7 @@
 
 #define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-    return dnnl_byoc_pool2d(prim, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
+    return dnnl_byoc_pool2d(prim, engine, &(const dnnl_byoc_pool_geometry){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
                             DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
   } \
   static int p_ID_(const float* x, float* out) { \
@@ -204,7 +204,7 @@
 #define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
-    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, NULL, \
                                (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, NULL, NULL, NULL, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -219,7 +219,7 @@
 #define DNNL_CONV2D_Q8_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
-    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, NULL, \
                                (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, bs, b, bz, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -235,7 +235,7 @@
 #define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
-    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_MATMUL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_MATMUL, NULL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
                                (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, NULL, NULL, NULL, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, 0, 0, 0}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -250,7 +250,7 @@
 #define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
-    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_DENSE, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+    return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_DENSE, NULL, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
                                (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, bs, b, bz, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                                (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \

@@ -87,18 +87,17 @@ static inline int dnnl_byoc_finish(dnnl_primitive_t* prim, dnnl_status_t made, d
 }
 
 /* The descriptor *pd of a convolution from src by w, plus b (NULL: no bias), to dst,
-   with the attributes attr (NULL, when making them failed: dnnl_out_of_memory); its
-   geometry is g = {N, C, H, W, M, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW, G}
-   for x (N, C, H, W) by w (M, C/G, KH, KW). oneDNN counts dilation from 0 (byoc's 1
-   is its 0), and takes grouped weights as (G, M/G, C/G, KH, KW), the same bytes as
-   (M, C/G, KH, KW). */
-static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+   with the attributes attr (NULL, when making them failed: dnnl_out_of_memory), of
+   geometry g. oneDNN counts dilation from 0 (byoc's 1 is its 0), and takes grouped
+   weights as (G, M/G, C/G, KH, KW), the same bytes as (M, C/G, KH, KW). */
+static inline dnnl_status_t dnnl_byoc_conv_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine,
+                                                const dnnl_byoc_conv_geometry* g,
                                                 const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
                                                 const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
                                                 const_dnnl_primitive_attr_t attr) {
   /* oneDNN reads each spatial list as a whole dnnl_dims_t */
-  const dnnl_dims_t strides = {g[9], g[10]}, dilates = {g[15] - 1, g[16] - 1};
-  const dnnl_dims_t left = {g[11], g[12]}, right = {g[13], g[14]};
+  const dnnl_dims_t strides = {g->stride_h, g->stride_w}, dilates = {g->dilation_h - 1, g->dilation_w - 1};
+  const dnnl_dims_t left = {g->pad_top, g->pad_left}, right = {g->pad_bottom, g->pad_right};
   *pd = NULL;
   if (attr == NULL) return dnnl_out_of_memory;
   return dnnl_convolution_forward_primitive_desc_create(pd, engine, dnnl_forward_inference, dnnl_convolution_direct,
@@ -131,20 +130,21 @@ int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch,
 }
 
 /* Declared, and described, in dnnl_support.h. */
-int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
+int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const dnnl_byoc_pool_geometry* g,
                      dnnl_alg_kind_t alg, int x_layout, int y_layout) {
-  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[1], g[4], g[5]};
+  const int64_t x[] = {g->n, g->c, g->h, g->w}, y[] = {g->n, g->c, g->oh, g->ow};
   /* oneDNN reads each spatial list as a whole dnnl_dims_t */
-  const dnnl_dims_t kernel = {g[6], g[7]}, strides = {g[8], g[9]}, dilates = {g[14] - 1, g[15] - 1};
-  const dnnl_dims_t left = {g[10], g[11]};
+  const dnnl_dims_t kernel = {g->kh, g->kw}, strides = {g->stride_h, g->stride_w};
+  const dnnl_dims_t dilates = {g->dilation_h - 1, g->dilation_w - 1}, left = {g->pad_top, g->pad_left};
+  const int64_t out[] = {g->oh, g->ow}, in[] = {g->h, g->w}, pads[] = {g->pad_bottom, g->pad_right};
   dnnl_dims_t right = {0};
   for (int a = 0; a < 2; ++a) {
-    const int64_t reach = (g[4 + a] - 1) * g[8 + a] + (kernel[a] - 1) * g[14 + a] + 1 - g[2 + a] - left[a];
-    right[a] = reach > g[12 + a] ? reach : g[12 + a];
+    const int64_t reach = (out[a] - 1) * strides[a] + (kernel[a] - 1) * (dilates[a] + 1) + 1 - in[a] - left[a];
+    right[a] = reach > pads[a] ? reach : pads[a];
   }
   /* a (N, C, 1, 1) result has the same bytes in either layout: take the source's, so
      that oneDNN runs its jit pooling (one of mixed layouts runs its reference code) */
-  if (g[4] == 1 && g[5] == 1) y_layout = x_layout;
+  if (g->oh == 1 && g->ow == 1) y_layout = x_layout;
   dnnl_memory_desc_t mds[2] = {dnnl_byoc_md_4d(x, x_layout), dnnl_byoc_md_4d(y, y_layout)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
@@ -680,10 +680,9 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
 #define DNNL_BYOC_OUTLINED
 #endif
 
-/* The 2x2 result tiles of the conv of geometry g (dnnl_byoc_conv_desc's), over all
-   its images. */
-static inline int64_t dnnl_byoc_winograd_tiles(const int64_t* g) {
-  return g[0] * ((g[7] + 1) / 2) * ((g[8] + 1) / 2);
+/* The 2x2 result tiles of the conv of geometry g, over all its images. */
+static inline int64_t dnnl_byoc_winograd_tiles(const dnnl_byoc_conv_geometry* g) {
+  return g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2);
 }
 
 /* The tiles of a block, which one thread transforms, multiplies and transforms back
@@ -702,18 +701,18 @@ static inline int64_t dnnl_byoc_winograd_block(int64_t tiles, int64_t c_in, int6
   return (tiles + blocks - 1) / blocks;
 }
 
-/* Whether the conv of geometry g (dnnl_byoc_conv_desc's) runs as Winograd: 3x3,
+/* Whether the conv of geometry g runs as Winograd: 3x3,
    stride 1, no dilation or groups, at least 32 channels in and out, transformed
    weights of at most 16 MB, at least 25 tiles, and at most 32 MB of transforms
    over all its tiles (5 images of 64 channels at 56x56 take 30.6 MB). The blocks
    bound the memory a call uses whatever the batch; the bound on the whole stays
    because larger batches were never measured against oneDNN's convolution. */
-static inline int dnnl_byoc_winograd_fits(const int64_t* g) {
+static inline int dnnl_byoc_winograd_fits(const dnnl_byoc_conv_geometry* g) {
 #ifdef DNNL_BYOC_WINOGRAD
   const int64_t tiles = dnnl_byoc_winograd_tiles(g);
-  return g[5] == 3 && g[6] == 3 && g[9] == 1 && g[10] == 1 && g[15] == 1 && g[16] == 1 && g[17] == 1
-      && g[1] >= 32 && g[4] >= 32 && g[1] * g[4] <= 512 * 512 && tiles >= 25
-      && 16 * 4 * tiles * (g[1] + g[4]) <= ((int64_t)32 << 20);
+  return g->kh == 3 && g->kw == 3 && g->stride_h == 1 && g->stride_w == 1 && g->dilation_h == 1
+      && g->dilation_w == 1 && g->groups == 1 && g->c >= 32 && g->o >= 32 && g->c * g->o <= 512 * 512
+      && tiles >= 25 && 16 * 4 * tiles * (g->c + g->o) <= ((int64_t)32 << 20);
 #else
   (void)g;
   return 0;
@@ -773,14 +772,15 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static int dnnl_byoc_winograd_weights(float*
    come out of them as inf - inf = NaN in pixels where the convolution is inf. One
    thread's block of tiles (dnnl_byoc_winograd). */
 DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const float* x, float* v,
-                                                                      unsigned char* direct, const int64_t* wg,
+                                                                      unsigned char* direct,
+                                                                      const dnnl_byoc_winograd_plan* wg,
                                                                       int64_t t0, int64_t t1, int64_t rows) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
-  const int64_t h = wg[1], w = wg[2], c_in = wg[3], tiles_h = (wg[7] + 1) / 2, tiles_w = (wg[8] + 1) / 2;
+  const int64_t h = wg->h, w = wg->w, c_in = wg->c, tiles_h = (wg->oh + 1) / 2, tiles_w = (wg->ow + 1) / 2;
   const int64_t plane = rows * c_in;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t image = t / (tiles_h * tiles_w);
-    const int64_t y0 = t / tiles_w % tiles_h * 2 - wg[5], x0 = t % tiles_w * 2 - wg[6];
+    const int64_t y0 = t / tiles_w % tiles_h * 2 - wg->pad_top, x0 = t % tiles_w * 2 - wg->pad_left;
     float probe = 0.0f;  /* the sum of 0 * each transformed value: NaN when one is not finite */
     for (int64_t c0 = 0; c0 < c_in; c0 += DNNL_BYOC_WG_BLOCK) {
       const int64_t n = c_in - c0 < DNNL_BYOC_WG_BLOCK ? c_in - c0 : DNNL_BYOC_WG_BLOCK;
@@ -820,12 +820,13 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_in(const floa
    output channels m0 + k, computed directly from the nhwc source x and the plain
    weights w (M, C, 3, 3), zero outside the source: Winograd's stand-in for the
    pixels of a tile whose patch or weights are not all finite. */
-static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const int64_t* wg, int64_t image,
+static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const dnnl_byoc_winograd_plan* wg,
+                                        int64_t image,
                                         int64_t row, int64_t col, int64_t m0, int64_t n, float* s) {
-  const int64_t h = wg[1], width = wg[2], c_in = wg[3];
+  const int64_t h = wg->h, width = wg->w, c_in = wg->c;
   for (int64_t k = 0; k < n; ++k) s[k] = 0.0f;
   for (int j = 0; j < 9; ++j) {
-    const int64_t y = row + j / 3 - wg[5], at = col + j % 3 - wg[6];
+    const int64_t y = row + j / 3 - wg->pad_top, at = col + j % 3 - wg->pad_left;
     if (y < 0 || y >= h || at < 0 || at >= width) continue;
     const float* d = x + ((image * h + y) * width + at) * c_in;
     for (int64_t k = 0; k < n; ++k) {
@@ -839,7 +840,7 @@ static inline void dnnl_byoc_conv3x3_at(const float* x, const float* w, const in
 
 /* y (nhwc) = A' P A of the products P of each tile t in [t0, t1) (row t - t0 of each
    of the 16 matrices of R rows of p), with A' = (1 1 1 0; 0 1 -1 -1), plus `bias` and
-   `addend` (nhwc; either NULL: none), then a relu when wg[9]; a result pixel past the
+   `addend` (nhwc; either NULL: none), then a relu when wg->relu; a result pixel past the
    edge of y is not written. The addend may be y itself: each element is read before
    it is written, by the same thread. The tiles that `direct` flags (all of them when
    it is NULL: weights that are not finite) are computed directly from the source x
@@ -848,12 +849,13 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
                                                                        const float* addend, float* y,
                                                                        const unsigned char* direct,
                                                                        const float* x, const float* w,
-                                                                       const int64_t* wg, int64_t t0, int64_t t1,
+                                                                       const dnnl_byoc_winograd_plan* wg,
+                                                                       int64_t t0, int64_t t1,
                                                                        int64_t rows) {
   static const float zeros[DNNL_BYOC_WG_BLOCK];
-  const int64_t m = wg[4], oh = wg[7], ow = wg[8], tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
+  const int64_t m = wg->m, oh = wg->oh, ow = wg->ow, tiles_h = (oh + 1) / 2, tiles_w = (ow + 1) / 2;
   const int64_t plane = rows * m;
-  const int relu = wg[9] != 0;
+  const int relu = wg->relu != 0;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t image = t / (tiles_h * tiles_w), y0 = t / tiles_w % tiles_h * 2, x0 = t % tiles_w * 2;
     for (int64_t m0 = 0; m0 < m; m0 += DNNL_BYOC_WG_BLOCK) {
@@ -948,20 +950,20 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   dnnl_primitive_t reorder = NULL;
   dnnl_stream_t stream = NULL;
   void* scratch = NULL;
-  const int64_t* wg = c->winograd;
-  const size_t packed_bytes = wg[0] > 0 ? sizeof(float) * 16 * (size_t)(wg[3] * wg[4])
+  const dnnl_byoc_winograd_plan* wg = &c->winograd;
+  const size_t packed_bytes = wg->n > 0 ? sizeof(float) * 16 * (size_t)(wg->c * wg->m)
                                         : dnnl_memory_desc_get_size(packed);
   c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
-  if (wg[0] > 0) {
+  if (wg->n > 0) {
     c->plain = (float*)malloc(bytes > 0 ? bytes : 1);
     if (c->plain != NULL) memcpy(c->plain, w, bytes);
   }
-  if (c->weights != NULL && wg[0] > 0) {
-    c->weights_finite = dnnl_byoc_winograd_weights((float*)c->weights, w, wg[3], wg[4]);
+  if (c->weights != NULL && wg->n > 0) {
+    c->weights_finite = dnnl_byoc_winograd_weights((float*)c->weights, w, wg->c, wg->m);
   }
-  int ok = c->weights != NULL && (wg[0] == 0 || c->plain != NULL)
-      && (wg[0] > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
-  if (ok && reorder == NULL && wg[0] == 0) memcpy(c->weights, w, bytes);
+  int ok = c->weights != NULL && (wg->n == 0 || c->plain != NULL)
+      && (wg->n > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
+  if (ok && reorder == NULL && wg->n == 0) memcpy(c->weights, w, bytes);
   if (ok && reorder != NULL) {
     const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
     scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
@@ -987,7 +989,7 @@ static inline const char* dnnl_byoc_impl(const_dnnl_primitive_desc_t pd) {
    any layout, bias b) between src and dst with the attributes attr, when oneDNN runs
    that with the same implementation as *pd: a layout of the kernel's own costs no
    reorder, and the same kernel computes as fast in it. 1 when it did. */
-static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const int64_t* g,
+static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engine, const dnnl_byoc_conv_geometry* g,
                                    const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t w,
                                    const_dnnl_memory_desc_t b, const_dnnl_memory_desc_t dst,
                                    const_dnnl_primitive_attr_t attr) {
@@ -1015,15 +1017,16 @@ static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engi
 
 /* c's Winograd geometry and matmul (the 16 products of a block, block x C by C x M,
    batched) for the conv of geometry g, with a relu when `relu`. 1 on success. */
-static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
-                                          int relu) {
+static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine,
+                                          const dnnl_byoc_conv_geometry* g, int relu) {
   const int64_t tiles = dnnl_byoc_winograd_tiles(g), most = DNNL_BYOC_MAX_THREADS();
-  const int64_t block = dnnl_byoc_winograd_block(tiles, g[1], g[4], most > 0 ? most : 1);
+  const int64_t block = dnnl_byoc_winograd_block(tiles, g->c, g->o, most > 0 ? most : 1);
   const int64_t blocks = (tiles + block - 1) / block;
-  const int64_t wg[13] = {g[0], g[2], g[3], g[1], g[4], g[11], g[12], g[7], g[8], relu, tiles, block,
-                          most < blocks ? most : blocks};
-  memcpy(c->winograd, wg, sizeof wg);
-  const int64_t a[] = {16, block, g[1]}, b[] = {16, g[1], g[4]}, d[] = {16, block, g[4]};
+  c->winograd = (dnnl_byoc_winograd_plan){
+      .n = g->n, .h = g->h, .w = g->w, .c = g->c, .m = g->o, .pad_top = g->pad_top, .pad_left = g->pad_left,
+      .oh = g->oh, .ow = g->ow, .relu = relu, .tiles = tiles, .block = block,
+      .threads = most < blocks ? most : blocks};
+  const int64_t a[] = {16, block, g->c}, b[] = {16, g->c, g->o}, d[] = {16, block, g->o};
   dnnl_memory_desc_t mds[3] = {dnnl_byoc_md(3, a), dnnl_byoc_md(3, b), dnnl_byoc_md(3, d)};
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
@@ -1036,9 +1039,9 @@ static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engin
    (at[4], each at a multiple of 64 bytes): its block's transformed source (v) and
    products (p), a flag per tile, and its matmul's scratchpad. */
 static inline size_t dnnl_byoc_winograd_part(const dnnl_byoc_packed_conv_t* c, size_t* at) {
-  const int64_t* wg = c->winograd;
-  const size_t sizes[4] = {sizeof(float) * 16 * (size_t)(wg[11] * wg[3]), sizeof(float) * 16 * (size_t)(wg[11] * wg[4]),
-                           (size_t)wg[11], dnnl_byoc_scratch_size(c->conv)};
+  const dnnl_byoc_winograd_plan* wg = &c->winograd;
+  const size_t sizes[4] = {sizeof(float) * 16 * (size_t)(wg->block * wg->c), sizeof(float) * 16 * (size_t)(wg->block * wg->m),
+                           (size_t)wg->block, dnnl_byoc_scratch_size(c->conv)};
   size_t total = 0;
   for (int k = 0; k < 4; ++k) {
     at[k] = total;
@@ -1057,12 +1060,12 @@ static inline size_t dnnl_byoc_winograd_part(const dnnl_byoc_packed_conv_t* c, s
 static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* src,
                                      const void* u, const float* w, int finite, const float* bias,
                                      const float* addend, float* dst, char* work) {
-  const int64_t* wg = c->winograd;
-  const int64_t tiles = wg[10], rows = wg[11], blocks = (tiles + rows - 1) / rows;
+  const dnnl_byoc_winograd_plan* wg = &c->winograd;
+  const int64_t tiles = wg->tiles, rows = wg->block, blocks = (tiles + rows - 1) / rows;
   size_t at[4];
   const size_t part = dnnl_byoc_winograd_part(c, at);
   int failed = 0;
-  #pragma omp parallel num_threads((int)wg[12]) reduction(| : failed)
+  #pragma omp parallel num_threads((int)wg->threads) reduction(| : failed)
   {
     const int64_t id = DNNL_BYOC_THREAD_ID(), threads = DNNL_BYOC_THREAD_COUNT();
     char* mine = work + (size_t)id * part;
@@ -1076,7 +1079,7 @@ static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engi
       const int64_t t0 = b * rows, t1 = t0 + rows < tiles ? t0 + rows : tiles;
       dnnl_byoc_winograd_in(src, v, direct, wg, t0, t1, rows);
       for (int i = 0; i < 16 && t1 - t0 < rows; ++i) {  /* a last, short block: zeros in its unused rows */
-        memset(v + (i * rows + t1 - t0) * wg[3], 0, sizeof(float) * (size_t)((rows - (t1 - t0)) * wg[3]));
+        memset(v + (i * rows + t1 - t0) * wg->c, 0, sizeof(float) * (size_t)((rows - (t1 - t0)) * wg->c));
       }
       failed |= !dnnl_byoc_execute(c->conv, engine, stream, 3, kinds, (void* const[]){v, (void*)u, p}, mine + at[3]);
       if (!failed) dnnl_byoc_winograd_out(p, bias, addend, dst, finite ? direct : NULL, src, w, wg, t0, t1, rows);
@@ -1087,12 +1090,12 @@ static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engi
 }
 
 /* Declared, and described, in dnnl_support.h. */
-int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
+int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const dnnl_byoc_conv_geometry* g,
                             int bias, int sum, int relu, const float* w, const float* const* bn,
                             double epsilon, const int* layouts) {
-  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], g[4], g[7], g[8]};
-  const int64_t wd[] = {g[17], g[4] / g[17], g[1] / g[17], g[5], g[6]}, b[] = {g[4]};
-  const int grouped = g[17] != 1, biased = bias || bn != NULL, winograd = dnnl_byoc_winograd_fits(g);
+  const int64_t x[] = {g->n, g->c, g->h, g->w}, y[] = {g->n, g->o, g->oh, g->ow};
+  const int64_t wd[] = {g->groups, g->o / g->groups, g->c / g->groups, g->kh, g->kw}, b[] = {g->o};
+  const int grouped = g->groups != 1, biased = bias || bn != NULL, winograd = dnnl_byoc_winograd_fits(g);
   /* the primitive's (any layout), then the kernel's: x, the plain weights, the result
      and a residual, then Winograd's x and result (nhwc) */
   dnnl_memory_desc_t mds[10] = {dnnl_byoc_md_any(4, x),
@@ -1114,7 +1117,7 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   c->plain = NULL;
   c->weights_finite = 0;
   memset(c->transposes, 0, sizeof c->transposes);
-  memset(c->winograd, 0, sizeof c->winograd);
+  memset(&c->winograd, 0, sizeof c->winograd);
   memset(c->scratch, 0, sizeof c->scratch);
   if (winograd) {
     ok = ok && dnnl_byoc_winograd_init(c, engine, g, relu);
@@ -1139,7 +1142,7 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     ok = dnnl_byoc_reorder(&c->src_in, engine, mds[4], src) == 0
         && dnnl_byoc_reorder(&c->dst_out, engine, dst, mds[6]) == 0
         && (!sum || c->adds_residual || dnnl_byoc_reorder(&c->dst_in, engine, mds[7], dst) == 0)
-        && (w != NULL ? dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g[4], bn, epsilon)
+        && (w != NULL ? dnnl_byoc_pack_weights(c, engine, mds[5], weights, w, g->o, bn, epsilon)
                       : winograd || dnnl_byoc_reorder(&c->w_in, engine, mds[5], weights) == 0);
     dnnl_byoc_transposition(c->transposes[0], x, mds[4], src, dnnl_f32);
     if (sum) dnnl_byoc_transposition(c->transposes[1], y, mds[7], dst, dnnl_f32);
@@ -1154,9 +1157,9 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     c->scratch[2] = c->dst_out != NULL ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
-        : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g[1] * g[4]) : 0;
+        : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g->c * g->o) : 0;
     size_t parts[4];
-    c->scratch[5] = winograd ? dnnl_byoc_winograd_part(c, parts) * (size_t)c->winograd[12] : 0;
+    c->scratch[5] = winograd ? dnnl_byoc_winograd_part(c, parts) * (size_t)c->winograd.threads : 0;
     size_t at[7];
     dnnl_byoc_scratch_offsets(c->scratch, at);
     /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
@@ -1197,8 +1200,8 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
                            (void* const[]){(void*)w, weights}, memory);
   }
   int finite = c->weights_finite;  /* a call's own weights: whether they are all finite */
-  if (ok && c->weights == NULL && c->winograd[0] > 0) {
-    finite = dnnl_byoc_winograd_weights((float*)weights, w, c->winograd[3], c->winograd[4]);
+  if (ok && c->weights == NULL && c->winograd.n > 0) {
+    finite = dnnl_byoc_winograd_weights((float*)weights, w, c->winograd.c, c->winograd.m);
   }
   ok = ok && dnnl_byoc_move(c->src_in, c->transposes[0], engine, stream, x, src, memory);
   if (ok && residual != NULL && c->dst_in != NULL) {
@@ -1206,7 +1209,7 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
   } else if (ok && residual != NULL && !c->adds_residual && (const void*)residual != dst) {
     memcpy(dst, residual, sizeof(float) * (size_t)out_size);
   }
-  if (c->winograd[0] > 0) {  /* the residual is added from where it is, or from dst after the moves above */
+  if (c->winograd.n > 0) {  /* the residual is added from where it is, or from dst after the moves above */
     const float* add = c->adds_residual ? addend : residual != NULL ? (const float*)dst : NULL;
     const float* plain = c->plain != NULL ? c->plain : w;
     ok = ok && dnnl_byoc_winograd(c, engine, src, weights, plain, finite, b, add, dst, memory + at[5]);
@@ -1362,16 +1365,16 @@ static inline int dnnl_byoc_q8_reorders(dnnl_byoc_q8_t* q, dnnl_engine_t engine,
 }
 
 /* The int8 convolution of x (N, C, H, W; data type src_dt) by the s8 weights a->w (M,
-   C/G, KH, KW) into (N, M, OH, OW) of data type dst_dt, plain nchw at both ends; g
-   is the geometry dnnl_byoc_conv_desc reads. The primitive picks its layouts (nhwc
+   C/G, KH, KW) into (N, M, OH, OW) of data type dst_dt, plain nchw at both ends, of
+   geometry g. The primitive picks its layouts (nhwc
    for the data, blocked weights with their compensations): the weights are reordered
    here, the source and the result by each call. 0 on success. */
-static inline int dnnl_byoc_q8_conv2d(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const int64_t* g,
+static inline int dnnl_byoc_q8_conv2d(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const dnnl_byoc_conv_geometry* g,
                                       dnnl_data_type_t src_dt, dnnl_data_type_t dst_dt,
                                       const dnnl_byoc_q8_args_t* a) {
-  const int64_t groups = g[17], m = g[4];
-  const int64_t x[] = {g[0], g[1], g[2], g[3]}, y[] = {g[0], m, g[7], g[8]};
-  const int64_t w[] = {groups, m / groups, g[1] / groups, g[5], g[6]}, b[] = {m};
+  const int64_t groups = g->groups, m = g->o;
+  const int64_t x[] = {g->n, g->c, g->h, g->w}, y[] = {g->n, m, g->oh, g->ow};
+  const int64_t w[] = {groups, m / groups, g->c / groups, g->kh, g->kw}, b[] = {m};
   if (dnnl_byoc_q8_keep(q, a, m) != 0) return 1;
   const int wrank = groups > 1 ? 5 : 4;
   const int64_t* wdims = groups > 1 ? w : w + 1;
@@ -1525,7 +1528,7 @@ static inline int dnnl_byoc_q8_fits(int64_t n, const int64_t* shape, int wrank, 
 
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int kind,
-                        const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
+                        const dnnl_byoc_conv_geometry* geometry, const int64_t* bkn, const dnnl_data_type_t* dt, const float* ws, const void* w,
                         const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
                         const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu) {
   memset(q, 0, sizeof(*q));
@@ -1536,7 +1539,7 @@ int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* ker
     return dnnl_byoc_q8_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
   }
   const int conv = kind == DNNL_BYOC_Q8_CONV2D, matmul = kind == DNNL_BYOC_Q8_MATMUL;
-  const int64_t m = conv ? g[4] : g[2], wsize = n[2];
+  const int64_t m = conv ? geometry->o : bkn[2], wsize = n[2];
   const int wrank = conv ? 4 : 2, axis = matmul ? 1 : 0;  /* the weights' output channels */
   if (!dnnl_byoc_q8_fits(n[3], ws_shape, wrank, axis, m) || !dnnl_byoc_q8_fits(n[4], wz_shape, wrank, axis, m)) {
     return dnnl_byoc_q8_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
@@ -1558,8 +1561,8 @@ int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* ker
   if (ok && !fits) {
     dnnl_byoc_q8_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
   } else if (ok) {
-    failed = conv ? dnnl_byoc_q8_conv2d(q, engine, g, dt[0], dt[2], &a)
-                  : dnnl_byoc_q8_matmul(q, engine, g[0], g[1], g[2], dt[0], dt[2], &a, !matmul);
+    failed = conv ? dnnl_byoc_q8_conv2d(q, engine, geometry, dt[0], dt[2], &a)
+                  : dnnl_byoc_q8_matmul(q, engine, bkn[0], bkn[1], bkn[2], dt[0], dt[2], &a, !matmul);
   }
   free(w8);
   free(bias);

@@ -69,6 +69,17 @@ typedef struct {
   void* scratch;
 } dnnl_byoc_prim_t;
 
+/* A Winograd conv's plan (dnnl_byoc_winograd_init's): the geometry its transforms
+   read, and how its threads share its 2x2 result tiles. */
+typedef struct {
+  int64_t n, h, w, c;               /* the source, nhwc */
+  int64_t m;                        /* the output channels */
+  int64_t pad_top, pad_left;
+  int64_t oh, ow;                   /* the result, nhwc */
+  int64_t relu;                     /* 1: a relu after the bias and addend */
+  int64_t tiles, block, threads;    /* the tiles, the tiles of a block, the threads */
+} dnnl_byoc_winograd_plan;
+
 /* A convolution in the layouts oneDNN picks for it (format_tag_any: blocked ones,
    which run its direct and brgemm kernels rather than the plain layouts' im2col and
    gemm). Constant weights, and a folded batch_norm's bias, are packed into its layout
@@ -95,10 +106,9 @@ typedef struct {
   float* bias;               /* a folded batch_norm's bias; NULL: the kernel's bias input, if any */
   int adds_residual;         /* the conv reads the residual itself (DNNL_BYOC_ARG_ADDEND), not from dst */
   int64_t transposes[3][7];  /* byoc's transposes doing src_in, dst_in, dst_out (dnnl_byoc_transposition) */
-  /* a Winograd conv's {N, H, W, C, M, PT, PL, OH, OW, relu, tiles, tiles a block,
-     threads}, its source and result nhwc and `conv` the matmul of a block; all 0: a
-     oneDNN convolution */
-  int64_t winograd[13];
+  /* a Winograd conv's plan, its source and result nhwc and `conv` the matmul of a
+     block; all 0: a oneDNN convolution */
+  dnnl_byoc_winograd_plan winograd;
   /* a call's scratch, in bytes: the primitives' scratchpad, the reordered source and
      result, a copy of a residual passed as the output too, the reordered weights,
      and the Winograd transforms' */
@@ -170,6 +180,29 @@ typedef struct {
 extern "C" {
 #endif
 
+/* A 2-D convolution's geometry: x (n, c, h, w) by weights (o, c / groups, kh, kw) into
+   (n, o, oh, ow). Pads and dilations are ONNX's (a dilation of 1 is none); the
+   generated code writes it with designated initializers, from the op's attributes. */
+typedef struct {
+  int64_t n, c, h, w;                /* the source */
+  int64_t o, kh, kw;                 /* the weights' output channels and window */
+  int64_t oh, ow;                    /* the result's height and width */
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  int64_t dilation_h, dilation_w;
+  int64_t groups;
+} dnnl_byoc_conv_geometry;
+
+/* A 2-D pool's geometry: x (n, c, h, w) into (n, c, oh, ow) by a kh x kw window. */
+typedef struct {
+  int64_t n, c, h, w;                /* the source */
+  int64_t oh, ow;                    /* the result's height and width */
+  int64_t kh, kw;                    /* the window */
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  int64_t dilation_h, dilation_w;
+} dnnl_byoc_pool_geometry;
+
 /* dense: y (B, U) = x (B, K) times w (U, K) transposed (an inner product),
    optionally plus a bias (U,), then a relu when `relu`; all of data type `dt`. oneDNN
    has no inner product of K = 0: there y is the bias or zeros (dnnl_byoc_dense_empty
@@ -177,12 +210,11 @@ extern "C" {
 DNNL_SUPPORT_API int dnnl_byoc_dense(dnnl_primitive_t* prim, dnnl_engine_t engine, int64_t batch, int64_t k,
                                      int64_t units, int bias, int relu, dnnl_data_type_t dt);
 
-/* A 2-D pool of x (N, C, H, W) into (N, C, OH, OW), each in its layout (one of
-   DNNL_BYOC_LAYOUT_*); g = {N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH,
-   DW}. The right padding is what makes the output size byoc's: more than the pads
-   when ceil_mode rounded the size up, and a window's overhang is padding (never the
-   maximum; not counted by avg_exclude_padding). */
-DNNL_SUPPORT_API int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const int64_t* g,
+/* A 2-D pool of geometry g, source and result each in its layout (one of
+   DNNL_BYOC_LAYOUT_*). The right padding is what makes the output size byoc's: more
+   than the pads when ceil_mode rounded the size up, and a window's overhang is padding
+   (never the maximum; not counted by avg_exclude_padding). */
+DNNL_SUPPORT_API int dnnl_byoc_pool2d(dnnl_primitive_t* prim, dnnl_engine_t engine, const dnnl_byoc_pool_geometry* g,
                                       dnnl_alg_kind_t alg, int x_layout, int y_layout);
 
 /* The concatenation along `axis` of n 4-D tensors (N, C, H, W), each in its layout
@@ -234,7 +266,7 @@ DNNL_SUPPORT_API int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t en
 
 DNNL_SUPPORT_API void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c);
 
-/* Creates c: the conv2d of g (as dnnl_byoc_conv_desc's) with a bias when `bias`, and
+/* Creates c: the conv2d of geometry g with a bias when `bias`, and
    the post-ops, its weights w packed (with the batch_norm `bn` folded in when not
    NULL, which gives it a bias), or, when w is NULL, reordered by each call from the
    plain weights it brings; `layouts` are those (DNNL_BYOC_LAYOUT_*) of the
@@ -250,7 +282,8 @@ DNNL_SUPPORT_API void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c);
    rather than by a sum post-op on a copy of it in the result, when oneDNN runs that
    with the same implementation too (Winograd's result transform always reads it
    where it is when it is nhwc). */
-DNNL_SUPPORT_API int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const int64_t* g,
+DNNL_SUPPORT_API int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine,
+                                             const dnnl_byoc_conv_geometry* g,
                                              int bias, int sum, int relu, const float* w, const float* const* bn,
                                              double epsilon, const int* layouts);
 
@@ -288,8 +321,8 @@ DNNL_SUPPORT_API int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, c
                                       int32_t xz, const float* ys, int32_t yz, void* out);
 
 /* The init of an int8 kernel named `kernel` from its pattern's constants: a conv2d
-   (`kind` DNNL_BYOC_Q8_CONV2D; g its geometry, as dnnl_byoc_conv_desc reads it), a 2-D
-   matmul or a dense (DNNL_BYOC_Q8_MATMUL, _DENSE; g = {B, K, N}). dt = {x, w, y} are the data types of the source (and
+   (`kind` DNNL_BYOC_Q8_CONV2D, of `geometry`; `bkn` NULL), a 2-D matmul or a dense
+   (DNNL_BYOC_Q8_MATMUL, _DENSE; bkn = {B, K, N}; `geometry` NULL). dt = {x, w, y} are the data types of the source (and
    its zero point), the weights (and theirs) and the result; ws and bs the float32
    scales of the weights and the bias (NULL: no bias); w, wz, b and bz the weights,
    their zero point, the bias and its zero point (int32); n the element counts of {xs,
@@ -300,7 +333,8 @@ DNNL_SUPPORT_API int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, c
    stderr. The bias is dequantized as ONNX does, (float)b - (float)bz, times bs, in
    float32. 0 on success. */
 DNNL_SUPPORT_API int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* kernel, int kind,
-                                         const int64_t* g, const dnnl_data_type_t* dt, const float* ws, const void* w,
+                                         const dnnl_byoc_conv_geometry* geometry, const int64_t* bkn,
+                                         const dnnl_data_type_t* dt, const float* ws, const void* w,
                                          const void* wz, const float* bs, const int32_t* b, const int32_t* bz,
                                          const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu);
 

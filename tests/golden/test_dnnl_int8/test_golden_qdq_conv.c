@@ -22,7 +22,7 @@
 #define DNNL_CONV2D_Q8_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_) \
 static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                             const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
-  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, \
+  return dnnl_byoc_q8_create(q, engine, #p_ID_, DNNL_BYOC_Q8_CONV2D, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, NULL, \
                              (const dnnl_data_type_t[]){DNNL_BYOC_ITEMS p_DTS_}, ws, w, wz, bs, b, bz, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_N_, DNNL_BYOC_ITEMS p_NB_}, \
                              (const int64_t[]){DNNL_BYOC_ITEMS p_WS_SHAPE_}, \
@@ -147,7 +147,7 @@ static const float dnnl_0_const_8[16] = {
 static const int32_t dnnl_0_const_9[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* dnnl_0_0: y = composite conv_q8_bias_relu of dequantize_linear, dequantize_linear, conv, dequantize_linear, bias_add, relu, quantize_linear at qdq_conv.graph:12:3, uint8[2, 16, 9, 9] */
-DNNL_CONV2D_Q8_BIAS(dnnl_0_0, (&dnnl_0_state), 1, (2, 8, 9, 9, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1), (DNNL_BYOC_Q8_uint8, DNNL_BYOC_Q8_int8, DNNL_BYOC_Q8_uint8), uint8_t, int8_t, uint8_t, (1, 1, 1152, 16, 16, 1, 1), (16, 16, 16), (4, DNNL_BYOC_ITEMS (16, 1, 1, 1)), (4, DNNL_BYOC_ITEMS (16, 1, 1, 1)))
+DNNL_CONV2D_Q8_BIAS(dnnl_0_0, (&dnnl_0_state), 1, (.n = 2, .c = 8, .h = 9, .w = 9, .o = 16, .kh = 3, .kw = 3, .oh = 9, .ow = 9, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1), (DNNL_BYOC_Q8_uint8, DNNL_BYOC_Q8_int8, DNNL_BYOC_Q8_uint8), uint8_t, int8_t, uint8_t, (1, 1, 1152, 16, 16, 1, 1), (16, 16, 16), (4, DNNL_BYOC_ITEMS (16, 1, 1, 1)), (4, DNNL_BYOC_ITEMS (16, 1, 1, 1)))
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;

@@ -22,7 +22,7 @@
 /* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call, optionally relu */
 #define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
+  return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
                                  0.0, (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static int p_ID_(const float* x, const float* w, const float* scale, const float* bias, \
@@ -71,10 +71,10 @@ static const float dnnl_0_const_2[8] = {-0.1f, 0.15f, 0.0f, 0.2f, -0.3f, 0.05f, 
 static const float dnnl_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0f, 0.8f};
 
 /* dnnl_0_0: h = composite conv_bn_relu of conv, batch_norm, relu at examples/resnet_basic_block.graph:15:3, float32[1, 8, 16, 16] (out: channels_last) */
-DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1), plain, channels_last)
+DNNL_CONV2D_BN(dnnl_0_0, (&dnnl_0_state), 2048, 8, 576, 1e-05, 1, (.n = 1, .c = 8, .h = 16, .w = 16, .o = 8, .kh = 3, .kw = 3, .oh = 16, .ow = 16, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1), plain, channels_last)
 
 /* dnnl_0_1: y = composite conv_bn of conv, batch_norm at examples/resnet_basic_block.graph:16:3, float32[1, 8, 16, 16] (in0: channels_last) */
-DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 0, (1, 8, 16, 16, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, 1), channels_last, plain)
+DNNL_CONV2D_BN(dnnl_0_1, (&dnnl_0_state), 2048, 8, 576, 1e-05, 0, (.n = 1, .c = 8, .h = 16, .w = 16, .o = 8, .kh = 3, .kw = 3, .oh = 16, .ow = 16, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1), channels_last, plain)
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;

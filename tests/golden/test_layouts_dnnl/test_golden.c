@@ -21,7 +21,7 @@
 /* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
 #define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
 static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
-  return dnnl_byoc_packed_conv2d(c, engine, (const int64_t[]){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
+  return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
                                  (const int[]){DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_, DNNL_BYOC_LAYOUT_plain}); \
 } \
 static int p_ID_(const float* x, const float* w, float* out) { \
@@ -53,10 +53,10 @@ static const float dnnl_0_const_0[16] = {
 };
 
 /* dnnl_0_0: a = composite conv_relu_const of conv, relu at layouts.graph:3:3, float32[1, 4, 3, 3] (out: channels_last) */
-DNNL_CONV2D_PACKED(dnnl_0_0, (&dnnl_0_state), 36, 1, (1, 4, 3, 3, 4, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1), plain, channels_last)
+DNNL_CONV2D_PACKED(dnnl_0_0, (&dnnl_0_state), 36, 1, (.n = 1, .c = 4, .h = 3, .w = 3, .o = 4, .kh = 1, .kw = 1, .oh = 3, .ow = 3, .stride_h = 1, .stride_w = 1, .pad_top = 0, .pad_left = 0, .pad_bottom = 0, .pad_right = 0, .dilation_h = 1, .dilation_w = 1, .groups = 1), plain, channels_last)
 
 /* dnnl_0_1: conv_0 = composite conv_const of conv at layouts.graph:4:10, float32[1, 4, 3, 3] (in0: channels_last) */
-DNNL_CONV2D_PACKED(dnnl_0_1, (&dnnl_0_state), 36, 0, (1, 4, 3, 3, 4, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1), channels_last, plain)
+DNNL_CONV2D_PACKED(dnnl_0_1, (&dnnl_0_state), 36, 0, (.n = 1, .c = 4, .h = 3, .w = 3, .o = 4, .kh = 1, .kw = 1, .oh = 3, .ow = 3, .stride_h = 1, .stride_w = 1, .pad_top = 0, .pad_left = 0, .pad_bottom = 0, .pad_right = 0, .dilation_h = 1, .dilation_w = 1, .groups = 1), channels_last, plain)
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;
