@@ -9,8 +9,9 @@ backends and options, each backend's spec as this machine runs it (the probes'
 answers included), the user op catalogs, profiling, byoc's code and the CPU:
 
 * the manifest's module and graph entries;
-* every generated member but the large constants' weights files (the module's C, the
-  host graphs): text, a few megabytes for BERT-base;
+* every generated member but the weights files of compiled modules, which their
+  libraries hold (the modules' C, the host graphs and the weights they read): a few
+  megabytes for BERT-base;
 * for each compiled module, what its library's cache key is made of: the text
   sources, and the weights files by size and digest (:class:`KnownBytes`).
 
@@ -24,14 +25,13 @@ model is saved.
 from __future__ import annotations
 
 import functools
-import hashlib
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .disk_cache import entry_key, read_entry, write_entry
-from .warm_keys import catalog_stamp, code_stamp, machine_stamp
+from .warm_keys import catalog_stamp, code_stamp, machine_stamp, value_digest
 
 KIND = "build-records"
 FORMAT = "1"
@@ -52,8 +52,9 @@ class LibraryRecord:
 
 @dataclass(frozen=True)
 class BuildRecord:
-    modules: tuple
-    graphs: tuple
+    manifest: str
+    """The manifest's JSON (without members), as a bundle holds it: its module entries'
+    requirements are read back by the spec loader, as a bundle's are."""
     members: Mapping[str, bytes]
     regenerated: tuple[str, ...]
     """The members made again by generation when read (the weights files)."""
@@ -67,9 +68,9 @@ def record_key(
     machine runs them (:func:`byoc.building.partition_over`'s). None for a catalog
     built in code (:func:`byoc.warm_keys.catalog_stamp`): no record."""
     stamp = catalog_stamp(catalog)
-    if stamp is None:
+    spec_digests = [value_digest(spec) for spec in specs]
+    if stamp is None or None in spec_digests:
         return None
-    spec_digests = [hashlib.sha256(repr(spec).encode("utf-8", "surrogatepass")).hexdigest() for spec in specs]
     return entry_key(
         "build-record",
         FORMAT,
@@ -77,8 +78,8 @@ def record_key(
         code_stamp(),
         machine_stamp(),
         repr(tuple(backends)),
-        repr(sorted((options or {}).items())),
-        *spec_digests,
+        value_digest(sorted((options or {}).items())) or repr(sorted((options or {}).items())),
+        *[d or "" for d in spec_digests],
         stamp,
         "profile" if profile else "",
     )
@@ -92,8 +93,11 @@ def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
     from .generator.c.support_files import FILE_NAMES
     from .runtime.build import KnownBytes
 
-    members = {a.name: a.payload for a in generated.artifacts if a.role is not Role.WEIGHTS}
-    regenerated = tuple(a.name for a in generated.artifacts if a.role is Role.WEIGHTS)
+    # a compiled module's weights are in its library; the host's and an interpreted
+    # module's are read when the model loads, so they are kept
+    compiled = {a.name for a in generated.artifacts if a.role is Role.WEIGHTS and a.backend in libraries}
+    members = {a.name: a.payload for a in generated.artifacts if a.name not in compiled}
+    regenerated = tuple(sorted(compiled))
     out: dict[str, LibraryRecord] = {}
     for name in libraries:
         roles = (Role.MODULE, Role.HEADER, Role.SUPPORT, Role.WEIGHTS)
@@ -109,12 +113,12 @@ def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
                 sources[a.name] = None
         support = {a.name: a.text for a in own if a.name in FILE_NAMES}
         out[name] = LibraryRecord(module.name, sources, support, dict(generated.options[name]))
-    return BuildRecord((), (), members, regenerated, out)
+    return BuildRecord("", members, regenerated, out)
 
 
-def store(key: str, record: BuildRecord, modules: tuple, graphs: tuple) -> None:
-    """Keep ``record``, with the manifest's ``modules`` and ``graphs``, under ``key``."""
-    whole = BuildRecord(modules, graphs, record.members, record.regenerated, record.libraries)
+def store(key: str, record: BuildRecord, manifest) -> None:
+    """Keep ``record``, with the build's ``manifest`` (a :class:`~byoc.runtime.manifest.Manifest`), under ``key``."""
+    whole = BuildRecord(manifest.to_json(), record.members, record.regenerated, record.libraries)
     try:
         data = pickle.dumps(whole, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # something of a spec's option values that pickle refuses: no record

@@ -208,10 +208,13 @@ def _built(program, offloaded, catalog, loader, options, profile, timings, progr
     )
     if key is not None:
         from .build_records import make_record, store
+        from .runtime.manifest import Manifest
 
         record = make_record(generated, libraries)
         if record is not None:
-            store(key, record, modules, graphs)
+            store(
+                key, record, Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
+            )
     with timings.measure("load"):
         return _model(program, modules, graphs, members, catalog, built, profile)
 
@@ -221,11 +224,17 @@ def _recalled(key, program, offloaded, catalog, loader, options, profile, timing
     its libraries found in the cache; None when there is no record or a library is
     missing."""
     from .build_records import libraries_of, recall, regenerating
+    from .errors import RuntimeFailure
     from .generator.pipeline import generate
+    from .runtime.manifest import Manifest
 
     with timings.measure("generate"):
         record = recall(key)
-    if record is None:
+        try:
+            manifest = None if record is None else Manifest.from_json(record.manifest, "the build's record")
+        except RuntimeFailure:  # damaged: built again, and replaced
+            manifest = None
+    if record is None or manifest is None:
         return None
     with timings.measure("compile"):
         libraries = libraries_of(record, loader)
@@ -240,12 +249,12 @@ def _recalled(key, program, offloaded, catalog, loader, options, profile, timing
     members: dict[str, bytes | Callable[[], bytes]] = dict(record.members)
     members.update(regenerating(payloads, record.regenerated))
     built: dict[str, Path] = {}
-    for entry in record.modules:
+    for entry in manifest.modules:
         if entry.backend in libraries:
             members[entry.file] = _library_bytes(libraries[entry.backend])
             built[entry.file] = libraries[entry.backend]
     with timings.measure("load"):
-        return _model(program, record.modules, record.graphs, members, catalog, built, profile)
+        return _model(program, manifest.modules, manifest.graphs, members, catalog, built, profile)
 
 
 def _model(program, modules, graphs, members, catalog, built, profile):

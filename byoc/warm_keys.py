@@ -16,12 +16,15 @@ older code did. It is computed once per process (a few milliseconds).
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import hashlib
 import importlib.util
 import os
 import platform
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import __version__
@@ -133,3 +136,60 @@ def catalog_stamp(catalog) -> str | None:
     for f in catalog.user_files:
         digest.update(f"\0{f.path}\0{f.text}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def value_digest(value) -> str | None:
+    """A digest of ``value`` (a spec, option values: dataclasses, mappings, sequences,
+    sets and plain values) that is the same in every process: sets are sorted, which
+    their repr is not (string hashes differ between processes). A function is its
+    qualified name and any other object its repr (an op's reference, a codegen kind:
+    byoc's code, which the code stamp covers); None when that repr is only an address."""
+    parts: list[str] = []
+    if not _canonical(value, parts):
+        return None
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(value, out: list[str]) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, bytes, enum.Enum)):
+        out.append(f"{type(value).__name__}:{value!r}")
+        return True
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out.append(f"<{type(value).__qualname__}")
+        for f in dataclasses.fields(value):
+            out.append(f.name)
+            if not _canonical(getattr(value, f.name), out):
+                return False
+        out.append(">")
+        return True
+    if isinstance(value, Mapping):
+        out.append("{")
+        for key, item in value.items():  # in order: a spec's mappings keep the file's
+            if not (_canonical(key, out) and _canonical(item, out)):
+                return False
+        out.append("}")
+        return True
+    if isinstance(value, (set, frozenset)):
+        texts = []
+        for item in value:
+            one: list[str] = []
+            if not _canonical(item, one):
+                return False
+            texts.append("\0".join(one))
+        out.extend(["(set", *sorted(texts), ")"])
+        return True
+    if isinstance(value, (list, tuple)):
+        out.append("[")
+        for item in value:
+            if not _canonical(item, out):
+                return False
+        out.append("]")
+        return True
+    if callable(value) and hasattr(value, "__qualname__"):  # an op's reference: byoc's code, by name
+        out.append(f"function:{getattr(value, '__module__', '')}.{value.__qualname__}")
+        return True
+    text = repr(value)  # an object of byoc's code (a codegen kind): its repr names it
+    if " at 0x" in text:
+        return False
+    out.append(f"{type(value).__qualname__}:{text}")
+    return True

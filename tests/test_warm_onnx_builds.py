@@ -284,3 +284,40 @@ def test_the_checker_finds_its_pass_by_the_remembered_digest_as_by_the_bytes(
 
     import_program(copy)  # no digest remembered for it: the checker's key from its bytes
     assert checked == [1]
+
+
+def test_a_specs_digest_is_the_same_in_every_process():
+    """The record's key digests each spec; its sets (a pattern's constants) must not
+    make it differ between processes, whose string hashes differ."""
+    import subprocess
+    import sys
+
+    code = (
+        "from byoc.api import load_backend; from byoc.warm_keys import value_digest; "
+        "print([value_digest(load_backend(n)) for n in ('dnnl', 'fused', 'ccompiler')])"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outs) == 1 and "None" not in outs.pop()
+
+
+def test_a_second_build_on_dnnl_and_fused_generates_nothing(tmp_path, private_cache, monkeypatch):
+    from libraries import missing_library
+
+    if missing_library("dnnl"):
+        pytest.skip(missing_library("dnnl"))
+    path = mlp_file(tmp_path / "mlp.onnx")
+    generations = _generations(monkeypatch)
+    cold = byoc.build(path, backends=["dnnl", "fused"])
+    warm = byoc.build(path, backends=["dnnl", "fused"])
+    assert generations[0] == 1
+    assert [m.backend for m in warm.manifest.modules] == [m.backend for m in cold.manifest.modules]
+    x = RNG.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_array_equal(warm(x=x)[0], cold(x=x)[0])
