@@ -8,8 +8,8 @@ absolute module they name. The rules:
 * ``byoc.grammar`` and ``byoc.spec`` never import ``byoc.generator`` or ``byoc.runtime``;
 * ``byoc.grammar`` never imports ``byoc.spec`` (the op catalog is passed in);
 * the core (``byoc.*`` outside those four packages) imports them only from the
-  orchestration modules (``byoc.api``, ``byoc.building``, the ``byoc.cli`` package, the
-  vendor test kit ``byoc.testing``), and only inside functions or for type checking, so that
+  orchestration modules (``byoc.api``, ``byoc.building`` with ``byoc.build_records``, the
+  ``byoc.cli`` package, the vendor test kit ``byoc.testing``), and only inside functions or for type checking, so that
   importing the core stays light;
 * inside ``byoc.generator``, the packages of the C-family codegen kinds
   (``c_source``, ``c_fused``, ``engine``) never import each other, and ``c`` (the C text
@@ -36,7 +36,7 @@ FOLDERS = {
 }
 """Source folder -> the package it installs as (``package-dir`` in pyproject.toml)."""
 LAYERS = ("byoc.grammar", "byoc.spec", "byoc.generator", "byoc.runtime")
-ORCHESTRATION = ("byoc.api", "byoc.building", "byoc.cli", "byoc.testing")
+ORCHESTRATION = ("byoc.api", "byoc.building", "byoc.build_records", "byoc.cli", "byoc.testing")
 """Core modules that put the layers together; a package (``byoc.cli``, ``byoc.testing``)
 also covers its modules."""
 FRONT_END = "byoc.onnx"
