@@ -18,8 +18,11 @@ examples:
 The cache is $BYOC_CACHE_DIR, else $XDG_CACHE_HOME/byoc, else ~/.cache/byoc. It holds
 compiled libraries (build), libraries unpacked from bundles (bundle), and parsed specs,
 parser tables, compiler banners and the ONNX checker's passes by model digest (spec,
-parser, compiler, check). Every entry can be made again: removing one costs the next
-build time, never correctness. After a build, byoc
+parser, compiler, check). A second build of the same .onnx file reads its import
+(import: the Program, its weights read back from the model file) and its build's record
+(record: what it generated, to find its libraries) instead of doing them again, and
+model files' digests are remembered by their status (digest). Every entry can be made
+again: removing one costs the next build time, never correctness. After a build, byoc
 evicts the least recently used entries while the cache is over $BYOC_CACHE_MAX
 (default 2G; 0 for no bound), sparing those used in the last minute.
 """
