@@ -168,24 +168,43 @@ def build(
 
         specs = _machine_specs(program, backends, loader)
         key = record_key(source_key, backends, options, specs, catalog, profile)
-        model = key and _recalled(key, program, offloaded, catalog, loader, options, profile, timings)
-        if model is not None:
-            model.placement = counts
-            return model
-    model = _built(program, offloaded, catalog, loader, options, profile, timings, progress, key)
+    job = _Job(program, offloaded, catalog, loader, options, profile, timings)
+    model = _recalled(job, key) if key is not None else None
+    if model is None:
+        model = _built(job, progress, key)
     model.placement = counts
     return model
 
 
-def _built(program, offloaded, catalog, loader, options, profile, timings, progress, key):
-    """The Model of ``offloaded``, generated and compiled; its record kept under ``key``
+@dataclass(frozen=True)
+class _Job:
+    """What a build generates from: the program as parsed and with its regions made
+    explicit (``offloaded``), the catalog, the specs' loader and the options."""
+
+    program: Program
+    offloaded: Program
+    catalog: Catalog
+    loader: Callable
+    options: Mapping[str, str] | None
+    profile: bool
+    timings: Timings
+
+    def generate(self):
+        """Every artifact of the build, with its specs and option values (:class:`~byoc.generator.pipeline.Generated`)."""
+        from .generator.pipeline import generate
+
+        return generate(self.offloaded, self.catalog, self.loader, self.options, profile=self.profile)
+
+
+def _built(job: _Job, progress, key: str | None):
+    """The Model of ``job``, generated and compiled; its record kept under ``key``
     (None: not kept)."""
-    from .generator.pipeline import generate
     from .runtime.manifest import GraphEntry
     from .runtime.probe import check_regions
 
+    timings = job.timings
     with timings.measure("generate"):
-        generated = generate(offloaded, catalog, loader, options, profile=profile)
+        generated = job.generate()
         lowered, artifacts = generated.lowered, generated.artifacts
     log.debug("generated %s", ", ".join(a.name for a in artifacts))
     members: dict[str, bytes | Callable[[], bytes]] = {a.name: a.payload for a in artifacts}
@@ -216,18 +235,18 @@ def _built(program, offloaded, catalog, loader, options, profile, timings, progr
                 key, record, Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
             )
     with timings.measure("load"):
-        return _model(program, modules, graphs, members, catalog, built, profile)
+        return _model(job, modules, graphs, members, built)
 
 
-def _recalled(key, program, offloaded, catalog, loader, options, profile, timings):
+def _recalled(job: _Job, key: str):
     """The Model of the build that :mod:`byoc.build_records` remembers under ``key``,
     its libraries found in the cache; None when there is no record or a library is
     missing."""
     from .build_records import libraries_of, recall, regenerating
     from .errors import RuntimeFailure
-    from .generator.pipeline import generate
     from .runtime.manifest import Manifest
 
+    timings = job.timings
     with timings.measure("generate"):
         record = recall(key)
         try:
@@ -237,14 +256,13 @@ def _recalled(key, program, offloaded, catalog, loader, options, profile, timing
     if record is None or manifest is None:
         return None
     with timings.measure("compile"):
-        libraries = libraries_of(record, loader)
+        libraries = libraries_of(record, job.loader)
     if libraries is None:
         return None
     log.info("generated and compiled before: the build's record and its libraries are in the cache")
 
     def payloads() -> dict[str, bytes]:
-        made = generate(offloaded, catalog, loader, options, profile=profile).artifacts
-        return {a.name: a.payload for a in made}
+        return {a.name: a.payload for a in job.generate().artifacts}
 
     members: dict[str, bytes | Callable[[], bytes]] = dict(record.members)
     members.update(regenerating(payloads, record.regenerated))
@@ -254,23 +272,24 @@ def _recalled(key, program, offloaded, catalog, loader, options, profile, timing
             members[entry.file] = _library_bytes(libraries[entry.backend])
             built[entry.file] = libraries[entry.backend]
     with timings.measure("load"):
-        return _model(program, manifest.modules, manifest.graphs, members, catalog, built, profile)
+        return _model(job, manifest.modules, manifest.graphs, members, built)
 
 
-def _model(program, modules, graphs, members, catalog, built, profile):
+def _model(job: _Job, modules, graphs, members, built):
     """The Model of a build: its manifest, members (the source's and the user
     catalogs' added) and libraries (``built``)."""
     from .runtime import Model
     from .runtime.manifest import Manifest
 
-    members.update(source_members(program))
+    catalog = job.catalog
+    members.update(source_members(job.program))
     catalogs = tuple(f"{USER_CATALOG_MEMBER}_{k}.yaml" for k in range(1, len(catalog.user_files) + 1))
     members.update((name, f.text.encode("utf-8")) for name, f in zip(catalogs, catalog.user_files))
     manifest = Manifest(
         byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules, catalogs=catalogs
     )
     model = Model(manifest, members, catalog, built)
-    model.profiling = profile
+    model.profiling = job.profile
     return model
 
 
