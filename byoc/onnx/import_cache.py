@@ -18,9 +18,10 @@ is the same after the reads as when its digest was found.
 
 An import that needs the value of an input (:class:`~byoc.onnx.importer.NeedsValue`)
 is remembered as that need, so that ``byoc run --inputs`` asks for the value again
-without importing. Any other refusal is never remembered: it is raised afresh each
-time. A model whose tensors keep their data in other files is not remembered (their
-bytes are not in the key).
+without importing; the graph alone decides it. Any other refusal is never remembered:
+it is raised afresh each time. The Program of a model whose tensors keep their data in
+other files is not remembered (their bytes are not in the key), as the import itself
+says (:attr:`~byoc.onnx.model_import.ReadModel.whole`).
 """
 
 from __future__ import annotations
@@ -52,14 +53,15 @@ class _Changed(Exception):
 
 def import_file(
     path: str | Path,
-    make: Callable[[], object],
+    make: Callable[[], tuple[object, bool]],
     *,
     shapes: Mapping[str, tuple[int, ...]] | None,
     bound: Mapping[str, np.ndarray] | None,
     catalog,
 ) -> tuple[object, str | None]:
     """``(program, key)``: the import of the ONNX file ``path`` (``make()`` does it,
-    when the cache has no entry) and the key it is remembered under, which names the
+    when the cache has no entry, and says too whether the file's bytes were all it read)
+    and the key it is remembered under, which names the
     Program for the build's own record (:mod:`byoc.build_records`); the key is None when
     the import cannot be remembered (see the module doc): then nothing else may be
     remembered under it either, since it does not cover every byte the import read."""
@@ -67,10 +69,10 @@ def import_file(
     bound_digests = _value_digests(bound or {})
     stamp = catalog_stamp(catalog)
     if status is None or status[2] > ONNX_LIMIT or bound_digests is None or stamp is None:
-        return make(), None  # not a regular file, too large (the import says so), or unnamed inputs
+        return make()[0], None  # not a regular file, too large (the import says so), or unnamed inputs
     found = file_digest(path)
     if found is None:
-        return make(), None
+        return make()[0], None
     digest, status = found
     key = entry_key(
         "onnx-import",
@@ -91,14 +93,14 @@ def import_file(
     from .importer import NeedsValue
 
     try:
-        program = make()
+        program, whole = make()
     except NeedsValue as need:
-        if file_status(path) == status and not _external_data(_read(path)):
+        if file_status(path) == status:
             write_entry(
                 KIND, key, pickle.dumps(("needs", need.message, need.input, need.hint, need.position))
             )
         raise
-    stored = _stored(program, path) if file_status(path) == status else None
+    stored = _stored(program, path) if whole and file_status(path) == status else None
     if stored is None:  # nothing names this Program: its build is not remembered either
         return program, None
     write_entry(KIND, key, stored)
@@ -123,14 +125,6 @@ def _value_digests(bound: Mapping[str, np.ndarray]) -> list[tuple[str, str]] | N
         head = f"{array.dtype.str}{array.shape}".encode()
         out.append((name, hashlib.sha256(head + array.reshape(-1).view(np.uint8).tobytes()).hexdigest()))
     return out
-
-
-def _read(path: str | Path) -> bytes:
-    """The file's bytes (b"" when it cannot be read: nothing is then found in them)."""
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return b""
 
 
 def _recall(data: bytes, path: str | Path, status: tuple[int, ...]):
@@ -167,10 +161,10 @@ def _recall(data: bytes, path: str | Path, status: tuple[int, ...]):
 
 def _stored(program, path: str | Path) -> bytes | None:
     """The entry of ``program``: its pickle, each large constant found in the file
-    ``path`` as its place there; None when the file cannot be read again or keeps
-    tensors in other files."""
-    data = _read(path)
-    if not data or _external_data(data):
+    ``path`` as its place there; None when the file cannot be read again."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
         return None
     buffer = io.BytesIO()
     try:
@@ -274,51 +268,6 @@ def _varint(data: bytes, pos: int, end: int) -> tuple[int | None, int]:
     return None, end
 
 
-def _external_data(data: bytes) -> bool:
-    """Whether the serialised ModelProto ``data`` has a tensor that keeps its bytes in
-    another file (a TensorProto with ``external_data``, field 13), in its graph, its
-    subgraphs or its functions: then its bytes do not say everything the import read."""
-    for field, start, end in _fields(data, 0, len(data)):
-        if field == 7 and _graph_external(data, start, end):  # ModelProto.graph
-            return True
-        if field == 25 and any(  # ModelProto.functions: FunctionProto.node
-            f == 7 and _node_external(data, s, e) for f, s, e in _fields(data, start, end)
-        ):
-            return True
-    return False
-
-
-def _graph_external(data: bytes, start: int, end: int) -> bool:
-    for field, s, e in _fields(data, start, end):
-        if field == 5 and _tensor_external(data, s, e):  # initializer
-            return True
-        if field == 15 and any(
-            _tensor_external(data, ts, te) for f, ts, te in _fields(data, s, e) if f in (1, 2)
-        ):
-            return True  # sparse_initializer: values, indices
-        if field == 1 and _node_external(data, s, e):
-            return True
-    return False
-
-
-def _node_external(data: bytes, start: int, end: int) -> bool:
-    """Whether a NodeProto's attributes (field 5) hold an external tensor: ``t`` (5),
-    ``tensors`` (10), or one inside a subgraph, ``g`` (6) and ``graphs`` (11)."""
-    for field, s, e in _fields(data, start, end):
-        if field != 5:
-            continue
-        for a_field, a_start, a_end in _fields(data, s, e):
-            if a_field in (5, 10) and _tensor_external(data, a_start, a_end):
-                return True
-            if a_field in (6, 11) and _graph_external(data, a_start, a_end):
-                return True
-    return False
-
-
-def _tensor_external(data: bytes, start: int, end: int) -> bool:
-    return any(field == 13 for field, _, _ in _fields(data, start, end))
-
-
 def import_path(
     path: str | Path,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
@@ -331,11 +280,12 @@ def import_path(
     :func:`~byoc.onnx.model_import.import_program` imports it, remembered
     (:func:`import_file`)."""
     from ..api import load_catalog
-    from .model_import import import_program
+    from .model_import import import_program, read_model
 
     catalog = catalog or load_catalog(spec_path=spec_path)
 
     def make():
-        return import_program(path, shapes, catalog=catalog, spec_path=spec_path, bound=bound)
+        model = read_model(path)
+        return import_program(model, shapes, catalog=catalog, spec_path=spec_path, bound=bound), model.whole
 
     return import_file(path, make, shapes=shapes, bound=bound, catalog=catalog)

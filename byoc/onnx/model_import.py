@@ -113,15 +113,7 @@ def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
 def load_model(path: str | Path):
     """The ModelProto at ``path``, with the external data that sits beside it, checked;
     a clean error for a malformed file."""
-    require_onnx()
-    from ..input_files import ONNX_LIMIT, read_limited
-
-    data = read_limited(path, str(path), ONNX_LIMIT, UsageError)
-    model = model_from_bytes(data, str(path))
-    whole = not _external_tensors(model)  # the file's bytes are the whole model
-    _load_external_data(model, Path(path).parent, str(path))
-    known = remembered_digest(path)  # the import cache's lookup hashed the file just now
-    return check_model(model, str(path), data if whole else None, known if whole else None)
+    return read_model(path).proto
 
 
 @dataclass(frozen=True)
@@ -132,11 +124,23 @@ class ReadModel:
 
     proto: object
     where: str
+    whole: bool = True
+    """The file's bytes are the whole model: no tensor keeps its data in another file."""
 
 
 def read_model(path: str | Path) -> ReadModel:
-    """The model at ``path``, read and checked as :func:`load_model` does, for an import."""
-    return ReadModel(load_model(path), str(path))
+    """The model at ``path`` with the external data that sits beside it, checked, for
+    an import; a clean error for a malformed file."""
+    require_onnx()
+    from ..input_files import ONNX_LIMIT, read_limited
+
+    data = read_limited(path, str(path), ONNX_LIMIT, UsageError)
+    model = model_from_bytes(data, str(path))
+    whole = not _external_tensors(model)
+    _load_external_data(model, Path(path).parent, str(path))
+    known = remembered_digest(path)  # the import cache's lookup hashed the file just now
+    checked = check_model(model, str(path), data if whole else None, known if whole else None)
+    return ReadModel(checked, str(path), whole)
 
 
 def model_from_bytes(data: bytes, where: str):
