@@ -58,17 +58,27 @@ def file_digest(path: str | Path) -> tuple[str, tuple[int, ...]] | None:
     found = _remembered(path, status)
     if found is not None:
         return found, status
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
-                digest.update(chunk)
+        digest = file_sha256(path)
     except OSError:
         return None
     if file_status(path) != status:  # written to while it was read: no digest to remember
         return None
-    write_entry(DIGEST_KIND, _digest_key(path, status), digest.hexdigest().encode("ascii"))
-    return digest.hexdigest(), status
+    write_entry(DIGEST_KIND, _digest_key(path, status), digest.encode("ascii"))
+    return digest, status
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 (hex) of the file at ``path``, read a megabyte at a time: a model or
+    its library is hundreds of megabytes, which reading whole first would allocate (and
+    fault in) again."""
+    digest = hashlib.sha256()
+    chunk = bytearray(CHUNK)
+    view = memoryview(chunk)
+    with open(path, "rb") as f:
+        while n := f.readinto(chunk):
+            digest.update(view[:n])
+    return digest.hexdigest()
 
 
 def remembered_digest(path: str | Path) -> str | None:

@@ -25,7 +25,6 @@ entry.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -38,6 +37,7 @@ from pathlib import Path
 from byoc.atomic import write_file
 from byoc.disk_cache import cache_dir
 from byoc.errors import UsageError
+from byoc.warm_keys import file_sha256, file_status
 
 from .elf_check import NotLoadable, check_object_file, check_shared_object
 
@@ -209,19 +209,6 @@ def prune_after_build(root: Path) -> None:
         pass
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 (hex) of the file at ``path``, read a megabyte at a time: a model's
-    library is hundreds of megabytes, which reading whole first would allocate (and
-    fault in) again."""
-    digest = hashlib.sha256()
-    chunk = bytearray(1 << 20)
-    view = memoryview(chunk)
-    with open(path, "rb") as f:
-        while n := f.readinto(chunk):
-            digest.update(view[:n])
-    return digest.hexdigest()
-
-
 def intact(library: Path) -> bool:
     """True when the cached library exists, matches its recorded sha256 and is a whole
     shared object for this machine (an entry cut short with its digest recomputed
@@ -229,7 +216,7 @@ def intact(library: Path) -> bool:
     whole relocatable object for this machine.
 
     The digest is recomputed only when the file is not the one last found whole: its
-    size, modification time and inode are recorded beside it (``.checked``, see
+    device, inode, size, modification and change times are recorded beside it (``.checked``, see
     :func:`checked_stamp`) when it is written or verified, as make and ccache trust a file's
     metadata. A library holding a model's weights is 100 MB, and hashing it took a
     tenth of a second of every cached build."""
@@ -248,9 +235,10 @@ def intact(library: Path) -> bool:
 
 
 def checked_stamp(library: Path, digest: str) -> str:
-    """What identifies ``library`` as the file whose sha256 was found to be ``digest``."""
-    st = library.stat()
-    return f"{digest} {st.st_size} {st.st_mtime_ns} {st.st_ino}\n"
+    """What identifies ``library`` as the file whose sha256 was found to be ``digest``:
+    the digest and the file's status (:func:`byoc.warm_keys.file_status`, as the
+    remembered digests of model files use)."""
+    return f"{digest} {file_status(library)}\n"
 
 
 def _read_text(path: Path) -> str | None:
