@@ -89,8 +89,8 @@ def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
     """The record of a generation (:class:`~byoc.generator.pipeline.Generated`) whose
     compiled modules' libraries are ``libraries``, with the manifest entries
     :func:`store` adds; None when something in it cannot be recorded."""
+    from .building import module_sources
     from .generator.artifacts import Role
-    from .generator.c.support_files import FILE_NAMES
     from .runtime.build import KnownBytes
 
     # a compiled module's weights are in its library; the host's and an interpreted
@@ -100,19 +100,13 @@ def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
     regenerated = tuple(sorted(compiled))
     out: dict[str, LibraryRecord] = {}
     for name in libraries:
-        roles = (Role.MODULE, Role.HEADER, Role.SUPPORT, Role.WEIGHTS)
-        own = [a for a in generated.artifacts if a.backend == name and a.role in roles]
-        (module,) = [a for a in own if a.role is Role.MODULE]
-        sources: dict[str, object] = {}
-        for a in own:
-            if a.role is Role.WEIGHTS:
-                if a.digest is None or a.data is None:
-                    return None
-                sources[a.name] = KnownBytes(len(a.data), a.digest)
-            elif a.role is not Role.SUPPORT:
-                sources[a.name] = None
-        support = {a.name: a.text for a in own if a.name in FILE_NAMES}
-        out[name] = LibraryRecord(module.name, sources, support, dict(generated.options[name]))
+        main, sources, support, digests = module_sources(name, generated.artifacts)
+        described: dict[str, object] = {}
+        for file, content in sources.items():  # bytes by size and digest, a text by its member
+            if isinstance(content, bytes) and file not in digests:
+                return None
+            described[file] = KnownBytes(len(content), digests[file]) if isinstance(content, bytes) else None
+        out[name] = LibraryRecord(main, described, support, dict(generated.options[name]))
     return BuildRecord("", members, regenerated, out)
 
 

@@ -351,23 +351,32 @@ def _own_artifacts(name: str, artifacts) -> tuple[list, object]:
     return own, next(a for a in own if a.role is Role.MODULE)
 
 
+def module_sources(name: str, artifacts) -> tuple[str, dict, dict[str, str], dict[str, str]]:
+    """``(main, sources, support, digests)`` of the module of backend ``name`` among
+    ``artifacts`` (a generation's): its module's file name; its module, headers and
+    weights by name (text, or bytes); byoc's support files it links (byoc_entry.c, ...
+    with byoc_module.h); and the SHA-256 of each weights file, which the generator
+    computed already."""
+    from .generator.artifacts import Role
+    from .generator.c.support_files import FILE_NAMES
+
+    own, module = _own_artifacts(name, artifacts)
+    sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
+    support = {a.name: a.text for a in own if a.name in FILE_NAMES}
+    digests = {a.name: a.digest for a in own if a.digest is not None}
+    return module.name, sources, support, digests
+
+
 def build_backend_module(spec, artifacts, values: Mapping[str, object], *, cache: Path | None = None) -> Path:
     """The library of the module of backend ``spec`` among ``artifacts`` (a generation's,
     whose own ones are its module, headers, support files and weights), its flags
     filled by ``values`` (``spec.template_values(options)``). The support sources
     (the spec's, and byoc's byoc_entry.c, ... with byoc_module.h) are compiled once each
     into cached objects that the library links (:func:`byoc.runtime.build.support_objects`)."""
-    from .generator.artifacts import Role
-    from .generator.c.support_files import FILE_NAMES
     from .runtime.build import build_spec_module
 
-    own, module = _own_artifacts(spec.name, artifacts)
-    sources = {a.name: a.content for a in own if a.role is not Role.SUPPORT}
-    byoc_support = {a.name: a.text for a in own if a.name in FILE_NAMES}
-    digests = {a.name: a.digest for a in own if a.digest is not None}
-    return build_spec_module(
-        spec, sources, module.name, values, support=byoc_support, cache=cache, digests=digests
-    )
+    main, sources, support, digests = module_sources(spec.name, artifacts)
+    return build_spec_module(spec, sources, main, values, support=support, cache=cache, digests=digests)
 
 
 def compile_modules(
