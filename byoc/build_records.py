@@ -85,10 +85,11 @@ def record_key(
     )
 
 
-def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
+def make_record(generated, libraries: Mapping[str, Path], manifest) -> BuildRecord | None:
     """The record of a generation (:class:`~byoc.generator.pipeline.Generated`) whose
-    compiled modules' libraries are ``libraries``, with the manifest entries
-    :func:`store` adds; None when something in it cannot be recorded."""
+    compiled modules' libraries are ``libraries``, packaged as ``manifest`` (a
+    :class:`~byoc.runtime.manifest.Manifest`); None when something in it cannot be
+    recorded."""
     from .building import module_sources
     from .generator.artifacts import Role
     from .runtime.build import KnownBytes
@@ -107,14 +108,13 @@ def make_record(generated, libraries: Mapping[str, Path]) -> BuildRecord | None:
                 return None
             described[file] = KnownBytes(len(content), digests[file]) if isinstance(content, bytes) else None
         out[name] = LibraryRecord(main, described, support, dict(generated.options[name]))
-    return BuildRecord("", members, regenerated, out)
+    return BuildRecord(manifest.to_json(), members, regenerated, out)
 
 
-def store(key: str, record: BuildRecord, manifest) -> None:
-    """Keep ``record``, with the build's ``manifest`` (a :class:`~byoc.runtime.manifest.Manifest`), under ``key``."""
-    whole = BuildRecord(manifest.to_json(), record.members, record.regenerated, record.libraries)
+def store(key: str, record: BuildRecord) -> None:
+    """Keep ``record`` under ``key``."""
     try:
-        data = pickle.dumps(whole, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # something of a spec's option values that pickle refuses: no record
         return
     write_entry(KIND, key, data)

@@ -229,11 +229,10 @@ def _built(job: _Job, progress, key: str | None):
         from .build_records import make_record, store
         from .runtime.manifest import Manifest
 
-        record = make_record(generated, libraries)
+        manifest = Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
+        record = make_record(generated, libraries, manifest)
         if record is not None:
-            store(
-                key, record, Manifest(byoc=__version__, source=SOURCE_MEMBER, graphs=graphs, modules=modules)
-            )
+            store(key, record)
     with timings.measure("load"):
         return _model(job, modules, graphs, members, built)
 
