@@ -905,12 +905,11 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_winograd_out(const flo
   }
 }
 
-/* at[k]: where the scratch part k of `sizes` starts, each at a multiple of 64 bytes
-   (a cache line, an AVX-512 vector); at[6] the bytes of all. */
-static inline void dnnl_byoc_scratch_offsets(const size_t* sizes, size_t* at) {
-  enum { DNNL_BYOC_ALIGN = 64 };
+/* at[k]: where part k of `sizes` (n parts) starts, each at a multiple of 64 bytes
+   (a cache line, an AVX-512 vector); at[n] the bytes of all. */
+static inline void dnnl_byoc_offsets(const size_t* sizes, int n, size_t* at) {
   at[0] = 0;
-  for (int k = 0; k < 6; ++k) at[k + 1] = at[k] + (sizes[k] + DNNL_BYOC_ALIGN - 1) / DNNL_BYOC_ALIGN * DNNL_BYOC_ALIGN;
+  for (int k = 0; k < n; ++k) at[k + 1] = at[k] + (sizes[k] + 63) / 64 * 64;
 }
 
 void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
@@ -1036,18 +1035,14 @@ static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engin
 }
 
 /* One thread's part of a Winograd conv's work memory, and where its pieces start
-   (at[4], each at a multiple of 64 bytes): its block's transformed source (v) and
-   products (p), a flag per tile, and its matmul's scratchpad. */
+   (at[5], dnnl_byoc_offsets'): its block's transformed source (v) and products (p), a
+   flag per tile, and its matmul's scratchpad. */
 static inline size_t dnnl_byoc_winograd_part(const dnnl_byoc_packed_conv_t* c, size_t* at) {
   const dnnl_byoc_winograd_plan* wg = &c->winograd;
   const size_t sizes[4] = {sizeof(float) * 16 * (size_t)(wg->block * wg->c), sizeof(float) * 16 * (size_t)(wg->block * wg->m),
                            (size_t)wg->block, dnnl_byoc_scratch_size(c->conv)};
-  size_t total = 0;
-  for (int k = 0; k < 4; ++k) {
-    at[k] = total;
-    total += (sizes[k] + 63) / 64 * 64;
-  }
-  return total;
+  dnnl_byoc_offsets(sizes, 4, at);
+  return at[4];
 }
 
 /* Runs c's Winograd conv from src to dst (both nhwc) by the transformed weights u
@@ -1062,7 +1057,7 @@ static inline int dnnl_byoc_winograd(const dnnl_byoc_packed_conv_t* c, dnnl_engi
                                      const float* addend, float* dst, char* work) {
   const dnnl_byoc_winograd_plan* wg = &c->winograd;
   const int64_t tiles = wg->tiles, rows = wg->block, blocks = (tiles + rows - 1) / rows;
-  size_t at[4];
+  size_t at[5];
   const size_t part = dnnl_byoc_winograd_part(c, at);
   int failed = 0;
   #pragma omp parallel num_threads((int)wg->threads) reduction(| : failed)
@@ -1158,10 +1153,10 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g->c * g->o) : 0;
-    size_t parts[4];
+    size_t parts[5];
     c->scratch[5] = winograd ? dnnl_byoc_winograd_part(c, parts) * (size_t)c->winograd.threads : 0;
     size_t at[7];
-    dnnl_byoc_scratch_offsets(c->scratch, at);
+    dnnl_byoc_offsets(c->scratch, 6, at);
     /* page-aligned: from malloc's 16-byte alignment, its rows of 64 channels split
        cache lines (the conv3x3 call: 340-355 us, against 315-321 aligned) */
     c->memory = at[6] > 0 ? (char*)aligned_alloc(4096, (at[6] + 4095) / 4096 * 4096) : NULL;
@@ -1183,7 +1178,7 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
                          int64_t out_size) {
   const int aliased = c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
   size_t at[7];
-  dnnl_byoc_scratch_offsets(c->scratch, at);
+  dnnl_byoc_offsets(c->scratch, 6, at);
   const int kept = c->memory != NULL && atomic_exchange_explicit(&c->busy, 1, memory_order_acquire) == 0;
   char* memory = kept ? c->memory : at[6] > 0 ? (char*)aligned_alloc(64, at[6]) : NULL;
   void* src = c->src_in != NULL ? (void*)(memory + at[1]) : (void*)x;
@@ -1256,15 +1251,11 @@ void dnnl_byoc_q8_free(dnnl_byoc_q8_t* q) {
   memset(q, 0, sizeof(*q));
 }
 
-/* Where q's scratch puts the reordered result (at[0]) and the scratchpads (at[1]),
-   after the reordered source, each at a multiple of 64 bytes; at[2] its bytes. */
+/* Where q's scratch puts the reordered source (at[0]), the reordered result (at[1])
+   and the scratchpads (at[2]), each at a multiple of 64 bytes; at[3] its bytes. */
 static inline void dnnl_byoc_q8_offsets(const dnnl_byoc_q8_t* q, size_t* at) {
   const size_t sizes[] = {q->src_bytes, q->dst_bytes, q->scratch_bytes};
-  size_t end = 0;
-  for (int k = 0; k < 3; ++k) {
-    end += (sizes[k] + 63) / 64 * 64;
-    at[k] = end;
-  }
+  dnnl_byoc_offsets(sizes, 3, at);
 }
 
 /* An int8 kernel's init failing on constants oneDNN cannot take: says why, returns 1. */
@@ -1357,11 +1348,11 @@ static inline int dnnl_byoc_q8_reorders(dnnl_byoc_q8_t* q, dnnl_engine_t engine,
   const size_t s = dnnl_byoc_q8_scratch(q->to_src), d = dnnl_byoc_q8_scratch(q->to_dst);
   most = s > most ? s : most;
   q->scratch_bytes = d > most ? d : most;
-  size_t at[3];
+  size_t at[4];
   dnnl_byoc_q8_offsets(q, at);
-  q->memory = at[2] > 0 ? (char*)aligned_alloc(4096, (at[2] + 4095) / 4096 * 4096) : NULL;
+  q->memory = at[3] > 0 ? (char*)aligned_alloc(4096, (at[3] + 4095) / 4096 * 4096) : NULL;
   atomic_store_explicit(&q->busy, 0, memory_order_release);
-  return at[2] > 0 && q->memory == NULL ? 1 : 0;
+  return at[3] > 0 && q->memory == NULL ? 1 : 0;
 }
 
 /* The int8 convolution of x (N, C, H, W; data type src_dt) by the s8 weights a->w (M,
@@ -1443,18 +1434,18 @@ static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, i
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, const float* xs,
                      int32_t xz, const float* ys, int32_t yz, void* out) {
-  size_t at[3];
+  size_t at[4];
   dnnl_byoc_q8_offsets(q, at);
   const int kept = atomic_exchange_explicit(&q->busy, 1, memory_order_acquire) == 0;
-  char* memory = kept ? q->memory : at[2] > 0 ? (char*)aligned_alloc(64, at[2]) : NULL;
+  char* memory = kept ? q->memory : at[3] > 0 ? (char*)aligned_alloc(64, at[3]) : NULL;
   dnnl_stream_t stream = kept ? q->stream : NULL;
-  int ok = (at[2] == 0 || memory != NULL)
+  int ok = (at[3] == 0 || memory != NULL)
       && (stream != NULL || dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success);
   if (kept) q->stream = stream;
   dnnl_byoc_step_t* steps = kept ? q->steps : NULL;
-  void* src = q->to_src != NULL ? (void*)memory : (void*)x;
-  void* dst = q->to_dst != NULL ? (void*)(memory + at[0]) : out;
-  void* scratch = memory != NULL ? memory + at[1] : NULL;
+  void* src = q->to_src != NULL ? (void*)(memory + at[0]) : (void*)x;
+  void* dst = q->to_dst != NULL ? (void*)(memory + at[1]) : out;
+  void* scratch = memory != NULL ? memory + at[2] : NULL;
   if (ok && q->to_src != NULL && q->transposes[0][0] > 0) {
     dnnl_byoc_transpose(x, src, q->transposes[0]);
   } else if (ok && q->to_src != NULL) {

@@ -113,7 +113,7 @@ typedef struct {
      result, a copy of a residual passed as the output too, the reordered weights,
      and the Winograd transforms' */
   size_t scratch[6];
-  char* memory;              /* the kept scratch, of all of scratch[] (dnnl_byoc_scratch_offsets) */
+  char* memory;              /* the kept scratch, of all of scratch[] (dnnl_byoc_offsets) */
   atomic_int busy;           /* 1 while a call uses `memory` */
 } dnnl_byoc_packed_conv_t;
 
