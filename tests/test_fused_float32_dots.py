@@ -114,6 +114,17 @@ def test_golden(golden):
     assert generate(graph(params, "relu(add(matmul(x, w), b))"))[1] == golden("c")
 
 
+def test_golden_constant_weights(golden):
+    """A dense whose weights are a constant: its panels written in the module, and read
+    through a pointer (dots.PANEL_POINTER_NOTE)."""
+    rng = np.random.default_rng(11)
+    text = (
+        "graph main(x: float32[8, 6]) {\n  r = @fused {\n"
+        f"    w = {constant(rng, (20, 6))}\n    return dense(x, w)\n  }}\n  return r\n}}\n"
+    )
+    assert generate(text)[1] == golden("c")
+
+
 def test_packed_weights_are_read_in_panels_of_a_blocks_columns(tmp_path):
     text = check([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)", 40, tmp_path)
     # 200 columns: 4 panels of 64 (the last one holding 8), each of the 40 rows of w
@@ -239,7 +250,11 @@ def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_pa
         "    return matmul(relu(dense(x, w)), v)\n  }\n  return r\n}\n"
     )
     fn, c = generate(text, floats)
-    assert "fused_0_const_0_panels[" in c and "fused_0_const_1_panels[" in c
+    assert "static const float fused_0_const_0_panels[" in c and "static const float fused_0_const_1_panels[" in c
+    # each nest reads its panels through a restrict pointer, never the array itself
+    assert "const float* restrict t0_x1_panels = fused_0_const_0_panels;" in c
+    assert "const float* restrict t2_x1_panels = fused_0_const_1_panels;" in c
+    assert c.count("fused_0_const_0_panels") == 3 and "t0_x1_panels[i1b * 8 + r0 * 20" in c
     assert "static const float fused_0_const_0[" not in c and "packed in panels" not in c
     assert "constant w in panels of 20 columns" in c and "constant v in panels of 64 columns" in c
     inputs = {"x": random_array(rng, (6, 8), "float32")}

@@ -32,6 +32,13 @@ def float_accumulators(values: Mapping[str, object], binding: ReductionBinding, 
     )
 
 
+PANEL_POINTER_NOTE = "read through a local restrict pointer, not the array itself (generator/c_fused/dots.py)"
+"""The comment on the pointer by which a nest reads a constant's panels. Indexed as the
+file-scope array itself, a float register tile's multiply-adds kept their accumulators
+on the stack (gcc 12): the whole product ran at half the speed of the same nest reading
+a pointer (docs/performance-log.md, 2026-12-01)."""
+
+
 @dataclass
 class ConstantPanels:
     """The constants of one function that its nests read packed: the module holds each

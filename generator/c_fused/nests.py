@@ -46,7 +46,7 @@ from ..c.text import comment, origin, value_label
 from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
 from .blocking import BlockedText, plan_blocking, reduction_loops, widened
-from .dots import ConstantPanels, dot_product, float_accumulators
+from .dots import PANEL_POINTER_NOTE, ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner
@@ -417,7 +417,13 @@ class _NestWriter:
             for j, staged_input in packs.items():
                 constant = self.panels.array(staged_input, self.arrays)
                 if constant is not None:  # packed when the module is generated
-                    reads[j] = staged_read(staged_input.read, staged_input.buffer, constant)
+                    alias = f"{c}_x{j}_panels"
+                    placed.add(
+                        f"const {C_TYPES[site.ins[j].dtype]}* restrict {alias} = {constant};",
+                        comment(PANEL_POINTER_NOTE),
+                        defines=alias,
+                    )
+                    reads[j] = staged_read(staged_input.read, staged_input.buffer, alias)
                     continue
                 self.staged.append(staged_input)
                 self.outline.pointers[staged_input.buffer] = "float*"
