@@ -250,7 +250,10 @@ def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_pa
         "    return matmul(relu(dense(x, w)), v)\n  }\n  return r\n}\n"
     )
     fn, c = generate(text, floats)
-    assert "static const float fused_0_const_0_panels[" in c and "static const float fused_0_const_1_panels[" in c
+    assert (
+        "static const float fused_0_const_0_panels[" in c
+        and "static const float fused_0_const_1_panels[" in c
+    )
     # each nest reads its panels through a restrict pointer, never the array itself
     assert "const float* restrict t0_x1_panels = fused_0_const_0_panels;" in c
     assert "const float* restrict t2_x1_panels = fused_0_const_1_panels;" in c

@@ -207,7 +207,8 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
 
 # A transformer's products and activations: a linear layer's [B, S, K] by [K, N],
 # attention's batched products, batch axes broadcast both ways, 1-D operands (a row, a
-# column), an empty sum; then the eltwise algorithms (with their alpha and beta).
+# column), an empty sum; then the eltwise algorithms (with their alpha and beta), and
+# gelu (DNNL_GELU).
 MATMUL_ELTWISE = """\
 graph main(x: float32[2, 3, 5], w: float32[5, 4], q: float32[2, 3, 4, 6], k: float32[2, 3, 6, 4],
            p: float32[3, 1, 2, 5], r: float32[4, 5, 3], v: float32[5], s: float32[2, 5, 3],
@@ -215,10 +216,10 @@ graph main(x: float32[2, 3, 5], w: float32[5, 4], q: float32[2, 3, 4, 6], k: flo
   a, b, c, d, g, h = @dnnl {
     return matmul(x, w), matmul(q, k), matmul(p, r), matmul(v, s), matmul(s, t), matmul(e, f)
   }
-  l1, l2, l3, l4, l5 = @dnnl {
-    return leaky_relu(a, alpha=0.1), elu(a, alpha=0.5), softplus(a), abs(a), square(a)
+  l1, l2, l3, l4, l5, l6 = @dnnl {
+    return leaky_relu(a, alpha=0.1), elu(a, alpha=0.5), softplus(a), abs(a), square(a), gelu(a)
   }
-  return l1, l2, l3, l4, l5, b, c, d, g, h
+  return l1, l2, l3, l4, l5, l6, b, c, d, g, h
 }
 """
 

@@ -23,8 +23,9 @@ BACKENDS = ("fused", "ccompiler", "engine") + (() if missing_library("dnnl") els
 # Where oneDNN's primitive itself differs, recorded rather than hidden: its relu is
 # max(x, 0), 0 at a NaN (dnnl keeps it: its convolutions' and inner products' relu
 # post-ops compute the same), its max pool skips a NaN, and its softmax of a row
-# holding a NaN or +inf is NaN there and 0 elsewhere, not NaN throughout. The eltwise ops whose oneDNN form differs (gelu, exp,
-# hard_sigmoid) are not mapped by dnnl at all, nor log and sqrt, which make NaNs.
+# holding a NaN or +inf is NaN there and 0 elsewhere, not NaN throughout. The eltwise ops whose oneDNN form differs (exp,
+# hard_sigmoid) are not mapped by dnnl at all, nor log and sqrt, which make NaNs; gelu
+# is, with its NaN at +inf set to +inf after the primitive (DNNL_GELU).
 KNOWN_DIFFERENCES = {
     ("dnnl", "relu"): "oneDNN's relu gives 0 for a NaN",
     ("dnnl", "max_pool"): "oneDNN's max pool skips a NaN",

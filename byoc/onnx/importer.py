@@ -16,6 +16,7 @@ from ..ir import TensorType, dtype_name, numpy_dtype
 from ..shape_rule_model import RuleError
 from .control import IN_PLACE, outer_names
 from .expand import expand
+from .gelu_fusion import with_gelus
 from .handlers import KINDS
 from .model_import import INLINE_ELEMENTS, require_onnx, weight_bytes_aside
 from .ops import onnx_domain, onnx_ops, own_rows
@@ -166,7 +167,7 @@ class Importer:
             params.append(
                 f"{ident}: {dsl_dtype(dtype, f'{self.path}: input {value.name!r}')}{dims_text(shape)}"
             )
-        for index, node in enumerate(self.graph.node):
+        for index, node in with_gelus(self):  # a decomposed Gelu as one node (gelu_fusion.py)
             self.node, self.index = node, index
             self.import_node(node)
             self.origins += [self.describe()] * (len(self.lines) - len(self.origins))

@@ -179,6 +179,19 @@
                          (void* const[]){(void*)x, out}); \
   }
 
+/* gelu: oneDNN's gelu_erf, then +inf where x is +inf (dnnl_byoc_gelu_infinities). */
+#define DNNL_GELU(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_SIZE_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+    return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, \
+                             dnnl_eltwise_gelu_erf, 0.0, 0.0, dnnl_f32); \
+  } \
+  static int p_ID_(const float* x, float* out) { \
+    const int status = dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, \
+                                     (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (void* const[]){(void*)x, out}); \
+    if (status == 0) dnnl_byoc_gelu_infinities(x, out, p_SIZE_); \
+    return status; \
+  }
+
 #define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_, p_DT_); \

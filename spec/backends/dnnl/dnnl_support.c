@@ -182,6 +182,13 @@ int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
 }
 
 /* Declared, and described, in dnnl_support.h. */
+void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] > 3.40282347e38f) out[i] = x[i]; /* above FLT_MAX: +inf */
+  }
+}
+
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
                      int rb, const int64_t* b, dnnl_data_type_t dt) {
   const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);

@@ -230,6 +230,11 @@ DNNL_SUPPORT_API int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t eng
                                        const int64_t* extents, dnnl_alg_kind_t alg, double alpha, double beta,
                                        dnnl_data_type_t dt);
 
+/* After oneDNN's gelu_erf over n floats: where x is +inf, out is +inf (x Phi(x), the
+   catalog's gelu), not oneDNN's NaN; its only difference from the catalog's op
+   (tests/test_nan_semantics.py). */
+DNNL_SUPPORT_API void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n);
+
 /* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the
    batch axes right-aligned and broadcast (oneDNN broadcasts an extent of 1), a 1-D a
    a row (1, K) and a 1-D b a column (K, 1); all of data type dt. The result's bytes

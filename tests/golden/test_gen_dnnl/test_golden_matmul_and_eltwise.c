@@ -4,7 +4,7 @@
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
      dnnl_0: region @dnnl at matmul_eltwise.graph:4:22
-     dnnl_1: region @dnnl at matmul_eltwise.graph:7:24
+     dnnl_1: region @dnnl at matmul_eltwise.graph:7:28
 */
 
 #include <stdint.h>
@@ -43,6 +43,19 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
 static int p_ID_(const p_T_* x, p_T_* out) { \
   return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
                        (void* const[]){(void*)x, out}); \
+}
+
+/* gelu (float32): oneDNN's gelu_erf, then +inf where x is +inf, where oneDNN's is NaN */
+#define DNNL_GELU(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_SIZE_) \
+static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
+  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, \
+                           dnnl_eltwise_gelu_erf, 0.0, 0.0, dnnl_f32); \
+} \
+static int p_ID_(const float* x, float* out) { \
+  const int status = dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, \
+                                   (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, (void* const[]){(void*)x, out}); \
+  if (status == 0) dnnl_byoc_gelu_infinities(x, out, p_SIZE_); \
+  return status; \
 }
 
 /* ---- dnnl_0: region @dnnl at matmul_eltwise.graph:4:22 ---- */
@@ -397,7 +410,7 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_0(void* self, const TVMFFIAny* args, int32
   return dnnl_0_wrapper_(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15], t[16]);
 }
 
-/* ---- dnnl_1: region @dnnl at matmul_eltwise.graph:7:24 ---- */
+/* ---- dnnl_1: region @dnnl at matmul_eltwise.graph:7:28 ---- */
 
 /* dnnl_1_state: set up once per loaded library by dnnl_1_init_ (the spec's state and init),
    read-only afterwards, released by the spec's teardown when the library is unloaded. */
@@ -413,6 +426,8 @@ typedef struct {
   dnnl_byoc_prim_t dnnl_1_3;
   /* dnnl_1_4 */
   dnnl_byoc_prim_t dnnl_1_4;
+  /* dnnl_1_5 */
+  dnnl_byoc_prim_t dnnl_1_5;
 } dnnl_1_state_t;
 static dnnl_1_state_t dnnl_1_state;
 static pthread_once_t dnnl_1_once_ = PTHREAD_ONCE_INIT;
@@ -433,6 +448,9 @@ DNNL_ELTWISE(dnnl_1_3, (&dnnl_1_state), 3, (2, 3, 4), dnnl_eltwise_abs, 0, 0, fl
 
 /* dnnl_1_4: (nested call) = square(...) at matmul_eltwise.graph:8:78, float32[2, 3, 4] */
 DNNL_ELTWISE(dnnl_1_4, (&dnnl_1_state), 3, (2, 3, 4), dnnl_eltwise_square, 0, 0, float, DNNL_BYOC_DT_float32)
+
+/* dnnl_1_5: (nested call) = gelu(...) at matmul_eltwise.graph:8:89, float32[2, 3, 4] */
+DNNL_GELU(dnnl_1_5, (&dnnl_1_state), 3, (2, 3, 4), 24)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
@@ -489,6 +507,17 @@ static void dnnl_1_4_teardown_(dnnl_1_state_t* state) {
   dnnl_byoc_prim_free(&state->dnnl_1_4);
 }
 
+static int dnnl_1_5_init_(dnnl_1_state_t* state) {
+  (void)state;
+  if (dnnl_1_5_create(&state->dnnl_1_5.prim, state->engine) != 0) return 1;
+  return 0;
+}
+
+static void dnnl_1_5_teardown_(dnnl_1_state_t* state) {
+  (void)state;
+  dnnl_byoc_prim_free(&state->dnnl_1_5);
+}
+
 static int dnnl_1_init_(dnnl_1_state_t* state) {
   (void)state;
   if (dnnl_engine_create(&state->engine, dnnl_cpu, 0) != dnnl_success) return 1;
@@ -497,7 +526,10 @@ static int dnnl_1_init_(dnnl_1_state_t* state) {
   if (dnnl_1_2_init_(state) != 0) goto undo_dnnl_1_2;
   if (dnnl_1_3_init_(state) != 0) goto undo_dnnl_1_3;
   if (dnnl_1_4_init_(state) != 0) goto undo_dnnl_1_4;
+  if (dnnl_1_5_init_(state) != 0) goto undo_dnnl_1_5;
   return 0;
+undo_dnnl_1_5:
+  dnnl_1_4_teardown_(state);
 undo_dnnl_1_4:
   dnnl_1_3_teardown_(state);
 undo_dnnl_1_3:
@@ -524,6 +556,7 @@ static void dnnl_1_teardown_(void) {
   dnnl_1_state_t* state = &dnnl_1_state;
   (void)state;
   if (dnnl_1_status_ != 0) return;
+  dnnl_1_5_teardown_(state);
   dnnl_1_4_teardown_(state);
   dnnl_1_3_teardown_(state);
   dnnl_1_2_teardown_(state);
@@ -532,15 +565,23 @@ static void dnnl_1_teardown_(void) {
   dnnl_engine_destroy(state->engine);
 }
 
-/* dnnl_1_: the body of region @dnnl at matmul_eltwise.graph:7:24,
-   with 5 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
+/* dnnl_1_: the body of region @dnnl at matmul_eltwise.graph:7:28,
+   with 6 kernel call(s) and 0 intermediate buffer(s), shared where lifetimes allow:
      in0: a: float32[2, 3, 4]
      out0: %1 (nested call): float32[2, 3, 4]
      out1: %2 (nested call): float32[2, 3, 4]
      out2: %3 (nested call): float32[2, 3, 4]
      out3: %4 (nested call): float32[2, 3, 4]
-     out4: %5 (nested call): float32[2, 3, 4] */
-static int dnnl_1_(float* in0, float* out0, float* out1, float* out2, float* out3, float* out4) {
+     out4: %5 (nested call): float32[2, 3, 4]
+     out5: %6 (nested call): float32[2, 3, 4] */
+static int dnnl_1_(
+    float* in0,
+    float* out0,
+    float* out1,
+    float* out2,
+    float* out3,
+    float* out4,
+    float* out5) {
   int failed = 0; /* 1 + the number of the kernel that reported a failure */
   if (dnnl_1_0(in0, out0) != 0) {
     failed = 1;
@@ -562,29 +603,35 @@ static int dnnl_1_(float* in0, float* out0, float* out1, float* out2, float* out
     failed = 5;
     goto done;
   }
+  if (dnnl_1_5(in0, out5) != 0) {
+    failed = 6;
+    goto done;
+  }
 done:
   return failed;
 }
 
 /* dnnl_1_failures_: what a call raises when kernel dnnl_1_<k> reports a failure. */
-static const char* const dnnl_1_failures_[5] = {
+static const char* const dnnl_1_failures_[6] = {
   [0] = "dnnl_1: kernel dnnl_1_0 reported a failure; it computes (nested call) = leaky_relu(...) at matmul_eltwise.graph:8:12",
   [1] = "dnnl_1: kernel dnnl_1_1 reported a failure; it computes (nested call) = elu(...) at matmul_eltwise.graph:8:38",
   [2] = "dnnl_1: kernel dnnl_1_2 reported a failure; it computes (nested call) = softplus(...) at matmul_eltwise.graph:8:57",
   [3] = "dnnl_1: kernel dnnl_1_3 reported a failure; it computes (nested call) = abs(...) at matmul_eltwise.graph:8:70",
   [4] = "dnnl_1: kernel dnnl_1_4 reported a failure; it computes (nested call) = square(...) at matmul_eltwise.graph:8:78",
+  [5] = "dnnl_1: kernel dnnl_1_5 reported a failure; it computes (nested call) = gelu(...) at matmul_eltwise.graph:8:89",
 };
 
 /* dnnl_1_wrapper_: runs dnnl_1_ on the data of the DLTensor arguments the entry checked,
    raising MemoryError when dnnl_1_ cannot have its workspace and RuntimeError when a kernel
-   reports a failure; region @dnnl at matmul_eltwise.graph:7:24. */
+   reports a failure; region @dnnl at matmul_eltwise.graph:7:28. */
 static int dnnl_1_wrapper_(
     DLTensor* arg0,
     DLTensor* out0,
     DLTensor* out1,
     DLTensor* out2,
     DLTensor* out3,
-    DLTensor* out4) {
+    DLTensor* out4,
+    DLTensor* out5) {
   if (pthread_once(&dnnl_1_once_, dnnl_1_init_once_) != 0 || dnnl_1_status_ != 0) {
     return byoc_raise_failure("dnnl_1: the backend's init failed", dnnl_1_message_);
   }
@@ -595,7 +642,8 @@ static int dnnl_1_wrapper_(
       (float*)((char*)out1->data + out1->byte_offset),
       (float*)((char*)out2->data + out2->byte_offset),
       (float*)((char*)out3->data + out3->byte_offset),
-      (float*)((char*)out4->data + out4->byte_offset));
+      (float*)((char*)out4->data + out4->byte_offset),
+      (float*)((char*)out5->data + out5->byte_offset));
   if (failed < 0) {
     return byoc_raise("MemoryError", "dnnl_1: cannot allocate the intermediate buffers");
   }
@@ -605,14 +653,15 @@ static int dnnl_1_wrapper_(
   return 0;
 }
 
-/* dnnl_1: the exported TVM FFI function (safe-call ABI) of region @dnnl at matmul_eltwise.graph:7:24.
-   Arguments: 1 input(s), then 5 output(s):
+/* dnnl_1: the exported TVM FFI function (safe-call ABI) of region @dnnl at matmul_eltwise.graph:7:28.
+   Arguments: 1 input(s), then 6 output(s):
      0: input a: float32[2, 3, 4]
      1: output 0: float32[2, 3, 4]
      2: output 1: float32[2, 3, 4]
      3: output 2: float32[2, 3, 4]
      4: output 3: float32[2, 3, 4]
      5: output 4: float32[2, 3, 4]
+     6: output 5: float32[2, 3, 4]
 */
 #ifdef __cplusplus
 extern "C"
@@ -624,12 +673,13 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_1(void* self, const TVMFFIAny* args, int32
   static const int64_t shape3[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
   static const int64_t shape4[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
   static const int64_t shape5[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
-  DLTensor* t[6];
+  static const int64_t shape6[3] = {INT64_C(2), INT64_C(3), INT64_C(4)};
+  DLTensor* t[7];
   char msg[256];
   (void)self;
   (void)result;
-  if (num_args != 6) {
-    snprintf(msg, sizeof msg, "%s: expected 6 arguments (1 input(s), then 5 output(s)), got %d", "dnnl_1", (int)num_args);
+  if (num_args != 7) {
+    snprintf(msg, sizeof msg, "%s: expected 7 arguments (1 input(s), then 6 output(s)), got %d", "dnnl_1", (int)num_args);
     return byoc_raise("TypeError", msg);
   }
   if (byoc_check_arg("dnnl_1", args, 0, "input a", kDLFloat, 32, "float32", 3, shape0, &t[0]) != 0) return -1;
@@ -638,5 +688,6 @@ TVM_FFI_DLL_EXPORT int __tvm_ffi_dnnl_1(void* self, const TVMFFIAny* args, int32
   if (byoc_check_arg("dnnl_1", args, 3, "output 2", kDLFloat, 32, "float32", 3, shape3, &t[3]) != 0) return -1;
   if (byoc_check_arg("dnnl_1", args, 4, "output 3", kDLFloat, 32, "float32", 3, shape4, &t[4]) != 0) return -1;
   if (byoc_check_arg("dnnl_1", args, 5, "output 4", kDLFloat, 32, "float32", 3, shape5, &t[5]) != 0) return -1;
-  return dnnl_1_wrapper_(t[0], t[1], t[2], t[3], t[4], t[5]);
+  if (byoc_check_arg("dnnl_1", args, 6, "output 5", kDLFloat, 32, "float32", 3, shape6, &t[6]) != 0) return -1;
+  return dnnl_1_wrapper_(t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
 }
