@@ -74,8 +74,8 @@ def const_patterns() -> str:
     """Every pattern of constant weights (packed at init), with 32 channels, where oneDNN
     picks blocked layouts on AVX2 and AVX-512 (so the source and the result are
     reordered), and weights past the .incbin threshold (a 32x32x3x3 conv). One chain,
-    so that one region holds every use of the constants (a constant that several
-    regions use stays on the host, and a pattern needing it constant cannot match)."""
+    so that one region holds every use of the constants (see
+    test_a_constant_two_regions_read_is_copied_into_each for one that several use)."""
     rng = np.random.default_rng(7)
     return f"""\
 graph main(x: float32[2, 32, 7, 7], r: float32[2, 32, 7, 7], b: float32[32]) {{
@@ -95,7 +95,9 @@ graph main(x: float32[2, 32, 7, 7], r: float32[2, 32, 7, 7], b: float32[32]) {{
   q8 = conv(q7, w, strides=[2, 2], pads=[1, 1, 1, 1])
   q9 = add(batch_norm(conv(q7, wg, groups=2), s, t, m, v, epsilon=0.01), q5)
   q10 = relu(add(batch_norm(conv(q9, w, pads=[1, 1, 1, 1]), s, t, m, v), r))
-  return q2, q6, q8, q10
+  mw = {const(rng, (4, 6), -0.5, 0.5)}
+  q11 = matmul(q8, mw)
+  return q2, q6, q8, q10, q11
 }}
 """
 
@@ -187,6 +189,23 @@ def test_the_whole_mlp_goes_to_dnnl_as_composites():
     ]
 
 
+def test_a_constant_two_regions_read_is_copied_into_each(rng):
+    """w feeds a packed matmul (matmul_const: w must be a constant in its region) and,
+    after the host's add and relu, a dense in another dnnl region: each region gets its
+    own copy of w, instead of a parameter that the pattern would refuse at lowering."""
+    text = f"""\
+graph main(x: float32[3, 8], b: float32[8]) {{
+  w = {const(np.random.default_rng(3), (8, 8), -0.5, 0.5)}
+  return dense(relu(add(matmul(x, w), b)), w)
+}}
+"""
+    program = partition(parse(text, "graph", file="shared.graph"), [load_backend(BACKEND)], load_catalog())
+    regions = [n.callee for n in program.functions[0].nodes if n.callee is not None]
+    assert len(regions) == 2 and all([c.name for c in r.constants] == ["w"] for r in regions)
+    assert "@dnnl.matmul_const " in print_program(program)
+    run_against_reference(program, rng)
+
+
 def test_every_pattern_and_op_runs_like_the_reference(rng):
     used = set()
     for graph in (PATTERNS, const_patterns()):
@@ -228,6 +247,23 @@ def test_golden_matmul_and_eltwise(golden):
     assert generate(parse(MATMUL_ELTWISE, "graph", file="matmul_eltwise.graph")) == golden("c")
 
 
+MATMUL_CONST = """\
+graph main(x: float32[2, 3, 5]) {
+  w = const float32[5, 2] [0.5, -1.0, 0.25, 2.0, -0.75, 1.5, 1.0, -0.5, 0.125, 0.0]
+  return matmul(x, w)
+}
+"""
+
+
+def test_golden_matmul_by_constant_weights(golden):
+    """matmul_const: the weights packed by the init (DNNL_MATMUL_PACKED)."""
+    program = partition(
+        parse(MATMUL_CONST, "graph", file="matmul_const.graph"), [load_backend(BACKEND)], load_catalog()
+    )
+    assert generate(program) == golden("c")
+    run_against_reference(program, np.random.default_rng(2))
+
+
 def test_matmul_and_eltwise_run_like_the_reference(rng):
     program = parse(MATMUL_ELTWISE, "graph", file="matmul_eltwise.graph")
     run_against_reference(program, rng)
@@ -241,10 +277,11 @@ def test_constant_weights_are_packed_by_the_init():
     text = generate(program)
     kernels = [line for line in text.splitlines() if "_PACKED(dnnl_0_" in line]
     inits = [line.strip() for line in text.splitlines() if "_create(&state->dnnl_0_" in line]
-    assert len(kernels) == len(inits) == 10
+    assert len(kernels) == len(inits) == 11
     assert all(", dnnl_0_const_" in line for line in inits)
     assert "extern const float dnnl_0_const_0[9216]" in text
     assert "(void)w; /* packed by the init */" in text
+    assert "(void)b; /* packed by the init */" in text  # the matmul
 
 
 def test_each_kernel_creates_its_primitive_in_the_init():

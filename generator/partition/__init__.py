@@ -24,8 +24,9 @@
 3. **Partition.** Each region becomes a call node whose callee is a Function with
    the backend set: its parameters are the values it captures, its outputs the
    values used after it. Constants used only inside one region move into it (when
-   the backend's kind embeds constants); one that only regions use, each with a
-   composite whose pattern needs it constant (`constants:`), is copied into each. Anonymous values (nested calls) that cross
+   the backend's kind embeds constants); one that only such regions use, one of them
+   with a composite whose pattern needs it constant (`constants:`), is copied into
+   each. Anonymous values (nested calls) that cross
    a region boundary get readable names. The result prints as DSL with explicit
    regions, and lowering gives the regions their symbols.
 """

@@ -97,12 +97,14 @@ def build_regions(fn: Function, chosen, regions, by_name) -> Function:
                 moved.setdefault(user[1], []).append(c)
                 moved_names.add(c.name)
             continue
-        # Used by several regions, each with a composite that needs it constant: each
-        # gets a copy (as a parameter it would not be one, and the pattern would not
-        # match). Not when the host keeps it too: a region's copy would shadow it.
-        holders = [r for r in sorted(pinned) if c.name in pinned[r]]
-        if holders and users == {("region", r) for r in holders}:
-            for r in holders:
+        # Used by several regions, one or more with a composite that needs it constant:
+        # each region gets a copy (as a parameter it would not be one, and the pattern
+        # would not match), when all of them embed constants. Not when the host keeps it
+        # too: a region's copy would shadow it.
+        holders = {r for r in pinned if c.name in pinned[r]}
+        embedding = {u[1] for u in users if u[0] == "region" and by_name[backend[u[1]]].kind.constants}
+        if holders and users == {("region", r) for r in embedding}:
+            for r in sorted(embedding):
                 moved.setdefault(r, []).append(c)
             moved_names.add(c.name)
 

@@ -169,6 +169,23 @@
                          (void* const[]){(void*)a, (void*)b, out}); \
   }
 
+/* matmul by constant weights, packed at init into the layout oneDNN picks (the state
+   keeps them in p_ID_ ## _weights); b, the plain weights, is not read. */
+#define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
+    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed); \
+  } \
+  static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
+    (void)b; /* packed by the init */ \
+    if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
+      memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
+      return 0; \
+    } \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, out}); \
+  }
+
 #define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_ALPHA_, p_BETA_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, \

@@ -188,13 +188,16 @@ void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n) {
   }
 }
 
-/* Declared, and described, in dnnl_support.h. */
-int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
-                     int rb, const int64_t* b, dnnl_data_type_t dt) {
+/* The memory descriptors of matmul a (ra extents) by b (rb extents) as numpy has it
+   (dnnl_byoc_matmul), into mds: a, b in the layout `b_tag` (plain: dnnl_format_tag_any
+   lets oneDNN pick), the result. 0 for an empty sum or result (no descriptors), 1 when
+   made, -1 on a failure. */
+static int dnnl_byoc_matmul_mds(dnnl_memory_desc_t* mds, int ra, const int64_t* a, int rb, const int64_t* b,
+                                dnnl_data_type_t dt, int b_any) {
   const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);
   int64_t ea[DNNL_MAX_NDIMS], eb[DNNL_MAX_NDIMS], ey[DNNL_MAX_NDIMS], size = 1;
-  *prim = NULL;
-  if (r > DNNL_MAX_NDIMS) return 1;
+  mds[0] = mds[1] = mds[2] = NULL;
+  if (r > DNNL_MAX_NDIMS) return -1;
   for (int k = 0; k < r; ++k) ea[k] = eb[k] = 1;
   for (int k = 0; k < ra; ++k) ea[r - (ra == 1 ? 1 : ra) + k] = a[k];
   for (int k = 0; k < rb; ++k) eb[r - (rb == 1 ? 2 : rb) + k] = b[k];
@@ -203,10 +206,26 @@ int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const
   ey[r - 1] = eb[r - 1];
   for (int k = 0; k < r; ++k) size *= ey[k];
   if (size == 0 || ea[r - 1] == 0) return 0;
-  dnnl_memory_desc_t mds[3] = {dnnl_byoc_md_of(r, ea, dt), dnnl_byoc_md_of(r, eb, dt), dnnl_byoc_md_of(r, ey, dt)};
+  mds[0] = dnnl_byoc_md_of(r, ea, dt);
+  if (b_any) {
+    if (dnnl_memory_desc_create_with_tag(&mds[1], r, eb, dt, dnnl_format_tag_any) != dnnl_success) mds[1] = NULL;
+  } else {
+    mds[1] = dnnl_byoc_md_of(r, eb, dt);
+  }
+  mds[2] = dnnl_byoc_md_of(r, ey, dt);
+  return mds[0] != NULL && mds[1] != NULL && mds[2] != NULL ? 1 : -1;
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
+                     int rb, const int64_t* b, dnnl_data_type_t dt) {
+  dnnl_memory_desc_t mds[3];
+  *prim = NULL;
+  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 0);
+  if (made_mds == 0) return 0;
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = attr == NULL || mds[0] == NULL || mds[1] == NULL || mds[2] == NULL
+  const dnnl_status_t made = attr == NULL || made_mds < 0
       ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
   return dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
 }
@@ -935,6 +954,29 @@ void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
   c->memory = NULL;
 }
 
+/* Reorders `from` (bytes in the layout `plain`) into `to` (in the layout `packed`), once,
+   on a stream of its own: the constants a kernel packs at init. 1 on success. */
+static inline int dnnl_byoc_reorder_once(dnnl_engine_t engine, const_dnnl_memory_desc_t plain,
+                                         const_dnnl_memory_desc_t packed, const void* from, void* to) {
+  dnnl_primitive_t reorder = NULL;
+  dnnl_stream_t stream = NULL;
+  void* scratch = NULL;
+  int ok = dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0;
+  if (ok && reorder == NULL) memcpy(to, from, dnnl_memory_desc_get_size(plain));
+  if (ok && reorder != NULL) {
+    const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
+    scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
+    ok = (scratch_bytes == 0 || scratch != NULL)
+        && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
+        && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
+                             (void* const[]){(void*)from, to}, scratch);
+  }
+  free(scratch);
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  if (reorder != NULL) dnnl_primitive_destroy(reorder);
+  return ok;
+}
+
 /* c's weights: w (plain), the batch_norm `bn` (scale, shift, mean, variance) folded
    in first when not NULL, reordered into the layout `packed`, or Winograd-transformed
    for a Winograd conv. 1 on success. */
@@ -953,9 +995,6 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
     dnnl_byoc_fold_bn(folded, c->bias, w, (int64_t)(bytes / sizeof(float)), m, bn, epsilon);
     w = folded;
   }
-  dnnl_primitive_t reorder = NULL;
-  dnnl_stream_t stream = NULL;
-  void* scratch = NULL;
   const dnnl_byoc_winograd_plan* wg = &c->winograd;
   const size_t packed_bytes = wg->n > 0 ? sizeof(float) * 16 * (size_t)(wg->c * wg->m)
                                         : dnnl_memory_desc_get_size(packed);
@@ -967,22 +1006,44 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   if (c->weights != NULL && wg->n > 0) {
     c->weights_finite = dnnl_byoc_winograd_weights((float*)c->weights, w, wg->c, wg->m);
   }
-  int ok = c->weights != NULL && (wg->n == 0 || c->plain != NULL)
-      && (wg->n > 0 || dnnl_byoc_reorder(&reorder, engine, plain, packed) == 0);
-  if (ok && reorder == NULL && wg->n == 0) memcpy(c->weights, w, bytes);
-  if (ok && reorder != NULL) {
-    const size_t scratch_bytes = dnnl_byoc_scratch_size(reorder);
-    scratch = scratch_bytes > 0 ? malloc(scratch_bytes) : NULL;
-    ok = (scratch_bytes == 0 || scratch != NULL)
-        && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success
-        && dnnl_byoc_execute(reorder, engine, stream, 2, (const int[]){DNNL_ARG_FROM, DNNL_ARG_TO},
-                             (void* const[]){(void*)w, c->weights}, scratch);
-  }
-  free(scratch);
-  if (stream != NULL) dnnl_stream_destroy(stream);
-  if (reorder != NULL) dnnl_primitive_destroy(reorder);
+  const int ok = c->weights != NULL && (wg->n == 0 || c->plain != NULL)
+      && (wg->n > 0 || dnnl_byoc_reorder_once(engine, plain, packed, w, c->weights));
   free(folded);
   return ok;
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
+                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed) {
+  dnnl_memory_desc_t mds[3], plain[3];
+  *prim = NULL;
+  *packed = NULL;
+  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 1);
+  if (made_mds == 0) return 0;
+  const int made_plain = dnnl_byoc_matmul_mds(plain, ra, a, rb, b, dt, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || made_mds < 0 || made_plain < 0
+      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
+  int ok = made == dnnl_success;
+  if (ok) {
+    const_dnnl_memory_desc_t chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const size_t bytes = dnnl_memory_desc_get_size(chosen);
+    *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    ok = *packed != NULL && dnnl_byoc_reorder_once(engine, plain[1], chosen, w, *packed);
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (plain[k] != NULL) dnnl_memory_desc_destroy(plain[k]);
+  }
+  const int status = dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
+  if (!ok || status != 0) { /* the caller's teardown does not run for a failed init */
+    free(*packed);
+    *packed = NULL;
+    if (*prim != NULL) dnnl_primitive_destroy(*prim);
+    *prim = NULL;
+    return 1;
+  }
+  return 0;
 }
 
 /* The implementation oneDNN runs for pd ("brgconv:avx512_core", ...). */

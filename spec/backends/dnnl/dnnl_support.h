@@ -230,6 +230,15 @@ DNNL_SUPPORT_API int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t eng
                                        const int64_t* extents, dnnl_alg_kind_t alg, double alpha, double beta,
                                        dnnl_data_type_t dt);
 
+/* dnnl_byoc_matmul by constant weights w (b's extents, plain): the primitive with its
+   weights in the layout oneDNN picks for them (format_tag_any: its brgemm kernels'
+   blocked one), and *packed the weights reordered into it, once (aligned_alloc: the
+   caller frees it). An empty sum or result makes neither (*prim and *packed NULL).
+   0 on success. */
+DNNL_SUPPORT_API int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
+                                             int rb, const int64_t* b, dnnl_data_type_t dt, const void* w,
+                                             void** packed);
+
 /* After oneDNN's gelu_erf over n floats: where x is +inf, out is +inf (x Phi(x), the
    catalog's gelu), not oneDNN's NaN; its only difference from the catalog's op
    (tests/test_nan_semantics.py). */
