@@ -209,6 +209,20 @@
     return status; \
   }
 
+/* layer normalization over the last axis: x, epsilon (one value, a constant read by the
+   init), the scale and the shift (p_SCALE_SIZE_ and p_SHIFT_SIZE_ values: the axis's, or 1). */
+#define DNNL_LAYER_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_SIZE_, p_SCALE_SIZE_, p_SHIFT_SIZE_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const float* eps) { \
+    if (p_EPS_SIZE_ != 1) return 1; /* the pattern takes a scalar epsilon only */ \
+    return dnnl_byoc_layer_norm(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, eps[0]); \
+  } \
+  static int p_ID_(const float* x, const float* eps, const float* scale, const float* shift, float* out) { \
+    const int64_t extents[] = {DNNL_BYOC_ITEMS p_SHAPE_}; \
+    (void)eps; /* read by the init */ \
+    return dnnl_byoc_layer_norm_run(&p_STATE_->p_ID_, p_STATE_->engine, x, scale, p_SCALE_SIZE_, shift, \
+                                    p_SHIFT_SIZE_, out, extents[p_RANK_ - 1]); \
+  }
+
 #define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_, p_DT_); \

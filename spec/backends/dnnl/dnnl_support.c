@@ -243,6 +243,41 @@ int dnnl_byoc_softmax(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
 }
 
 /* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_layer_norm(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank, const int64_t* extents,
+                         double epsilon) {
+  int64_t rows = 1;
+  for (int k = 0; k + 1 < rank; ++k) rows *= extents[k];
+  const int64_t flat[2] = {rows, rank > 0 ? extents[rank - 1] : 1};
+  dnnl_memory_desc_t mds[1] = {dnnl_byoc_md(2, flat)};
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_desc_t pd = NULL;
+  const dnnl_status_t made = attr == NULL || mds[0] == NULL ? dnnl_out_of_memory
+      : dnnl_layer_normalization_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, mds[0],
+            mds[0], NULL, (float)epsilon, dnnl_use_scale | dnnl_use_shift, attr);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 1);
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_layer_norm_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const float* x, const float* scale,
+                             int64_t scale_n, const float* shift, int64_t shift_n, float* out, int64_t c) {
+  float* spread = NULL; /* a scale or shift of one value, repeated c times */
+  if (scale_n != c || shift_n != c) {
+    spread = (float*)malloc(sizeof(float) * 2 * (size_t)(c > 0 ? c : 1));
+    if (spread == NULL) return 1;
+    for (int64_t k = 0; k < c; ++k) {
+      spread[k] = scale[scale_n == c ? k : 0];
+      spread[c + k] = shift[shift_n == c ? k : 0];
+    }
+    scale = spread;
+    shift = spread + c;
+  }
+  const int status = dnnl_byoc_run(p, engine, 4, (const int[]){DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DST},
+                                   (void* const[]){(void*)x, (void*)scale, (void*)shift, out});
+  free(spread);
+  return status;
+}
+
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_batch_norm(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
                          const int64_t* extents, double epsilon, int relu) {
   const unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift

@@ -239,6 +239,18 @@ DNNL_SUPPORT_API int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine
                                              int rb, const int64_t* b, dnnl_data_type_t dt, const void* w,
                                              void** packed);
 
+/* Layer normalization over the last of `rank` extents (the others flattened into rows),
+   with a scale and a shift of that axis's extent c and `epsilon`: one oneDNN layer
+   normalization of (rows, c). */
+DNNL_SUPPORT_API int dnnl_byoc_layer_norm(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
+                                          const int64_t* extents, double epsilon);
+
+/* Runs p (dnnl_byoc_layer_norm's) on x into out; a scale or shift of scale_n or shift_n
+   values: c, or 1 (broadcast: repeated c times for the call). 0 on success. */
+DNNL_SUPPORT_API int dnnl_byoc_layer_norm_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const float* x,
+                                              const float* scale, int64_t scale_n, const float* shift,
+                                              int64_t shift_n, float* out, int64_t c);
+
 /* After oneDNN's gelu_erf over n floats: where x is +inf, out is +inf (x Phi(x), the
    catalog's gelu), not oneDNN's NaN; its only difference from the catalog's op
    (tests/test_nan_semantics.py). */
