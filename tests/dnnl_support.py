@@ -75,3 +75,17 @@ def int8_refusal() -> str | None:
         return None
     assert spec.probe is not None
     return f"dnnl takes no int8 on this machine: {spec.probe.doc}"
+
+
+def layer_norm_graph(scale: int = 8) -> str:
+    """LayerNormalization over the last axis as byoc imports it (the pattern layer_norm);
+    a scale and shift of ``scale`` values (8, or 1: broadcast)."""
+    return f"""\
+graph main(x: float32[2, 3, 8], g: float32[{scale}], b: float32[{scale}]) {{
+  e = const float32[] [0.00001]
+  m = mean(x, axes=[2], keepdims=true)
+  c = subtract(x, m)
+  v = mean(multiply(c, c), axes=[2], keepdims=true)
+  return add(multiply(multiply(c, rsqrt(add(v, e))), g), b)
+}}
+"""

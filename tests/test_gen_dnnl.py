@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import EXAMPLES, random_array, run_threads
-from dnnl_support import assert_close, const
+from dnnl_support import assert_close, const, layer_norm_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -189,23 +189,6 @@ def test_the_whole_mlp_goes_to_dnnl_as_composites():
     ]
 
 
-def test_a_constant_two_regions_read_is_copied_into_each(rng):
-    """w feeds a packed matmul (matmul_const: w must be a constant in its region) and,
-    after the host's add and relu, a dense in another dnnl region: each region gets its
-    own copy of w, instead of a parameter that the pattern would refuse at lowering."""
-    text = f"""\
-graph main(x: float32[3, 8], b: float32[8]) {{
-  w = {const(np.random.default_rng(3), (8, 8), -0.5, 0.5)}
-  return dense(relu(add(matmul(x, w), b)), w)
-}}
-"""
-    program = partition(parse(text, "graph", file="shared.graph"), [load_backend(BACKEND)], load_catalog())
-    regions = [n.callee for n in program.functions[0].nodes if n.callee is not None]
-    assert len(regions) == 2 and all([c.name for c in r.constants] == ["w"] for r in regions)
-    assert "@dnnl.matmul_const " in print_program(program)
-    run_against_reference(program, rng)
-
-
 def test_every_pattern_and_op_runs_like_the_reference(rng):
     used = set()
     for graph in (PATTERNS, const_patterns(), layer_norm_graph()):
@@ -245,72 +228,6 @@ graph main(x: float32[2, 3, 5], w: float32[5, 4], q: float32[2, 3, 4, 6], k: flo
 
 def test_golden_matmul_and_eltwise(golden):
     assert generate(parse(MATMUL_ELTWISE, "graph", file="matmul_eltwise.graph")) == golden("c")
-
-
-MATMUL_CONST = """\
-graph main(x: float32[2, 3, 5]) {
-  w = const float32[5, 2] [0.5, -1.0, 0.25, 2.0, -0.75, 1.5, 1.0, -0.5, 0.125, 0.0]
-  return matmul(x, w)
-}
-"""
-
-
-def test_golden_matmul_by_constant_weights(golden):
-    """matmul_const: the weights packed by the init (DNNL_MATMUL_PACKED)."""
-    program = partition(
-        parse(MATMUL_CONST, "graph", file="matmul_const.graph"), [load_backend(BACKEND)], load_catalog()
-    )
-    assert generate(program) == golden("c")
-    run_against_reference(program, np.random.default_rng(2))
-
-
-def layer_norm_graph(scale: int = 8) -> str:
-    """LayerNormalization over the last axis as byoc imports it (the pattern layer_norm);
-    a scale and shift of ``scale`` values (8, or 1: broadcast)."""
-    return f"""\
-graph main(x: float32[2, 3, 8], g: float32[{scale}], b: float32[{scale}]) {{
-  e = const float32[] [0.00001]
-  m = mean(x, axes=[2], keepdims=true)
-  c = subtract(x, m)
-  v = mean(multiply(c, c), axes=[2], keepdims=true)
-  return add(multiply(multiply(c, rsqrt(add(v, e))), g), b)
-}}
-"""
-
-
-def test_golden_layer_norm(golden):
-    """layer_norm: the nine ops as one oneDNN layer normalization (DNNL_LAYER_NORM)."""
-    program = partition(
-        parse(layer_norm_graph(), "graph", file="layer_norm.graph"), [load_backend(BACKEND)], load_catalog()
-    )
-    assert "@dnnl.layer_norm " in print_program(program)
-    assert generate(program) == golden("c")
-
-
-@pytest.mark.parametrize("scale", [8, 1])
-def test_layer_norm_runs_like_the_reference(scale, rng):
-    program = partition(parse(layer_norm_graph(scale), "graph"), [load_backend(BACKEND)], load_catalog())
-    assert "@dnnl.layer_norm " in print_program(program)
-    run_against_reference(program, rng)
-
-
-def test_onnx_layer_normalization_runs_on_dnnl_as_onnxruntime_computes_it():
-    from onnx import helper, numpy_helper
-    from onnx_import_support import model, same_as_onnxruntime
-
-    r = np.random.default_rng(4)
-    weights = [numpy_helper.from_array(r.uniform(0.5, 1.5, 16).astype(np.float32), n) for n in ("g", "b")]
-    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)
-    m = model([node], [("x", [2, 5, 16])], ["y"], weights, opset=17)
-    program = partition(import_program(m), [load_backend(BACKEND)], load_catalog())
-    assert "@dnnl.layer_norm " in print_program(program)
-    same_as_onnxruntime(m, {"x": (3 * r.standard_normal((2, 5, 16)) + 1).astype(np.float32)}, "dnnl,fused")
-
-
-def test_layer_norm_over_another_axis_is_not_the_pattern():
-    text = layer_norm_graph().replace("axes=[2]", "axes=[1]")
-    program = partition(parse(text, "graph"), [load_backend(BACKEND)], load_catalog())
-    assert "layer_norm" not in print_program(program)
 
 
 def test_matmul_and_eltwise_run_like_the_reference(rng):
