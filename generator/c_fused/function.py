@@ -147,7 +147,8 @@ def function_text(
     body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed] + unread
     parallel = False
     clones = wants_clones(values)
-    outline = Outliner(sym, _pointers(fn), clones)
+    read = {n: f"const {C_TYPES[c.type.dtype]}*" for c, n in zip(constants, const_names)}
+    outline = Outliner(sym, _pointers(fn), clones, {**read, **{f"{n}_panels": t for n, t in read.items()}})
     emitted = list(zip(constants, const_names))
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}

@@ -43,9 +43,9 @@ from byoc.spec.template import placeholders, render
 
 from ..c import dtypes as c_dtypes
 from ..c.text import comment, origin, value_label
-from ..memory_plan import ScheduledOp, plan_memory
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
 from .blocking import BlockedText, plan_blocking, reduction_loops, widened
+from .buffers import buffer_slots
 from .dots import PANEL_POINTER_NOTE, ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
@@ -59,6 +59,22 @@ Timer = Callable[[str, list[str], list[Node]], list[str]]
 
 FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
+
+
+@dataclass(slots=True)
+class Written:
+    """One nest's text, before the body places it (:func:`anchored_body`)."""
+
+    label: str
+    first: list[str]
+    """The steps before it: its staged inputs' conversions and packing."""
+    lines: list[str]
+    fails: bool
+    parallel: bool
+    nodes: list[Node]
+    shared: bool
+    """A serial nest that cannot fail: one whose code another repeats becomes a function."""
+    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,48 +212,29 @@ def anchored_body(
     statements: list[str] = []
     can_fail = parallel = False
     writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold, outline, timer)
-    for n, nest in enumerate(nests):
-        lines, fails, par = writer.nest(n, nest)
-        statements += lines
-        can_fail |= fails
-        parallel |= par
+    written = [writer.nest(n, nest) for n, nest in enumerate(nests)]
+    # a serial nest whose code another one repeats (a transformer's layers): one function
+    seen: dict[str, int] = {}
+    for w in written:
+        if w.shared:
+            w.key = outline.key(w.lines)[0]
+            seen[w.key] = seen.get(w.key, 0) + 1
+    for w in written:
+        statements += writer.finish(w, w.key if w.shared and seen[w.key] > 1 else None)
+        can_fail |= w.fails
+        parallel |= w.parallel
     copies = [o for o, name in enumerate(fn.outputs) if name not in nest_of]
     for o in copies:  # an output that is a parameter or constant
         statements += writer.copy(o, fn.outputs[o], fn.output_types[o])
     # An empty value's nest writes nothing, so its buffer may go unread: it takes no space.
     named = set(re.findall(r"\btmp\w+", "\n".join(statements)))
     buffers = [b for b in buffers if b[0] in named]
-    slots = _slots(units, nests, nest_of, {name: t for _, t, name in buffers}, writer.staged)
+    slots = buffer_slots(units, nests, nest_of, {name: t for _, t, name in buffers}, writer.staged)
     placed = [(buf, t, value_label(name), slots[name]) for buf, t, name in buffers]
     placed += [
         (st.buffer, st.type, st.description(value_label(st.value)), slots[st.key]) for st in writer.staged
     ]
     return Body(statements, placed, can_fail, parallel, len(nests) + len(copies), writer.panels.arrays)
-
-
-def _slots(
-    units: Sequence[Piece],
-    nests: Sequence[Nest],
-    nest_of: Mapping[str, int],
-    buffered: Mapping[str, TensorType],
-    staged: Sequence[Staged] = (),
-) -> dict[str, int]:
-    """The workspace slot of each buffered value (:mod:`byoc.generator.memory_plan` over
-    the nests: a nest reads the buffers of earlier nests and writes its own), so values
-    whose lifetimes do not overlap share memory. A staged input's buffer (keyed by
-    ``Staged.key``) is written by a step of its own just before its nest, which reads it."""
-    types = {**buffered, **{st.key: st.type for st in staged}}
-    steps = []
-    for n, nest in enumerate(nests):
-        nodes = [units[k].node for k in nest.members]
-        reads = [name for node in nodes for name in node.inputs if name in buffered and nest_of[name] != n]
-        mine = [st for st in staged if st.nest == n]
-        if mine:
-            sources = [st.value for st in mine if st.value in buffered]
-            steps.append(ScheduledOp(tuple(dict.fromkeys(sources)), tuple(st.key for st in mine)))
-        writes = [node.name for node in nodes if node.name in buffered]
-        steps.append(ScheduledOp(tuple(dict.fromkeys([*reads, *(st.key for st in mine)])), tuple(writes)))
-    return dict(plan_memory((), steps, types).storage)
 
 
 class _NestWriter:
@@ -267,16 +264,13 @@ class _NestWriter:
 
     # ------------------------------------------------------------ one nest
 
-    def nest(self, n: int, nest: Nest) -> tuple[list[str], bool, bool]:
+    def nest(self, n: int, nest: Nest) -> Written:
         units, head = self.units, nest.head
         names = [units[k].node.name for k in nest.members]
         label = f"nest {n}: " + ", ".join(f"{units[k].c_name} {units[k].node.op}" for k in nest.members)
         if math.prod(nest.shape) == 0:
-            return (
-                [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"],
-                False,
-                False,
-            )
+            empty = [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"]
+            return Written(label, [], empty, False, False, [], shared=False)
         in_nest = set(names)
         if head is not None:
             node = units[head].node
@@ -311,10 +305,16 @@ class _NestWriter:
         if parallel:
             lines = self.outline(label, lines, placed.outer_count())
         first = [line for st in self.staged if st.nest == n for line in conversion(st, value_label(st.value))]
-        lines = first + lines
-        if self.timer is not None:
-            lines = self.timer(label, lines, [units[k].node for k in nest.members])
-        return lines, fails, parallel
+        nodes = [units[k].node for k in nest.members]
+        return Written(label, first, lines, fails, parallel, nodes, shared=not parallel and not fails)
+
+    def finish(self, written: Written, serial: str | None) -> list[str]:
+        """The statements of a nest: its steps before it, the nest, or with ``serial``
+        the call of that shared function (:mod:`.outline`), all in its timing."""
+        lines = written.first + (
+            self.outline(written.label, written.lines, None) if serial else written.lines
+        )
+        return lines if self.timer is None else self.timer(written.label, lines, written.nodes)
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
         loops = plan_loops(t.shape, [t.shape])

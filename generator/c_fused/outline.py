@@ -7,32 +7,47 @@ The nest's text is the serial one, except that its outer loop runs over
 
     typedef struct {            the arrays the nest reads and writes
       const float* in0;
+      const float* fused_0_const_2;
       float* out0;
     } <sym>_loop<k>_args;
     static void <sym>_loop<k>_(void* args, int64_t begin, int64_t end) {
       const <sym>_loop<k>_args* a = (const <sym>_loop<k>_args*)args;
       const float* restrict in0 = a->in0;
+      const float* restrict fused_0_const_2 = a->fused_0_const_2;
       float* restrict out0 = a->out0;
       <the nest>
     }
 
 and the body keeps a call, ``byoc_parallel_for(<sym>_loop<k>_, &args, count)``. A nest
-is self-contained: it reads the region's inputs, constants (file-scope arrays) and the
-buffers of earlier nests, and writes its outputs or buffers; its loop-invariant locals
-are its own, computed once per chunk. So the arrays named in its code are all it needs.
+is self-contained: it reads the region's inputs, constants and the buffers of earlier
+nests, and writes its outputs or buffers; its loop-invariant locals are its own,
+computed once per chunk. So the arrays named in its code are all it needs.
+
+**One function per distinct nest.** The constants, too, reach the function through
+its arguments (a local pointer of the constant's own name, which hides the file-scope
+array): a transformer's twelve layers then run the same nests on other arrays, and
+each nest after the first whose text differs only in the names of its arrays and of
+its values (``t509`` against ``t254``) calls the first one's function with its own
+arrays, instead of a copy that gcc would compile again. BERT-base's 108 parallel nests
+are 7 functions. The function keeps the text (and comments) of its first nest, and its
+comment names the others.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ..c.text import block_comment, comment
 
 _ARRAY = re.compile(r"\b(?:in|out|tmp)\d\w*\b")
-_COMMENT = re.compile(r"/\*.*?\*/")
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _WORD = re.compile(r"\w+")
 """A C identifier or number: a pointer's name is used where it is one of the words."""
+_VALUE = re.compile(r"t(\d+)(?=_|$)")
+"""A value's C name (``t509``) at the start of a local's name (``t509_acc``)."""
 
 
 def outer_loop(indent: str, var: str, step: int = 1) -> str:
@@ -48,52 +63,141 @@ def steps(extent: int, step: int = 1) -> int:
     return -(-extent // step)
 
 
+def _canonical(code: str, arrays: Sequence[str]) -> tuple[str, list[str]]:
+    """``code`` (comments removed) with its arrays and its values' names numbered by
+    first use, and its arrays in that order: two nests that differ only in those names
+    have the same text."""
+    known = set(arrays)
+    order: list[str] = []
+    values: dict[str, str] = {}
+
+    def word(m: re.Match[str]) -> str:
+        w = m.group(0)
+        if w in known:
+            if w not in order:
+                order.append(w)
+            return f"@{order.index(w)}"
+        v = _VALUE.match(w)
+        if v is not None:
+            return "%" + values.setdefault(v.group(1), str(len(values))) + w[v.end(1) :]
+        return w
+
+    return _WORD.sub(word, code), order
+
+
+@dataclass
+class _Outlined:
+    name: str
+    label: str
+    count: int | None
+    """The outer loop's chunks; None for a serial nest."""
+    fields: list[str]
+    """The first nest's arrays, in the order of the struct's fields."""
+    by_use: list[str]
+    """The same arrays in the order the code first names them."""
+    lines: Sequence[str]
+    others: list[str] = field(default_factory=list)
+    """The labels of the other nests that call it."""
+
+
 class Outliner:
     """Outlines the parallel nests of one region ``sym`` (see the module doc)."""
 
-    def __init__(self, sym: str, pointers: Mapping[str, str], clones: bool) -> None:
+    def __init__(
+        self, sym: str, pointers: Mapping[str, str], clones: bool, constants: Mapping[str, str] | None = None
+    ) -> None:
         self.sym = sym
         self.pointers = dict(pointers)
         """The C pointer type of each array the region's code names (``in0``: ``const float*``)."""
+        self.constants = dict(constants or {})
+        """The C pointer type of each constant's file-scope array (and of its panels')."""
         self.clones = clones
-        self.functions: list[str] = []
-        """The outlined functions, to be placed before the region's body."""
+        self._made: list[_Outlined] = []
+        self._by_text: dict[str, _Outlined] = {}
 
-    def __call__(self, label: str, lines: Sequence[str], count: int) -> list[str]:
-        """Outline the nest ``lines`` (outer loop by :func:`outer_loop`) of ``count``
-        outer iterations; the statements that run it, in its place."""
-        name = f"{self.sym}_loop{len(self.functions)}_"
+    @property
+    def functions(self) -> list[str]:
+        """The outlined functions, to be placed before the region's body."""
+        return [self._text(f) for f in self._made]
+
+    def key(self, lines: Sequence[str], count: int | None = None) -> tuple[str, list[str], list[str]]:
+        """The text by which two nests are the same code (their arrays and values
+        renamed, with ``count``, their outer loop's chunks, or None for a serial nest),
+        and the nest's arrays: in the order of the struct's fields, and of first use."""
         code = _COMMENT.sub("", "\n".join(lines))
         words = set(_WORD.findall(code))  # one scan, not one per pointer (a model has hundreds)
-        used = [c for c in self.pointers if c in words]
+        used = [c for c in self.pointers if c in words] + [c for c in self.constants if c in words]
         assert set(_ARRAY.findall(code)) <= set(self.pointers), "every array of a nest is known"
-        fields = [f"  {self.pointers[c]} {c};" for c in used]
-        unpack = [f"  {self.pointers[c]} restrict {c} = a->{c};" for c in used]
-        note = [
-            f"{name}: {label}; one chunk [begin, end) of the {count} iterations of its outer loop,",
-            f"run on the module's thread pool by {self.sym}_ (byoc_parallel_for).",
-        ]
-        self.functions.append(
-            "\n".join(
-                [
-                    block_comment(note),
-                    "typedef struct {",
-                    *fields,
-                    f"}} {name}args;",
-                    *(["byoc_simd_clones"] if self.clones else []),
-                    f"static void {name}(void* args, int64_t begin, int64_t end) {{",
-                    f"  const {name}args* a = (const {name}args*)args;",
-                    *unpack,
-                    *lines,
-                    "}",
-                    "",
-                ]
-            )
-        )
+        text, by_use = _canonical(code, used)
+        return f"{count}\n" + "\n".join(self._type(c) for c in by_use) + "\n" + text, used, by_use
+
+    def __call__(self, label: str, lines: Sequence[str], count: int | None) -> list[str]:
+        """Outline the nest ``lines`` (outer loop by :func:`outer_loop`) of ``count``
+        outer iterations; the statements that run it, in its place. With ``count``
+        None, a serial nest whose code another serial nest repeats: a function the
+        body calls itself."""
+        key, used, by_use = self.key(lines, count)
+        made = self._by_text.get(key)
+        if made is None:
+            kind = "loop" if count is not None else "nest"
+            made = _Outlined(f"{self.sym}_{kind}{len(self._made)}_", label, count, used, by_use, lines)
+            self._made.append(made)
+            self._by_text[key] = made
+            passed = used
+        else:
+            made.others.append(label.split(":", 1)[0])
+            mine = dict(zip(made.by_use, by_use))  # the first nest's array -> this nest's
+            passed = [mine[c] for c in made.fields]
+        name = made.name
+        if count is None:
+            return [
+                "  {",
+                f"    {comment(f'{label}: the code of {name}, shared with the nests it names')}",
+                f"    const {name}args args = {{{', '.join(passed)}}};",
+                f"    {name}(&args);",
+                "  }",
+            ]
         return [
             "  {",
             f"    {comment(f'{label}: on the thread pool, in chunks of its outer loop ({name})')}",
-            f"    {name}args args = {{{', '.join(used)}}};",
+            f"    {name}args args = {{{', '.join(passed)}}};",
             f"    byoc_parallel_for({name}, &args, {count});",
             "  }",
         ]
+
+    def _type(self, array: str) -> str:
+        return self.pointers.get(array) or self.constants[array]
+
+    def _text(self, made: _Outlined) -> str:
+        name = made.name
+        if made.count is None:
+            note = [f"{name}: {made.label}; run by {self.sym}_ itself (serial)."]
+            head = [
+                f"static void {name}(const {name}args* a) {{",
+            ]
+        else:
+            note = [
+                f"{name}: {made.label}; one chunk [begin, end) of the {made.count} iterations of its outer loop,",
+                f"run on the module's thread pool by {self.sym}_ (byoc_parallel_for).",
+            ]
+            head = [
+                f"static void {name}(void* args, int64_t begin, int64_t end) {{",
+                f"  const {name}args* a = (const {name}args*)args;",
+            ]
+        if made.others:
+            also = f"Also runs {', '.join(made.others)}: the same code on their own arrays."
+            note += textwrap.wrap(also, 100)
+        return "\n".join(
+            [
+                block_comment(note),
+                "typedef struct {",
+                *(f"  {self._type(c)} {c};" for c in made.fields),
+                f"}} {name}args;",
+                *(["byoc_simd_clones"] if self.clones else []),
+                *head,
+                *(f"  {self._type(c)} restrict {c} = a->{c};" for c in made.fields),
+                *made.lines,
+                "}",
+                "",
+            ]
+        )
