@@ -89,3 +89,14 @@ graph main(x: float32[2, 3, 8], g: float32[{scale}], b: float32[{scale}]) {{
   return add(multiply(multiply(c, rsqrt(add(v, e))), g), b)
 }}
 """
+
+
+def linear(k: int = 5, bias: int = 2, dtype: str = "float32") -> str:
+    """A linear layer: matmul by constant weights (k x 2), plus a bias of ``bias`` values."""
+    values = ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))
+    return f"""\
+graph main(x: {dtype}[2, 3, {k}], b: {dtype}[{bias}]) {{
+  w = const {dtype}[{k}, 2] [{values}]
+  return add(matmul(x, w), b)
+}}
+"""

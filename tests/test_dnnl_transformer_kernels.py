@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dnnl_support import const, layer_norm_graph
+from dnnl_support import const, layer_norm_graph, linear
 from libraries import missing_library
 from test_gen_dnnl import BACKEND, generate, run_against_reference
 
@@ -20,19 +20,20 @@ if missing_library("dnnl"):
 
 
 def test_a_constant_two_regions_read_is_copied_into_each(rng):
-    """w feeds a packed matmul (matmul_const: w must be a constant in its region) and,
-    after the host's add and relu, a dense in another dnnl region: each region gets its
-    own copy of w, instead of a parameter that the pattern would refuse at lowering."""
+    """w feeds a packed matmul (matmul_bias_const: w must be a constant in its region)
+    and, after the host's exp (which dnnl does not map), a dense in another dnnl region:
+    each region gets its own copy of w, instead of a parameter that the pattern would
+    refuse at lowering."""
     text = f"""\
 graph main(x: float32[3, 8], b: float32[8]) {{
   w = {const(np.random.default_rng(3), (8, 8), -0.5, 0.5)}
-  return dense(relu(add(matmul(x, w), b)), w)
+  return dense(exp(add(matmul(x, w), b)), w)
 }}
 """
     program = partition(parse(text, "graph", file="shared.graph"), [load_backend(BACKEND)], load_catalog())
     regions = [n.callee for n in program.functions[0].nodes if n.callee is not None]
     assert len(regions) == 2 and all([c.name for c in r.constants] == ["w"] for r in regions)
-    assert "@dnnl.matmul_const " in print_program(program)
+    assert "@dnnl.matmul_bias_const " in print_program(program)
     run_against_reference(program, rng)
 
 
@@ -86,3 +87,19 @@ def test_layer_norm_over_another_axis_is_not_the_pattern():
     text = layer_norm_graph().replace("axes=[2]", "axes=[1]")
     program = partition(parse(text, "graph"), [load_backend(BACKEND)], load_catalog())
     assert "layer_norm" not in print_program(program)
+
+
+def test_golden_linear_layer(golden):
+    """matmul_bias_const: the bias added by the matmul (DNNL_MATMUL_BIAS_PACKED)."""
+    program = partition(
+        parse(linear(), "graph", file="linear.graph"), [load_backend(BACKEND)], load_catalog()
+    )
+    assert "@dnnl.matmul_bias_const " in print_program(program)
+    assert generate(program) == golden("c")
+
+
+@pytest.mark.parametrize("k, bias", [(5, 2), (5, 1), (0, 2)], ids=["bias", "one-value", "empty-sum"])
+def test_linear_layer_runs_like_the_reference(k, bias, rng):
+    program = partition(parse(linear(k, bias), "graph"), [load_backend(BACKEND)], load_catalog())
+    assert "@dnnl.matmul_bias_const " in print_program(program)
+    run_against_reference(program, rng)

@@ -173,7 +173,7 @@
    keeps them in p_ID_ ## _weights); b, the plain weights, is not read. */
 #define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
-    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed); \
+    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0); \
   } \
   static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
     (void)b; /* packed by the init */ \
@@ -184,6 +184,24 @@
     return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
                          (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
                          (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, out}); \
+  }
+
+/* the same, plus a bias along the last axis (p_BIAS_SIZE_ values: its extent, or 1)
+   added by the matmul itself; an empty sum gives the bias. */
+#define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
+    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, \
+                                   p_BIAS_SIZE_); \
+  } \
+  static int p_ID_(const p_T_* a, const p_T_* b, const p_T_* bias, p_T_* out) { \
+    (void)b; /* packed by the init */ \
+    if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum: the bias alone (or an empty result) */ \
+      for (int64_t k = 0; k < (int64_t)p_SIZE_; ++k) out[k] = bias[k % p_BIAS_SIZE_]; \
+      return 0; \
+    } \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, (void*)bias, out}); \
   }
 
 #define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_ALPHA_, p_BETA_, p_T_, p_DT_) \

@@ -1049,17 +1049,27 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
 
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
-                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed) {
-  dnnl_memory_desc_t mds[3], plain[3];
+                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias) {
+  dnnl_memory_desc_t mds[4], plain[3];
   *prim = NULL;
   *packed = NULL;
+  mds[3] = NULL;
   const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 1);
   if (made_mds == 0) return 0;
   const int made_plain = dnnl_byoc_matmul_mds(plain, ra, a, rb, b, dt, 0);
+  if (bias > 0 && made_mds > 0) { /* (1, ..., 1, bias): broadcast along every axis but the last */
+    int64_t eb[DNNL_MAX_NDIMS];
+    int r = 0;
+    if (dnnl_memory_desc_query(mds[2], dnnl_query_ndims_s32, &r) == dnnl_success && r > 0) {
+      for (int k = 0; k < r; ++k) eb[k] = 1;
+      eb[r - 1] = bias;
+      mds[3] = dnnl_byoc_md_of(r, eb, dt);
+    }
+  }
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = attr == NULL || made_mds < 0 || made_plain < 0
-      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
+  const dnnl_status_t made = attr == NULL || made_mds < 0 || made_plain < 0 || (bias > 0 && mds[3] == NULL)
+      ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);
   int ok = made == dnnl_success;
   if (ok) {
     const_dnnl_memory_desc_t chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -1070,7 +1080,7 @@ int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra
   for (int k = 0; k < 3; ++k) {
     if (plain[k] != NULL) dnnl_memory_desc_destroy(plain[k]);
   }
-  const int status = dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
+  const int status = dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
   if (!ok || status != 0) { /* the caller's teardown does not run for a failed init */
     free(*packed);
     *packed = NULL;

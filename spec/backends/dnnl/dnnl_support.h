@@ -233,11 +233,12 @@ DNNL_SUPPORT_API int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t eng
 /* dnnl_byoc_matmul by constant weights w (b's extents, plain): the primitive with its
    weights in the layout oneDNN picks for them (format_tag_any: its brgemm kernels'
    blocked one), and *packed the weights reordered into it, once (aligned_alloc: the
-   caller frees it). An empty sum or result makes neither (*prim and *packed NULL).
-   0 on success. */
+   caller frees it). With `bias` values (0: none; the last axis's extent, or 1), a bias
+   added along the last axis (DNNL_ARG_BIAS). An empty sum or result makes neither
+   (*prim and *packed NULL). 0 on success. */
 DNNL_SUPPORT_API int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
                                              int rb, const int64_t* b, dnnl_data_type_t dt, const void* w,
-                                             void** packed);
+                                             void** packed, int64_t bias);
 
 /* Layer normalization over the last of `rank` extents (the others flattened into rows),
    with a scale and a shift of that axis's extent c and `epsilon`: one oneDNN layer
