@@ -5,6 +5,8 @@ serial nests compute, bit for bit."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import random_array
@@ -87,6 +89,33 @@ graph main(x: float32[5, 4], i: int64[3], j: int64[3]) {
 """
     out = generate(externals(text), SERIAL)
     assert "fused_0_nest" not in out and out.count("status = 2; goto done;") == 2
+
+
+def test_equal_small_constants_are_one_array_the_shared_nest_reads_itself(tmp_path):
+    """Each layer's exponent 3 is its own constant in the graph: one array in the module,
+    indexed by the shared function (so gcc folds it), not passed as an argument."""
+    lines = []
+    for line in layers().splitlines():
+        lines.append(line)
+        if line.strip().startswith("b") and "= const" in line:
+            j = line.strip()[1]
+            lines.append(f"    e{j} = const float32[] [3.0]")
+    text = "\n".join(lines).replace("relu(bias_add(dense(", "power(relu(bias_add(dense(")
+    for j in range(3):
+        text = text.replace(f"b{j}, axis=1))", f"b{j}, axis=1)), e{j})")
+    fns = externals(text)
+    out = generate(fns, PARALLEL)
+    assert out.count("static void fused_0_loop") == 1
+    assert out.count("[1] = {") == 1  # the three exponents: one array
+    shared = out[out.index("static void fused_0_loop0_(") :]
+    shared = shared[: shared.index("\n}\n")]
+    (exponent,) = {m for m in re.findall(r"fused_0_const_\d+\[0\]", shared)}
+    assert f"restrict {exponent[:-3]} = a->" not in shared  # read where it is, not through args
+    x = random_array(np.random.default_rng(4), (6, 24), "float32")
+    got = np.full((6, 24), 99, np.float32)
+    compile_text(out, tmp_path)["fused_0"](ffi_array(x), ffi_array(got))
+    (ref,) = evaluate(fns[0], {fns[0].params[0].name: x})
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 
 
 def test_nests_of_other_shapes_keep_their_own_functions():

@@ -23,9 +23,10 @@ is self-contained: it reads the region's inputs, constants and the buffers of ea
 nests, and writes its outputs or buffers; its loop-invariant locals are its own,
 computed once per chunk. So the arrays named in its code are all it needs.
 
-**One function per distinct nest.** The constants, too, reach the function through
-its arguments (a local pointer of the constant's own name, which hides the file-scope
-array): a transformer's twelve layers then run the same nests on other arrays, and
+**One function per distinct nest.** The large constants, too, reach the function
+through its arguments (a local pointer of the constant's own name, which hides the
+file-scope array), and equal small ones are one array (:func:`constant_names`): a
+transformer's twelve layers then run the same nests on other arrays, and
 each nest after the first whose text differs only in the names of its arrays and of
 its values (``t509`` against ``t254``) calls the first one's function with its own
 arrays, instead of a copy that gcc would compile again. BERT-base's 108 parallel nests
@@ -40,6 +41,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from byoc.ir import Constant
+
 from ..c.text import block_comment, comment
 
 _ARRAY = re.compile(r"\b(?:in|out|tmp)\d\w*\b")
@@ -48,6 +51,29 @@ _WORD = re.compile(r"\w+")
 """A C identifier or number: a pointer's name is used where it is one of the words."""
 _VALUE = re.compile(r"t(\d+)(?=_|$)")
 """A value's C name (``t509``) at the start of a local's name (``t509_acc``)."""
+
+
+FOLDED_ELEMENTS = 16
+"""A constant of at most this many elements stays a file-scope array that every nest
+indexes itself, so that gcc folds its values into the code (a power's exponent of 2
+or 3 becomes multiplications: through a pointer, GPT-2's Gelu nests ran at half the
+speed); equal ones are one array, so that the nests of a transformer's layers are
+still the same code (above). A larger one reaches an outlined nest through
+its arguments."""
+
+
+def constant_names(sym: str, constants: Sequence[Constant]) -> list[str]:
+    """The C array of each constant: ``<sym>_const_<j>``, or, for a constant of at most
+    :data:`FOLDED_ELEMENTS` elements equal to an earlier one (dtype, shape and bytes),
+    that one's."""
+    first: dict[tuple, str] = {}
+    names = []
+    for j, c in enumerate(constants):
+        name = f"{sym}_const_{j}"
+        if c.values.size <= FOLDED_ELEMENTS:
+            name = first.setdefault((c.type.dtype, c.type.shape, c.values.tobytes()), name)
+        names.append(name)
+    return names
 
 
 def outer_loop(indent: str, var: str, step: int = 1) -> str:
