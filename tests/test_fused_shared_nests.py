@@ -118,6 +118,34 @@ def test_equal_small_constants_are_one_array_the_shared_nest_reads_itself(tmp_pa
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("floats", [False, True])
+def test_equal_small_weights_share_one_array_and_its_panels(floats, tmp_path):
+    """Two equal 4x4 weights (16 elements: one array) that two dense nests read packed:
+    one panels array, written once (a GRU's gates met this)."""
+    values = ", ".join(str(0.125 * (k % 5) - 0.25) for k in range(16))
+    text = f"""\
+graph main(x: float32[8, 4]) {{
+  r = @fused {{
+    w1 = const float32[4, 4] [{values}]
+    w2 = const float32[4, 4] [{values}]
+    return dense(relu(dense(x, w1)), w2)
+  }}
+  return r
+}}
+"""
+    fns = externals(text)
+    out = generate(fns, {"float32_dots": "true" if floats else "false"})
+    assert (
+        out.count("static const float fused_0_const_0[16]") + out.count("fused_0_const_0_panels[16] =") >= 1
+    )
+    assert "fused_0_const_1" not in out  # the second weight is the first one's array
+    x = random_array(np.random.default_rng(6), (8, 4), "float32")
+    got = np.full((8, 4), 99, np.float32)
+    compile_text(out, tmp_path)["fused_0"](ffi_array(x), ffi_array(got))
+    (ref,) = evaluate(fns[0], {fns[0].params[0].name: x})
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
 def test_nests_of_other_shapes_keep_their_own_functions():
     text = generate(externals(layers((24, 16, 24))), PARALLEL)
     assert text.count("static void fused_0_loop") == 3 and "Also runs" not in text

@@ -57,6 +57,6 @@ class ConstantPanels:
         if packed.value not in self.constants or packed.panel is None:
             return None
         name = f"{c_arrays[packed.value]}_panels"
-        if self.arrays.setdefault(name, (packed.value, packed.panel)) != (packed.value, packed.panel):
-            return None
+        if self.arrays.setdefault(name, (packed.value, packed.panel))[1] != packed.panel:
+            return None  # (equal small constants share an array, and so its panels)
         return name

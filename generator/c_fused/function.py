@@ -155,7 +155,7 @@ def function_text(
         if c.values.size > FOLDED_ELEMENTS
     }
     outline = Outliner(sym, _pointers(fn), clones, {**read, **{f"{n}_panels": t for n, t in read.items()}})
-    emitted = list({n: (c, n) for c, n in zip(constants, const_names)}.values())  # each array once
+    emitted = _first_of_each(list(zip(constants, const_names)))  # each array once
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline, timing)
@@ -165,7 +165,7 @@ def function_text(
         body_text = _status_body(fn, sym, nested, body, clones)
         status = (nested.can_fail, bool(nested.buffers))
         code = "\n".join([*nested.statements, *outline.functions, *body])
-        emitted = _with_panels(emitted, nested.panels, code)
+        emitted = _with_panels(emitted, nested.panels, code, constants)
     else:
         for shape, outs in groups.items():
             lines, in_parallel = _group(
@@ -372,14 +372,25 @@ def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], cl
     )
 
 
+def _first_of_each(named: list[tuple[Constant, str]]) -> list[tuple[Constant, str]]:
+    """``named`` (constant, C array) with each array once: its first constant (equal
+    small constants share an array, :func:`~.outline.constant_names`)."""
+    seen: set[str] = set()
+    return [(c, n) for c, n in named if not (n in seen or seen.add(n))]
+
+
 def _with_panels(
-    emitted: list[tuple[Constant, str]], panels: Mapping[str, tuple[str, Panel]], code: str
+    emitted: list[tuple[Constant, str]],
+    panels: Mapping[str, tuple[str, Panel]],
+    code: str,
+    constants: Sequence[Constant],
 ) -> list[tuple[Constant, str]]:
     """The constants to write (each with its C array): those ``code`` still reads as
-    they are, and each one a nest reads packed (``panels``), in its layout."""
+    they are, and each one a nest reads packed (``panels``, by the value's name among
+    ``constants``), in its layout."""
     if not panels:
         return emitted
-    by_name = {c.name: c for c, _ in emitted}
+    by_name = {c.name: c for c in constants}
     words = set(C_WORD.findall(code))
     kept = [(c, n) for c, n in emitted if n in words]
     for array, (value, panel) in panels.items():
