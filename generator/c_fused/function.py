@@ -59,7 +59,7 @@ from ..c.workspace import RELEASE, layout
 from .anchors import c_attributes
 from .loops import Loops, plan_loops
 from .nests import Body, Timer, anchored_body, needs_nests
-from .outline import FOLDED_ELEMENTS, Outliner, constant_names, outer_loop
+from .outline import FOLDED_ELEMENTS, Outliner, constant_names, first_of_each, outer_loop
 from .staging import Panel
 from .support import pragmas, wants_clones
 
@@ -155,7 +155,7 @@ def function_text(
         if c.values.size > FOLDED_ELEMENTS
     }
     outline = Outliner(sym, _pointers(fn), clones, {**read, **{f"{n}_panels": t for n, t in read.items()}})
-    emitted = _first_of_each(list(zip(constants, const_names)))  # each array once
+    emitted = first_of_each(list(zip(constants, const_names)))  # each array once
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline, timing)
@@ -370,13 +370,6 @@ def _body(fn: Function, sym: str, groups: Mapping, statements: Sequence[str], cl
             "",
         ]
     )
-
-
-def _first_of_each(named: list[tuple[Constant, str]]) -> list[tuple[Constant, str]]:
-    """``named`` (constant, C array) with each array once: its first constant (equal
-    small constants share an array, :func:`~.outline.constant_names`)."""
-    seen: set[str] = set()
-    return [(c, n) for c, n in named if not (n in seen or seen.add(n))]
 
 
 def _with_panels(

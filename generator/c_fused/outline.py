@@ -76,6 +76,13 @@ def constant_names(sym: str, constants: Sequence[Constant]) -> list[str]:
     return names
 
 
+def first_of_each(named: list[tuple[Constant, str]]) -> list[tuple[Constant, str]]:
+    """``named`` (constant, C array) with each array once: its first constant (equal
+    small constants share an array, :func:`constant_names`)."""
+    seen: set[str] = set()
+    return [(c, n) for c, n in named if not (n in seen or seen.add(n))]
+
+
 def outer_loop(indent: str, var: str, step: int = 1) -> str:
     """The ``for`` over one chunk ``[begin, end)`` of an outer loop; with a ``step``, the
     chunk counts steps (the loop over blocks of ``step`` iterations)."""
