@@ -3,11 +3,12 @@ output_*.pb files): the default tolerances, the comparison, and the printed tabl
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 
-from ..ir import is_half, is_integer
+from ..ir import is_float, is_half, is_integer
 
 STORED_RTOL, STORED_ATOL = 1e-3, 1e-7
 """The default tolerances against stored output_*.pb files: ONNX's backend tests' own,
@@ -34,7 +35,7 @@ def report(
     output_*.pb files (see :data:`STORED_RTOL`)."""
     rows = [("output", "shape", "dtype", "max abs error", "status")]
     failed = 0
-    stepped = []
+    stepped, worst = [], []
     for k, (got, want, step) in enumerate(zip(outputs, expected, steps or [0.0] * len(outputs))):
         rt, at = (
             (_or(rtol, STORED_RTOL), _or(atol, STORED_ATOL))
@@ -46,9 +47,14 @@ def report(
         if status == "ok" and step and compare(got, want, rt, at)[0] != "ok":  # the step was needed
             stepped.append(f"{k} (one step: {step:.3g})")
         rows.append((str(k), str(list(got.shape)), str(got.dtype), error, status))
+        if status == "MISMATCH":
+            detail = worst_element(got, want, rt, at, step)
+            if detail is not None:
+                worst.append(f"  output {k}: the element furthest outside the tolerance is {detail}\n")
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for row in rows:
         sys.stdout.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    sys.stdout.write("".join(worst))
     if stepped:
         sys.stdout.write(
             f"  within one step of a quantization: output {', '.join(stepped)}; a quantize_linear "
@@ -96,9 +102,21 @@ def compare(
         big, small = np.maximum(got[differ], want[differ]), np.minimum(got[differ], want[differ])
         error = max(int(b) - int(s) for b, s in zip(big.tolist(), small.tolist()))
         return ("ok" if error <= step else "MISMATCH"), str(error)
-    default_rtol, default_atol = DEFAULT_TOLERANCES[dtype]
     # np.allclose on a bfloat16 array computes in bfloat16: compare doubles
     got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    rtol, atol = _tolerances(want64, dtype, rtol, atol, step)
+    with np.errstate(invalid="ignore"):  # inf - inf: equal values, no error
+        diff = np.abs(got64 - want64)
+    same = (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
+    error = float(np.max(np.where(same, 0.0, diff), initial=0.0))
+    ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
+    return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
+
+
+def _tolerances(want64: np.ndarray, dtype: str, rtol: float | None, atol: float | None, step: float):
+    """(rtol, atol) for an output of ``dtype`` expected to be ``want64``: the given ones,
+    or the dtype's defaults (:data:`DEFAULT_TOLERANCES`); the atol plus ``step``."""
+    default_rtol, default_atol = DEFAULT_TOLERANCES[dtype]
     if atol is None:
         # A kernel that sums in its own order (a library's blocked conv, a tree
         # reduction) leaves an element where the sum cancels with the rounding of its
@@ -108,10 +126,35 @@ def compare(
         largest = float(finite.max()) if finite.size else 0.0
         atol = default_atol * max(1.0, largest)
     atol += step * (1 + 1e-6)  # a step of a dequantized value, and its float32 rounding
-    rtol = _or(rtol, default_rtol)
-    with np.errstate(invalid="ignore"):  # inf - inf: equal values, no error
-        diff = np.abs(got64 - want64)
+    return _or(rtol, default_rtol), atol
+
+
+def worst_element(
+    got: np.ndarray, want: np.ndarray, rtol: float | None, atol: float | None, step: float = 0.0
+) -> str | None:
+    """For float outputs of one shape that :func:`compare` finds apart: the element
+    furthest outside the tolerance, what it is and should be, and the --atol that would
+    accept every element at this rtol (none, for a NaN or an infinity out of place)."""
+    if got.shape != want.shape or got.dtype != want.dtype or not got.size or not is_float(str(got.dtype)):
+        return None
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    rt, at = _tolerances(want64, str(got.dtype), rtol, atol, step)
+    with np.errstate(invalid="ignore", over="ignore"):
+        excess = np.abs(got64 - want64) - (at + rt * np.abs(want64))
     same = (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
-    error = float(np.max(np.where(same, 0.0, diff), initial=0.0))
-    ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
-    return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
+    excess = np.where(same, -np.inf, np.where(np.isnan(excess), np.inf, excess))
+    k = int(np.argmax(excess))
+    where = [int(i) for i in np.unravel_index(k, got.shape)] if got.ndim else []
+    g, w = got64.flat[k], want64.flat[k]
+    line = f"at {where}: got {g:.7g}, expected {w:.7g} (atol {at:.3g}, rtol {rt:.3g})"
+    if not np.isfinite(excess.flat[k]):
+        return line + "; no tolerance accepts it"
+    return line + f"; --atol {_up(float(np.max(excess)) + at):.2g} would accept every element"
+
+
+def _up(x: float) -> float:
+    """``x`` rounded up to two significant digits, so that the value printed suffices."""
+    if x <= 0:
+        return x
+    unit = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / unit * (1 - 1e-12)) * unit
