@@ -1,6 +1,7 @@
-"""Parallel loop nests of the ``c_fused`` codegen: a nest whose outer loop runs on the
-module's thread pool (:mod:`byoc.generator.c_fused.pool`) is outlined into a static
-function of one chunk of that loop.
+"""Loop nests of the ``c_fused`` codegen moved into functions of their own: a nest
+whose outer loop runs on the module's thread pool (:mod:`byoc.generator.c_fused.pool`)
+is outlined into a static function of one chunk of that loop, and a serial nest whose
+code another one repeats into a function the body calls (below).
 
 The nest's text is the serial one, except that its outer loop runs over
 ``[begin, end)`` (:func:`outer_loop`). :class:`Outliner` moves it, unchanged, into::
