@@ -160,13 +160,7 @@
     return dnnl_byoc_matmul(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_); \
   } \
   static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
-    if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
-      memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
-      return 0; \
-    } \
-    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                         (void* const[]){(void*)a, (void*)b, out}); \
+    return dnnl_byoc_matmul_run(&p_STATE_->p_ID_, p_STATE_->engine, a, b, out, sizeof(p_T_) * (size_t)p_SIZE_); \
   }
 
 /* matmul by constant weights, packed at init into the layout oneDNN picks (the state
@@ -177,13 +171,8 @@
   } \
   static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
     (void)b; /* packed by the init */ \
-    if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
-      memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
-      return 0; \
-    } \
-    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                         (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, out}); \
+    return dnnl_byoc_matmul_run(&p_STATE_->p_ID_, p_STATE_->engine, a, p_STATE_->p_ID_ ## _weights, out, \
+                                sizeof(p_T_) * (size_t)p_SIZE_); \
   }
 
 /* the same, plus a bias along the last axis (p_BIAS_SIZE_ values: its extent, or 1)

@@ -427,6 +427,17 @@ int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* k
 }
 
 /* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_matmul_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* a, const void* b, void* out,
+                         size_t bytes) {
+  if (p->prim == NULL) { /* an empty sum or an empty result */
+    memset(out, 0, bytes);
+    return 0;
+  }
+  return dnnl_byoc_run(p, engine, 3, (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+                       (void* const[]){(void*)a, (void*)b, out});
+}
+
+/* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* b, void* out,
                           int64_t batch, int64_t units, size_t size) {
   const size_t row = (size_t)units * size;

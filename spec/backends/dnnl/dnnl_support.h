@@ -286,6 +286,12 @@ DNNL_SUPPORT_API void dnnl_byoc_prim_free(dnnl_byoc_prim_t* p);
 DNNL_SUPPORT_API int dnnl_byoc_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, int n, const int* kinds,
                                    void* const* ptrs);
 
+/* A matmul kernel's call: a by b (the plain weights, or the packed ones the init made)
+   into out, of `bytes` bytes, which an empty sum or result (p's primitive NULL) leaves
+   zero. 0 on success. */
+DNNL_SUPPORT_API int dnnl_byoc_matmul_run(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* a,
+                                          const void* b, void* out, size_t bytes);
+
 /* dense with K = 0, which has no products: out (B, U) is the bias b (U values of
    `size` bytes; NULL: zeros), then p's relu in place when it has one. 0 on success. */
 DNNL_SUPPORT_API int dnnl_byoc_dense_empty(dnnl_byoc_prim_t* p, dnnl_engine_t engine, const void* b, void* out,

@@ -25,13 +25,8 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const 
 } \
 static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
   (void)b; /* packed by the init */ \
-  if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
-    memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
-    return 0; \
-  } \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, out}); \
+  return dnnl_byoc_matmul_run(&p_STATE_->p_ID_, p_STATE_->engine, a, p_STATE_->p_ID_ ## _weights, out, \
+                              sizeof(p_T_) * (size_t)p_SIZE_); \
 }
 
 /* ---- dnnl_0: region @dnnl at matmul_const.graph:3:10 ---- */

@@ -25,13 +25,7 @@ static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_matmul(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_); \
 } \
 static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
-  if (p_STATE_->p_ID_.prim == NULL) {  /* an empty sum or an empty result */ \
-    memset(out, 0, sizeof(p_T_) * (size_t)p_SIZE_); \
-    return 0; \
-  } \
-  return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 3, \
-                       (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, \
-                       (void* const[]){(void*)a, (void*)b, out}); \
+  return dnnl_byoc_matmul_run(&p_STATE_->p_ID_, p_STATE_->engine, a, b, out, sizeof(p_T_) * (size_t)p_SIZE_); \
 }
 
 /* an eltwise primitive (vars: alg, its algorithm; alpha and beta, its parameters, or the op's attributes of those names) */
