@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -49,7 +50,7 @@ from .buffers import buffer_slots
 from .dots import PANEL_POINTER_NOTE, ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
-from .outline import Outliner
+from .outline import Outliner, Written
 from .placement import Placement
 from .staging import Panel, Staged, conversion, packed_inputs, panel_width, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
@@ -59,22 +60,6 @@ Timer = Callable[[str, list[str], list[Node]], list[str]]
 
 FAIL = "{ status = 2; goto done; }"
 """The statement that reports a gather index out of range."""
-
-
-@dataclass(slots=True)
-class Written:
-    """One nest's text, before the body places it (:func:`anchored_body`)."""
-
-    label: str
-    first: list[str]
-    """The steps before it: its staged inputs' conversions and packing."""
-    lines: list[str]
-    fails: bool
-    parallel: bool
-    nodes: list[Node]
-    shared: bool
-    """A serial nest that cannot fail: one whose code another repeats becomes a function."""
-    key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +199,13 @@ def anchored_body(
     writer = _NestWriter(fn, units, spec, catalog, values, arrays, stored, threshold, outline, timer)
     written = [writer.nest(n, nest) for n, nest in enumerate(nests)]
     # a serial nest whose code another one repeats (a transformer's layers): one function
-    seen: dict[str, int] = {}
+    seen: Counter[str] = Counter()
     for w in written:
         if w.shared:
-            w.key = outline.key(w.lines)[0]
-            seen[w.key] = seen.get(w.key, 0) + 1
+            w.key = outline.key(w.lines)
+            seen[w.key[0]] += 1
     for w in written:
-        statements += writer.finish(w, w.key if w.shared and seen[w.key] > 1 else None)
+        statements += writer.finish(w, w.shared and seen[w.key[0]] > 1)
         can_fail |= w.fails
         parallel |= w.parallel
     copies = [o for o, name in enumerate(fn.outputs) if name not in nest_of]
@@ -270,7 +255,7 @@ class _NestWriter:
         label = f"nest {n}: " + ", ".join(f"{units[k].c_name} {units[k].node.op}" for k in nest.members)
         if math.prod(nest.shape) == 0:
             empty = [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"]
-            return Written(label, [], empty, False, False, [], shared=False)
+            return Written(label, [], empty, False, False, [])
         in_nest = set(names)
         if head is not None:
             node = units[head].node
@@ -306,15 +291,17 @@ class _NestWriter:
             lines = self.outline(label, lines, placed.outer_count())
         first = [line for st in self.staged if st.nest == n for line in conversion(st, value_label(st.value))]
         nodes = [units[k].node for k in nest.members]
-        return Written(label, first, lines, fails, parallel, nodes, shared=not parallel and not fails)
+        return Written(label, first, lines, fails, parallel, nodes)
 
-    def finish(self, written: Written, serial: str | None) -> list[str]:
-        """The statements of a nest: its steps before it, the nest, or with ``serial``
-        the call of that shared function (:mod:`.outline`), all in its timing."""
-        lines = written.first + (
-            self.outline(written.label, written.lines, None) if serial else written.lines
-        )
-        return lines if self.timer is None else self.timer(written.label, lines, written.nodes)
+    def finish(self, written: Written, repeated: bool) -> list[str]:
+        """The statements of a nest: its steps before it, then the nest, or, when another
+        nest ``repeated`` its code, the call of their shared function (:mod:`.outline`);
+        all in its timing (an empty nest's comment is not timed)."""
+        nest = self.outline(written.label, written.lines, None, written.key) if repeated else written.lines
+        lines = written.first + nest
+        if self.timer is None or not written.nodes:
+            return lines
+        return self.timer(written.label, lines, written.nodes)
 
     def copy(self, o: int, name: str, t: TensorType) -> list[str]:
         loops = plan_loops(t.shape, [t.shape])

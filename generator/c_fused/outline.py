@@ -42,7 +42,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from byoc.ir import Constant
+from byoc.ir import Constant, Node
 
 from ..c.text import block_comment, comment
 
@@ -134,8 +134,30 @@ class _Outlined:
     """The labels of the other nests that call it."""
 
 
+@dataclass(slots=True)
+class Written:
+    """One nest's text, before the body places it (:func:`~.nests.anchored_body`)."""
+
+    label: str
+    first: list[str]
+    """The steps before it: its staged inputs' conversions and packing."""
+    lines: list[str]
+    fails: bool
+    parallel: bool
+    nodes: list[Node]
+    """Empty for an empty nest (a comment, neither shared nor timed)."""
+    key: tuple = ()
+    """Its :meth:`Outliner.key`, for a shared one."""
+
+    @property
+    def shared(self) -> bool:
+        """A serial nest that cannot fail: one whose code another repeats becomes a function."""
+        return bool(self.nodes) and not self.parallel and not self.fails
+
+
 class Outliner:
-    """Outlines the parallel nests of one region ``sym`` (see the module doc)."""
+    """Outlines the parallel nests of one region ``sym``, and its serial nests whose
+    code another one repeats (see the module doc)."""
 
     def __init__(
         self, sym: str, pointers: Mapping[str, str], clones: bool, constants: Mapping[str, str] | None = None
@@ -165,12 +187,12 @@ class Outliner:
         text, by_use = _canonical(code, used)
         return f"{count}\n" + "\n".join(self._type(c) for c in by_use) + "\n" + text, used, by_use
 
-    def __call__(self, label: str, lines: Sequence[str], count: int | None) -> list[str]:
+    def __call__(self, label: str, lines: Sequence[str], count: int | None, known: tuple = ()) -> list[str]:
         """Outline the nest ``lines`` (outer loop by :func:`outer_loop`) of ``count``
         outer iterations; the statements that run it, in its place. With ``count``
         None, a serial nest whose code another serial nest repeats: a function the
-        body calls itself."""
-        key, used, by_use = self.key(lines, count)
+        body calls itself. ``known``: its :meth:`key`, when the caller has it."""
+        key, used, by_use = known or self.key(lines, count)
         made = self._by_text.get(key)
         if made is None:
             kind = "loop" if count is not None else "nest"
