@@ -134,28 +134,18 @@ def function_text(
     const_names = constant_names(sym, constants)
     for c, c_name in zip(constants, const_names):
         table[c.name] = _Value(c.name, c.type, c_name)
+    emitted = first_of_each(list(zip(constants, const_names)))  # each array once
     # A constant with no elements is read by no loop: without a use its array would be
     # an unused static (an error under -Werror).
-    empty = list(
-        dict.fromkeys(
-            f"  (void){n};  /* no elements: nothing reads it */"
-            for c, n in zip(constants, const_names)
-            if not c.values.size
-        )
-    )
+    empty = [f"  (void){n};  /* no elements: nothing reads it */" for c, n in emitted if not c.values.size]
 
     # what nothing reads: empty outputs and constants (unused inputs are found below)
     unread = [f"  (void)out{o};" for o, t in enumerate(fn.output_types) if t.size == 0] + empty
     body = [f"  (void)in{i};" for i, p in enumerate(fn.params) if p.name not in needed] + unread
     parallel = False
     clones = wants_clones(values)
-    read = {
-        n: f"const {C_TYPES[c.type.dtype]}*"
-        for c, n in zip(constants, const_names)
-        if c.values.size > FOLDED_ELEMENTS
-    }
+    read = {n: f"const {C_TYPES[c.type.dtype]}*" for c, n in emitted if c.values.size > FOLDED_ELEMENTS}
     outline = Outliner(sym, _pointers(fn), clones, {**read, **{f"{n}_panels": t for n, t in read.items()}})
-    emitted = first_of_each(list(zip(constants, const_names)))  # each array once
     if needs_nests(fn, catalog):
         leaves = {name: v.c_name for name, v in table.items() if v.node is None}
         nested = anchored_body(fn, spec, catalog, values, leaves, _threshold(values), outline, timing)

@@ -101,9 +101,9 @@ def build_regions(fn: Function, chosen, regions, by_name) -> Function:
         # each region gets a copy (as a parameter it would not be one, and the pattern
         # would not match), when all of them embed constants. Not when the host keeps it
         # too: a region's copy would shadow it.
-        holders = {r for r in pinned if c.name in pinned[r]}
+        pinning = any(c.name in names for names in pinned.values())
         embedding = {u[1] for u in users if u[0] == "region" and by_name[backend[u[1]]].kind.constants}
-        if holders and users == {("region", r) for r in embedding}:
+        if pinning and users == {("region", r) for r in embedding}:
             for r in sorted(embedding):
                 moved.setdefault(r, []).append(c)
             moved_names.add(c.name)
