@@ -189,14 +189,16 @@ void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n) {
 }
 
 /* The memory descriptors of matmul a (ra extents) by b (rb extents) as numpy has it
-   (dnnl_byoc_matmul), into mds: a, b in the layout `b_tag` (plain: dnnl_format_tag_any
-   lets oneDNN pick), the result. 0 for an empty sum or result (no descriptors), 1 when
-   made, -1 on a failure. */
+   (dnnl_byoc_matmul), into mds: a, b, the result, and a bias of `bias` values along
+   the last axis (0: none, mds[3] NULL). With `plain_b` not NULL, mds[1] lets oneDNN
+   pick b's layout (dnnl_format_tag_any) and *plain_b is b's plain one. 0 for an empty
+   sum or result (no descriptors), 1 when made, -1 on a failure. */
 static int dnnl_byoc_matmul_mds(dnnl_memory_desc_t* mds, int ra, const int64_t* a, int rb, const int64_t* b,
-                                dnnl_data_type_t dt, int b_any) {
+                                dnnl_data_type_t dt, int64_t bias, dnnl_memory_desc_t* plain_b) {
   const int r = ra > rb ? (ra > 2 ? ra : 2) : (rb > 2 ? rb : 2);
   int64_t ea[DNNL_MAX_NDIMS], eb[DNNL_MAX_NDIMS], ey[DNNL_MAX_NDIMS], size = 1;
-  mds[0] = mds[1] = mds[2] = NULL;
+  mds[0] = mds[1] = mds[2] = mds[3] = NULL;
+  if (plain_b != NULL) *plain_b = NULL;
   if (r > DNNL_MAX_NDIMS) return -1;
   for (int k = 0; k < r; ++k) ea[k] = eb[k] = 1;
   for (int k = 0; k < ra; ++k) ea[r - (ra == 1 ? 1 : ra) + k] = a[k];
@@ -207,27 +209,36 @@ static int dnnl_byoc_matmul_mds(dnnl_memory_desc_t* mds, int ra, const int64_t* 
   for (int k = 0; k < r; ++k) size *= ey[k];
   if (size == 0 || ea[r - 1] == 0) return 0;
   mds[0] = dnnl_byoc_md_of(r, ea, dt);
-  if (b_any) {
+  if (plain_b != NULL) {
+    *plain_b = dnnl_byoc_md_of(r, eb, dt);
     if (dnnl_memory_desc_create_with_tag(&mds[1], r, eb, dt, dnnl_format_tag_any) != dnnl_success) mds[1] = NULL;
   } else {
     mds[1] = dnnl_byoc_md_of(r, eb, dt);
   }
   mds[2] = dnnl_byoc_md_of(r, ey, dt);
-  return mds[0] != NULL && mds[1] != NULL && mds[2] != NULL ? 1 : -1;
+  if (bias > 0) { /* (1, ..., 1, bias): broadcast along every axis but the last */
+    int64_t e[DNNL_MAX_NDIMS];
+    for (int k = 0; k < r; ++k) e[k] = 1;
+    e[r - 1] = bias;
+    mds[3] = dnnl_byoc_md_of(r, e, dt);
+  }
+  const int made = mds[0] != NULL && mds[1] != NULL && mds[2] != NULL && (bias == 0 || mds[3] != NULL)
+      && (plain_b == NULL || *plain_b != NULL);
+  return made ? 1 : -1;
 }
 
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
                      int rb, const int64_t* b, dnnl_data_type_t dt) {
-  dnnl_memory_desc_t mds[3];
+  dnnl_memory_desc_t mds[4];
   *prim = NULL;
-  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 0);
+  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 0, NULL);
   if (made_mds == 0) return 0;
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL || made_mds < 0
       ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], NULL, mds[2], attr);
-  return dnnl_byoc_finish(prim, made, pd, attr, mds, 3);
+  return dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
 }
 
 /* Declared, and described, in dnnl_support.h. */
@@ -1061,36 +1072,23 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
                             const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias) {
-  dnnl_memory_desc_t mds[4], plain[3];
+  dnnl_memory_desc_t mds[4], plain = NULL;
   *prim = NULL;
   *packed = NULL;
-  mds[3] = NULL;
-  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, 1);
+  const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, bias, &plain);
   if (made_mds == 0) return 0;
-  const int made_plain = dnnl_byoc_matmul_mds(plain, ra, a, rb, b, dt, 0);
-  if (bias > 0 && made_mds > 0) { /* (1, ..., 1, bias): broadcast along every axis but the last */
-    int64_t eb[DNNL_MAX_NDIMS];
-    int r = 0;
-    if (dnnl_memory_desc_query(mds[2], dnnl_query_ndims_s32, &r) == dnnl_success && r > 0) {
-      for (int k = 0; k < r; ++k) eb[k] = 1;
-      eb[r - 1] = bias;
-      mds[3] = dnnl_byoc_md_of(r, eb, dt);
-    }
-  }
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_primitive_desc_t pd = NULL;
-  const dnnl_status_t made = attr == NULL || made_mds < 0 || made_plain < 0 || (bias > 0 && mds[3] == NULL)
+  const dnnl_status_t made = attr == NULL || made_mds < 0
       ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);
   int ok = made == dnnl_success;
   if (ok) {
     const_dnnl_memory_desc_t chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const size_t bytes = dnnl_memory_desc_get_size(chosen);
     *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    ok = *packed != NULL && dnnl_byoc_reorder_once(engine, plain[1], chosen, w, *packed);
+    ok = *packed != NULL && dnnl_byoc_reorder_once(engine, plain, chosen, w, *packed);
   }
-  for (int k = 0; k < 3; ++k) {
-    if (plain[k] != NULL) dnnl_memory_desc_destroy(plain[k]);
-  }
+  if (plain != NULL) dnnl_memory_desc_destroy(plain);
   const int status = dnnl_byoc_finish(prim, made, pd, attr, mds, 4);
   if (!ok || status != 0) { /* the caller's teardown does not run for a failed init */
     free(*packed);
