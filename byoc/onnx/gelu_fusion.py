@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .control import outer_names
+from .ops import onnx_domain
+from .values import tensor_array
 
 SQRT2 = math.sqrt(2.0)
 FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -47,7 +49,7 @@ def with_gelus(imp) -> list[tuple[int, object]]:
             return np.asarray(imp.consts[name])
         node = made.get(name)
         value = next((a for a in node.attribute if a.name == "value"), None) if node is not None else None
-        return imp.onnx.numpy_helper.to_array(value.t) if value is not None else None
+        return tensor_array(imp.onnx, value.t, imp.path) if value is not None else None
 
     last, inner = gelu_chains(nodes, constant, imp.type_of, {o.name for o in imp.graph.output})
     make = imp.onnx.helper.make_node
@@ -68,103 +70,95 @@ def gelu_chains(
     (x, y), the chain's input and output; and the indexes of the chain's other nodes,
     which import as nothing. ``constant(name)`` is a value's constant array (None when
     it is computed); ``type_of(name)`` its (shape, dtype); ``outputs`` the graph's."""
-    producer = {o: k for k, n in enumerate(nodes) for o in n.output if o}
-    readers: Counter[str] = Counter(o for o in outputs)
-    for n in nodes:
-        readers.update({i for i in n.input if i} | outer_names(n))
-    reader_of: dict[str, int] = {}
-    for k, n in enumerate(nodes):
-        for i in n.input:
-            reader_of.setdefault(i, k)
+    graph = _Graph(nodes, constant, type_of, outputs)
+    last: dict[int, tuple[str, str]] = {}
+    inner: set[int] = set()
+    for e, node in enumerate(nodes):
+        if node.op_type != "Erf" or onnx_domain(node.domain) != "":
+            continue
+        d = graph.producer.get(node.input[0])
+        if d is None or graph.readers[node.input[0]] != 1:
+            continue
+        x = graph.scaled_input(d)
+        if x is None or getattr(type_of(x)[1], "name", None) not in FLOATS:
+            continue
+        a = graph.only_reader(node.output[0], "Add")
+        if a is None or not graph.scalar(graph.other(a, node.output[0]), x, 1.0):
+            continue
+        found = graph.product(a, x)
+        if found is not None:
+            y, m = found
+            last[y] = (x, nodes[y].output[0])
+            inner |= {d, e, a, m}
+    return last, inner
 
-    def only_reader(value: str, op: str) -> int | None:
-        k = reader_of.get(value)
-        if (
-            readers[value] != 1
-            or k is None
-            or nodes[k].op_type != op
-            or nodes[k].domain not in ("", "ai.onnx")
-        ):
+
+class _Graph:
+    """What the search of one graph's chains asks of it: who makes and who reads each
+    value, and which values are constants near a given number."""
+
+    def __init__(self, nodes: Sequence, constant, type_of, outputs: set[str]) -> None:
+        self.nodes, self.constant, self.type_of = nodes, constant, type_of
+        self.producer = {o: k for k, n in enumerate(nodes) for o in n.output if o}
+        self.readers: Counter[str] = Counter(outputs)
+        self.reader_of: dict[str, int] = {}
+        for k, n in enumerate(nodes):
+            self.readers.update({i for i in n.input if i} | outer_names(n))
+            for i in n.input:
+                self.reader_of.setdefault(i, k)
+
+    def only_reader(self, value: str, op: str) -> int | None:
+        """The node that alone reads ``value``, when it is a default-domain ``op``."""
+        k = self.reader_of.get(value)
+        if k is None or self.readers[value] != 1 or not self._is(k, op):
             return None
         return k
 
-    def other(k: int, value: str) -> str | None:
+    def other(self, k: int, value: str) -> str | None:
         """The input of binary node k beside ``value``."""
-        ins = list(nodes[k].input)
+        ins = list(self.nodes[k].input)
         if len(ins) != 2 or value not in ins or ins[0] == ins[1]:
             return None
         return ins[1] if ins[0] == value else ins[0]
 
-    def is_scalar(name: str | None, x: str, target: float) -> bool:
-        c = constant(name) if name else None
-        shape, dtype = type_of(x)
+    def scalar(self, name: str | None, x: str, target: float) -> bool:
+        """Whether ``name`` is a constant single value of x's dtype near ``target``, of a
+        rank that does not change x's shape."""
+        c = self.constant(name) if name else None
+        shape, dtype = self.type_of(x)
         if c is None or shape is None or c.size != 1 or c.dtype != dtype or c.ndim > len(shape):
             return False
         return bool(abs(float(c.reshape(())) - target) <= RELATIVE * abs(target))
 
-    last: dict[int, tuple[str, str]] = {}
-    inner: set[int] = set()
-    for e, node in enumerate(nodes):
-        if node.op_type != "Erf" or node.domain not in ("", "ai.onnx"):
-            continue
-        d = producer.get(node.input[0])
-        if d is None or readers[node.input[0]] != 1:
-            continue
-        x = _scaled_input(
-            nodes[d], lambda c, x: is_scalar(c, x, SQRT2), lambda c, x: is_scalar(c, x, 1 / SQRT2)
-        )
-        if x is None or getattr(type_of(x)[1], "name", None) not in FLOATS:
-            continue
-        a = only_reader(node.output[0], "Add")
-        if a is None or not is_scalar(other(a, node.output[0]), x, 1.0):
-            continue
-        found = _product(
-            nodes, a, x, only_reader, other, producer, readers, lambda c, x=x: is_scalar(c, x, 0.5)
-        )
-        if found is None:
-            continue
-        y, extra = found
-        last[y] = (x, nodes[y].output[0])
-        inner |= {d, e, a, *extra}
-    return last, inner
+    def scaled_input(self, k: int) -> str | None:
+        """x, where node k is x / sqrt(2) or x * (1 / sqrt(2)) (either order)."""
+        node = self.nodes[k]
+        if len(node.input) != 2:
+            return None
+        p, q = node.input
+        if self._is(k, "Div"):
+            return p if self.scalar(q, p, SQRT2) else None
+        if self._is(k, "Mul"):
+            return p if self.scalar(q, p, 1 / SQRT2) else (q if self.scalar(p, q, 1 / SQRT2) else None)
+        return None
 
+    def product(self, a: int, x: str) -> tuple[int, int] | None:
+        """The chain's last node after ``a`` = 1 + erf, y = (x a) 0.5, (x 0.5) a or x (a 0.5)
+        (either order in each product), and the product before it."""
+        a_out = self.nodes[a].output[0]
+        m = self.only_reader(a_out, "Mul")
+        if m is None:
+            return None
+        beside = self.other(m, a_out)
+        if beside == x or self.scalar(beside, x, 0.5):  # (x a) 0.5 or x (a 0.5)
+            y = self.only_reader(self.nodes[m].output[0], "Mul")
+            rest = self.other(y, self.nodes[m].output[0]) if y is not None else None
+            wanted = rest is not None and (self.scalar(rest, x, 0.5) if beside == x else rest == x)
+            return (y, m) if wanted else None
+        h = self.producer.get(beside) if beside is not None else None  # (x 0.5) a
+        if h is None or self.readers[beside] != 1 or not self._is(h, "Mul"):
+            return None
+        return (m, h) if self.scalar(self.other(h, x), x, 0.5) else None
 
-def _scaled_input(node, by_sqrt2, by_inverse) -> str | None:
-    """x, where ``node`` is x / sqrt(2) or x * (1 / sqrt(2)) (either order)."""
-    if node.domain not in ("", "ai.onnx") or len(node.input) != 2:
-        return None
-    p, q = node.input
-    if node.op_type == "Div":
-        return p if by_sqrt2(q, p) else None
-    if node.op_type == "Mul":
-        return p if by_inverse(q, p) else (q if by_inverse(p, q) else None)
-    return None
-
-
-def _product(
-    nodes, a: int, x: str, only_reader, other, producer, readers, is_half
-) -> tuple[int, list[int]] | None:
-    """The chain's last node after ``a`` = 1 + erf: y = (x a) 0.5, (x 0.5) a or x (a 0.5)
-    (either order in each product); (its index, the indexes of the products before it)."""
-    a_out = nodes[a].output[0]
-    m = only_reader(a_out, "Mul")
-    if m is None:
-        return None
-    beside = other(m, a_out)
-    if beside == x:  # x a, then times 0.5
-        y = only_reader(nodes[m].output[0], "Mul")
-        if y is not None and is_half(other(y, nodes[m].output[0])):
-            return y, [m]
-        return None
-    if is_half(beside):  # a 0.5, then times x
-        y = only_reader(nodes[m].output[0], "Mul")
-        if y is not None and other(y, nodes[m].output[0]) == x:
-            return y, [m]
-        return None
-    h = producer.get(beside) if beside is not None else None  # (x 0.5) a
-    if h is None or readers[beside] != 1 or nodes[h].op_type != "Mul" or len(nodes[h].input) != 2:
-        return None
-    p, q = nodes[h].input
-    if (p == x and is_half(q)) or (q == x and is_half(p)):
-        return m, [h]
-    return None
+    def _is(self, k: int, op: str) -> bool:
+        return self.nodes[k].op_type == op and onnx_domain(self.nodes[k].domain) == ""
