@@ -107,8 +107,7 @@ def compare(
     rtol, atol = _tolerances(want64, dtype, rtol, atol, step)
     with np.errstate(invalid="ignore"):  # inf - inf: equal values, no error
         diff = np.abs(got64 - want64)
-    same = (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
-    error = float(np.max(np.where(same, 0.0, diff), initial=0.0))
+    error = float(np.max(np.where(_same(got64, want64), 0.0, diff), initial=0.0))
     ok = np.allclose(got64, want64, rtol=rtol, atol=atol, equal_nan=True)
     return ("ok" if ok else "MISMATCH"), f"{error:.3g}"
 
@@ -141,8 +140,7 @@ def worst_element(
     rt, at = _tolerances(want64, str(got.dtype), rtol, atol, step)
     with np.errstate(invalid="ignore", over="ignore"):
         excess = np.abs(got64 - want64) - (at + rt * np.abs(want64))
-    same = (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
-    excess = np.where(same, -np.inf, np.where(np.isnan(excess), np.inf, excess))
+    excess = np.where(_same(got64, want64), -np.inf, np.where(np.isnan(excess), np.inf, excess))
     k = int(np.argmax(excess))
     where = [int(i) for i in np.unravel_index(k, got.shape)] if got.ndim else []
     g, w = got64.flat[k], want64.flat[k]
@@ -150,6 +148,11 @@ def worst_element(
     if not np.isfinite(excess.flat[k]):
         return line + "; no tolerance accepts it"
     return line + f"; --atol {_up(float(np.max(excess)) + at):.2g} would accept every element"
+
+
+def _same(got64: np.ndarray, want64: np.ndarray) -> np.ndarray:
+    """Where the two are the same value: equal, infinities of one sign, or both NaN."""
+    return (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
 
 
 def _up(x: float) -> float:
