@@ -178,15 +178,20 @@ def composite_values(match: Match, view: GraphView, catalog: Catalog) -> dict[st
     """The placeholders a composite's kernel may use besides byoc's fixed ones: each
     pattern input's extents, types and strides along the result's axes (``${in0_dim0}``,
     ``${in2_stride1}``, ...) and each named node's attributes as its kernel uses them
-    (``${conv.groups}``, ``${conv.strides0}``)."""
+    (``${conv.groups}``, ``${conv.strides0}``), an attribute that one node alone has also
+    by its name alone (``${strides0}``, as an op's macro names it)."""
+    pattern = match.pattern
     values = input_values([view.types[name] for name in match.inputs], view.nodes[match.root].type)
-    for handle, k in match.pattern.handles.items():
-        node = view.nodes[match.nodes[k]]
+    for k, index in enumerate(match.nodes):
+        node = view.nodes[index]
+        handles = [h for h, at in pattern.handles.items() if at == k]
         attrs = resolve(catalog[node.op], [view.types[n] for n in node.inputs], node.attrs)
         for name, value in attrs.items():
-            values[f"{handle}.{name}"] = c_value(value)
-            if isinstance(value, tuple):
-                values.update((f"{handle}.{name}{j}", str(v)) for j, v in enumerate(value))
+            alone = [name] if pattern.sole_holder(name) == k else []  # ${strides0} of the one conv
+            for key in [f"{h}.{name}" for h in handles] + alone:
+                values[key] = c_value(value)
+                if isinstance(value, tuple):
+                    values.update((f"{key}{j}", str(v)) for j, v in enumerate(value))
     return values
 
 

@@ -61,7 +61,7 @@ class CSourceKind(MacroKind):
         ),
     )
     structure_required = ("macros",)
-    structure_optional = ("layouts", "status", "params")  # status: every macro's default `status`
+    structure_optional = ("layouts", "status", "params", "bodies")  # status: every macro's default `status`
     op_required = ("macros",)
     op_optional = ("vars", "dtypes")
     pattern_required = ("macros",)

@@ -65,7 +65,7 @@ class EngineKind(MacroKind):
         ),
     )
     structure_required = ("macros", "layers")
-    structure_optional = ("header", "params")
+    structure_optional = ("header", "params", "bodies")
     op_required = ("layers",)
     shape_rules = FIXED_ARITY_RULES  # layers read input extents and attributes from their line
     construct = "layers"

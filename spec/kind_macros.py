@@ -23,7 +23,7 @@ from .codegen_kind import CodegenKind
 from .draft import SpecDraft, c_name, check_template, check_template_text, known
 from .layouts import load_macro_layouts, load_mixed_layouts
 from .macro_args import attribute_of, attribute_placeholders, const_input, input_ref
-from .macro_files import MacroBody, check_all_taken, macro_arguments, macro_body
+from .macro_files import MacroBody, check_all_taken, macro_arguments, macro_bodies_file, macro_body
 from .macro_uses import MacroUse, attribute_use, check_broadcasts, check_input_index, check_stride, check_use
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .template import PLACEHOLDER_NAME, Placeholder
@@ -152,12 +152,14 @@ class MacroKind(CodegenKind):
         if not node:
             raise doc.error("macros must define at least one macro", root, "macros", value=True)
         shared = self._shared_params(doc, root)
+        bodies_file = macro_bodies_file(doc, root)
         bodies: list[tuple[str, MacroBody]] = []
         for name in node:
             what = f"macro {name}"
             c_name(doc, node, name, "macro name")
             mnode = doc.mapping(node, name, what)
-            required = ("inputs", "body") if self.macro_inputs else ("body",)
+            own_body = () if bodies_file is not None else ("body",)
+            required = ("inputs", *own_body) if self.macro_inputs else own_body
             layouts = ("layouts", "mixed_layouts") if self.macro_layouts else ()
             status_key = ("status",) if self.macro_status else ()
             broadcast_key = ("broadcast",) if self.macro_broadcast else ()
@@ -165,14 +167,15 @@ class MacroKind(CodegenKind):
                 mnode,
                 what,
                 required,
-                ("params", "doc", *self.macro_setup, *layouts, *status_key, *broadcast_key),
+                ("params", "doc", *self.macro_setup, *layouts, *status_key, *broadcast_key)
+                + (("body",) if bodies_file is not None else ()),
             )
             inputs = None
             if self.macro_inputs:
                 inputs = int(doc.typed(mnode, "inputs", int, f"{what}: inputs"))
                 if inputs < 1:
                     raise doc.error(f"{what}: inputs must be at least 1", mnode, "inputs", value=True)
-            body = macro_body(doc, mnode, str(name), what)
+            body = macro_body(doc, mnode, str(name), what, bodies_file, doc.at(node, name))
             params = macro_arguments(doc, mnode, str(name), what, body, shared)
             bodies.append((str(name), body))
             if self.body_rendered:

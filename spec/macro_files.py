@@ -81,12 +81,47 @@ class MacroBody:
     """The file's line of the ``#define`` (0 when written in the spec)."""
 
 
-def macro_body(doc: YamlDoc, mnode: Any, name: str, what: str) -> MacroBody:
-    """The ``body`` of the macro ``name`` (the spec's node ``mnode``): a string in the
-    spec, or ``{file: NAME}``, the ``#define name(...)`` of the C file NAME beside it."""
-    if isinstance(mnode.get("body"), dict):
-        text, path = file_beside(doc, mnode, "body", f"{what}: body")
-        found = file_macro(text, path, name, doc.at(mnode["body"], "file", value=True))
+@dataclass(frozen=True, slots=True)
+class BodiesFile:
+    """The spec's ``bodies: {file: NAME}``: the C file beside it that holds the
+    ``#define`` of every macro that gives no ``body`` of its own."""
+
+    text: str
+    path: str
+    named_at: Location
+    """Where the spec names the file."""
+
+
+def macro_bodies_file(doc: YamlDoc, root: Any) -> BodiesFile | None:
+    """The spec's ``bodies`` file, read; None when the spec has none."""
+    if "bodies" not in root:
+        return None
+    if not isinstance(root["bodies"], dict):
+        raise doc.error(
+            "bodies must name a C file beside the spec",
+            root,
+            "bodies",
+            value=True,
+            hint="write `bodies: {file: NAME}`, NAME a file beside the spec holding the macros' #defines",
+        )
+    text, path = file_beside(doc, root, "bodies", "bodies")
+    return BodiesFile(text, path, doc.at(root["bodies"], "file", value=True))
+
+
+def macro_body(
+    doc: YamlDoc, mnode: Any, name: str, what: str, bodies: BodiesFile | None = None, at: Any = None
+) -> MacroBody:
+    """The ``body`` of the macro ``name`` (the spec's node ``mnode``, named at ``at``):
+    a string in the spec, or ``{file: NAME}``, the ``#define name(...)`` of the C file
+    NAME beside it; without a ``body``, the ``#define`` in the spec's ``bodies`` file."""
+    if isinstance(mnode.get("body"), dict) or ("body" not in mnode and bodies is not None):
+        if "body" in mnode:
+            text, path = file_beside(doc, mnode, "body", f"{what}: body")
+            named_at = doc.at(mnode["body"], "file", value=True)
+        else:
+            assert bodies is not None
+            text, path, named_at = bodies.text, bodies.path, at or bodies.named_at
+        found = file_macro(text, path, name, named_at)
 
         def in_file(offset: int, message: str, hint: str | None) -> SpecError:
             return SpecError(message, found.location(offset, path), hint=hint, source=text)

@@ -152,11 +152,14 @@ def check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]], 
         if dim and use.ranks is not None:
             _check_output_axis(doc, use, param, ph.name, int(dim.group(1)), "dim")
             continue
+        if use.pattern is not None:
+            _refuse_shared_attribute(doc, use, param, ph.name)
         attrs = (
             f"; the attribute placeholders of {use.op.name}: {attribute_placeholders(use.op)}"
             f" (or ${{{use.op.name}.<attribute>}}, as a pattern names its node)"
             if use.op
-            else f"; a node's attribute is ${{<node>.<attribute>}}, nodes: {', '.join(use.pattern.handles)}"
+            else f"; a node's attribute is ${{<node>.<attribute>}} (nodes: {', '.join(use.pattern.handles)}), "
+            "or ${<attribute>} when one node alone has it"
             if use.pattern
             else ""
         )
@@ -169,6 +172,26 @@ def check_use(doc: YamlDoc, use: MacroUse, args: list[tuple[str, Placeholder]], 
             value=True,
             hint=f"add `vars: {{{ph.name}: ...}}` to {use.user}{attrs}",
         )
+
+
+def _refuse_shared_attribute(doc: YamlDoc, use: MacroUse, param: str, name: str) -> None:
+    """``${<attr>}`` alone in a pattern's macro, where several nodes have ``attr``."""
+    assert use.pattern is not None
+    nodes = use.pattern.nodes
+    holders = [k for k, n in enumerate(nodes) if attribute_of(n.opdef, name) is not None]
+    if len(holders) < 2:
+        return
+    named = {k: h for h, k in use.pattern.handles.items()}
+    shown = [f"${{{named[k]}.{name}}}" if k in named else f"node {k} ({nodes[k].op})" for k in holders]
+    raise doc.error(
+        f"{use.user} uses macro {use.macro}, whose argument {param} needs ${{{name}}}, but "
+        f"{len(holders)} nodes of the pattern have that attribute: {', '.join(shown)}",
+        use.node,
+        use.key,
+        value=True,
+        hint="name the node (bind it in `match`, `q = quantize_linear(...)`, and write ${q."
+        f"{name}}}), or give the value in `vars`",
+    )
 
 
 def _check_output_axis(doc: YamlDoc, use: MacroUse, param: str, name: str, axis: int, noun: str) -> None:

@@ -107,13 +107,25 @@ class Pattern:
 
     def attribute(self, name: str) -> tuple[int, AttrDef, int | None] | None:
         """What ``${<node>.<attr>}`` or ``${<node>.<attr><j>}`` names: (node index, the
-        attribute, j or None); None when ``name`` names nothing of this pattern."""
+        attribute, j or None); or ``${<attr>}``, ``${<attr><j>}`` alone, the attribute
+        of the one node whose op has it (as an op's macro names its op's, so one macro
+        serves the op and patterns of it); None when ``name`` names nothing of this
+        pattern, or an attribute that several of its nodes have."""
         m = _DOTTED.match(name)
-        if m is None or m.group(1) not in self.handles:
+        if m is None:
+            held = [(k, found) for k, n in enumerate(self.nodes) if (found := attribute_of(n.opdef, name))]
+            return (held[0][0], *held[0][1]) if len(held) == 1 else None
+        if m.group(1) not in self.handles:
             return None
         k = self.handles[m.group(1)]
         found = attribute_of(self.nodes[k].opdef, m.group(2))
         return None if found is None else (k, found[0], found[1])
+
+    def sole_holder(self, attr: str) -> int | None:
+        """The node whose op alone in the pattern has the attribute ``attr``, whose
+        placeholders may then leave out the node: ``${strides0}``."""
+        held = [k for k, n in enumerate(self.nodes) if any(a.name == attr for a in n.opdef.attrs)]
+        return held[0] if len(held) == 1 else None
 
     def describe(self) -> str:
         parts = [" -> ".join(n.op for n in self.nodes)]

@@ -273,3 +273,52 @@ def test_the_spec_readme_shared_params_example_runs(tmp_path, monkeypatch):
     (got,) = model(x=x, y=y)
     s = x + y
     np.testing.assert_array_equal(got, np.where(s > 0, s, np.float32(0.25) * s))
+
+
+BODIES = "bodies: {file: npu_kernels.h}\n"
+
+
+def test_the_spec_bodies_file_gives_every_macro_without_a_body_its_define(tmp_path, monkeypatch):
+    """``bodies: {file: NAME}`` at the top level: a macro that gives no ``body`` takes
+    the ``#define`` of its name there, the same text as ``body: {file: NAME}``; a macro
+    with its own inline body keeps it."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    for side in ("own", "bodies"):
+        (tmp_path / side / "npu").mkdir(parents=True)
+    own = generated_module(write(tmp_path / "own" / "npu"))
+    folder = write(tmp_path / "bodies" / "npu")
+    spec = (folder / "npu.yaml").read_text().replace("    body: {file: npu_kernels.h}\n", "")
+    inline_too = '  UNUSED:\n    inputs: 1\n    params: {p_ID_: "${symbol}"}\n    body: |\n      int p_ID_;\n'
+    spec = spec.replace("ops:\n", inline_too + "ops:\n")
+    (folder / "npu.yaml").write_text(spec.replace("macros:\n", BODIES + "macros:\n"))
+    assert own.replace("/own/", "/bodies/") == generated_module(folder)
+    backend = load_backend("npu", spec_path=[str(folder)])
+    assert backend.macros["ADD"].body_file == str((folder / "npu_kernels.h").resolve())
+    assert backend.macros["UNUSED"].body_file is None
+
+
+@pytest.mark.parametrize(
+    ("kernels", "bodies", "message", "line"),
+    [
+        (
+            KERNELS.replace("#define ADD(", "#define ADDS("),
+            BODIES,
+            "npu_kernels.h has no #define ADD(...)",
+            9,
+        ),
+        (KERNELS, "bodies: {file: missing.h}\n", "missing.h", 7),
+        (KERNELS, "bodies: npu_kernels.h\n", "bodies must name a C file", 7),
+    ],
+    ids=["define missing", "file missing", "not a file mapping"],
+)
+def test_a_bad_bodies_file_is_located_in_the_spec(tmp_path, monkeypatch, kernels, bodies, message, line):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    write(tmp_path, kernels)
+    spec = (tmp_path / "npu.yaml").read_text().replace("    body: {file: npu_kernels.h}\n", "")
+    (tmp_path / "npu.yaml").write_text(spec.replace("macros:\n", bodies + "macros:\n"))
+    with pytest.raises(SpecError) as info:
+        load_backend("npu", spec_path=[str(tmp_path)])
+    assert message in info.value.message
+    assert info.value.location.file.endswith("npu.yaml")
+    assert info.value.location.line == line
+    assert info.value.hint

@@ -17,6 +17,7 @@ from byoc.ir import ANON_PREFIX, C_TYPES, AttrValue, Constant, Function, Node, i
 
 from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role, weights_artifact
 from . import dtypes as c_dtypes
+from . import support_files
 
 if TYPE_CHECKING:
     from byoc.spec.backend import BackendSpec
@@ -338,6 +339,20 @@ def support_includes(spec: BackendSpec) -> str:
     if sources:
         note += f"; {', '.join(sources)} compiled once per spec and linked"
     return f"/* ---- {note} ---- */\n" + "".join(f'#include "{h}"\n' for h in headers)
+
+
+def c_module(
+    spec: BackendSpec, text: str, blobs: Sequence[Artifact], used: Sequence[str]
+) -> tuple[Artifact, ...]:
+    """A C kind's module ``<backend>.c`` of ``text`` with what it links: byoc's
+    support files that the module ``used``, the spec's own (``support:``), and the
+    ``blobs`` of its large constants."""
+    return (
+        Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),
+        *support_files.artifacts(spec.name, used),
+        *support_artifacts(spec),
+        *blobs,
+    )
 
 
 def support_artifacts(spec: BackendSpec) -> tuple[Artifact, ...]:

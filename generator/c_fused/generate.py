@@ -66,17 +66,17 @@ from byoc.spec.bindings import ExpressionBinding, OpBinding
 from byoc.spec.kind_c_fused import ReductionBinding
 from byoc.spec.template import render
 
-from ..artifacts import Artifact, Role
+from ..artifacts import Artifact
 from ..c import dtypes as c_dtypes
 from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
 from ..c.profile import Site
 from ..c.text import (
     block_comment,
+    c_module,
     check_reserved_names,
     function_origin,
     spec_source,
-    support_artifacts,
     support_includes,
 )
 from .dots import float_accumulators
@@ -100,13 +100,7 @@ def generate(
     With ``profile``, every loop nest is timed (:mod:`byoc.generator.c.profile`)."""
     if not externals:
         return ()
-    text, blobs, used = module_text(externals, spec, options, catalog, profile=profile)
-    return (
-        Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),
-        *support_files.artifacts(spec.name, used),
-        *support_artifacts(spec),
-        *blobs,
-    )
+    return c_module(spec, *module_text(externals, spec, options, catalog, profile=profile))
 
 
 def module_text(

@@ -41,7 +41,7 @@ from byoc.spec.backend import BackendSpec, MacroDef, OptionValue
 from byoc.spec.template import render
 from byoc.spec_lines import prelude_heading
 
-from ..artifacts import Artifact, Role
+from ..artifacts import Artifact
 from ..c import dtypes as c_dtypes
 from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
@@ -49,13 +49,13 @@ from ..c.profile import Site
 from ..c.text import (
     C_WORD,
     PTHREAD_INCLUDE,
+    c_module,
     check_reserved_names,
     comment,
     comment_text,
     function_origin,
     one_line,
     spec_source,
-    support_artifacts,
     support_includes,
 )
 from .function import FunctionText, function_text
@@ -74,13 +74,7 @@ def generate(
     With ``profile``, every kernel call is timed (:mod:`byoc.generator.c.profile`)."""
     if not externals:
         return ()
-    text, blobs, used = module_text(externals, spec, catalog, options, profile=profile)
-    return (
-        Artifact(f"{spec.name}.c", text, Role.MODULE, spec.name),
-        *support_files.artifacts(spec.name, used),
-        *support_artifacts(spec),
-        *blobs,
-    )
+    return c_module(spec, *module_text(externals, spec, catalog, options, profile=profile))
 
 
 def module_text(

@@ -133,16 +133,6 @@
                          (void* const[]){(void*)x, out}); \
   }
 
-#define DNNL_AVG_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
-  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-    return dnnl_byoc_pool2d(prim, engine, &(const dnnl_byoc_pool_geometry){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
-                            DNNL_BYOC_LAYOUT_ ## p_SRC_LAYOUT_, DNNL_BYOC_LAYOUT_ ## p_DST_LAYOUT_); \
-  } \
-  static int p_ID_(const float* x, float* out) { \
-    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, \
-                         (void* const[]){(void*)x, out}); \
-  }
-
 #define DNNL_CONCAT2(p_ID_, p_STATE_, p_AXIS_, p_SHAPES_, p_A_LAYOUT_, p_B_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_concat4d(prim, engine, 2, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPES_}, p_AXIS_, \
