@@ -25,7 +25,7 @@ floats: rendering them (``1``/``0``, exact C literals) is the generators' busine
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from .catalog import OpDef
 from .ir import AttrValue, TensorType
@@ -56,11 +56,65 @@ def ints_length(op: OpDef, name: str, rank: int) -> int | None:
     return n * SPATIAL_FILL[name][1]
 
 
-def resolve(
-    op: OpDef, inputs: Sequence[TensorType], attrs: Sequence[tuple[str, AttrValue]]
-) -> dict[str, AttrValue]:
+class AttrView(Mapping[str, AttrValue]):
+    """A node's resolved attributes (:func:`resolve`), read by name as a mapping, or
+    typed by the getters, which say what the catalog declares (``int``, ``ints``,
+    ``float``, ``bool``, ``str``): ``attrs.ints("strides")`` is a ``tuple[int, ...]``,
+    ``attrs.integer("groups")`` an ``int``. A getter of the wrong type is a bug of the
+    caller (the catalog declared the attribute otherwise), raised as a TypeError."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, AttrValue]) -> None:
+        self._values = dict(values)
+
+    def __getitem__(self, name: str) -> AttrValue:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"AttrView({self._values!r})"
+
+    def integer(self, name: str) -> int:
+        value = self._values[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"attribute {name} is {value!r}, not an int")
+        return value
+
+    def ints(self, name: str) -> tuple[int, ...]:
+        value = self._values[name]
+        if not isinstance(value, tuple):
+            raise TypeError(f"attribute {name} is {value!r}, not a list of ints")
+        return value
+
+    def real(self, name: str) -> float:
+        value = self._values[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"attribute {name} is {value!r}, not a number")
+        return float(value)
+
+    def flag(self, name: str) -> bool:
+        value = self._values[name]
+        if not isinstance(value, bool):
+            raise TypeError(f"attribute {name} is {value!r}, not a bool")
+        return value
+
+    def text(self, name: str) -> str:
+        value = self._values[name]
+        if not isinstance(value, str):
+            raise TypeError(f"attribute {name} is {value!r}, not a string")
+        return value
+
+
+def resolve(op: OpDef, inputs: Sequence[TensorType], attrs: Sequence[tuple[str, AttrValue]]) -> AttrView:
     """Every attribute of a node of ``op`` on ``inputs``, in catalog order, as the kernel
-    uses it (see the module docstring). ``attrs`` must have passed the op's checks."""
+    uses it (see the module docstring), as a typed view (:class:`AttrView`). ``attrs``
+    must have passed the op's checks."""
     rank = inputs[0].rank if inputs else 0
     n = spatial_axes(op, rank)
     reads = op.rule.attrs
@@ -72,4 +126,4 @@ def resolve(
         elif name == AXIS and reads.get(name) == "int" and isinstance(value, int) and value < 0:
             value = value + rank
         out[name] = value
-    return out
+    return AttrView(out)

@@ -59,3 +59,36 @@ def test_lengths_follow_from_the_rank_only_for_spatial_lists():
     assert ints_length(conv, "groups", 4) is None
     assert ints_length(pad, "pads", 4) is None
     assert ints_length(CATALOG["transpose"], "perm", 3) is None
+
+
+GETTERS = {"int": "integer", "ints": "ints", "float": "real", "bool": "flag", "str": "text"}
+"""The getter of :class:`AttrView` for each attribute type the catalog declares."""
+
+
+def test_every_catalog_attribute_reads_typed_by_its_declared_type():
+    """Each op's attributes with defaults, resolved, read through the getter of the type
+    ops.yaml declares, give a value of that Python type; every other getter refuses."""
+    read = 0
+    for op in (CATALOG[name] for name in CATALOG):
+        if not op.attrs or any(a.default is None for a in op.attrs):
+            continue
+        view = resolve(op, [t(*([2] * 4))], tuple((a.name, a.default) for a in op.attrs))
+        for a in op.attrs:
+            got = getattr(view, GETTERS[a.type])(a.name)
+            kind = {"int": int, "ints": tuple, "float": float, "bool": bool, "str": str}[a.type]
+            assert isinstance(got, kind), (op.name, a.name, got)
+            for other in set(GETTERS.values()) - {GETTERS[a.type]}:
+                if (a.type, other) == ("int", "real"):  # an int reads as a number too
+                    continue
+                with pytest.raises(TypeError, match=f"attribute {a.name} is"):
+                    getattr(view, other)(a.name)
+            read += 1
+    assert read > 50
+
+
+def test_the_view_is_a_read_only_mapping_in_catalog_order():
+    view = resolve(CATALOG["conv"], [t(1, 4, 5, 6), t(4, 2, 3, 3)], (("groups", 2), ("strides", ())))
+    assert list(view) == ["groups", "strides"] and len(view) == 2 and view["groups"] == 2
+    assert view.ints("strides") == (1, 1) and view.integer("groups") == 2
+    with pytest.raises(TypeError):
+        view["groups"] = 3  # type: ignore[index]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from byoc.attr_values import AttrView
 from byoc.ir import AttrValue, TensorType
 
 from .index import Anchor, Site, float_literal
@@ -39,24 +40,22 @@ RULES: Mapping[str, Callable[[Site], Anchor]] = {**REDUCTION_ANCHORS, **MOVEMENT
 """The index algebra of every anchor rule of the c_fused kind."""
 
 
-def loop_order(rule: str, out: TensorType, attrs: Mapping[str, AttrValue]) -> tuple[int, ...]:
+def loop_order(rule: str, out: TensorType, attrs: AttrView) -> tuple[int, ...]:
     """The output axes of an anchor's loops, outermost first: row-major, but softmax's
     axis innermost, so its reductions are computed once per row, outside that loop."""
     axes = tuple(range(out.rank))
     if rule == "softmax":
-        axis = int(attrs["axis"])  # type: ignore[arg-type]
+        axis = attrs.integer("axis")
         return (*(a for a in axes if a != axis), axis)
     return axes
 
 
-def operand_shapes(
-    rule: str, ins: Sequence[TensorType], attrs: Mapping[str, AttrValue]
-) -> tuple[tuple[int, ...], ...]:
+def operand_shapes(rule: str, ins: Sequence[TensorType], attrs: AttrView) -> tuple[tuple[int, ...], ...]:
     """The shape each input of an expression op broadcasts from, numpy's way: its own,
     but a channel-wise parameter (bias_add's bias, batch_norm's four) placed on its axis,
     ``(C,) + (1,) * (rank - 1 - axis)``, so that it is indexed by that axis's counter."""
     rank = ins[0].rank
-    axis = 1 if rule == "batch_norm" else int(attrs["axis"]) if rule == "bias_add" else None  # type: ignore[arg-type]
+    axis = 1 if rule == "batch_norm" else attrs.integer("axis") if rule == "bias_add" else None
     if axis is None:
         return tuple(t.shape for t in ins)
     placed = (ins[0].shape[axis],) + (1,) * (rank - 1 - axis)

@@ -5,9 +5,10 @@ text every rule builds them with."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from byoc.attr_values import AttrView
 from byoc.ir import AttrValue, TensorType
 
 
@@ -63,7 +64,7 @@ class Site:
 
     out: TensorType
     ins: tuple[TensorType, ...]
-    attrs: Mapping[str, AttrValue]
+    attrs: AttrView
     """The resolved attributes (:func:`byoc.attr_values.resolve`)."""
     var: tuple[str, ...]
     """The C counter of each output axis; ``"0"`` for an axis without a loop."""

@@ -21,8 +21,8 @@ def _same_order(site: Site) -> Anchor:
 
 def _transpose(site: Site) -> Anchor:
     (x,) = site.ins
-    perm = site.attrs["perm"] or tuple(reversed(range(x.rank)))
-    perm = shape_checks.normalize_axes(perm, x.rank, "transpose", "perm")  # type: ignore[arg-type]
+    perm = site.attrs.ints("perm") or tuple(reversed(range(x.rank)))
+    perm = shape_checks.normalize_axes(perm, x.rank, "transpose", "perm")
     index = ["0"] * x.rank
     for k, a in enumerate(perm):
         index[a] = site.var[k]
@@ -40,10 +40,10 @@ def _slice(site: Site) -> Anchor:
     index = list(site.var[: x.rank])
     ranges = shape_layout.slice_ranges(
         x.shape,
-        starts=site.attrs["starts"],
-        ends=site.attrs["ends"],
-        axes=site.attrs["axes"] or None,
-        steps=site.attrs["steps"] or None,
+        starts=site.attrs.ints("starts"),
+        ends=site.attrs.ints("ends"),
+        axes=site.attrs.ints("axes") or None,
+        steps=site.attrs.ints("steps") or None,
     )
     for a, r in ranges:
         index[a] = affine([(site.var[a], r.step)], r.start)
@@ -52,11 +52,11 @@ def _slice(site: Site) -> Anchor:
 
 def _pad(site: Site) -> Anchor:
     (x,) = site.ins
-    pads, mode = site.attrs["pads"], site.attrs["mode"]
+    pads, mode = site.attrs.ints("pads"), site.attrs.text("mode")
     steps, index, outside = [], [], []
     for a in range(x.rank):
-        begin, size, var = pads[a], x.shape[a], site.var[a]  # type: ignore[index]
-        if begin == 0 and pads[x.rank + a] == 0 or site.out.shape[a] == 0:  # type: ignore[index]
+        begin, size, var = pads[a], x.shape[a], site.var[a]
+        if begin == 0 and pads[x.rank + a] == 0 or site.out.shape[a] == 0:
             index.append(var)
             continue
         if size == 1 and mode != "constant":  # every element repeats the one input element
@@ -90,7 +90,7 @@ def _pad(site: Site) -> Anchor:
 
 def _gather(site: Site) -> Anchor:
     x, idx = site.ins
-    axis = int(site.attrs["axis"])  # type: ignore[arg-type]
+    axis = site.attrs.integer("axis")
     q = idx.rank
     size = x.shape[axis]
     at = f"{site.prefix}_at"
@@ -104,7 +104,7 @@ def _gather(site: Site) -> Anchor:
 
 
 def _concatenate(site: Site) -> Anchor:
-    axis = int(site.attrs["axis"])  # type: ignore[arg-type]
+    axis = site.attrs.integer("axis")
     var = site.var[axis]
     parts, offset = [], 0
     for array, t in zip(site.arrays, site.ins):
@@ -121,7 +121,7 @@ def _concatenate(site: Site) -> Anchor:
 
 def _split(site: Site) -> Anchor:
     """Output ``part`` is the input from the sum of the earlier parts' sizes along ``axis``."""
-    axis = int(site.attrs["axis"])  # type: ignore[arg-type]
+    axis = site.attrs.integer("axis")
     offset = sum(t.shape[axis] for t in site.parts[: site.part])
     index = list(site.var)
     index[axis] = affine([(site.var[axis], 1)], offset)

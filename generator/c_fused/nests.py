@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from byoc.attr_values import resolve
+from byoc.attr_values import AttrView, resolve
 from byoc.catalog import Catalog
 from byoc.ir import C_TYPES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
@@ -314,7 +314,7 @@ class _NestWriter:
 
     # ------------------------------------------------------------ statements
 
-    def _attrs(self, node: Node) -> dict:
+    def _attrs(self, node: Node) -> AttrView:
         return resolve(self.catalog[node.op], [self.types[n] for n in node.inputs], node.attrs)
 
     def _views(self, node: Node) -> tuple[tuple[int, ...], ...]:

@@ -16,8 +16,8 @@ from .index import Anchor, Counters, Level, Site, affine, element, index_local
 def _conv(site: Site) -> Anchor:
     x, w = site.ins
     n = x.rank - 2
-    s, d, p = site.attrs["strides"], site.attrs["dilations"], site.attrs["pads"]
-    groups = int(site.attrs["groups"])  # type: ignore[arg-type]
+    s, d, p = site.attrs.ints("strides"), site.attrs.ints("dilations"), site.attrs.ints("pads")
+    groups = site.attrs.integer("groups")
     cg, mg = w.shape[1], w.shape[0] // groups
     counter = Counters()
     c = counter(cg)
@@ -26,9 +26,9 @@ def _conv(site: Site) -> Anchor:
     levels = [Level(c, cg)]
     for j in range(n):
         r = counter(w.shape[2 + j])
-        terms = [(site.var[2 + j], s[j]), (r, d[j])]  # type: ignore[index]
-        high = (site.out.shape[2 + j] - 1) * s[j] + (w.shape[2 + j] - 1) * d[j] - p[j]  # type: ignore[index]
-        levels.append(index_local(r, w.shape[2 + j], f"ix{2 + j}", terms, -p[j], -p[j], high, x.shape[2 + j]))  # type: ignore[index]
+        terms = [(site.var[2 + j], s[j]), (r, d[j])]
+        high = (site.out.shape[2 + j] - 1) * s[j] + (w.shape[2 + j] - 1) * d[j] - p[j]
+        levels.append(index_local(r, w.shape[2 + j], f"ix{2 + j}", terms, -p[j], -p[j], high, x.shape[2 + j]))
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
     reads = (
@@ -41,8 +41,8 @@ def _conv(site: Site) -> Anchor:
 def _conv_transpose(site: Site) -> Anchor:
     x, w = site.ins
     n = x.rank - 2
-    s, d, p = site.attrs["strides"], site.attrs["dilations"], site.attrs["pads"]
-    groups = int(site.attrs["groups"])  # type: ignore[arg-type]
+    s, d, p = site.attrs.ints("strides"), site.attrs.ints("dilations"), site.attrs.ints("pads")
+    groups = site.attrs.integer("groups")
     cg, mg = x.shape[1] // groups, w.shape[1]
     counter = Counters()
     c = counter(cg)
@@ -51,20 +51,20 @@ def _conv_transpose(site: Site) -> Anchor:
     within = site.var[1] if groups == 1 else "0" if mg == 1 else f"{site.var[1]} % {mg}"
     levels = [Level(c, cg)]
     for j in range(n):
-        k, size, stride = w.shape[2 + j], x.shape[2 + j], s[j]  # type: ignore[index]
+        k, size, stride = w.shape[2 + j], x.shape[2 + j], s[j]
         r = counter(k)
         # output o takes tap r from input i where i * stride + r * dilation - pad = o
-        terms = [(site.var[2 + j], 1), (r, -d[j])]  # type: ignore[index]
-        low = p[j] - (k - 1) * d[j]  # type: ignore[index]
-        high = site.out.shape[2 + j] - 1 + p[j]  # type: ignore[index]
+        terms = [(site.var[2 + j], 1), (r, -d[j])]
+        low = p[j] - (k - 1) * d[j]
+        high = site.out.shape[2 + j] - 1 + p[j]
         local = f"ix{2 + j}"
         if stride == 1:
-            levels.append(index_local(r, k, local, terms, p[j], low, high, size))  # type: ignore[index]
+            levels.append(index_local(r, k, local, terms, p[j], low, high, size))
         else:
             t = f"q{2 + j}"
             skip = f"{t} < 0 || {t} % {stride} != 0" if low < 0 else f"{t} % {stride} != 0"
             inner = index_local(r, k, local, [(f"{t} / {stride}", 1)], 0, 0, high // stride, size)
-            steps = (f"const int64_t {t} = {affine(terms, p[j])};", f"if ({skip}) continue;")  # type: ignore[index]
+            steps = (f"const int64_t {t} = {affine(terms, p[j])};", f"if ({skip}) continue;")
             levels.append(Level(r, k, steps + inner.steps, inner.bounds))
     spatial = [f"ix{2 + j}" for j in range(n)]
     taps = [lv.var for lv in levels[1:]]
@@ -78,16 +78,16 @@ def _conv_transpose(site: Site) -> Anchor:
 def _pool(site: Site) -> Anchor:
     (x,) = site.ins
     n = x.rank - 2
-    k, s, d, p = (site.attrs[a] for a in ("kernel_shape", "strides", "dilations", "pads"))
+    k, s, d, p = (site.attrs.ints(a) for a in ("kernel_shape", "strides", "dilations", "pads"))
     counter = Counters()
     levels, counts = [], []
     for j in range(n):
-        r = counter(k[j])  # type: ignore[index]
+        r = counter(k[j])
         out, size = site.out.shape[2 + j], x.shape[2 + j]
-        terms = [(site.var[2 + j], s[j]), (r, d[j])]  # type: ignore[index]
-        high = (out - 1) * s[j] + (k[j] - 1) * d[j] - p[j]  # type: ignore[index]
-        levels.append(index_local(r, k[j], f"ix{2 + j}", terms, -p[j], -p[j], high, size))  # type: ignore[index]
-        counts.append(_padded_taps(site.var[2 + j], out, k[j], s[j], d[j], size + p[j] + p[n + j]))  # type: ignore[index]
+        terms = [(site.var[2 + j], s[j]), (r, d[j])]
+        high = (out - 1) * s[j] + (k[j] - 1) * d[j] - p[j]
+        levels.append(index_local(r, k[j], f"ix{2 + j}", terms, -p[j], -p[j], high, size))
+        counts.append(_padded_taps(site.var[2 + j], out, k[j], s[j], d[j], size + p[j] + p[n + j]))
     reads = (element(site.arrays[0], [site.var[0], site.var[1], *(f"ix{2 + j}" for j in range(n))], x.shape),)
     window = " * ".join(str(c) for c in counts if c != "1") or "1"
     return Anchor(tuple(levels), reads, int(window) if window.isdigit() else window)
@@ -117,25 +117,25 @@ def _global_pool(site: Site) -> Anchor:
 
 def _reduce(site: Site) -> Anchor:
     (x,) = site.ins
-    axes = site.attrs["axes"]
-    reduced = set(range(x.rank)) if not axes else set(shape_checks.normalize_axes(axes, x.rank, "reduce"))  # type: ignore[arg-type]
+    axes = site.attrs.ints("axes")
+    reduced = set(range(x.rank)) if not axes else set(shape_checks.normalize_axes(axes, x.rank, "reduce"))
     counter = Counters()
     levels, index = [], []
-    kept = iter(site.var if not site.attrs["keepdims"] else ())
+    kept = iter(site.var if not site.attrs.flag("keepdims") else ())
     for a in range(x.rank):
         if a in reduced:
             lv = Level(counter(x.shape[a]), x.shape[a])
             levels.append(lv)
             index.append(lv.var)
         else:
-            index.append(site.var[a] if site.attrs["keepdims"] else next(kept))
+            index.append(site.var[a] if site.attrs.flag("keepdims") else next(kept))
     reads = (element(site.arrays[0], index, x.shape),)
     return Anchor(tuple(levels), reads, math.prod(x.shape[a] for a in reduced))
 
 
 def _softmax(site: Site) -> Anchor:
     (x,) = site.ins
-    axis = int(site.attrs["axis"])  # type: ignore[arg-type]
+    axis = site.attrs.integer("axis")
     level = Level(Counters()(x.shape[axis]), x.shape[axis])
     index = [level.var if a == axis else site.var[a] for a in range(x.rank)]
     return Anchor((level,), (element(site.arrays[0], index, x.shape),), x.shape[axis])
@@ -143,7 +143,7 @@ def _softmax(site: Site) -> Anchor:
 
 def _lrn(site: Site) -> Anchor:
     (x,) = site.ins
-    size = int(site.attrs["size"])  # type: ignore[arg-type]
+    size = site.attrs.integer("size")
     before = (size - 1) // 2
     r = Counters()(size)
     high = x.shape[1] - 1 + size - 1 - before

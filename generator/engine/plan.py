@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from byoc.attr_values import resolve
+from byoc.attr_values import AttrView, resolve
 from byoc.catalog import Catalog
 from byoc.errors import GraphError
-from byoc.ir import CALL_OP, AttrValue, Constant, Function, Node, Param, TensorType
+from byoc.ir import CALL_OP, Constant, Function, Node, Param, TensorType
 from byoc.spec.backend import BackendSpec, LayerDef
 from byoc.spec.bindings import LayerBinding
 
@@ -45,7 +45,7 @@ class PlannedLayer:
     inputs: tuple[int, ...]
     dims: tuple[int, ...]
     in_dims: tuple[tuple[int, ...], ...]
-    attrs: dict[str, AttrValue]
+    attrs: AttrView
     """The op's attributes as the kernel uses them."""
 
 
