@@ -36,6 +36,10 @@ def _gelu(v: float) -> float:
     return 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
 
 
+def _gelu_tanh(v: float) -> float:
+    return 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3)))
+
+
 def _softplus(v: float) -> float:
     return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
 
@@ -70,6 +74,7 @@ UNARY: dict[str, tuple[Callable[[float], float], float, float]] = {
     "sigmoid": (lambda v: 1 / (1 + math.exp(-v)), -30, 30),
     "erf": (math.erf, -4, 4),
     "gelu": (_gelu, -6, 6),
+    "gelu_tanh": (_gelu_tanh, -6, 6),
     "softplus": (_softplus, -40, 40),
     "softsign": (lambda v: v / (1 + abs(v)), -5, 5),
 }

@@ -27,6 +27,7 @@ CASES = {
     "tanh": "tanh(x)",
     "erf": "erf(x)",
     "gelu": "gelu(x)",
+    "gelu_tanh": "gelu_tanh(x)",
     "cube": "power(x, c)",
 }
 

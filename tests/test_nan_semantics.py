@@ -25,7 +25,7 @@ BACKENDS = ("fused", "ccompiler", "engine") + (() if missing_library("dnnl") els
 # post-ops compute the same), its max pool skips a NaN, and its softmax of a row
 # holding a NaN or +inf is NaN there and 0 elsewhere, not NaN throughout. The eltwise ops whose oneDNN form differs (exp,
 # hard_sigmoid) are not mapped by dnnl at all, nor log and sqrt, which make NaNs; gelu
-# is, with its NaN at +inf set to +inf after the primitive (DNNL_GELU).
+# and gelu_tanh are, with their NaN at +inf set to +inf after the primitive (DNNL_GELU).
 KNOWN_DIFFERENCES = {
     ("dnnl", "relu"): "oneDNN's relu gives 0 for a NaN",
     ("dnnl", "max_pool"): "oneDNN's max pool skips a NaN",
@@ -46,6 +46,7 @@ UNARY = [
     "softplus(x)",
     "softsign(x)",
     "gelu(x)",
+    "gelu_tanh(x)",
     "erf(x)",
     "floor(x)",
     "ceil(x)",

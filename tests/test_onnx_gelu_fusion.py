@@ -97,3 +97,79 @@ def test_a_chain_that_is_not_gelu_alone_imports_node_by_node(what, nodes, output
     ops = ops_of(m)
     assert "gelu" not in ops and "erf" in ops, what
     same_as_onnxruntime(m, {"x": x(3, 5)}, "json")
+
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def cube(form: str) -> list:
+    """x^3 into ``c``: Pow(x, 3), Mul(Mul(x, x), x) or Mul(x, Mul(x, x))."""
+    mul = helper.make_node
+    if form == "pow":
+        return [mul("Pow", ["x", "three"], ["c"])]
+    if form == "square_x":
+        return [mul("Mul", ["x", "x"], ["sq"]), mul("Mul", ["sq", "x"], ["c"])]
+    return [mul("Mul", ["x", "x"], ["sq"]), mul("Mul", ["x", "sq"], ["c"])]
+
+
+def tanh_chain(cubed: str = "pow", form: str = "x_half_a") -> list:
+    """GPT-2's tanh Gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    mul = helper.make_node
+    return [
+        *cube(cubed),
+        mul("Mul", ["k", "c"], ["kc"]),
+        mul("Add", ["x", "kc"], ["inner"]),
+        mul("Mul", ["inner", "r"], ["u"]),
+        mul("Tanh", ["u"], ["t"]),
+        mul("Add", ["one", "t"], ["a"]),
+        *tail(form),
+    ]
+
+
+def tanh_constants(k: float = 0.044715, r: float = SQRT_2_OVER_PI, three: float = 3.0) -> list:
+    return [scalar("k", k), scalar("r", r), scalar("three", three), scalar("one", 1.0), scalar("half", 0.5)]
+
+
+@pytest.mark.parametrize("form", ["x_a_half", "x_half_a", "x_a_times_half"])
+@pytest.mark.parametrize("cubed", ["pow", "square_x", "x_square"])
+def test_each_tanh_form_imports_as_one_gelu_tanh_with_onnxruntimes_outputs(cubed, form):
+    m = model(tanh_chain(cubed, form), [("x", [3, 40])], ["y"], tanh_constants())
+    assert ops_of(m) == ["gelu_tanh"]
+    feeds = {"x": 4 * x(3, 40)}
+    for config in ("json", "fused"):
+        same_as_onnxruntime(m, feeds, config, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "what, nodes, outputs, values",
+    [
+        ("not 0.044715", tanh_chain(), ["y"], {"k": 0.04}),
+        ("not sqrt(2/pi)", tanh_chain(), ["y"], {"r": 0.8}),
+        ("a square, not a cube", tanh_chain(), ["y"], {"three": 2.0}),
+        ("an inner value is an output", tanh_chain(), ["y", "u"], {}),
+        (
+            "the cube of another value",
+            [
+                helper.make_node("Neg", ["x"], ["z"]),
+                helper.make_node("Pow", ["z", "three"], ["c"]),
+                *[n for n in tanh_chain() if n.op_type != "Pow"],
+            ],
+            ["y"],
+            {},
+        ),
+    ],
+)
+def test_a_tanh_chain_that_is_not_gelu_alone_imports_node_by_node(what, nodes, outputs, values):
+    m = model(nodes, [("x", [3, 5])], outputs, tanh_constants(**values))
+    ops = ops_of(m)
+    assert "gelu_tanh" not in ops and "tanh" in ops, what
+    same_as_onnxruntime(m, {"x": x(3, 5)}, "json")
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_onnx_gelu_of_opset_20_imports_as_the_catalog_op(approximate):
+    node = helper.make_node("Gelu", ["x"], ["y"], approximate=approximate)
+    m = model([node], [("x", [3, 40])], ["y"], opset=20)
+    assert ops_of(m) == ["gelu" if approximate == "none" else "gelu_tanh"]
+    for config in ("json", "fused"):
+        same_as_onnxruntime(m, {"x": 6 * x(3, 40)}, config, rtol=1e-5, atol=1e-6)

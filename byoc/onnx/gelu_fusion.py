@@ -1,4 +1,4 @@
-"""The Gelu that exporters write out, imported as one ``gelu``.
+"""The Gelu that exporters write out, imported as one ``gelu`` or ``gelu_tanh``.
 
 Models exported before ONNX had a Gelu op (opset 20), BERT's among them, spell the
 exact Gelu as five nodes::
@@ -8,10 +8,18 @@ exact Gelu as five nodes::
     a = Add(e, 1)
     y = Mul(Mul(x, a), 0.5)    (or Mul(Mul(x, 0.5), a), or Mul(x, Mul(a, 0.5)))
 
+and GPT-2's, the tanh approximation, as eight::
+
+    c = Pow(x, 3)              (or Mul(Mul(x, x), x), or Mul(x, Mul(x, x)))
+    u = Mul(Add(x, Mul(c, 0.044715)), sqrt(2 / pi))
+    a = Add(Tanh(u), 1)
+    y = the same products of x, a and 0.5
+
 in any operand order. The import takes such a chain as the catalog's ``gelu`` (``x
-Phi(x)``), as ONNX Runtime's graph optimiser does at its default level: one op a backend
-can take whole (oneDNN's ``gelu_erf``) instead of five, and more precise in the negative
-tail, where ``1 + erf`` cancels. A chain is taken only when every value inside it is read
+Phi(x)``) or ``gelu_tanh``, as ONNX Runtime's graph optimiser does at its default
+level: one op a backend can take whole (oneDNN's ``gelu_erf`` and ``gelu_tanh``) instead
+of five or eight, and more precise in the negative tail, where ``1 + erf`` and
+``1 + tanh`` cancel. A chain is taken only when every value inside it is read
 by the next node alone (not by another node, a subgraph or the graph's outputs), and its
 constants are single values of x's dtype that do not change x's shape; anything else
 imports node by node.
@@ -30,6 +38,8 @@ from .ops import onnx_domain
 from .values import tensor_array
 
 SQRT2 = math.sqrt(2.0)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+CUBE_COEFFICIENT = 0.044715
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 """The dtypes of the catalog's gelu."""
 RELATIVE = 1e-6
@@ -52,12 +62,13 @@ def with_gelus(imp) -> list[tuple[int, object]]:
         return tensor_array(imp.onnx, value.t, imp.path) if value is not None else None
 
     last, inner = gelu_chains(nodes, constant, imp.type_of, {o.name for o in imp.graph.output})
-    make = imp.onnx.helper.make_node
-    return [
-        (k, make("Gelu", [last[k][0]], [last[k][1]], name=n.name) if k in last else n)
-        for k, n in enumerate(nodes)
-        if k not in inner
-    ]
+
+    def gelu(x: str, y: str, approximate: str, name: str):
+        if approximate == "none":
+            return imp.onnx.helper.make_node("Gelu", [x], [y], name=name)
+        return imp.onnx.helper.make_node("Gelu", [x], [y], name=name, approximate=approximate)
+
+    return [(k, gelu(*last[k], n.name) if k in last else n) for k, n in enumerate(nodes) if k not in inner]
 
 
 def gelu_chains(
@@ -65,22 +76,26 @@ def gelu_chains(
     constant: Callable[[str], np.ndarray | None],
     type_of: Callable[[str], tuple],
     outputs: set[str],
-) -> tuple[dict[int, tuple[str, str]], set[int]]:
+) -> tuple[dict[int, tuple[str, str, str]], set[int]]:
     """The decomposed Gelus among ``nodes``: for the last node of each, its index ->
-    (x, y), the chain's input and output; and the indexes of the chain's other nodes,
-    which import as nothing. ``constant(name)`` is a value's constant array (None when
-    it is computed); ``type_of(name)`` its (shape, dtype); ``outputs`` the graph's."""
+    (x, y, approximate), the chain's input and output and ONNX Gelu's ``approximate``
+    (``none`` or ``tanh``); and the indexes of the chain's other nodes, which import as
+    nothing. ``constant(name)`` is a value's constant array (None when it is computed);
+    ``type_of(name)`` its (shape, dtype); ``outputs`` the graph's."""
     graph = _Graph(nodes, constant, type_of, outputs)
-    last: dict[int, tuple[str, str]] = {}
+    last: dict[int, tuple[str, str, str]] = {}
     inner: set[int] = set()
     for e, node in enumerate(nodes):
-        if node.op_type != "Erf" or onnx_domain(node.domain) != "":
+        if not (graph.is_op(e, "Erf") or graph.is_op(e, "Tanh")):
             continue
         d = graph.producer.get(node.input[0])
         if d is None or graph.readers[node.input[0]] != 1:
             continue
-        x = graph.scaled_input(d)
-        if x is None or getattr(type_of(x)[1], "name", None) not in FLOATS:
+        found_x = graph.scaled_input(d) if node.op_type == "Erf" else graph.tanh_argument(d)
+        if found_x is None:
+            continue
+        x, before = found_x
+        if getattr(type_of(x)[1], "name", None) not in FLOATS:
             continue
         a = graph.only_reader(node.output[0], "Add")
         if a is None or not graph.scalar(graph.other(a, node.output[0]), x, 1.0):
@@ -88,8 +103,9 @@ def gelu_chains(
         found = graph.product(a, x)
         if found is not None:
             y, m = found
-            last[y] = (x, nodes[y].output[0])
-            inner |= {d, e, a, m}
+            approximate = "none" if node.op_type == "Erf" else node.op_type.lower()  # named after Tanh
+            last[y] = (x, nodes[y].output[0], approximate)
+            inner |= {*before, e, a, m}
     return last, inner
 
 
@@ -110,7 +126,7 @@ class _Graph:
     def only_reader(self, value: str, op: str) -> int | None:
         """The node that alone reads ``value``, when it is a default-domain ``op``."""
         k = self.reader_of.get(value)
-        if k is None or self.readers[value] != 1 or not self._is(k, op):
+        if k is None or self.readers[value] != 1 or not self.is_op(k, op):
             return None
         return k
 
@@ -130,17 +146,59 @@ class _Graph:
             return False
         return bool(abs(float(c.reshape(())) - target) <= RELATIVE * abs(target))
 
-    def scaled_input(self, k: int) -> str | None:
-        """x, where node k is x / sqrt(2) or x * (1 / sqrt(2)) (either order)."""
+    def scaled_input(self, k: int) -> tuple[str, set[int]] | None:
+        """(x, {k}), where node k is x / sqrt(2) or x * (1 / sqrt(2)) (either order)."""
         node = self.nodes[k]
         if len(node.input) != 2:
             return None
         p, q = node.input
-        if self._is(k, "Div"):
-            return p if self.scalar(q, p, SQRT2) else None
-        if self._is(k, "Mul"):
-            return p if self.scalar(q, p, 1 / SQRT2) else (q if self.scalar(p, q, 1 / SQRT2) else None)
+        if self.is_op(k, "Div"):
+            return (p, {k}) if self.scalar(q, p, SQRT2) else None
+        if self.is_op(k, "Mul"):
+            found = self.scaled(k, 1 / SQRT2)
+            return (found[1], {k}) if found is not None else None
         return None
+
+    def tanh_argument(self, k: int) -> tuple[str, set[int]] | None:
+        """(x, the chain's nodes), where node k is (x + 0.044715 x^3) sqrt(2 / pi), each
+        product and sum in either order."""
+        scaled = self.scaled(k, SQRT_2_OVER_PI) if self.is_op(k, "Mul") else None
+        s = self.producer.get(scaled[1]) if scaled is not None else None
+        if s is None or self.readers[self.nodes[s].output[0]] != 1 or not self.is_op(s, "Add"):
+            return None
+        for x, term in (tuple(self.nodes[s].input), tuple(reversed(self.nodes[s].input))):
+            m = self.producer.get(term)
+            scaled = self.scaled(m, CUBE_COEFFICIENT) if m is not None and self.readers[term] == 1 else None
+            cube = self.producer.get(scaled[1]) if scaled is not None and self.is_op(m, "Mul") else None
+            cubed = self.cube_of(cube, x) if cube is not None and self.readers[scaled[1]] == 1 else None
+            if cubed is not None and self.scalar(scaled[0], x, CUBE_COEFFICIENT):
+                return x, {k, s, m, *cubed}
+        return None
+
+    def scaled(self, k: int, target: float) -> tuple[str, str] | None:
+        """(the constant, the other input) of binary node k, whose one input is a single
+        value near ``target`` of the other's dtype."""
+        ins = list(self.nodes[k].input)
+        if len(ins) != 2:
+            return None
+        for c, v in (ins, ins[::-1]):
+            if self.scalar(c, v, target):
+                return c, v
+        return None
+
+    def cube_of(self, k: int, x: str) -> set[int] | None:
+        """The nodes of x^3 ending at node k: Pow(x, 3), Mul(Mul(x, x), x) or
+        Mul(x, Mul(x, x)); None when node k is not x's cube."""
+        ins = list(self.nodes[k].input)
+        if self.is_op(k, "Pow"):
+            return {k} if len(ins) == 2 and ins[0] == x and self.scalar(ins[1], x, 3.0) else None
+        if not self.is_op(k, "Mul") or len(ins) != 2 or x not in ins:
+            return None
+        square = ins[1] if ins[0] == x else ins[0]
+        q = self.producer.get(square)
+        if q is None or self.readers[square] != 1 or not self.is_op(q, "Mul"):
+            return None
+        return {k, q} if list(self.nodes[q].input) == [x, x] else None
 
     def product(self, a: int, x: str) -> tuple[int, int] | None:
         """The chain's last node after ``a`` = 1 + erf, y = (x a) 0.5, (x 0.5) a or x (a 0.5)
@@ -156,9 +214,9 @@ class _Graph:
             wanted = rest is not None and (self.scalar(rest, x, 0.5) if beside == x else rest == x)
             return (y, m) if wanted else None
         h = self.producer.get(beside) if beside is not None else None  # (x 0.5) a
-        if h is None or self.readers[beside] != 1 or not self._is(h, "Mul"):
+        if h is None or self.readers[beside] != 1 or not self.is_op(h, "Mul"):
             return None
         return (m, h) if self.scalar(self.other(h, x), x, 0.5) else None
 
-    def _is(self, k: int, op: str) -> bool:
+    def is_op(self, k: int, op: str) -> bool:
         return self.nodes[k].op_type == op and onnx_domain(self.nodes[k].domain) == ""

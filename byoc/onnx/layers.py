@@ -326,28 +326,15 @@ def _normalized(imp: Importer, node, e: OnnxOp, centred: bool) -> None:
 
 
 def _gelu(imp: Importer, node, e: OnnxOp) -> None:
-    """Gelu (opset 20): the exact form, the catalog's op, or the approximation that
-    ONNX names after the function it uses, ``approximate`` = the ``squash`` role's op:
-    0.5 x (1 + squash(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    """Gelu (opset 20): the exact form, the catalog's op; or the approximation ONNX names
+    after the function it uses (approximate = tanh), the op of the role of that name."""
     imp.check_attrs(node, {"approximate"})
-    r = e.roles
-    x = imp.value(node.input[0])
     approximate = imp.attr("approximate", "none")
-    if approximate == "none":
-        imp.emit(e.op, [x], out=node.output[0])
-        return
-    if approximate != r["squash"]:
-        raise imp.invalid(f"its approximate {approximate!r} is not 'none' or {r['squash']!r}")
-    k = {v: imp.scalar(v, node.input[0]) for v in (0.044715, math.sqrt(2 / math.pi), 0.5, 1.0)}
-    cube = imp.emit(r["times"], [imp.emit(r["times"], [x, x]), x])
-    inner = imp.emit(
-        r["times"],
-        [k[math.sqrt(2 / math.pi)], imp.emit(r["plus"], [x, imp.emit(r["times"], [k[0.044715], cube])])],
-    )
-    half = imp.emit(r["times"], [k[0.5], x])
-    imp.emit(
-        r["times"], [half, imp.emit(r["plus"], [k[1.0], imp.emit(r["squash"], [inner])])], out=node.output[0]
-    )
+    if approximate != "none" and approximate not in e.roles:
+        forms = ", ".join(repr(f) for f in ("none", *e.roles))
+        raise imp.invalid(f"its approximate {approximate!r} is not one of {forms}")
+    op = e.op if approximate == "none" else e.roles[approximate]
+    imp.emit(op, [imp.value(node.input[0])], out=node.output[0])
 
 
 def _gated(imp: Importer, node, e: OnnxOp) -> None:

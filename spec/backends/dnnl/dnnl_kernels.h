@@ -194,10 +194,10 @@
   }
 
 /* gelu: oneDNN's gelu_erf, then +inf where x is +inf (dnnl_byoc_gelu_infinities). */
-#define DNNL_GELU(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_SIZE_) \
+#define DNNL_GELU(p_ID_, p_STATE_, p_ALG_, p_RANK_, p_SHAPE_, p_SIZE_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-    return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, \
-                             dnnl_eltwise_gelu_erf, 0.0, 0.0, dnnl_f32); \
+    return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, 0.0, \
+                             0.0, dnnl_f32); \
   } \
   static int p_ID_(const float* x, float* out) { \
     const int status = dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, \

@@ -252,9 +252,9 @@ DNNL_SUPPORT_API int dnnl_byoc_layer_norm_run(dnnl_byoc_prim_t* p, dnnl_engine_t
                                               const float* scale, int64_t scale_n, const float* shift,
                                               int64_t shift_n, float* out, int64_t c);
 
-/* After oneDNN's gelu_erf over n floats: where x is +inf, out is +inf (x Phi(x), the
-   catalog's gelu), not oneDNN's NaN; its only difference from the catalog's op
-   (tests/test_nan_semantics.py). */
+/* After oneDNN's gelu_erf or gelu_tanh over n floats: where x is +inf, out is +inf (as
+   the catalog's gelu and gelu_tanh), not oneDNN's NaN; their only difference from the
+   catalog's ops (tests/test_nan_semantics.py). */
 DNNL_SUPPORT_API void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n);
 
 /* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the

@@ -156,6 +156,16 @@ static inline float fused_gelu_float32(float x) {
   return (float)(0.5 * v * (v < 0 ? e : 2.0 - e));
 }
 
+/* Gelu's tanh form, 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), as x / (1 +
+   e**(-2u)) (1 + tanh(u) = 2 / (1 + e**(-2u))): no cancellation where x << 0. Beyond
+   -2u = 200 the factor is 0 (the product is below the smallest float for any float x),
+   so that x = -inf gives NaN as the reference's -inf * 0 does. */
+static inline float fused_gelu_tanh_float32(float x) {
+  const double v = x;
+  const double t = -1.5957691216057308 * (v + 0.044715 * v * v * v);
+  return (float)(t > 200.0 ? v * 0.0 : v / (1.0 + fused_exp_near(t)));
+}
+
 /* x**y; a constant y of 2 or 3 (after inlining) is multiplications, as exact as pow
    (x*x of a float is exact in double, x*x*x rounded once) and vectorised. */
 static inline float fused_power_float32(float x, float y) {
@@ -177,6 +187,8 @@ static inline float fused_power_float32(float x, float y) {
 #define fused_erf_bfloat16 fused_erf_float32
 #define fused_gelu_float16 fused_gelu_float32
 #define fused_gelu_bfloat16 fused_gelu_float32
+#define fused_gelu_tanh_float16 fused_gelu_tanh_float32
+#define fused_gelu_tanh_bfloat16 fused_gelu_tanh_float32
 #define fused_power_float16 fused_power_float32
 #define fused_power_bfloat16 fused_power_float32
 #define fused_expd_float16 fused_expd_float32
@@ -189,6 +201,7 @@ static inline float fused_power_float32(float x, float y) {
 #define fused_tanh_float64(x) tanh(x)
 #define fused_erf_float64(x) erf(x)
 #define fused_gelu_float64(x) (0.5 * (x) * erfc(-(x) / 1.4142135623730951))
+#define fused_gelu_tanh_float64(x) ((x) / (1 + exp(-1.5957691216057308 * ((x) + 0.044715 * (x) * (x) * (x)))))
 #define fused_power_float64(x, y) pow(x, y)
 
 /* acc + a * b in float, the update of the float accumulators of the dot products

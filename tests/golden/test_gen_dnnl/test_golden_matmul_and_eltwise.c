@@ -39,11 +39,11 @@ static int p_ID_(const p_T_* x, p_T_* out) { \
                        (void* const[]){(void*)x, out}); \
 }
 
-/* gelu (float32): oneDNN's gelu_erf, then +inf where x is +inf, where oneDNN's is NaN */
-#define DNNL_GELU(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_SIZE_) \
+/* gelu and gelu_tanh (float32): oneDNN's gelu_erf or gelu_tanh (vars: alg), then +inf where x is +inf, where oneDNN's is NaN */
+#define DNNL_GELU(p_ID_, p_STATE_, p_ALG_, p_RANK_, p_SHAPE_, p_SIZE_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
-  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, \
-                           dnnl_eltwise_gelu_erf, 0.0, 0.0, dnnl_f32); \
+  return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, 0.0, \
+                           0.0, dnnl_f32); \
 } \
 static int p_ID_(const float* x, float* out) { \
   const int status = dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 2, \
@@ -444,7 +444,7 @@ DNNL_ELTWISE(dnnl_1_3, (&dnnl_1_state), 3, (2, 3, 4), dnnl_eltwise_abs, 0, 0, fl
 DNNL_ELTWISE(dnnl_1_4, (&dnnl_1_state), 3, (2, 3, 4), dnnl_eltwise_square, 0, 0, float, DNNL_BYOC_DT_float32)
 
 /* dnnl_1_5: (nested call) = gelu(...) at matmul_eltwise.graph:8:89, float32[2, 3, 4] */
-DNNL_GELU(dnnl_1_5, (&dnnl_1_state), 3, (2, 3, 4), 24)
+DNNL_GELU(dnnl_1_5, (&dnnl_1_state), dnnl_eltwise_gelu_erf, 3, (2, 3, 4), 24)
 
 static int dnnl_1_0_init_(dnnl_1_state_t* state) {
   (void)state;
