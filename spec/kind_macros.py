@@ -196,7 +196,7 @@ class MacroKind(CodegenKind):
                         key,
                         hint="remove the parameter, or use it in the body",
                     )
-            mdoc = doc.typed(mnode, "doc", str, f"{what}: doc") if "doc" in mnode else ""
+            mdoc = doc.typed(mnode, "doc", str, f"{what}: doc") if "doc" in mnode else body.doc
             args = frozen_map({p: str(pnode[key]) for p, (pnode, key) in params.items()})
             setup = {}
             for key in (k for k in self.macro_setup if k in mnode):

@@ -53,6 +53,9 @@ class FileMacro:
     """The file's line of the body's first line (the line after the ``#define``)."""
     indent: int
     """How many columns of indentation the body lost (its lines' shared indentation)."""
+    doc: str = ""
+    """The comment right above the ``#define`` (no blank line between), its text on one
+    line: the macro's doc when the spec gives none."""
 
     def location(self, offset: int, path: str) -> Location:
         """Where character ``offset`` of :attr:`body` is in the file ``path``."""
@@ -79,6 +82,8 @@ class MacroBody:
     body is written in the spec, whose ``params`` then give the order."""
     define_line: int = 0
     """The file's line of the ``#define`` (0 when written in the spec)."""
+    doc: str = ""
+    """The comment above the ``#define`` in the file (:attr:`FileMacro.doc`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +131,9 @@ def macro_body(
         def in_file(offset: int, message: str, hint: str | None) -> SpecError:
             return SpecError(message, found.location(offset, path), hint=hint, source=text)
 
-        return MacroBody(found.body, in_file, found.body_line, path, text, found.params, found.line)
+        return MacroBody(
+            found.body, in_file, found.body_line, path, text, found.params, found.line, found.doc
+        )
     body = str(doc.typed(mnode, "body", str, f"{what}: body"))
     if not body.strip():
         raise doc.error(f"{what}: the body is empty", mnode, "body", value=True)
@@ -222,7 +229,30 @@ def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro
         raise _error(f"#define {name} has an empty body", path, text, k, 1)
     indent = min(len(line) - len(line.lstrip(" ")) for line in body if line.strip())
     text_of_body = "\n".join(line[indent:] if line.strip() else "" for line in body)
-    return FileMacro(params, text_of_body + "\n", k + 1, k + 2, indent)
+    return FileMacro(params, text_of_body + "\n", k + 1, k + 2, indent, comment_above(lines, k))
+
+
+def comment_above(lines: Sequence[str], k: int) -> str:
+    """The text of the C comment that ends on the line before line ``k`` (a ``/* ... */``
+    block, or ``//`` lines), on one line; empty when there is none."""
+    end = k - 1
+    if end < 0 or not lines[end].rstrip().endswith("*/") and not lines[end].lstrip().startswith("//"):
+        return ""
+    if lines[end].lstrip().startswith("//"):
+        start = end
+        while start > 0 and lines[start - 1].lstrip().startswith("//"):
+            start -= 1
+        words = [line.lstrip()[2:] for line in lines[start : end + 1]]
+    else:
+        start = end
+        while start >= 0 and "/*" not in lines[start]:
+            start -= 1
+        if start < 0 or not lines[start].lstrip().startswith("/*"):
+            return ""
+        block = "\n".join(lines[start : end + 1])
+        inner = block[block.index("/*") + 2 : block.rindex("*/")].split("\n")
+        words = [inner[0], *(line.strip().removeprefix("*") for line in inner[1:])]  # a " * " margin
+    return " ".join(" ".join(words).split())
 
 
 def macro_arguments(

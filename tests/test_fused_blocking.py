@@ -356,3 +356,38 @@ def test_column_blocks_outside_share_out_on_the_thread_pool(tmp_path):
     np.testing.assert_array_equal(results[0], results[1])
     (want,) = evaluate(fn, {"a": a, "b": b})
     np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "lanes"),
+    [
+        ((70, 1024), "float32", 8),
+        ((40, 768), "float32", 16),
+        ((70, 128), "float32", 32),
+        ((9, 4096), "float16", 8),
+    ],
+)
+def test_rows_of_a_last_axis_reduction_are_fewer_lanes_and_the_same_bits(shape, dtype, lanes, tmp_path):
+    """A reduction along the last axis has rows for lanes: a row of 1024 floats steps 4 KB
+    from lane to lane, so each step of the reduction reads lines of one L1 set, and the
+    block takes 8 lanes (blocking.lane_chunk); rows of 768 floats spread over 4 sets, 16
+    lanes; of 128, 32. The blocked nest stays the plain nest's bits."""
+    params = [("x", dtype, shape)]
+    text = check_case(params, "mean(x, axes=[1], keepdims=true)", tmp_path, "sqrt(add(t, t))")
+    assert f"double t0_total[{lanes}];" in text
+
+
+def test_lane_chunk_counts_the_lines_of_each_l1_set():
+    from byoc.generator.c_fused.blocking import lane_chunk
+    from byoc.generator.c_fused.index import Anchor
+
+    def chunk(read: str, size: int = 4) -> int:
+        return lane_chunk(Anchor(reads=(read,)), "i", [size])
+
+    assert chunk("x[i * 1024 + r0]") == 8  # 4 KB: one set
+    assert chunk("x[i * 768 + r0]") == 16  # 3 KB: four sets
+    assert chunk("x[i * 1024 + r0]", 2) == 8  # 2 KB: two sets, four lines each
+    assert chunk("x[i * 128 + r0]") == 32  # 512 bytes: eight sets
+    assert chunk("x[i * 2 + r0]") == 64 and chunk("x[i + r0]") == 64  # within a line
+    assert chunk("x[r0 * 64 + i]") == 64  # the lanes are consecutive
+    assert chunk("x[ii * 1024 + r0]") == 64  # another counter's stride

@@ -322,3 +322,29 @@ def test_a_bad_bodies_file_is_located_in_the_spec(tmp_path, monkeypatch, kernels
     assert info.value.location.file.endswith("npu.yaml")
     assert info.value.location.line == line
     assert info.value.hint
+
+
+def test_the_comment_above_a_define_is_the_macros_doc(tmp_path, monkeypatch):
+    """A macro without a doc in the spec takes the comment right above its #define
+    (a block or // lines, on one line); a blank line between, or the spec's own doc,
+    leaves it out; the module shows the doc above the macro."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    cases = {
+        "/* adds b, doubled,\n   to a */\n": "adds b, doubled, to a",
+        "// adds b\n// twice\n": "adds b twice",
+        "/* adds b\n * with a margin\n */\n": "adds b with a margin",
+        "/* a note */\n\n": "",
+        "x = 1; /* trailing */\n": "",
+    }
+    for k, (above, want) in enumerate(cases.items()):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        write(folder, KERNELS.replace("#define ADD(", above + "#define ADD("))
+        spec = (folder / "npu.yaml").read_text().replace("    doc: a + b * 2\n", "")
+        (folder / "npu.yaml").write_text(spec)
+        assert load_backend("npu", spec_path=[str(folder)]).macros["ADD"].doc == want, above
+    write(tmp_path, KERNELS.replace("#define ADD(", "/* from the file */\n#define ADD("))
+    assert load_backend("npu", spec_path=[str(tmp_path)]).macros["ADD"].doc == "a + b * 2"
+    spec = (tmp_path / "npu.yaml").read_text().replace("    doc: a + b * 2\n", "")
+    (tmp_path / "npu.yaml").write_text(spec)
+    assert "/* from the file */\n#define ADD(" in generated_module(tmp_path)

@@ -28,6 +28,7 @@ consumers (bias_add, batch_norm, relu, ...) and is stored, as in the plain nest.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,12 @@ from .index import Anchor, Bound, Level, affine
 
 CHUNK = 64
 """The most lanes per block: 64 doubles per accumulator row stay in the L1 cache."""
+FEWEST_LANES = 8
+"""The fewest lanes a block is cut to for its reads' sake (:func:`lane_chunk`)."""
+L1_SETS, LINE_BYTES, LINES_PER_SET = 64, 64, 4
+"""The L1 data cache as :func:`lane_chunk` sees it: 64 sets of 64-byte lines (4 KB
+before the sets repeat, on every x86 core of this century), of which a block's strided
+reads may fill 4 lines of each set, half of the smallest associativity (8 ways)."""
 WIDTHS = (4, 3, 2)
 """The block widths tried, widest first: the first that divides the loop's extent (a
 nest that reads staged double weights tries :data:`~.tiles.STAGED_WIDTHS`)."""
@@ -77,14 +84,20 @@ def _uses(text: str, names: set[str]) -> bool:
 
 
 def plan_blocking(
-    variables: Sequence[str], extents: Sequence[int], anchor: Anchor, most: int = CHUNK
+    variables: Sequence[str],
+    extents: Sequence[int],
+    anchor: Anchor,
+    most: int = CHUNK,
+    itemsizes: Sequence[int] = (),
 ) -> Blocking | None:
     """The blocking of a reduction nest over loops ``variables`` (outermost first), in
-    blocks of at most ``most`` lanes, or None when its lanes would need a guard that is
-    not affine in the lane counter."""
+    blocks of at most ``most`` lanes (fewer for strided reads of inputs of
+    ``itemsizes`` bytes an element: :func:`lane_chunk`), or None when its lanes would
+    need a guard that is not affine in the lane counter."""
     if not variables:
         return None
     lane = len(variables) - 1
+    most = lane_chunk(anchor, variables[lane], itemsizes, most)
     moving = {variables[lane]}
     levels, lane_steps, lower, upper = [], [], [], []
     bounds: list[Bound] = []
@@ -117,6 +130,27 @@ def plan_blocking(
         lane_reads,
         _interior(bounds, variables, anchor.levels) if _unit_stride(anchor, moving, lane_steps) else None,
     )
+
+
+def lane_chunk(anchor: Anchor, lane: str, itemsizes: Sequence[int], most: int = CHUNK) -> int:
+    """How many lanes a block of the reduction ``anchor`` takes (at most ``most``):
+    fewer where a read steps through memory from lane to lane by a large stride (a
+    reduction along the last axis, whose lanes are rows), so that the lines of one step
+    of the reduction do not crowd one set of the L1 cache. A row of 1024 floats is
+    4 KB: every lane's line falls in the same set, and 64 lanes missed the L1 at every
+    read (a mean over 128 rows of 1024 took 351 us with 64 lanes, 70 us with 8:
+    docs/performance-log.md, 2026-12-01). Each output still sums its points in the
+    same order, so the results are the same bits."""
+    chunk = most
+    for read, size in zip(anchor.reads, itemsizes):
+        found = re.search(rf"(?<![\w.]){re.escape(lane)} \* (\d+)(?![\w.])", read)
+        step = int(found.group(1)) * size if found else 0
+        while step >= LINE_BYTES and chunk > FEWEST_LANES:
+            per_set = Counter(k * step // LINE_BYTES % L1_SETS for k in range(chunk))
+            if max(per_set.values()) <= LINES_PER_SET:
+                break
+            chunk //= 2
+    return chunk
 
 
 def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) -> bool:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from byoc.attr_values import AttrView, resolve
 from byoc.catalog import Catalog
-from byoc.ir import C_TYPES, Function, Node, TensorType
+from byoc.ir import C_TYPES, DTYPE_BYTES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import ExpressionBinding
 from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
@@ -397,7 +397,9 @@ class _NestWriter:
                 )
             if plan is None:
                 packs = {}
-                plan = plan_blocking(var, loops.extents, anchor)
+                plan = plan_blocking(
+                    var, loops.extents, anchor, itemsizes=[DTYPE_BYTES[t.dtype] for t in site.ins]
+                )
         if plan is not None:
             blocked = BlockedText(plan, var, loops.extents, acc_type)
             reads = [packs[j].read if j in packs else r for j, r in enumerate(loaded)]

@@ -1,6 +1,8 @@
-/* The kernels of the dnnl backend: the body of each macro of dnnl.yaml, whose entry says
- * `body: {file: dnnl_kernels.h}` and gives the macro's doc, its parameters' arguments
- * (in this parameter list's order), its layouts and its state, init and teardown.
+/* The kernels of the dnnl backend: the body of each macro of dnnl.yaml, which names this
+ * file once (`bodies: {file: dnnl_kernels.h}`) and gives each macro's parameters'
+ * arguments (in this parameter list's order), its layouts and its state, init and
+ * teardown. The comment right above a #define is its macro's doc, which byoc writes above
+ * the macro in the modules.
  *
  * byoc copies a #define into each generated module that uses its macro, without the
  * backslashes and the indentation, and expands it once per kernel: `p_ID_` is the
@@ -9,6 +11,8 @@
  * in a kernel's line is reported at its line here.
  */
 
+/* conv2d (NCHW, OIHW weights), then relu when relu is 1 (vars: relu), in the layouts oneDNN picks,
+   the weights reordered by each call: the op conv and the pattern conv_relu */
 #define DNNL_CONV2D(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, NULL, NULL, \
@@ -18,6 +22,8 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d plus a per-channel bias, optionally with relu after it, the weights reordered
+   by each call (vars: relu) */
 #define DNNL_CONV2D_BIAS(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
@@ -27,6 +33,8 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, b, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d plus a residual of the output's shape, optionally with relu, the weights
+   reordered by each call */
 #define DNNL_CONV2D_SUM(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, NULL, NULL, \
@@ -36,6 +44,8 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, w, NULL, residual, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d then inference batch_norm, folded into the weights and a bias per call,
+   optionally relu */
 #define DNNL_CONV2D_BN(p_ID_, p_STATE_, p_SIZE_, p_M_, p_WSIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, NULL, NULL, \
@@ -47,6 +57,7 @@
                                 (const float* const[]){scale, bias, mean, var}, p_EPS_, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d of constant weights, in oneDNN's layouts, packed at init (vars: relu) */
 #define DNNL_CONV2D_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 0, p_RELU_, w, NULL, 0.0, \
@@ -57,6 +68,7 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d of constant weights plus a per-channel bias, packed at init (vars: relu) */
 #define DNNL_CONV2D_BIAS_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 1, 0, p_RELU_, w, NULL, 0.0, \
@@ -67,6 +79,8 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, b, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d of constant weights plus a residual (a sum post-op), packed at init (vars:
+   relu) */
 #define DNNL_CONV2D_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w) { \
     return dnnl_byoc_packed_conv2d(c, engine, &(const dnnl_byoc_conv_geometry){DNNL_BYOC_ITEMS p_G_}, 0, 1, p_RELU_, w, NULL, 0.0, \
@@ -77,6 +91,7 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init (vars: relu) */
 #define DNNL_CONV2D_BN_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                               const float* const* bn) { \
@@ -89,6 +104,8 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, NULL, out, p_SIZE_); \
   }
 
+/* a pattern's conv2d and batch_norm of constant parameters, folded and packed at init, plus a
+   residual (a sum post-op) (vars: relu) */
 #define DNNL_CONV2D_BN_SUM_PACKED(p_ID_, p_STATE_, p_SIZE_, p_EPS_, p_RELU_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_, p_RES_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* w, \
                               const float* const* bn) { \
@@ -101,6 +118,7 @@
     return dnnl_byoc_run_packed(&p_STATE_->p_ID_, p_STATE_->engine, x, NULL, NULL, residual, out, p_SIZE_); \
   }
 
+/* dense (an inner product), optionally with relu after it (vars: relu) */
 #define DNNL_DENSE(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 0, p_RELU_, p_DT_); \
@@ -112,6 +130,7 @@
                          (void* const[]){(void*)x, (void*)w, out}); \
   }
 
+/* dense plus a bias (an inner product with a bias), optionally with relu after it */
 #define DNNL_DENSE_BIAS(p_ID_, p_STATE_, p_B_, p_K_, p_U_, p_RELU_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_dense(prim, engine, p_B_, p_K_, p_U_, 1, p_RELU_, p_DT_); \
@@ -123,6 +142,7 @@
                          (void* const[]){(void*)x, (void*)w, (void*)b, out}); \
   }
 
+/* a 2-D pool (vars: alg, the pooling algorithm): the op max_pool and the avg_pool patterns */
 #define DNNL_POOL2D(p_ID_, p_STATE_, p_ALG_, p_G_, p_SRC_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_pool2d(prim, engine, &(const dnnl_byoc_pool_geometry){DNNL_BYOC_ITEMS p_G_}, p_ALG_, \
@@ -133,6 +153,7 @@
                          (void* const[]){(void*)x, out}); \
   }
 
+/* a pattern's concatenation of two 4-D tensors, along any axis */
 #define DNNL_CONCAT2(p_ID_, p_STATE_, p_AXIS_, p_SHAPES_, p_A_LAYOUT_, p_B_LAYOUT_, p_DST_LAYOUT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_concat4d(prim, engine, 2, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPES_}, p_AXIS_, \
@@ -145,6 +166,7 @@
                          (void* const[]){(void*)a, (void*)b, out}); \
   }
 
+/* matmul as numpy has it (N-D, batch axes broadcast, a 1-D operand promoted), one oneDNN matmul */
 #define DNNL_MATMUL(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_matmul(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_); \
@@ -153,8 +175,8 @@
     return dnnl_byoc_matmul_run(&p_STATE_->p_ID_, p_STATE_->engine, a, b, out, sizeof(p_T_) * (size_t)p_SIZE_); \
   }
 
-/* matmul by constant weights, packed at init into the layout oneDNN picks (the state
-   keeps them in p_ID_ ## _weights); b, the plain weights, is not read. */
+/* a pattern's matmul by constant weights (2-D), packed at init into the layout oneDNN picks (the
+   state keeps them in p_ID_ ## _weights; b, the plain weights, is not read) */
 #define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
     return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0); \
@@ -165,8 +187,8 @@
                                 sizeof(p_T_) * (size_t)p_SIZE_); \
   }
 
-/* the same, plus a bias along the last axis (p_BIAS_SIZE_ values: its extent, or 1)
-   added by the matmul itself; an empty sum gives the bias. */
+/* a pattern's matmul by constant weights (2-D) packed at init, plus a bias along the last axis
+   (p_BIAS_SIZE_ values: its extent, or 1) that the matmul adds itself; an empty sum gives the bias */
 #define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
     return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, \
@@ -183,6 +205,8 @@
                          (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, (void*)bias, out}); \
   }
 
+/* an eltwise primitive (vars: alg, its algorithm; alpha and beta, its parameters, or the op's
+   attributes of those names) */
 #define DNNL_ELTWISE(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_ALG_, p_ALPHA_, p_BETA_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, \
@@ -193,7 +217,8 @@
                          (void* const[]){(void*)x, out}); \
   }
 
-/* gelu: oneDNN's gelu_erf, then +inf where x is +inf (dnnl_byoc_gelu_infinities). */
+/* gelu and gelu_tanh (float32): oneDNN's gelu_erf or gelu_tanh (vars: alg), then +inf where x is
+   +inf, where oneDNN's is NaN (dnnl_byoc_gelu_infinities) */
 #define DNNL_GELU(p_ID_, p_STATE_, p_ALG_, p_RANK_, p_SHAPE_, p_SIZE_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, 0.0, \
@@ -206,8 +231,9 @@
     return status; \
   }
 
-/* layer normalization over the last axis: x, epsilon (one value, a constant read by the
-   init), the scale and the shift (p_SCALE_SIZE_ and p_SHIFT_SIZE_ values: the axis's, or 1). */
+/* a pattern's layer normalization over the last axis, one oneDNN layer normalization: x, epsilon
+   (one value, a constant read by the init), the scale and the shift (p_SCALE_SIZE_ and
+   p_SHIFT_SIZE_ values: the axis's, or 1) */
 #define DNNL_LAYER_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_SIZE_, p_SCALE_SIZE_, p_SHIFT_SIZE_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const float* eps) { \
     if (p_EPS_SIZE_ != 1) return 1; /* the pattern takes a scalar epsilon only */ \
@@ -220,6 +246,7 @@
                                     p_SHIFT_SIZE_, out, extents[p_RANK_ - 1]); \
   }
 
+/* softmax along axis */
 #define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_softmax(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_AXIS_, p_DT_); \
@@ -229,6 +256,8 @@
                          (void* const[]){(void*)x, out}); \
   }
 
+/* inference batch_norm over axis 1 (x, scale, shift, mean, variance), then relu when relu is 1
+   (vars: relu): the op batch_norm and the pattern batch_norm_relu */
 #define DNNL_BATCH_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_, p_RELU_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
     return dnnl_byoc_batch_norm(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_EPS_, \
@@ -242,6 +271,8 @@
                          (void* const[]){(void*)x, (void*)scale, (void*)shift, (void*)mean, (void*)var, out}); \
   }
 
+/* a QDQ pattern's int8 conv2d, one oneDNN int8 convolution of constant weights packed at init
+   (vars: relu) */
 #define DNNL_CONV2D_Q8(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
@@ -257,6 +288,8 @@
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
+/* a QDQ pattern's int8 conv2d plus its dequantized int32 bias, one oneDNN int8 convolution (an f32
+   bias) of constant weights packed at init (vars: relu) */
 #define DNNL_CONV2D_Q8_BIAS(p_ID_, p_STATE_, p_RELU_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \
@@ -273,6 +306,8 @@
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
+/* a QDQ pattern's int8 2-D matmul by constant weights, one oneDNN int8 matmul, the weights packed
+   at init */
 #define DNNL_MATMUL_Q8(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_WS_SHAPE_, p_WZ_SHAPE_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz) { \
@@ -288,6 +323,8 @@
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
 
+/* a QDQ pattern's int8 dense (x times the (N, K) weights transposed) plus its dequantized int32
+   bias, one oneDNN int8 matmul of constant weights packed at init (vars: relu) */
 #define DNNL_DENSE_Q8_BIAS(p_ID_, p_STATE_, p_G_, p_DTS_, p_XT_, p_WT_, p_T_, p_N_, p_NB_, p_WS_SHAPE_, p_WZ_SHAPE_, p_RELU_) \
   static int p_ID_ ## _create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const p_WT_* w, const float* ws, \
                               const p_WT_* wz, const int32_t* b, const float* bs, const int32_t* bz) { \

@@ -18,7 +18,7 @@
 /* ---- The spec's support code, beside spec/backends/dnnl/dnnl.yaml (shipped with byoc); dnnl_support.c compiled once per spec and linked ---- */
 #include "dnnl_support.h"
 
-/* layer normalization over the last axis (a pattern's x, its constant epsilon, the scale and the shift), one oneDNN layer normalization */
+/* a pattern's layer normalization over the last axis, one oneDNN layer normalization: x, epsilon (one value, a constant read by the init), the scale and the shift (p_SCALE_SIZE_ and p_SHIFT_SIZE_ values: the axis's, or 1) */
 #define DNNL_LAYER_NORM(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_EPS_SIZE_, p_SCALE_SIZE_, p_SHIFT_SIZE_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const float* eps) { \
   if (p_EPS_SIZE_ != 1) return 1; /* the pattern takes a scalar epsilon only */ \

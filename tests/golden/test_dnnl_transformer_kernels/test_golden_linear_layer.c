@@ -18,7 +18,7 @@
 /* ---- The spec's support code, beside spec/backends/dnnl/dnnl.yaml (shipped with byoc); dnnl_support.c compiled once per spec and linked ---- */
 #include "dnnl_support.h"
 
-/* a pattern's matmul by constant weights (2-D) plus a bias along the last axis, the weights packed at init */
+/* a pattern's matmul by constant weights (2-D) packed at init, plus a bias along the last axis (p_BIAS_SIZE_ values: its extent, or 1) that the matmul adds itself; an empty sum gives the bias */
 #define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
   return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, \

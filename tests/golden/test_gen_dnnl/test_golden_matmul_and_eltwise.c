@@ -39,7 +39,7 @@ static int p_ID_(const p_T_* x, p_T_* out) { \
                        (void* const[]){(void*)x, out}); \
 }
 
-/* gelu and gelu_tanh (float32): oneDNN's gelu_erf or gelu_tanh (vars: alg), then +inf where x is +inf, where oneDNN's is NaN */
+/* gelu and gelu_tanh (float32): oneDNN's gelu_erf or gelu_tanh (vars: alg), then +inf where x is +inf, where oneDNN's is NaN (dnnl_byoc_gelu_infinities) */
 #define DNNL_GELU(p_ID_, p_STATE_, p_ALG_, p_RANK_, p_SHAPE_, p_SIZE_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \
   return dnnl_byoc_eltwise(prim, engine, p_RANK_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}, p_ALG_, 0.0, \
