@@ -239,8 +239,14 @@ def test_a_bad_shared_param_is_located_at_its_entry(tmp_path, monkeypatch, share
     spec = (tmp_path / "npu.yaml").read_text()
     spec = spec.replace('    params: {p_ID_: "${symbol}", p_N_: "${size}"}\n', "")
     (tmp_path / "npu.yaml").write_text(spec.replace("macros:\n", shared + "macros:\n"))
+    assert_spec_error_at(tmp_path, message, line)
+
+
+def assert_spec_error_at(folder, message: str, line: int) -> None:
+    """Loading the npu spec in ``folder`` is a SpecError with ``message``, a hint, and
+    the location ``line`` of npu.yaml."""
     with pytest.raises(SpecError) as info:
-        load_backend("npu", spec_path=[str(tmp_path)])
+        load_backend("npu", spec_path=[str(folder)])
     assert message in info.value.message
     assert info.value.location.file.endswith("npu.yaml")
     assert info.value.location.line == line
@@ -316,12 +322,7 @@ def test_a_bad_bodies_file_is_located_in_the_spec(tmp_path, monkeypatch, kernels
     write(tmp_path, kernels)
     spec = (tmp_path / "npu.yaml").read_text().replace("    body: {file: npu_kernels.h}\n", "")
     (tmp_path / "npu.yaml").write_text(spec.replace("macros:\n", bodies + "macros:\n"))
-    with pytest.raises(SpecError) as info:
-        load_backend("npu", spec_path=[str(tmp_path)])
-    assert message in info.value.message
-    assert info.value.location.file.endswith("npu.yaml")
-    assert info.value.location.line == line
-    assert info.value.hint
+    assert_spec_error_at(tmp_path, message, line)
 
 
 def test_the_comment_above_a_define_is_the_macros_doc(tmp_path, monkeypatch):
