@@ -88,6 +88,8 @@ MOVEMENT_RULES = (
 )
 """Rules whose ops copy input elements (or a pad value) to other places; split gives
 each of its outputs from its own part of the input."""
+PART = "part"
+"""The placeholder of an accumulator's ``merge``: the other partial value it takes in."""
 RESULT_PLACEHOLDERS = ("window",)
 """Placeholders of ``result`` besides the accumulators: ``${window}``, the number of
 points of the reduction space (for a pool: of the window inside the padded input)."""
@@ -105,6 +107,10 @@ class Accumulator:
     """The update of the accumulator as a C ``float``, where the option
     ``float32_dots`` makes the float32 (float16, bfloat16) dot products accumulate in
     float: the spec's ``float_update``, or None where the op has none."""
+    merge: str | None = None
+    """How two partial values of the accumulator, each over some of the points, make
+    one (``${part}`` the other partial): lets a pass over a contiguous row run in vector
+    lanes of partial values (generator/c_fused/partials.py); None where the op has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +279,7 @@ class CFusedKind(CodegenKind):
         accumulators: list[Accumulator] = []
         for name in accs:
             c_name(doc, accs, name, f"{what}: the accumulator")
-            if name in base or name in inputs or name in RESULT_PLACEHOLDERS:
+            if name in base or name in inputs or name in RESULT_PLACEHOLDERS or name == PART:
                 raise doc.error(
                     f"{what}: the accumulator {name!r} is named like a placeholder",
                     accs,
@@ -281,7 +287,9 @@ class CFusedKind(CodegenKind):
                     hint="rename it",
                 )
             entry = doc.mapping(accs, name, f"{what}: accumulator {name}")
-            doc.check_keys(entry, f"{what}: accumulator {name}", ("init", "update"), ("float_update",))
+            doc.check_keys(
+                entry, f"{what}: accumulator {name}", ("init", "update"), ("float_update", "merge")
+            )
             earlier = {a.name for a in accumulators}
             init = self._one_line(doc, entry, "init", f"{what}: the init of accumulator {name}", base)
             updates = [
@@ -296,7 +304,14 @@ class CFusedKind(CodegenKind):
                 else None
                 for key in ("update", "float_update")
             ]
-            accumulators.append(Accumulator(str(name), init, *updates))
+            merge = (
+                self._one_line(
+                    doc, entry, "merge", f"{what}: the merge of accumulator {name}", base | {name, PART}
+                )
+                if "merge" in entry
+                else None
+            )
+            accumulators.append(Accumulator(str(name), init, *updates, merge))
         names = base | {a.name for a in accumulators} | set(RESULT_PLACEHOLDERS)
         if opdef.shape_rule in POINTWISE_RESULT_RULES:
             names |= inputs

@@ -45,12 +45,13 @@ from byoc.spec.template import placeholders, render
 from ..c import dtypes as c_dtypes
 from ..c.text import comment, origin, value_label
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
-from .blocking import BlockedText, plan_blocking, reduction_loops, widened
+from .blocking import BlockedText, plan_blocking, widened
 from .buffers import buffer_slots
 from .dots import PANEL_POINTER_NOTE, ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
 from .outline import Outliner, Written
+from .partials import pass_lines
 from .placement import Placement
 from .staging import Panel, Staged, conversion, packed_inputs, panel_width, stageable, staged_read
 from .tiles import STAGED_WIDTHS, TiledText
@@ -451,14 +452,10 @@ class _NestWriter:
             tiled = TiledText(blocked, c, anchor.levels, staged, floats)
             placed.blocked = (blocked, tiled.reduction(inits, updates))
             accs = {name: blocked.element(acc) for name, acc in accs.items()}
-        for group in _passes(binding) if plan is None else ():
-            decls = [f"{acc_type} {accs[a.name]} = {render(a.init, base)};" for a in group]
-            updates = []
-            for a in group:
-                args = {**base, **accs, **{f"x{j}": r for j, r in enumerate(loaded)}}
-                updates.append(f"{accs[a.name]} = {render(update_of[a.name], args)};")
-            text = "\n".join([*decls, *reduction_loops(anchor.levels, updates)])
-            placed.add(text, "", defines=tuple(accs[a.name] for a in group))
+        passes = _passes(binding) if plan is None else []
+        for group in passes:
+            lines = pass_lines(group, accs, base, update_of, loaded, anchor.levels, acc_type, len(passes) > 1)
+            placed.add("\n".join(lines), "", defines=tuple(accs[a.name] for a in group))
         result_args = {**base, **accs, "window": str(anchor.window)}
         result_args.update(
             (f"x{j}", c_dtypes.load(element(site.arrays[j], axis_var, t.shape), t.dtype))
