@@ -160,8 +160,14 @@ def _unit_stride(anchor: Anchor, moving: set[str], lane_steps: Sequence[str]) ->
     strided read (a dense's weights, a strided convolution) builds every vector from
     scalar loads, and the blocked lane loops were faster there."""
     texts = [*anchor.reads, *(step.split(" = ", 1)[1] for step in lane_steps)]
-    names = "|".join(sorted(moving))
-    return not any(re.search(rf"(\* \(?|/ )\b({names})\b|\b({names})\)? [*/%]", t) for t in texts)
+    return not scaled_use(texts, moving)
+
+
+def scaled_use(texts: Sequence[str], names: set[str]) -> bool:
+    """Whether a C index expression of ``texts`` multiplies, divides or takes the
+    remainder of one of ``names``: an index that does not step by one element with it."""
+    alternatives = "|".join(sorted(map(re.escape, names)))
+    return any(re.search(rf"(\* \(?|/ )\b({alternatives})\b|\b({alternatives})\)? [*/%]", t) for t in texts)
 
 
 def _interior(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from byoc.spec.kind_c_fused import PART, Accumulator
 from byoc.spec.template import render
 
-from .blocking import reduction_loops
+from .blocking import reduction_loops, scaled_use
 from .index import Level
 
 LANES = 8
@@ -37,11 +37,7 @@ def lane_level(levels: Sequence[Level], reads: Sequence[str]) -> Level | None:
     loops = [lv for lv in levels if lv.extent != 1]
     if len(loops) != 1 or loops[0].extent < 2 * LANES or any(lv.steps for lv in levels):
         return None
-    var = re.escape(loops[0].var)
-    strided = re.compile(rf"(\* \(?|/ |% )\b{var}\b|\b{var}\)? [*/%]")
-    if any(strided.search(r) for r in reads):
-        return None
-    return loops[0]
+    return None if scaled_use(reads, {loops[0].var}) else loops[0]
 
 
 def lane_pass(
