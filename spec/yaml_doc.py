@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import reprlib
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml import __version__ as ruamel_version
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning
 from ruamel.yaml.scalarstring import (
     DoubleQuotedScalarString,
     LiteralScalarString,
@@ -170,6 +171,23 @@ def _node_location(node: Any, path: str) -> Location:
     return Location(path, line + 1, col + 1)
 
 
+_ANCHOR = re.compile(
+    r"duplicate anchor '([^']*)'\s*first occurrence .*?line (\d+).*?second occurrence .*?line (\d+), column (\d+)",
+    re.S,
+)
+"""ruamel's ReusedAnchorWarning: the anchor, the line of its first occurrence, and the
+line and column of its second (ruamel prints a mark's line and column from 1)."""
+
+
+def _strict_load(text: str) -> Any:
+    """The document of ``text``, an anchor defined twice raised as ruamel's warning
+    rather than printed: YAML lets the second shadow the first, but in a spec it is a
+    copy that was not renamed, and the aliases after it silently change meaning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReusedAnchorWarning)
+        return round_trip_yaml().load(text)
+
+
 class YamlDoc:
     """A parsed YAML file plus the helpers to point at its keys and values."""
 
@@ -182,10 +200,19 @@ class YamlDoc:
             self.root = cached(
                 "yaml",
                 entry_key("ruamel.yaml", ruamel_version, ALIAS_CHECK, text),
-                lambda: _aliases_checked(round_trip_yaml().load(text), self.path, text),
+                lambda: _aliases_checked(_strict_load(text), self.path, text),
             )
         except SpecError:
             raise
+        except ReusedAnchorWarning as warning:
+            found = _ANCHOR.search(str(warning))
+            name, first, line, column = found.groups() if found else ("?", "?", "1", "0")
+            raise SpecError(
+                f"the anchor &{name} is defined twice",
+                Location(self.path, int(line), int(column)),
+                hint=f"an alias refers to the latest anchor of its name; rename one of the two (the first is at line {first})",
+                source=text,
+            ) from None
         except DuplicateKeyError as exc:
             mark = exc.problem_mark
             found = _DUPLICATE.search(str(exc.problem))
