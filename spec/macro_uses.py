@@ -178,7 +178,7 @@ def _refuse_shared_attribute(doc: YamlDoc, use: MacroUse, param: str, name: str)
     """``${<attr>}`` alone in a pattern's macro, where several nodes have ``attr``."""
     assert use.pattern is not None
     nodes = use.pattern.nodes
-    holders = [k for k, n in enumerate(nodes) if attribute_of(n.opdef, name) is not None]
+    holders = use.pattern.holders(name)
     if len(holders) < 2:
         return
     named = {k: h for h, k in use.pattern.handles.items()}

@@ -113,18 +113,24 @@ class Pattern:
         pattern, or an attribute that several of its nodes have."""
         m = _DOTTED.match(name)
         if m is None:
-            held = [(k, found) for k, n in enumerate(self.nodes) if (found := attribute_of(n.opdef, name))]
-            return (held[0][0], *held[0][1]) if len(held) == 1 else None
+            k = self.sole_holder(name)
+            found = attribute_of(self.nodes[k].opdef, name) if k is not None else None
+            return None if k is None or found is None else (k, found[0], found[1])
         if m.group(1) not in self.handles:
             return None
         k = self.handles[m.group(1)]
         found = attribute_of(self.nodes[k].opdef, m.group(2))
         return None if found is None else (k, found[0], found[1])
 
-    def sole_holder(self, attr: str) -> int | None:
-        """The node whose op alone in the pattern has the attribute ``attr``, whose
-        placeholders may then leave out the node: ``${strides0}``."""
-        held = [k for k, n in enumerate(self.nodes) if any(a.name == attr for a in n.opdef.attrs)]
+    def holders(self, name: str) -> list[int]:
+        """The nodes whose op has the attribute that ``${name}`` names (``strides``,
+        ``strides0``), in the pattern's order."""
+        return [k for k, n in enumerate(self.nodes) if attribute_of(n.opdef, name) is not None]
+
+    def sole_holder(self, name: str) -> int | None:
+        """The node whose op alone in the pattern has the attribute ``${name}`` names,
+        whose placeholders may then leave out the node: ``${strides0}``."""
+        held = self.holders(name)
         return held[0] if len(held) == 1 else None
 
     def describe(self) -> str:
