@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from . import shape_conv_pool, shape_indexing, shape_layout, shape_linear_norm, shape_reductions
+from . import (
+    shape_conv_pool,
+    shape_indexing,
+    shape_integer,
+    shape_layout,
+    shape_linear_norm,
+    shape_reductions,
+)
 from .shape_rule_dtypes import data_with_indices, int64_result, numeric_indices, scattered, values_and_indices
 from .shape_rule_elementwise import bitcast, cast, compare, elementwise, predicate, select, unidirectional
 from .shape_rule_model import ShapeRule
@@ -129,6 +136,20 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
                 "x (N, C, D...) -> (N, C, O...) over windows of kernel_shape",
             ),
             wrap("global_pool", shape_conv_pool.global_pool, "x (N, C, D...) -> (N, C, 1...)"),
+            wrap(
+                "conv_integer",
+                shape_integer.conv_integer,
+                "conv's shapes; 8-bit x and w, x's zero point one value, w's one or one per output "
+                "channel; int32",
+                dtype=shape_integer.int32_product,
+            ),
+            wrap(
+                "matmul_integer",
+                shape_integer.matmul_integer,
+                "numpy.matmul's shapes; 8-bit a and b, a's zero point one value, b's one or one per "
+                "column; int32",
+                dtype=shape_integer.int32_product,
+            ),
             wrap("dense", shape_linear_norm.dense, "x (..., in), w (units, in) -> (..., units)"),
             wrap("matmul", shape_linear_norm.matmul, "numpy.matmul's shapes (batch axes broadcast)"),
             wrap(

@@ -65,11 +65,17 @@ REDUCTION_RULES = (
     "global_pool",
     "dense",
     "matmul",
+    "conv_integer",
+    "matmul_integer",
     "lrn",
     "softmax",
     "reduce",
 )
 """Rules whose ops accumulate over a reduction space per output element."""
+ACCUMULATOR_TYPES = ("double", "float", "int32_t", "uint32_t", "int64_t", "uint64_t")
+"""The C types an accumulator may declare (``type``): double by default, as the
+reference computes in float64; an integer type for an integer product (an unsigned one
+wraps where a signed overflow would be undefined)."""
 POINTWISE_RESULT_RULES = ("lrn", "softmax")
 """Reduction rules whose output has the input's shape: ``result`` may read ``${x0}``
 at the output element's own index."""
@@ -97,8 +103,9 @@ points of the reduction space (for a pool: of the window inside the padded input
 
 @dataclass(frozen=True, slots=True)
 class Accumulator:
-    """One accumulator of a reduction op: a double, set to ``init``, then ``update``
-    at every point of the reduction space (skipping a pool's padding)."""
+    """One accumulator of a reduction op: a C ``type`` (double unless the spec says
+    otherwise), set to ``init``, then ``update`` at every point of the reduction space
+    (skipping a pool's padding)."""
 
     name: str
     init: str
@@ -111,6 +118,8 @@ class Accumulator:
     """How two partial values of the accumulator, each over some of the points, make
     one (``${part}`` the other partial): lets a pass over a contiguous row run in vector
     lanes of partial values (generator/c_fused/partials.py); None where the op has none."""
+    type: str = "double"
+    """Its C type: one of :data:`ACCUMULATOR_TYPES`, one for all of an op's accumulators."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +128,11 @@ class ReductionBinding(OpBinding):
 
     accumulators: tuple[Accumulator, ...]
     result: str
+
+    @property
+    def acc_type(self) -> str:
+        """The C type of the op's accumulators (the loader checks that they share it)."""
+        return self.accumulators[0].type
 
     def mapping_text(self) -> str:
         accs = ", ".join(
@@ -288,8 +302,9 @@ class CFusedKind(CodegenKind):
                 )
             entry = doc.mapping(accs, name, f"{what}: accumulator {name}")
             doc.check_keys(
-                entry, f"{what}: accumulator {name}", ("init", "update"), ("float_update", "merge")
+                entry, f"{what}: accumulator {name}", ("init", "update"), ("float_update", "merge", "type")
             )
+            acc_type = self._acc_type(doc, entry, f"{what}: accumulator {name}", accumulators)
             earlier = {a.name for a in accumulators}
             init = self._one_line(doc, entry, "init", f"{what}: the init of accumulator {name}", base)
             updates = [
@@ -311,12 +326,36 @@ class CFusedKind(CodegenKind):
                 if "merge" in entry
                 else None
             )
-            accumulators.append(Accumulator(str(name), init, *updates, merge))
+            accumulators.append(Accumulator(str(name), init, *updates, merge, acc_type))
         names = base | {a.name for a in accumulators} | set(RESULT_PLACEHOLDERS)
         if opdef.shape_rule in POINTWISE_RESULT_RULES:
             names |= inputs
         result = self._one_line(doc, onode, "result", f"{what}: the result", names)
         return ReductionBinding(op, tuple(accumulators), result, loc=doc.at(node, op))
+
+    @staticmethod
+    def _acc_type(doc: YamlDoc, entry: Any, what: str, earlier: list[Accumulator]) -> str:
+        """An accumulator's ``type``: a known C type, the same as the op's earlier accumulators'."""
+        if "type" not in entry:
+            acc_type = "double"
+        else:
+            acc_type = doc.typed(entry, "type", str, f"{what}: the type")
+            if acc_type not in ACCUMULATOR_TYPES:
+                raise doc.error(
+                    f"{what}: type {acc_type!r} is not an accumulator type",
+                    entry,
+                    "type",
+                    value=True,
+                    hint=f"one of {', '.join(ACCUMULATOR_TYPES)}",
+                )
+        if earlier and earlier[0].type != acc_type:
+            at = (entry, "type") if "type" in entry else (entry, "init")
+            raise doc.error(
+                f"{what}: type {acc_type} differs from accumulator {earlier[0].name}'s {earlier[0].type}",
+                *at,
+                hint="the accumulators of one op share one C type",
+            )
+        return acc_type
 
 
 def _keys_hint(rule: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from catalog_cases_conversions import CONVERSION_CASES
 from catalog_cases_elementwise import ELEMENTWISE_CASES
 from catalog_cases_indexing import INDEXING_CASES
+from catalog_cases_integer import INTEGER_CASES
 from catalog_cases_layout import LAYOUT_CASES
 from catalog_cases_networks import NETWORK_CASES
 from catalog_cases_support import OpCase
@@ -24,6 +25,7 @@ CASES: dict[str, Callable[[str], st.SearchStrategy[OpCase]]] = {
     **ELEMENTWISE_CASES,
     **CONVERSION_CASES,
     **NETWORK_CASES,
+    **INTEGER_CASES,
     **LAYOUT_CASES,
     **INDEXING_CASES,
 }

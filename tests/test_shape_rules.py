@@ -61,6 +61,8 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "global_pool",
         "dense",
         "matmul",
+        "conv_integer",
+        "matmul_integer",
         "bias_add",
         "batch_norm",
         "lrn",

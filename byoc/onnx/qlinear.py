@@ -1,21 +1,22 @@
-"""ONNX's integer ops MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv composed
-from catalog ops, with ONNX's arithmetic (its reference implementation's, step by step).
+"""ONNX's integer ops MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv onto
+the catalog's integer products, with ONNX's arithmetic (its reference implementation's,
+step by step).
 
-The integer product is computed exactly, in float64: each 8-bit operand is cast to
-float64 and its zero point subtracted (leaving values in [-255, 255]), then the
-catalog's float64 ``matmul`` or ``conv`` (its padding adds zeros, as the reference
-pads the operand once its zero point is subtracted) sums products of at most
-255 * 255 = 65025 in magnitude. Every partial sum is an integer below 2**53, exact in
-any order of summation, as long as a sum has fewer than 2**53 / 65025 (about 1.4e11)
-terms: K for a matmul, C / group times the kernel's size for a conv. ONNX computes in
-int32, which wraps from 2**31 / 65025, about 33026 terms, on (in the worst case); below
-that the two agree, beyond it byoc's sum stays exact and MatMulInteger's and
-ConvInteger's cast saturates it to int32's range where ONNX's wraps.
+The integer product is the catalog's ``matmul_integer`` or ``conv_integer``: the 8-bit
+codes less their zero points, multiplied and summed exactly, wrapped to int32 as
+ONNX's int32 sums wrap. Those take x's (a's) zero point as one value and w's (b's) as
+one value or one per output channel (column); a backend computes them in integers
+(``fused``: uint32 accumulators in vector lanes). Where a zero point has another shape
+(one per row of a, which ONNX's QLinearMatMul allows), the product is composed
+instead: each operand cast to float64 less its zero point (values in [-255, 255]),
+then the catalog's float64 ``matmul``, every partial sum an exact integer below 2**53;
+such a sum saturates where ONNX's int32 wraps, from about 33026 terms on (2**31 /
+65025, in the worst case).
 
-- ``MatMulInteger``, ``ConvInteger``: that product, cast to int32.
+- ``MatMulInteger``, ``ConvInteger``: that product, in int32.
 - ``QLinearMatMul``, ``QLinearConv``: the multiplier ``a_scale * b_scale / y_scale``
   (``x_scale * w_scale / y_scale``) in the scales' type (float32; from opset 21
-  QLinearMatMul's may be float16 or bfloat16), cast to float64; the product (plus
+  QLinearMatMul's may be float16 or bfloat16), cast to float64; the product in float64 (plus
   QLinearConv's int32 bias, exact in float64, which the reference adds inside its
   convolution) times it in float64, as numpy multiplies int32 by float32; plus y's
   zero point, rounded half to even, saturated to the range of the zero point's type
@@ -161,32 +162,97 @@ def _columns(shape) -> dict:
     return {"axis": rank - 1, "summed": rank - 2, "per": "column of b"} if rank >= 2 else {}
 
 
-def _matmul_product(imp: Importer, node, e: OnnxOp, a: int, a_zero: int, b: int, b_zero: int) -> str:
-    """(a - a_zero_point) @ (b - b_zero_point), exactly, in float64."""
+def _integer_zero(imp: Importer, node, e: OnnxOp, codes: int, zero: int, per: int | None) -> str | None:
+    """Input ``zero`` (the zero point of input ``codes``) as the catalog's integer
+    products take it: a 0 of the codes' type where it is absent, one value, or (with
+    ``per``) a vector of ``per`` entries, one per output channel or column (a tensor
+    [1, .., 1, per] is that vector too); None where it is another shape (a's zero
+    point per row), which the integer products do not take."""
+    if zero >= len(node.input) or not node.input[zero]:
+        return imp.constant(np.zeros((), imp.dtype(node.input[codes])), imp.names.fresh("zero"))
+    shape = tuple(imp.shape(node.input[zero]))
+    if int(np.prod(shape)) == 1:
+        return (
+            imp.value(node.input[zero])
+            if not shape
+            else imp.reshaped(node.input[zero], [], e.roles["reshape"])
+        )
+    if per is None or shape[-1] != per or int(np.prod(shape)) != per:
+        return None
+    return (
+        imp.value(node.input[zero])
+        if len(shape) == 1
+        else imp.reshaped(node.input[zero], [per], e.roles["reshape"])
+    )
+
+
+def _integer_product(
+    imp: Importer, node, e: OnnxOp, inputs: tuple[int, int, int, int], per: int | None, attrs=None
+):
+    """The catalog's integer product (``e.roles["integer"]``: conv_integer,
+    matmul_integer) of the node's ``inputs`` (codes, their zero point, weights, theirs),
+    in int32; None where a zero point has a shape it does not take."""
+    x, x_zero, w, w_zero = inputs
+    if not all(dtype_text(imp, node.input[k]) in ("int8", "uint8") for k in (x, w)):
+        return None
+    zeros = (_integer_zero(imp, node, e, x, x_zero, None), _integer_zero(imp, node, e, w, w_zero, per))
+    if None in zeros:
+        return None
+    return imp.emit(e.roles["integer"], [imp.value(node.input[x]), imp.value(node.input[w]), *zeros], attrs)
+
+
+def _matmul_product(
+    imp: Importer, node, e: OnnxOp, a: int, a_zero: int, b: int, b_zero: int
+) -> tuple[str, bool]:
+    """(a - a_zero_point) @ (b - b_zero_point), exactly: the catalog's matmul_integer
+    (int32, True), or where it does not take the zero points, in float64 (False)."""
     sa, sb = imp.shape(node.input[a]), imp.shape(node.input[b])
+    product = _integer_product(imp, node, e, (a, a_zero, b, b_zero), sb[-1] if len(sb) >= 2 else None)
+    if product is not None:
+        return product, True
     x = _centred(imp, node, e, a, a_zero, sa, **_rows(sa))
     y = _centred(imp, node, e, b, b_zero, sb, **_columns(sb))
-    return imp.emit(e.op, [x, y])
+    return imp.emit(e.op, [x, y]), False
 
 
-def _conv_product(imp: Importer, node, e: OnnxOp, x: int, x_zero: int, w: int, w_zero: int, bias=None) -> str:
-    """conv(x - x_zero_point, w - w_zero_point) (+ bias), exactly, in float64, with the
-    node's Conv attributes read as Conv's own."""
-
+def _conv_product(
+    imp: Importer, node, e: OnnxOp, x: int, x_zero: int, w: int, w_zero: int
+) -> tuple[str, bool]:
+    """conv(x - x_zero_point, w - w_zero_point), exactly, with the node's Conv
+    attributes read as Conv's own: the catalog's conv_integer (int32, True), or where
+    it does not take the zero points, in float64 (False)."""
     attrs = conv_attrs(imp, node, weights=w)
     shape = imp.shape(node.input[w])
+    product = _integer_product(imp, node, e, (x, x_zero, w, w_zero), shape[0], attrs)
+    if product is not None:
+        return product, True
     xs = _centred(imp, node, e, x, x_zero, imp.shape(node.input[x]))
     ws = _centred(imp, node, e, w, w_zero, shape, axis=0, per="output channel of w")
-    y = imp.emit(e.op, [xs, ws], attrs)
-    if bias is None or bias >= len(node.input) or not node.input[bias]:
-        return y
+    return imp.emit(e.op, [xs, ws], attrs), False
+
+
+def _with_bias(imp: Importer, node, e: OnnxOp, product: str, bias: int) -> str:
+    """The product in float64 plus QLinearConv's int32 bias (input ``bias``), exact."""
+    shape = imp.shape(node.input[3])
+    if bias >= len(node.input) or not node.input[bias]:
+        return product
     if tuple(imp.shape(node.input[bias])) != (shape[0],):
         raise imp.invalid(
             f"its {_name(imp, node, bias)} has shape {list(imp.shape(node.input[bias]))}, not [{shape[0]}]",
             hint="a bias holds one value per output channel",
         )
     b = imp.emit(e.roles["cast"], [imp.value(node.input[bias])], {"to": "float64"})
-    return imp.emit(e.roles["bias"], [y, b], {"axis": 1})
+    return imp.emit(e.roles["bias"], [product, b], {"axis": 1})
+
+
+def _as(imp: Importer, e: OnnxOp, product: tuple[str, bool], to: str, out: str | None = None) -> str:
+    """The product cast to ``to`` (int32, from float64) or exactly as it is."""
+    value, is_int32 = product
+    if is_int32 and to == "int32":
+        if out is not None:
+            imp.alias(out, value)
+        return value
+    return imp.emit(e.roles["cast"], [value], {"to": to}, out)
 
 
 def _requantised(imp: Importer, node, e: OnnxOp, product: str, first: str, second: str) -> None:
@@ -206,14 +272,12 @@ def _requantised(imp: Importer, node, e: OnnxOp, product: str, first: str, secon
 def matmul_integer(imp: Importer, node, e: OnnxOp) -> None:
     imp.check_attrs(node, set())
     _check_types(imp, node)
-    product = _matmul_product(imp, node, e, 0, 2, 1, 3)
-    imp.emit(e.roles["cast"], [product], {"to": "int32"}, node.output[0])
+    _as(imp, e, _matmul_product(imp, node, e, 0, 2, 1, 3), "int32", node.output[0])
 
 
 def conv_integer(imp: Importer, node, e: OnnxOp) -> None:
     _check_types(imp, node)
-    product = _conv_product(imp, node, e, 0, 2, 1, 3)
-    imp.emit(e.roles["cast"], [product], {"to": "int32"}, node.output[0])
+    _as(imp, e, _conv_product(imp, node, e, 0, 2, 1, 3), "int32", node.output[0])
 
 
 def qlinear_matmul(imp: Importer, node, e: OnnxOp) -> None:
@@ -225,7 +289,7 @@ def qlinear_matmul(imp: Importer, node, e: OnnxOp) -> None:
             "scales or zero points per row or column with a 1-D a or b",
             hint="byoc takes them per row of a and per column of b where both have 2 dimensions or more",
         )
-    product = _matmul_product(imp, node, e, 0, 2, 3, 5)
+    product = _as(imp, e, _matmul_product(imp, node, e, 0, 2, 3, 5), "float64")
     scales = dtype_text(imp, node.input[1])
     first = _parameter(imp, node, e, 1, scales, sa, **_rows(sa))
     second = _parameter(imp, node, e, 4, scales, sb, **_columns(sb))
@@ -234,7 +298,7 @@ def qlinear_matmul(imp: Importer, node, e: OnnxOp) -> None:
 
 def qlinear_conv(imp: Importer, node, e: OnnxOp) -> None:
     _check_types(imp, node)
-    product = _conv_product(imp, node, e, 0, 2, 3, 5, bias=8)
+    product = _with_bias(imp, node, e, _as(imp, e, _conv_product(imp, node, e, 0, 2, 3, 5), "float64"), 8)
     out_channels = imp.shape(node.input[3])[0]
     channels = (1, out_channels) + (1,) * (len(imp.shape(node.input[0])) - 2)  # w_scale's place in y
     scales = dtype_text(imp, node.input[1])

@@ -20,9 +20,29 @@ from functools import cache
 
 import numpy as np
 
-from . import activations, casts, conv_pool, data_movement, elementwise, indexing, normalization, reductions
+from . import (
+    activations,
+    casts,
+    conv_pool,
+    data_movement,
+    elementwise,
+    indexing,
+    integer_products,
+    normalization,
+    reductions,
+)
 
-FAMILIES = (conv_pool, normalization, reductions, data_movement, activations, elementwise, casts, indexing)
+FAMILIES = (
+    conv_pool,
+    normalization,
+    reductions,
+    data_movement,
+    activations,
+    elementwise,
+    casts,
+    indexing,
+    integer_products,
+)
 """The modules of kernels: their public functions are the kernels."""
 
 

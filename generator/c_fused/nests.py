@@ -384,7 +384,7 @@ class _NestWriter:
         accs = {a.name: f"{c}_{a.name}" for a in binding.accumulators}
         loaded = [c_dtypes.load(r, t.dtype) for r, t in zip(anchor.reads, site.ins)]
         floats = float_accumulators(self.values, binding, dtype)
-        acc_type = "float" if floats else "double"
+        acc_type = "float" if floats else binding.acc_type
         update_of = {a.name: a.float_update if floats else a.update for a in binding.accumulators}
         plan = None
         packs: dict[int, Staged] = {}

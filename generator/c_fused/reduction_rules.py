@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from byoc import shape_checks
 from byoc.ir import TensorType
@@ -14,7 +15,7 @@ from .index import Anchor, Counters, Level, Site, affine, element, index_local
 
 
 def _conv(site: Site) -> Anchor:
-    x, w = site.ins
+    x, w = site.ins[:2]
     n = x.rank - 2
     s, d, p = site.attrs.ints("strides"), site.attrs.ints("dilations"), site.attrs.ints("pads")
     groups = site.attrs.integer("groups")
@@ -163,7 +164,7 @@ def _dense(site: Site) -> Anchor:
 
 
 def _matmul(site: Site) -> Anchor:
-    a, b = site.ins
+    a, b = site.ins[:2]
     inner = a.shape[-1]
     level = Level(Counters()(inner), inner)
     rows, cols = a.rank > 1, b.rank > 1
@@ -181,6 +182,25 @@ def _matmul(site: Site) -> Anchor:
     return Anchor((level,), reads, inner)
 
 
+def _zero_points(site: Site, anchor: Anchor, channel: str | None) -> Anchor:
+    """``anchor`` of an integer product (conv_integer, matmul_integer), with the reads of
+    its zero points (inputs 2 and 3) added: the first one value, the second one value or
+    one per output channel (a conv's, by the counter ``channel``; a matmul's columns)."""
+    first = f"{site.arrays[2]}[0]"
+    per_channel = channel is not None and math.prod(site.ins[3].shape) > 1
+    second = f"{site.arrays[3]}[{channel if per_channel else 0}]"
+    return replace(anchor, reads=(*anchor.reads, first, second))
+
+
+def _conv_integer(site: Site) -> Anchor:
+    return _zero_points(site, _conv(site), site.var[1])
+
+
+def _matmul_integer(site: Site) -> Anchor:
+    columns = site.ins[1].rank > 1
+    return _zero_points(site, _matmul(site), site.var[-1] if columns else None)
+
+
 REDUCTION_ANCHORS: Mapping[str, Callable[[Site], Anchor]] = {
     "conv": _conv,
     "conv_transpose": _conv_transpose,
@@ -191,5 +211,7 @@ REDUCTION_ANCHORS: Mapping[str, Callable[[Site], Anchor]] = {
     "lrn": _lrn,
     "dense": _dense,
     "matmul": _matmul,
+    "conv_integer": _conv_integer,
+    "matmul_integer": _matmul_integer,
 }
 """The index algebra of each reduction rule."""
