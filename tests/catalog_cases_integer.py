@@ -27,7 +27,9 @@ def _zero(draw, rng: np.random.Generator, dtype: str, per: int | None) -> np.nda
 
 def _centred(codes: np.ndarray, zero: np.ndarray, shape) -> np.ndarray:
     """The codes less their zero point, as Python integers in an object array."""
-    return codes.astype(object) - (zero.astype(object).reshape(shape) if zero.size > 1 else int(zero.ravel()[0]))
+    return codes.astype(object) - (
+        zero.astype(object).reshape(shape) if zero.size > 1 else int(zero.ravel()[0])
+    )
 
 
 @st.composite
