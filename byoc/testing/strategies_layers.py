@@ -79,6 +79,45 @@ def _matmul(d: Draft, op: OpDef) -> Proposal:
     return Proposal([a, d.fresh(shape)])
 
 
+CODES = {"int8": (-128.0, 127.0), "uint8": (0.0, 255.0)}
+"""The 8-bit codes of the integer products, and their ranges."""
+
+
+def _codes(d: Draft, shape: tuple[int, ...], dtype: str):
+    """A new parameter of 8-bit codes over their whole range."""
+    return d.fresh(shape, dtype, *CODES[dtype])
+
+
+def _code_types(d: Draft) -> tuple[str, str]:
+    """The codes' types of an integer product: the graph's dtype where it is 8-bit, for
+    the first operand; each drawn otherwise."""
+    first = d.dtype if d.dtype in CODES else d.choice(list(CODES))
+    return first, d.choice(list(CODES))
+
+
+def _conv_integer(d: Draft, op: OpDef) -> Proposal:
+    """conv_integer: 8-bit x and w (conv's shapes and attributes), x's zero point one
+    value, w's one value or one per output channel."""
+    x_type, w_type = _code_types(d)
+    n = d.integers(1, 3)
+    x = _codes(d, (d.integers(1, 2), d.integers(1, 4), *d.shape(n, 2, 5)), x_type)
+    groups = _groups(d, x.type.shape[1])
+    m = groups * d.integers(1, 2)
+    w = _codes(d, (m, x.type.shape[1] // groups, *d.shape(n, 1, 3)), w_type)
+    attrs = {**_window(d, n), "groups": groups}
+    return Proposal([x, w, _codes(d, (), x_type), _codes(d, (m,) if d.maybe() else (), w_type)], attrs)
+
+
+def _matmul_integer(d: Draft, op: OpDef) -> Proposal:
+    """matmul_integer: 8-bit a and b (matmul's shapes), a's zero point one value, b's
+    one value or one per column."""
+    a_type, b_type = _code_types(d)
+    a = _codes(d, d.shape(d.any_rank(2, 4), 1, 5), a_type)
+    n = d.integers(1, 5)
+    b = _codes(d, (*d.broadcastable(a.type.shape[:-2]), a.type.shape[-1], n), b_type)
+    return Proposal([a, b, _codes(d, (), a_type), _codes(d, (n,) if d.maybe() else (), b_type)])
+
+
 def _bias_add(d: Draft, op: OpDef) -> Proposal:
     x = d.data(1)
     axis = d.axis_of(x)
@@ -118,6 +157,8 @@ LAYER_RULES: dict[str, Strategy] = {
     "global_pool": _global_pool,
     "dense": _dense,
     "matmul": _matmul,
+    "conv_integer": _conv_integer,
+    "matmul_integer": _matmul_integer,
     "bias_add": _bias_add,
     "batch_norm": _batch_norm,
     "lrn": _lrn,
