@@ -356,6 +356,18 @@ def test_max_pool_indices_match_onnxruntime(config, shape, attrs):
     same_as_onnxruntime(m, {"x": x}, config)
 
 
+@pytest.mark.parametrize("attr", ["kernel_shape", "strides", "dilations"])
+def test_max_pool_indices_of_a_kernel_of_another_rank_are_refused(attr):
+    """A kernel_shape (strides, dilations) of 3 entries on an input of 2 spatial axes: a
+    located refusal, not numpy's broadcasting error (the fuzzer found one)."""
+    attrs = {"kernel_shape": [2, 2], attr: [2, 2, 2] if attr == "kernel_shape" else [1, 1, 1]}
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    outputs = [value("y", F, [1, 2, 4, 4]), value("i", TensorProto.INT64, [1, 2, 4, 4])]
+    graph = helper.make_graph([node], "g", [value("x", F, [1, 2, 5, 5])], outputs)
+    message = refusal(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert f"its {attr} has 3 entries for an input of 2 spatial axes" in message
+
+
 def test_max_pool_storage_order_without_indices_is_only_the_values():
     """storage_order says how the indices are numbered; without them it changes nothing."""
     m = one_node("MaxPool", (1, 2, 5, 5), attrs={"kernel_shape": [2, 2], "storage_order": 1})

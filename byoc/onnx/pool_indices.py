@@ -68,6 +68,12 @@ def max_pool_indices(imp: Importer, node, e: OnnxOp) -> None:
     n, c, spatial = shape[0], shape[1], tuple(shape[2:])
     out_spatial = tuple(imp.shape(node.output[0])[2:])
     kernel, strides, dilations, begins = _geometry(imp)
+    for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
+        if len(values) != len(spatial):
+            raise imp.invalid(
+                f"its {name} has {len(values)} entries for an input of {len(spatial)} spatial axes",
+                hint="MaxPool's kernel_shape, strides and dilations give one entry per spatial axis",
+            )
     column_major = int(imp.attr("storage_order", 0)) == 1
     windows, size = math.prod(out_spatial), math.prod(kernel)
     if windows * size > MAX_TABLE_ELEMENTS:
