@@ -32,6 +32,7 @@ from .bindings import ExpressionBinding, OpBinding
 from .codegen_kind import CodegenKind, Slot
 from .conditions import WHEN_KEY
 from .draft import SpecDraft, c_name, check_template
+from .lowerings import LoweringBinding
 from .names import COMMON_PLACEHOLDERS, ELEMENT_PLACEHOLDER
 from .yaml_doc import YamlDoc
 
@@ -175,6 +176,7 @@ class CFusedKind(CodegenKind):
     op_optional = ("c", "reduce", "result")
     shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES
     attrs = True
+    pattern_required = ("lowering",)
     options: Mapping[str, str] = MappingProxyType(
         {
             "host_isa": "bool",
@@ -200,6 +202,17 @@ class CFusedKind(CodegenKind):
             or ELEMENT_PLACEHOLDER.match(name) is not None
             or INPUT_DTYPE_PLACEHOLDER.match(name) is not None
         )
+
+    def load_pattern_binding(
+        self, doc: YamlDoc, node: Any, name: str, inputs: int, draft: SpecDraft
+    ) -> LoweringBinding:
+        """A pattern is computed by other ops of the spec: its ``lowering`` (checked
+        against the pattern once it is read, :mod:`byoc.spec.lowerings`)."""
+        what = f"pattern {name}: lowering"
+        text = doc.typed(node[name], "lowering", str, what)
+        if not text.strip():
+            raise doc.error(f"{what} is empty", node[name], "lowering", value=True)
+        return LoweringBinding(name, str(text), loc=doc.at(node, name))
 
     def load_binding(self, doc: YamlDoc, node: Any, op: str, opdef: OpDef, draft: SpecDraft) -> OpBinding:
         onode = node[op]

@@ -43,9 +43,11 @@ from byoc.catalog import AttrDef, Catalog, OpDef
 from byoc.errors import ByocError, GraphError, Location, close_names
 from byoc.ir import ANON_PREFIX, DTYPES
 
+from . import lowerings
 from .bindings import OpBinding, frozen_map
 from .conditions import WHEN_KEY, Condition, Facts, Scope, load_conditions, refusal
 from .draft import known
+from .lowerings import LoweringBinding
 from .macro_args import attribute_of
 from .pattern_families import family
 from .yaml_doc import YamlDoc
@@ -186,8 +188,26 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
             doc.at(node, name),
             str(name),
         )
+        if isinstance(binding, LoweringBinding):
+            _check_lowering(doc, pnode, what, pattern, draft, catalog)
         for member in family(doc, node, pattern, catalog, draft, kind):
             draft.patterns[member.name] = member
+
+
+def _check_lowering(
+    doc: YamlDoc, pnode: Any, what: str, pattern: Pattern, draft: SpecDraft, catalog: Catalog
+) -> None:
+    """A lowering stands for its pattern alone: a family's extra op or variant would
+    change what the match computes but not the lowering."""
+    for key in ("optional", "variants"):
+        if key in pnode:
+            raise doc.error(
+                f"{what}: a pattern with a lowering cannot have `{key}`",
+                pnode,
+                key,
+                hint="write each pattern with its own match and lowering",
+            )
+    lowerings.check(doc, pnode, what, pattern, tuple(draft.ops), catalog)
 
 
 def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:

@@ -136,9 +136,10 @@ graph main(x: float32[4, 8], y: float32[8], m: bool[4, 8]) {
 
 # ONNX's QDQ conv (quantize_static's form), offloaded by `--backend fused`: uint8
 # activations in and out, int8 weights with one scale per output channel, the int32
-# bias, a relu. The constant weights' and bias' dequantizations fold at build; the
-# source's is a nest of its own (a conv's input is read from a buffer), and the
-# requantization (byoc_saturate) runs in the conv's epilogue.
+# bias, a relu. fused.yaml's pattern qdq_conv_bias_relu lowers it to an integer
+# product (conv_integer: uint32 sums of the codes less their zero points) times the
+# folded product of the scales; the bias' dequantization folds at build, and the
+# requantization (byoc_saturate) runs in the integer nest's epilogue.
 QDQ_CONV = """\
 graph main(x: uint8[1, 3, 5, 5]) {
   xs = const float32[] [0.02]

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from byoc.catalog import Catalog
+from byoc.catalog import Catalog, RuleError
+from byoc.errors import ByocError
 from byoc.ir import ANON_PREFIX, CALL_OP, Function, Node, Param
 from byoc.spec.backend import BackendSpec
+from byoc.spec.lowerings import LoweringBinding, lowered
 
 from ..composite import GraphView, Match, match_pattern, matches_ops, why_not_implementable
 from .annotate import supports, why_not_taken
@@ -89,7 +91,33 @@ def _why_match_not_taken(
         why = why_not_taken(spec, node, view.types, catalog)
         if why is not None:
             return f"{node.op} {node.name}: {why}"
+    if isinstance(found.pattern.binding, LoweringBinding):
+        return _why_not_lowered(spec, found, view, catalog)
     return why_not_implementable(spec, found, view, catalog)
+
+
+def _lowering(found: Match, view: GraphView, catalog: Catalog, fresh) -> list[Node]:
+    """The nodes that replace the match of a pattern with a lowering (:mod:`byoc.spec.lowerings`)."""
+    binding = found.pattern.binding
+    assert isinstance(binding, LoweringBinding)
+    matched = [view.nodes[j] for j in found.nodes]
+    return lowered(found.pattern, binding, matched, found.inputs, view.types, catalog, fresh)
+
+
+def _why_not_lowered(spec: BackendSpec, found: Match, view: GraphView, catalog: Catalog) -> str | None:
+    """Why the lowering of ``found`` cannot replace it: it does not type on this match,
+    or the backend would not take one of its nodes."""
+    try:
+        nodes = _lowering(found, view, catalog, lambda base: base)
+    except (ByocError, RuleError) as exc:
+        return f"its lowering does not apply here: {exc.message}"
+    types = dict(view.types)
+    for node in nodes:
+        types.update(zip(node.outputs, node.types))
+        why = why_not_taken(spec, node, types, catalog)
+        if why is not None:
+            return f"its lowering's {node.op}: {why}"
+    return None
 
 
 def merge_composites(
@@ -118,13 +146,29 @@ def merge_composites(
         for name in fn.nodes[j].inputs
         if inner.get(producer.get(name, -1)) != k
     }
+    before = fn
     fn = rename_anonymous(fn, {fn.nodes[k].name for k in matches} | read)
+    renamed = {a: b for n, m in zip(before.nodes, fn.nodes) for a, b in zip(n.outputs, m.outputs)}
     types = fn.types()
+    view = GraphView.of(fn)
+    names = set(types)
+
+    def fresh(base: str) -> str:
+        k = 0
+        while f"{base}_{k}" in names:
+            k += 1
+        names.add(f"{base}_{k}")
+        return f"{base}_{k}"
+
     nodes: list[Node] = []
     for k, node in enumerate(fn.nodes):
         if k in matches:
             spec, found = matches[k]
-            nodes.append(_composite_node(spec, found, fn.nodes, types))
+            if isinstance(found.pattern.binding, LoweringBinding):
+                inputs = tuple(renamed.get(name, name) for name in found.inputs)
+                nodes += _lowering(replace(found, inputs=inputs), view, catalog, fresh)
+            else:
+                nodes.append(_composite_node(spec, found, fn.nodes, types))
         elif k not in taken:
             nodes.append(node)
     shared = {fn.nodes[j].name for _, found in matches.values() for j in found.shared}

@@ -7,7 +7,7 @@
    ops after it fused in. The C is the spec's: expressions, accumulators and results.
 
    Functions, each exported as __tvm_ffi_<name> (TVM FFI safe-call ABI; inputs, then outputs):
-     fused_0: region @fused at qdq_conv.graph:12:12 */
+     fused_0: region @fused at qdq_conv.graph:13:10 */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -15,8 +15,13 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
-#include "byoc_module.h" /* byoc's support: byoc_entry.c, byoc_workspace.c beside this file, linked */
+#include "byoc_module.h" /* byoc's support: byoc_entry.c beside this file, linked */
 #include <math.h>
+
+/* byoc_cast_<from>_<to>(x): the cast op, between compute types (generator/c/dtypes.py). */
+static inline float byoc_cast_int32_float32(int32_t x) {
+  return (float)x;
+}
 
 /* byoc_mod_<t> (the divisor's sign), byoc_fmod_<t> (the dividend's), byoc_shift_<LEFT|RIGHT>_<t>:
    the mod and bit_shift ops; byoc_saturate_<t>: quantize_linear's saturation; with no
@@ -41,13 +46,17 @@ static inline uint8_t byoc_saturate_uint8(double v) {
 #define fused_madd_float16(acc, a, b) fused_madd_float32(acc, a, b) /* read as float */
 #define fused_madd_bfloat16(acc, a, b) fused_madd_float32(acc, a, b)
 
-/* ---- fused_0: region @fused at qdq_conv.graph:12:12 ---- */
+/* ---- fused_0: region @fused at qdq_conv.graph:13:10 ---- */
 
-/* fused_0_const_0: constant xs: float32[] at qdq_conv.graph:2:3 */
-static const float fused_0_const_0[1] = {0.02f};
+/* fused_0_const_0: constant xz: uint8[] at qdq_conv.graph:3:3 */
+static const uint8_t fused_0_const_0[1] = {128};
 
-/* fused_0_const_1: constant xz: uint8[] at qdq_conv.graph:3:3 */
-static const uint8_t fused_0_const_1[1] = {128};
+/* fused_0_const_1: constant w: int8[2, 3, 3, 3] at qdq_conv.graph:4:3 */
+static const int8_t fused_0_const_1[54] = {
+  12, -7, 33, 5, -90, 18, 2, 0, -1, 64, 127, -128, 9, 9, -9, 40, -3, 7, 1, 2, 3, -4, -5, -6, 70, 11,
+  -12, -20, 31, 8, -8, 100, -100, 6, 5, 4, 0, 1, -1, 2, -2, 3, -3, 4, -4, 50, 60, -70, 13, -13, 26,
+  -26, 39, -39,
+};
 
 /* fused_0_const_2: constant ys: float32[] at qdq_conv.graph:10:3 */
 static const float fused_0_const_2[1] = {0.03f};
@@ -55,62 +64,46 @@ static const float fused_0_const_2[1] = {0.03f};
 /* fused_0_const_3: constant yz: uint8[] at qdq_conv.graph:11:3 */
 static const uint8_t fused_0_const_3[1] = {0};
 
-/* fused_0_const_4: constant dequantize_linear_0: float32[2, 3, 3, 3] at qdq_conv.graph:12:42 */
-static const float fused_0_const_4[54] = {
-  0.048f, -0.028f, 0.132f, 0.020000001f, -0.36f, 0.072000004f, 0.008f, 0.0f, -0.004f, 0.256f,
-  0.508f, -0.512f, 0.036000002f, 0.036000002f, -0.036000002f, 0.16000001f, -0.012f, 0.028f, 0.004f,
-  0.008f, 0.012f, -0.016f, -0.020000001f, -0.024f, 0.28f, 0.044000003f, -0.048f, -0.13f, 0.2015f,
-  0.052f, -0.052f, 0.65000004f, -0.65000004f, 0.039f, 0.0325f, 0.026f, 0.0f, 0.0065f, -0.0065f,
-  0.013f, -0.013f, 0.0195f, -0.0195f, 0.026f, -0.026f, 0.32500002f, 0.39000002f, -0.455f, 0.0845f,
-  -0.0845f, 0.169f, -0.169f, 0.2535f, -0.2535f,
-};
+/* fused_0_const_4: constant qdq_conv_bias_relu_reshape_0: int8[2] at qdq_conv.graph:13:10 */
+static const int8_t fused_0_const_4[2] = {0, 0};
 
-/* fused_0_const_5: constant dequantize_linear_1: float32[2] at qdq_conv.graph:13:43 */
-static const float fused_0_const_5[2] = {-0.024f, 0.156f};
+/* fused_0_const_5: constant qdq_conv_bias_relu_multiply_0: float32[2, 1, 1] at qdq_conv.graph:13:10 */
+static const float fused_0_const_5[2] = {8.0000005e-05f, 0.00013f};
 
-/* fused_0_: the body of region @fused at qdq_conv.graph:12:12, in 2 loop nest(s):
+/* fused_0_const_6: constant qdq_conv_bias_relu_dequantize_linear_0: float32[2] at qdq_conv.graph:13:10 */
+static const float fused_0_const_6[2] = {-0.024f, 0.156f};
+
+/* fused_0_: the body of region @fused at qdq_conv.graph:13:10, in 1 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
+   0 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
-   Returns 0, or 1 when an allocation fails.
      in0: x: uint8[1, 3, 5, 5]
      out0: quantize_linear_0: uint8[1, 2, 5, 5] */
-static int fused_0_(const uint8_t* restrict in0, uint8_t* restrict out0) {
-  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
-  char* const ws = byoc_workspace(320, &spare); /* 1 buffer(s), 320 bytes of this thread's workspace, kept between calls */
-  if (ws == NULL) return 1;
-  float* const tmp0 = (float*)(ws + 0); /* holds %1 (nested call) */
+static void fused_0_(const uint8_t* restrict in0, uint8_t* restrict out0) {
   {
-    /* nest 0: t0 dequantize_linear: [1, 3, 5, 5], 1 nested loop(s) [75] */
-    for (int64_t i = 0; i < 75; ++i) {
-      const float t0 = ((float)in0[i] - (float)fused_0_const_1[0]) * fused_0_const_0[0]; /* (nested call) = dequantize_linear(...) at qdq_conv.graph:12:12 */
-      tmp0[i] = t0;
-    }
-  }
-  {
-    /* nest 1: t1 conv, t2 bias_add, t3 relu, t4 quantize_linear: [1, 2, 5, 5], 3 nested loop(s) [2, 5, 5] */
+    /* nest 0: t0 conv_integer, t1 cast, t2 multiply, t3 bias_add, t4 relu, t5 quantize_linear: [1, 2, 5, 5], 3 nested loop(s) [2, 5, 5] */
     for (int64_t i0b = 0; i0b < 2; i0b += 2) {
       for (int64_t i1 = 0; i1 < 5; ++i1) {
         for (int64_t i2b = 0; i2b < 5; i2b += 5) {
           /* a block of outputs: the reduction for all, then each stored */
-          double t1_acc[2][5];
+          uint32_t t0_acc[2][5];
           for (int64_t j = 0; j < 2; ++j) {
-            for (int64_t l = 0; l < 5; ++l) t1_acc[j][l] = 0;
+            for (int64_t l = 0; l < 5; ++l) t0_acc[j][l] = 0;
           }
           for (int64_t r0 = 0; r0 < 3; ++r0) {
             for (int64_t r1 = 0; r1 < 3; ++r1) {
               const int64_t ix2 = i1 + r1 - 1;
               if (ix2 < 0 || ix2 >= 5) continue;
               for (int64_t r2 = 0; r2 < 3; ++r2) {
-                int64_t t1_lo = i2b;
-                int64_t t1_hi = i2b + 5;
-                if (t1_lo < -r2 + 1) t1_lo = -r2 + 1;
-                if (t1_hi > -r2 + 6) t1_hi = -r2 + 6;
-                for (int64_t i2 = t1_lo; i2 < t1_hi; ++i2) {
+                int64_t t0_lo = i2b;
+                int64_t t0_hi = i2b + 5;
+                if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
+                if (t0_hi > -r2 + 6) t0_hi = -r2 + 6;
+                for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
                   const int64_t ix3 = i2 + r2 - 1;
                   for (int64_t i0j = 0; i0j < 2; ++i0j) {
                     const int64_t i0 = i0b + i0j;
-                    t1_acc[i0j][i2 - i2b] = fused_madd_float32(t1_acc[i0j][i2 - i2b], (double)tmp0[r0 * 25 + ix2 * 5 + ix3], (double)fused_0_const_4[i0 * 27 + r0 * 9 + r1 * 3 + r2]);
+                    t0_acc[i0j][i2 - i2b] = t0_acc[i0j][i2 - i2b] + (uint32_t)((in0[r0 * 25 + ix2 * 5 + ix3] - fused_0_const_0[0]) * (fused_0_const_1[i0 * 27 + r0 * 9 + r1 * 3 + r2] - fused_0_const_4[i0]));
                   }
                 }
               }
@@ -119,23 +112,23 @@ static int fused_0_(const uint8_t* restrict in0, uint8_t* restrict out0) {
           for (int64_t i0j = 0; i0j < 2; ++i0j) {
             const int64_t i0 = i0b + i0j;
             for (int64_t i2 = i2b; i2 < i2b + 5; ++i2) {
-              const float t1 = t1_acc[i0j][i2 - i2b]; /* c = conv(...) at qdq_conv.graph:12:3 */
-              const float t2 = t1 + fused_0_const_5[i0]; /* (nested call) = bias_add(...) at qdq_conv.graph:13:31 */
-              const float t3 = (t2 > 0 || t2 != t2 + 0 ? t2 : 0); /* (nested call) = relu(...) at qdq_conv.graph:13:26 */
-              const uint8_t t4 = byoc_saturate_uint8(nearbyint(t3 / fused_0_const_2[0]) + fused_0_const_3[0]); /* quantize_linear_0 = quantize_linear(...) at qdq_conv.graph:13:10 */
-              out0[i0 * 25 + i1 * 5 + i2] = t4;
+              const int32_t t0 = (int32_t)t0_acc[i0j][i2 - i2b]; /* qdq_conv_bias_relu_p_0 = conv_integer(...) at qdq_conv.graph:13:10 */
+              const float t1 = byoc_cast_int32_float32(t0); /* qdq_conv_bias_relu_cast_0 = cast(...) at qdq_conv.graph:13:10 */
+              const float t2 = t1 * fused_0_const_5[i0]; /* qdq_conv_bias_relu_c_0 = multiply(...) at qdq_conv.graph:13:10 */
+              const float t3 = t2 + fused_0_const_6[i0]; /* qdq_conv_bias_relu_bias_add_0 = bias_add(...) at qdq_conv.graph:13:10 */
+              const float t4 = (t3 > 0 || t3 != t3 + 0 ? t3 : 0); /* qdq_conv_bias_relu_relu_0 = relu(...) at qdq_conv.graph:13:10 */
+              const uint8_t t5 = byoc_saturate_uint8(nearbyint(t4 / fused_0_const_2[0]) + fused_0_const_3[0]); /* quantize_linear_0 = quantize_linear(...) at qdq_conv.graph:13:10 */
+              out0[i0 * 25 + i1 * 5 + i2] = t5;
             }
           }
         }
       }
     }
   }
-  free(spare);
-  return 0;
 }
 
 /* fused_0_wrapper_: runs fused_0_ on the data of the DLTensor arguments the entry checked;
-   region @fused at qdq_conv.graph:12:12. An output may not share memory with any other argument. */
+   region @fused at qdq_conv.graph:13:10. An output may not share memory with any other argument. */
 static int fused_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
   const uint8_t* in0 = (const uint8_t*)((const char*)arg0->data + arg0->byte_offset);
   uint8_t* o0 = (uint8_t*)((char*)out0->data + out0->byte_offset);
@@ -144,14 +137,11 @@ static int fused_0_wrapper_(DLTensor* arg0, DLTensor* out0) {
   if (byoc_outputs_overlap(data, bytes, 1, 2)) {
     return byoc_raise("ValueError", "fused_0: an output shares memory with another argument; the fused kernel reads and writes through restrict pointers, so pass distinct arrays");
   }
-  const int status = fused_0_(in0, o0);
-  if (status == 1) {
-    return byoc_raise("MemoryError", "fused_0: cannot allocate the intermediate buffers");
-  }
+  fused_0_(in0, o0);
   return 0;
 }
 
-/* fused_0: the exported TVM FFI function (safe-call ABI) of region @fused at qdq_conv.graph:12:12.
+/* fused_0: the exported TVM FFI function (safe-call ABI) of region @fused at qdq_conv.graph:13:10.
    Arguments: 1 input(s), then 1 output(s):
      0: input x: uint8[1, 3, 5, 5]
      1: output 0: uint8[1, 2, 5, 5]

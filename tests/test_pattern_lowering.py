@@ -1,0 +1,222 @@
+"""Patterns computed by other ops (``lowering:``, byoc/spec/lowerings.py), as fused.yaml's
+QDQ patterns use them: partitioning replaces a match by the lowering's nodes, which run
+on the backend (a QDQ conv becomes an integer product in one nest), within one step of
+the float reference for random QDQ convolutions and matmuls; a match the lowering does
+not type on stays float, with the reason in ``--explain``; and a bad lowering is a
+located spec error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shipped_fused import FUSED_YAML, write_fused_copy
+
+from byoc.api import evaluate, load_backend, parse, print_program
+from byoc.building import build
+from byoc.errors import SpecError
+from byoc.generator.partition import partition
+
+QDQ_CONV = """\
+graph main(x: uint8[{n}, {c}, {h}, {w}]) {{
+  xs = const float32[] [{xs}]
+  xz = const uint8[] [{xz}]
+  w = const int8[{m}, {cg}, 3, 3] [{weights}]
+  ws = const float32[{m}, 1, 1, 1] [{ws}]
+  wz = const int8[{m}, 1, 1, 1] [{wz}]
+  b = const int32[{m}] [{bias}]
+  bs = const float32[{m}] [{bs}]
+  bz = const int32[{m}] [{bz}]
+  ys = const float32[] [{ys}]
+  yz = const uint8[] [{yz}]
+  c = conv(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz), pads=[1, 1, 1, 1], strides=[{s}, 1], groups={g})
+  return quantize_linear({value}, ys, yz)
+}}
+"""
+
+
+def value(relu: bool) -> str:
+    """What the QDQ conv quantizes: the conv plus its bias, with a relu or not."""
+    biased = "bias_add(c, dequantize_linear(b, bs, bz), axis=1)"
+    return f"relu({biased})" if relu else biased
+
+
+def listed(values) -> str:
+    return ", ".join(str(v) for v in np.ravel(values).tolist())
+
+
+@st.composite
+def qdq_convs(draw):
+    """A QDQ conv as quantize_static writes it (per-channel int8 weights, the int32 bias
+    at scale xs * ws), with a relu or not, grouped or not, and a uint8 input."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    g = draw(st.sampled_from([1, 2]))
+    cg, m = draw(st.integers(1, 4)), g * draw(st.integers(1, 3))
+    xs, ys = float(np.float32(rng.uniform(0.01, 0.05))), float(np.float32(rng.uniform(0.02, 0.2)))
+    ws = rng.uniform(0.002, 0.02, m).astype(np.float32)
+    text = QDQ_CONV.format(
+        n=draw(st.integers(1, 2)),
+        c=g * cg,
+        h=draw(st.integers(3, 8)),
+        w=draw(st.integers(3, 20)),
+        xs=xs,
+        xz=int(rng.integers(0, 256)),
+        m=m,
+        cg=cg,
+        weights=listed(rng.integers(-127, 128, (m, cg, 3, 3))),
+        ws=listed(ws),
+        wz=listed(np.zeros(m, np.int8) if draw(st.booleans()) else rng.integers(-3, 4, m)),
+        bias=listed(rng.integers(-2000, 2000, m)),
+        bs=listed((np.float32(xs) * ws).astype(np.float32)),
+        bz=listed(np.zeros(m, np.int32)),
+        ys=ys,
+        yz=int(rng.integers(0, 256)),
+        s=draw(st.integers(1, 2)),
+        g=g,
+        value=value(draw(st.booleans())),
+    )
+    return text
+
+
+def fused_program(text: str):
+    return partition(parse(text, "graph", file="qdq.graph"), [load_backend("fused")])
+
+
+def ops_of(program) -> list[str]:
+    return [
+        n.op
+        for fn in program.functions
+        for node in fn.nodes
+        for n in (node.callee.nodes if node.callee else [node])
+    ]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=qdq_convs(), seed=st.integers(0, 2**16))
+def test_a_lowered_qdq_conv_is_within_one_step_of_the_float_reference(case, seed):
+    text = case
+    program = parse(text, "graph", file="qdq.graph")
+    assert "conv_integer" in ops_of(fused_program(text)) and "conv" not in ops_of(fused_program(text))
+    x_type = program.functions[0].params[0].type
+    x = np.random.default_rng(seed).integers(0, 256, x_type.shape).astype(np.uint8)
+    (got,) = build(program, backends=["fused"])(x=x)
+    (want,) = evaluate(program.functions[0], {"x": x})
+    diff = np.abs(np.asarray(got).astype(np.int32) - want.astype(np.int32))
+    assert diff.max() <= 1  # a float sum's rounding may move a value across a tie
+    assert (diff == 0).mean() > 0.95
+
+
+QDQ_MATMUL = """\
+graph main(x: uint8[{m}, {k}]) {{
+  xs = const float32[] [0.021]
+  xz = const uint8[] [{xz}]
+  w = const int8[{k}, {n}] [{weights}]
+  ws = const float32[1, {n}] [{ws}]
+  wz = const int8[1, {n}] [{wz}]
+  ys = const float32[] [0.17]
+  yz = const uint8[] [128]
+  return quantize_linear(matmul(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz)), ys, yz)
+}}
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_lowered_qdq_matmul_is_within_one_step_of_the_float_reference(seed):
+    rng = np.random.default_rng(seed)
+    m, k, n = (int(v) for v in rng.integers(1, 40, 3))
+    text = QDQ_MATMUL.format(
+        m=m,
+        k=k,
+        n=n,
+        xz=int(rng.integers(0, 256)),
+        weights=listed(rng.integers(-127, 128, (k, n))),
+        ws=listed(rng.uniform(0.001, 0.01, n).astype(np.float32)),
+        wz=listed(rng.integers(-2, 3, n)),
+    )
+    program = parse(text, "graph", file="qdq.graph")
+    assert "matmul_integer" in ops_of(fused_program(text))
+    x = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    (got,) = build(program, backends=["fused"])(x=x)
+    (want,) = evaluate(program.functions[0], {"x": x})
+    assert np.abs(np.asarray(got).astype(np.int32) - want.astype(np.int32)).max() <= 1
+
+
+def test_a_match_the_lowering_does_not_type_on_stays_float(capsys, tmp_path):
+    """x's zero point per channel: conv_integer takes one value, so the lowering does
+    not apply; the conv runs in float on fused, and --explain says why."""
+    text = (
+        QDQ_CONV.format(
+            n=1, c=2, h=4, w=4, xs=0.02, xz=0, m=2, cg=2, weights=listed(range(36)), ws="0.01, 0.02",
+            wz="0, 0", bias="1, 2", bs="0.0002, 0.0004", bz="0, 0", ys=0.1, yz=0, s=1, g=1, value=value(True),
+        )
+        .replace("xz = const uint8[] [0]", "xz = const uint8[1, 2, 1, 1] [0, 3]")
+    )  # fmt: skip
+    assert "conv_integer" not in ops_of(fused_program(text))
+    path = tmp_path / "qdq.graph"
+    path.write_text(text)
+    rc, out, _ = run_cli(capsys, "partition", path, "--backend", "fused", "--explain")
+    assert rc == 0
+    assert "fused pattern qdq_conv_bias_relu: its lowering does not apply here" in out
+    assert "x's zero point (input 2) has shape [1, 2, 1, 1], not one value" in out
+
+
+def _spec_error(tmp_path, old: str, new: str) -> SpecError:
+    shipped = FUSED_YAML.read_text(encoding="utf-8")
+    at = shipped.index(old, shipped.index("  qdq_conv:\n"))
+    write_fused_copy(tmp_path, shipped[:at] + shipped[at:].replace(old, new, 1))
+    with pytest.raises(SpecError) as info:
+        load_backend("fused", spec_path=[tmp_path])
+    assert info.value.location.file.endswith("fused.yaml")
+    assert info.value.location.line >= shipped.count("\n", 0, shipped.index("  qdq_conv:\n")) + 1
+    return info.value
+
+
+LOWERING = '      return quantize_linear(multiply(cast(p, to="float32"), multiply(xs, reshape(ws, newshape=[-1, 1, 1]))), ys, yz)\n'
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("groups=${conv.groups}", "groups=${conv.group}", "${conv.group} names no attribute of a node"),
+        ("groups=${conv.groups}", "groups=${conv.groups0}", "${conv.groups0} names no attribute of a node"),
+        ("cast(p, ", "kast(p, ", "unknown op 'kast'"),
+        ("cast(p, ", "argmax(p, axis=0, ", "the backend does not map argmax"),
+        ("multiply(xs, ", "multiply(xq, ", "undefined name 'xq'"),
+        (LOWERING, "      return p, ys\n", "a lowering returns one value"),
+        (LOWERING, "      q = const float32[] [1.0]\n" + LOWERING, "a lowering cannot define a constant"),
+        ("    lowering: |\n", "    optional: {relu: {}}\n    lowering: |\n", "cannot have `optional`"),
+    ],
+    ids=[
+        "unknown attribute",
+        "an element",
+        "unknown op",
+        "op not mapped",
+        "undefined name",
+        "two results",
+        "a constant",
+        "a family",
+    ],
+)
+def test_a_bad_lowering_is_a_located_spec_error(tmp_path, old, new, message):
+    error = _spec_error(tmp_path, old, new)
+    assert message in error.message
+    assert error.message.startswith("pattern qdq_conv: ")
+
+
+def test_the_lowering_shows_in_backends(capsys):
+    rc, out, _ = run_cli(capsys, "backends", "fused")
+    assert rc == 0
+    assert "qdq_conv: dequantize_linear -> dequantize_linear -> conv -> quantize_linear" in out
+    assert "lowered to p = conv_integer(x, w, xz" in out
+
+
+def test_the_lowered_graph_prints_and_parses_back():
+    """What partitioning gives (the lowering's nodes in a fused region, named after the
+    pattern) prints as DSL that parses back to the same program."""
+    text = QDQ_MATMUL.format(m=2, k=3, n=2, xz=3, weights="1, 2, 3, 4, 5, 6", ws="0.01, 0.02", wz="0, 1")
+    program = fused_program(text)
+    printed = print_program(program, "graph")
+    assert "qdq_matmul_p_0 = matmul_integer(" in printed
+    assert parse(printed, "graph") == program
