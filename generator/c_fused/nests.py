@@ -22,7 +22,8 @@ A region whose ops are all elementwise keeps the flat loops of
    softmax's axis innermost); a nest without an anchor merges axes as the flat loops
    do. Every statement is placed at the outermost loop whose counters it uses, so a
    softmax's maximum and sum are computed once per row, and a per-channel value once
-   per channel. Accumulators are ``double``, as the reference computes in float64, and
+   per channel. Accumulators are ``double``, as the reference computes in float64 (or
+   the spec's ``type``: an integer product's ``uint32_t``), and
    each value is rounded to its dtype once, as the reference's result is.
 """
 
