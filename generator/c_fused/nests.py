@@ -61,6 +61,8 @@ Timer = Callable[[str, list[str], list[Node]], list[str]]
 """Wraps the statements of one nest (its label, statements and nodes) in their timing."""
 
 FAIL = "{ status = 2; goto done; }"
+LANES32 = ("float", "int32_t", "uint32_t")
+"""Accumulator types of 32 bits: their register tiles are :attr:`~.tiles.TileSizes.floats`'."""
 """The statement that reports a gather index out of range."""
 
 
@@ -437,7 +439,8 @@ class _NestWriter:
                     self.outline.pointers[buf] = "double*"
                     reads[j] = staged_read(anchor.reads[j], site.arrays[j], buf)
             staged = any(st.nest == n and st.panel is None for st in self.staged)
-            if staged or floats:  # each input vector feeds more outputs (tiles.STAGED_WIDTHS)
+            lanes32 = floats or acc_type in LANES32  # 16 accumulators to an AVX-512 register
+            if staged or lanes32:  # each input vector feeds more outputs (tiles.STAGED_WIDTHS)
                 plan = widened(plan, loops.extents, STAGED_WIDTHS)
                 blocked = BlockedText(plan, var, loops.extents, acc_type)
 
@@ -450,7 +453,7 @@ class _NestWriter:
                 ]
 
             inits = {accs[a.name]: render(a.init, base) for a in binding.accumulators}
-            tiled = TiledText(blocked, c, anchor.levels, staged, floats)
+            tiled = TiledText(blocked, c, anchor.levels, staged, lanes32)
             placed.blocked = (blocked, tiled.reduction(inits, updates))
             accs = {name: blocked.element(acc) for name, acc in accs.items()}
         passes = _passes(binding) if plan is None else []
