@@ -14,7 +14,11 @@ block of outputs at once, with the reduction loops outside the block:
 Every output keeps its own accumulator (``t0_acc[block][lane]``, doubles) and its own
 summation order, the reduction space's, so the results are bit-identical to the plain
 nest's; only which output is updated next changes. The accumulators of a block are
-independent, so gcc -O3 vectorises the lane loop. A guard that skips a point of the
+independent, so gcc -O3 vectorises the lane loop, which is innermost: at each point of
+the reduction, the block's outputs one after the other, each over the lanes (with the
+block loop inside the lane loop instead, gcc left the lanes scalar where the input was
+8-bit: a conv_integer 16->16 at 16x16 took 550 µs on one thread, 380 µs with the lanes
+innermost; the same conv in float32, 207 and 131 µs). A guard that skips a point of the
 reduction for some lanes (a convolution tap on the padding, :class:`~.index.Bound`)
 becomes the lane loop's bounds, so no lane reads outside its input and no branch is
 left in the loop; every other step stays where it was, or moves into the lane loop when
@@ -326,25 +330,29 @@ class BlockedText:
         return [f"{indent}const int64_t {self.block} = {self.start(self.block)} + {self.block}j;"]
 
     def lanes(self, name: str, updates: Sequence[str]) -> list[str]:
-        """The lane loop at one point of the reduction: its bounds (the guards), the
-        lane-dependent locals, and ``updates`` for every output of the block."""
+        """The lane loops at one point of the reduction: their bounds (the guards), and
+        for every output of the block, a loop over the lanes with the lane-dependent
+        locals and ``updates``."""
         lo, hi = f"{name}_lo", f"{name}_hi"
         lines = [f"int64_t {lo} = {self.start(self.lane)};", f"int64_t {hi} = {self.lane_end()};"]
         lines += [f"if ({lo} < {e}) {lo} = {e};" for e in self.plan.lower]
         lines += [f"if ({hi} > {e}) {hi} = {e};" for e in self.plan.upper]
-        lines.append(f"for (int64_t {self.lane} = {lo}; {self.lane} < {hi}; ++{self.lane}) {{")
-        lines += [f"  {s}" for s in self.plan.lane_steps]
-        if self.block:
-            j = f"{self.block}j"
-            lines += [
-                f"  for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
-                *self.block_counter(updates, "    "),
-                *(f"    {u}" for u in updates),
-                "  }",
-            ]
-        else:
-            lines += [f"  {u}" for u in updates]
-        return [*lines, "}"]
+        lane_loop = [
+            f"for (int64_t {self.lane} = {lo}; {self.lane} < {hi}; ++{self.lane}) {{",
+            *(f"  {s}" for s in self.plan.lane_steps),
+            *(f"  {u}" for u in updates),
+            "}",
+        ]
+        if not self.block:
+            return [*lines, *lane_loop]
+        j = f"{self.block}j"
+        return [
+            *lines,
+            f"for (int64_t {j} = 0; {j} < {self.plan.width}; ++{j}) {{",
+            *self.block_counter(updates, "  "),
+            *(f"  {s}" for s in lane_loop),
+            "}",
+        ]
 
 
 def reduction_loops(levels: Sequence[Level], body: Sequence[str], unroll: int = 0) -> list[str]:

@@ -300,9 +300,9 @@ static int fused_0_(
         for (int64_t r0 = 0; r0 < 32; ++r0) {
           int64_t t6_lo = i1b;
           int64_t t6_hi = i1b + 10;
-          for (int64_t i1 = t6_lo; i1 < t6_hi; ++i1) {
-            for (int64_t i0j = 0; i0j < 4; ++i0j) {
-              const int64_t i0 = i0b + i0j;
+          for (int64_t i0j = 0; i0j < 4; ++i0j) {
+            const int64_t i0 = i0b + i0j;
+            for (int64_t i1 = t6_lo; i1 < t6_hi; ++i1) {
               t6_acc[i0j][i1 - i1b] = fused_madd_float32(t6_acc[i0j][i1 - i1b], (double)tmp5[i0 * 32 + r0], (double)tmp6_x1[i1b * 32 + r0 * 10 + (i1 - i1b)]);
             }
           }

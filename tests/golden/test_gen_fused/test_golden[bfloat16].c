@@ -114,9 +114,9 @@ static int fused_0_(
         for (int64_t r0 = 0; r0 < 8; ++r0) {
           int64_t t1_lo = i1b;
           int64_t t1_hi = i1b + 6;
-          for (int64_t i1 = t1_lo; i1 < t1_hi; ++i1) {
-            for (int64_t i0j = 0; i0j < 4; ++i0j) {
-              const int64_t i0 = i0b + i0j;
+          for (int64_t i0j = 0; i0j < 4; ++i0j) {
+            const int64_t i0 = i0b + i0j;
+            for (int64_t i1 = t1_lo; i1 < t1_hi; ++i1) {
               t1_acc[i0j][i1 - i1b] = fused_madd_bfloat16(t1_acc[i0j][i1 - i1b], (double)byoc_bfloat16_to_float(tmp0[i0 * 8 + r0]), (double)byoc_bfloat16_to_float(in1[i1 * 8 + r0]));
             }
           }

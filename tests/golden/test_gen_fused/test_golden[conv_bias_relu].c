@@ -66,10 +66,10 @@ static void fused_0_(
                 int64_t t0_lo = i2b;
                 int64_t t0_hi = i2b + 6;
                 if (t0_hi > -r2 + 6) t0_hi = -r2 + 6;
-                for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                  const int64_t ix3 = i2 + r2;
-                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                    const int64_t i0 = i0b + i0j;
+                for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                  const int64_t i0 = i0b + i0j;
+                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                    const int64_t ix3 = i2 + r2;
                     t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 36 + ix2 * 6 + ix3], (double)in1[i0 * 27 + r0 * 9 + r1 * 3 + r2]);
                   }
                 }

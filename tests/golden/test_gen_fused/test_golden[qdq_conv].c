@@ -99,10 +99,10 @@ static void fused_0_(const uint8_t* restrict in0, uint8_t* restrict out0) {
                 int64_t t0_hi = i2b + 5;
                 if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
                 if (t0_hi > -r2 + 6) t0_hi = -r2 + 6;
-                for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                  const int64_t ix3 = i2 + r2 - 1;
-                  for (int64_t i0j = 0; i0j < 2; ++i0j) {
-                    const int64_t i0 = i0b + i0j;
+                for (int64_t i0j = 0; i0j < 2; ++i0j) {
+                  const int64_t i0 = i0b + i0j;
+                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                    const int64_t ix3 = i2 + r2 - 1;
                     t0_acc[i0j][i2 - i2b] = t0_acc[i0j][i2 - i2b] + (uint32_t)((in0[r0 * 25 + ix2 * 5 + ix3] - fused_0_const_0[0]) * (fused_0_const_1[i0 * 27 + r0 * 9 + r1 * 3 + r2] - fused_0_const_4[i0]));
                   }
                 }

@@ -154,10 +154,10 @@ static int fused_0_(
                   int64_t t0_hi = i2b + 16;
                   if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
                   if (t0_hi > -r2 + 17) t0_hi = -r2 + 17;
-                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
@@ -260,10 +260,10 @@ static int fused_0_(
                   int64_t t0_hi = i2b + 16;
                   if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
                   if (t0_hi > -r2 + 17) t0_hi = -r2 + 17;
-                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t0_acc[i0j][i2 - i2b] = fused_madd_float32(t0_acc[i0j][i2 - i2b], (double)in0[r0 * 256 + ix2 * 16 + ix3], (double)tmp0_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
@@ -363,10 +363,10 @@ static int fused_0_(
                   int64_t t3_hi = i2b + 16;
                   if (t3_lo < -r2 + 1) t3_lo = -r2 + 1;
                   if (t3_hi > -r2 + 17) t3_hi = -r2 + 17;
-                  for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }
@@ -469,10 +469,10 @@ static int fused_0_(
                   int64_t t3_hi = i2b + 16;
                   if (t3_lo < -r2 + 1) t3_lo = -r2 + 1;
                   if (t3_hi > -r2 + 17) t3_hi = -r2 + 17;
-                  for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t3_acc[i0j][i2 - i2b] = fused_madd_float32(t3_acc[i0j][i2 - i2b], (double)tmp2[r0 * 256 + ix2 * 16 + ix3], (double)tmp3_x1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
                     }
                   }

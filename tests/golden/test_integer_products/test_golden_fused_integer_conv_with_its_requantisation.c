@@ -97,6 +97,7 @@ static void fused_0_(
                   const int64_t ix2 = i1 + r1 - 1;
                   if (ix2 < 0 || ix2 >= 6) continue;
                   for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
@@ -145,10 +146,10 @@ static void fused_0_(
                   int64_t t0_hi = i2b + 20;
                   if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
                   if (t0_hi > -r2 + 21) t0_hi = -r2 + 21;
-                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t0_acc[i0j][i2 - i2b] = t0_acc[i0j][i2 - i2b] + (uint32_t)((in0[r0 * 120 + ix2 * 20 + ix3] - in2[0]) * (in1[i0 * 72 + r0 * 9 + r1 * 3 + r2] - in3[i0]));
                     }
                   }
@@ -175,6 +176,7 @@ static void fused_0_(
                   const int64_t ix2 = i1 + r1 - 1;
                   if (ix2 < 0 || ix2 >= 6) continue;
                   for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
@@ -199,6 +201,7 @@ static void fused_0_(
                   const int64_t ix2 = i1 + r1 - 1;
                   if (ix2 < 0 || ix2 >= 6) continue;
                   for (int64_t r2 = 0; r2 < 3; ++r2) {
+                    #pragma GCC unroll 4
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
                       for (int64_t i2l = 0; i2l < 8; ++i2l) {
@@ -247,10 +250,10 @@ static void fused_0_(
                   int64_t t0_hi = i2b + 20;
                   if (t0_lo < -r2 + 1) t0_lo = -r2 + 1;
                   if (t0_hi > -r2 + 21) t0_hi = -r2 + 21;
-                  for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
-                    const int64_t ix3 = i2 + r2 - 1;
-                    for (int64_t i0j = 0; i0j < 4; ++i0j) {
-                      const int64_t i0 = i0b + i0j;
+                  for (int64_t i0j = 0; i0j < 4; ++i0j) {
+                    const int64_t i0 = i0b + i0j;
+                    for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
+                      const int64_t ix3 = i2 + r2 - 1;
                       t0_acc[i0j][i2 - i2b] = t0_acc[i0j][i2 - i2b] + (uint32_t)((in0[r0 * 120 + ix2 * 20 + ix3] - in2[0]) * (in1[i0 * 72 + r0 * 9 + r1 * 3 + r2] - in3[i0]));
                     }
                   }
