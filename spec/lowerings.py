@@ -37,6 +37,7 @@ from byoc.errors import ByocError, GraphError, Location, close_names
 from byoc.ir import ANON_PREFIX, AttrValue, Node, TensorType
 
 from .bindings import OpBinding
+from .body_reader import BodyReader
 
 if TYPE_CHECKING:
     from .patterns import Pattern
@@ -68,35 +69,20 @@ class Statement:
     loc: Location | None = field(default=None, compare=False)
 
 
-class _Reader:
-    """The builder :func:`~byoc.grammar.graph_parser.parse_body` fills: the statements
-    of a lowering, in order (nested calls get names of their own)."""
+class _Reader(BodyReader):
+    """Receives the statements of a lowering from the DSL's parser, in order (nested
+    calls get names of their own)."""
 
-    backend = None
-    composite = None
+    what = "a lowering"
+    no_constant = "a constant it needs is an input of the pattern"
 
     def __init__(self) -> None:
+        super().__init__()
         self.statements: list[Statement] = []
-        self._anon = 0
-
-    def anonymous(self) -> str:
-        self._anon += 1
-        return f"{ANON_PREFIX}{self._anon}"
 
     def add_node(self, outputs, op, inputs, loc, *, attrs=(), locate=None, declared=None) -> None:
-        if len(outputs) != 1:
-            raise GraphError("a lowering's op binds one name", loc)
-        self.statements.append(
-            Statement(outputs[0], op, tuple(inputs), tuple((k, v) for k, v, _ in attrs), loc)
-        )
-
-    def add_constant(self, name, type_, values, loc, source=None) -> None:
-        raise GraphError(
-            "a lowering cannot define a constant", loc, hint="a constant it needs is an input of the pattern"
-        )
-
-    def add_region(self, outputs, body, loc) -> None:
-        raise GraphError("a lowering cannot hold a region", loc)
+        output = self.one_output(outputs, loc)
+        self.statements.append(Statement(output, op, tuple(inputs), tuple((k, v) for k, v, _ in attrs), loc))
 
 
 def attribute_text(value: AttrValue) -> str:

@@ -45,6 +45,7 @@ from byoc.ir import ANON_PREFIX, DTYPES
 
 from . import lowerings
 from .bindings import OpBinding, frozen_map
+from .body_reader import BodyReader
 from .conditions import WHEN_KEY, Condition, Facts, Scope, load_conditions, refusal
 from .draft import known
 from .lowerings import LoweringBinding
@@ -234,25 +235,19 @@ def subset(doc: YamlDoc, pnode: Any, key: str, what: str, allowed, noun: str, pl
     return tuple(str(item) for item in seq)
 
 
-class _MatchReader:
-    """Receives the statements of a pattern's ``match`` from the DSL's parser (the
-    builder interface of :func:`~byoc.grammar.graph_parser.parse_body`)."""
+class _MatchReader(BodyReader):
+    """Receives the statements of a pattern's ``match`` from the DSL's parser."""
 
-    backend = None
-    composite = None
+    what = "a pattern"
+    no_constant = "list the input in `constants:` instead"
 
     def __init__(self, catalog: Catalog) -> None:
+        super().__init__()
         self.catalog = catalog
         self.nodes: list[PatternNode] = []
-        self._anon = 0
-
-    def anonymous(self) -> str:
-        self._anon += 1
-        return f"{ANON_PREFIX}{self._anon}"
 
     def add_node(self, outputs, op, inputs, loc, *, attrs=(), locate=None, declared=None) -> None:
-        if len(outputs) != 1:
-            raise GraphError("a pattern's op binds one name", loc)
+        output = self.one_output(outputs, loc)
         if attrs:
             raise GraphError(
                 f"attribute {attrs[0][0]} in a pattern's match",
@@ -270,15 +265,7 @@ class _MatchReader:
             )
         if opdef.several_outputs:
             raise GraphError(f"{op} has several outputs; a pattern matches ops of one output", loc)
-        self.nodes.append(PatternNode(outputs[0], op, tuple(inputs), opdef, loc))
-
-    def add_constant(self, name, type_, values, loc, source=None) -> None:
-        raise GraphError(
-            "a pattern cannot define a constant", loc, hint="list the input in `constants:` instead"
-        )
-
-    def add_region(self, outputs, body, loc) -> None:
-        raise GraphError("a pattern cannot hold a region or a composite", loc)
+        self.nodes.append(PatternNode(output, op, tuple(inputs), opdef, loc))
 
 
 def _read_match(

@@ -88,26 +88,23 @@ def matmul_cases(draw, batched: bool):
     return text, inputs
 
 
-SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CASES = [
+    pytest.param("fused", conv_cases(4), id="conv2d-fused"),
+    pytest.param("fused", conv_cases(3), id="conv1d-fused"),
+    pytest.param("fused", conv_cases(5), id="conv3d-fused"),
+    pytest.param("ccompiler", conv_cases(4), id="conv2d-ccompiler"),
+    pytest.param("json", conv_cases(4), id="conv2d-json"),
+    pytest.param("fused", matmul_cases(True), id="batched-matmul-fused"),
+    pytest.param("fused", matmul_cases(False), id="matmul-fused"),
+    pytest.param("ccompiler", matmul_cases(False), id="matmul-ccompiler"),
+]
 
 
-@pytest.mark.parametrize(
-    ("backend", "rank"), [("fused", 4), ("fused", 3), ("fused", 5), ("ccompiler", 4), ("json", 4)]
-)
-@SETTINGS
+@pytest.mark.parametrize(("backend", "cases"), CASES)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_conv_integer_is_the_reference_exactly(backend, rank, data):
-    text, inputs = data.draw(conv_cases(rank))
-    got, want = run_on(backend, text, inputs)
-    assert got.dtype == want.dtype == np.int32
-    np.testing.assert_array_equal(got, want)
-
-
-@pytest.mark.parametrize(("backend", "batched"), [("fused", True), ("fused", False), ("ccompiler", False)])
-@SETTINGS
-@given(data=st.data())
-def test_matmul_integer_is_the_reference_exactly(backend, batched, data):
-    text, inputs = data.draw(matmul_cases(batched))
+def test_an_integer_product_is_the_reference_exactly(backend, cases, data):
+    text, inputs = data.draw(cases)
     got, want = run_on(backend, text, inputs)
     assert got.dtype == want.dtype == np.int32
     np.testing.assert_array_equal(got, want)
