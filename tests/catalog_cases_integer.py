@@ -33,10 +33,11 @@ def _centred(codes: np.ndarray, zero: np.ndarray, shape) -> np.ndarray:
 
 
 @st.composite
-def conv_integer_case(draw, dtype: str) -> OpCase:
-    """x of the drawn dtype, w of either 8-bit type; w's zero point one value or one per
-    output channel. A zero point of another type than its codes is refused."""
-    x, w, attrs = draw(conv_case())
+def conv_integer_case(draw, dtype: str, spatial: int | None = None) -> OpCase:
+    """x of the drawn dtype (``spatial`` axes, else 1 to 3), w of either 8-bit type; w's
+    zero point one value or one per output channel. A zero point of another type than
+    its codes is refused."""
+    x, w, attrs = draw(conv_case(spatial))
     rng = draw_rng(draw)
     w_type = draw(st.sampled_from(CODES))
     x, w = _codes(rng, x.shape, dtype), _codes(rng, w.shape, w_type)
@@ -52,11 +53,12 @@ def conv_integer_case(draw, dtype: str) -> OpCase:
 
 
 @st.composite
-def matmul_integer_case(draw, dtype: str) -> OpCase:
-    """a of the drawn dtype and batch axes that broadcast, b of either 8-bit type; b's
-    zero point one value or one per column. A per-row zero point of a is refused."""
+def matmul_integer_case(draw, dtype: str, batched: bool = True) -> OpCase:
+    """a of the drawn dtype and (``batched``) batch axes that broadcast, b of either
+    8-bit type; b's zero point one value or one per column. A per-row zero point of a is
+    refused."""
     rng = draw_rng(draw)
-    ba, bb = draw(broadcast_pair())
+    ba, bb = draw(broadcast_pair()) if batched else ((), ())
     m, k, n = (draw(st.integers(1, 4)) for _ in range(3))
     b_type = draw(st.sampled_from(CODES))
     a, b = _codes(rng, (*ba, m, k), dtype), _codes(rng, (*bb, k, n), b_type)

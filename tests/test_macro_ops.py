@@ -16,6 +16,7 @@ from functools import partial
 import numpy as np
 import pytest
 from catalog_cases import CASES
+from catalog_cases_integer import conv_integer_case, matmul_integer_case
 from catalog_cases_networks import conv_op_case, dense_case, matmul_case
 from catalog_cases_support import OpCase, attr_text
 from hypothesis import Phase, given, settings
@@ -44,6 +45,8 @@ AT_MAPPED_RANK = {
     "avg_pool": partial(CASES["avg_pool"], spatial=2),
     "dense": partial(dense_case, rank=2),
     "matmul": partial(matmul_case, batched=False),
+    "conv_integer": partial(conv_integer_case, spatial=2),
+    "matmul_integer": partial(matmul_integer_case, batched=False),
 }
 """The cases of ops the backends map at one rank only: 2-D windows (rank 4), matrices."""
 
