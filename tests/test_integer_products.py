@@ -2,21 +2,23 @@
 compute them in integers (``fused``: uint32 accumulators in vector lanes; ``ccompiler``:
 one macro each) and on ``json``: the reference's bits for random shapes, attributes,
 codes and zero points, a sum that wraps past int32 as ONNX Runtime's does, the golden C
-of a QOperator-style conv on ``fused``, ONNX's QLinearConv reaching the integer nest,
-and located errors for a bad accumulator ``type`` in a spec."""
+of a QOperator-style conv on ``fused`` and of ccompiler's two macros, and located errors
+for a bad accumulator ``type`` in a spec."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from compile_util import module_artifact
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fused_anchors import FUSED_YAML, write_fused_copy
+from shipped_fused import FUSED_YAML, write_fused_copy
 from test_gen_fused import BACKEND, generate
 
 from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.building import build
 from byoc.errors import SpecError
+from byoc.generator import generator_for
 from byoc.generator.lowering import lower
 
 CODES = ("int8", "uint8")
@@ -180,6 +182,41 @@ def test_golden_fused_integer_conv_with_its_requantisation(golden):
     assert "uint32_t t0_acc_tile" in text
     assert "/* nest 0: t0 conv_integer, t1 cast, t2 bias_add, t3 multiply, t4 quantize_linear" in text
     assert text == golden("c")
+
+
+CCOMPILER_PRODUCTS = """\
+graph main(x: uint8[1, 4, 6, 6], w: int8[3, 4, 3, 3], a: int8[5, 7], b: uint8[7, 2]) {
+  c, m = @ccompiler {
+    xz = const uint8[] [3]
+    wz = const int8[3] [0, 1, -2]
+    az = const int8[] [-5]
+    bz = const uint8[2] [128, 120]
+    return conv_integer(x, w, xz, wz, pads=[1, 1, 1, 1], strides=[2, 2]), matmul_integer(a, b, az, bz)
+  }
+  return c, m
+}
+"""
+
+
+def test_golden_ccompiler_integer_products(golden):
+    """ccompiler's two integer-product macros, each used once; the module compiles and
+    runs as the reference in test_an_integer_product_is_the_reference_exactly."""
+    program = parse(CCOMPILER_PRODUCTS, "graph", file="products.graph")
+    spec = load_backend("ccompiler")
+    externals = lower(program, load_backend, load_catalog()).externals_for("ccompiler")
+    text = module_artifact(generator_for(spec.kind)(externals, spec, load_catalog(), {})).text
+    assert text.count("\nCSOURCE_CONV2D_INTEGER(") == text.count("\nCSOURCE_MATMUL_2D_INTEGER(") == 1
+    assert text == golden("c")
+    rng = np.random.default_rng(9)
+    inputs = {
+        "x": codes(rng, (1, 4, 6, 6), "uint8"),
+        "w": codes(rng, (3, 4, 3, 3), "int8"),
+        "a": codes(rng, (5, 7), "int8"),
+        "b": codes(rng, (7, 2), "uint8"),
+    }
+    got = build(program, catalog=load_catalog())(**inputs)
+    for out, want in zip(got, evaluate(program.functions[0], inputs), strict=True):
+        np.testing.assert_array_equal(np.asarray(out), want)
 
 
 def test_golden_graph_runs_as_the_reference():
