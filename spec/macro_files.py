@@ -24,10 +24,12 @@ of the C file (:mod:`byoc.spec_lines`).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from byoc.errors import Location, SpecError
@@ -155,9 +157,11 @@ def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:
             taken.setdefault(body.file, set()).add(name)
             texts[body.file] = body.source
     for path, names in taken.items():
-        for k, line in enumerate(texts[path].split("\n")):
-            found = DEFINE.match(line)
-            if found and found.group(2) and found.group(1) not in names:
+        lines, defines = _defines(texts[path])
+        for k in sorted(k for ks in defines.values() for k in ks):
+            found = DEFINE.match(lines[k])
+            assert found is not None
+            if found.group(2) and found.group(1) not in names:
                 raise _error(
                     f"{found.group(1)} is no macro's body: no macro of the spec is named so",
                     path,
@@ -168,12 +172,25 @@ def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:
                 )
 
 
+@functools.lru_cache(maxsize=8)
+def _defines(text: str) -> tuple[tuple[str, ...], Mapping[str, tuple[int, ...]]]:
+    """A macro file's lines, and the lines of each name's ``#define``: read once per
+    file, however many macros the spec takes from it (dnnl's 24)."""
+    lines = tuple(text.split("\n"))
+    where: dict[str, list[int]] = {}
+    for k, line in enumerate(lines):
+        found = DEFINE.match(line)
+        if found:
+            where.setdefault(found.group(1), []).append(k)
+    return lines, MappingProxyType({name: tuple(ks) for name, ks in where.items()})
+
+
 def file_macro(text: str, path: str, name: str, named_at: Location) -> FileMacro:
     """The ``#define name(...)`` of the macro file ``text`` (read from ``path``), whose
     continued lines are the body. A SpecError located in the file when it is malformed,
     or at ``named_at`` (the spec's ``file:``) when the file does not define ``name``."""
-    lines = text.split("\n")
-    found = [k for k, line in enumerate(lines) if (m := DEFINE.match(line)) and m.group(1) == name]
+    lines, defines = _defines(text)
+    found = defines.get(name, ())
     if not found:
         raise SpecError(
             f"macro {name}: {path} has no #define {name}(...)",
