@@ -251,6 +251,13 @@ def check(
                     locate(st.loc),
                     hint=f"the pattern's inputs are {', '.join(pattern.inputs)}",
                 )
+        if st.output in defined:
+            raise doc.error_at(
+                f"{what}: lowering: {st.output} is "
+                + ("an input of the pattern" if st.output in pattern.inputs else "defined twice"),
+                locate(st.loc),
+                hint="every value of a lowering binds a name of its own",
+            )
         defined.add(st.output)
     if result not in {st.output for st in statements}:
         raise doc.error_at(

@@ -108,7 +108,7 @@ def _why_not_lowered(spec: BackendSpec, found: Match, view: GraphView, catalog: 
     """Why the lowering of ``found`` cannot replace it: it does not type on this match,
     or the backend would not take one of its nodes."""
     try:
-        nodes = _lowering(found, view, catalog, lambda base: base)
+        nodes = _lowering(found, view, catalog, lambda base: f"%trial:{base}")  # names no graph value has
     except (ByocError, RuleError) as exc:
         return f"its lowering does not apply here: {exc.message}"
     types = dict(view.types)
