@@ -181,6 +181,8 @@ def _check_region(callee: Function, call: Node, spec: BackendSpec, catalog: Cata
 
 def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: Catalog) -> None:
     """A composite must be its pattern, on tensors its backend's kernel takes."""
+    from byoc.spec.lowerings import LoweringBinding
+
     from .composite import GraphView, composite_match, why_not_implementable
     from .partition.annotate import takes_types
 
@@ -191,6 +193,13 @@ def _check_composite(call: Node, region: Function, spec: BackendSpec, catalog: C
             f"backend {spec.name} has no pattern {call.callee.composite!r}",
             call.loc,
             hint=f"its patterns: {', '.join(spec.patterns) or 'none'}",
+        )
+    if isinstance(spec.patterns[call.callee.composite].binding, LoweringBinding):
+        raise GraphError(
+            f"{what}: the pattern has no kernel; {spec.name} computes it by the ops of its lowering",
+            call.loc,
+            hint=f"write the pattern's ops in the @{spec.name} region without @{spec.name}.{call.callee.composite} "
+            "(or in no region: partitioning lowers them)",
         )
     found = composite_match(call, spec, region, catalog)
     if isinstance(found, str):

@@ -16,7 +16,7 @@ from shipped_fused import FUSED_YAML, write_fused_copy
 
 from byoc.api import evaluate, load_backend, parse, print_program
 from byoc.building import build
-from byoc.errors import SpecError
+from byoc.errors import GraphError, SpecError
 from byoc.generator.partition import partition
 
 QDQ_CONV = """\
@@ -222,3 +222,19 @@ def test_the_lowered_graph_prints_and_parses_back():
     printed = print_program(program, "graph")
     assert "qdq_matmul_p_0 = matmul_integer(" in printed
     assert parse(printed, "graph") == program
+
+
+def test_a_composite_of_a_lowered_pattern_written_by_hand_is_refused(tmp_path):
+    """A lowering pattern has no kernel, so `@fused.qdq_matmul { ... }` is refused where
+    it stands, with what to write instead."""
+    text = QDQ_MATMUL.format(m=2, k=3, n=2, xz=3, weights="1, 2, 3, 4, 5, 6", ws="0.01, 0.02", wz="0, 1")
+    body = "  return quantize_linear(matmul(dequantize_linear(x, xs, xz), dequantize_linear(w, ws, wz)), ys, yz)\n"
+    wrapped = (
+        "  y = @fused {\n    r = @fused.qdq_matmul {\n  " + body + "    }\n    return r\n  }\n  return y\n"
+    )
+    program = parse(text.replace(body, wrapped), "graph", file="hand.graph")
+    with pytest.raises(GraphError) as info:
+        build(program)
+    assert "composite @fused.qdq_matmul: the pattern has no kernel" in info.value.message
+    assert "partitioning lowers them" in (info.value.hint or "")
+    assert (info.value.location.file, info.value.location.line) == ("hand.graph", 10)
