@@ -53,9 +53,16 @@ class LoweringBinding(OpBinding):
     pattern's inputs (the spec's ``lowering:``)."""
 
     text: str = ""
+    optional: tuple[tuple[str, str | None], ...] = ()
+    """A family member's optional ops (:mod:`.pattern_families`), in order: each op and
+    the name of the lowering's value it takes (the pattern's node of that name), or
+    None for the lowering's result."""
 
     def mapping_text(self) -> str:
-        return "lowered to " + " ".join(self.text.split())
+        text = "lowered to " + " ".join(self.text.split())
+        for op, after in self.optional:
+            text += f"; then {op} of {after}" if after else f"; then {op} of its result"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,16 +180,26 @@ def lowered(
     names = dict(zip(pattern.inputs, inputs))
     known = dict(types)
     nodes: list[Node] = []
-    for st in statements:
-        own = st.op if st.output.startswith(ANON_PREFIX) else st.output
-        out = root.name if st.output == result else fresh(f"{pattern.name}_{own}")
-        opdef = catalog[st.op]
-        ins = tuple(names[n] for n in st.inputs)
-        attrs = normalize_attrs(opdef, st.attrs)
+
+    def add(op: str, ins: tuple[str, ...], given, own: str, last: bool) -> str:
+        opdef = catalog[op]
+        out = root.name if last else fresh(f"{pattern.name}_{own}")
+        attrs = normalize_attrs(opdef, given)
         (out_type,) = infer_types(opdef, [known[n] for n in ins], attrs)
-        names[st.output] = out
         known[out] = out_type
-        nodes.append(Node((out,), st.op, ins, (out_type,), attrs, None, root.loc))
+        nodes.append(Node((out,), op, ins, (out_type,), attrs, None, root.loc))
+        return out
+
+    for st in statements:
+        after = [
+            op for op, target in binding.optional if target == (None if st.output == result else st.output)
+        ]
+        own = st.op if st.output.startswith(ANON_PREFIX) else st.output
+        ins = tuple(names[n] for n in st.inputs)
+        value = add(st.op, ins, st.attrs, own, st.output == result and not after)
+        for k, op in enumerate(after):  # a family's optional ops, on this value
+            value = add(op, (value,), (), op, st.output == result and k == len(after) - 1)
+        names[st.output] = value
     if known[root.name] != root.type:
         raise GraphError(f"the lowering gives {known[root.name]}, not the match's {root.type}")
     return nodes
@@ -190,11 +207,11 @@ def lowered(
 
 def check(
     doc: YamlDoc, pnode: Any, what: str, pattern: Pattern, ops: Sequence[str], catalog: Catalog
-) -> None:
+) -> set[str]:
     """Check pattern ``pnode``'s ``lowering``: placeholders that name an attribute of a
     node of the pattern, statements of ops the backend maps (``ops``) over the
     pattern's inputs and earlier names, one value returned. Errors are located in the
-    lowering's text."""
+    lowering's text. Returns the names its statements bind."""
     from byoc.grammar.graph_parser import BODY_HEADER
 
     text = str(pnode["lowering"])
@@ -265,3 +282,4 @@ def check(
             locate(result_loc),
             hint="return the value of the lowering's last op",
         )
+    return {st.output for st in statements}

@@ -30,6 +30,7 @@ from byoc.errors import Location, close_names
 from byoc.ir import ANON_PREFIX
 
 from .bindings import frozen_map
+from .lowerings import LoweringBinding
 
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
@@ -53,6 +54,8 @@ class _Optional:
     doc: str
     vars: dict[str, str] | None
     loc: Location
+    handle: str | None = None
+    """What ``after`` says (a node's name, or its op), when given."""
 
 
 def family(
@@ -198,7 +201,7 @@ def _optionals(
                     "name",
                     value=True,
                 )
-        after = len(base.nodes) - 1
+        after, handle = len(base.nodes) - 1, None
         if "after" in entry:
             handle = doc.typed(entry, "after", str, f"{what}: {op}: after")
             if handle not in base.handles:
@@ -212,7 +215,7 @@ def _optionals(
             after = base.handles[handle]
         given = kind.load_vars(doc, entry, f"pattern {name}", draft) if "vars" in entry else None  # type: ignore[attr-defined]
         text = doc.typed(entry, "doc", str, f"pattern {name}: doc").strip() if "doc" in entry else ""
-        found.append(_Optional(str(op), opdef, name, after, text, given, doc.at(onode, op)))
+        found.append(_Optional(str(op), opdef, name, after, text, given, doc.at(onode, op), handle))
     return found
 
 
@@ -232,6 +235,8 @@ def _with_op(member: Pattern, opt: _Optional, name: str) -> Pattern:
     if opt.vars is not None:
         binding = replace(binding, vars=frozen_map({**binding.vars, **opt.vars}))  # type: ignore[attr-defined]
     last = opt.after == len(member.nodes) - 1
+    if isinstance(binding, LoweringBinding):  # the op on the lowering's value of the name `after` gives
+        binding = replace(binding, optional=(*binding.optional, (opt.op, None if last else opt.handle)))
     shown = "" if last else f" after {member.nodes[opt.after].op}"
     return replace(
         member,

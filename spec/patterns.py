@@ -198,17 +198,29 @@ def load_patterns(doc: YamlDoc, root: Any, catalog: Catalog, draft: SpecDraft, k
 def _check_lowering(
     doc: YamlDoc, pnode: Any, what: str, pattern: Pattern, draft: SpecDraft, catalog: Catalog
 ) -> None:
-    """A lowering stands for its pattern alone: a family's extra op or variant would
-    change what the match computes but not the lowering."""
-    for key in ("optional", "variants"):
-        if key in pnode:
+    """A lowering stands for its pattern; a family's optional op applies after the
+    lowering's value of the name its `after` gives (the result by default), so that
+    name must be one the lowering binds; a suffix variant could change what the match
+    computes but not the lowering, so a lowering pattern has none."""
+    if "variants" in pnode:
+        raise doc.error(
+            f"{what}: a pattern with a lowering cannot have `variants`",
+            pnode,
+            "variants",
+            hint="write each variant as a pattern with its own match and lowering",
+        )
+    bound = lowerings.check(doc, pnode, what, pattern, tuple(draft.ops), catalog)
+    optional = pnode.get("optional") if isinstance(pnode.get("optional"), dict) else {}
+    for op, entry in optional.items():
+        after = entry.get("after") if isinstance(entry, dict) else None
+        if isinstance(after, str) and after not in bound:
             raise doc.error(
-                f"{what}: a pattern with a lowering cannot have `{key}`",
-                pnode,
-                key,
-                hint="write each pattern with its own match and lowering",
+                f"{what}: optional: {op}: the lowering binds no value {after!r}",
+                entry,
+                "after",
+                value=True,
+                hint=f"bind the lowering's value that stands for the pattern's {after} to the name {after}",
             )
-    lowerings.check(doc, pnode, what, pattern, tuple(draft.ops), catalog)
 
 
 def _inputs(doc: YamlDoc, pnode: Any, what: str) -> tuple[str, ...]:

@@ -173,7 +173,11 @@ def _spec_error(tmp_path, old: str, new: str) -> SpecError:
     return info.value
 
 
-LOWERING = '      return quantize_linear(multiply(cast(p, to="float32"), multiply(xs, reshape(ws, newshape=[-1, 1, 1]))), ys, yz)\n'
+LOWERING = (
+    '      c = multiply(cast(p, to="float32"), multiply(xs, reshape(ws, newshape=[-1, 1, 1])))\n'
+    "      return quantize_linear(c, ys, yz)\n"
+)
+"""The last two lines of qdq_conv's lowering (its match ends as its lowering does)."""
 
 
 @pytest.mark.parametrize(
@@ -187,7 +191,8 @@ LOWERING = '      return quantize_linear(multiply(cast(p, to="float32"), multipl
         (LOWERING, "      return p, ys\n", "a lowering returns one value"),
         ("      p = conv_integer(", "      xs = conv_integer(", "xs is an input of the pattern"),
         (LOWERING, "      q = const float32[] [1.0]\n" + LOWERING, "a lowering cannot define a constant"),
-        ("    lowering: |\n", "    optional: {relu: {}}\n    lowering: |\n", "cannot have `optional`"),
+        ("    lowering: |\n", "    variants: {x: {}}\n    lowering: |\n", "cannot have `variants`"),
+        ("{relu: {after: c}}", "{relu: {after: conv}}", "optional: relu: the lowering binds no value 'conv'"),
     ],
     ids=[
         "unknown attribute",
@@ -198,7 +203,8 @@ LOWERING = '      return quantize_linear(multiply(cast(p, to="float32"), multipl
         "two results",
         "an input bound again",
         "a constant",
-        "a family",
+        "variants",
+        "an optional op after a value the lowering lacks",
     ],
 )
 def test_a_bad_lowering_is_a_located_spec_error(tmp_path, old, new, message):
@@ -238,3 +244,26 @@ def test_a_composite_of_a_lowered_pattern_written_by_hand_is_refused(tmp_path):
     assert "composite @fused.qdq_matmul: the pattern has no kernel" in info.value.message
     assert "partitioning lowers them" in (info.value.hint or "")
     assert (info.value.location.file, info.value.location.line) == ("hand.graph", 10)
+
+
+def test_an_optional_op_applies_after_the_lowerings_value_of_that_name():
+    """qdq_conv's `optional: {relu: {after: c}}` makes qdq_conv_relu, whose lowering puts
+    the relu on the lowering's own `c` (the scaled integer product), before the
+    requantisation; within one step of the float reference."""
+    text = QDQ_CONV.format(
+        n=1, c=2, h=5, w=6, xs=0.02, xz=100, m=2, cg=2, weights=listed(np.arange(36) - 18), ws="0.01, 0.02",
+        wz="0, 1", bias="0, 0", bs="0.0002, 0.0004", bz="0, 0", ys=0.05, yz=0, s=1, g=1, value="relu(c)",
+    )  # fmt: skip
+    (fn,) = fused_program(text).functions
+    region = next(n.callee for n in fn.nodes if n.callee is not None)
+    ops = [n.op for n in region.nodes]
+    assert ops.index("conv_integer") < ops.index("relu") < ops.index("quantize_linear")
+    relu = next(n for n in region.nodes if n.op == "relu")
+    assert relu.name.startswith("qdq_conv_relu_relu_")
+    (scaled,) = [n for n in region.nodes if n.name == relu.inputs[0]]
+    assert scaled.op == "multiply" and scaled.name.startswith("qdq_conv_relu_c_")
+    program = parse(text, "graph", file="qdq.graph")
+    x = np.random.default_rng(4).integers(0, 256, (1, 2, 5, 6)).astype(np.uint8)
+    (got,) = build(program, backends=["fused"])(x=x)
+    (want,) = evaluate(program.functions[0], {"x": x})
+    assert np.abs(np.asarray(got).astype(np.int32) - want.astype(np.int32)).max() <= 1

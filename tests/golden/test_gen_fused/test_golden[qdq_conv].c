@@ -115,7 +115,7 @@ static void fused_0_(const uint8_t* restrict in0, uint8_t* restrict out0) {
               const int32_t t0 = (int32_t)t0_acc[i0j][i2 - i2b]; /* qdq_conv_bias_relu_p_0 = conv_integer(...) at qdq_conv.graph:13:10 */
               const float t1 = byoc_cast_int32_float32(t0); /* qdq_conv_bias_relu_cast_0 = cast(...) at qdq_conv.graph:13:10 */
               const float t2 = t1 * fused_0_const_5[i0]; /* qdq_conv_bias_relu_c_0 = multiply(...) at qdq_conv.graph:13:10 */
-              const float t3 = t2 + fused_0_const_6[i0]; /* qdq_conv_bias_relu_bias_add_0 = bias_add(...) at qdq_conv.graph:13:10 */
+              const float t3 = t2 + fused_0_const_6[i0]; /* qdq_conv_bias_relu_v_0 = bias_add(...) at qdq_conv.graph:13:10 */
               const float t4 = (t3 > 0 || t3 != t3 + 0 ? t3 : 0); /* qdq_conv_bias_relu_relu_0 = relu(...) at qdq_conv.graph:13:10 */
               const uint8_t t5 = byoc_saturate_uint8(nearbyint(t4 / fused_0_const_2[0]) + fused_0_const_3[0]); /* quantize_linear_0 = quantize_linear(...) at qdq_conv.graph:13:10 */
               out0[i0 * 25 + i1 * 5 + i2] = t5;
