@@ -175,7 +175,7 @@ def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:
 @functools.lru_cache(maxsize=8)
 def _defines(text: str) -> tuple[tuple[str, ...], Mapping[str, tuple[int, ...]]]:
     """A macro file's lines, and the lines of each name's ``#define``: read once per
-    file, however many macros the spec takes from it (dnnl's 24)."""
+    file, however many macros the spec takes from it (a library backend's two dozen)."""
     lines = tuple(text.split("\n"))
     where: dict[str, list[int]] = {}
     for k, line in enumerate(lines):
