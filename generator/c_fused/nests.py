@@ -61,9 +61,9 @@ Timer = Callable[[str, list[str], list[Node]], list[str]]
 """Wraps the statements of one nest (its label, statements and nodes) in their timing."""
 
 FAIL = "{ status = 2; goto done; }"
-LANES32 = ("float", "int32_t", "uint32_t")
-"""Accumulator types of 32 bits: their register tiles are :attr:`~.tiles.TileSizes.floats`'."""
 """The statement that reports a gather index out of range."""
+LANES32 = ("float", "int32_t", "uint32_t")
+"""Accumulator types of 32 bits: their register tiles are :attr:`~.tiles.TileSizes.floats`."""
 
 
 @dataclass(frozen=True, slots=True)
