@@ -65,8 +65,9 @@ before any check walks it."""
 SHOWN_VALUES = 1000
 """A list or mapping whose aliases expand beyond this (and beyond the text's length) is
 shown in messages cut short (:class:`ShownSeq`, :class:`ShownMap`)."""
-ALIAS_CHECK = "aliases-1"
-"""Part of the cache key: documents cached before these checks are parsed again."""
+ALIAS_CHECK = "aliases-2"
+"""Part of the cache key: documents cached before these checks (the aliases' expansion,
+an anchor defined twice) are parsed again."""
 
 
 class _ShortRepr(reprlib.Repr):
