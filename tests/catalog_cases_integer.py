@@ -11,10 +11,11 @@ from catalog_cases_support import OpCase, broadcast_pair, draw_rng, wrapped
 from hypothesis import strategies as st
 from reference_kernels_support import conv_case, loop_conv
 
-CODES = ("int8", "uint8")
+from byoc.shape_integer import CODES
 
 
-def _codes(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+def codes(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    """Codes of ``dtype`` over its whole range."""
     info = np.iinfo(dtype)
     return rng.integers(int(info.min), int(info.max) + 1, size=shape).astype(dtype)
 
@@ -22,7 +23,7 @@ def _codes(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
 def _zero(draw, rng: np.random.Generator, dtype: str, per: int | None) -> np.ndarray:
     """A zero point of ``dtype``: one value (shape () or (1,)), or ``per`` of them."""
     shape = draw(st.sampled_from([(), (1,)] + ([(per,)] if per is not None else [])))
-    return _codes(rng, shape, dtype)
+    return codes(rng, shape, dtype)
 
 
 def _centred(codes: np.ndarray, zero: np.ndarray, shape) -> np.ndarray:
@@ -40,7 +41,7 @@ def conv_integer_case(draw, dtype: str, spatial: int | None = None) -> OpCase:
     x, w, attrs = draw(conv_case(spatial))
     rng = draw_rng(draw)
     w_type = draw(st.sampled_from(CODES))
-    x, w = _codes(rng, x.shape, dtype), _codes(rng, w.shape, w_type)
+    x, w = codes(rng, x.shape, dtype), codes(rng, w.shape, w_type)
     xz, wz = _zero(draw, rng, dtype, None), _zero(draw, rng, w_type, w.shape[0])
     if draw(st.integers(0, 5)) == 5:  # not the first draw: derandomized runs take that one
         other = "int8" if dtype == "uint8" else "uint8"
@@ -61,10 +62,10 @@ def matmul_integer_case(draw, dtype: str, batched: bool = True) -> OpCase:
     ba, bb = draw(broadcast_pair()) if batched else ((), ())
     m, k, n = (draw(st.integers(1, 4)) for _ in range(3))
     b_type = draw(st.sampled_from(CODES))
-    a, b = _codes(rng, (*ba, m, k), dtype), _codes(rng, (*bb, k, n), b_type)
+    a, b = codes(rng, (*ba, m, k), dtype), codes(rng, (*bb, k, n), b_type)
     az, bz = _zero(draw, rng, dtype, None), _zero(draw, rng, b_type, n)
     if m > 1 and draw(st.integers(0, 5)) == 5:
-        return OpCase([a, b, _codes(rng, (m,), dtype), bz], expected=None, error="not one value")
+        return OpCase([a, b, codes(rng, (m,), dtype), bz], expected=None, error="not one value")
     exact = np.einsum("...ij,...jk->...ik", _centred(a, az, None), _centred(b, bz, (-1,)))
     expected = wrapped(np.asarray(exact).ravel().tolist(), "int32", np.shape(exact))
     return OpCase([a, b, az, bz], expected=expected, out_dtype="int32")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from catalog_cases_integer import CODES, codes
 from compile_util import module_artifact
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,13 +21,6 @@ from byoc.building import build
 from byoc.errors import SpecError
 from byoc.generator import generator_for
 from byoc.generator.lowering import lower
-
-CODES = ("int8", "uint8")
-
-
-def codes(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
-    info = np.iinfo(dtype)
-    return rng.integers(int(info.min), int(info.max) + 1, size=shape).astype(dtype)
 
 
 def dims(shape) -> str:

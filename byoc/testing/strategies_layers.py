@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from byoc import shape_integer
+
 from .statements import Proposal
 
 if TYPE_CHECKING:
@@ -79,7 +83,7 @@ def _matmul(d: Draft, op: OpDef) -> Proposal:
     return Proposal([a, d.fresh(shape)])
 
 
-CODES = {"int8": (-128.0, 127.0), "uint8": (0.0, 255.0)}
+CODES = {t: (float(np.iinfo(t).min), float(np.iinfo(t).max)) for t in shape_integer.CODES}
 """The 8-bit codes of the integer products, and their ranges."""
 
 
