@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from byoc.catalog import Catalog, RuleError
 from byoc.errors import ByocError
@@ -14,7 +15,7 @@ from byoc.spec.lowerings import LoweringBinding, lowered
 
 from ..composite import GraphView, Match, match_pattern, matches_ops, why_not_implementable
 from .annotate import supports, why_not_taken
-from .names import rename_anonymous, substitute
+from .names import fresh_name, rename_anonymous, substitute
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,14 +153,7 @@ def merge_composites(
     types = fn.types()
     view = GraphView.of(fn)
     names = set(types)
-
-    def fresh(base: str) -> str:
-        k = 0
-        while f"{base}_{k}" in names:
-            k += 1
-        names.add(f"{base}_{k}")
-        return f"{base}_{k}"
-
+    fresh = partial(fresh_name, taken=names)
     nodes: list[Node] = []
     for k, node in enumerate(fn.nodes):
         if k in matches:

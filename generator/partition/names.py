@@ -18,16 +18,21 @@ def rename_anonymous(fn: Function, names: Set[str]) -> Function:
     ops = {out: node.op for node in fn.nodes for out in node.outputs}
     rename: dict[str, str] = {}
     for name in sorted(crossing, key=lambda n: int(n[len(ANON_PREFIX) :])):
-        k = 0
-        while f"{ops[name]}_{k}" in taken:
-            k += 1
-        rename[name] = f"{ops[name]}_{k}"
-        taken.add(rename[name])
+        rename[name] = fresh_name(ops[name], taken)
     nodes = tuple(
         replace(n, outputs=substitute(n.outputs, rename), inputs=substitute(n.inputs, rename))
         for n in fn.nodes
     )
     return replace(fn, nodes=nodes, outputs=substitute(fn.outputs, rename))
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``<base>_<k>`` for the first k that no name of ``taken`` has; added to ``taken``."""
+    k = 0
+    while f"{base}_{k}" in taken:
+        k += 1
+    taken.add(f"{base}_{k}")
+    return f"{base}_{k}"
 
 
 def substitute(names: tuple[str, ...], rename: Mapping[str, str]) -> tuple[str, ...]:
