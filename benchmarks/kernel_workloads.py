@@ -181,10 +181,11 @@ def describe_error(exc: BaseException) -> str:
 def split_choice(choice: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str], str]:
     """A --backend choice of the networks suite as (backend names, build options, label):
     an entry ``BACKEND.KEY=VALUE`` is a build option, the rest are backends, and the
-    label names the options' keys (``fused[float32_dots]``)."""
+    label names the options' keys, with the value of one that is not ``true``
+    (``fused[float32_dots=false]``)."""
     names = tuple(c for c in choice if "=" not in c)
     options = dict(c.split("=", 1) for c in choice if "=" in c)
-    keys = ",".join(k.rsplit(".", 1)[-1] for k in options)
+    keys = ",".join(k.rsplit(".", 1)[-1] + ("" if v == "true" else f"={v}") for k, v in options.items())
     return names, options, ",".join(names) + (f"[{keys}]" if keys else "")
 
 

@@ -86,11 +86,11 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
     ),
     (
         "dense",
-        "byoc fused[float32_dots] prepared",
+        "byoc fused prepared",
         "x_peak",
         ">=",
         0.5,
-        "fused dense 1024x1024x1024 with float32_dots (plain C): at least 50% of the machine's peak FLOP rate",
+        "fused dense 1024x1024x1024 (plain C): at least 50% of the machine's peak FLOP rate",
     ),
     (
         "dense_10",
@@ -163,15 +163,6 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
                 "<=",
                 1.5,
                 f"fused {title} end to end (no library): within 1.5x of ONNX Runtime (best threads)",
-            ),
-            (
-                key,
-                "byoc fused[float32_dots] executor.run()",
-                "x_ort",
-                "<=",
-                1.5,
-                f"fused with float32_dots {title} end to end (no library): within 1.5x of ONNX Runtime "
-                "(best threads)",
             ),
         )
     ),

@@ -75,8 +75,8 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     conv = data["workloads"]["conv3x3"]
     assert {r["threads"] for r in conv["systems"].values() if r["group"] == "peak"} == {1, 2}
     assert conv["peak_flop_per_s"] > 0 and conv["systems"]["byoc fused prepared"]["x_peak"] > 0
-    # fused with its option float32_dots is a system of its own, built with the option
-    assert conv["systems"]["byoc fused[float32_dots] prepared"]["x_peak"] > 0
+    # fused with its dot products in double is a system of its own, built with the option
+    assert conv["systems"]["byoc fused[float32_dots=false] prepared"]["x_peak"] > 0
     dense = data["workloads"]["dense_10"]
     assert "numpy" in {r["path"] for r in dense["systems"].values()}
     # a library backend and its direct harness run where the library is installed, and
@@ -110,7 +110,7 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     for key in TRANSFORMERS:
         w = data["workloads"][key]
         byoc_rows = {r["backend"] for r in w["systems"].values() if r["group"] == "byoc"}
-        assert byoc_rows == {"fused", "fused[float32_dots]"}, key
+        assert byoc_rows == {"fused"}, key
         assert "TVM" in w["not_run"] or not data["peers"]["tvm"], key
         assert "(tiny sizes)" in w["title"], key
 
@@ -121,7 +121,7 @@ def _check_matmul_rows(data: dict, key: str) -> None:
     numpy; ONNX Runtime and TVM when installed) and none other, besides the peak's."""
     w = data["workloads"][key]
     rows = {name: r for name, r in w["systems"].items() if r["group"] != "peak"}
-    expected = {"byoc fused prepared", "byoc fused[float32_dots] prepared", "numpy matmul (out=)"}
+    expected = {"byoc fused prepared", "byoc fused[float32_dots=false] prepared", "numpy matmul (out=)"}
     for library, direct in (
         ("dnnl", "oneDNN direct (matmul, row-major)"),
         ("cblas", "OpenBLAS cblas_sgemm direct"),
@@ -138,7 +138,7 @@ def _check_matmul_rows(data: dict, key: str) -> None:
         expected |= {"TVM relax (default)", "TVM relax (target-tuned)"}
     assert set(rows) == expected, key
     assert rows["byoc fused prepared"]["symbol"].startswith("fused_"), key
-    assert rows["byoc fused[float32_dots] prepared"]["backend"] == "fused[float32_dots]", key
+    assert rows["byoc fused[float32_dots=false] prepared"]["backend"] == "fused[float32_dots=false]", key
     assert w["flops"] > 0 and all(r["gflop_per_s"] > 0 for r in rows.values()), key
 
 
@@ -251,3 +251,4 @@ def test_a_backend_choice_may_carry_build_options():
         {"fused.float32_dots": "true"},
         "fused[float32_dots]",
     )
+    assert split_choice(("fused", "fused.float32_dots=false"))[2] == "fused[float32_dots=false]"

@@ -35,7 +35,9 @@ def generate(text: str, blocked: bool):
     program = parse(text, "graph", file="blocking.graph")
     externals = lower(program, load_backend, load_catalog()).externals_for("fused")
     spec = load_backend("fused")
-    values = spec.option_values({"block_reductions": "true" if blocked else "false"})
+    # the double sums (float32_dots=false): blocked nests must give the plain nest's bits,
+    # and those are the reference's; the float sums' blocks: tests/test_fused_float32_dots.py
+    values = spec.option_values({"block_reductions": str(blocked).lower(), "float32_dots": "false"})
     artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), values))
     return externals, artifact.text
 
@@ -339,7 +341,7 @@ def test_column_blocks_outside_share_out_on_the_thread_pool(tmp_path):
     program = parse(text, "graph", file="wide.graph")
     (fn,) = lower(program, load_backend, load_catalog()).externals_for("fused")
     spec = load_backend("fused")
-    values = spec.option_values({"openmp_reduction_threshold": "1"})
+    values = spec.option_values({"openmp_reduction_threshold": "1", "float32_dots": "false"})
     pooled = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
     assert "for (int64_t i1b = begin * 64; i1b < end * 64; i1b += 64)" in pooled
     _, plain = generate(text, False)

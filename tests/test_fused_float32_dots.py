@@ -125,6 +125,20 @@ def test_golden_constant_weights(golden):
     assert generate(text)[1] == golden("c")
 
 
+def test_float_sums_are_the_default_and_false_keeps_the_double_sums():
+    """Without options, a float32 dot product sums in float, as a BLAS does."""
+    spec = load_backend("fused")
+    assert spec.option_values({})["float32_dots"] is True
+    text = graph([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)")
+    (fn,) = lower(
+        parse(text, "graph", file="float32_dots.graph"), load_backend, load_catalog()
+    ).externals_for("fused")
+    default = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), spec.option_values({}))).text
+    assert default == generate(text)[1]
+    assert "float t0_acc" in default and "double t0_acc" not in default
+    assert "double t0_acc" in generate(text, False)[1]
+
+
 def test_packed_weights_are_read_in_panels_of_a_blocks_columns(tmp_path):
     text = check([("x", "float32", (8, 40)), ("w", "float32", (40, 200))], "matmul(x, w)", 40, tmp_path)
     # 200 columns: 4 panels of 64 (the last one holding 8), each of the 40 rows of w
@@ -266,7 +280,7 @@ def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_pa
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     if not floats:
         spec = load_backend("fused")
-        values = spec.option_values({"block_reductions": "false"})
+        values = spec.option_values({"block_reductions": "false", "float32_dots": "false"})
         plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
         assert "_panels" not in plain
         np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])

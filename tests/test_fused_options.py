@@ -61,7 +61,7 @@ def test_defaults_build_for_this_cpu_and_clone_only_without_host_isa():
     assert "#pragma" not in text and "_POSIX_C_SOURCE" not in text and "byoc_parallel_ok" not in text
     assert (
         "host_isa=true, target_clones=true, vectorize=false, openmp_threshold=262144, "
-        "openmp_reduction_threshold=4194304, block_reductions=true, float32_dots=false." in text
+        "openmp_reduction_threshold=4194304, block_reductions=true, float32_dots=true." in text
     )
     assert "byoc_simd_clones" not in text  # the build's -march compiles one version
     portable = generate(externals_of("whole_graph"), {"host_isa": "false"})

@@ -16,6 +16,7 @@ from byoc.errors import BuildError, RuntimeFailure
 from byoc.runtime import toolchain as runtime_build
 from byoc.runtime.cpu import LEVELS, cpu_flags, level_of, x86_64_level
 from byoc.runtime.native_load import ISA_HINT, load_now
+from byoc.testing.compare import check_close
 
 V2 = LEVELS[2][1]
 V3 = V2 | LEVELS[1][1]
@@ -75,10 +76,15 @@ def test_a_build_for_this_cpu_computes_what_the_portable_clones_do(rng):
     fn = program.functions[0]
     inputs = {p.name: random_array(rng, p.type.shape, p.type.dtype) for p in fn.params}
     (expected,) = evaluate(fn, inputs)
-    (here,) = build(program, backends=["fused"])(**inputs)
-    (portable,) = build(program, backends=["fused"], options={"host_isa": "false"})(**inputs)
-    np.testing.assert_allclose(here, expected, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(here, portable)  # the same operations in the same order
+    for floats in ("true", "false"):  # the dot products' float sums (the default), and double sums
+        (here,) = build(program, backends=["fused"], options={"float32_dots": floats})(**inputs)
+        options = {"host_isa": "false", "float32_dots": floats}
+        (portable,) = build(program, backends=["fused"], options=options)(**inputs)
+        np.testing.assert_array_equal(here, portable)  # the same operations in the same order
+        if floats == "true":
+            check_close(here, expected)
+        else:
+            np.testing.assert_allclose(here, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_a_library_for_a_higher_level_is_refused_with_a_hint_not_run(tmp_path):

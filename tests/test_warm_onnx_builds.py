@@ -206,7 +206,7 @@ def test_other_options_or_backends_are_other_records(tmp_path, private_cache, mo
     path = mlp_file(tmp_path / "mlp.onnx")
     generations = _generations(monkeypatch)
     byoc.build(path, backends=["fused"])
-    byoc.build(path, backends=["fused"], options={"fused.float32_dots": "true"})
+    byoc.build(path, backends=["fused"], options={"fused.float32_dots": "false"})
     byoc.build(path, backends=["ccompiler", "fused"])
     assert generations[0] == 3
 

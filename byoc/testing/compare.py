@@ -37,7 +37,8 @@ def mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
     if special.any():
         return f"{int(special.sum())} non-finite elements differ, {_first(got, want, special)}"
     scale = max(1.0, float(np.abs(want[finite]).max())) if finite.any() else 1.0
-    error = np.where(finite, np.abs(got - want), 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf where the reference is not finite
+        error = np.where(finite, np.abs(got - want), 0.0)
     error = np.where(np.isnan(error), np.inf, error)  # a NaN where the reference is finite
     wrong = error > atol * scale + rtol * np.abs(np.where(finite, want, 0.0))
     if not wrong.any():

@@ -22,7 +22,11 @@ The nest's text is the serial one, except that its outer loop runs over
 and the body keeps a call, ``byoc_parallel_for(<sym>_loop<k>_, &args, count)``. A nest
 is self-contained: it reads the region's inputs, constants and the buffers of earlier
 nests, and writes its outputs or buffers; its loop-invariant locals are its own,
-computed once per chunk. So the arrays named in its code are all it needs.
+computed once per chunk. So the arrays named in its code are all it needs. An array
+the nest only reads through an index (a buffer an earlier nest wrote) is ``const`` in
+the function, as the region's inputs are: a nest that reads the input and the same
+nest reading a buffer are then one function (the first dense of a stack of equal
+layers, which reads its float input directly rather than a staged copy).
 
 **One function per distinct nest.** The large constants, too, reach the function
 through its arguments (a local pointer of the constant's own name, which hides the
@@ -52,6 +56,8 @@ _WORD = re.compile(r"\w+")
 """A C identifier or number: a pointer's name is used where it is one of the words."""
 _VALUE = re.compile(r"t(\d+)(?=_|$)")
 """A value's C name (``t509``) at the start of a local's name (``t509_acc``)."""
+_ASSIGNED = re.compile(r"\s*(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)")
+"""What follows an element that is written: an assignment, or an increment."""
 
 
 FOLDED_ELEMENTS = 16
@@ -97,6 +103,30 @@ def steps(extent: int, step: int = 1) -> int:
     return -(-extent // step)
 
 
+def read_only(code: str, arrays: Sequence[str]) -> set[str]:
+    """Those of ``arrays`` that ``code`` only reads: each use is an element read,
+    ``name[...]`` not followed by an assignment. Any other use (the pointer itself passed
+    on, or an element written) keeps the array writable."""
+    reads = set(arrays)
+    for m in re.finditer(r"\b(" + "|".join(map(re.escape, arrays)) + r")\b", code) if reads else ():
+        end = _index_end(code, m.end())
+        if end is None or _ASSIGNED.match(code, end):
+            reads.discard(m.group(1))
+    return reads
+
+
+def _index_end(code: str, at: int) -> int | None:
+    """The position after the bracketed index that starts at ``at``, or None."""
+    if code[at : at + 1] != "[":
+        return None
+    depth = 0
+    for k in range(at, len(code)):
+        depth += {"[": 1, "]": -1}.get(code[k], 0)
+        if depth == 0:
+            return k + 1
+    return None
+
+
 def _canonical(code: str, arrays: Sequence[str]) -> tuple[str, list[str]]:
     """``code`` (comments removed) with its arrays and its values' names numbered by
     first use, and its arrays in that order: two nests that differ only in those names
@@ -132,6 +162,8 @@ class _Outlined:
     lines: Sequence[str]
     others: list[str] = field(default_factory=list)
     """The labels of the other nests that call it."""
+    reads: set[str] = field(default_factory=set)
+    """The arrays of :attr:`fields` that the code only reads (``const`` in the function)."""
 
 
 @dataclass(slots=True)
@@ -185,7 +217,9 @@ class Outliner:
         used = [c for c in self.pointers if c in words] + [c for c in self.constants if c in words]
         assert set(_ARRAY.findall(code)) <= set(self.pointers), "every array of a nest is known"
         text, by_use = _canonical(code, used)
-        return f"{count}\n" + "\n".join(self._type(c) for c in by_use) + "\n" + text, used, by_use
+        reads = read_only(code, [c for c in used if not self._type(c).startswith("const ")])
+        types = "\n".join(self._type(c, c in reads) for c in by_use)
+        return f"{count}\n{types}\n{text}", used, by_use
 
     def __call__(self, label: str, lines: Sequence[str], count: int | None, known: tuple = ()) -> list[str]:
         """Outline the nest ``lines`` (outer loop by :func:`outer_loop`) of ``count``
@@ -197,6 +231,7 @@ class Outliner:
         if made is None:
             kind = "loop" if count is not None else "nest"
             made = _Outlined(f"{self.sym}_{kind}{len(self._made)}_", label, count, used, by_use, lines)
+            made.reads = read_only(_COMMENT.sub("", "\n".join(lines)), used)
             self._made.append(made)
             self._by_text[key] = made
             passed = used
@@ -221,8 +256,10 @@ class Outliner:
             "  }",
         ]
 
-    def _type(self, array: str) -> str:
-        return self.pointers.get(array) or self.constants[array]
+    def _type(self, array: str, read_only: bool = False) -> str:
+        """The C pointer type of ``array``; ``const`` when the nest only reads it."""
+        kind = self.pointers.get(array) or self.constants[array]
+        return f"const {kind}" if read_only and not kind.startswith("const ") else kind
 
     def _text(self, made: _Outlined) -> str:
         name = made.name
@@ -247,11 +284,11 @@ class Outliner:
             [
                 block_comment(note),
                 "typedef struct {",
-                *(f"  {self._type(c)} {c};" for c in made.fields),
+                *(f"  {self._type(c, c in made.reads)} {c};" for c in made.fields),
                 f"}} {name}args;",
                 *(["byoc_simd_clones"] if self.clones else []),
                 *head,
-                *(f"  {self._type(c)} restrict {c} = a->{c};" for c in made.fields),
+                *(f"  {self._type(c, c in made.reads)} restrict {c} = a->{c};" for c in made.fields),
                 *made.lines,
                 "}",
                 "",
