@@ -27,29 +27,32 @@ from byoc.api import evaluate, load_backend, load_catalog, parse
 from byoc.generator import generator_for
 from byoc.generator.c_fused.tiles import STAGED_ACCUMULATORS, STAGED_TILES, STAGED_WIDTHS, TILES, UNROLL
 from byoc.generator.lowering import lower
+from byoc.testing.compare import check_close
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def generate(text: str, blocked: bool):
+def generate(text: str, blocked: bool, floats: bool = False):
+    """The module, blocked or plain; by default with the double sums (float32_dots=false),
+    whose results are the reference's within 1e-5, so that a wrong index shows."""
     program = parse(text, "graph", file="blocking.graph")
     externals = lower(program, load_backend, load_catalog()).externals_for("fused")
     spec = load_backend("fused")
-    # the double sums (float32_dots=false): blocked nests must give the plain nest's bits,
-    # and those are the reference's; the float sums' blocks: tests/test_fused_float32_dots.py
-    values = spec.option_values({"block_reductions": str(blocked).lower(), "float32_dots": "false"})
+    options = {"block_reductions": str(blocked).lower(), "float32_dots": str(floats).lower()}
+    values = spec.option_values(options)
     artifact = module_of(generator_for(spec.kind)(externals, spec, load_catalog(), values))
     return externals, artifact.text
 
 
-def check_case(params, expr: str, tmp_path, epilogue: str = "") -> str:
-    """Run ``expr`` (then ``epilogue`` over ``t``) blocked and plain; returns the blocked C."""
+def check_case(params, expr: str, tmp_path, epilogue: str = "", floats: bool = False) -> str:
+    """Run ``expr`` (then ``epilogue`` over ``t``) blocked and plain; returns the blocked C.
+    With ``floats`` (float32_dots) the reference is met at the float sums' tolerance."""
     args = ", ".join(f"{n}: {d}[{shape_text(s)}]" for n, d, s in params)
     body = f"return {expr}" if not epilogue else f"t = {expr}\n    return {epilogue}"
     text = f"graph main({args}) {{\n  r = @fused {{\n    {body}\n  }}\n  return r\n}}\n"
     results, blocked_text = [], ""
     for blocked in (True, False):
-        externals, c = generate(text, blocked)
+        externals, c = generate(text, blocked, floats)
         blocked_text = blocked_text or c
         lib = compile_library({"fused.c": c, **SUPPORT}, "fused.c", tmp_path / ("on" if blocked else "off"))
         module = tvm_ffi.load_module(str(lib))
@@ -62,7 +65,10 @@ def check_case(params, expr: str, tmp_path, epilogue: str = "") -> str:
         if blocked:
             for got, want in zip(outputs, evaluate(fn, inputs)):
                 tol = 1e-5 if got.dtype == np.float32 else 1e-12
-                np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=expr)
+                if floats:
+                    check_close(got, want, expr)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=expr)
     for on, off in zip(*results):
         np.testing.assert_array_equal(on, off, err_msg=f"{expr}: blocked and plain differ")
     return blocked_text
@@ -91,6 +97,24 @@ def test_blocked_conv_with_consumers_is_the_plain_nest(x, w, attrs, tmp_path):
     params = [("x", "float32", x), ("w", "float32", w), ("b", "float32", (w[0],))]
     text = check_case(params, f"conv(x, w, {attrs})", tmp_path, "relu(bias_add(t, b))")
     assert "a block of outputs" in text
+
+
+@pytest.mark.parametrize(("x", "w", "attrs"), CASES[:4])
+def test_float_sums_blocked_are_the_plain_nest(x, w, attrs, tmp_path):
+    """With the float sums (the default), too, each output keeps its order when blocked."""
+    params = [("x", "float32", x), ("w", "float32", w), ("b", "float32", (w[0],))]
+    text = check_case(params, f"conv(x, w, {attrs})", tmp_path, "relu(bias_add(t, b))", floats=True)
+    assert "a block of outputs" in text and "float t0_acc" in text
+
+
+def test_float_sums_of_dense_and_matmul_blocked_are_the_plain_nest(tmp_path):
+    for k, (params, expr) in enumerate(
+        [
+            ([("x", "float32", (5, 7)), ("w", "float32", (130, 7))], "dense(x, w)"),
+            ([("a", "float32", (2, 3, 6)), ("b", "float32", (6, 70))], "matmul(a, b)"),
+        ]
+    ):
+        assert "float t0_acc" in check_case(params, expr, tmp_path / str(k), floats=True)
 
 
 def test_blocked_conv_turns_padding_guards_into_lane_bounds(tmp_path):

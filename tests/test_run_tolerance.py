@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLES
 from libraries import missing_library
 
-from byoc.cli.compare import compare
+from byoc.cli.compare import DEFAULT_TOLERANCES, compare
 
 WANT = np.array([260.0, 0.5, -3.0], dtype=np.float32)
 
@@ -33,10 +33,13 @@ def test_an_explicit_atol_is_taken_as_given():
     assert status == "MISMATCH"
 
 
-@pytest.mark.parametrize(("index", "error"), [(1, 1e-3), (0, 260 * 2e-5), (2, -5e-4)])
-def test_errors_beyond_the_bound_are_mismatches(index, error):
-    status, _ = compare(_with_error(index, error), WANT, None, None)
-    assert status == "MISMATCH"
+@pytest.mark.parametrize(("index", "times"), [(1, 1.5), (0, 1.2), (2, -2.0), (1, 0.8)])
+def test_errors_beyond_the_bound_are_mismatches(index, times):
+    """The bound of an element: rtol of its value, plus atol of the largest magnitude."""
+    rtol, atol = DEFAULT_TOLERANCES["float32"]
+    bound = rtol * abs(float(WANT[index])) + atol * float(np.abs(WANT).max())
+    status, _ = compare(_with_error(index, times * bound), WANT, None, None)
+    assert status == ("MISMATCH" if abs(times) > 1 else "ok")
 
 
 def test_equal_infinities_and_nans_are_no_error_and_warn_nothing():

@@ -126,7 +126,7 @@ def add_commands(sub, parents) -> None:
         "--rtol",
         type=_tolerance,
         default=None,
-        help="relative tolerance (default: 1e-5 float32, 1e-12 float64, 5e-3 float16, 4e-2 bfloat16; "
+        help="relative tolerance (default: 1e-4 float32, 1e-12 float64, 5e-3 float16, 4e-2 bfloat16; "
         "1e-3 for float32/float64 against output_*.pb; bool and integer outputs must be equal, a "
         "quantize_linear's within 1, its dequantization within one scale)",
     )
@@ -134,7 +134,7 @@ def add_commands(sub, parents) -> None:
         "--atol",
         type=_tolerance,
         default=None,
-        help="absolute tolerance (default: 1e-6 float32, 1e-12 float64, 1e-3 float16, 8e-3 bfloat16, "
+        help="absolute tolerance (default: 1e-5 float32, 1e-12 float64, 1e-3 float16, 8e-3 bfloat16, "
         "times the output's largest magnitude when above 1; 1e-7 for float32/float64 against output_*.pb)",
     )
     r.set_defaults(run=_cmd_run)
