@@ -208,10 +208,13 @@ class Outliner:
         """The outlined functions, to be placed before the region's body."""
         return [self._text(f) for f in self._made]
 
-    def key(self, lines: Sequence[str], count: int | None = None) -> tuple[str, list[str], list[str]]:
+    def key(
+        self, lines: Sequence[str], count: int | None = None
+    ) -> tuple[str, list[str], list[str], set[str]]:
         """The text by which two nests are the same code (their arrays and values
         renamed, with ``count``, their outer loop's chunks, or None for a serial nest),
-        and the nest's arrays: in the order of the struct's fields, and of first use."""
+        the nest's arrays (in the order of the struct's fields, and of first use), and
+        those of its writable arrays that it only reads (``const`` in its function)."""
         code = _COMMENT.sub("", "\n".join(lines))
         words = set(_WORD.findall(code))  # one scan, not one per pointer (a model has hundreds)
         used = [c for c in self.pointers if c in words] + [c for c in self.constants if c in words]
@@ -219,19 +222,20 @@ class Outliner:
         text, by_use = _canonical(code, used)
         reads = read_only(code, [c for c in used if not self._type(c).startswith("const ")])
         types = "\n".join(self._type(c, c in reads) for c in by_use)
-        return f"{count}\n{types}\n{text}", used, by_use
+        return f"{count}\n{types}\n{text}", used, by_use, reads
 
     def __call__(self, label: str, lines: Sequence[str], count: int | None, known: tuple = ()) -> list[str]:
         """Outline the nest ``lines`` (outer loop by :func:`outer_loop`) of ``count``
         outer iterations; the statements that run it, in its place. With ``count``
         None, a serial nest whose code another serial nest repeats: a function the
         body calls itself. ``known``: its :meth:`key`, when the caller has it."""
-        key, used, by_use = known or self.key(lines, count)
+        key, used, by_use, reads = known or self.key(lines, count)
         made = self._by_text.get(key)
         if made is None:
             kind = "loop" if count is not None else "nest"
-            made = _Outlined(f"{self.sym}_{kind}{len(self._made)}_", label, count, used, by_use, lines)
-            made.reads = read_only(_COMMENT.sub("", "\n".join(lines)), used)
+            made = _Outlined(
+                f"{self.sym}_{kind}{len(self._made)}_", label, count, used, by_use, lines, reads=reads
+            )
             self._made.append(made)
             self._by_text[key] = made
             passed = used
