@@ -252,10 +252,13 @@ def test_golden(case, golden):
 
 @pytest.mark.parametrize("case", CASES)
 def test_compiles_and_matches_reference(case, tmp_path, rng):
+    """The default (float sums) and the double sums, each at its own tolerance."""
     externals = externals_of(case)
-    module = compile_text(generate(externals), tmp_path)
-    for fn in externals:
-        check_against_reference(module, fn, rng)
+    for floats in (True, False):
+        text = generate(externals, {"float32_dots": str(floats).lower()})
+        module = compile_text(text, tmp_path / str(floats))
+        for fn in externals:
+            check_against_reference(module, fn, rng, floats)
 
 
 def test_a_constant_with_no_elements_compiles_and_runs(tmp_path, rng):
