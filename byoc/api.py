@@ -154,19 +154,42 @@ def parse_file(
     """Parse a ``.graph``, ``.examplejson`` or ``.onnx`` file (``-`` reads standard
     input). An ONNX model is read with the external data beside it."""
 
-    lang = language_of(path, language)
+    options = {"catalog": catalog, "spec_path": spec_path, "examplejson_backend": examplejson_backend}
+    return parse_source(path, language_of(path, language), shapes=shapes, keyed=False, **options)[0]
+
+
+def parse_source(
+    path: str | Path,
+    language: str,
+    *,
+    catalog: Catalog | None = None,
+    spec_path: SpecPath = None,
+    examplejson_backend: str = EXAMPLEJSON_BACKEND,
+    shapes: Shapes | None = None,
+    keyed: bool = True,
+) -> tuple[Program, str | None]:
+    """:func:`parse_file` of a file in ``language``, and the key that names the Program
+    for a build's record (:mod:`byoc.build_records`): an ONNX file's import key, a
+    text file's :func:`~byoc.build_records.text_source_key`; None for standard input
+    or without ``keyed``."""
     options = {"catalog": catalog, "spec_path": spec_path, "examplejson_backend": examplejson_backend}
     if str(path) == "-":
-        limit = ONNX_LIMIT if lang == "onnx" else GRAPH_TEXT_LIMIT
+        limit = ONNX_LIMIT if language == "onnx" else GRAPH_TEXT_LIMIT
         data = read_stdin("standard input", limit, partial(ParseError, location=Location("<stdin>", 1, 1)))
-        return parse(data, lang, file="<stdin>", shapes=shapes, **options)
+        return parse(data, language, file="<stdin>", shapes=shapes, **options), None
     p = Path(path)
-    if lang == "onnx":
+    if language == "onnx":
         from .onnx.import_cache import import_path
 
-        return import_path(p, shapes, catalog=catalog, spec_path=spec_path)[0]
+        return import_path(p, shapes, catalog=catalog, spec_path=spec_path)
     data = read_limited(p, str(p), GRAPH_TEXT_LIMIT, partial(ParseError, location=Location(str(p), 1, 1)))
-    return parse(data, lang, file=str(p), shapes=shapes, **options)
+    program = parse(data, language, file=str(p), shapes=shapes, **options)
+    if not keyed:
+        return program, None
+    from .build_records import text_source_key
+
+    tokens = examplejson_tokens(spec_path, examplejson_backend) if language == "examplejson" else None
+    return program, text_source_key(data, language, str(p), tokens)
 
 
 def _check_shapes(language: str, shapes: Shapes | None) -> None:

@@ -133,12 +133,13 @@ def build(
     given, gets a line per event of a compilation longer than a second. With
     ``profile``, the compiled modules time their kernel calls, and ``Model.profile``
     runs a graph with profiling (docs/performance.md, "Profiling a run").
-    ``source_key`` names a Program that the ONNX import cache made
-    (:func:`byoc.onnx.import_cache.import_path`; a path to an ``.onnx`` file gets one
-    here): its build is remembered, and a build of the same import with the same
-    backends, options and specs takes the libraries from the cache without generating
-    them again (:mod:`byoc.build_records`)."""
-    from .api import backend_loader, load_catalog, parse_file
+    ``source_key`` names the Program: an import of the ONNX import cache
+    (:func:`byoc.onnx.import_cache.import_path`) or a parsed text file
+    (:func:`byoc.api.parse_source`; a path to a file gets one here). Its build is
+    remembered, and a build of the same source with the same backends, options and
+    specs takes the libraries from the cache without generating them again
+    (:mod:`byoc.build_records`)."""
+    from .api import backend_loader, load_catalog, parse_source
     from .generator.explain import placement, placement_summary
 
     timings = timings or Timings()
@@ -152,21 +153,20 @@ def build(
 
         lang = language_of(source, language)
         with timings.measure("parse"):
-            if lang == "onnx" and str(source) != "-":
-                from .onnx.import_cache import import_path
-
-                program, source_key = import_path(source, shapes, catalog=catalog, spec_path=spec_path)
-            else:
-                program = parse_file(source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes)
+            program, source_key = parse_source(
+                source, lang, catalog=catalog, spec_path=spec_path, shapes=shapes
+            )
     with timings.measure("partition"):
         offloaded = offload(program, lang, backends, loader, catalog)
     counts = placement(offloaded)
     log.info("%s", placement_summary(counts))
     key = None
-    if source_key is not None and backends and lang == "onnx":
+    if source_key is not None:
         from .build_records import record_key
 
-        specs = _machine_specs(program, backends, loader)
+        # the backends asked for, and those the regions written in the source name
+        named = (r.backend for fn in offloaded.functions for r in fn.regions() if r.backend)
+        specs = _machine_specs(program, [*backends, *named], loader)
         key = record_key(source_key, backends, options, specs, catalog, profile)
     job = _Job(program, offloaded, catalog, loader, options, profile, timings)
     model = _recalled(job, key) if key is not None else None

@@ -362,6 +362,7 @@ def compile_reference(text: str, arity: int | None, attr_names: Sequence[str]) -
     ) -> np.ndarray:
         return np.asarray(body(inputs, kwargs, out))
 
+    reference.rebuilt_by = (compile_reference, (text, arity, tuple(attr_names)))  # type: ignore[attr-defined]
     return reference
 
 
@@ -414,6 +415,7 @@ def kernel_reference(
     ) -> np.ndarray:
         return fn(*inputs, **kwargs)
 
+    reference.rebuilt_by = (kernel_reference, (name, min_inputs, variadic, tuple(attr_names), several))  # type: ignore[attr-defined]
     return reference
 
 

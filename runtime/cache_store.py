@@ -5,10 +5,11 @@ The root (:func:`byoc.disk_cache.cache_dir`) holds entries of these kinds:
 
 * ``build``: a compiled library (or an unlinked object), ``<root>/<xx>/<key>/`` (:mod:`byoc.runtime.build`);
 * ``bundle``: a library unpacked from a bundle, ``<root>/bundles/<xx>/<digest>/``;
-* ``spec``, ``parser``, ``compiler`` and ``check``: small files of parsed specs, Lark
-  parser tables, compiler banners and the ONNX checker's passes (by model digest),
-  ``<root>/{yaml,lark,compiler,onnx-checked}/[<xx>/]<key>`` (:mod:`byoc.disk_cache`,
-  the grammar's parser cache);
+* ``spec``, ``validated``, ``parser``, ``compiler`` and ``check``: small files of
+  parsed specs, validated catalogs and specs, Lark parser tables, compiler banners and
+  the ONNX checker's passes (by model digest),
+  ``<root>/{yaml,validated,lark,compiler,onnx-checked}/[<xx>/]<key>``
+  (:mod:`byoc.disk_cache`, :mod:`byoc.spec.validated_cache`, the grammar's parser cache);
 * ``digest``, ``import`` and ``record``: model files' digests by their status, ONNX
   imports and the builds made from them, ``<root>/{file-digests,onnx-imports,
   build-records}/<xx>/<key>`` (:mod:`byoc.warm_keys`, :mod:`byoc.onnx.import_cache`,
@@ -48,6 +49,7 @@ KEEP_RECENT_S = 60.0
 _KINDS = {
     "bundles": "bundle",
     "yaml": "spec",
+    "validated": "validated",
     "lark": "parser",
     "compiler": "compiler",
     "onnx-checked": "check",

@@ -118,6 +118,13 @@ class CodegenKind:
     def __hash__(self) -> int:
         return hash(type(self))
 
+    def __reduce__(self) -> tuple:
+        """A kind pickles as its name and loads as the registry's own instance, as a spec
+        validated from its file holds it (:mod:`byoc.spec.validated_cache`)."""
+        from .kinds import kind_named
+
+        return kind_named, (self.name,)
+
     @property
     def compiled(self) -> bool:
         return LANGUAGES[self.language].compiled

@@ -25,3 +25,8 @@ KIND_CLASSES: tuple[type[CodegenKind], ...] = (CSourceKind, CFusedKind, EngineKi
 
 KINDS: Mapping[str, CodegenKind] = MappingProxyType({cls.name: cls() for cls in KIND_CLASSES})
 """Every codegen kind by name."""
+
+
+def kind_named(name: str) -> CodegenKind:
+    """The registered kind ``name`` (a pickled kind loads as this)."""
+    return KINDS[name]

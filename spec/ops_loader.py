@@ -23,6 +23,7 @@ from byoc.errors import Location, SpecError
 
 from .op_entry import check_op_name, load_op
 from .op_onnx import check_onnx_claims
+from .validated_cache import validated
 from .yaml_doc import YamlDoc, read_spec_text
 
 SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
@@ -32,13 +33,14 @@ USER_CATALOG = "ops.yaml"
 
 @lru_cache(maxsize=8)
 def _load_cached(path: str, mtime_ns: int) -> Catalog:
-    return load_catalog_text(YamlDoc(path))
+    return validated("catalog", path, "", lambda: load_catalog_text(YamlDoc(path)), Catalog)
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load a complete op catalog; the shipped ``spec/ops.yaml`` when ``path`` is None.
 
-    Results are cached per file and modification time.
+    Results are cached per file and modification time, and kept in the disk cache
+    (:mod:`.validated_cache`).
     """
     p = Path(path) if path is not None else SHIPPED_OPS
     try:

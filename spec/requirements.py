@@ -24,9 +24,8 @@ which need no flags. :meth:`Requirement.locate` returns a :class:`Linkage`: the
 ``-I`` flags for compiling and the ``-L``, ``-Wl,-rpath`` and ``-l`` flags for
 linking, so that the built library loads without ``LD_LIBRARY_PATH``.
 
-A build records each requirement in its bundle (:meth:`Requirement.record`, the
-YAML mapping as JSON), and loading the bundle locates it again on the machine that
-loads it (:func:`requirements_from_record`, validated by the same loader).
+A bundle records each requirement (:meth:`Requirement.record`, the YAML as JSON); loading
+it locates them again on its machine (:func:`requirements_from_record`).
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from typing import Any
 from byoc.errors import Location, UsageError
 
 from .bindings import frozen_map
+from .validated_cache import environment_value
 from .yaml_doc import YamlDoc
 
 FINDERS: Mapping[str, str] = {
@@ -472,7 +472,7 @@ def _spec_dirs(doc: YamlDoc, dnode: Any, key: str, what: str) -> tuple[str, ...]
                     hint=f"set {name} to the directory it stands for (export {name}=/opt/...), "
                     "or write the directory in full",
                 )
-        expanded = ENV_REFERENCE.sub(lambda m: os.environ[m.group(1)], entry)
+        expanded = ENV_REFERENCE.sub(lambda m: environment_value(m.group(1)), entry)
         if not expanded:
             raise doc.error(f"{what}: {entry!r} is empty once expanded", seq, i)
         out.append(os.path.normpath(os.path.join(base, expanded)))

@@ -29,9 +29,9 @@ from byoc.errors import Location, SpecError, UsageError
 from byoc.input_files import file_kind, not_regular
 
 from .backend import BackendSpec
-from .backend_loader import load_backend_file
 from .ops_loader import USER_CATALOG, load_catalog, load_user_catalogs
 from .support import sibling_mtimes
+from .validated_cache import validated
 
 SHIPPED_BACKENDS = Path(__file__).with_name("backends")
 ENV_VAR = "BYOC_SPEC_PATH"
@@ -179,14 +179,15 @@ def load_backend_path(
 ) -> BackendSpec:
     """Load one spec file, checked against ``catalog`` (default: the shipped one).
 
-    Cached per file, modification time and catalog content (:attr:`Catalog.key`); a
-    catalog built in code (no key) is not cached. ``shown_as`` is the spec's
+    Cached per file, modification time and catalog content (:attr:`Catalog.key`), and
+    kept in the disk cache (:mod:`.validated_cache`); a catalog built in code (no key)
+    is not cached. ``shown_as`` is the spec's
     ``display_path`` (default: :func:`display_path` of ``path``).
     """
     shown = shown_as or display_path(path)
     catalog = load_catalog() if catalog is None else catalog
     if not catalog.key:
-        return replace(load_backend_file(path, catalog), display_path=shown)
+        return replace(_validate(path, catalog), display_path=shown)
     p = Path(path)
     try:
         mtime = p.stat().st_mtime_ns
@@ -203,9 +204,18 @@ class _Keyed:
     catalog: Catalog = field(compare=False, hash=False)
 
 
+def _validate(path: str | Path, catalog: Catalog) -> BackendSpec:
+    """The spec file ``path`` validated (the validators are imported only when a spec
+    is not found validated in the disk cache)."""
+    from .backend_loader import load_backend_file
+
+    return load_backend_file(path, catalog)
+
+
 @lru_cache(maxsize=64)
 def _load_cached(path: str, mtimes: tuple, shown: str, catalog: _Keyed) -> BackendSpec:
-    return replace(load_backend_file(path, catalog.catalog), display_path=shown)
+    spec = validated("backend", path, catalog.key, lambda: _validate(path, catalog.catalog), BackendSpec)
+    return replace(spec, display_path=shown)
 
 
 def list_backends(spec_path: SpecPath = None, *, catalog: Catalog | None = None) -> list[BackendSpec]:

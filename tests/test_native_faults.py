@@ -266,13 +266,18 @@ def test_a_cache_entry_of_the_wrong_type_is_a_miss_and_rewritten(private_cache):
 
 
 def test_wrong_type_yaml_entries_do_not_break_commands(tmp_path):
-    """Every parsed YAML entry (the shipped ops.yaml's among them) replaced by a pickle of
-    another type: commands work as before, and the entries are made again."""
+    """Every parsed YAML entry (the shipped ops.yaml's among them) and every validated
+    catalog and spec replaced by a pickle of another type: commands work as before, and
+    the entries are made again."""
     cache = tmp_path / "cache"
     (tmp_path / "g.graph").write_text(fx.C_GRAPH)
     assert cli("run", "g.graph", cwd=tmp_path, cache=cache).returncode == 0
-    entries = [p for p in (cache / "yaml").rglob("*") if p.is_file() and not p.name.startswith(".")]
-    assert entries
+    entries = {
+        kind: [p for p in (cache / kind).rglob("*") if p.is_file() and not p.name.startswith(".")]
+        for kind in ("yaml", "validated")
+    }
+    assert all(entries.values())
+    entries = entries["yaml"] + entries["validated"]
     for entry in entries:
         entry.write_bytes(pickle.dumps(["a", "list"]))
     proc = cli("run", "g.graph", cwd=tmp_path, cache=cache)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from build_counting import count_generations
 from onnx import TensorProto, helper, numpy_helper
 from onnx_import_support import model
 
@@ -168,20 +169,6 @@ def test_the_file_index_finds_initializers_by_their_bytes(tmp_path):
 # ------------------------------------------------------------------ the build's record
 
 
-def _generations(monkeypatch) -> list[int]:
-    from byoc.generator import pipeline
-
-    calls = [0]
-    real = pipeline.generate
-
-    def counting(*args, **kwargs):
-        calls[0] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pipeline, "generate", counting)
-    return calls
-
-
 def _members(bundle: Path) -> dict[str, int]:
     with zipfile.ZipFile(bundle) as z:
         return {i.filename: i.CRC for i in z.infolist()}
@@ -189,7 +176,7 @@ def _members(bundle: Path) -> dict[str, int]:
 
 def test_a_second_build_generates_nothing_and_saves_the_same_bundle(tmp_path, private_cache, monkeypatch):
     path = mlp_file(tmp_path / "mlp.onnx")
-    generations = _generations(monkeypatch)
+    generations = count_generations(monkeypatch)
     cold = byoc.build(path, backends=["fused"])
     assert generations[0] == 1
     warm = byoc.build(path, backends=["fused"])
@@ -204,7 +191,7 @@ def test_a_second_build_generates_nothing_and_saves_the_same_bundle(tmp_path, pr
 
 def test_other_options_or_backends_are_other_records(tmp_path, private_cache, monkeypatch):
     path = mlp_file(tmp_path / "mlp.onnx")
-    generations = _generations(monkeypatch)
+    generations = count_generations(monkeypatch)
     byoc.build(path, backends=["fused"])
     byoc.build(path, backends=["fused"], options={"fused.float32_dots": "false"})
     byoc.build(path, backends=["ccompiler", "fused"])
@@ -213,7 +200,7 @@ def test_other_options_or_backends_are_other_records(tmp_path, private_cache, mo
 
 def test_a_record_whose_library_is_gone_is_built_again(tmp_path, private_cache, monkeypatch):
     path = mlp_file(tmp_path / "mlp.onnx")
-    generations = _generations(monkeypatch)
+    generations = count_generations(monkeypatch)
     cold = byoc.build(path, backends=["fused"])
     for entry in cache_store.entries(private_cache):
         if entry.kind == "build" and any(
@@ -318,7 +305,7 @@ def test_a_second_build_on_dnnl_and_fused_generates_nothing(tmp_path, private_ca
     if missing_library("dnnl"):
         pytest.skip(missing_library("dnnl"))
     path = mlp_file(tmp_path / "mlp.onnx")
-    generations = _generations(monkeypatch)
+    generations = count_generations(monkeypatch)
     cold = byoc.build(path, backends=["dnnl", "fused"])
     warm = byoc.build(path, backends=["dnnl", "fused"])
     assert generations[0] == 1

@@ -16,12 +16,13 @@ examples:
   BYOC_CACHE_MAX=1G byoc run m.onnx  bound the cache at 1 GiB for this run's builds
 
 The cache is $BYOC_CACHE_DIR, else $XDG_CACHE_HOME/byoc, else ~/.cache/byoc. It holds
-compiled libraries (build), libraries unpacked from bundles (bundle), and parsed specs,
-parser tables, compiler banners and the ONNX checker's passes by model digest (spec,
-parser, compiler, check). A second build of the same .onnx file reads its import
-(import: the Program, its weights read back from the model file) and its build's record
-(record: what it generated, to find its libraries) instead of doing them again, and
-model files' digests are remembered by their status (digest). Every entry can be made
+compiled libraries (build), libraries unpacked from bundles (bundle), and parsed and
+validated specs, parser tables, compiler banners and the ONNX checker's passes by model
+digest (spec, validated, parser, compiler, check). A second build of the same .onnx file reads its import
+(import: the Program, its weights read back from the model file), and a second build of
+the same .onnx, .graph or .examplejson file its build's record (record: what it
+generated, to find its libraries), instead of doing them again; model files' digests
+are remembered by their status (digest). Every entry can be made
 again: removing one costs the next build time, never correctness. After a build, byoc
 evicts the least recently used entries while the cache is over $BYOC_CACHE_MAX
 (default 2G; 0 for no bound), sparing those used in the last minute.

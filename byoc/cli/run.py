@@ -216,17 +216,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             text, where = model.text(source), f"{args.file}:{source}"
             program = parse(text, "graph", file=where, catalog=catalog, weights_files=model.members)
     else:
-        from ..api import language_of, parse_file
+        from ..api import language_of, parse_source
 
         options = parse_options(args.option)
         catalog = load_catalog(spec_path=args.spec_path)
         language = language_of(args.file, args.source_language)
-        source_key = None  # an ONNX file's import in the cache: its build's record is too
-        with timings.measure("parse"):
+        with timings.measure("parse"):  # the key of the source names its build's record
             if language == "onnx" and str(args.file) != "-":
                 program, specialised, source_key = import_specialised(args, catalog, given)
             else:
-                program = parse_file(
+                program, source_key = parse_source(
                     args.file, language, catalog=catalog, spec_path=args.spec_path, shapes=shapes_of(args)
                 )
         if specialised:
