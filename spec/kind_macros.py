@@ -212,7 +212,7 @@ class MacroKind(CodegenKind):
                 )
             ports = frozen_map()
             if "layouts" in mnode and inputs is not None:
-                ports = load_macro_layouts(doc, mnode, what, inputs, args, draft)
+                ports = load_macro_layouts(doc, mnode, what, inputs, params, draft)
             mixed = load_mixed_layouts(doc, mnode, what, ports) if "mixed_layouts" in mnode else True
             status = (
                 bool(doc.typed(mnode, "status", bool, f"{what}: status"))

@@ -83,11 +83,13 @@ def load_layouts(doc: YamlDoc, root: Any, draft: SpecDraft) -> None:
 
 
 def load_macro_layouts(
-    doc: YamlDoc, mnode: Any, what: str, inputs: int, params: Mapping[str, str], draft: SpecDraft
+    doc: YamlDoc, mnode: Any, what: str, inputs: int, params: Mapping[str, tuple[Any, Any]], draft: SpecDraft
 ) -> Mapping[str, tuple[str, ...]]:
     """A macro's ``layouts:``: each port of its kernel (``in<k>`` below ``inputs``, or
     ``out``) -> the layouts of ``draft.layouts`` it takes besides plain. A port that
-    takes one must be told which it gets: an argument must read its placeholder."""
+    takes one must be told which it gets: an argument must read its placeholder.
+    ``params`` says where each argument is written: ``(node, key)``, in the macro's own
+    ``params`` or the spec's shared ones (:func:`~byoc.spec.macro_files.macro_arguments`)."""
     node = doc.mapping(mnode, "layouts", f"{what}: layouts")
     ports = [f"in{k}" for k in range(inputs)] + [OUT_PORT]
     out: dict[str, tuple[str, ...]] = {}
@@ -181,17 +183,19 @@ def check_layout_ranks(doc: YamlDoc, draft: SpecDraft, uses: list[Any]) -> None:
                 )
 
 
-def _reads(doc: YamlDoc, mnode: Any, what: str, params: Mapping[str, str], placeholder: str) -> bool:
+def _reads(
+    doc: YamlDoc, mnode: Any, what: str, params: Mapping[str, tuple[Any, Any]], placeholder: str
+) -> bool:
     """Whether an argument of ``params`` reads ``${placeholder}``; a malformed argument
-    is a located error here, as the layouts are checked before the arguments are."""
-    for key, arg in params.items():
+    is a located error here, where it is written (the macro's own ``params`` or the
+    spec's shared ones), as the layouts are checked before the arguments are."""
+    for pnode, key in params.values():
         try:
-            if placeholder in placeholder_names(arg):
+            if placeholder in placeholder_names(str(pnode[key])):
                 return True
         except TemplateSyntaxError as exc:
+            whose = f"{what}: params" if pnode is mnode.get("params") else "params (shared)"
             raise doc.error_at(
-                f"{what}: params: {key}: {exc.message}",
-                doc.at_offset(mnode["params"], key, exc.offset),
-                hint=exc.hint,
+                f"{whose}: {key}: {exc.message}", doc.at_offset(pnode, key, exc.offset), hint=exc.hint
             ) from None
     return False

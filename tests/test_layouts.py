@@ -283,3 +283,23 @@ def test_a_malformed_argument_of_a_macro_with_layouts_is_a_located_error(tmp_pat
     with pytest.raises(SpecError) as info:
         load_backend("permuted", [specs])
     assert "permuted.yaml:" in str(info.value) and "p_IN_" in str(info.value)
+
+
+def test_a_malformed_shared_argument_of_a_macro_with_layouts_is_located_where_it_is_written(tmp_path):
+    """An argument from the spec's shared ``params:`` (the macro's own leave it empty) is
+    checked there too, and the error points at the shared entry (it was a KeyError:
+    the check looked for the argument in the macro's own ``params``)."""
+    from byoc.errors import SpecError
+
+    specs = tmp_path / "my_specs"
+    specs.mkdir()
+    shared = SPEC.replace('p_OUT_: "${out_layout}"}', "p_OUT_: }", 1).replace(
+        "macros:\n", 'params:\n  p_OUT_: "${out_layout"\nmacros:\n', 1
+    )
+    assert shared.count("${out_layout\"") == 1
+    (specs / "permuted.yaml").write_text(shared, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_backend("permuted", [specs])
+    line = shared.splitlines().index('  p_OUT_: "${out_layout"') + 1
+    assert "params (shared): p_OUT_" in info.value.message
+    assert (info.value.location.file, info.value.location.line) == (str(specs / "permuted.yaml"), line)
