@@ -296,7 +296,7 @@ def test_a_malformed_shared_argument_of_a_macro_with_layouts_is_located_where_it
     shared = SPEC.replace('p_OUT_: "${out_layout}"}', "p_OUT_: }", 1).replace(
         "macros:\n", 'params:\n  p_OUT_: "${out_layout"\nmacros:\n', 1
     )
-    assert shared.count("${out_layout\"") == 1
+    assert shared.count('${out_layout"') == 1
     (specs / "permuted.yaml").write_text(shared, encoding="utf-8")
     with pytest.raises(SpecError) as info:
         load_backend("permuted", [specs])
