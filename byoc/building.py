@@ -140,7 +140,7 @@ def build(
     specs takes the libraries from the cache without generating them again
     (:mod:`byoc.build_records`)."""
     from .api import backend_loader, load_catalog, parse_source
-    from .generator.explain import placement, placement_summary
+    from .generator.placement import placement, placement_summary
 
     timings = timings or Timings()
     catalog = catalog or load_catalog(spec_path=spec_path)

@@ -25,6 +25,7 @@ from byoc.spec.backend import BackendSpec
 from .partition import placed_function
 from .partition.annotate import why_not_supported
 from .partition.composites import Refusal
+from .placement import placement_summary
 
 HOST = "the host"
 FOLDED = "build time"
@@ -61,29 +62,6 @@ def explain(program: Program, specs: Sequence[BackendSpec], catalog: Catalog) ->
                 counts[line.where] = counts.get(line.where, 0) + line.count
     summary = placement_summary(counts) + (f"; {folded} folded at build" if folded else "")
     return "\n".join([*out, "", summary]) + "\n"
-
-
-def placement(program: Program) -> dict[str | None, int]:
-    """How many ops each backend runs in ``program`` (an offloaded one), and the host
-    (key None): an op inside a region counts for its backend, a composite's ops each."""
-
-    def ops(node: Node) -> int:
-        return sum(map(ops, node.callee.nodes)) if node.callee is not None else 1
-
-    counts: dict[str | None, int] = {}
-    for fn in program.functions:
-        for node in fn.nodes:
-            backend = node.callee.backend if node.callee is not None else None
-            counts[backend] = counts.get(backend, 0) + ops(node)
-    return counts
-
-
-def placement_summary(counts: dict[str | None, int]) -> str:
-    """``placement: N of M ops offloaded (backend n, ...), K on the host`` (see :func:`placement`)."""
-    total = sum(counts.values())
-    host = counts.get(None, 0)
-    per = ", ".join(f"{b} {n}" for b, n in sorted(counts.items(), key=lambda kv: -kv[1]) if b is not None)
-    return f"placement: {total - host} of {total} ops offloaded ({per}), {host} on the host"
 
 
 def _explain_function(fn: Function, specs: Sequence[BackendSpec], catalog: Catalog) -> list[Line]:

@@ -9,7 +9,7 @@ import pytest
 from conftest import EXAMPLES, run_cli
 
 import byoc
-from byoc.generator.explain import placement_summary
+from byoc.generator.placement import placement_summary
 
 GUIDE = EXAMPLES / "guide_whole_graph.graph"
 

@@ -15,8 +15,9 @@ from test_shape_conditions import GRAPH, readme_spec
 
 from byoc.api import backend_loader, load_backend, load_catalog, parse, parse_file
 from byoc.building import explain_over, partition_over
-from byoc.generator.explain import explain, placement, placement_summary
+from byoc.generator.explain import explain
 from byoc.generator.partition import partition
+from byoc.generator.placement import placement, placement_summary
 from byoc.spec import ENV_VAR, SHIPPED_BACKENDS
 
 SPEC_README = SHIPPED_BACKENDS.parent / "README.md"

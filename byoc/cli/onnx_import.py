@@ -51,6 +51,8 @@ def add_shape_argument(p: argparse.ArgumentParser) -> None:
 
 def shapes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The --shape arguments as ``{input: dims}``."""
+    if not args.shape:  # a graph's run: no ONNX import to load
+        return {}
     from ..onnx.model_import import parse_shapes
 
     return parse_shapes(args.shape)

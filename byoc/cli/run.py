@@ -191,7 +191,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..api import load_catalog, parse
     from ..building import Timings, build
-    from ..generator.explain import placement_summary
+    from ..generator.placement import placement_summary
     from ..reference import evaluate
     from ..runtime import load
     from .onnx_import import shapes_of
