@@ -3,8 +3,9 @@
 Parsing a spec file's YAML is cached already (:mod:`.yaml_doc`); checking the parsed
 tree and building a :class:`~byoc.catalog.Catalog` or a
 :class:`~byoc.spec.backend.BackendSpec` from it cost every process 45 ms for the
-shipped op catalog and 40 to 50 ms per backend (an eighth of the quick start's warm
-``byoc run``). The built object is kept, pickled (kind ``validated``), under a key of:
+shipped op catalog and 40 to 50 ms per backend (together, a quarter of the quick
+start's warm ``byoc run``). The built object is kept, pickled (kind ``validated``),
+under a key of:
 
 * byoc's code stamp (:func:`byoc.warm_keys.code_stamp`): the validators, the
   reference kernels and every shipped spec;
@@ -15,8 +16,9 @@ shipped op catalog and 40 to 50 ms per backend (an eighth of the quick start's w
 
 What is not kept: a spec that reads an environment variable (``${NAME}`` in its
 ``requires:`` directories, :func:`environment_value`), whose value is part of the
-result, and anything that cannot be pickled. A spec with an error raises it in every process, as before: only
-what validated is kept. A damaged or unreadable entry is validated again, and replaced.
+result, and anything that cannot be pickled. A spec with an error raises it in every
+process, as before: only what validated is kept. A damaged or unreadable entry is
+validated again, and replaced.
 
 Two things in these objects do not pickle as they are, and are made again on load:
 read-only mappings (``MappingProxyType``) are rebuilt by
