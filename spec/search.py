@@ -30,7 +30,7 @@ from byoc.input_files import file_kind, not_regular
 
 from .backend import BackendSpec
 from .ops_loader import USER_CATALOG, load_catalog, load_user_catalogs
-from .support import sibling_mtimes
+from .support import sibling_statuses
 from .validated_cache import validated
 
 SHIPPED_BACKENDS = Path(__file__).with_name("backends")
@@ -193,7 +193,7 @@ def load_backend_path(
         mtime = p.stat().st_mtime_ns
     except OSError:
         raise UsageError(f"cannot read spec file {str(p)!r}") from None
-    return _load_cached(str(p), (mtime, *sibling_mtimes(p)), shown, _Keyed(catalog.key, catalog))
+    return _load_cached(str(p), (mtime, *sibling_statuses(p)), shown, _Keyed(catalog.key, catalog))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from typing import Any
 from byoc.c_names import BYOC_SUPPORT_STEMS
 from byoc.errors import Location, SpecError
 from byoc.input_files import SPEC_LIMIT, read_limited
+from byoc.warm_keys import file_status
 
 from .yaml_doc import YamlDoc
 
@@ -139,22 +140,18 @@ def file_beside(doc: YamlDoc, root: Any, key: str, what: str) -> tuple[str, str]
     return read_beside(doc, name, f"{what}'s file {name}", doc.at(node, "file", value=True))
 
 
-def sibling_mtimes(spec_file: str | Path) -> tuple[tuple[str, int], ...]:
-    """The files beside ``spec_file`` with their modification times: part of the key
-    that caches a loaded spec, so that editing a file it reads (a support file, a
-    template's ``{file: ...}``) loads the spec again."""
+def sibling_statuses(spec_file: str | Path) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The regular files beside ``spec_file``, each with its status
+    (:func:`byoc.warm_keys.file_status`: device, inode, size, modification and change
+    times): part of the keys that cache a loaded spec, in the process and on disk, so
+    that editing a file it reads (a support file, a template's ``{file: ...}``) loads
+    the spec again."""
     folder = Path(spec_file).parent
     try:
         entries = sorted(p for p in folder.iterdir() if p.name != Path(spec_file).name)
     except OSError:
         return ()
-    found: list[tuple[str, int]] = []
-    for p in entries:
-        try:
-            found.append((p.name, p.stat().st_mtime_ns))
-        except OSError:
-            continue
-    return tuple(found)
+    return tuple((p.name, status) for p in entries if (status := file_status(p)) is not None)
 
 
 __all__: Sequence[str] = (
@@ -163,5 +160,5 @@ __all__: Sequence[str] = (
     "load_support",
     "plain_file_name",
     "read_beside",
-    "sibling_mtimes",
+    "sibling_statuses",
 )

@@ -9,9 +9,10 @@ under a key of:
 
 * byoc's code stamp (:func:`byoc.warm_keys.code_stamp`): the validators, the
   reference kernels and every shipped spec;
-* the file's real path, and the status (size, modification and change times) of the
-  file and of every file beside it, which a backend spec reads its support files and
-  templates from (any write changes a file's change time);
+* the file's real path, and the status (:func:`byoc.warm_keys.file_status`: device,
+  inode, size, modification and change times) of the file and of every file beside it
+  (:func:`~byoc.spec.support.sibling_statuses`), which a backend spec reads its
+  support files and templates from (any write changes a file's change time);
 * for a backend spec, the key of the catalog it was checked against.
 
 What is not kept: a spec that reads an environment variable (``${NAME}`` in its
@@ -38,10 +39,11 @@ from pathlib import Path
 from types import FunctionType, MappingProxyType
 from typing import TypeVar
 
-from byoc.disk_cache import entry_key, read_entry, write_entry
-from byoc.warm_keys import code_stamp
+from byoc.disk_cache import cached, entry_key
+from byoc.warm_keys import code_stamp, file_status
 
 from .bindings import frozen_map
+from .support import sibling_statuses
 
 KIND = "validated"
 FORMAT = "1"
@@ -62,28 +64,31 @@ def validated(what: str, path: str | Path, extra: str, make: Callable[[], T], ex
     """The object that ``make`` validates from the spec file ``path`` (``what``: a
     catalog or a backend spec), from the disk cache when an earlier process kept it
     under the same key (see the module doc; ``extra`` joins the key); otherwise made,
-    and kept when it may be."""
+    and kept when it may be (:func:`byoc.disk_cache.cached` reads, checks and writes
+    the entry)."""
     key = _key(what, path, extra)
-    if key is not None:
-        data = read_entry(KIND, key)
-        if data is not None:
-            try:
-                found = pickle.loads(data)
-                if isinstance(found, expect):
-                    return found
-            except Exception:  # damaged, or made by code that is gone: validated again
-                pass
+    if key is None:  # the file is gone: its validation says so
+        return make()
     reads: list[str] = []
-    token = _ENVIRONMENT_READS.set(reads)
-    try:
-        value = make()
-    finally:
-        _ENVIRONMENT_READS.reset(token)
-    if key is not None and isinstance(value, expect) and not reads:
-        data = dumps(value)
-        if data is not None:
-            write_entry(KIND, key, data)
-    return value
+
+    def validate() -> T:
+        token = _ENVIRONMENT_READS.set(reads)
+        try:
+            return make()
+        finally:
+            _ENVIRONMENT_READS.reset(token)
+
+    def dump(value: T) -> bytes:
+        data = None if reads else dumps(value)
+        if data is None:  # it read the environment, or does not pickle: cached stores nothing
+            raise _NotKept
+        return data
+
+    return cached(KIND, key, validate, dump=dump, expect=expect)
+
+
+class _NotKept(Exception):
+    """Raised by :func:`validated`'s dump for a value that is not to be kept."""
 
 
 def dumps(value: object) -> bytes | None:
@@ -110,21 +115,8 @@ class _Pickler(pickle.Pickler):
 
 def _key(what: str, path: str | Path, extra: str) -> str | None:
     real = os.path.realpath(path)
-    statuses = [_status(real)]
-    if statuses[0] is None:
+    status = file_status(real)
+    if status is None:
         return None
-    try:
-        with os.scandir(os.path.dirname(real)) as found:
-            beside = sorted(e.path for e in found if e.is_file() and e.path != real)
-    except OSError:
-        return None
-    statuses += [f"{os.path.basename(full)}:{_status(full)}" for full in beside]
-    return entry_key(KIND, FORMAT, what, code_stamp(), real, extra, *map(str, statuses))
-
-
-def _status(path: str) -> str | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    beside = sibling_statuses(real)
+    return entry_key(KIND, FORMAT, what, code_stamp(), real, extra, repr(status), repr(beside))
