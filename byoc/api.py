@@ -183,12 +183,17 @@ def parse_source(
 
         return import_path(p, shapes, catalog=catalog, spec_path=spec_path)
     data = read_limited(p, str(p), GRAPH_TEXT_LIMIT, partial(ParseError, location=Location(str(p), 1, 1)))
-    program = parse(data, language, file=str(p), shapes=shapes, **options)
     if not keyed:
-        return program, None
+        return parse(data, language, file=str(p), shapes=shapes, **options), None
     from .build_records import text_source_key
+    from .parsed_texts import parsed_text
 
     tokens = examplejson_tokens(spec_path, examplejson_backend) if language == "examplejson" else None
+    catalog = options["catalog"] = catalog or load_catalog(spec_path=spec_path)
+    _check_shapes(language, shapes)
+    program = parsed_text(
+        data, language, str(p), catalog, partial(parse, data, language, file=str(p), **options), tokens=tokens
+    )
     return program, text_source_key(data, language, str(p), tokens)
 
 

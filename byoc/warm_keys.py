@@ -161,7 +161,10 @@ def value_digest(value) -> str | None:
 
 
 def _canonical(value, out: list[str]) -> bool:
-    if value is None or isinstance(value, (bool, int, float, str, bytes, enum.Enum)):
+    if isinstance(value, str) and not isinstance(value, enum.Enum):  # a YAML scalar is the str it holds
+        out.append(f"str:{str(value)!r}")
+        return True
+    if value is None or isinstance(value, (bool, int, float, bytes, enum.Enum)):
         out.append(f"{type(value).__name__}:{value!r}")
         return True
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

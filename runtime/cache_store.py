@@ -10,9 +10,10 @@ The root (:func:`byoc.disk_cache.cache_dir`) holds entries of these kinds:
   the ONNX checker's passes (by model digest),
   ``<root>/{yaml,validated,lark,compiler,onnx-checked}/[<xx>/]<key>``
   (:mod:`byoc.disk_cache`, :mod:`byoc.spec.validated_cache`, the grammar's parser cache);
-* ``digest``, ``import`` and ``record``: model files' digests by their status, ONNX
-  imports and the builds made from them, ``<root>/{file-digests,onnx-imports,
-  build-records}/<xx>/<key>`` (:mod:`byoc.warm_keys`, :mod:`byoc.onnx.import_cache`,
+* ``digest``, ``import``, ``parsed`` and ``record``: model files' digests by their
+  status, ONNX imports, DSL and ExampleJSON texts' Programs and the builds made from
+  them, ``<root>/{file-digests,onnx-imports,parsed-texts,build-records}/<xx>/<key>``
+  (:mod:`byoc.warm_keys`, :mod:`byoc.onnx.import_cache`, :mod:`byoc.parsed_texts`,
   :mod:`byoc.build_records`).
 
 An entry's last use is its modification time: a build or bundle entry is touched
@@ -50,6 +51,7 @@ _KINDS = {
     "bundles": "bundle",
     "yaml": "spec",
     "validated": "validated",
+    "parsed-texts": "parsed",
     "lark": "parser",
     "compiler": "compiler",
     "onnx-checked": "check",

@@ -5,13 +5,14 @@ catalog's numpy references."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
 from byoc.catalog import Catalog
 from byoc.errors import RuntimeFailure
-from byoc.grammar.graph_parser import parse_graph
-from byoc.ir import Function
+from byoc.ir import Function, Program
+from byoc.parsed_texts import parsed_text
 from byoc.reference import evaluate
 
 from .interface import PackedFunction, Signature
@@ -33,9 +34,8 @@ class HostModule:
         """``files`` holds the weights file of the text's large constants by name (a
         bundle's members)."""
         self.text = text
-        self.functions: dict[str, Function] = {
-            fn.name: fn for fn in parse_graph(text, catalog, file=file, weights_files=files).functions
-        }  # type: ignore[misc]
+        program = parsed_text(text, "graph", file, catalog, partial(_parse, text, catalog, file, files))
+        self.functions: dict[str, Function] = {fn.name: fn for fn in program.functions}
         self.catalog = catalog
 
     def symbols(self) -> tuple[str, ...]:
@@ -68,3 +68,9 @@ class HostModule:
             raise RuntimeFailure(
                 f"no host function {symbol!r}", hint=f"known: {', '.join(self.functions)}"
             ) from None
+
+
+def _parse(text: str, catalog: Catalog, file: str | None, files: Mapping[str, bytes] | None) -> Program:
+    from byoc.grammar.graph_parser import parse_graph  # only when the parse is not remembered
+
+    return parse_graph(text, catalog, file=file, weights_files=files)

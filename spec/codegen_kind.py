@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from byoc.catalog import Catalog, OpDef
 from byoc.errors import Location, SpecError, close_names
@@ -37,7 +37,9 @@ from .draft import SpecDraft, check_template, check_template_text, known
 from .languages import LANGUAGES
 from .names import COMMON_PLACEHOLDERS
 from .support import file_beside
-from .yaml_doc import YamlDoc, block_line
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,7 @@ class CodegenKind:
                 doc.typed(root, slot.key, str, slot.key)
                 check_template(doc, root, slot.key, slot.key, names | set(slot.placeholders))
                 draft.templates[slot.key] = str(root[slot.key])
-                line = block_line(doc, root, slot.key)
+                line = doc.block_line(root, slot.key)
                 if line is not None:
                     draft.template_lines[slot.key] = line
             else:

@@ -45,7 +45,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.attr_values import resolve
 from byoc.catalog import Catalog, OpDef
@@ -53,7 +53,9 @@ from byoc.ir import DTYPES, AttrValue, Node, TensorType
 from byoc.value_types import VALUE_TYPES, value_text
 
 from .draft import known
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 WHEN_KEY = "when"
 """The key of an op's mapping and of a pattern that holds its conditions."""

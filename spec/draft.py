@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.catalog import OpDef
 from byoc.errors import SpecError
@@ -14,7 +14,9 @@ from .backend import LayerDef, LayoutDef, MacroDef, OptionDef
 from .bindings import OpBinding
 from .names import DIM_PLACEHOLDER, RESERVED_C_NAME
 from .template import Placeholder, TemplateSyntaxError, placeholders
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 
 @dataclass

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.catalog import OpDef
 from byoc.shape_rules import SHAPE_RULES
@@ -34,7 +34,9 @@ from .conditions import WHEN_KEY
 from .draft import SpecDraft, c_name, check_template
 from .lowerings import LoweringBinding
 from .names import COMMON_PLACEHOLDERS, ELEMENT_PLACEHOLDER
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 INPUT_DTYPE_PLACEHOLDER = re.compile(r"x(0|[1-9][0-9]*)_dtype\Z")
 """``${x0_dtype}``, ...: the name of an input's dtype (``byoc_cast_${x0_dtype}_${dtype}``)."""

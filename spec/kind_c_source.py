@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.catalog import OpDef
 
@@ -14,7 +14,9 @@ from .layouts import check_layout_ranks, load_layouts
 from .macro_args import const_input
 from .macro_uses import MacroUse
 from .template import placeholder_names, placeholders
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 
 class CSourceKind(MacroKind):

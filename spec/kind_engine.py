@@ -11,7 +11,7 @@ to layers, and ``default`` to the layer of every other rank of the backend.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.catalog import OpDef
 
@@ -22,7 +22,9 @@ from .draft import SpecDraft, c_name, known
 from .kind_macros import DEFAULT_RANK_KEY, FIXED_ARITY_RULES, MacroKind
 from .macro_uses import MacroUse
 from .template import placeholders
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 HEADER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.(h|hh|hpp)\Z")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from byoc.catalog import OpDef
 from byoc.shape_rules import SHAPE_RULES
@@ -27,7 +27,9 @@ from .macro_files import MacroBody, check_all_taken, macro_arguments, macro_bodi
 from .macro_uses import MacroUse, attribute_use, check_broadcasts, check_input_index, check_stride, check_use
 from .names import COMMON_PLACEHOLDERS, DIM_PLACEHOLDER
 from .template import PLACEHOLDER_NAME, Placeholder
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 DEFAULT_RANK_KEY = "default"
 """The key of an op's rank mapping that serves every other declared rank."""

@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from byoc.catalog import OpDef
 
 from .bindings import KernelBinding, NamedBinding, TokenBinding
 from .codegen_kind import CodegenKind
 from .draft import SpecDraft
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 
 class NamedOpsKind(CodegenKind):

@@ -13,7 +13,7 @@ port, and reads the one its use gets from ``${in<k>_layout}`` and ``${out_layout
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.errors import close_names
 
@@ -21,7 +21,9 @@ from .backend import PLAIN_LAYOUT, LayoutDef
 from .bindings import frozen_map
 from .draft import SpecDraft, c_name, known
 from .template import TemplateSyntaxError, placeholder_names
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 OUT_PORT = "out"
 """The port of a kernel's result; its inputs' ports are ``in0``, ``in1``, ..."""

@@ -30,14 +30,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.errors import Location, SpecError
 from byoc.spec_lines import DEFINE
 
 from .draft import c_name
 from .support import file_beside
-from .yaml_doc import YamlDoc, block_line
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 _CONTINUED = re.compile(r"[ \t]*\\$")
 
@@ -143,7 +145,7 @@ def macro_body(
     def in_spec(offset: int, message: str, hint: str | None) -> SpecError:
         return doc.error_at(message, doc.at_offset(mnode, "body", offset), hint=hint)
 
-    return MacroBody(body, in_spec, block_line(doc, mnode, "body"), None)
+    return MacroBody(body, in_spec, doc.block_line(mnode, "body"), None)
 
 
 def check_all_taken(bodies: Sequence[tuple[str, MacroBody]]) -> None:

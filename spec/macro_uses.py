@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.attr_values import ints_length
 from byoc.catalog import AttrDef, OpDef
@@ -17,7 +17,9 @@ from .macro_args import STRIDE_PLACEHOLDERS, attribute_of, attribute_placeholder
 from .names import DIM_PLACEHOLDER
 from .patterns import Pattern
 from .template import Placeholder
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,14 @@ and the check that it declares the attributes its shape rule reads.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from byoc.catalog import AttrDef, RuleError, ShapeRule, check_attr_value
 from byoc.value_types import VALUE_TYPES
 
-from .yaml_doc import YamlDoc
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
+
 
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 """The form of an op's name and of an attribute's."""

@@ -5,6 +5,7 @@ inputs, shape rule, dtypes, outputs, reference (``numpy:`` or ``kernel:``) and C
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from byoc.catalog import (
     SHAPE_RULES,
@@ -23,7 +24,9 @@ from byoc.ir import DTYPES, OP_DEFAULT_DTYPES
 from .op_attrs import OP_NAME, check_rule_attrs, load_attrs
 from .op_onnx import load_onnx
 from .template import TemplateSyntaxError, placeholders
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 ARITY = re.compile(r"([0-9]+)(\+?)\Z")
 

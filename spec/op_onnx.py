@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from byoc.catalog import AttrDef, OnnxImport, RuleError, check_attr_value
 from byoc.errors import SpecError
 
-from .yaml_doc import YamlDoc
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
+
 
 ONNX_KEYS = (("type",), ("domain", "opsets", "attrs"))
 """The ``onnx:`` key's (required, optional) keys."""

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from byoc.catalog import Catalog, CatalogFile, OpDef
 from byoc.errors import Location, SpecError
@@ -24,16 +25,26 @@ from byoc.errors import Location, SpecError
 from .op_entry import check_op_name, load_op
 from .op_onnx import check_onnx_claims
 from .validated_cache import validated
-from .yaml_doc import YamlDoc, read_spec_text
 
 SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
+
 USER_CATALOG = "ops.yaml"
 """The file name of a spec directory's op catalog (every other ``*.yaml`` there is a backend spec)."""
 
 
 @lru_cache(maxsize=8)
 def _load_cached(path: str, mtime_ns: int) -> Catalog:
-    return validated("catalog", path, "", lambda: load_catalog_text(YamlDoc(path)), Catalog)
+    return validated("catalog", path, "", lambda: load_catalog_text(_read(path)), Catalog)
+
+
+def _read(path: str, text: str | None = None) -> YamlDoc:
+    """The YAML document of ``path``. ruamel.yaml is imported here, on a validation: a
+    process whose catalogs all come from the disk cache never imports it."""
+    from .yaml_doc import YamlDoc
+
+    return YamlDoc(path, text)
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
@@ -60,6 +71,10 @@ def load_catalog_text(doc: YamlDoc) -> Catalog:
 
 def load_user_catalogs(paths: Sequence[str | Path]) -> Catalog:
     """The shipped catalog extended by the user catalogs ``paths``, in search order."""
+    if not paths:  # the shipped catalog alone: maybe from the disk cache, without ruamel.yaml
+        return load_catalog()
+    from .yaml_doc import read_spec_text
+
     return merge_catalogs([CatalogFile(str(p), read_spec_text(p)) for p in paths])
 
 
@@ -78,7 +93,7 @@ def merge_catalogs(files: Sequence[CatalogFile]) -> Catalog:
 @lru_cache(maxsize=16)
 def _merged(shipped_mtime_ns: int, files: tuple[CatalogFile, ...]) -> Catalog:
     shipped = load_catalog()
-    docs = [YamlDoc(f.path, f.text) for f in files]
+    docs = [_read(f.path, f.text) for f in files]
     loaded = [_load_user_catalog(doc) for doc in docs]
     ops = dict(shipped)
     for doc, (defined, _) in zip(docs, loaded):

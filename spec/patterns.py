@@ -51,11 +51,11 @@ from .draft import known
 from .lowerings import LoweringBinding
 from .macro_args import attribute_of
 from .pattern_families import family
-from .yaml_doc import YamlDoc
 
 if TYPE_CHECKING:
     from .codegen_kind import CodegenKind
     from .draft import SpecDraft
+    from .yaml_doc import YamlDoc
 
 PATTERN_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 REQUIRED_KEYS = ("inputs", "match")

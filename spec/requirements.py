@@ -37,17 +37,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.errors import Location, UsageError
 
 from .bindings import frozen_map
+from .shared_libraries import NotFound, library_file, shared_objects
 from .validated_cache import environment_value
-from .yaml_doc import YamlDoc
+
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
 
 FINDERS: Mapping[str, str] = {
     "python_module": "an importable module reporting its directories (include_dir, lib_dir)",
@@ -65,16 +67,9 @@ FINDER_KEYS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 """Each finder's (required, optional) keys of ``from:``."""
 REQUIREMENT_KEYS = (("headers", "libraries", "install", "from"), ("doc", "environment"))
 PKG_CONFIG_TIMEOUT = 30
-LINKER_SCRIPT_DEPTH = 4
-LINKER_SCRIPT_BYTES = 1 << 16
 ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}?")
 """``${NAME}`` in a ``dirs`` entry (an unclosed one matches too, to be refused)."""
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def library_file(name: str) -> str:
-    """The file a linker's ``-l<name>`` looks for on this platform."""
-    return f"lib{name}.dylib" if sys.platform == "darwin" else f"lib{name}.so"
 
 
 def default_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -88,10 +83,6 @@ def default_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
         "/usr/lib",
     ]
     return ("/usr/local/include", "/usr/include"), tuple(libs)
-
-
-class NotFound(Exception):
-    """A requirement is not installed here; the message says what is missing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,55 +182,6 @@ class Requirement:
                 self.loc,
                 hint=self.install,
             ) from None
-
-
-def shared_objects(path: str, lib_dirs: tuple[str, ...], depth: int = 0) -> tuple[str, ...]:
-    """The shared objects that the library file ``path`` stands for: itself, or, when
-    it is a GNU ld script (``GROUP`` / ``INPUT``, as glibc's ``libm.so`` and ``libc.so``
-    are), the shared objects it names, followed as the linker follows them (``-lname``
-    and relative names in ``lib_dirs`` and the script's directory; static archives are
-    linked in, never loaded, so they are left out). Raises NotFound for a script that
-    names none, or a file that is neither."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as exc:
-        raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from None
-    if head == b"\x7fELF":
-        return (path,)
-    if depth >= LINKER_SCRIPT_DEPTH:
-        raise NotFound(f"the linker scripts from {path} nest more than {LINKER_SCRIPT_DEPTH} deep")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(LINKER_SCRIPT_BYTES)
-    except (OSError, UnicodeDecodeError):
-        raise NotFound(f"{path} is neither a shared library nor a linker script") from None
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    names = [
-        word
-        for group in re.findall(r"\b(?:GROUP|INPUT)\s*\(((?:[^()]|\([^()]*\))*)\)", text)
-        for word in re.split(r"[\s,()]+", group)
-        if word and word != "AS_NEEDED"
-    ]
-    out: list[str] = []
-    here = os.path.dirname(path)
-    for name in names:
-        if name.startswith("-l"):
-            candidates = [os.path.join(d, library_file(name[2:])) for d in lib_dirs]
-        elif os.path.isabs(name.lstrip("=")):
-            candidates = [name.lstrip("=")]
-        else:
-            candidates = [os.path.join(d, name) for d in (here, *lib_dirs)]
-        found = next((c for c in candidates if os.path.isfile(c)), None)
-        if found is None or found.endswith(".a"):
-            continue  # a static archive is linked in; a missing AS_NEEDED one is not needed
-        with open(found, "rb") as f:
-            if f.read(8) == b"!<arch>\n":
-                continue
-        out += shared_objects(os.path.abspath(found), lib_dirs, depth + 1)
-    if not out:
-        raise NotFound(f"{path} is a linker script that names no shared library")
-    return tuple(out)
 
 
 def _dir_holding(name: str, dirs: tuple[str, ...], defaults: tuple[str, ...], what: str) -> str:
@@ -496,5 +438,7 @@ def _names(doc: YamlDoc, node: Any, key: str, what: str, *, empty: bool = False)
 def requirements_from_record(record: Mapping[str, Any], where: str) -> tuple[Requirement, ...]:
     """The requirements a bundle recorded (name -> :meth:`Requirement.record`),
     validated by the spec loader (JSON is YAML); raises SpecError located in ``where``."""
+    from .yaml_doc import YamlDoc  # ruamel.yaml: imported when a bundle is read, not by every run
+
     doc = YamlDoc(where, json.dumps({"requires": dict(record)}, indent=1))
     return tuple(load_requirements(doc, doc.root).values())

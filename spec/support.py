@@ -27,14 +27,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from byoc.c_names import BYOC_SUPPORT_STEMS
 from byoc.errors import Location, SpecError
 from byoc.input_files import SPEC_LIMIT, read_limited
 from byoc.warm_keys import file_status
 
-from .yaml_doc import YamlDoc
+if TYPE_CHECKING:
+    from .yaml_doc import YamlDoc
+
 
 SUFFIXES = {".h": "a header each module includes", ".c": "C compiled once into an object each module links"}
 """What a support file is, by its suffix."""

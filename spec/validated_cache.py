@@ -21,11 +21,14 @@ result, and anything that cannot be pickled. A spec with an error raises it in e
 process, as before: only what validated is kept. A damaged or unreadable entry is
 validated again, and replaced.
 
-Two things in these objects do not pickle as they are, and are made again on load:
+Three things in these objects do not pickle as they are, and are made again on load:
 read-only mappings (``MappingProxyType``) are rebuilt by
-:func:`~byoc.spec.bindings.frozen_map`, and an op's reference, a closure, by the
-call that made it (its ``rebuilt_by`` attribute, :func:`byoc.catalog.compile_reference`
-and :func:`byoc.catalog.kernel_reference`).
+:func:`~byoc.spec.bindings.frozen_map`; an op's reference, a closure, by the call
+that made it (its ``rebuilt_by`` attribute, :func:`byoc.catalog.compile_reference`
+and :func:`byoc.catalog.kernel_reference`); and a string that ruamel.yaml read as a
+quoted or block scalar (a ``str`` subclass) loads as the plain ``str`` it is, so that
+loading an entry does not import ruamel.yaml (the validators and ruamel.yaml are
+imported only by a validation, :mod:`.yaml_doc` only where a document is read).
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj):
         if type(obj) is MappingProxyType:
             return frozen_map, (dict(obj),)
+        if isinstance(obj, str) and type(obj) is not str:  # ruamel.yaml's quoted and block scalars
+            return str, (str(obj),)
         if isinstance(obj, FunctionType):
             rebuilt_by = getattr(obj, "rebuilt_by", None)
             if rebuilt_by is not None:

@@ -241,6 +241,14 @@ class YamlDoc:
         each: splitting a large spec once per question cost 15 ms of every load)."""
         return YAML_LINE_BREAK.split(self.text)
 
+    def block_line(self, container: Any, key: Any) -> int | None:
+        """The line of the first line of ``container[key]``'s text when it is a literal
+        block (``|``), whose lines are the file's lines one for one; None for any other
+        scalar."""
+        if not isinstance(container[key], LiteralScalarString) or not container[key]:
+            return None
+        return self.at_offset(container, key, 0).line
+
     def at(self, container: Any = None, key: Any = None, *, value: bool = False) -> Location:
         """The location of ``key`` in ``container`` (or of its value), else of the container."""
         line, col = 0, 0
@@ -406,11 +414,3 @@ def _type_text(value: Any) -> str:
         if isinstance(value, kind):
             return f"{_TYPE_NAMES[kind]} {kind(value)!r}"
     return f"{type(value).__name__} {value!r}"
-
-
-def block_line(doc: YamlDoc, container: Any, key: Any) -> int | None:
-    """The line of the first line of ``container[key]``'s text when it is a literal block
-    (``|``), whose lines are the file's lines one for one; None for any other scalar."""
-    if not isinstance(container[key], LiteralScalarString) or not container[key]:
-        return None
-    return doc.at_offset(container, key, 0).line

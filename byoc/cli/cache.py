@@ -21,7 +21,8 @@ validated specs, parser tables, compiler banners and the ONNX checker's passes b
 digest (spec, validated, parser, compiler, check). A second build of the same .onnx file reads its import
 (import: the Program, its weights read back from the model file), and a second build of
 the same .onnx, .graph or .examplejson file its build's record (record: what it
-generated, to find its libraries), instead of doing them again; model files' digests
+generated, to find its libraries), instead of doing them again; a .graph or .examplejson
+file's Program is kept too (parsed: the text is not parsed again); model files' digests
 are remembered by their status (digest). Every entry can be made
 again: removing one costs the next build time, never correctness. After a build, byoc
 evicts the least recently used entries while the cache is over $BYOC_CACHE_MAX
