@@ -34,6 +34,8 @@ from byoc.disk_cache import cached, entry_key
 from byoc.errors import YAML_LINE_BREAK, Location, SpecError
 from byoc.input_files import SPEC_LIMIT, read_limited
 
+from .libyaml_load import libyaml_load
+
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DUPLICATE = re.compile(r'found duplicate key "(.*?)"')
 _BLOCK_HEADER = re.compile(r"[|>]([1-9]?)[+-]?([1-9]?)")
@@ -184,7 +186,11 @@ line and column of its second (ruamel prints a mark's line and column from 1).""
 def _strict_load(text: str) -> Any:
     """The document of ``text``, an anchor defined twice raised as ruamel's warning
     rather than printed: YAML lets the second shadow the first, but in a spec it is a
-    copy that was not renamed, and the aliases after it silently change meaning."""
+    copy that was not renamed, and the aliases after it silently change meaning.
+    libyaml reads the text where it reads it as ruamel does (:mod:`.libyaml_load`)."""
+    fast = libyaml_load(text)
+    if fast is not None:
+        return fast
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReusedAnchorWarning)
         return round_trip_yaml().load(text)

@@ -137,7 +137,7 @@ def exclusions() -> tuple[Exclusion, ...]:
     """The categories of tests/data/onnx_node_exclusions.yaml."""
     from ruamel.yaml import YAML
 
-    table = YAML(typ="safe").load(EXCLUSIONS.read_text(encoding="utf-8"))
+    table = YAML(typ="safe", pure=True).load(EXCLUSIONS.read_text(encoding="utf-8"))
     return tuple(
         Exclusion(
             name, " ".join(row["reason"].split()), tuple(row.get("ops", ())), tuple(row.get("names", ()))

@@ -130,7 +130,7 @@ def load_cases() -> list[BadCase]:
     """Every case of the corpus files, checked for well-formedness."""
     raws = []
     for case_file in CASE_FILES:
-        raws += YAML(typ="safe").load(case_file.read_text(encoding="utf-8"))["cases"]
+        raws += YAML(typ="safe", pure=True).load(case_file.read_text(encoding="utf-8"))["cases"]
     cases = []
     for raw in raws:
         unknown = set(raw) - FIELDS

@@ -74,7 +74,8 @@ def onnx_ops() -> dict[str, OnnxOp]:
     table = cached(
         "yaml",
         entry_key("onnx ops.yaml", ruamel_version, text),
-        lambda: YAML(typ="safe").load(text),
+        # pure: with ruamel.yaml.clib installed, typ='safe' reads with YAML 1.1's resolver
+        lambda: YAML(typ="safe", pure=True).load(text),
         expect=dict,
     )
     return {name: onnx_row(name, row) for name, row in table.items()}

@@ -50,7 +50,10 @@ def rules() -> tuple[Rule, ...]:
     """Every rule, in the table's order."""
     from ruamel.yaml import YAML
 
-    table = YAML(typ="safe").load((Path(__file__).parent / "relax_ops.yaml").read_text(encoding="utf-8"))
+    # pure: with ruamel.yaml.clib installed, typ='safe' reads with YAML 1.1's resolver
+    table = YAML(typ="safe", pure=True).load(
+        (Path(__file__).parent / "relax_ops.yaml").read_text(encoding="utf-8")
+    )
     return tuple(_rule(row) for row in table["rules"])
 
 
