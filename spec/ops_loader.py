@@ -26,10 +26,10 @@ from .op_entry import check_op_name, load_op
 from .op_onnx import check_onnx_claims
 from .validated_cache import validated
 
-SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
 if TYPE_CHECKING:
     from .yaml_doc import YamlDoc
 
+SHIPPED_OPS = Path(__file__).with_name("ops.yaml")
 USER_CATALOG = "ops.yaml"
 """The file name of a spec directory's op catalog (every other ``*.yaml`` there is a backend spec)."""
 
