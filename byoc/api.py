@@ -189,12 +189,10 @@ def parse_source(
     from .parsed_texts import parsed_text
 
     tokens = examplejson_tokens(spec_path, examplejson_backend) if language == "examplejson" else None
+    key = text_source_key(data, language, str(p), tokens)
     catalog = options["catalog"] = catalog or load_catalog(spec_path=spec_path)
     _check_shapes(language, shapes)
-    program = parsed_text(
-        data, language, str(p), catalog, partial(parse, data, language, file=str(p), **options), tokens=tokens
-    )
-    return program, text_source_key(data, language, str(p), tokens)
+    return parsed_text(key, catalog, partial(parse, data, language, file=str(p), **options)), key
 
 
 def _check_shapes(language: str, shapes: Shapes | None) -> None:

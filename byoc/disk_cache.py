@@ -93,12 +93,13 @@ def cached(
     key: str,
     make: Callable[[], T],
     *,
-    dump: Callable[[T], bytes] = pickle.dumps,
+    dump: Callable[[T], bytes | None] = pickle.dumps,
     load: Callable[[bytes], T] = pickle.loads,
     expect: type | tuple[type, ...] = object,
 ) -> T:
     """The value of entry ``key`` in the cache's ``kind`` folder; on a miss, ``make()``'s
-    value, stored with ``dump`` for the next process. ``load`` turns an entry's bytes
+    value, stored with ``dump`` for the next process (a ``dump`` that returns None keeps
+    nothing: a value that may not be kept). ``load`` turns an entry's bytes
     back into a value; one that is not an instance of ``expect`` is a miss (a damaged or
     foreign entry must cost a rebuild, never an error), and a made value that is not
     one is not stored. An exception from ``make`` propagates, and nothing is stored."""
@@ -113,7 +114,9 @@ def cached(
     value = make()
     if isinstance(value, expect):
         try:
-            write_entry(kind, key, dump(value))
+            data = dump(value)
+            if data is not None:
+                write_entry(kind, key, data)
         except Exception:  # a value that cannot be stored only costs the next process time
             pass
     return value

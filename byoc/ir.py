@@ -406,6 +406,16 @@ class Function:
         return tuple(n.callee for n in self.nodes if n.callee is not None)
 
 
+def weights_sources(functions: Iterable[Function]) -> list[WeightsSource]:
+    """Where each constant read from a weights file in ``functions`` and their regions
+    came from, in order."""
+    found = []
+    for fn in functions:
+        found += [c.source for c in fn.constants if c.source is not None]
+        found += weights_sources(fn.regions())
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class Program:
     """A module: one or more functions with unique names."""

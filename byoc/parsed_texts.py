@@ -21,53 +21,29 @@ the grammars.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from .disk_cache import cached, entry_key
-from .ir import Program
+from .ir import Program, weights_sources
 from .warm_keys import catalog_stamp, code_stamp
 
 KIND = "parsed-texts"
 FORMAT = "1"
 
 
-class _NotKept(Exception):
-    """A Program that is not remembered (see the module doc)."""
-
-
-def parsed_text(
-    data: str | bytes,
-    language: str,
-    file: str | None,
-    catalog,
-    parse: Callable[[], Program],
-    *,
-    tokens: Mapping[str, str] | None = None,
-) -> Program:
-    """The Program that ``parse()`` gives for ``data``, the text of ``file`` (None: a
-    text that no file holds) in ``language`` checked against ``catalog`` (ExampleJSON read with ``tokens``): from the
+def parsed_text(source_key: str, catalog, parse: Callable[[], Program]) -> Program:
+    """The Program that ``parse()`` gives for the text that ``source_key`` names
+    (:func:`~byoc.build_records.text_source_key`), checked against ``catalog``: from the
     cache when an earlier process kept it, else parsed and kept (see the module doc)."""
-    from .build_records import text_source_key
-
     stamp = catalog_stamp(catalog)
     if stamp is None:
         return parse()
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    source = text_source_key(raw, language, "" if file is None else file, tokens)  # "" names no file
-    key = entry_key("parsed-text", FORMAT, source, code_stamp(), stamp)
+    key = entry_key("parsed-text", FORMAT, source_key, code_stamp(), stamp)
     return cached(KIND, key, parse, dump=_dump, expect=Program)
 
 
-def _dump(program: Program) -> bytes:
-    if any(c.source is not None for fn in _functions(program) for c in fn.constants):
-        raise _NotKept
+def _dump(program: Program) -> bytes | None:
+    """``program`` pickled; None (not kept) when a constant comes from a weights file."""
+    if weights_sources(program.functions):
+        return None
     return pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _functions(program: Program):
-    """Every function of ``program``, the regions' bodies included."""
-    pending = list(program.functions)
-    while pending:
-        fn = pending.pop()
-        yield fn
-        pending.extend(fn.regions())

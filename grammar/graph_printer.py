@@ -23,10 +23,10 @@ from byoc.ir import (
     Node,
     Program,
     TensorType,
-    WeightsSource,
     first_uses,
     is_half,
     plain_numbers,
+    weights_sources,
 )
 
 INDENT = "  "
@@ -44,7 +44,7 @@ def print_graph(program: Program, *, inline_weights: bool = False) -> str:
 def weights_declaration(program: Program) -> str:
     """``weights "FILE" sha256 "DIGEST"`` and a blank line, or "" if every constant is
     inline. A text declares one weights file, so the constants must share theirs."""
-    files = {(s.file, s.sha256) for s in _sources(program.functions)}
+    files = {(s.file, s.sha256) for s in weights_sources(program.functions)}
     if not files:
         return ""
     if len(files) > 1:
@@ -54,14 +54,6 @@ def weights_declaration(program: Program) -> str:
         )
     file, digest = files.pop()
     return f"weights {_attr(file)} sha256 {_attr(digest)}\n\n"
-
-
-def _sources(functions) -> list[WeightsSource]:
-    found = []
-    for fn in functions:
-        found += [c.source for c in fn.constants if c.source is not None]
-        found += _sources(fn.regions())
-    return found
 
 
 def print_function(fn: Function, *, external: bool = False) -> str:

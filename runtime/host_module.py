@@ -9,6 +9,7 @@ from functools import partial
 
 import numpy as np
 
+from byoc.build_records import text_source_key
 from byoc.catalog import Catalog
 from byoc.errors import RuntimeFailure
 from byoc.ir import Function, Program
@@ -34,7 +35,10 @@ class HostModule:
         """``files`` holds the weights file of the text's large constants by name (a
         bundle's members)."""
         self.text = text
-        program = parsed_text(text, "graph", file, catalog, partial(_parse, text, catalog, file, files))
+        source = text_source_key(
+            text.encode("utf-8", "surrogatepass"), "graph", file or "", None
+        )  # "": no file
+        program = parsed_text(source, catalog, partial(_parse, text, catalog, file, files))
         self.functions: dict[str, Function] = {fn.name: fn for fn in program.functions}
         self.catalog = catalog
 

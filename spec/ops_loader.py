@@ -24,6 +24,7 @@ from byoc.errors import Location, SpecError
 
 from .op_entry import check_op_name, load_op
 from .op_onnx import check_onnx_claims
+from .support import read_spec_text
 from .validated_cache import validated
 
 if TYPE_CHECKING:
@@ -71,10 +72,6 @@ def load_catalog_text(doc: YamlDoc) -> Catalog:
 
 def load_user_catalogs(paths: Sequence[str | Path]) -> Catalog:
     """The shipped catalog extended by the user catalogs ``paths``, in search order."""
-    if not paths:  # the shipped catalog alone: maybe from the disk cache, without ruamel.yaml
-        return load_catalog()
-    from .yaml_doc import read_spec_text
-
     return merge_catalogs([CatalogFile(str(p), read_spec_text(p)) for p in paths])
 
 

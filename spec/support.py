@@ -100,6 +100,16 @@ def load_support(doc: YamlDoc, root: Any, backend: str) -> tuple[SupportFile, ..
     return tuple(files)
 
 
+def read_spec_text(path: str | Path) -> str:
+    """The text of a spec file; a SpecError located at its start if it cannot be read, is
+    not a regular file, is larger than :data:`~byoc.input_files.SPEC_LIMIT` or is not UTF-8."""
+
+    def error(message: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, Location(str(path), 1, 1), hint=hint)
+
+    return _read_utf8(path, "spec file", error)
+
+
 def read_beside(doc: YamlDoc, name: str, what: str, at: Location) -> tuple[str, str]:
     """The text and path of file ``name`` in the folder of the spec file ``doc``: a
     regular UTF-8 file within the spec size limit; a SpecError located ``at`` (the key
@@ -109,9 +119,15 @@ def read_beside(doc: YamlDoc, name: str, what: str, at: Location) -> tuple[str, 
     def error(message: str, hint: str | None = None) -> SpecError:
         return SpecError(message, at, hint=hint or f"put {name} beside {Path(doc.path).name}")
 
+    return _read_utf8(path, what, error), str(path)
+
+
+def _read_utf8(path: str | Path, what: str, error) -> str:
+    """The text of ``path``, a regular UTF-8 file within the spec size limit; ``error(message,
+    hint)`` makes the SpecError raised otherwise."""
     raw = read_limited(path, what, SPEC_LIMIT, error)
     try:
-        return raw.decode("utf-8"), str(path)
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{what} is not UTF-8 ({exc.reason})") from None
 
@@ -162,5 +178,6 @@ __all__: Sequence[str] = (
     "load_support",
     "plain_file_name",
     "read_beside",
+    "read_spec_text",
     "sibling_statuses",
 )

@@ -81,17 +81,10 @@ def validated(what: str, path: str | Path, extra: str, make: Callable[[], T], ex
         finally:
             _ENVIRONMENT_READS.reset(token)
 
-    def dump(value: T) -> bytes:
-        data = None if reads else dumps(value)
-        if data is None:  # it read the environment, or does not pickle: cached stores nothing
-            raise _NotKept
-        return data
+    def dump(value: T) -> bytes | None:  # None: it read the environment, or does not pickle
+        return None if reads else dumps(value)
 
     return cached(KIND, key, validate, dump=dump, expect=expect)
-
-
-class _NotKept(Exception):
-    """Raised by :func:`validated`'s dump for a value that is not to be kept."""
 
 
 def dumps(value: object) -> bytes | None:

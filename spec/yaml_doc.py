@@ -32,9 +32,9 @@ from ruamel.yaml.scalarstring import (
 
 from byoc.disk_cache import cached, entry_key
 from byoc.errors import YAML_LINE_BREAK, Location, SpecError
-from byoc.input_files import SPEC_LIMIT, read_limited
 
 from .libyaml_load import libyaml_load
+from .support import read_spec_text
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DUPLICATE = re.compile(r'found duplicate key "(.*?)"')
@@ -45,20 +45,6 @@ def round_trip_yaml() -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     return yaml
-
-
-def read_spec_text(path: str | Path) -> str:
-    """The text of a spec file; a located SpecError if it cannot be read, is not a regular
-    file, is larger than :data:`~byoc.input_files.SPEC_LIMIT` or is not UTF-8."""
-
-    def error(message: str, hint: str | None = None) -> SpecError:
-        return SpecError(message, Location(str(path), 1, 1), hint=hint)
-
-    raw = read_limited(path, "spec file", SPEC_LIMIT, error)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"spec file is not UTF-8 ({exc.reason})", Location(str(path), 1, 1)) from None
 
 
 MAX_EXPANDED_VALUES = 1 << 24

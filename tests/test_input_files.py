@@ -293,7 +293,7 @@ def test_alias_huge_value_is_shown_cut_short(tmp_path):
 
 
 def test_spec_file_limit_and_fifo(tmp_path, monkeypatch):
-    monkeypatch.setattr("byoc.spec.yaml_doc.SPEC_LIMIT", 10)
+    monkeypatch.setattr("byoc.spec.support.SPEC_LIMIT", 10)  # read_spec_text reads it there
     (tmp_path / "big.yaml").write_text("version: 1\n")
     with pytest.raises(SpecError, match="spec file is 11 bytes, more than the 10 bytes byoc reads"):
         YamlDoc(tmp_path / "big.yaml")
