@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -35,6 +36,30 @@ initialiser that the compiler parses token by token (a ResNet-50's 25 million we
 took a minute of gcc as literals, milliseconds as ``.incbin``), and nobody reads
 that many numbers in a file; every smaller constant (the examples, biases, the
 golden files) stays a readable literal."""
+
+LITERAL_VALUES_PER_FUNCTION = LARGE_CONSTANT_ELEMENTS
+"""C-family modules write at most this many values of one function's constants as
+literal text (:func:`literal_constants`); the rest are included from binary artifacts
+too. A model's biases and norm parameters are each below :data:`LARGE_CONSTANT_ELEMENTS`,
+but BERT-base has 129,000 such values: as literals they were 1.8 MB of C, and gcc spent
+1.3 s of its 4.5 s on the module parsing them (2026-12-02, Zen 4). Every example and
+golden function stays within the budget, so they keep their literals."""
+
+
+def literal_constants(sizes: Sequence[int]) -> frozenset[int]:
+    """Which of a function's constants, given by their element counts in order, are
+    written as literal text: those of at most :data:`LARGE_CONSTANT_ELEMENTS` values,
+    smallest first (then in order), while their total stays within
+    :data:`LITERAL_VALUES_PER_FUNCTION`. Scalars and short vectors always fit; which
+    constants become binary artifacts depends only on the sizes, so the text is
+    deterministic."""
+    chosen, total = set(), 0
+    for k in sorted(range(len(sizes)), key=lambda k: (sizes[k], k)):
+        if sizes[k] > LARGE_CONSTANT_ELEMENTS or total + sizes[k] > LITERAL_VALUES_PER_FUNCTION:
+            break
+        chosen.add(k)
+        total += sizes[k]
+    return frozenset(chosen)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,11 @@
 """Large constants (more than LARGE_CONSTANT_ELEMENTS elements) never become text in
 generated code: C and C++ modules ``.incbin`` a binary artifact, JSON modules name an
 ``.npz`` member, bundles carry them as members and the source's weights as
-``source.npz``. Goldens show the declarations (never the values); every backend that
-takes constants runs the graph against the numpy reference; a bundle runs after its
-source directory is gone; the build cache keys on the binary's bytes."""
+``source.npz``. A C-family function writes at most LITERAL_VALUES_PER_FUNCTION values
+as literals, smallest constants first, and includes the rest. Goldens show the
+declarations (never the values); every backend that takes constants runs the graph
+against the numpy reference; a bundle runs after its source directory is gone; the
+build cache keys on the binary's bytes."""
 
 from __future__ import annotations
 
@@ -209,3 +211,52 @@ def test_weights_above_the_literal_limit_parse_from_a_weights_file(tmp_path):
     )
     (k,) = parse(text, "graph", file=str(tmp_path / "g.graph")).functions[0].constants
     assert k.values.size == big.size and k.values[-1] == 7 and k.source is not None
+
+
+BUDGET_PARTS = 5
+"""Constants of 1000 values each: four fit a function's literal budget, the fifth not."""
+
+
+def budget_graph(backend: str) -> str:
+    rng = np.random.default_rng(11)
+    lines = []
+    for k in range(BUDGET_PARTS):
+        values = ", ".join(repr(float(v)) for v in (rng.integers(-40, 40, 1000) / 8))
+        lines.append(f"    w{k} = const float32[1000] [{values}]")
+    total = "x"
+    for k in range(BUDGET_PARTS):
+        total = f"add({total}, w{k})"
+    body = "\n".join(lines)
+    return f"graph main(x: float32[1000]) {{\n  s = @{backend} {{\n{body}\n    return {total}\n  }}\n  return s\n}}\n"
+
+
+def test_literal_constants_fill_the_budget_smallest_first():
+    from byoc.generator.artifacts import LITERAL_VALUES_PER_FUNCTION, literal_constants
+
+    assert LITERAL_VALUES_PER_FUNCTION == LARGE_CONSTANT_ELEMENTS
+    assert literal_constants([1000] * 5) == {0, 1, 2, 3}
+    assert literal_constants([3000, 1, 2000, 1000, 5000]) == {1, 3, 2}
+    assert literal_constants([4096, 1]) == {1}  # 4097 values in all: the larger one goes
+    assert literal_constants([4097]) == frozenset()
+    assert literal_constants([]) == frozenset()
+
+
+@pytest.mark.parametrize("backend", ["ccompiler", "fused", "engine"])
+def test_a_function_past_its_literal_budget_includes_the_rest(backend, tmp_path):
+    """Five constants of 1000 values, each under the per-constant limit: four are
+    literals, the fifth is included from a binary artifact, and the graph still
+    computes the reference's result."""
+    source = tmp_path / "budget.graph"
+    source.write_text(budget_graph(backend))
+    program = byoc.parse_file(source)
+    externals = lower(program, load_backend, load_catalog()).externals
+    spec = load_backend(backend)
+    generated = generator_for(spec.kind)(externals, spec, load_catalog(), spec.option_values({}))
+    module = next(a for a in generated if a.role is Role.MODULE)
+    blobs = [a for a in generated if a.role is Role.WEIGHTS]
+    assert len(blobs) == 1 and len(blobs[0].data) == 4000
+    assert module.text.count(".incbin") == 1
+    inputs = {"x": np.random.default_rng(3).uniform(-2, 2, 1000).astype(np.float32)}
+    (want,) = byoc.evaluate(program.functions[0], inputs)
+    (got,) = byoc.build(source).run("main", **inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -32,10 +32,11 @@ def portable(spec):
 
 def test_the_flags_are_added_above_the_size_only():
     spec = load_backend("fused")
-    assert spec.compile.large_flags == ("-flto=auto",) and spec.compile.large_above == 262144
+    lto = ("-flto=auto", "--param=lto-min-partition=500")
+    assert spec.compile.large_flags == lto and spec.compile.large_above == 262144
     small = runtime_build.spec_toolchain(spec.compile, portable(spec), source_bytes=262144)
     large = runtime_build.spec_toolchain(spec.compile, portable(spec), source_bytes=262145)
-    assert "-flto=auto" not in small.flags and large.flags == (*small.flags, "-flto=auto")
+    assert "-flto=auto" not in small.flags and large.flags == (*small.flags, *lto)
 
 
 def lto_always(tmp_path: Path) -> Path:
@@ -76,7 +77,8 @@ def test_a_module_built_with_the_large_flags_computes_what_one_without_them_does
 def test_a_malformed_entry_is_a_located_error(tmp_path, entry, message):
     text = SHIPPED.read_text()
     start = text.index("  large_flags:\n")
-    end = text.index("flags: [-flto=auto]\n", start) + len("flags: [-flto=auto]\n")
+    flags = "flags: [-flto=auto, --param=lto-min-partition=500]\n"
+    end = text.index(flags, start) + len(flags)
     edited = text[:start] + f"  {entry}\n" + text[end:]
     for f in SHIPPED.parent.iterdir():
         if f.is_file() and f.name != "fused.yaml":

@@ -15,7 +15,7 @@ import numpy as np
 from byoc.errors import GraphError
 from byoc.ir import ANON_PREFIX, C_TYPES, AttrValue, Constant, Function, Node, is_half, is_integer
 
-from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role, weights_artifact
+from ..artifacts import Artifact, Role, literal_constants, weights_artifact
 from . import dtypes as c_dtypes
 from . import support_files
 
@@ -178,14 +178,16 @@ def constant_arrays(
     sym: str, constants: Sequence[Constant], backend: str, names: Sequence[str] | None = None
 ) -> ConstantArrays:
     """The arrays ``<sym>_const_<j>`` of ``constants`` (or ``names``), each with a comment
-    naming it: a ``static const`` initialiser, or, above :data:`LARGE_CONSTANT_ELEMENTS`,
-    an array included from a binary artifact (:func:`included_array`)."""
+    naming it: a ``static const`` initialiser, or, for a large constant or one beyond the
+    function's literal budget (:func:`~byoc.generator.artifacts.literal_constants`), an
+    array included from a binary artifact (:func:`included_array`)."""
     out = ConstantArrays([], [], False, [])
+    literal = literal_constants([c.values.size for c in constants])
     for j, c in enumerate(constants):
         name = names[j] if names is not None else f"{sym}_const_{j}"
         ctype = C_TYPES[c.type.dtype]
         where = f" at {c.loc}" if c.loc is not None else ""
-        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+        if j not in literal:
             text, blob = included_array(name, c, ctype, backend, cxx=False)
             out.texts.append(text)
             out.blobs.append(blob)

@@ -37,7 +37,7 @@ from byoc.spec.backend import BackendSpec, OptionValue
 from byoc.spec.kind_engine import EngineKind
 from byoc.spec.template import placeholder_names, render
 
-from ..artifacts import LARGE_CONSTANT_ELEMENTS, Artifact, Role
+from ..artifacts import Artifact, Role, literal_constants
 from ..c import ffi_entry, support_files
 from ..c import profile as c_profile
 from ..c.text import c_string, c_value, comment, function_origin, included_array, origin
@@ -119,8 +119,9 @@ def _function_text(
     ctype = spec.ctype(p.dtype)
     n_in, n_out = len(fn.params), len(fn.outputs)
     out: list[str] = []
+    literal = literal_constants([c.values.size for c, _ in p.constants])
     for k, (c, buffer) in enumerate(p.constants):
-        if c.values.size > LARGE_CONSTANT_ELEMENTS:
+        if k not in literal:
             text, blob = included_array(f"{sym}_c{k}", c, ctype, spec.name, cxx=True)
             out.append(f"{comment(f'engine buffer {buffer}')}\n{text}")
             blobs.append(blob)
