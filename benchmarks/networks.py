@@ -64,8 +64,11 @@ PEAK_THREADS = (1, 2)
 SLOW_S = 0.25
 """A system whose checked call takes longer is slow: timed in SLOW_ROUNDS rounds of its
 own (interleaved among the slow ones), without an untimed call before each sample."""
-SLOW_ROUNDS = 3
-"""(1 with --quick)"""
+SLOW_ROUNDS = 7
+"""(1 with --quick) 3 until 2026-12-02: a whole transformer's samples spread by a
+seventh on the shared machine (GPT-2 on dnnl,fused: 191-222 ms in one run), and the
+median of three moved its ratio to ONNX Runtime between 0.91x and 1.17x from run to
+run; seven rounds cost about 30 s in a full run."""
 MIN_BATCH_S = 0.01
 """A sample is a batch of calls lasting at least this long (a conv3x3: about 7 to 20
 calls), so that it measures the steady state rather than the moments after the system
