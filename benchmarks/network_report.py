@@ -61,6 +61,14 @@ TARGETS = (  # (workload, system, metric, op, limit, text)
         "dnnl,fused ResNet-50 end to end: at least as fast as ONNX Runtime (best threads)",
     ),
     (
+        "basic_block",
+        "byoc dnnl,fused executor.run(), constant weights",
+        "x_ort",
+        "<=",
+        1.10,
+        "dnnl,fused ResNet basic block: within 1.10x of ONNX Runtime (best threads)",
+    ),
+    (
         "dense",
         "byoc cblas prepared",
         "x_sgemm",

@@ -364,14 +364,9 @@ def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: 
     tests/test_onnx_zoo.py checks against ONNX Runtime), at its deployed sizes on every
     --backend choice or, with ``tiny``, at :data:`TINY_TRANSFORMER` on ``fused``; its
     inputs the builder's seeded ones."""
-    import sys
-
     import byoc
 
-    if str(ZOO) not in sys.path:
-        sys.path.insert(0, str(ZOO))
-    import zoo_transformers
-
+    zoo_transformers = _zoo_transformers()
     s = zoo_transformers.Sizes(**TINY_TRANSFORMER) if tiny else getattr(zoo_transformers, sizes)
     model, feeds = getattr(zoo_transformers, builder)(*args, s)
     program = byoc.parse(model.SerializeToString(), "onnx")
@@ -394,6 +389,49 @@ def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: 
         model,
         dict(zip(names, feeds)),
         (("fused",),) if tiny else NETWORK_BACKENDS,
+    )
+
+
+def _zoo_transformers():
+    """examples/zoo/zoo_transformers.py, the zoo's transformer builders."""
+    import sys
+
+    if str(ZOO) not in sys.path:
+        sys.path.insert(0, str(ZOO))
+    import zoo_transformers
+
+    return zoo_transformers
+
+
+def attention_workload(tiny: bool) -> Workload:
+    """Attention alone, as each of GPT-2's layers computes it: softmax(Q K^T / sqrt(d)
+    + causal mask) V over the heads (the zoo's ``attention`` and ``causal_bias``, at
+    GPT-2-small's sizes or :data:`TINY_TRANSFORMER`'s), Q, K and V as inputs."""
+    from onnx import TensorProto, helper
+
+    import byoc
+
+    zoo = _zoo_transformers()
+    s = zoo.Sizes(**TINY_TRANSFORMER) if tiny else zoo.GPT2_SMALL
+    shape = [1, s.heads, s.seq, s.hidden // s.heads]
+    g = zoo.SizedGraph("attention", 5, ONNX_OPSET, s)
+    g.op("Identity", [zoo.attention(g, "q", "k", "v", zoo.causal_bias(g))], out="context")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "qkv"]
+    model = g.model(inputs, [helper.make_tensor_value_info("context", TensorProto.FLOAT, shape)])
+    rng = np.random.RandomState(6)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+    program = byoc.parse(model.SerializeToString(), "onnx")
+    names = [p.name for p in program.functions[0].params]
+    return Workload(
+        "attention",
+        f"GPT-2's causal attention alone: {s.heads} heads, sequence {s.seq}, head size {shape[-1]}"
+        + (" (tiny sizes)" if tiny else ""),
+        "network",
+        program,
+        dict(zip(names, feeds.values())),
+        model,
+        feeds,
+        NETWORK_BACKENDS,
     )
 
 
@@ -449,6 +487,7 @@ def make_workloads(tiny: bool, workdir: Path) -> list[Workload]:
     result += [
         matmul_workload(rng, "matmul_attention", "attention's Q @ K^T, batched per head", *attention, False),
         matmul_workload(rng, "matmul_linear", "a transformer FFN's first product", *linear, True),
+        attention_workload(tiny),
     ]
     result += [transformer_network(*entry, tiny) for entry in TRANSFORMERS]
     for w in result:

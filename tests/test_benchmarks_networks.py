@@ -32,6 +32,7 @@ WORKLOADS = {
     "cnn_qdq",
     "tiny_cnn",
     *MATMULS,
+    "attention",
     *TRANSFORMERS,
 }
 
@@ -113,6 +114,12 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
         assert byoc_rows == {"fused"}, key
         assert "TVM" in w["not_run"] or not data["peers"]["tvm"], key
         assert "(tiny sizes)" in w["title"], key
+    # attention alone runs on every --backend choice, against ONNX Runtime
+    attention = data["workloads"]["attention"]
+    byoc_rows = {r["backend"] for r in attention["systems"].values() if r["group"] == "byoc"}
+    available = {",".join(b) for b in (("dnnl", "fused"), ("cblas", "fused")) if not missing_library(b[0])}
+    assert byoc_rows == {"fused", *available}
+    assert not data["peers"]["onnxruntime"] or any(r["path"] == "ort_2" for r in attention["systems"].values())
 
 
 def _check_matmul_rows(data: dict, key: str) -> None:
