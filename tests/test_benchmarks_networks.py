@@ -119,7 +119,9 @@ def test_networks_suite_quick_tiny_checks_every_system(tmp_path):
     byoc_rows = {r["backend"] for r in attention["systems"].values() if r["group"] == "byoc"}
     available = {",".join(b) for b in (("dnnl", "fused"), ("cblas", "fused")) if not missing_library(b[0])}
     assert byoc_rows == {"fused", *available}
-    assert not data["peers"]["onnxruntime"] or any(r["path"] == "ort_2" for r in attention["systems"].values())
+    assert not data["peers"]["onnxruntime"] or any(
+        r["path"] == "ort_2" for r in attention["systems"].values()
+    )
 
 
 def _check_matmul_rows(data: dict, key: str) -> None:
