@@ -23,7 +23,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -53,7 +52,7 @@ def write_models(folder: Path) -> dict[str, tuple[Path, Path | None]]:
     import numpy as np
     import onnx
 
-    from .network_workloads import ZOO, _randomise
+    from .network_workloads import _randomise, zoo_transformers
 
     light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_resnet50.onnx"
     resnet = onnx.load(light)
@@ -61,11 +60,8 @@ def write_models(folder: Path) -> dict[str, tuple[Path, Path | None]]:
     paths = {"light_resnet50": folder / "light_resnet50.onnx", "bert_base": folder / "bert_base.onnx"}
     onnx.save(resnet, paths["light_resnet50"])
     inputs = folder / "bert_base_inputs.npz"
-    if str(ZOO) not in sys.path:
-        sys.path.insert(0, str(ZOO))
-    import zoo_transformers
-
-    bert, feeds = zoo_transformers.bert(False, zoo_transformers.BERT_BASE)
+    zoo = zoo_transformers()
+    bert, feeds = zoo.bert(False, zoo.BERT_BASE)
     onnx.save(bert, paths["bert_base"])
     np.savez(inputs, **{i.name: x for i, x in zip(bert.graph.input, feeds)})
     return {"light_resnet50": (paths["light_resnet50"], None), "bert_base": (paths["bert_base"], inputs)}

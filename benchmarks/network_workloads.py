@@ -366,16 +366,16 @@ def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: 
     inputs the builder's seeded ones."""
     import byoc
 
-    zoo_transformers = _zoo_transformers()
-    s = zoo_transformers.Sizes(**TINY_TRANSFORMER) if tiny else getattr(zoo_transformers, sizes)
-    model, feeds = getattr(zoo_transformers, builder)(*args, s)
+    zoo = zoo_transformers()
+    s = zoo.Sizes(**TINY_TRANSFORMER) if tiny else getattr(zoo, sizes)
+    model, feeds = getattr(zoo, builder)(*args, s)
     program = byoc.parse(model.SerializeToString(), "onnx")
     fn = program.functions[0]
     names = [i.name for i in model.graph.input]
     assert len(names) == len(fn.params) == len(feeds), key
     gated = builder == "llama"  # grouped-query attention and SwiGLU
     heads = f"{s.heads} heads" + (f" ({s.kv_heads} for keys and values)" if gated else "")
-    ffn = zoo_transformers.feed_forward(s, gated)
+    ffn = zoo.feed_forward(s, gated)
     sizes_text = (
         f"hidden {s.hidden}, {heads}, {s.layers} layers, feed-forward {ffn}, sequence {s.seq}, "
         f"vocabulary {s.vocab}"
@@ -392,8 +392,9 @@ def transformer_network(key: str, title: str, builder: str, args: tuple, sizes: 
     )
 
 
-def _zoo_transformers():
-    """examples/zoo/zoo_transformers.py, the zoo's transformer builders."""
+def zoo_transformers():
+    """examples/zoo/zoo_transformers.py, the zoo's transformer builders (importable from
+    examples/zoo, which is put on ``sys.path`` once)."""
     import sys
 
     if str(ZOO) not in sys.path:
@@ -411,7 +412,7 @@ def attention_workload(tiny: bool) -> Workload:
 
     import byoc
 
-    zoo = _zoo_transformers()
+    zoo = zoo_transformers()
     s = zoo.Sizes(**TINY_TRANSFORMER) if tiny else zoo.GPT2_SMALL
     shape = [1, s.heads, s.seq, s.hidden // s.heads]
     g = zoo.SizedGraph("attention", 5, ONNX_OPSET, s)

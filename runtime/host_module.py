@@ -35,9 +35,8 @@ class HostModule:
         """``files`` holds the weights file of the text's large constants by name (a
         bundle's members)."""
         self.text = text
-        source = text_source_key(
-            text.encode("utf-8", "surrogatepass"), "graph", file or "", None
-        )  # "": no file
+        # the key of byoc.api.parse_source's texts; "" names no file
+        source = text_source_key(text.encode("utf-8", "surrogatepass"), "graph", file or "", None)
         program = parsed_text(source, catalog, partial(_parse, text, catalog, file, files))
         self.functions: dict[str, Function] = {fn.name: fn for fn in program.functions}
         self.catalog = catalog
