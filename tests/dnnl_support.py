@@ -1,9 +1,11 @@
 """What the dnnl tests share: how close a oneDNN result must be to the reference, DSL
-constants for the weights that `_const` patterns pack at init, and copies of the spec
-with its support C edited."""
+constants for the weights that `_const` patterns pack at init, graphs of the patterns
+(layer normalization, a linear layer, attention), and copies of the spec with its
+support C edited."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -100,3 +102,76 @@ graph main(x: {dtype}[2, 3, {k}], b: {dtype}[{bias}]) {{
   return add(matmul(x, w), b)
 }}
 """
+
+
+def dims(shape: tuple[int, ...]) -> str:
+    """A shape's extents as the DSL writes them inside its brackets."""
+    return ", ".join(map(str, shape))
+
+
+def causal(sq: int, sk: int) -> str:
+    """GPT-2's causal mask as its ONNX graph folds it: 0 on and below the diagonal, -inf above."""
+    rows = ([0.0 if j <= i else "-inf" for j in range(sk)] for i in range(sq))
+    return f"const float32[{sq}, {sk}] [{', '.join(str(x) for row in rows for x in row)}]"
+
+
+def attention(
+    q: tuple[int, ...],
+    k: tuple[int, ...],
+    v: tuple[int, ...],
+    bias: tuple[int, ...] | str | None = None,
+    *,
+    transposed: bool = True,
+    scale: str = "divide",
+    c: tuple[int, ...] | None = (),
+    axis: int = -1,
+    dtype: str = "float32",
+) -> str:
+    """Scaled dot-product attention (the attention patterns), as GPT-2's graph writes it: k of ``k``'s shape transposed by the chain
+    (``transposed``) or given as kt; the scores divided by c = sqrt(d) or multiplied by
+    c = 1/sqrt(d) (``scale``), a constant of shape ``c`` (None: a parameter c of shape
+    [] that each call gives); plus a bias parameter of shape ``bias``, GPT-2's causal
+    mask (``"causal"``, a constant [Sq, Sk]) or none; softmax along ``axis``."""
+    d = q[-1]
+    params = [f"q: {dtype}[{dims(q)}]", f"k: {dtype}[{dims(k)}]", f"v: {dtype}[{dims(v)}]"]
+    body = []
+    if c is None:
+        params.append(f"c: {dtype}[]")
+    else:
+        value = math.sqrt(d) if scale == "divide" else 1 / math.sqrt(d)
+        body.append(f"  c = const {dtype}[{dims(c)}] [{', '.join([repr(value)] * math.prod(c))}]")
+    kt = "transpose(k, perm=[0, 1, 3, 2])" if transposed else "k"
+    body.append(f"  scaled = {scale}(matmul(q, {kt}), c)")
+    if bias == "causal":
+        body.append(f"  bias = {causal(q[-2], k[-2] if transposed else k[-1])}")
+        body.append("  s = add(scaled, bias)")
+    elif bias is not None:
+        params.append(f"bias: {dtype}[{dims(bias)}]")
+        body.append("  s = add(scaled, bias)")
+    scores = "scaled" if bias is None else "s"
+    body.append(f"  return matmul(softmax({scores}, axis={axis}), v)")
+    return f"graph main({', '.join(params)}) {{\n" + "\n".join(body) + "\n}\n"
+
+
+def pattern_of(transposed: bool, scale: str, bias: bool) -> str:
+    """The name of the attention pattern that takes the chain :func:`attention` writes so."""
+    kt = "" if transposed else "_kt"
+    return f"attention{kt}_{'div' if scale == 'divide' else 'mul'}{'_bias' if bias else ''}"
+
+
+def attention_family() -> list[str]:
+    """One small chain per attention pattern: k transposed by the chain or given as kt,
+    the scores divided or multiplied, GPT-2's causal mask or no bias."""
+    return [
+        attention(
+            (1, 2, 5, 4),
+            (1, 2, 7, 4) if t else (1, 2, 4, 7),
+            (1, 2, 7, 3),
+            "causal" if b else None,
+            transposed=t,
+            scale=s,
+        )
+        for t in (True, False)
+        for s in ("divide", "multiply")
+        for b in (True, False)
+    ]

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import EXAMPLES, random_array, run_threads
-from dnnl_support import assert_close, const, layer_norm_graph, linear
+from dnnl_support import assert_close, attention_family, const, layer_norm_graph, linear
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -191,7 +191,7 @@ def test_the_whole_mlp_goes_to_dnnl_as_composites():
 
 def test_every_pattern_and_op_runs_like_the_reference(rng):
     used = set()
-    for graph in (PATTERNS, const_patterns(), layer_norm_graph(), linear()):
+    for graph in (PATTERNS, const_patterns(), layer_norm_graph(), linear(), *attention_family()):
         program = partition(
             parse(graph, "graph", file="patterns.graph"), [load_backend(BACKEND)], load_catalog()
         )

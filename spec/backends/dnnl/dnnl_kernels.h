@@ -340,3 +340,34 @@
     (void)w, (void)ws, (void)wz, (void)b, (void)bs, (void)bz; /* packed by the init */ \
     return dnnl_byoc_q8_run(&p_STATE_->p_ID_, p_STATE_->engine, x, xs, xz[0], ys, yz[0], out); \
   }
+
+/* a pattern's scaled dot-product attention, softmax(q kt / c + bias) v: the scores' matmul with the
+   scale and the bias as post-ops (vars: scale, dnnl_binary_div or dnnl_binary_mul; k_transposed 1
+   where the pattern transposes k, read through strides), softmax in place, the matmul by v, the
+   scores in the kernel's scratch (dnnl_byoc_attention_create) */
+#define DNNL_ATTENTION_BIAS(p_ID_, p_STATE_, p_SHAPE_, p_Q_, p_K_, p_V_, p_C_SIZE_, p_BIAS_, p_SCALE_, p_K_TRANSPOSED_) \
+  static int p_ID_ ## _create(dnnl_byoc_attention_t* a, dnnl_engine_t engine) { \
+    return dnnl_byoc_attention_create(a, engine, #p_ID_, \
+                                      (const int64_t* const[]){(const int64_t[]){DNNL_BYOC_ITEMS p_Q_}, \
+                                                               (const int64_t[]){DNNL_BYOC_ITEMS p_K_}, \
+                                                               (const int64_t[]){DNNL_BYOC_ITEMS p_V_}, \
+                                                               (const int64_t[]){DNNL_BYOC_ITEMS p_BIAS_}}, \
+                                      p_K_TRANSPOSED_, p_SCALE_, p_C_SIZE_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}); \
+  } \
+  static int p_ID_(const float* q, const float* k, const float* v, const float* c, const float* bias, float* out) { \
+    return dnnl_byoc_attention_run(&p_STATE_->p_ID_, p_STATE_->engine, q, k, v, c, bias, out); \
+  }
+
+/* a pattern's scaled dot-product attention without a bias, softmax(q kt / c) v (vars: scale,
+   k_transposed), as DNNL_ATTENTION_BIAS computes it */
+#define DNNL_ATTENTION(p_ID_, p_STATE_, p_SHAPE_, p_Q_, p_K_, p_V_, p_C_SIZE_, p_SCALE_, p_K_TRANSPOSED_) \
+  static int p_ID_ ## _create(dnnl_byoc_attention_t* a, dnnl_engine_t engine) { \
+    return dnnl_byoc_attention_create(a, engine, #p_ID_, \
+                                      (const int64_t* const[]){(const int64_t[]){DNNL_BYOC_ITEMS p_Q_}, \
+                                                               (const int64_t[]){DNNL_BYOC_ITEMS p_K_}, \
+                                                               (const int64_t[]){DNNL_BYOC_ITEMS p_V_}, NULL}, \
+                                      p_K_TRANSPOSED_, p_SCALE_, p_C_SIZE_, (const int64_t[]){DNNL_BYOC_ITEMS p_SHAPE_}); \
+  } \
+  static int p_ID_(const float* q, const float* k, const float* v, const float* c, float* out) { \
+    return dnnl_byoc_attention_run(&p_STATE_->p_ID_, p_STATE_->engine, q, k, v, c, NULL, out); \
+  }

@@ -1380,8 +1380,9 @@ static inline void dnnl_byoc_q8_offsets(const dnnl_byoc_q8_t* q, size_t* at) {
   dnnl_byoc_offsets(sizes, 3, at);
 }
 
-/* An int8 kernel's init failing on constants oneDNN cannot take: says why, returns 1. */
-static inline int dnnl_byoc_q8_refuse(const char* kernel, const char* why) {
+/* A kernel's init failing on what oneDNN cannot take (an int8 kernel's constants, an
+   attention's shapes): says why, returns 1. */
+static inline int dnnl_byoc_refuse(const char* kernel, const char* why) {
   fprintf(stderr, "byoc dnnl: %s: %s\n", kernel, why);
   return 1;
 }
@@ -1646,16 +1647,16 @@ int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* ker
                         const int64_t* n, const int64_t* ws_shape, const int64_t* wz_shape, int relu) {
   memset(q, 0, sizeof(*q));
   if ((dt[0] != dnnl_s8 && dt[0] != dnnl_u8) || (dt[2] != dnnl_s8 && dt[2] != dnnl_u8)) {
-    return dnnl_byoc_q8_refuse(kernel, "oneDNN's int8 primitives take an int8 or uint8 source and result");
+    return dnnl_byoc_refuse(kernel, "oneDNN's int8 primitives take an int8 or uint8 source and result");
   }
   if (n[0] != 1 || n[1] != 1 || n[5] != 1 || n[6] != 1) {
-    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
+    return dnnl_byoc_refuse(kernel, "oneDNN takes one scale and zero point for the source and the result");
   }
   const int conv = kind == DNNL_BYOC_Q8_CONV2D, matmul = kind == DNNL_BYOC_Q8_MATMUL;
   const int64_t m = conv ? geometry->o : bkn[2], wsize = n[2];
   const int wrank = conv ? 4 : 2, axis = matmul ? 1 : 0;  /* the weights' output channels */
   if (!dnnl_byoc_q8_fits(n[3], ws_shape, wrank, axis, m) || !dnnl_byoc_q8_fits(n[4], wz_shape, wrank, axis, m)) {
-    return dnnl_byoc_q8_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
+    return dnnl_byoc_refuse(kernel, "oneDNN takes the weights' scales per tensor or per output channel");
   }
   int8_t* w8 = (int8_t*)malloc((size_t)wsize + 1);
   float* bias = bs != NULL ? (float*)malloc(sizeof(float) * (size_t)(m + 1)) : NULL;
@@ -1672,7 +1673,7 @@ int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* ker
   const dnnl_byoc_q8_args_t a = {w8, ws, n[3], bias, relu};
   int failed = 1;
   if (ok && !fits) {
-    dnnl_byoc_q8_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
+    dnnl_byoc_refuse(kernel, "a weight minus its zero point is outside int8, which oneDNN's weights are");
   } else if (ok) {
     failed = conv ? dnnl_byoc_q8_conv2d(q, engine, geometry, dt[0], dt[2], &a)
                   : dnnl_byoc_q8_matmul(q, engine, bkn[0], bkn[1], bkn[2], dt[0], dt[2], &a, !matmul);
@@ -1680,4 +1681,283 @@ int dnnl_byoc_q8_create(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const char* ker
   free(w8);
   free(bias);
   return failed;
+}
+
+/* Scaled dot-product attention (dnnl_byoc_attention_t, the attention patterns). */
+
+/* out (s->dims, plain) = `in` read through s->strides: an input broadcast into a copy
+   that a primitive reads (dnnl_byoc_spread_t). */
+static inline void dnnl_byoc_spread(const float* in, float* out, const dnnl_byoc_spread_t* s) {
+  const int64_t* e = s->dims;
+  const int64_t* t = s->strides;
+  for (int64_t i0 = 0; i0 < e[0]; ++i0) {
+    for (int64_t i1 = 0; i1 < e[1]; ++i1) {
+      for (int64_t i2 = 0; i2 < e[2]; ++i2, out += e[3]) {
+        const float* row = in + i0 * t[0] + i1 * t[1] + i2 * t[2];
+        if (t[3] == 1) {
+          memcpy(out, row, sizeof(float) * (size_t)e[3]);
+        } else {
+          for (int64_t i3 = 0; i3 < e[3]; ++i3) out[i3] = row[i3 * t[3]];
+        }
+      }
+    }
+  }
+}
+
+/* The shape {rank, extents...} right-aligned against 4 axes, as numpy broadcasts it:
+   e its extents (1 on the axes it lacks), t its plain row-major strides. */
+static inline void dnnl_byoc_rank4(const int64_t* shape, int64_t* e, int64_t* t) {
+  const int lacks = 4 - (int)shape[0];
+  int64_t step = 1;
+  for (int j = 3; j >= 0; --j) {
+    e[j] = j < lacks ? 1 : shape[1 + j - lacks];
+    t[j] = step;
+    step *= e[j] > 0 ? e[j] : 1;
+  }
+}
+
+/* A float32 memory descriptor of 4 extents e stored with the strides t (0 where the
+   data repeats along an axis); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_strided(const int64_t* e, const int64_t* t) {
+  const dnnl_dims_t dims = {e[0], e[1], e[2], e[3]}, strides = {t[0], t[1], t[2], t[3]};
+  dnnl_memory_desc_t md = NULL;
+  if (dnnl_memory_desc_create_with_strides(&md, 4, dims, dnnl_f32, strides) != dnnl_success) return NULL;
+  return md;
+}
+
+/* The elements of 4 extents. */
+static inline int64_t dnnl_byoc_size4(const int64_t* e) {
+  return e[0] * e[1] * e[2] * e[3];
+}
+
+/* The descriptor *pd of the scores' matmul, q by kt into `scores`, whose post-ops
+   divide (or multiply: `scale`, a binary algorithm) by c, one value, then add a bias
+   of the plain extents `bias` (NULL: none), which oneDNN broadcasts against the
+   scores; a user-managed scratchpad. */
+static inline dnnl_status_t dnnl_byoc_scores_desc(dnnl_primitive_desc_t* pd, dnnl_engine_t engine,
+                                                  const_dnnl_memory_desc_t q, const_dnnl_memory_desc_t kt,
+                                                  const_dnnl_memory_desc_t scores, dnnl_alg_kind_t scale,
+                                                  const int64_t* bias) {
+  static const int64_t one[4] = {1, 1, 1, 1};
+  dnnl_memory_desc_t c = dnnl_byoc_md_of(4, one, dnnl_f32), b = bias != NULL ? dnnl_byoc_md_of(4, bias, dnnl_f32) : NULL;
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_post_ops_t ops = NULL;
+  int ok = attr != NULL && c != NULL && (bias == NULL || b != NULL) && dnnl_post_ops_create(&ops) == dnnl_success
+      && dnnl_post_ops_append_binary(ops, scale, c) == dnnl_success
+      && (b == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, b) == dnnl_success)
+      && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+  *pd = NULL;
+  const dnnl_status_t made = ok ? dnnl_matmul_primitive_desc_create(pd, engine, q, kt, NULL, scores, attr)
+                                : dnnl_out_of_memory;
+  if (ops != NULL) dnnl_post_ops_destroy(ops);
+  if (attr != NULL) dnnl_primitive_attr_destroy(attr);
+  if (c != NULL) dnnl_memory_desc_destroy(c);
+  if (b != NULL) dnnl_memory_desc_destroy(b);
+  return made;
+}
+
+/* Whether oneDNN runs pd with its reference implementation ("ref:any"), a loop of
+   scalar code per element: for a matmul, 1000x slower than its brgemm kernels. */
+static inline int dnnl_byoc_is_ref(const_dnnl_primitive_desc_t pd) {
+  return strncmp(dnnl_byoc_impl(pd), "ref", 3) == 0;
+}
+
+/* The scores' matmul of a (q and kt as its descriptors give them) into the scores s
+   (4 extents), with the bias b (4 extents, plain strides bt; NULL: none). oneDNN's
+   brgemm matmul broadcasts a bias post-op only in some ways (over the scores' batch
+   of (1, H) heads: (1, 1, 1, 1), (1, H, 1, 1), (1, 1, 1, Sk), (B, 1, 1, Sk),
+   (B, 1, Sq, Sk) and whole, as oneDNN 3.2's broadcast strategies allow): for another
+   (GPT-2's causal (1, 1, Sq, Sk) with a batch of 2, ALiBi's (1, H, 1, Sk)) it falls
+   back to its reference code. Then the bias is spread along the fewest elements of
+   the axes it repeats along, the smallest copy that a brgemm matmul takes (the call
+   copies it, a->spreads[2]); if none does, it is read as it is, by the reference
+   matmul. 0 on success. */
+static inline int dnnl_byoc_attention_scores(dnnl_byoc_attention_t* a, dnnl_engine_t engine,
+                                             const_dnnl_memory_desc_t q, const_dnnl_memory_desc_t kt,
+                                             const_dnnl_memory_desc_t scores, dnnl_alg_kind_t scale,
+                                             const int64_t* s, const int64_t* b, const int64_t* bt) {
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t made = dnnl_byoc_scores_desc(&pd, engine, q, kt, scores, scale, b);
+  int repeats[4], n = 0;  /* the axes along which the bias repeats */
+  for (int j = 0; b != NULL && j < 4; ++j) {
+    if (b[j] != s[j]) repeats[n++] = j;
+  }
+  /* when oneDNN runs that with its reference code: the other subsets of those axes
+     (bit j: repeats[j]), smallest spread first */
+  int subsets[16], count = 0;
+  int64_t sizes[16];
+  for (int m = 1; made == dnnl_success && dnnl_byoc_is_ref(pd) && m < 1 << n; ++m) {
+    int64_t size = 1;
+    for (int j = 0; j < n; ++j) size *= (m >> j & 1) ? s[repeats[j]] : 1;
+    int at = count++;
+    for (; at > 0 && sizes[at - 1] > size; --at) {
+      sizes[at] = sizes[at - 1];
+      subsets[at] = subsets[at - 1];
+    }
+    sizes[at] = size;
+    subsets[at] = m;
+  }
+  for (int k = 0; k < count; ++k) {
+    int64_t e[4] = {b[0], b[1], b[2], b[3]};
+    for (int j = 0; j < n; ++j) e[repeats[j]] = (subsets[k] >> j & 1) ? s[repeats[j]] : 1;
+    dnnl_primitive_desc_t spread = NULL;
+    if (dnnl_byoc_scores_desc(&spread, engine, q, kt, scores, scale, e) != dnnl_success) continue;
+    if (dnnl_byoc_is_ref(spread)) {
+      dnnl_primitive_desc_destroy(spread);
+      continue;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    pd = spread;
+    for (int j = 0; j < 4; ++j) {
+      a->spreads[2].dims[j] = e[j];
+      a->spreads[2].strides[j] = b[j] == 1 ? 0 : bt[j];
+    }
+    break;
+  }
+  return dnnl_byoc_finish(&a->prims[0], made, pd, NULL, NULL, 0);
+}
+
+void dnnl_byoc_attention_free(dnnl_byoc_attention_t* a) {
+  for (int k = 0; k < 3; ++k) {
+    if (a->prims[k] != NULL) dnnl_primitive_destroy(a->prims[k]);
+    dnnl_byoc_step_free(&a->steps[k]);
+  }
+  free(a->memory);
+  if (a->stream != NULL) dnnl_stream_destroy(a->stream);
+  memset(a, 0, sizeof(*a));
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_attention_create(dnnl_byoc_attention_t* a, dnnl_engine_t engine, const char* kernel,
+                               const int64_t* const* shapes, int k_transposed, dnnl_alg_kind_t scale,
+                               int64_t c_size, const int64_t* out) {
+  memset(a, 0, sizeof(*a));
+  int64_t q[4], qt[4], k[4], kt[4], kts[4], v[4], vt[4], b[4] = {1, 1, 1, 1}, bt[4] = {0, 0, 0, 0};
+  dnnl_byoc_rank4(shapes[0], q, qt);
+  dnnl_byoc_rank4(shapes[1], k, kts);
+  dnnl_byoc_rank4(shapes[2], v, vt);
+  const int64_t* bias = shapes[3] != NULL ? b : NULL;
+  if (bias != NULL) dnnl_byoc_rank4(shapes[3], b, bt);
+  /* kt (..., D, Sk): k itself, or k's last two axes swapped, read through k's strides */
+  memcpy(kt, k, sizeof(kt));
+  if (k_transposed) {
+    const int64_t e = kt[2], t = kts[2];
+    kt[2] = kt[3], kts[2] = kts[3];
+    kt[3] = e, kts[3] = t;
+  }
+  /* n: q kt's extents, the batch axes broadcast; s: the scores', n broadcast against
+     the bias; y: the result's, s's batch broadcast against v's */
+  const int64_t n[4] = {q[0] == 1 ? kt[0] : q[0], q[1] == 1 ? kt[1] : q[1], q[2], kt[3]};
+  int64_t s[4], y[4];
+  for (int j = 0; j < 4; ++j) s[j] = n[j] == 1 ? b[j] : n[j];
+  for (int j = 0; j < 2; ++j) y[j] = s[j] == 1 ? v[j] : s[j];
+  y[2] = s[2];
+  y[3] = v[3];
+  if (c_size != 1) return dnnl_byoc_refuse(kernel, "the scale is not one value");
+  if (q[3] != kt[2] || s[3] != v[2] || memcmp(y, out, sizeof(y)) != 0) {
+    return dnnl_byoc_refuse(kernel, "q, k, v and the bias do not make the result's shape");
+  }
+  a->out_size = dnnl_byoc_size4(y);
+  if (a->out_size == 0) return 0; /* an empty result: nothing to compute */
+  if (q[3] == 0 || s[3] == 0) return dnnl_byoc_refuse(kernel, "oneDNN has no matmul of an empty sum");
+  /* where the bias makes the scores larger than q kt (a batch axis along which q and
+     kt both repeat, one row of q or one column of kt against the bias's), the calls
+     spread q and kt into copies of the scores' extents: the matmul broadcasts none */
+  if (n[0] != s[0] || n[1] != s[1] || n[2] != s[2]) {
+    for (int j = 0; j < 4; ++j) {
+      a->spreads[0].dims[j] = j < 3 && n[j] != s[j] ? s[j] : q[j];
+      a->spreads[0].strides[j] = j < 3 && n[j] != s[j] ? 0 : qt[j];
+    }
+  }
+  if (n[3] != s[3]) {
+    for (int j = 0; j < 4; ++j) {
+      a->spreads[1].dims[j] = j == 3 ? s[3] : kt[j];
+      a->spreads[1].strides[j] = j == 3 ? 0 : kts[j];
+    }
+  }
+  const int spread_q = a->spreads[0].dims[3] > 0, spread_kt = a->spreads[1].dims[3] > 0;
+  dnnl_memory_desc_t mds[5] = {
+      spread_q ? dnnl_byoc_md_of(4, a->spreads[0].dims, dnnl_f32) : dnnl_byoc_md_strided(q, qt),
+      spread_kt ? dnnl_byoc_md_of(4, a->spreads[1].dims, dnnl_f32) : dnnl_byoc_md_strided(kt, kts),
+      dnnl_byoc_md_of(4, s, dnnl_f32), dnnl_byoc_md_of(4, v, dnnl_f32), dnnl_byoc_md_of(4, y, dnnl_f32)};
+  int ok = mds[0] != NULL && mds[1] != NULL && mds[2] != NULL && mds[3] != NULL && mds[4] != NULL;
+  ok = ok && dnnl_byoc_attention_scores(a, engine, mds[0], mds[1], mds[2], scale, s, bias, bt) == 0;
+  /* softmax over the scores' last axis, in place; then the scores by v */
+  dnnl_primitive_attr_t attr = ok ? dnnl_byoc_attr(0, NULL, 0) : NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_softmax_forward_primitive_desc_create(&pd, engine, dnnl_forward_inference, dnnl_softmax_accurate,
+            mds[2], mds[2], 3, attr);
+  ok = ok && dnnl_byoc_finish(&a->prims[1], made, pd, attr, NULL, 0) == 0;
+  attr = ok ? dnnl_byoc_attr(0, NULL, 0) : NULL;
+  made = attr == NULL ? dnnl_out_of_memory
+      : dnnl_matmul_primitive_desc_create(&pd, engine, mds[2], mds[3], NULL, mds[4], attr);
+  ok = ok && dnnl_byoc_finish(&a->prims[2], made, pd, attr, NULL, 0) == 0;
+  for (int j = 0; j < 5; ++j) {
+    if (mds[j] != NULL) dnnl_memory_desc_destroy(mds[j]);
+  }
+  if (!ok) {
+    dnnl_byoc_attention_free(a);
+    return 1;
+  }
+  /* the scratch: the scores, the copies, and the largest of the three scratchpads */
+  a->bytes[0] = sizeof(float) * (size_t)dnnl_byoc_size4(s);
+  for (int j = 0; j < 3; ++j) a->bytes[1 + j] = sizeof(float) * (size_t)dnnl_byoc_size4(a->spreads[j].dims);
+  for (int j = 0; j < 3; ++j) {
+    const size_t scratch = dnnl_byoc_scratch_size(a->prims[j]);
+    a->bytes[4] = scratch > a->bytes[4] ? scratch : a->bytes[4];
+  }
+  size_t at[6];
+  dnnl_byoc_offsets(a->bytes, 5, at);
+  a->memory = (char*)aligned_alloc(4096, (at[5] + 4095) / 4096 * 4096);
+  atomic_store_explicit(&a->busy, 0, memory_order_release);
+  if (a->memory == NULL) {
+    dnnl_byoc_attention_free(a);
+    return 1;
+  }
+  return 0;
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_attention_run(dnnl_byoc_attention_t* a, dnnl_engine_t engine, const float* q, const float* k,
+                            const float* v, const float* c, const float* bias, float* out) {
+  if (a->out_size == 0) return 0;
+  size_t at[6];
+  dnnl_byoc_offsets(a->bytes, 5, at);
+  const int kept = atomic_exchange_explicit(&a->busy, 1, memory_order_acquire) == 0;
+  char* memory = kept ? a->memory : (char*)aligned_alloc(64, at[5]);
+  if (memory == NULL) return 1; /* only a call's own allocation can fail */
+  dnnl_stream_t stream = kept ? a->stream : NULL;
+  int ok = stream != NULL || dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+  if (kept) a->stream = stream;
+  dnnl_byoc_step_t* steps = kept ? a->steps : NULL;
+  float* scores = (float*)(memory + at[0]);
+  void* scratch = memory + at[4];
+  /* the inputs as the scores' matmul reads them: spread into the scratch, or where they are */
+  const float* inputs[3] = {q, k, bias};
+  for (int j = 0; ok && j < 3; ++j) {
+    if (a->spreads[j].dims[3] == 0) continue;
+    float* copy = (float*)(memory + at[1 + j]);
+    dnnl_byoc_spread(inputs[j], copy, &a->spreads[j]);
+    inputs[j] = copy;
+  }
+  /* the scale and the bias are the first and second post-ops' second sources */
+  const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                       DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1};
+  void* const ptrs[] = {(void*)inputs[0], (void*)inputs[1], scores, (void*)c, (void*)inputs[2]};
+  ok = ok
+      && dnnl_byoc_execute_args(a->prims[0], engine, stream, bias != NULL ? 5 : 4, kinds, NULL, ptrs, scratch,
+                                kept ? &steps[0] : NULL)
+      && dnnl_byoc_execute_args(a->prims[1], engine, stream, 2, (const int[]){DNNL_ARG_SRC, DNNL_ARG_DST}, NULL,
+                                (void* const[]){scores, scores}, scratch, kept ? &steps[1] : NULL)
+      && dnnl_byoc_execute_args(a->prims[2], engine, stream, 3,
+                                (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, NULL,
+                                (void* const[]){scores, (void*)v, out}, scratch, kept ? &steps[2] : NULL);
+  if (kept) {
+    atomic_store_explicit(&a->busy, 0, memory_order_release);
+  } else {
+    if (stream != NULL) dnnl_stream_destroy(stream);
+    free(memory);
+  }
+  return ok ? 0 : 1;
 }
