@@ -1,8 +1,9 @@
 """Output shapes of normalisation (batch_norm, lrn, softmax, prelu, bias_add) and linear
-algebra (dense, matmul); conventions in :mod:`byoc.shape_checks`."""
+algebra (dense, matmul, attention); conventions in :mod:`byoc.shape_checks`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from .shape_checks import AttributeProblem, Shape, broadcast, check_int, check_shape, normalize_axis
@@ -102,3 +103,44 @@ def matmul(a_shape: Sequence[int], b_shape: Sequence[int]) -> Shape:
     rows = (a[-2],) if len(a) > 1 else ()
     cols = (b[-1],) if len(b) > 1 else ()
     return (*batch, *rows, *cols)
+
+
+def attention(
+    q_shape: Sequence[int], kt_shape: Sequence[int], v_shape: Sequence[int], scale_shape: Sequence[int], *bias
+) -> Shape:
+    """Scaled dot-product attention, softmax(q @ kt * scale + bias) @ v: q (..., Sq, D),
+    kt (..., D, Sk: the keys transposed), v (..., Sk, Dv), scale one value, the optional
+    bias broadcast to the scores (..., Sq, Sk) -> (..., Sq, Dv); the batch axes of all
+    four broadcast."""
+    q = check_shape(q_shape, "attention: q shape")
+    kt = check_shape(kt_shape, "attention: kt shape")
+    v = check_shape(v_shape, "attention: v shape")
+    scale = check_shape(scale_shape, "attention: scale shape")
+    if len(bias) > 1:
+        raise ValueError(f"attention: takes 4 or 5 inputs (q, kt, v, scale, bias), got {4 + len(bias)}")
+    if min(len(q), len(kt), len(v)) < 2:
+        raise ValueError(
+            f"attention: q, kt and v must have rank >= 2 (..., rows, columns), got {list(q)}, {list(kt)}, {list(v)}"
+        )
+    if math.prod(scale) != 1:
+        raise ValueError(f"attention: scale must be one value, got shape {list(scale)}")
+    if q[-1] != kt[-2]:
+        raise ValueError(
+            f"attention: q's last axis and kt's axis -2 differ (the head size): {list(q)} and {list(kt)}"
+        )
+    if kt[-1] != v[-2]:
+        raise ValueError(
+            f"attention: kt's last axis and v's axis -2 differ (the keys): {list(kt)} and {list(v)}"
+        )
+    given = check_shape(bias[0], "attention: bias shape") if bias else ()
+    b = (1,) * max(0, 2 - len(given)) + given  # a bias of rank < 2 broadcasts along the rows too
+    rows, keys = q[-2], kt[-1]
+    if b[-2] not in (1, rows) or b[-1] not in (1, keys):
+        raise ValueError(f"attention: bias {list(b)} does not broadcast to the scores (..., {rows}, {keys})")
+    try:
+        batch = broadcast(q[:-2], kt[:-2], v[:-2], b[:-2])
+    except ValueError:
+        raise ValueError(
+            f"attention: batch axes of {list(q)}, {list(kt)}, {list(v)} and bias {list(b)} do not broadcast"
+        ) from None
+    return (*batch, rows, v[-1])

@@ -169,6 +169,12 @@ SHAPE_RULES: Mapping[str, ShapeRule] = MappingProxyType(
             ),
             wrap("softmax", shape_linear_norm.softmax, "x's shape; axis in range"),
             wrap(
+                "attention",
+                shape_linear_norm.attention,
+                "q (..., Sq, D), k (..., Sk, D), v (..., Sk, Dv), a scale of one value and an optional "
+                "bias broadcast to (..., Sq, Sk) -> (..., Sq, Dv); batch axes broadcast",
+            ),
+            wrap(
                 "reduce",
                 shape_reductions.reduce,
                 "x without axes (every axis when empty), or with them as 1 when keepdims",

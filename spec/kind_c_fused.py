@@ -11,7 +11,10 @@ An op maps to one of three bindings, by its catalog shape rule:
   ``update`` over ``${x0}``, ``${x1}``, ... at one point of the rule's reduction space,
   and ``result``, the op's value from the accumulators;
 - **movement** rules (:data:`MOVEMENT_RULES`: reshape, transpose, slice, pad, gather,
-  concatenate, split, ...): ``{}``; the rule says where each output element comes from.
+  concatenate, split, ...): ``{}``; the rule says where each output element comes from;
+- **kernel** rules (:data:`KERNEL_RULES`: attention): ``call``, the name of a function of
+  the spec's support code that computes one block of the output (its last two axes)
+  per call, with the arguments the rule fixes.
 
 The loop structure of each rule is the generator's (``byoc.generator.c_fused.anchors``);
 what an op computes is data.
@@ -97,6 +100,12 @@ MOVEMENT_RULES = (
 )
 """Rules whose ops copy input elements (or a pad value) to other places; split gives
 each of its outputs from its own part of the input."""
+KERNEL_RULES = ("attention",)
+"""Rules whose ops a support function computes (``call``), one call per block of the
+output's last two axes; the rule fixes the arguments (``byoc.generator.c_fused.calls``).
+A computation whose loops do not fit one output element at a time (attention's streaming
+softmax: a running maximum and sum over blocks of keys, the output rows rescaled as they
+grow) is written once, in C, beside the spec."""
 PART = "part"
 """The placeholder of an accumulator's ``merge``: the other partial value it takes in."""
 RESULT_PLACEHOLDERS = ("window",)
@@ -153,6 +162,17 @@ class MovementBinding(OpBinding):
         return "data movement"
 
 
+@dataclass(frozen=True, slots=True)
+class CallBinding(OpBinding):
+    """c_fused, kernel rules: the support function that computes the op (``${dtype}``
+    replaced by the output's dtype)."""
+
+    function: str
+
+    def mapping_text(self) -> str:
+        return f"call {self.function}"
+
+
 def attribute_names(opdef: OpDef) -> list[str]:
     """The attributes a template of ``opdef`` may use: the scalar ones (int, float, bool),
     and a str one whose choices are C identifiers (bit_shift's LEFT or RIGHT, pasted into
@@ -175,8 +195,8 @@ class CFusedKind(CodegenKind):
     generator = "c_fused.generate"
     support_files = True  # `support:` C files beside the spec (fused_math.h)
     templates = (Slot("prelude", "C text placed once, after the includes (helpers for op expressions)", ()),)
-    op_optional = ("c", "reduce", "result")
-    shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES
+    op_optional = ("c", "reduce", "result", "call")
+    shape_rules = EXPRESSION_RULES + REDUCTION_RULES + MOVEMENT_RULES + KERNEL_RULES
     attrs = True
     pattern_required = ("lowering",)
     options: Mapping[str, str] = MappingProxyType(
@@ -220,7 +240,13 @@ class CFusedKind(CodegenKind):
         onode = node[op]
         rule = opdef.shape_rule
         wanted = (
-            {"c"} if rule in EXPRESSION_RULES else {"reduce", "result"} if rule in REDUCTION_RULES else set()
+            {"c"}
+            if rule in EXPRESSION_RULES
+            else {"reduce", "result"}
+            if rule in REDUCTION_RULES
+            else {"call"}
+            if rule in KERNEL_RULES
+            else set()
         )
         for key in onode:
             if key not in wanted and key != WHEN_KEY:
@@ -234,7 +260,26 @@ class CFusedKind(CodegenKind):
             return ExpressionBinding(op, self._expression(doc, node, op, opdef, draft), loc=doc.at(node, op))
         if rule in REDUCTION_RULES:
             return self._reduction(doc, node, op, opdef, draft)
+        if rule in KERNEL_RULES:
+            return self._call(doc, node, op, rule)
         return MovementBinding(op, loc=doc.at(node, op))
+
+    def _call(self, doc: YamlDoc, node: Any, op: str, rule: str) -> CallBinding:
+        """``call``: a C function name, ``${dtype}`` its one placeholder."""
+        onode = node[op]
+        what = f"op {op}: call"
+        if "call" not in onode:
+            raise doc.error(f"op {op}: a {rule} op needs `call`", node, op, hint=_keys_hint(rule))
+        text = doc.typed(onode, "call", str, what).strip()
+        if not re.fullmatch(r"(?:[A-Za-z_]\w*|\$\{dtype\})+", text) or text[0].isdigit():
+            raise doc.error(
+                f"{what} must be a C function name, got {text!r}",
+                onode,
+                "call",
+                value=True,
+                hint="for example call: fused_attention_${dtype} (a function of the spec's support files)",
+            )
+        return CallBinding(op, text, loc=doc.at(node, op))
 
     def _names(self, opdef: OpDef, draft: SpecDraft) -> set[str]:
         """Placeholders every template of ``opdef`` may use."""
@@ -378,4 +423,6 @@ def _keys_hint(rule: str) -> str:
         return "a c_fused op of this rule takes `c` (or `{}` for the catalog's C expression)"
     if rule in REDUCTION_RULES:
         return "a c_fused op of this rule takes `reduce: {acc: {init: ..., update: ...}}` and `result`"
+    if rule in KERNEL_RULES:
+        return "a c_fused op of this rule takes `call: NAME`, a function of the spec's support files"
     return "a c_fused data-movement op takes no keys: `{}`"

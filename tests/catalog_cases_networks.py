@@ -1,5 +1,5 @@
 """Hypothesis cases of the catalog's network ops (conv, conv_transpose, pooling, dense,
-matmul, bias_add, batch_norm, lrn, softmax, reductions), each expected result from the
+matmul, bias_add, batch_norm, lrn, softmax, attention, reductions), each expected result from the
 nested-loop definitions of tests/reference_kernels_support.py or plain numpy expressions."""
 
 from __future__ import annotations
@@ -162,6 +162,30 @@ def _softmax(log: bool):
     return case
 
 
+@st.composite
+def attention_case(draw, dtype: str) -> OpCase:
+    """softmax(q @ kt * scale + bias) @ v with broadcast batch axes, maybe no bias; the
+    softmax written out (the maximum subtracted, exponentials over their sum)."""
+    rng = draw_rng(draw)
+    ba, bb = draw(broadcast_pair())
+    rows, depth, keys, width = (draw(st.integers(1, 4)) for _ in range(4))
+    q, kt = array(rng, (*ba, rows, depth), dtype), array(rng, (*bb, depth, keys), dtype)
+    v, scale = (
+        array(rng, (keys, width), dtype),
+        array(rng, draw(st.sampled_from([(), (1,)])), dtype, 0.1, 1.0),
+    )
+    inputs = [q, kt, v, scale]
+    wide = [a.astype(np.float64) for a in inputs]
+    scores = np.einsum("...ij,...jk->...ik", wide[0], wide[1]) * wide[3].item()
+    if draw(st.booleans()):
+        bias = array(rng, (rows, keys) if draw(st.booleans()) else (keys,), dtype)
+        inputs.append(bias)
+        scores = scores + bias.astype(np.float64)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    expected = np.einsum("...ik,...kj->...ij", e / e.sum(axis=-1, keepdims=True), wide[2])
+    return OpCase(inputs, {}, expected)
+
+
 def _reduce(fn: Callable[..., np.ndarray]):
     @st.composite
     def case(draw, dtype: str) -> OpCase:
@@ -190,6 +214,7 @@ NETWORK_CASES = {
     "lrn": lrn_case,
     "softmax": _softmax(log=False),
     "log_softmax": _softmax(log=True),
+    "attention": attention_case,
     "sum": _reduce(np.sum),
     "mean": _reduce(np.mean),
     "max": _reduce(np.max),

@@ -67,6 +67,7 @@ def test_the_vocabulary_and_which_rules_broadcast():
         "batch_norm",
         "lrn",
         "softmax",
+        "attention",
         "reduce",
         "reshape",
         "flatten",

@@ -21,14 +21,14 @@ from byoc.spec.bindings import (
     TokenBinding,
 )
 from byoc.spec.codegen_kind import Slot
-from byoc.spec.kind_c_fused import MovementBinding, ReductionBinding
+from byoc.spec.kind_c_fused import CallBinding, MovementBinding, ReductionBinding
 from byoc.spec.kind_c_source import CSourceKind
 from byoc.spec.kinds import KIND_CLASSES
 
 BINDINGS = {
     "ccompiler": MacroBinding,
     "engine": LayerBinding,
-    "fused": (ExpressionBinding, ReductionBinding, MovementBinding),
+    "fused": (ExpressionBinding, ReductionBinding, MovementBinding, CallBinding),
     "examplejson": TokenBinding,
     "json": KernelBinding,
 }

@@ -1,4 +1,5 @@
-"""Normalisations: lrn, batch_norm, bias_add, softmax and log_softmax."""
+"""Normalisations: lrn, batch_norm, bias_add, softmax and log_softmax; and attention, a softmax
+between two products."""
 
 from __future__ import annotations
 
@@ -57,3 +58,13 @@ def log_softmax(x, *, axis: int = -1) -> np.ndarray:
 def _shifted(x, axis: int) -> np.ndarray:
     x = f64(x)
     return x - x.max(axis=axis, keepdims=True)
+
+
+def attention(q, kt, v, scale, *bias) -> np.ndarray:
+    """softmax(q @ kt * scale + bias, over the keys) @ v: the scores in float64, never
+    rounded between the steps."""
+    shape_linear_norm.attention(*map(np.shape, (q, kt, v, scale, *bias)))
+    scores = np.matmul(f64(q), f64(kt)) * f64(scale).reshape(())
+    if bias:
+        scores = scores + f64(bias[0])
+    return np.matmul(softmax(scores, axis=-1), f64(v))

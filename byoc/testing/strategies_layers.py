@@ -1,5 +1,5 @@
 """The strategies of the shape rules of network layers: convolutions, pools, dense,
-matmul, normalizations, softmax-like rules of one axis, and reductions."""
+matmul, normalizations, softmax-like rules of one axis, attention, and reductions."""
 
 from __future__ import annotations
 
@@ -145,6 +145,20 @@ def _one_axis(d: Draft, op: OpDef) -> Proposal:
     return Proposal([x], {"axis": d.axis_of(x)})
 
 
+def _attention(d: Draft, op: OpDef) -> Proposal:
+    """attention: q from scope, kt and v of batch axes that broadcast to q's, a scale of
+    one value, and maybe a bias that broadcasts to the scores."""
+    q = d.data(2)
+    batch, rows, depth = q.type.shape[:-2], q.type.shape[-2], q.type.shape[-1]
+    keys = d.integers(1, 4)
+    kt = d.fresh((*d.broadcastable(batch), depth, keys))
+    v = d.fresh((*d.broadcastable(batch), keys, d.integers(1, 4)))
+    inputs = [q, kt, v, d.fresh(() if d.maybe() else (1,), low=0.1, high=1.0)]
+    if d.maybe():
+        inputs.append(d.fresh(d.broadcastable((*batch, rows, keys))))
+    return Proposal(inputs)
+
+
 def _reduce(d: Draft, op: OpDef) -> Proposal:
     x = d.data(1)
     attrs: dict[str, object] = {"keepdims": d.maybe()}
@@ -167,6 +181,7 @@ LAYER_RULES: dict[str, Strategy] = {
     "batch_norm": _batch_norm,
     "lrn": _lrn,
     "softmax": _one_axis,
+    "attention": _attention,
     "reduce": _reduce,
     "arg_reduce": _one_axis,
     "cumulative": _one_axis,

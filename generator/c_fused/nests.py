@@ -40,7 +40,7 @@ from byoc.catalog import Catalog
 from byoc.ir import C_TYPES, DTYPE_BYTES, Function, Node, TensorType
 from byoc.spec.backend import BackendSpec
 from byoc.spec.bindings import ExpressionBinding
-from byoc.spec.kind_c_fused import REDUCTION_RULES, ReductionBinding
+from byoc.spec.kind_c_fused import REDUCTION_RULES, CallBinding, ReductionBinding
 from byoc.spec.template import placeholders, render
 
 from ..c import dtypes as c_dtypes
@@ -48,6 +48,7 @@ from ..c.text import comment, origin, value_label
 from .anchors import RULES, c_attributes, loop_order, operand_shapes
 from .blocking import BlockedText, plan_blocking, widened
 from .buffers import buffer_slots
+from .calls import call_nest
 from .dots import PANEL_POINTER_NOTE, ConstantPanels, dot_product, float_accumulators
 from .index import Site, element
 from .loops import Loops, plan_loops
@@ -102,6 +103,8 @@ class Nest:
     shape: tuple[int, ...]
     head: int | None
     members: list[int] = field(default_factory=list)
+    closed: bool = False
+    """A support function's nest (:mod:`.calls`): no op joins it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +146,10 @@ def plan_nests(
             continue  # dead code: a value nothing returns needs no loop
         producers = [nest_of[n] for n in node.inputs if n in nest_of]
         latest = max(producers, default=None)
-        if is_anchor(node, spec) or latest is None or nests[latest].shape != node.type.shape:
-            nests.append(Nest(node.type.shape, k if is_anchor(node, spec) else None))
+        anchor = is_anchor(node, spec)
+        if anchor or latest is None or nests[latest].shape != node.type.shape or nests[latest].closed:
+            closed = isinstance(spec.ops[node.op], CallBinding)
+            nests.append(Nest(node.type.shape, k if anchor else None, closed=closed))
             latest = len(nests) - 1
         nests[latest].members.append(k)
         nest_of[node.name] = latest
@@ -260,6 +265,11 @@ class _NestWriter:
         if math.prod(nest.shape) == 0:
             empty = [f"  {comment(f'{label}: {list(nest.shape)} has no elements; nothing to compute')}"]
             return Written(label, [], empty, False, False, [])
+        if nest.closed:  # a support function's op (calls.py)
+            node = units[head].node  # type: ignore[index]
+            ins = [(self.types[name], self.arrays[name]) for name in node.inputs]
+            rule = self.catalog[node.op].shape_rule
+            return call_nest(node, rule, self.spec.ops[node.op], ins, self.stored[node.name], self, label)
         in_nest = set(names)
         if head is not None:
             node = units[head].node

@@ -18,6 +18,7 @@
 
 /* ---- The spec's support code, beside my_specs/my_fused.yaml (from --spec-path) ---- */
 #include "my_fused_math.h"
+#include "my_fused_attention.h"
 
 /* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
    float32 a and b the product is exact in double, so one fused multiply-add gives the

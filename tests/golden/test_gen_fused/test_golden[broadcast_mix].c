@@ -18,6 +18,7 @@
 
 /* ---- The spec's support code, beside spec/backends/fused/fused.yaml (shipped with byoc) ---- */
 #include "fused_math.h"
+#include "fused_attention.h"
 
 /* fused_madd_<dtype>(acc, a, b) = acc + a * b in double (spec fused.yaml, `prelude`): for
    float32 a and b the product is exact in double, so one fused multiply-add gives the
