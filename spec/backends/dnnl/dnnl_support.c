@@ -1554,6 +1554,18 @@ static inline int dnnl_byoc_q8_matmul(dnnl_byoc_q8_t* q, dnnl_engine_t engine, i
   return ok ? 0 : 1;
 }
 
+/* The end of a call that kept a kernel's scratch (its stream, memory and steps) while
+   it ran: `kept`, the call took them and unlocks `busy`; else it made its own stream
+   and memory, and frees them. */
+static void dnnl_byoc_give_back(atomic_int* busy, int kept, dnnl_stream_t stream, void* memory) {
+  if (kept) {
+    atomic_store_explicit(busy, 0, memory_order_release);
+    return;
+  }
+  if (stream != NULL) dnnl_stream_destroy(stream);
+  free(memory);
+}
+
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, const float* xs,
                      int32_t xz, const float* ys, int32_t yz, void* out) {
@@ -1608,12 +1620,7 @@ int dnnl_byoc_q8_run(dnnl_byoc_q8_t* q, dnnl_engine_t engine, const void* x, con
   if (scalar_f32 != NULL) dnnl_memory_desc_destroy(scalar_f32);
   if (scalar_s32 != NULL) dnnl_memory_desc_destroy(scalar_s32);
   if (w_scales != NULL) dnnl_memory_desc_destroy(w_scales);
-  if (kept) {
-    atomic_store_explicit(&q->busy, 0, memory_order_release);
-  } else {
-    if (stream != NULL) dnnl_stream_destroy(stream);
-    free(memory);
-  }
+  dnnl_byoc_give_back(&q->busy, kept, stream, memory);
   return ok ? 0 : 1;
 }
 
@@ -1953,11 +1960,6 @@ int dnnl_byoc_attention_run(dnnl_byoc_attention_t* a, dnnl_engine_t engine, cons
       && dnnl_byoc_execute_args(a->prims[2], engine, stream, 3,
                                 (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST}, NULL,
                                 (void* const[]){scores, (void*)v, out}, scratch, kept ? &steps[2] : NULL);
-  if (kept) {
-    atomic_store_explicit(&a->busy, 0, memory_order_release);
-  } else {
-    if (stream != NULL) dnnl_stream_destroy(stream);
-    free(memory);
-  }
+  dnnl_byoc_give_back(&a->busy, kept, stream, memory);
   return ok ? 0 : 1;
 }
