@@ -201,3 +201,18 @@ def test_every_shipped_backend_passes_the_sweep(backend):
     assert report.count(PASSED) > 0
     swept = {o.op for o in report.outcomes} | {op for op, _, _ in report.undrawn}
     assert swept == set(byoc.load_backend(backend).ops)  # every op it maps, at every dtype it takes
+
+
+def test_the_cli_default_of_cases_is_the_sweeps_and_start_up_skips_the_testing_kit():
+    """`byoc sweep --cases` defaults to byoc.testing.sweep's own default, and loading the
+    CLI (every command's start) imports no module of the testing kit."""
+    import importlib
+    import subprocess
+    import sys
+
+    from byoc.cli import sweep as cli_sweep
+
+    assert cli_sweep.DEFAULT_CASES == importlib.import_module("byoc.testing.sweep").DEFAULT_CASES
+    code = "import sys, byoc.cli; print(sorted(m for m in sys.modules if m.startswith('byoc.testing')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 
-from ..testing.sweep import DEFAULT_CASES
+DEFAULT_CASES = 2
+"""Random cases per op, dtype and rank: :func:`byoc.testing.sweep.sweep`'s default too
+(tests/test_sweep.py checks that they agree). A literal, so that the start of every
+command does not import the testing kit (20 ms of a warm ``byoc run``)."""
 
 SWEEP_EPILOG = """\
 examples:
