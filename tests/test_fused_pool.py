@@ -245,9 +245,12 @@ def _scenario_fork() -> None:
     np.testing.assert_array_equal(model(**inputs)[0], want)  # the pool now runs
     for _ in range(3):
         pid = os.fork()
-        if pid == 0:
-            ok = all(np.array_equal(model(**inputs)[0], want) for _ in range(3))
-            os._exit(0 if ok else 1)
+        if pid == 0:  # the child never returns into pytest, even when a call raises
+            ok = False
+            try:
+                ok = all(np.array_equal(model(**inputs)[0], want) for _ in range(3))
+            finally:
+                os._exit(0 if ok else 1)
         deadline = time.monotonic() + TIMEOUT / 4
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
