@@ -3,19 +3,35 @@
    spec's `compile:` flags, -DDNNL_BYOC_WINOGRAD with the option `winograd`). */
 #include "dnnl_support.h"
 
-/* A memory descriptor of `rank` extents of data type `dt`, plain row-major (nchw,
-   oihw, nc, oi, ...); NULL when oneDNN cannot make it. */
-static inline dnnl_memory_desc_t dnnl_byoc_md_of(int rank, const int64_t* extents, dnnl_data_type_t dt) {
-  dnnl_dims_t dims, strides;
+/* The plain row-major strides of `rank` extents (an empty axis counted as one). */
+static inline void dnnl_byoc_plain_strides(int rank, const int64_t* extents, int64_t* strides) {
   int64_t step = 1;
   for (int k = rank - 1; k >= 0; --k) {
-    dims[k] = extents[k];
     strides[k] = step;
     step *= extents[k] > 0 ? extents[k] : 1;
   }
+}
+
+/* A memory descriptor of `rank` extents of data type `dt` stored with `strides` (0
+   where the data repeats along an axis); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_strided(int rank, const int64_t* extents, const int64_t* strides,
+                                                      dnnl_data_type_t dt) {
+  dnnl_dims_t dims, steps;
+  for (int k = 0; k < rank; ++k) {
+    dims[k] = extents[k];
+    steps[k] = strides[k];
+  }
   dnnl_memory_desc_t md = NULL;
-  if (dnnl_memory_desc_create_with_strides(&md, rank, dims, dt, strides) != dnnl_success) return NULL;
+  if (dnnl_memory_desc_create_with_strides(&md, rank, dims, dt, steps) != dnnl_success) return NULL;
   return md;
+}
+
+/* A memory descriptor of `rank` extents of data type `dt`, plain row-major (nchw,
+   oihw, nc, oi, ...); NULL when oneDNN cannot make it. */
+static inline dnnl_memory_desc_t dnnl_byoc_md_of(int rank, const int64_t* extents, dnnl_data_type_t dt) {
+  int64_t strides[DNNL_MAX_NDIMS];
+  dnnl_byoc_plain_strides(rank, extents, strides);
+  return dnnl_byoc_md_strided(rank, extents, strides, dt);
 }
 
 /* A float32 memory descriptor of `rank` extents, plain row-major; NULL when oneDNN
@@ -1715,21 +1731,8 @@ static inline void dnnl_byoc_spread(const float* in, float* out, const dnnl_byoc
    e its extents (1 on the axes it lacks), t its plain row-major strides. */
 static inline void dnnl_byoc_rank4(const int64_t* shape, int64_t* e, int64_t* t) {
   const int lacks = 4 - (int)shape[0];
-  int64_t step = 1;
-  for (int j = 3; j >= 0; --j) {
-    e[j] = j < lacks ? 1 : shape[1 + j - lacks];
-    t[j] = step;
-    step *= e[j] > 0 ? e[j] : 1;
-  }
-}
-
-/* A float32 memory descriptor of 4 extents e stored with the strides t (0 where the
-   data repeats along an axis); NULL when oneDNN cannot make it. */
-static inline dnnl_memory_desc_t dnnl_byoc_md_strided(const int64_t* e, const int64_t* t) {
-  const dnnl_dims_t dims = {e[0], e[1], e[2], e[3]}, strides = {t[0], t[1], t[2], t[3]};
-  dnnl_memory_desc_t md = NULL;
-  if (dnnl_memory_desc_create_with_strides(&md, 4, dims, dnnl_f32, strides) != dnnl_success) return NULL;
-  return md;
+  for (int j = 0; j < 4; ++j) e[j] = j < lacks ? 1 : shape[1 + j - lacks];
+  dnnl_byoc_plain_strides(4, e, t);
 }
 
 /* The elements of 4 extents. */
@@ -1746,7 +1749,7 @@ static inline dnnl_status_t dnnl_byoc_scores_desc(dnnl_primitive_desc_t* pd, dnn
                                                   const_dnnl_memory_desc_t scores, dnnl_alg_kind_t scale,
                                                   const int64_t* bias) {
   static const int64_t one[4] = {1, 1, 1, 1};
-  dnnl_memory_desc_t c = dnnl_byoc_md_of(4, one, dnnl_f32), b = bias != NULL ? dnnl_byoc_md_of(4, bias, dnnl_f32) : NULL;
+  dnnl_memory_desc_t c = dnnl_byoc_md(4, one), b = bias != NULL ? dnnl_byoc_md(4, bias) : NULL;
   dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
   dnnl_post_ops_t ops = NULL;
   int ok = attr != NULL && c != NULL && (bias == NULL || b != NULL) && dnnl_post_ops_create(&ops) == dnnl_success
@@ -1884,9 +1887,9 @@ int dnnl_byoc_attention_create(dnnl_byoc_attention_t* a, dnnl_engine_t engine, c
   }
   const int spread_q = a->spreads[0].dims[3] > 0, spread_kt = a->spreads[1].dims[3] > 0;
   dnnl_memory_desc_t mds[5] = {
-      spread_q ? dnnl_byoc_md_of(4, a->spreads[0].dims, dnnl_f32) : dnnl_byoc_md_strided(q, qt),
-      spread_kt ? dnnl_byoc_md_of(4, a->spreads[1].dims, dnnl_f32) : dnnl_byoc_md_strided(kt, kts),
-      dnnl_byoc_md_of(4, s, dnnl_f32), dnnl_byoc_md_of(4, v, dnnl_f32), dnnl_byoc_md_of(4, y, dnnl_f32)};
+      spread_q ? dnnl_byoc_md(4, a->spreads[0].dims) : dnnl_byoc_md_strided(4, q, qt, dnnl_f32),
+      spread_kt ? dnnl_byoc_md(4, a->spreads[1].dims) : dnnl_byoc_md_strided(4, kt, kts, dnnl_f32),
+      dnnl_byoc_md(4, s), dnnl_byoc_md(4, v), dnnl_byoc_md(4, y)};
   int ok = mds[0] != NULL && mds[1] != NULL && mds[2] != NULL && mds[3] != NULL && mds[4] != NULL;
   ok = ok && dnnl_byoc_attention_scores(a, engine, mds[0], mds[1], mds[2], scale, s, bias, bt) == 0;
   /* softmax over the scores' last axis, in place; then the scores by v */
