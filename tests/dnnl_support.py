@@ -104,6 +104,11 @@ graph main(x: {dtype}[2, 3, {k}], b: {dtype}[{bias}]) {{
 """
 
 
+def linear_gelu(op: str, k: int = 5, bias: int = 2) -> str:
+    """:func:`linear` and its gelu: ``op`` is ``gelu`` or ``gelu_tanh``."""
+    return linear(k, bias).replace("return add(matmul(x, w), b)", f"return {op}(add(matmul(x, w), b))")
+
+
 def dims(shape: tuple[int, ...]) -> str:
     """A shape's extents as the DSL writes them inside its brackets."""
     return ", ".join(map(str, shape))

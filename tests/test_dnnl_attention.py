@@ -240,8 +240,8 @@ def attention_cases(draw) -> tuple[str, int]:
         b_cols = sk if cols == 1 else draw(st.sampled_from([sk, 1]))
         bias = trimmed((*lead(), b_rows, b_cols), 0)
     c = draw(st.sampled_from([(), (1,), (1, 1, 1, 1)]))
-    if max(len(q), len(k), len(v), len(bias or ()), len(c)) < 4:
-        q = (1,) * (4 - len(q)) + q  # the patterns' result is rank 4
+    if max(len(q), len(k), len(bias or ()), len(c)) < 4:
+        q = (1,) * (4 - len(q)) + q  # the scores are rank 4 (softmax.axis == 3), whatever v's rank
     scale = draw(st.sampled_from(["divide", "multiply"]))
     text = attention(q, k, v, bias, transposed=transposed, scale=scale, c=c)
     return text, draw(st.integers(0, 2**16))

@@ -1,19 +1,22 @@
 """dnnl's kernels for transformers' layers (spec/backends/dnnl): a matmul by constant
-weights packed at init (matmul_const), layer normalization as one primitive
-(layer_norm), and a constant that two regions read, copied into each: golden C, and
-runs against the numpy reference and ONNX Runtime."""
+weights packed at init (matmul_const), a linear layer with its gelu as the matmul's
+post-op (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const), layer normalization as
+one primitive (layer_norm), and a constant that two regions read, copied into each:
+golden C, and runs against the numpy reference and ONNX Runtime."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from dnnl_support import const, layer_norm_graph, linear
+from dnnl_support import const, layer_norm_graph, linear, linear_gelu
 from libraries import missing_library
 from test_gen_dnnl import BACKEND, generate, run_against_reference
 
+import byoc
 from byoc.api import load_backend, load_catalog, parse, print_program
 from byoc.generator.partition import partition
 from byoc.onnx.model_import import import_program
+from byoc.reference import evaluate
 
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
@@ -103,3 +106,67 @@ def test_linear_layer_runs_like_the_reference(k, bias, rng):
     program = partition(parse(linear(k, bias), "graph"), [load_backend(BACKEND)], load_catalog())
     assert "@dnnl.matmul_bias_const " in print_program(program)
     run_against_reference(program, rng)
+
+
+# A linear layer and its gelu (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const):
+# one matmul with the gelu as its post-op (DNNL_MATMUL_BIAS_GELU_PACKED).
+GELUS = {"gelu": "matmul_bias_gelu_const", "gelu_tanh": "matmul_bias_gelu_tanh_const"}
+
+
+def linear_gelu_program(op: str, k: int = 5, bias: int = 2, file: str = "<graph>"):
+    return partition(
+        parse(linear_gelu(op, k, bias), "graph", file=file), [load_backend(BACKEND)], load_catalog()
+    )
+
+
+def test_golden_linear_layer_and_its_gelu(golden):
+    program = linear_gelu_program("gelu_tanh", file="linear_gelu_tanh.graph")
+    assert f"@dnnl.{GELUS['gelu_tanh']} " in print_program(program)
+    assert generate(program) == golden("c")
+
+
+@pytest.mark.parametrize("op", GELUS)
+@pytest.mark.parametrize("bias", [2, 1], ids=["bias", "one-value"])
+def test_linear_layer_and_its_gelu_run_like_the_reference(op, bias, rng):
+    program = linear_gelu_program(op, bias=bias)
+    assert f"@dnnl.{GELUS[op]} " in print_program(program)
+    assert "@dnnl.matmul_bias_const " not in print_program(program)
+    run_against_reference(program, rng)
+
+
+@pytest.mark.parametrize("op", GELUS)
+def test_a_sum_of_plus_infinity_gives_plus_infinity(op):
+    """oneDNN's gelu of +inf is NaN; the catalog's is +inf. Rows of x hold +inf, -inf
+    and NaN, so sums are +inf, -inf, NaN (inf - inf) and finite side by side."""
+    program = linear_gelu_program(op)
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 3, 5)).astype(np.float32)
+    x[0, 0, 2] = np.inf  # w's row 2 is positive: sums of +inf
+    x[0, 1, 2] = -np.inf  # sums of -inf
+    x[1, 2, [0, 2]] = np.inf  # w's row 0 is negative: +inf - inf, NaN
+    x[1, 0, 4] = np.nan
+    b = np.array([0.5, -0.25], np.float32)
+    got = byoc.build(program)(x=x, b=b)[0]
+    want = evaluate(program.functions[0], {"x": x, "b": b}, load_catalog())[0]
+    assert np.isposinf(want).any(), "the case has no sum of +inf"
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6)
+
+
+def test_an_empty_sum_is_not_the_gelu_pattern(rng):
+    """k = 0: the sum is the bias alone, which the matmul primitive cannot take; the
+    linear layer's pattern makes it, and gelu runs on its own."""
+    program = linear_gelu_program("gelu", k=0)
+    text = print_program(program)
+    assert "matmul_bias_gelu" not in text and "@dnnl.matmul_bias_const " in text
+    run_against_reference(program, rng)
+
+
+def test_a_float16_linear_layer_and_its_gelu_is_not_the_pattern():
+    """The pattern is float32's: oneDNN's half-precision sums overflow where float32's do
+    not, and dnnl_byoc_matmul_gelu_infinities reads floats."""
+    text = linear_gelu("gelu").replace("float32", "float16")
+    program = partition(parse(text, "graph"), [load_backend(BACKEND)], load_catalog())
+    assert "matmul_bias_gelu" not in print_program(program)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import EXAMPLES, random_array, run_threads
-from dnnl_support import assert_close, attention_family, const, layer_norm_graph, linear
+from dnnl_support import assert_close, attention_family, const, layer_norm_graph, linear, linear_gelu
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -191,7 +191,15 @@ def test_the_whole_mlp_goes_to_dnnl_as_composites():
 
 def test_every_pattern_and_op_runs_like_the_reference(rng):
     used = set()
-    for graph in (PATTERNS, const_patterns(), layer_norm_graph(), linear(), *attention_family()):
+    linear_gelus = (linear_gelu(op) for op in ("gelu", "gelu_tanh"))
+    for graph in (
+        PATTERNS,
+        const_patterns(),
+        layer_norm_graph(),
+        linear(),
+        *linear_gelus,
+        *attention_family(),
+    ):
         program = partition(
             parse(graph, "graph", file="patterns.graph"), [load_backend(BACKEND)], load_catalog()
         )

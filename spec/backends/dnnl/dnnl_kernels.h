@@ -179,7 +179,8 @@
    state keeps them in p_ID_ ## _weights; b, the plain weights, is not read) */
 #define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
-    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0); \
+    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0, \
+                                   dnnl_alg_kind_undef); \
   } \
   static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
     (void)b; /* packed by the init */ \
@@ -192,7 +193,7 @@
 #define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
     return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, \
-                                   p_BIAS_SIZE_); \
+                                   p_BIAS_SIZE_, dnnl_alg_kind_undef); \
   } \
   static int p_ID_(const p_T_* a, const p_T_* b, const p_T_* bias, p_T_* out) { \
     (void)b; /* packed by the init */ \
@@ -203,6 +204,24 @@
     return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
                          (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
                          (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, (void*)bias, out}); \
+  }
+
+/* a pattern's linear layer and its gelu (float32): a matmul by constant weights (k x n, packed at
+   init) plus a bias along the last axis, with gelu_erf or gelu_tanh (vars: alg) as the matmul's
+   post-op, so the sum is never stored; then +inf where the sum is +inf, where oneDNN's gelu is NaN
+   (dnnl_byoc_matmul_gelu_infinities). The pattern's condition rules out an empty sum (k = 0). */
+#define DNNL_MATMUL_BIAS_GELU_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_ALG_, p_BIAS_SIZE_, p_K_, p_N_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const float* w, void** packed) { \
+    return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, dnnl_f32, w, packed, \
+                                   p_BIAS_SIZE_, p_ALG_); \
+  } \
+  static int p_ID_(const float* a, const float* w, const float* bias, float* out) { \
+    if (p_STATE_->p_ID_.prim == NULL) return 0; /* an empty result */ \
+    const int status = dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                                     (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST}, \
+                                     (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, (void*)bias, out}); \
+    if (status == 0) dnnl_byoc_matmul_gelu_infinities(a, w, bias, p_BIAS_SIZE_, out, (p_SIZE_) / (p_N_), p_K_, p_N_); \
+    return status; \
   }
 
 /* an eltwise primitive (vars: alg, its algorithm; alpha and beta, its parameters, or the op's

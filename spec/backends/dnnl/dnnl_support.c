@@ -70,8 +70,10 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
    call's own, so calls from several threads share no scratch memory), then the
    post-ops: with `sum` the result is added to what the output holds, with an
    `addend` (not NULL) a tensor of that descriptor is added to it (DNNL_BYOC_ARG_ADDEND),
-   and with `relu` a relu follows. NULL on a failure. */
-static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_desc_t addend, int relu) {
+   and an `eltwise` algorithm (dnnl_alg_kind_undef: none; relu, gelu, ...) follows,
+   with alpha and beta 0. NULL on a failure. */
+static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memory_desc_t addend,
+                                                        dnnl_alg_kind_t eltwise) {
   dnnl_primitive_attr_t attr = NULL;
   dnnl_post_ops_t ops = NULL;
   if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
@@ -79,7 +81,7 @@ static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_de
       && dnnl_post_ops_create(&ops) == dnnl_success
       && (!sum || dnnl_post_ops_append_sum(ops, 1.0f, 0, dnnl_data_type_undef) == dnnl_success)
       && (addend == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, addend) == dnnl_success)
-      && (!relu || dnnl_post_ops_append_eltwise(ops, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success)
+      && (eltwise == dnnl_alg_kind_undef || dnnl_post_ops_append_eltwise(ops, eltwise, 0.0f, 0.0f) == dnnl_success)
       && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
   if (ops != NULL) dnnl_post_ops_destroy(ops);
   if (!ok) {
@@ -87,6 +89,11 @@ static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_de
     return NULL;
   }
   return attr;
+}
+
+/* dnnl_byoc_attr_post with a relu when `relu`, and no other post-op. */
+static inline dnnl_primitive_attr_t dnnl_byoc_attr(int sum, const_dnnl_memory_desc_t addend, int relu) {
+  return dnnl_byoc_attr_post(sum, addend, relu ? dnnl_eltwise_relu : dnnl_alg_kind_undef);
 }
 
 /* The primitive of a descriptor that `made` says was created; releases the
@@ -201,6 +208,22 @@ int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t engine, int rank,
 void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (x[i] > 3.40282347e38f) out[i] = x[i]; /* above FLT_MAX: +inf */
+  }
+}
+
+/* Declared, and described, in dnnl_support.h. */
+void dnnl_byoc_matmul_gelu_infinities(const float* a, const float* w, const float* bias, int64_t bias_n,
+                                      float* out, int64_t rows, int64_t k, int64_t n) {
+  int any = 0;
+  for (int64_t i = 0; i < rows * n; ++i) any |= out[i] != out[i]; /* a pass the compiler vectorises */
+  if (!any) return;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (out[i * n + j] == out[i * n + j]) continue;
+      float s = bias[bias_n == 1 ? 0 : j];
+      for (int64_t q = 0; q < k; ++q) s += a[i * k + q] * w[q * n + j];
+      if (s > 3.40282347e38f) out[i * n + j] = s; /* the sum is +inf: so is its gelu */
+    }
   }
 }
 
@@ -1087,13 +1110,14 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
 
 /* Declared, and described, in dnnl_support.h. */
 int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
-                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias) {
+                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias,
+                            dnnl_alg_kind_t post) {
   dnnl_memory_desc_t mds[4], plain = NULL;
   *prim = NULL;
   *packed = NULL;
   const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, bias, &plain);
   if (made_mds == 0) return 0;
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr(0, NULL, 0);
+  dnnl_primitive_attr_t attr = dnnl_byoc_attr_post(0, NULL, post);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL || made_mds < 0
       ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);

@@ -266,11 +266,12 @@ DNNL_SUPPORT_API int dnnl_byoc_eltwise(dnnl_primitive_t* prim, dnnl_engine_t eng
    weights in the layout oneDNN picks for them (format_tag_any: its brgemm kernels'
    blocked one), and *packed the weights reordered into it, once (aligned_alloc: the
    caller frees it). With `bias` values (0: none; the last axis's extent, or 1), a bias
-   added along the last axis (DNNL_ARG_BIAS). An empty sum or result makes neither
-   (*prim and *packed NULL). 0 on success. */
+   added along the last axis (DNNL_ARG_BIAS), and with a `post` algorithm (not
+   dnnl_alg_kind_undef) that eltwise applied to the sum, in float, before the result is
+   stored. An empty sum or result makes neither (*prim and *packed NULL). 0 on success. */
 DNNL_SUPPORT_API int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
                                              int rb, const int64_t* b, dnnl_data_type_t dt, const void* w,
-                                             void** packed, int64_t bias);
+                                             void** packed, int64_t bias, dnnl_alg_kind_t post);
 
 /* Layer normalization over the last of `rank` extents (the others flattened into rows),
    with a scale and a shift of that axis's extent c and `epsilon`: one oneDNN layer
@@ -288,6 +289,14 @@ DNNL_SUPPORT_API int dnnl_byoc_layer_norm_run(dnnl_byoc_prim_t* p, dnnl_engine_t
    the catalog's gelu and gelu_tanh), not oneDNN's NaN; their only difference from the
    catalog's ops (tests/test_nan_semantics.py). */
 DNNL_SUPPORT_API void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n);
+
+/* The same after a matmul whose gelu is its post-op (dnnl_byoc_matmul_packed's `post`):
+   out holds gelu(a @ w + bias) for a of `rows` x k, w of k x n (plain, row-major) and a
+   bias of bias_n values (n, or 1). Where out is NaN, the sum is computed again here, and
+   where that is +inf, out is +inf. One pass that finds no NaN is all it costs. */
+DNNL_SUPPORT_API void dnnl_byoc_matmul_gelu_infinities(const float* a, const float* w, const float* bias,
+                                                       int64_t bias_n, float* out, int64_t rows, int64_t k,
+                                                       int64_t n);
 
 /* matmul as numpy has it: a (..., M, K) of rank ra times b (..., K, N) of rank rb, the
    batch axes right-aligned and broadcast (oneDNN broadcasts an extent of 1), a 1-D a

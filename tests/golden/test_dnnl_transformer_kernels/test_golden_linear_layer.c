@@ -22,7 +22,7 @@
 #define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
   return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, \
-                                 p_BIAS_SIZE_); \
+                                 p_BIAS_SIZE_, dnnl_alg_kind_undef); \
 } \
 static int p_ID_(const p_T_* a, const p_T_* b, const p_T_* bias, p_T_* out) { \
   (void)b; /* packed by the init */ \

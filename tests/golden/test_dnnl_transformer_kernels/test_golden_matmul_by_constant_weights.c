@@ -21,7 +21,8 @@
 /* a pattern's matmul by constant weights (2-D), packed at init into the layout oneDNN picks (the state keeps them in p_ID_ ## _weights; b, the plain weights, is not read) */
 #define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
-  return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0); \
+  return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0, \
+                                 dnnl_alg_kind_undef); \
 } \
 static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
   (void)b; /* packed by the init */ \
