@@ -91,6 +91,11 @@ def measure(
 
 GROWTH_SLACK = 1.1
 """Linear growth: time may grow at most 1.1x as fast as the input (10x lines -> 11x)."""
+GROWTH_ROUNDS = 15
+"""Rounds of the parse and codegen suites. A growth ratio divides the 100k size's time
+by the 10k size's, both noisy: on the 2-core AMD EPYC of 2026-12-02 the allocation
+floor's own growth read 11.01x in one full run and 8.49x in the next. A round costs
+seconds, so 15 of them (7 until then) narrow the median at little cost."""
 
 
 def size_rounds(
@@ -222,7 +227,7 @@ def growth_main(
     ap.add_argument(
         "--repeats",
         type=int,
-        help="rounds (default 7, --quick 2); each round times every size once; medians are reported",
+        help="rounds (default 15, --quick 2); each round times every size once; medians are reported",
     )
     ap.add_argument(
         "--sizes", type=int, nargs="+", help=f"{unit} counts (default 1000 10000 100000; --quick 1000 10000)"
@@ -233,7 +238,7 @@ def growth_main(
     )
     args = ap.parse_args(argv)
     sizes = args.sizes or ([1_000, 10_000] if args.quick else [1_000, 10_000, 100_000])
-    results = run(tuple(sizes), args.repeats or (2 if args.quick else 7))
+    results = run(tuple(sizes), args.repeats or (2 if args.quick else GROWTH_ROUNDS))
     print(markdown(results))
     write_results(results, args.json)
     return 0 if met(results) else 1
