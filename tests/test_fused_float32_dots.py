@@ -341,3 +341,21 @@ def test_a_deep_reduction_takes_narrower_panels_that_stay_in_the_cache(tmp_path)
     params = [("x", "float32", (3, 2100)), ("w", "float32", (2100, 70))]
     text = check(params, "matmul(x, w)", 2100, tmp_path)
     assert "packed in panels of 32 columns" in text and "i1b += 32" in text
+
+
+def test_many_lane_blocks_run_outside_more_row_blocks(tmp_path):
+    """536 rows (67 blocks of 8) and 520 columns (9 lane blocks of 64, the last 8): the
+    lane blocks outside the row blocks, so that each panel of the weights is read once,
+    and the outer loop (on the thread pool) over the lane blocks."""
+    text = check([("x", "float32", (536, 300)), ("w", "float32", (520, 300))], "dense(x, w)", 300, tmp_path)
+    lanes = text.index("for (int64_t i1b = begin * 64; i1b < end * 64; i1b += 64) {")
+    assert lanes < text.index("for (int64_t i0b = 0; i0b < 536; i0b += 8) {")
+    assert "byoc_parallel_for(fused_0_loop0_, &args, 9);" in text
+
+
+def test_few_lane_blocks_keep_the_row_blocks_outside(tmp_path):
+    """7 lane blocks against 67 row blocks: the row blocks stay outside (the pool shares
+    them out)."""
+    text = check([("x", "float32", (536, 300)), ("w", "float32", (400, 300))], "dense(x, w)", 300, tmp_path)
+    rows = text.index("for (int64_t i0b = begin * 8; i0b < end * 8; i0b += 8) {")
+    assert rows < text.index("for (int64_t i1b = 0; i1b < 400; i1b += 64) {")

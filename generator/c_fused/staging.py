@@ -257,13 +257,39 @@ def _packing(staged: Staged, panel: Panel, label: str) -> list[str]:
     )
     last = cols % width
     columns = str(width) if not last else f"(c + {width} <= {cols} ? {width} : {last})"
+    store = f"{buf}[c * {rows} + p * {width} + l] = {staged.source}[{panel.source('p', 'c + l')}];"
+    if panel.stride == 1:  # a panel's row is a run of the source's row: copied as it is
+        return [
+            f"  {comment(note)}",
+            f"  for (int64_t c = 0; c < {cols}; c += {width}) {{",
+            f"    const int64_t n = {columns};",
+            f"    for (int64_t p = 0; p < {rows}; ++p) {{",
+            f"      for (int64_t l = 0; l < n; ++l) {store}",
+            "    }",
+            "  }",
+        ]
+    t = TRANSPOSE_SQUARE
+    p_end = f"p0 + {t}" if rows % t == 0 else f"(p0 + {t} <= {rows} ? p0 + {t} : {rows})"
+    l_end = f"l0 + {t}" if width % t == 0 and not last else f"(l0 + {t} <= n ? l0 + {t} : n)"
     return [
-        f"  {comment(note)}",
+        f"  {comment(note + f'; transposed in squares of {t} by {t}, whose source lines stay in the L1 cache')}",
         f"  for (int64_t c = 0; c < {cols}; c += {width}) {{",
         f"    const int64_t n = {columns};",
-        f"    for (int64_t p = 0; p < {rows}; ++p) {{",
-        f"      for (int64_t l = 0; l < n; ++l) {buf}[c * {rows} + p * {width} + l] = "
-        f"{staged.source}[{panel.source('p', 'c + l')}];",
+        f"    for (int64_t p0 = 0; p0 < {rows}; p0 += {t}) {{",
+        f"      for (int64_t l0 = 0; l0 < n; l0 += {t}) {{",
+        f"        for (int64_t p = p0; p < {p_end}; ++p) {{",
+        f"          for (int64_t l = l0; l < {l_end}; ++l) {store}",
+        "        }",
+        "      }",
         "    }",
         "  }",
     ]
+
+
+TRANSPOSE_SQUARE = 16
+"""The side of the squares in which a transposing pack (a dense's weights ``w[n, k]``)
+copies: each square reads 16 source rows of one 64-byte line each and writes 16 panel
+rows of 16 floats. Column by column instead, one row of a panel read its 64 columns from
+64 source rows 4 KB apart (for k = 1024), all in one set of the L1 cache, which held a
+handful of them. A dense 1024x1024's weights, packed alone on one thread (Intel Xeon,
+AVX-512): 1.88 ms column by column, 0.62 ms in runs of 16 rows, 0.45 ms in squares."""

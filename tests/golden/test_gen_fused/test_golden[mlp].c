@@ -68,11 +68,15 @@ static int fused_0_(
   float* const tmp0_x1 = (float*)(ws + 1216); /* holds w1 in panels of 32 columns (nest 0) */
   float* const tmp3_x1 = (float*)(ws + 9408); /* holds w2 in panels of 32 columns (nest 1) */
   float* const tmp6_x1 = (float*)(ws + 13504); /* holds w3 in panels of 10 columns (nest 2) */
-  /* tmp0_x1: w1 packed in panels of 32 columns, each panel's 64 rows one after the other, for the register tiles of nest 0 (each reads a panel's rows in turn) */
+  /* tmp0_x1: w1 packed in panels of 32 columns, each panel's 64 rows one after the other, for the register tiles of nest 0 (each reads a panel's rows in turn); transposed in squares of 16 by 16, whose source lines stay in the L1 cache */
   for (int64_t c = 0; c < 32; c += 32) {
     const int64_t n = 32;
-    for (int64_t p = 0; p < 64; ++p) {
-      for (int64_t l = 0; l < n; ++l) tmp0_x1[c * 64 + p * 32 + l] = in1[(c + l) * 64 + p];
+    for (int64_t p0 = 0; p0 < 64; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < p0 + 16; ++p) {
+          for (int64_t l = l0; l < l0 + 16; ++l) tmp0_x1[c * 64 + p * 32 + l] = in1[(c + l) * 64 + p];
+        }
+      }
     }
   }
   {
@@ -174,11 +178,15 @@ static int fused_0_(
       }
     }
   }
-  /* tmp3_x1: w2 packed in panels of 32 columns, each panel's 32 rows one after the other, for the register tiles of nest 1 (each reads a panel's rows in turn) */
+  /* tmp3_x1: w2 packed in panels of 32 columns, each panel's 32 rows one after the other, for the register tiles of nest 1 (each reads a panel's rows in turn); transposed in squares of 16 by 16, whose source lines stay in the L1 cache */
   for (int64_t c = 0; c < 32; c += 32) {
     const int64_t n = 32;
-    for (int64_t p = 0; p < 32; ++p) {
-      for (int64_t l = 0; l < n; ++l) tmp3_x1[c * 32 + p * 32 + l] = in3[(c + l) * 32 + p];
+    for (int64_t p0 = 0; p0 < 32; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < p0 + 16; ++p) {
+          for (int64_t l = l0; l < l0 + 16; ++l) tmp3_x1[c * 32 + p * 32 + l] = in3[(c + l) * 32 + p];
+        }
+      }
     }
   }
   {
@@ -280,11 +288,15 @@ static int fused_0_(
       }
     }
   }
-  /* tmp6_x1: w3 packed in panels of 10 columns, each panel's 32 rows one after the other, for the register tiles of nest 2 (each reads a panel's rows in turn) */
+  /* tmp6_x1: w3 packed in panels of 10 columns, each panel's 32 rows one after the other, for the register tiles of nest 2 (each reads a panel's rows in turn); transposed in squares of 16 by 16, whose source lines stay in the L1 cache */
   for (int64_t c = 0; c < 10; c += 10) {
     const int64_t n = 10;
-    for (int64_t p = 0; p < 32; ++p) {
-      for (int64_t l = 0; l < n; ++l) tmp6_x1[c * 32 + p * 10 + l] = in5[(c + l) * 32 + p];
+    for (int64_t p0 = 0; p0 < 32; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < p0 + 16; ++p) {
+          for (int64_t l = l0; l < (l0 + 16 <= n ? l0 + 16 : n); ++l) tmp6_x1[c * 32 + p * 10 + l] = in5[(c + l) * 32 + p];
+        }
+      }
     }
   }
   {
