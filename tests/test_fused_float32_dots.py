@@ -86,7 +86,7 @@ CASES = [
         [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (8, 8, 3, 3))],
         "conv(x, w, pads=[1, 1, 1, 1])",
         72,
-        False,
+        True,  # the weights, in panels of the block of 8 output channels (border lanes)
     ),
     (
         [("x", "float32", (1, 4, 5, 7)), ("w", "float32", (4, 3, 3, 3))],
@@ -301,6 +301,52 @@ def test_a_constant_read_packed_and_as_it_is_keeps_both_arrays(tmp_path):
     want = evaluate(fn, inputs)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(got[1], want[1])
+
+
+
+PADDED_CONV = [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (16, 8, 3, 3))]
+
+
+def test_a_padded_convs_weights_are_packed_in_panels_of_its_block_of_channels(tmp_path):
+    """The border lanes of a padded convolution compute a block of 8 output channels
+    together: the block's weights at one tap are side by side in the panels."""
+    text = check(PADDED_CONV, "conv(x, w, pads=[1, 1, 1, 1])", 72, tmp_path)
+    assert "holds w in panels of 8 columns (nest 0)" in text
+    assert "tmp0_x1[c * 72 + p * 8 + l] = in1[(c + l) * 72 + p];" in text
+    border = text.index("the border lanes, outside the interior")
+    assert "tmp0_x1[i0b * 72 + r0 * 72 + r1 * 24 + r2 * 8 + (i0 - i0b)]" in text[border:]
+    assert text.count("in1[") == 1  # only the packing reads the weights as they are
+
+
+def test_an_unpadded_conv_reads_its_weights_as_they_are(tmp_path):
+    """No border lanes: every lane is in a register tile, which broadcasts each weight."""
+    text = check(PADDED_CONV, "conv(x, w)", 72, tmp_path)
+    assert "packed in panels" not in text and "in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]" in text
+
+
+@pytest.mark.parametrize("floats", [True, False])
+def test_a_padded_convs_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_path):
+    """Constant weights: the panels written in the module with float32_dots; without it
+    (double sums) the weights are converted to double as before, and the results are the
+    plain nest's bits."""
+    rng = np.random.default_rng(8)
+    text = (
+        "graph main(x: float32[1, 8, 9, 56]) {\n  r = @fused {\n"
+        f"    w = {constant(rng, (16, 8, 3, 3))}\n    return relu(conv(x, w, pads=[1, 1, 1, 1]))\n"
+        "  }\n  return r\n}\n"
+    )
+    fn, c = generate(text, floats)
+    assert ("constant w in panels of 8 columns" in c) == floats
+    assert ("static const float fused_0_const_0_panels[" in c) == floats
+    inputs = {"x": random_array(rng, (1, 8, 9, 56), "float32")}
+    (got,) = run(fn, c, inputs, tmp_path)
+    (want,) = evaluate(fn, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    if not floats:
+        spec = load_backend("fused")
+        values = spec.option_values({"block_reductions": "false", "float32_dots": "false"})
+        plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
+        np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,17 @@ from .loops import Loops, plan_loops
 from .outline import Outliner, Written
 from .partials import pass_lines
 from .placement import Placement
-from .staging import Panel, Staged, conversion, packed_inputs, panel_width, stageable, staged_read
+from .staging import (
+    Panel,
+    Staged,
+    block_packed_inputs,
+    conversion,
+    double_copy,
+    packed_inputs,
+    panel_width,
+    stageable,
+    staged_read,
+)
 from .tiles import STAGED_WIDTHS, TiledText
 
 Timer = Callable[[str, list[str], list[Node]], list[str]]
@@ -406,15 +416,16 @@ class _NestWriter:
                 chunk = panel_width(placed.points)
                 packs = packed_inputs(c, node.inputs, site, anchor, var, loops.extents, n, chunk)
                 packed = tuple(packs[j].read if j in packs else r for j, r in enumerate(anchor.reads))
-                plan = (
-                    plan_blocking(var, loops.extents, replace(anchor, reads=packed), chunk) if packs else None
-                )
+                if packs:
+                    plan = plan_blocking(var, loops.extents, replace(anchor, reads=packed), chunk)
             if plan is None:
                 packs = {}
-                plan = plan_blocking(
-                    var, loops.extents, anchor, itemsizes=[DTYPE_BYTES[t.dtype] for t in site.ins]
-                )
+                sizes = [DTYPE_BYTES[t.dtype] for t in site.ins]
+                plan = plan_blocking(var, loops.extents, anchor, itemsizes=sizes)
         if plan is not None:
+            if floats:  # the block's width first (as below): the panels of the block's reads take it
+                plan = widened(plan, loops.extents, STAGED_WIDTHS)
+                packs.update(block_packed_inputs(c, node.inputs, site, anchor, plan, (var, loops.extents), n))
             blocked = BlockedText(plan, var, loops.extents, acc_type)
             reads = [packs[j].read if j in packs else r for j, r in enumerate(loaded)]
             for j, staged_input in packs.items():
@@ -434,20 +445,10 @@ class _NestWriter:
                 for j in stageable(list(update_of.values()), site.ins):
                     if plan.lane_reads[j]:
                         continue  # see staging.py: a lane-dependent input stays as it is
-                    buf = f"tmp{c[1:]}_x{j}"
-                    source = site.ins[j].dtype
-                    self.staged.append(
-                        Staged(
-                            buf,
-                            replace(site.ins[j], dtype="float64"),
-                            site.arrays[j],
-                            node.inputs[j],
-                            n,
-                            source,
-                        )
-                    )
-                    self.outline.pointers[buf] = "double*"
-                    reads[j] = staged_read(anchor.reads[j], site.arrays[j], buf)
+                    copy = double_copy(c, j, site, node.inputs, n)
+                    self.staged.append(copy)
+                    self.outline.pointers[copy.buffer] = "double*"
+                    reads[j] = staged_read(anchor.reads[j], site.arrays[j], copy.buffer)
             staged = any(st.nest == n and st.panel is None for st in self.staged)
             lanes32 = floats or acc_type in LANES32  # 16 accumulators to an AVX-512 register
             if staged or lanes32:  # each input vector feeds more outputs (tiles.STAGED_WIDTHS)

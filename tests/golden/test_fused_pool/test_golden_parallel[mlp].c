@@ -317,7 +317,7 @@ static int fused_0_(
       }
     }
   }
-  /* tmp6_x1: w3 packed in panels of 10 columns, each panel's 32 rows one after the other, for the register tiles of nest 2 (each reads a panel's rows in turn); transposed in squares of 16 by 16, whose source lines stay in the L1 cache */
+  /* tmp6_x1: w3 packed in panels of 10 columns, each panel's 32 rows one after the other, for the register tiles of nest 2 (each reads a panel's rows in turn); transposed in squares of 16 by 10, whose source lines stay in the L1 cache */
   for (int64_t c = 0; c < 10; c += 10) {
     const int64_t n = 10;
     for (int64_t p0 = 0; p0 < 32; p0 += 16) {

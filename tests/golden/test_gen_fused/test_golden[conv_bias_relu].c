@@ -15,7 +15,7 @@
 #include <string.h>
 #include <dlpack/dlpack.h>
 #include <tvm/ffi/c_api.h>
-#include "byoc_module.h" /* byoc's support: byoc_entry.c beside this file, linked */
+#include "byoc_module.h" /* byoc's support: byoc_entry.c, byoc_workspace.c beside this file, linked */
 #include <math.h>
 
 /* ---- The spec's support code, beside spec/backends/fused/fused.yaml (shipped with byoc) ---- */
@@ -39,17 +39,33 @@
 
 /* fused_0_: the body of region @fused at conv_bias_relu.graph:2:7, in 1 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   0 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
+   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
+   Returns 0, or 1 when an allocation fails.
      in0: x: float32[1, 3, 6, 6]
      in1: w: float32[4, 3, 3, 3]
      in2: b: float32[4]
      out0: %3 (nested call): float32[1, 4, 3, 6] */
-static void fused_0_(
+static int fused_0_(
     const float* restrict in0,
     const float* restrict in1,
     const float* restrict in2,
     float* restrict out0) {
+  void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
+  char* const ws = byoc_workspace(448, &spare); /* 1 buffer(s), 448 bytes of this thread's workspace, kept between calls */
+  if (ws == NULL) return 1;
+  float* const tmp0_x1 = (float*)(ws + 0); /* holds w in panels of 4 columns (nest 0) */
+  /* tmp0_x1: w packed in panels of 4 columns, each panel's 27 rows one after the other, for the register tiles of nest 0 (each reads a panel's rows in turn); transposed in squares of 16 by 4, whose source lines stay in the L1 cache */
+  for (int64_t c = 0; c < 4; c += 4) {
+    const int64_t n = 4;
+    for (int64_t p0 = 0; p0 < 27; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < (p0 + 16 <= 27 ? p0 + 16 : 27); ++p) {
+          for (int64_t l = l0; l < (l0 + 16 <= n ? l0 + 16 : n); ++l) tmp0_x1[c * 27 + p * 4 + l] = in1[(c + l) * 27 + p];
+        }
+      }
+    }
+  }
   {
     /* nest 0: t0 conv, t1 bias_add, t2 relu: [1, 4, 3, 6], 3 nested loop(s) [4, 3, 6] */
     for (int64_t i0b = 0; i0b < 4; i0b += 4) {
@@ -72,7 +88,7 @@ static void fused_0_(
                   const int64_t i0 = i0b + i0j;
                   for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
                     const int64_t ix3 = i2 + r2;
-                    t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 36 + ix2 * 6 + ix3], in1[i0 * 27 + r0 * 9 + r1 * 3 + r2]);
+                    t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 36 + ix2 * 6 + ix3], tmp0_x1[i0b * 27 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                   }
                 }
               }
@@ -91,6 +107,8 @@ static void fused_0_(
       }
     }
   }
+  free(spare);
+  return 0;
 }
 
 /* fused_0_wrapper_: runs fused_0_ on the data of the DLTensor arguments the entry checked;
@@ -105,7 +123,10 @@ static int fused_0_wrapper_(DLTensor* arg0, DLTensor* arg1, DLTensor* arg2, DLTe
   if (byoc_outputs_overlap(data, bytes, 3, 4)) {
     return byoc_raise("ValueError", "fused_0: an output shares memory with another argument; the fused kernel reads and writes through restrict pointers, so pass distinct arrays");
   }
-  fused_0_(in0, in1, in2, o0);
+  const int status = fused_0_(in0, in1, in2, o0);
+  if (status == 1) {
+    return byoc_raise("MemoryError", "fused_0: cannot allocate the intermediate buffers");
+  }
   return 0;
 }
 

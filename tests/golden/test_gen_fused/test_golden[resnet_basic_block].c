@@ -51,7 +51,7 @@ static const float fused_0_const_3[8] = {0.7f, 1.1f, 1.9f, 0.5f, 1.3f, 2.4f, 1.0
 
 /* fused_0_: the body of region @fused at examples/resnet_basic_block.graph:15:23, in 2 loop nest(s):
    one per anchor op, with the elementwise ops after it fused in, and
-   1 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
+   3 intermediate buffer(s) for the values another nest reads (or a tiled nest reads converted or packed), sharing
    memory where their lifetimes do not overlap.
    Returns 0, or 1 when an allocation fails.
      in0: x: float32[1, 8, 16, 16]
@@ -72,9 +72,22 @@ static int fused_0_(
     const float* restrict in6,
     float* restrict out0) {
   void* spare = NULL; /* set only when this call had to allocate a workspace of its own */
-  char* const ws = byoc_workspace(8192, &spare); /* 1 buffer(s), 8192 bytes of this thread's workspace, kept between calls */
+  char* const ws = byoc_workspace(10496, &spare); /* 2 buffer(s), 10496 bytes of this thread's workspace, kept between calls */
   if (ws == NULL) return 1;
   float* const tmp2 = (float*)(ws + 0); /* holds h */
+  float* const tmp0_x1 = (float*)(ws + 8192); /* holds w1 in panels of 4 columns (nest 0) */
+  float* const tmp3_x1 = (float*)(ws + 8192); /* holds w2 in panels of 4 columns (nest 1) */
+  /* tmp0_x1: w1 packed in panels of 4 columns, each panel's 72 rows one after the other, for the register tiles of nest 0 (each reads a panel's rows in turn); transposed in squares of 16 by 4, whose source lines stay in the L1 cache */
+  for (int64_t c = 0; c < 8; c += 4) {
+    const int64_t n = 4;
+    for (int64_t p0 = 0; p0 < 72; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < (p0 + 16 <= 72 ? p0 + 16 : 72); ++p) {
+          for (int64_t l = l0; l < (l0 + 16 <= n ? l0 + 16 : n); ++l) tmp0_x1[c * 72 + p * 4 + l] = in1[(c + l) * 72 + p];
+        }
+      }
+    }
+  }
   {
     /* nest 0: t0 conv, t1 batch_norm, t2 relu: [1, 8, 16, 16], 3 nested loop(s) [8, 16, 16] */
     for (int64_t i0b = 0; i0b < 8; i0b += 4) {
@@ -107,7 +120,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t0_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -129,7 +142,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc_one[i0j] = fused_maddf(t0_acc_one[i0j], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc_one[i0j] = fused_maddf(t0_acc_one[i0j], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -154,7 +167,7 @@ static int fused_0_(
                     const int64_t i0 = i0b + i0j;
                     for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
                       const int64_t ix3 = i2 + r2 - 1;
-                      t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -186,7 +199,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t0_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -211,7 +224,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 8; ++i2l) {
                         const int64_t i2 = t0_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t0_acc_tile[i0j][i2l] = fused_maddf(t0_acc_tile[i0j][i2l], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -233,7 +246,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t0_acc_one[i0j] = fused_maddf(t0_acc_one[i0j], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc_one[i0j] = fused_maddf(t0_acc_one[i0j], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -258,7 +271,7 @@ static int fused_0_(
                     const int64_t i0 = i0b + i0j;
                     for (int64_t i2 = t0_lo; i2 < t0_hi; ++i2) {
                       const int64_t ix3 = i2 + r2 - 1;
-                      t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 256 + ix2 * 16 + ix3], in1[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t0_acc[i0j][i2 - i2b] = fused_maddf(t0_acc[i0j][i2 - i2b], in0[r0 * 256 + ix2 * 16 + ix3], tmp0_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -275,6 +288,17 @@ static int fused_0_(
               tmp2[i0 * 256 + i1 * 16 + i2] = t2;
             }
           }
+        }
+      }
+    }
+  }
+  /* tmp3_x1: w2 packed in panels of 4 columns, each panel's 72 rows one after the other, for the register tiles of nest 1 (each reads a panel's rows in turn); transposed in squares of 16 by 4, whose source lines stay in the L1 cache */
+  for (int64_t c = 0; c < 8; c += 4) {
+    const int64_t n = 4;
+    for (int64_t p0 = 0; p0 < 72; p0 += 16) {
+      for (int64_t l0 = 0; l0 < n; l0 += 16) {
+        for (int64_t p = p0; p < (p0 + 16 <= 72 ? p0 + 16 : 72); ++p) {
+          for (int64_t l = l0; l < (l0 + 16 <= n ? l0 + 16 : n); ++l) tmp3_x1[c * 72 + p * 4 + l] = in4[(c + l) * 72 + p];
         }
       }
     }
@@ -311,7 +335,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t3_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -333,7 +357,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc_one[i0j] = fused_maddf(t3_acc_one[i0j], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc_one[i0j] = fused_maddf(t3_acc_one[i0j], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -358,7 +382,7 @@ static int fused_0_(
                     const int64_t i0 = i0b + i0j;
                     for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
                       const int64_t ix3 = i2 + r2 - 1;
-                      t3_acc[i0j][i2 - i2b] = fused_maddf(t3_acc[i0j][i2 - i2b], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc[i0j][i2 - i2b] = fused_maddf(t3_acc[i0j][i2 - i2b], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -390,7 +414,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 16; ++i2l) {
                         const int64_t i2 = t3_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -415,7 +439,7 @@ static int fused_0_(
                       for (int64_t i2l = 0; i2l < 8; ++i2l) {
                         const int64_t i2 = t3_t + i2l;
                         const int64_t ix3 = i2 + r2 - 1;
-                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                        t3_acc_tile[i0j][i2l] = fused_maddf(t3_acc_tile[i0j][i2l], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                       }
                     }
                   }
@@ -437,7 +461,7 @@ static int fused_0_(
                     if (ix3 < 0 || ix3 >= 16) continue;
                     for (int64_t i0j = 0; i0j < 4; ++i0j) {
                       const int64_t i0 = i0b + i0j;
-                      t3_acc_one[i0j] = fused_maddf(t3_acc_one[i0j], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc_one[i0j] = fused_maddf(t3_acc_one[i0j], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
@@ -462,7 +486,7 @@ static int fused_0_(
                     const int64_t i0 = i0b + i0j;
                     for (int64_t i2 = t3_lo; i2 < t3_hi; ++i2) {
                       const int64_t ix3 = i2 + r2 - 1;
-                      t3_acc[i0j][i2 - i2b] = fused_maddf(t3_acc[i0j][i2 - i2b], tmp2[r0 * 256 + ix2 * 16 + ix3], in4[i0 * 72 + r0 * 9 + r1 * 3 + r2]);
+                      t3_acc[i0j][i2 - i2b] = fused_maddf(t3_acc[i0j][i2 - i2b], tmp2[r0 * 256 + ix2 * 16 + ix3], tmp3_x1[i0b * 72 + r0 * 36 + r1 * 12 + r2 * 4 + (i0 - i0b)]);
                     }
                   }
                 }
