@@ -781,10 +781,11 @@ static inline int dnnl_byoc_move(const_dnnl_primitive_t prim, const int64_t* t, 
    convolution. oneDNN's own Winograd is
    not implemented for float32 on these CPUs. The transforms only add and subtract
    (and halve, in G), so the results stay within a few ulps of the direct ones.
-   On two AVX-512 cores, against oneDNN's brgconv between nhwc tensors: 268 against
-   450 us for 64 channels at 56x56, 237 against 441 for 128 at 28x28, 232 against
-   397 for 256 at 14x14; slower for 512 at 7x7 (16 tiles, 443 against 363 us) and for
-   16 channels or fewer, which dnnl_byoc_winograd_fits leaves to oneDNN. The spec
+   On two AVX-512 cores of a Zen 4, against oneDNN's brgconv between nhwc tensors: 268
+   against 450 us for 64 channels at 56x56, 237 against 441 for 128 at 28x28, 232
+   against 397 for 256 at 14x14; slower for 512 at 7x7 (16 tiles, 443 against 363 us)
+   and for 16 channels or fewer, which dnnl_byoc_winograd_fits leaves to oneDNN, as it
+   does 256 channels on an Intel CPU (dnnl_byoc_intel_cpu). The spec
    option `winograd` (on by default) compiles this in (-DDNNL_BYOC_WINOGRAD). */
 #define DNNL_BYOC_WG_BLOCK 64  /* the channels a transform moves at a time */
 
@@ -823,9 +824,24 @@ static inline int64_t dnnl_byoc_winograd_block(int64_t tiles, int64_t c_in, int6
   return (tiles + blocks - 1) / blocks;
 }
 
+/* Whether this is an Intel CPU. Its AVX-512 cores issue two 512-bit multiply-adds a
+   cycle, where a Zen 4 issues one, and oneDNN's brgconv then beats the Winograd from
+   256 channels in and out: light ResNet-50's 256 at 14x14, each conv with its folded
+   batch_norm and relu, two threads of an Intel Xeon: 630-673 us direct against
+   698-782 us Winograd; 128 at 28x28 655-662 against 506-535, and 64 at 56x56 577-646
+   against 449-456, still faster as Winograd. */
+static inline int dnnl_byoc_intel_cpu(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  return __builtin_cpu_is("intel");
+#else
+  return 0;
+#endif
+}
+
 /* Whether the conv of geometry g runs as Winograd: 3x3,
    stride 1, no dilation or groups, at least 32 channels in and out, transformed
-   weights of at most 16 MB, at least 25 tiles, and at most 32 MB of transforms
+   weights of at most 16 MB (and under 256 x 256 channels on an Intel CPU), at
+   least 25 tiles, and at most 32 MB of transforms
    over all its tiles (5 images of 64 channels at 56x56 take 30.6 MB). The blocks
    bound the memory a call uses whatever the batch; the bound on the whole stays
    because larger batches were never measured against oneDNN's convolution. */
@@ -834,6 +850,7 @@ static inline int dnnl_byoc_winograd_fits(const dnnl_byoc_conv_geometry* g) {
   const int64_t tiles = dnnl_byoc_winograd_tiles(g);
   return g->kh == 3 && g->kw == 3 && g->stride_h == 1 && g->stride_w == 1 && g->dilation_h == 1
       && g->dilation_w == 1 && g->groups == 1 && g->c >= 32 && g->o >= 32 && g->c * g->o <= 512 * 512
+      && (g->c * g->o < 256 * 256 || !dnnl_byoc_intel_cpu())
       && tiles >= 25 && 16 * 4 * tiles * (g->c + g->o) <= ((int64_t)32 << 20);
 #else
   (void)g;
