@@ -109,6 +109,18 @@ def linear_gelu(op: str, k: int = 5, bias: int = 2) -> str:
     return linear(k, bias).replace("return add(matmul(x, w), b)", f"return {op}(add(matmul(x, w), b))")
 
 
+def gate(k: int = 5, shape: str = "2, 3", dtype: str = "float32") -> str:
+    """:func:`linear`'s weights, and the swish of the product: a SwiGLU gate."""
+    values = ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))
+    return f"""\
+graph main(x: {dtype}[{shape}, {k}]) {{
+  w = const {dtype}[{k}, 2] [{values}]
+  m = matmul(x, w)
+  return multiply(m, sigmoid(m))
+}}
+"""
+
+
 def dims(shape: tuple[int, ...]) -> str:
     """A shape's extents as the DSL writes them inside its brackets."""
     return ", ".join(map(str, shape))

@@ -1,6 +1,7 @@
 """dnnl's kernels for transformers' layers (spec/backends/dnnl): a matmul by constant
 weights packed at init (matmul_const), a linear layer with its gelu as the matmul's
-post-op (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const), layer normalization as
+post-op (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const), a matmul with its swish as
+its post-op (matmul_swish_const), layer normalization as
 one primitive (layer_norm), and a constant that two regions read, copied into each:
 golden C, and runs against the numpy reference and ONNX Runtime."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dnnl_support import const, layer_norm_graph, linear, linear_gelu
+from dnnl_support import const, gate, layer_norm_graph, linear, linear_gelu
 from libraries import missing_library
 from test_gen_dnnl import BACKEND, generate, run_against_reference
 
@@ -170,3 +171,46 @@ def test_a_float16_linear_layer_and_its_gelu_is_not_the_pattern():
     text = linear_gelu("gelu").replace("float32", "float16")
     program = partition(parse(text, "graph"), [load_backend(BACKEND)], load_catalog())
     assert "matmul_bias_gelu" not in print_program(program)
+
+
+# A matmul and the swish of its result, m * sigmoid(m) (matmul_swish_const): one matmul
+# with oneDNN's swish (alpha 1) as its post-op (DNNL_MATMUL_SWISH_PACKED).
+def test_golden_matmul_and_its_swish(golden):
+    program = partition(parse(gate(), "graph", file="gate.graph"), [load_backend(BACKEND)], load_catalog())
+    assert "@dnnl.matmul_swish_const " in print_program(program)
+    assert generate(program) == golden("c")
+
+
+@pytest.mark.parametrize(
+    "k, shape", [(5, "2, 3"), (5, "4"), (0, "2, 3")], ids=["rank-3", "rank-2", "empty-sum"]
+)
+def test_matmul_and_its_swish_run_like_the_reference(k, shape, rng):
+    program = partition(parse(gate(k, shape), "graph"), [load_backend(BACKEND)], load_catalog())
+    text = print_program(program)
+    assert "@dnnl.matmul_swish_const " in text and text.count("sigmoid(") == 1  # the composite's own
+    run_against_reference(program, rng)
+
+
+def test_the_swish_of_infinities_and_nan_is_the_catalogs():
+    """Sums of +inf give +inf, of -inf NaN (-inf * sigmoid(-inf) = -inf * 0), large
+    negative sums -0 or a tiny negative, as the catalog's multiply and sigmoid give."""
+    program = partition(parse(gate(), "graph"), [load_backend(BACKEND)], load_catalog())
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 3, 5)).astype(np.float32)
+    x[0, 0, 2] = np.inf  # w's row 2 is positive: sums of +inf
+    x[0, 1, 2] = -np.inf  # sums of -inf
+    x[1, 2, [0, 2]] = np.inf  # w's row 0 is negative: +inf - inf, NaN
+    x[1, 0, 4] = np.nan
+    x[1, 1] = [-200.0, -100.0, -300.0, -90.0, -150.0]  # large negative sums
+    got = byoc.build(program)(x=x)[0]
+    want = evaluate(program.functions[0], {"x": x}, load_catalog())[0]
+    assert np.isposinf(want).any() and np.isnan(want).any(), "the case has no +inf or NaN"
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6)
+
+
+def test_a_float16_gate_is_not_the_swish_pattern():
+    program = partition(parse(gate(dtype="float16"), "graph"), [load_backend(BACKEND)], load_catalog())
+    assert "matmul_swish" not in print_program(program)

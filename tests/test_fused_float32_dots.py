@@ -303,7 +303,6 @@ def test_a_constant_read_packed_and_as_it_is_keeps_both_arrays(tmp_path):
     np.testing.assert_array_equal(got[1], want[1])
 
 
-
 PADDED_CONV = [("x", "float32", (1, 8, 9, 56)), ("w", "float32", (16, 8, 3, 3))]
 
 

@@ -71,7 +71,8 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
    post-ops: with `sum` the result is added to what the output holds, with an
    `addend` (not NULL) a tensor of that descriptor is added to it (DNNL_BYOC_ARG_ADDEND),
    and an `eltwise` algorithm (dnnl_alg_kind_undef: none; relu, gelu, ...) follows,
-   with alpha and beta 0. NULL on a failure. */
+   with alpha and beta 0, but swish's alpha 1 (x * sigmoid(alpha * x): the catalog's
+   m * sigmoid(m)). NULL on a failure. */
 static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memory_desc_t addend,
                                                         dnnl_alg_kind_t eltwise) {
   dnnl_primitive_attr_t attr = NULL;
@@ -81,7 +82,9 @@ static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memo
       && dnnl_post_ops_create(&ops) == dnnl_success
       && (!sum || dnnl_post_ops_append_sum(ops, 1.0f, 0, dnnl_data_type_undef) == dnnl_success)
       && (addend == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, addend) == dnnl_success)
-      && (eltwise == dnnl_alg_kind_undef || dnnl_post_ops_append_eltwise(ops, eltwise, 0.0f, 0.0f) == dnnl_success)
+      && (eltwise == dnnl_alg_kind_undef
+          || dnnl_post_ops_append_eltwise(ops, eltwise, eltwise == dnnl_eltwise_swish ? 1.0f : 0.0f, 0.0f)
+                 == dnnl_success)
       && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
   if (ops != NULL) dnnl_post_ops_destroy(ops);
   if (!ok) {
