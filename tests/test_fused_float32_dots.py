@@ -251,6 +251,24 @@ def constant(rng: np.random.Generator, shape: tuple[int, ...]) -> str:
     return f"const float32[{shape_text(shape)}] [{values}]"
 
 
+def run_near_the_reference(fn, text: str, inputs, tmp_path) -> np.ndarray:
+    """The one output of ``text`` run on ``inputs``, checked near the reference."""
+    (got,) = run(fn, text, inputs, tmp_path)
+    (want,) = evaluate(fn, inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return got
+
+
+def assert_plain_bits(fn, got: np.ndarray, inputs, tmp_path) -> None:
+    """``got`` is the plain nests' result, bit for bit (double sums, no blocks, no
+    panels: the constants read as they are)."""
+    spec = load_backend("fused")
+    values = spec.option_values({"block_reductions": "false", "float32_dots": "false"})
+    plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
+    assert "_panels" not in plain
+    np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])
+
+
 @pytest.mark.parametrize("floats", [True, False])
 def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_path):
     """A constant read packed is written in its panels' layout, once, in the module: no
@@ -275,15 +293,9 @@ def test_constant_weights_are_packed_when_the_module_is_generated(floats, tmp_pa
     assert "static const float fused_0_const_0[" not in c and "packed in panels" not in c
     assert "constant w in panels of 20 columns" in c and "constant v in panels of 64 columns" in c
     inputs = {"x": random_array(rng, (6, 8), "float32")}
-    (got,) = run(fn, c, inputs, tmp_path)
-    (want,) = evaluate(fn, inputs)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    got = run_near_the_reference(fn, c, inputs, tmp_path)
     if not floats:
-        spec = load_backend("fused")
-        values = spec.option_values({"block_reductions": "false", "float32_dots": "false"})
-        plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
-        assert "_panels" not in plain
-        np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])
+        assert_plain_bits(fn, got, inputs, tmp_path)
 
 
 def test_a_constant_read_packed_and_as_it_is_keeps_both_arrays(tmp_path):
@@ -338,14 +350,9 @@ def test_a_padded_convs_constant_weights_are_packed_when_the_module_is_generated
     assert ("constant w in panels of 8 columns" in c) == floats
     assert ("static const float fused_0_const_0_panels[" in c) == floats
     inputs = {"x": random_array(rng, (1, 8, 9, 56), "float32")}
-    (got,) = run(fn, c, inputs, tmp_path)
-    (want,) = evaluate(fn, inputs)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    got = run_near_the_reference(fn, c, inputs, tmp_path)
     if not floats:
-        spec = load_backend("fused")
-        values = spec.option_values({"block_reductions": "false", "float32_dots": "false"})
-        plain = module_of(generator_for(spec.kind)([fn], spec, load_catalog(), values)).text
-        np.testing.assert_array_equal(got, run(fn, plain, inputs, tmp_path / "plain")[0])
+        assert_plain_bits(fn, got, inputs, tmp_path)
 
 
 @pytest.mark.parametrize(
