@@ -329,6 +329,18 @@ def test_a_padded_convs_weights_are_packed_in_panels_of_its_block_of_channels(tm
     assert text.count("in1[") == 1  # only the packing reads the weights as they are
 
 
+@pytest.mark.parametrize(
+    "attrs",
+    ["strides=[2, 2]", "dilations=[2, 2]", "strides=[1, 2]"],
+    ids=["stride-2", "dilation-2", "stride-1x2"],
+)
+def test_a_padded_strided_or_dilated_conv_reads_its_packed_weights_right(attrs, tmp_path):
+    """Lanes that step by 2 through the input (no register tiles) or taps 2 apart: the
+    blocked lane loops read the packed weights as the tiles do."""
+    text = check(PADDED_CONV, f"conv(x, w, pads=[1, 2, 1, 2], {attrs})", 72, tmp_path)
+    assert "holds w in panels of 8 columns (nest 0)" in text
+
+
 def test_an_unpadded_conv_reads_its_weights_as_they_are(tmp_path):
     """No border lanes: every lane is in a register tile, which broadcasts each weight."""
     text = check(PADDED_CONV, "conv(x, w)", 72, tmp_path)
