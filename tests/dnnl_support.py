@@ -93,12 +93,16 @@ graph main(x: float32[2, 3, 8], g: float32[{scale}], b: float32[{scale}]) {{
 """
 
 
+def weights(k: int) -> str:
+    """The values of a k x 2 weight matrix, as the DSL writes them: -0.5 to 1.0 in steps of 0.25."""
+    return ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))
+
+
 def linear(k: int = 5, bias: int = 2, dtype: str = "float32") -> str:
     """A linear layer: matmul by constant weights (k x 2), plus a bias of ``bias`` values."""
-    values = ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))
     return f"""\
 graph main(x: {dtype}[2, 3, {k}], b: {dtype}[{bias}]) {{
-  w = const {dtype}[{k}, 2] [{values}]
+  w = const {dtype}[{k}, 2] [{weights(k)}]
   return add(matmul(x, w), b)
 }}
 """
@@ -111,10 +115,9 @@ def linear_gelu(op: str, k: int = 5, bias: int = 2) -> str:
 
 def gate(k: int = 5, shape: str = "2, 3", dtype: str = "float32") -> str:
     """:func:`linear`'s weights, and the swish of the product: a SwiGLU gate."""
-    values = ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))
     return f"""\
 graph main(x: {dtype}[{shape}, {k}]) {{
-  w = const {dtype}[{k}, 2] [{values}]
+  w = const {dtype}[{k}, 2] [{weights(k)}]
   m = matmul(x, w)
   return multiply(m, sigmoid(m))
 }}

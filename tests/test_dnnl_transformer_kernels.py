@@ -174,7 +174,7 @@ def test_a_float16_linear_layer_and_its_gelu_is_not_the_pattern():
 
 
 # A matmul and the swish of its result, m * sigmoid(m) (matmul_swish_const): one matmul
-# with oneDNN's swish (alpha 1) as its post-op (DNNL_MATMUL_SWISH_PACKED).
+# with oneDNN's swish (alpha 1) as its post-op (DNNL_MATMUL_PACKED, alg dnnl_eltwise_swish).
 def test_golden_matmul_and_its_swish(golden):
     program = partition(parse(gate(), "graph", file="gate.graph"), [load_backend(BACKEND)], load_catalog())
     assert "@dnnl.matmul_swish_const " in print_program(program)

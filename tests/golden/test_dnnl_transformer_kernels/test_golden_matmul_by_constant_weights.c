@@ -18,11 +18,11 @@
 /* ---- The spec's support code, beside spec/backends/dnnl/dnnl.yaml (shipped with byoc); dnnl_support.c compiled once per spec and linked ---- */
 #include "dnnl_support.h"
 
-/* a pattern's matmul by constant weights (2-D), packed at init into the layout oneDNN picks (the state keeps them in p_ID_ ## _weights; b, the plain weights, is not read) */
-#define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_) \
+/* a pattern's matmul by constant weights (2-D), packed at init into the layout oneDNN picks (the state keeps them in p_ID_ ## _weights; b, the plain weights, is not read), then the eltwise algorithm p_ALG_ as its post-op (dnnl_alg_kind_undef: none; dnnl_eltwise_swish: m * sigmoid(m), a SwiGLU gate, whose swish of an empty sum, 0, is 0) */
+#define DNNL_MATMUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_ALG_) \
 static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const p_T_* w, void** packed) { \
   return dnnl_byoc_matmul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, p_DT_, w, packed, 0, \
-                                 dnnl_alg_kind_undef); \
+                                 p_ALG_); \
 } \
 static int p_ID_(const p_T_* a, const p_T_* b, p_T_* out) { \
   (void)b; /* packed by the init */ \
@@ -50,7 +50,7 @@ static const float dnnl_0_const_0[10] = {
 };
 
 /* dnnl_0_0: matmul_0 = composite matmul_const of matmul at matmul_const.graph:3:10, float32[2, 3, 2] */
-DNNL_MATMUL_PACKED(dnnl_0_0, (&dnnl_0_state), (3, (const int64_t[]){DNNL_BYOC_ITEMS (2, 3, 5)}), (2, (const int64_t[]){DNNL_BYOC_ITEMS (5, 2)}), 12, float, DNNL_BYOC_DT_float32)
+DNNL_MATMUL_PACKED(dnnl_0_0, (&dnnl_0_state), (3, (const int64_t[]){DNNL_BYOC_ITEMS (2, 3, 5)}), (2, (const int64_t[]){DNNL_BYOC_ITEMS (5, 2)}), 12, float, DNNL_BYOC_DT_float32, dnnl_alg_kind_undef)
 
 static int dnnl_0_0_init_(dnnl_0_state_t* state) {
   (void)state;
