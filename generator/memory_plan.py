@@ -7,7 +7,13 @@ outputs and value types. The rules:
 
 * Every graph input has a buffer of its own, numbered first, in input order.
 * A step's outputs are allocated *before* its inputs are released, so a step never
-  writes into a buffer it reads (no in-place aliasing).
+  writes into a buffer it reads, unless it says it may: a step whose one result may
+  overwrite one of its inputs (``overwrites``: a kernel that reads each element of that
+  input before it writes the element there) gives the result that input's buffer when
+  the step is the input's last reader, reads it once, and the two have the same dtype
+  and size, and neither is a graph input or output.
+  A conv whose residual is added this way writes where the residual already sits in
+  cache instead of into a cold buffer of its own.
 * An intermediate value is released after its last reader (a value nobody reads is
   released right after the step that writes it). A later value of the identical
   dtype and element count takes the lowest-numbered released buffer that fits.
@@ -36,6 +42,8 @@ class ScheduledOp:
 
     uses: tuple[Hashable, ...]
     defines: tuple[Hashable, ...]
+    overwrites: Hashable | None = None
+    """A value of ``uses`` whose buffer the step's one result may take (see the module's rules)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +103,16 @@ def plan_memory(
             heapq.heappush(free.setdefault(_key(types[value]), []), storage[value])
 
     for k, step in enumerate(steps):
+        inherited = None  # the buffer of an input the result overwrites
+        if step.overwrites is not None and _may_overwrite(step, k, last_use, storage, pinned, types):
+            inherited = storage[step.overwrites]
+            last_use[step.overwrites] = -1  # its buffer passes to the result, unreleased
         for value in step.defines:
             if value in storage:
                 raise ValueError(f"value {value!r} is defined twice")
+            if inherited is not None:
+                storage[value] = inherited
+                continue
             pool = None if value in pinned else free.get(_key(types[value]))
             storage[value] = heapq.heappop(pool) if pool else fresh(value)
         for value in step.uses:
@@ -108,6 +123,27 @@ def plan_memory(
             if value not in last_use:
                 release(value)
     return MemoryPlan(storage, tuple(buffers))
+
+
+def _may_overwrite(
+    step: ScheduledOp,
+    k: int,
+    last_use: Mapping[Hashable, int],
+    storage: Mapping[Hashable, int],
+    pinned: set[Hashable],
+    types: Mapping[Hashable, TensorType],
+) -> bool:
+    """Whether step ``k``'s result may take the buffer of the input it overwrites."""
+    taken = step.overwrites
+    if len(step.defines) != 1 or taken not in storage or last_use.get(taken) != k:
+        return False
+    (value,) = step.defines
+    return (
+        step.uses.count(taken) == 1
+        and taken not in pinned
+        and value not in pinned
+        and _key(types[taken]) == _key(types[value])
+    )
 
 
 def _key(t: TensorType) -> tuple[str, int]:

@@ -147,6 +147,10 @@ class MacroDef:
     """c_source: the kernel takes the inputs of an elementwise op (or of a pattern's
     elementwise node) broadcast to the output's shape (numpy's rule), each at its own
     shape, and reads how through ``${in<k>_stride<j>}`` (``broadcast: true``)."""
+    overwrites: int | None = None
+    """c_source: the input (``overwrites: in<k>``) whose buffer the kernel's result may
+    take: the kernel reads each element of it before writing that element of the
+    result, so the function's memory plan may pass it the same pointer for both."""
     body_line: int | None = field(default=None, compare=False, repr=False)
     """The line of the body's first line in its file (the spec, when the body is a
     literal block ``|``; else :attr:`body_file`), so that a compiler error in a copied

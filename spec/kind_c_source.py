@@ -76,6 +76,7 @@ class CSourceKind(MacroKind):
     macro_layouts = True
     macro_status = True
     macro_broadcast = True  # a macro may take broadcast inputs (`broadcast: true`)
+    macro_overwrites = True  # a macro may let its result take an input's buffer (`overwrites: in<k>`)
     macro_setup = ("state", "init", "teardown")
     macro_setup_args = ("symbol", "module_state")
     body_rendered = False  # the body is #define'd as the spec writes it

@@ -74,6 +74,9 @@ class MacroKind(CodegenKind):
     """Whether a macro may say that its kernel takes inputs broadcast to the output's
     shape (``broadcast: true``), reading them through ``${in<k>_stride<j>}``; the kind's
     specs then say so per macro, and partitioning asks the macro that runs a node."""
+    macro_overwrites: ClassVar[bool] = False
+    """Whether a macro may say that its kernel's result may overwrite one of its inputs
+    (``overwrites: in<k>``), so that the function's memory plan may give both one buffer."""
     dims: ClassVar[bool] = False
     """Whether macro arguments may use ``${dim0}``, ``${dim1}``, ... (the output's extents)."""
     op_args: ClassVar[bool] = False
@@ -165,11 +168,12 @@ class MacroKind(CodegenKind):
             layouts = ("layouts", "mixed_layouts") if self.macro_layouts else ()
             status_key = ("status",) if self.macro_status else ()
             broadcast_key = ("broadcast",) if self.macro_broadcast else ()
+            overwrites_key = ("overwrites",) if self.macro_overwrites else ()
             doc.check_keys(
                 mnode,
                 what,
                 required,
-                ("params", "doc", *self.macro_setup, *layouts, *status_key, *broadcast_key)
+                ("params", "doc", *self.macro_setup, *layouts, *status_key, *broadcast_key, *overwrites_key)
                 + (("body",) if bodies_file is not None else ()),
             )
             inputs = None
@@ -224,6 +228,7 @@ class MacroKind(CodegenKind):
             broadcast = "broadcast" in mnode and bool(
                 doc.typed(mnode, "broadcast", bool, f"{what}: broadcast")
             )
+            overwrites = _overwritten_input(doc, mnode, what, inputs) if "overwrites" in mnode else None
             draft.macros[name] = MacroDef(
                 str(name),
                 args,
@@ -236,6 +241,7 @@ class MacroKind(CodegenKind):
                 mixed,
                 status,
                 broadcast,
+                overwrites,
                 body.line,
                 body.file,
             )
@@ -376,3 +382,19 @@ def _refuse_placeholders(body: MacroBody, what: str) -> None:
             f"undefined placeholder ${{{p.name}}} in the body of {what}: the body is C, copied as is",
             f'pass the value as a parameter, params: {{p_X_: "${{{p.name}}}"}}, and write p_X_ in the body',
         )
+
+
+def _overwritten_input(doc: YamlDoc, mnode: Any, what: str, inputs: int | None) -> int:
+    """A macro's ``overwrites: in<k>``: the input whose buffer its kernel's result may take."""
+    port = doc.typed(mnode, "overwrites", str, f"{what}: overwrites")
+    ports = [f"in{k}" for k in range(inputs or 0)]
+    if port not in ports:
+        raise doc.error(
+            f"{what}: overwrites: {port!r} is not an input of its kernel",
+            mnode,
+            "overwrites",
+            value=True,
+            hint=f"name one of {', '.join(ports)}: the input whose elements the kernel reads before it "
+            "writes the result's there",
+        )
+    return ports.index(port)

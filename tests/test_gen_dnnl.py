@@ -378,7 +378,8 @@ def test_conv_adds_a_residual_also_passed_as_its_output(constant, p, seed):
     """A convolution plus a residual: oneDNN adds it by a binary post-op that reads it
     where it is when it has the result's layout, and by a sum post-op on a copy in the
     result otherwise. Either way a caller may pass the residual's own array as the
-    output, and gets the same result."""
+    output, and gets the same result: then the conv adds it where it is, by the sum
+    post-op of its in-place primitive (or, without one, from a copy)."""
     rng = np.random.default_rng(seed)
     shape = (p["m"], p["cg"], p["kh"], p["kw"])
     if constant:

@@ -214,6 +214,10 @@ CASES = [
     ("mixed-layouts-type", C_SOURCE_LAYOUTS, "out: [swapped]}\n", "out: [swapped]}\n    mixed_layouts: 0\n", 15, 20, "mixed_layouts must be a boolean, got an integer 0"),
     ("mixed-layouts-one-port", C_SOURCE_LAYOUTS, ", out: [swapped]}\n", "}\n    mixed_layouts: false\n", 15, 20, "layouts lists only in0"),
     ("mixed-layouts-on-engine", ENGINE, "  BIN:\n", "  BIN:\n    mixed_layouts: false\n", 9, 5, "unknown key 'mixed_layouts'"),
+    ("overwrites-no-such-input", C_SOURCE_LAYOUTS, "    inputs: 2\n", "    inputs: 2\n    overwrites: in2\n", 14, 17, "'in2' is not an input of its kernel"),
+    ("overwrites-the-result", C_SOURCE_LAYOUTS, "    inputs: 2\n", "    inputs: 2\n    overwrites: out\n", 14, 17, "'out' is not an input"),
+    ("overwrites-not-a-name", C_SOURCE_LAYOUTS, "    inputs: 2\n", "    inputs: 2\n    overwrites: 1\n", 14, 17, "overwrites must be a string"),
+    ("overwrites-on-engine", ENGINE, "  BIN:\n", "  BIN:\n    overwrites: in0\n", 9, 5, "unknown key 'overwrites'"),
 ]
 # fmt: on
 

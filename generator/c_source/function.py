@@ -15,7 +15,8 @@ For a function with symbol ``<sym>`` it writes, as the BYOC guide does:
   thread's first call and kept), calls the kernels in topological order and returns 0,
   or -1 when the workspace cannot be allocated. Intermediates whose lifetimes do not
   overlap share a buffer (the memory plan of :mod:`byoc.generator.memory_plan`), so a
-  chain of any length needs two;
+  chain of any length needs two; a kernel whose macro says ``overwrites: in<k>`` may
+  get input k's buffer for its result, when it reads that value last;
 - ``<sym>_wrapper_``: takes the ``DLTensor*`` arguments that the exported entry
   (:mod:`byoc.generator.c.ffi_entry`) has checked and calls the body on their data.
 
@@ -73,6 +74,7 @@ from .layouts import (
     layout_note,
     layout_text,
     layout_values,
+    overwritten_input,
 )
 from .state import (
     KernelSetup,
@@ -186,7 +188,12 @@ def function_text(
     setups: list[KernelSetup] = []
     buffers: list[tuple[str, TensorType, list[str]]] = []
     steps = [
-        ScheduledOp(tuple(ins), (first_const + len(fn.constants) + k,)) for k, ins in enumerate(node_inputs)
+        ScheduledOp(
+            tuple(ins),
+            (base + k,),
+            overwritten_input(spec, fn.nodes[k], composites.get(k), ins, layouts.ports.get(k)),
+        )
+        for k, ins in enumerate(node_inputs)
     ]
     plan = plan_memory((), steps, types, outputs)
     buffer_of: dict[int, int] = {}

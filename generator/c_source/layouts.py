@@ -215,3 +215,17 @@ def layout_note(
             more = f", ... ({len(labels)} values)" if len(labels) > SHOWN_VALUES else ""
             lines.append(f"  {buffer}: {shown}{more}")
     return lines
+
+
+def overwritten_input(
+    spec: BackendSpec, node: Node, found: Match | None, ins: Sequence[int], ports: tuple[str, ...] | None
+) -> int | None:
+    """The value (by number) whose buffer ``node``'s result may take: its macro's
+    ``overwrites`` input, when that input and the result have one layout (a kernel that
+    reorders between its ports' layouts reads and writes them at different places)."""
+    macro = kernel_macro(spec, node, found)
+    if macro is None or macro.overwrites is None:
+        return None
+    if ports is not None and ports[macro.overwrites] != ports[-1]:
+        return None
+    return ins[macro.overwrites]

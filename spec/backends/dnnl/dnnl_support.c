@@ -1055,8 +1055,8 @@ static inline void dnnl_byoc_offsets(const size_t* sizes, int n, size_t* at) {
 }
 
 void dnnl_byoc_packed_conv_free(dnnl_byoc_packed_conv_t* c) {
-  dnnl_primitive_t* prims[] = {&c->conv, &c->src_in, &c->dst_in, &c->dst_out, &c->w_in};
-  for (int k = 0; k < 5; ++k) {
+  dnnl_primitive_t* prims[] = {&c->conv, &c->in_place, &c->src_in, &c->dst_in, &c->dst_out, &c->w_in};
+  for (int k = 0; k < 6; ++k) {
     if (*prims[k] != NULL) dnnl_primitive_destroy(*prims[k]);
     *prims[k] = NULL;
   }
@@ -1196,6 +1196,26 @@ static inline int dnnl_byoc_prefer(dnnl_primitive_desc_t* pd, dnnl_engine_t engi
 #define DNNL_BYOC_THREAD_COUNT() 1
 #endif
 
+/* The conv of pd, made again with the post-ops of attr (a sum, then the relu), if its
+   weights keep pd's layout (they are packed once, for both); else NULL. */
+static inline dnnl_primitive_t dnnl_byoc_in_place(dnnl_engine_t engine, const dnnl_byoc_conv_geometry* g,
+                                                  const_dnnl_primitive_desc_t pd, const_dnnl_memory_desc_t w,
+                                                  const_dnnl_memory_desc_t b, const_dnnl_primitive_attr_t attr) {
+  dnnl_primitive_desc_t sum = NULL;
+  dnnl_primitive_t made = NULL;
+  if (dnnl_byoc_conv_desc(&sum, engine, g, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), w, b,
+                          dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), attr) != dnnl_success) {
+    return NULL;
+  }
+  if (dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(sum, dnnl_query_weights_md, 0),
+                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0))
+      && dnnl_primitive_create(&made, sum) != dnnl_success) {
+    made = NULL;
+  }
+  dnnl_primitive_desc_destroy(sum);
+  return made;
+}
+
 /* c's Winograd geometry and matmul (the 16 products of a block, block x C by C x M,
    batched) for the conv of geometry g, with a relu when `relu`. 1 on success. */
 static inline int dnnl_byoc_winograd_init(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine,
@@ -1292,6 +1312,7 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
   for (int k = 0; k < 7; ++k) ok = ok && (k == 3 || mds[k] != NULL);
   c->adds_residual = 0;
   c->plain = NULL;
+  c->in_place = NULL;
   c->weights_finite = 0;
   memset(c->transposes, 0, sizeof c->transposes);
   memset(&c->winograd, 0, sizeof c->winograd);
@@ -1311,6 +1332,9 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
       if (add != NULL) dnnl_primitive_attr_destroy(add);
     }
     ok = ok && dnnl_primitive_create(&c->conv, pd) == dnnl_success;
+    if (ok && c->adds_residual && dnnl_memory_desc_equal(mds[6], dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0))) {
+      c->in_place = dnnl_byoc_in_place(engine, g, pd, mds[1], mds[3], attr);
+    }
   }
   if (ok) {
     const_dnnl_memory_desc_t src = winograd ? mds[8] : dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -1325,8 +1349,8 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     if (sum) dnnl_byoc_transposition(c->transposes[1], y, mds[7], dst, dnnl_f32);
     dnnl_byoc_transposition(c->transposes[2], y, dst, mds[6], dnnl_f32);
     /* a Winograd conv's matmul has its scratchpad in each thread's part (scratch[5]) */
-    const_dnnl_primitive_t prims[] = {winograd ? NULL : c->conv, c->src_in, c->dst_in, c->dst_out, c->w_in};
-    for (int k = 0; k < 5; ++k) {
+    const_dnnl_primitive_t prims[] = {winograd ? NULL : c->conv, c->in_place, c->src_in, c->dst_in, c->dst_out, c->w_in};
+    for (int k = 0; k < 6; ++k) {
       const size_t bytes = dnnl_byoc_scratch_size(prims[k]);
       c->scratch[0] = bytes > c->scratch[0] ? bytes : c->scratch[0];
     }
@@ -1358,7 +1382,9 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
 int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const float* x,
                          const float* w, const float* bias, const float* residual, float* out,
                          int64_t out_size) {
-  const int aliased = c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
+  /* a residual that is the output: added where it is by the sum post-op, or copied aside for the binary one */
+  const int in_place = c->in_place != NULL && residual != NULL && (const void*)residual == (const void*)out;
+  const int aliased = !in_place && c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
   size_t at[7];
   dnnl_byoc_offsets(c->scratch, 6, at);
   const int kept = c->memory != NULL && atomic_exchange_explicit(&c->busy, 1, memory_order_acquire) == 0;
@@ -1395,8 +1421,8 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
     const int kinds[] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
                          b != NULL ? DNNL_ARG_BIAS : DNNL_BYOC_ARG_ADDEND, DNNL_BYOC_ARG_ADDEND};
     void* const ptrs[] = {src, weights, dst, b != NULL ? (void*)b : (void*)addend, (void*)addend};
-    const int n = 3 + (b != NULL) + c->adds_residual;
-    ok = ok && dnnl_byoc_execute(c->conv, engine, stream, n, kinds, ptrs, memory);
+    const int n = 3 + (b != NULL) + (c->adds_residual && !in_place);
+    ok = ok && dnnl_byoc_execute(in_place ? c->in_place : c->conv, engine, stream, n, kinds, ptrs, memory);
   }
   ok = ok && dnnl_byoc_move(c->dst_out, c->transposes[2], engine, stream, dst, out, memory);
   if (kept) {
