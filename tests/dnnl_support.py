@@ -93,6 +93,23 @@ graph main(x: float32[2, 3, 8], g: float32[{scale}], b: float32[{scale}]) {{
 """
 
 
+def rms_norm_graph(
+    scale: int = 8, shape: tuple[int, int, int] = (2, 3, 8), power: str = "2.0", axis: int = 2
+) -> str:
+    """RMSNorm over the last axis (``axis`` 2 or -1) as Llama writes it (the pattern
+    rms_norm): a constant exponent ``power``, and a scale of ``scale`` values (the last
+    extent, or 1: broadcast)."""
+    dims = ", ".join(map(str, shape))
+    return f"""\
+graph main(x: float32[{dims}], g: float32[{scale}]) {{
+  p = const float32[] [{power}]
+  e = const float32[] [0.000001]
+  v = mean(power(x, p), axes=[{axis}], keepdims=true)
+  return multiply(divide(x, sqrt(add(v, e))), g)
+}}
+"""
+
+
 def weights(k: int) -> str:
     """The values of a k x 2 weight matrix, as the DSL writes them: -0.5 to 1.0 in steps of 0.25."""
     return ", ".join(str(round(0.25 * (j % 7) - 0.5, 3)) for j in range(k * 2))

@@ -2,14 +2,15 @@
 weights packed at init (matmul_const), a linear layer with its gelu as the matmul's
 post-op (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const), a matmul with its swish as
 its post-op (matmul_swish_const), layer normalization as
-one primitive (layer_norm), and a constant that two regions read, copied into each:
+one primitive (layer_norm), RMS normalization as byoc's loop over the rows (rms_norm),
+and a constant that two regions read, copied into each:
 golden C, and runs against the numpy reference and ONNX Runtime."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from dnnl_support import const, gate, layer_norm_graph, linear, linear_gelu
+from dnnl_support import const, gate, layer_norm_graph, linear, linear_gelu, rms_norm_graph
 from libraries import missing_library
 from test_gen_dnnl import BACKEND, generate, run_against_reference
 
@@ -214,3 +215,67 @@ def test_the_swish_of_infinities_and_nan_is_the_catalogs():
 def test_a_float16_gate_is_not_the_swish_pattern():
     program = partition(parse(gate(dtype="float16"), "graph"), [load_backend(BACKEND)], load_catalog())
     assert "matmul_swish" not in print_program(program)
+
+
+def rms_norm_program(*args, **kwargs):
+    text = rms_norm_graph(*args, **kwargs)
+    return partition(parse(text, "graph", file="rms_norm.graph"), [load_backend(BACKEND)], load_catalog())
+
+
+def test_golden_rms_norm(golden):
+    """rms_norm: the seven ops as one loop over the rows (DNNL_RMS_NORM)."""
+    program = rms_norm_program()
+    assert "@dnnl.rms_norm " in print_program(program)
+    assert generate(program) == golden("c")
+
+
+@pytest.mark.parametrize(
+    "scale, shape, power, axis",
+    [
+        (8, (2, 3, 8), "2.0", 2),
+        (1, (2, 3, 8), "2.0", 2),
+        (13, (2, 5, 13), "2.0", -1),  # rows that are not whole groups of 8 lanes; ONNX's axis
+        (1024, (1, 128, 1024), "2.0", -1),  # Llama's: on the threads
+        (7, (1, 3, 7), "3.0", 2),  # another exponent: powf
+    ],
+)
+def test_rms_norm_runs_like_the_reference(scale, shape, power, axis, rng):
+    program = rms_norm_program(scale, shape, power, axis)
+    assert "@dnnl.rms_norm " in print_program(program)
+    run_against_reference(program, rng)
+
+
+def test_rms_norm_of_zeros_infinities_and_nans_is_the_references():
+    """A row of zeros divides 0 by sqrt(eps); an infinity makes its row's root infinite
+    (its finite elements 0, itself NaN); a NaN makes its row NaN; a row of 3e20 has a
+    mean square past float32's range (summed in double, then rounded), so its root is
+    infinite and the row 0, as in the reference's float32 ops."""
+    program = rms_norm_program(8, (1, 5, 8))
+    fn = program.functions[0]
+    x = np.random.default_rng(3).standard_normal((1, 5, 8)).astype(np.float32)
+    x[0, 0] = 0.0
+    x[0, 1, 2] = np.inf
+    x[0, 2, 5] = np.nan
+    x[0, 3] = 3e20
+    g = np.linspace(0.5, 1.5, 8).astype(np.float32)
+    (got,) = byoc.build(program)(x=x, g=g)
+    (want,) = evaluate(fn, {"x": x, "g": g}, load_catalog())
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(want[0, 2]).all() and np.all(want[0, 3] == 0) and want[0, 1, 2] != want[0, 1, 2]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.replace("axes=[2]", "axes=[1]"),
+        lambda t: t.replace("float32[] [0.000001]", "float32[1] [0.000001]"),
+        lambda t: t.replace("float32[] [2.0]", "float32[1] [2.0]"),
+        lambda t: t.replace("float32[8]) {", "float32[3, 8]) {").replace("g: float32[8]", "g: float32[3, 8]"),
+    ],
+    ids=["another-axis", "eps-not-a-scalar", "exponent-not-a-scalar", "scale-of-rank-2"],
+)
+def test_what_is_not_the_rms_norm_pattern(edit):
+    text = edit(rms_norm_graph())
+    program = partition(parse(text, "graph"), [load_backend(BACKEND)], load_catalog())
+    assert "rms_norm" not in print_program(program)

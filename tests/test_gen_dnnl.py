@@ -20,7 +20,16 @@ import numpy as np
 import pytest
 import tvm_ffi
 from conftest import EXAMPLES, random_array, run_threads
-from dnnl_support import assert_close, attention_family, const, gate, layer_norm_graph, linear, linear_gelu
+from dnnl_support import (
+    assert_close,
+    attention_family,
+    const,
+    gate,
+    layer_norm_graph,
+    linear,
+    linear_gelu,
+    rms_norm_graph,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from libraries import missing_library
@@ -196,6 +205,7 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
         PATTERNS,
         const_patterns(),
         layer_norm_graph(),
+        rms_norm_graph(),
         linear(),
         *linear_gelus,
         gate(),

@@ -267,6 +267,16 @@
                                     p_SHIFT_SIZE_, out, extents[p_RANK_ - 1]); \
   }
 
+/* RMS normalization along the last axis (pattern rms_norm): x / sqrt(mean(x ** p) + eps) * scale,
+   p and eps constant scalars, a scale of the last axis's extent or of one value */
+#define DNNL_RMS_NORM(p_ID_, p_SIZE_, p_RANK_, p_SHAPE_, p_P_SIZE_, p_EPS_SIZE_, p_SCALE_SIZE_) \
+  static void p_ID_(const float* x, const float* p, const float* eps, const float* scale, float* out) { \
+    _Static_assert(p_P_SIZE_ == 1 && p_EPS_SIZE_ == 1, "the pattern takes a scalar exponent and epsilon"); \
+    const int64_t extents[] = {DNNL_BYOC_ITEMS p_SHAPE_}; \
+    const int64_t c = extents[p_RANK_ - 1]; \
+    dnnl_byoc_rms_norm(x, p[0], eps[0], scale, p_SCALE_SIZE_, out, c > 0 ? p_SIZE_ / c : 0, c); \
+  }
+
 /* softmax along axis */
 #define DNNL_SOFTMAX(p_ID_, p_STATE_, p_RANK_, p_SHAPE_, p_AXIS_, p_T_, p_DT_) \
   static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine) { \

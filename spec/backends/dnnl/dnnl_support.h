@@ -291,6 +291,15 @@ DNNL_SUPPORT_API int dnnl_byoc_layer_norm_run(dnnl_byoc_prim_t* p, dnnl_engine_t
                                               const float* scale, int64_t scale_n, const float* shift,
                                               int64_t shift_n, float* out, int64_t c);
 
+/* RMS normalization over the last axis, of extent c, of `rows` rows, as the ops of the
+   pattern rms_norm compute it: out = x / sqrt(mean(x ** p) + eps) * scale, a scale of
+   scale_n values (c, or 1: broadcast). byoc's own loop (oneDNN 3.2's layer
+   normalization always subtracts the mean): each row's powers summed in double, on
+   oneDNN's OpenMP threads for large tensors; the rest in float32, op by op, as the
+   pattern's ops round. p == 2 squares exactly; another p calls powf. */
+DNNL_SUPPORT_API void dnnl_byoc_rms_norm(const float* x, float p, float eps, const float* scale, int64_t scale_n,
+                                         float* out, int64_t rows, int64_t c);
+
 /* After oneDNN's gelu_erf or gelu_tanh over n floats: where x is +inf, out is +inf (as
    the catalog's gelu and gelu_tanh), not oneDNN's NaN; their only difference from the
    catalog's ops (tests/test_nan_semantics.py). */
