@@ -24,6 +24,7 @@ from byoc.api import evaluate
 if missing_library("dnnl"):
     pytest.skip(missing_library("dnnl"), allow_module_level=True)
 
+from test_dnnl_attention import has_avx512  # noqa: E402
 from test_gen_dnnl import assert_close, generate  # noqa: E402 - after the skip
 from test_layouts_dnnl import graph, program_of  # noqa: E402
 
@@ -112,6 +113,11 @@ def test_a_residual_conv_overwrites_its_residual_where_it_may(case, rng):
             assert_close(g, w)
 
 
+@pytest.mark.skipif(
+    not has_avx512(),
+    reason="the sum primitive needs oneDNN's conv in the kernel's nhwc layout (its brgconv, AVX-512); "
+    "elsewhere a call copies the residual aside and keeps the binary post-op",
+)
 def test_the_conv_adds_an_overwritten_residual_by_a_sum_post_op(tmp_path):
     """Where the result takes the residual's buffer, the conv runs with a sum post-op
     (ONEDNN_VERBOSE names each primitive's post-ops at its call); where it does not,
