@@ -1378,7 +1378,10 @@ int dnnl_byoc_packed_conv2d(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, co
     }
     c->scratch[1] = c->src_in != NULL ? dnnl_memory_desc_get_size(src) : 0;
     c->scratch[2] = c->dst_out != NULL ? dnnl_memory_desc_get_size(dst) : 0;
-    c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd ? dnnl_memory_desc_get_size(dst) : 0;
+    /* a copy of a residual passed as the output too, for the binary post-op; the in-place
+       primitive adds such a residual where it is */
+    c->scratch[3] = c->adds_residual && c->dst_out == NULL && !winograd && c->in_place == NULL
+        ? dnnl_memory_desc_get_size(dst) : 0;
     c->scratch[4] = c->w_in != NULL ? dnnl_memory_desc_get_size(weights)
         : winograd && w == NULL ? sizeof(float) * 16 * (size_t)(g->c * g->o) : 0;
     size_t parts[5];
@@ -1406,7 +1409,7 @@ int dnnl_byoc_run_packed(dnnl_byoc_packed_conv_t* c, dnnl_engine_t engine, const
                          int64_t out_size) {
   /* a residual that is the output: added where it is by the sum post-op, or copied aside for the binary one */
   const int in_place = c->in_place != NULL && residual != NULL && (const void*)residual == (const void*)out;
-  const int aliased = !in_place && c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
+  const int aliased = c->scratch[3] > 0 && residual != NULL && (const void*)residual == (const void*)out;
   size_t at[7];
   dnnl_byoc_offsets(c->scratch, 6, at);
   const int kept = c->memory != NULL && atomic_exchange_explicit(&c->busy, 1, memory_order_acquire) == 0;
@@ -2059,38 +2062,34 @@ int dnnl_byoc_attention_run(dnnl_byoc_attention_t* a, dnnl_engine_t engine, cons
   return ok ? 0 : 1;
 }
 
-/* One thread's rows of dnnl_byoc_rms_norm: each row's sum of powers in 8 partial sums,
-   lane l taking the elements l, l + 8, ... (vector lanes of doubles, a fixed order),
-   merged in lane order; then the mean, eps, the root and each element's quotient and
-   product in float32, as the pattern's float32 ops round them. */
-DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_rms_rows(const float* x, float p, float eps,
-                                                                  const float* scale, int64_t scale_n,
-                                                                  float* out, int64_t c, int64_t r0, int64_t r1) {
+/* One row of dnnl_byoc_rms_norm, c elements from `row` into `dst`: the sum of its powers
+   in 8 partial sums, lane l taking the elements l, l + 8, ... (vector lanes of doubles, a
+   fixed order), merged in lane order; then the mean, eps, the root and each element's
+   quotient and product in float32, as the pattern's float32 ops round them. */
+DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_rms_row(const float* row, float p, float eps,
+                                                                 const float* scale, int64_t scale_n,
+                                                                 float* dst, int64_t c) {
   const int64_t whole = c - c % 8;
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* row = x + r * c;
-    float* dst = out + r * c;
-    double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    if (p == 2.0f) {
-      for (int64_t k = 0; k < whole; k += 8) {
-        #pragma omp simd
-        for (int l = 0; l < 8; ++l) part[l] += (double)row[k + l] * (double)row[k + l];
-      }
-      for (int64_t k = whole; k < c; ++k) part[k - whole] += (double)row[k] * (double)row[k];
-    } else {
-      for (int64_t k = 0; k < c; ++k) part[k % 8] += (double)powf(row[k], p);
-    }
-    double sum = 0.0;
-    for (int l = 0; l < 8; ++l) sum += part[l];
-    const float root = sqrtf((float)(sum / (double)c) + eps);
-    if (scale_n == c) {
+  double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  if (p == 2.0f) {
+    for (int64_t k = 0; k < whole; k += 8) {
       #pragma omp simd
-      for (int64_t k = 0; k < c; ++k) dst[k] = row[k] / root * scale[k];
-    } else {
-      const float s = scale[0];
-      #pragma omp simd
-      for (int64_t k = 0; k < c; ++k) dst[k] = row[k] / root * s;
+      for (int l = 0; l < 8; ++l) part[l] += (double)row[k + l] * (double)row[k + l];
     }
+    for (int64_t k = whole; k < c; ++k) part[k - whole] += (double)row[k] * (double)row[k];
+  } else {
+    for (int64_t k = 0; k < c; ++k) part[k % 8] += (double)powf(row[k], p);
+  }
+  double sum = 0.0;
+  for (int l = 0; l < 8; ++l) sum += part[l];
+  const float root = sqrtf((float)(sum / (double)c) + eps);
+  if (scale_n == c) {
+    #pragma omp simd
+    for (int64_t k = 0; k < c; ++k) dst[k] = row[k] / root * scale[k];
+  } else {
+    const float s = scale[0];
+    #pragma omp simd
+    for (int64_t k = 0; k < c; ++k) dst[k] = row[k] / root * s;
   }
 }
 
@@ -2098,12 +2097,7 @@ DNNL_BYOC_OUTLINED DNNL_BYOC_CLONES static void dnnl_byoc_rms_rows(const float* 
    calling thread (waking oneDNN's workers costs more than they save). */
 void dnnl_byoc_rms_norm(const float* x, float p, float eps, const float* scale, int64_t scale_n, float* out,
                         int64_t rows, int64_t c) {
-  if (rows <= 0 || c <= 0) return;
-  const int64_t threads = rows * c >= 32768 ? DNNL_BYOC_MAX_THREADS() : 1;
-  const int64_t share = (rows + threads - 1) / threads;
-  #pragma omp parallel for schedule(static) num_threads((int)threads) if (threads > 1)
-  for (int64_t t = 0; t < threads; ++t) {
-    const int64_t r0 = t * share, r1 = r0 + share < rows ? r0 + share : rows;
-    if (r0 < r1) dnnl_byoc_rms_rows(x, p, eps, scale, scale_n, out, c, r0, r1);
-  }
+  if (c <= 0) return;
+  #pragma omp parallel for schedule(static) if (rows * c >= 32768)
+  for (int64_t r = 0; r < rows; ++r) dnnl_byoc_rms_row(x + r * c, p, eps, scale, scale_n, out + r * c, c);
 }
