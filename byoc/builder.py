@@ -1,10 +1,14 @@
 """Build a validated :class:`~byoc.ir.Function` from statements in any order.
 
 Both front ends feed a :class:`FunctionBuilder` with parameters, constants and node
-statements as they read them. ``finish`` then resolves names, orders the nodes
-topologically (reporting cycles), infers every type from the op catalog and checks
-declared shapes, raising a located :class:`~byoc.errors.GraphError` for the first
-problem. Use-before-definition is legal text; only a real cycle is an error.
+statements as they read them. While the text defines each name before using it, the
+builder types the statements in source order as they come, a batch at a time, and
+``finish`` types the rest; at the first use before a definition it stops, and
+``finish`` orders the nodes topologically instead (reporting cycles,
+:mod:`.body_order`) and types them all. Types come from the op catalog, declared
+shapes are checked, and the first problem found raises a located
+:class:`~byoc.errors.GraphError`. Use-before-definition is legal text; only a real
+cycle is an error.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
+from .body_order import canonical_order, clipped, dependency_order
 from .catalog import Catalog, RuleError, infer_types, normalize_attrs
 from .errors import GraphError, Location, did_you_mean
 from .ir import (
@@ -45,8 +50,14 @@ the line), which matters when a text has 100k of them."""
 OP = -1
 DECLARED = -2
 
+TYPING_BATCH = 64
+"""Statements are typed in batches of this many as they are added, while their
+objects are still in the CPU's caches, rather than in one pass after the last: at
+100k lines a second pass over them all read them back from memory."""
+_NEVER = 1 << 62
 
-class _Statement:
+
+class Statement:
     """A node as read from text: names only, types not yet known."""
 
     __slots__ = ("outputs", "op", "inputs", "attrs", "loc", "locate", "declared", "region")
@@ -107,7 +118,12 @@ class FunctionBuilder:
         self.constants: list[Constant] = []
         self._constant_of: dict[str, Constant] = {}
         """Each of ``constants`` by its name (a rule's check_constant reads them)."""
-        self.statements: list[_Statement] = []
+        self.statements: list[Statement] = []
+        self._nodes: list[Node] = []
+        """The typed nodes of the first statements, in source order (see TYPING_BATCH)."""
+        self._type_at = TYPING_BATCH
+        """The statement count at which add_node types the next batch; never, once a
+        statement could not be typed in source order."""
         self.defined: dict[str, int] = {}
         """Every name defined so far, numbered in definition order; ``_locs[n]`` says where."""
         self._locs: list[Location | None] = []
@@ -130,7 +146,7 @@ class FunctionBuilder:
     def error(self, message: str, loc: Location | None, hint: str | None = None) -> GraphError:
         return GraphError(message, loc or self.loc, hint=hint, source=self.source)
 
-    def where(self, st: _Statement, index: int) -> Location:
+    def where(self, st: Statement, index: int) -> Location:
         """Where part ``index`` (an input number, OP or DECLARED) of ``st`` is."""
         if st.locate is not None:
             return st.locate(index)
@@ -190,7 +206,11 @@ class FunctionBuilder:
     ) -> None:
         for out in outputs:
             self._define(out, loc, "node")
-        self.statements.append(_Statement(outputs, op, inputs, attrs, loc, locate, declared, None))
+        st = Statement(outputs, op, inputs, attrs, loc, locate, declared, None)
+        statements = self.statements
+        statements.append(st)
+        if len(statements) >= self._type_at:
+            self._type_batch()
 
     def add_region(self, outputs: tuple[str, ...], body: FunctionBuilder, loc: Location) -> None:
         """Bind ``outputs`` to the results of a finished-reading region body."""
@@ -199,7 +219,8 @@ class FunctionBuilder:
             self._define(out, loc, "region output")
         inputs = tuple(n for n, _ in body.captures)
         locs = [where for _, where in body.captures]
-        self.statements.append(_Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body))
+        self.statements.append(Statement(outputs, CALL_OP, inputs, (), loc, locs.__getitem__, None, body))
+        self._type_at = _NEVER  # typed in finish: its shadowing check needs every outer name
 
     def close_region(
         self,
@@ -252,12 +273,12 @@ class FunctionBuilder:
         """Order, type and check everything; return the validated Function."""
         for name, loc in outputs:
             if name not in self.defined:
-                raise self._undefined(name, loc)
+                raise self.undefined_error(name, loc)
         nodes = self._typed_in_source_order()
         if nodes is None:  # a name is used before its definition: sort, or report the cycle
             types: dict[str, TensorType] = {p.name: p.type for p in self.params}
             types.update((c.name, c.type) for c in self.constants)
-            ordered, outputs = self._canonical(self._toposort(types), outputs)
+            ordered, outputs = canonical_order(self, dependency_order(self, types), outputs)
             nodes = []
             for st in ordered:
                 node = self._typed_node(st, tuple(map(types.__getitem__, st.inputs)))
@@ -291,10 +312,11 @@ class FunctionBuilder:
         self._function = self.finish(self._results)
         return self._function
 
-    def _show(self, name: str) -> str:
+    def show(self, name: str) -> str:
+        """How messages call value ``name``."""
         return "(nested call)" if name.startswith(ANON_PREFIX) else self.naming.show(name)
 
-    def _undefined(self, name: str, loc: Location | None) -> GraphError:
+    def undefined_error(self, name: str, loc: Location | None) -> GraphError:
         close = difflib.get_close_matches(name, [n for n in self.defined if not n.startswith(ANON_PREFIX)], 1)
         show = self.naming.show
         hint = (
@@ -304,102 +326,49 @@ class FunctionBuilder:
         )
         return self.error(f"undefined {self.naming.noun} {show(name)!r}", loc, hint=hint)
 
-    def _toposort(self, known: dict[str, TensorType]) -> list[_Statement]:
-        """Statements in dependency order, for a body that uses names before defining
-        them (source order is typed directly by ``_type_in_order``)."""
-        statements = self.statements
-        for st in statements:  # an undefined name is reported before any cycle
-            for i, name in enumerate(st.inputs):
-                if name not in self.defined:
-                    raise self._undefined(name, self.where(st, i))
-        # Depth-first search; a grey node met again closes a cycle.
-        producer = {out: st for st in statements for out in st.outputs}
-        state: dict[int, int] = {}
-        order: list[_Statement] = []
-        for root in statements:
-            if id(root) in state:
-                continue
-            stack: list[tuple[_Statement, int]] = [(root, 0)]
-            state[id(root)] = 1
-            while stack:
-                st, i = stack[-1]
-                if i == len(st.inputs):
-                    stack.pop()
-                    state[id(st)] = 2
-                    order.append(st)
-                    continue
-                stack[-1] = (st, i + 1)
-                name = st.inputs[i]
-                if name not in producer:
-                    if name not in known:
-                        raise self._undefined(name, self.where(st, i))
-                    continue
-                dep = producer[name]
-                mark = state.get(id(dep))
-                if mark == 1:
-                    path = [s.outputs[0] for s, _ in stack]
-                    cycle = path[path.index(dep.outputs[0]) :] + [dep.outputs[0]]
-                    raise self.error(
-                        "cycle: " + " -> ".join(_clipped([self._show(n) for n in cycle])),
-                        self.where(st, i),
-                        hint="a node cannot depend on its own output, directly or indirectly",
-                    )
-                if mark is None:
-                    state[id(dep)] = 1
-                    stack.append((dep, 0))
-        return order
-
-    def _canonical(
-        self, order: list[_Statement], outputs: Sequence[tuple[str, Location]]
-    ) -> tuple[list[_Statement], list[tuple[str, Location]]]:
-        """Put a reordered body in the order that printing and re-parsing it gives.
-
-        A nested call's anonymous nodes are read just before the statement that holds
-        them; keep them there, and renumber anonymous names in the new order, so that
-        ``parse(print(f)) == f`` also holds when the text used names before defining them.
-        """
-        nested = {n for st in self.statements for n in st.inputs if n.startswith(ANON_PREFIX)}
-        groups: dict[int, list[_Statement]] = {}
-        pending: list[_Statement] = []
-        for st in self.statements:
-            pending.append(st)
-            if st.outputs[0] not in nested:  # a statement, not a nested call inside one
-                groups[id(st)], pending = pending, []
-        order = [s for st in order if id(st) in groups for s in groups[id(st)]]
-        rename = {
-            out: f"{ANON_PREFIX}{k}"
-            for k, out in enumerate((o for st in order for o in st.outputs if o.startswith(ANON_PREFIX)), 1)
-        }
-        for st in order:
-            st.outputs = tuple(rename.get(n, n) for n in st.outputs)
-            st.inputs = tuple(rename.get(n, n) for n in st.inputs)
-        return order, [(rename.get(n, n), loc) for n, loc in outputs]
-
     def _typed_in_source_order(self) -> list[Node] | None:
         """Every statement's typed node, in source order; None at the first statement
         that uses a name not typed yet (defined further down, or not at all), after
-        which ``finish`` sorts.
+        which ``finish`` sorts. Most were typed already, in batches (see add_node)."""
+        return self._nodes if self._type_pending() else None
+
+    def _type_batch(self) -> None:
+        """Type the statements read since the last batch. A type error stops the
+        batches, and ``finish`` raises it when it types that statement again: the
+        errors of reading the text (a duplicate name further down, say) still come
+        first, as they would if every statement were typed in ``finish``."""
+        try:
+            self._type_pending()
+        except GraphError:
+            self._type_at = _NEVER
+
+    def _type_pending(self) -> bool:
+        """Type the statements added since the last batch, in source order, recording
+        their output types; False (and no more batches) at the first that uses a name
+        not typed yet.
 
         This is the common case, and one pass: the list of types by definition
         number doubles as the record of what is typed so far, so no ordering pass
         and no second table keyed by name are needed.
         """
-        defined, types = self.defined, self._types
-        nodes: list[Node] = []
-        for st in self.statements:
+        defined, types, nodes = self.defined, self._types, self._nodes
+        for st in self.statements[len(nodes) :]:
             try:
                 input_types = tuple([types[defined[name]] for name in st.inputs])
             except KeyError:  # undefined: the ordering pass reports it, located
-                return None
-            node = self._typed_node(st, input_types)  # type: ignore[arg-type]
-            if node is None:  # an input is defined further down
-                return None
+                node = None
+            else:
+                node = self._typed_node(st, input_types)  # type: ignore[arg-type]
+            if node is None:  # an input is defined further down, or not at all
+                self._type_at = _NEVER
+                return False
             for name, t in zip(node.outputs, node.types):
                 types[defined[name]] = t
             nodes.append(node)
-        return nodes
+        self._type_at = len(self.statements) + TYPING_BATCH
+        return True
 
-    def _typed_node(self, st: _Statement, input_types: tuple[TensorType | None, ...]) -> Node | None:
+    def _typed_node(self, st: Statement, input_types: tuple[TensorType | None, ...]) -> Node | None:
         """The typed node of ``st``, or None if an input's type is not known yet (a None
         in ``input_types``). Checking that only on a cache miss keeps TensorType's
         Python-level ``__eq__`` off the common path: no cached key holds a None."""
@@ -434,7 +403,7 @@ class FunctionBuilder:
             )
         return Node(st.outputs, st.op, st.inputs, out_types, attrs, None, st.loc)
 
-    def _check_constants(self, st: _Statement) -> None:
+    def _check_constants(self, st: Statement) -> None:
         """The op's check of the values of its inputs that are constants of this
         function (quantize_linear's scale), reported at the node."""
         check = self.catalog[st.op].rule.check_constant
@@ -445,7 +414,7 @@ class FunctionBuilder:
                 raise self.error(f"{st.op}: {problem.message}", self.where(st, OP), hint=problem.hint)
 
     def _infer(
-        self, st: _Statement, input_types: tuple[TensorType, ...]
+        self, st: Statement, input_types: tuple[TensorType, ...]
     ) -> tuple[Attrs, tuple[TensorType, ...]]:
         op = self.catalog.get(st.op)
         if op is None:
@@ -462,7 +431,7 @@ class FunctionBuilder:
         try:
             out_types = infer_types(op, input_types, attrs, len(st.outputs))
         except RuleError as exc:
-            args = ", ".join(_clipped([f"{self._show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
+            args = ", ".join(clipped([f"{self.show(n)}: {t}" for n, t in zip(st.inputs, input_types)]))
             where = self._attr_loc(st, exc.key) or self.where(st, OP)
             raise self.error(f"{st.op}({args}): {exc.message}", where, hint=exc.hint) from None
         for out in out_types:
@@ -471,21 +440,13 @@ class FunctionBuilder:
                 raise self.error(f"{st.op} gives {out}, which is too large: {problem}", st.loc)
         return attrs, out_types
 
-    def _attrs(self, op, st: _Statement) -> Attrs:
+    def _attrs(self, op, st: Statement) -> Attrs:
         try:
             return normalize_attrs(op, [(k, v) for k, v, _ in st.attrs])
         except RuleError as exc:
             raise self.error(exc.message, self._attr_loc(st, exc.key) or st.loc, hint=exc.hint) from None
 
     @staticmethod
-    def _attr_loc(st: _Statement, key: str | None) -> Location | None:
+    def _attr_loc(st: Statement, key: str | None) -> Location | None:
         """Where the text gives attribute ``key`` (its last mention), if it does."""
         return next((at for k, _, at in reversed(st.attrs) if k == key), None)
-
-
-def _clipped(items: list[str], keep: int = 6) -> list[str]:
-    """``items``, or its first and last ``keep`` around a count of the rest, so that an
-    error about a 10k-node cycle or a 10k-input call stays one readable line."""
-    if len(items) <= 2 * keep + 1:
-        return items
-    return [*items[:keep], f"... ({len(items) - 2 * keep:,} more)", *items[-keep:]]
