@@ -141,6 +141,26 @@ graph main(x: {dtype}[{shape}, {k}]) {{
 """
 
 
+def swiglu(k: int = 5, shape: str = "2, 3", gate_first: bool = True, gate_shape: str | None = None) -> str:
+    """A SwiGLU's product: :func:`gate`'s swish times a second matmul by constant
+    weights (the up projection), ``multiply(s, up)`` or, without ``gate_first``,
+    ``multiply(up, s)``. With ``gate_shape`` the first factor is a parameter of that
+    shape instead of the swish (one that broadcasts, say)."""
+    up = "matmul(x, u)"
+    factor = "g" if gate_shape else "s"
+    product = f"multiply({factor}, {up})" if gate_first else f"multiply({up}, {factor})"
+    params = f"x: float32[{shape}, {k}]" + (f", g: float32[{gate_shape}]" if gate_shape else "")
+    return f"""\
+graph main({params}) {{
+  w = const float32[{k}, 2] [{weights(k)}]
+  u = const float32[{k}, 2] [{", ".join(reversed(weights(k).split(", ")))}]
+  m = matmul(x, w)
+  s = multiply(m, sigmoid(m))
+  return {product}, s
+}}
+"""
+
+
 def dims(shape: tuple[int, ...]) -> str:
     """A shape's extents as the DSL writes them inside its brackets."""
     return ", ".join(map(str, shape))

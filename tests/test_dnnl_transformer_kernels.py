@@ -1,7 +1,8 @@
 """dnnl's kernels for transformers' layers (spec/backends/dnnl): a matmul by constant
 weights packed at init (matmul_const), a linear layer with its gelu as the matmul's
 post-op (matmul_bias_gelu_const, matmul_bias_gelu_tanh_const), a matmul with its swish as
-its post-op (matmul_swish_const), layer normalization as
+its post-op (matmul_swish_const), a SwiGLU's product as a matmul's post-op
+(multiply_matmul_const, matmul_multiply_const), layer normalization as
 one primitive (layer_norm), RMS normalization as byoc's loop over the rows (rms_norm),
 and a constant that two regions read, copied into each:
 golden C, and runs against the numpy reference and ONNX Runtime."""
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dnnl_support import const, gate, layer_norm_graph, linear, linear_gelu, rms_norm_graph
+from dnnl_support import const, gate, layer_norm_graph, linear, linear_gelu, rms_norm_graph, swiglu
 from libraries import missing_library
 from test_gen_dnnl import BACKEND, generate, run_against_reference
 
@@ -215,6 +216,68 @@ def test_the_swish_of_infinities_and_nan_is_the_catalogs():
 def test_a_float16_gate_is_not_the_swish_pattern():
     program = partition(parse(gate(dtype="float16"), "graph"), [load_backend(BACKEND)], load_catalog())
     assert "matmul_swish" not in print_program(program)
+
+
+# A SwiGLU's product, s * (x @ u) (multiply_matmul_const; the other order
+# matmul_multiply_const): one matmul with the product as its post-op
+# (DNNL_MATMUL_MUL_PACKED), so x @ u is never stored by itself.
+def swiglu_program(*args, **kwargs):
+    return partition(
+        parse(swiglu(*args, **kwargs), "graph", file="swiglu.graph"), [load_backend(BACKEND)], load_catalog()
+    )
+
+
+def test_golden_swiglu_product(golden):
+    program = swiglu_program()
+    text = print_program(program)
+    assert "@dnnl.multiply_matmul_const " in text and "@dnnl.matmul_swish_const " in text
+    assert generate(program) == golden("c")
+
+
+@pytest.mark.parametrize(
+    "gate_first, pattern", [(True, "multiply_matmul_const"), (False, "matmul_multiply_const")]
+)
+@pytest.mark.parametrize(
+    "k, shape",
+    [(5, "2, 3"), (5, "4"), (3, "2, 2, 3"), (0, "2, 3")],
+    ids=["rank-3", "rank-2", "rank-4", "empty-sum"],
+)
+def test_swiglu_product_runs_like_the_reference(gate_first, pattern, k, shape, rng):
+    program = swiglu_program(k, shape, gate_first)
+    text = print_program(program)
+    assert f"@dnnl.{pattern} " in text and "@dnnl.matmul_const " not in text
+    run_against_reference(program, rng)
+
+
+@pytest.mark.parametrize("k", [5, 0], ids=["sums", "empty-sum"])
+def test_a_swiglu_product_of_infinities_and_nan_is_the_catalogs(k):
+    """A factor of inf times a sum of 0 is NaN, of a positive sum inf; NaN stays NaN;
+    an empty sum is zeros, so every infinite factor gives NaN there."""
+    program = swiglu_program(k, gate_shape="2, 3, 2")
+    assert "@dnnl.multiply_matmul_const " in print_program(program)
+    x = np.random.default_rng(6).uniform(-1, 1, (2, 3, k)).astype(np.float32)
+    g = np.random.default_rng(7).uniform(-1, 1, (2, 3, 2)).astype(np.float32)
+    if k:
+        x[0, 0] = 0.0  # sums of zero
+    g[0, 0] = [np.inf, -np.inf]
+    g[1, 1] = [np.nan, np.inf]
+    got = byoc.build(program)(x=x, g=g)[0]
+    want = evaluate(program.functions[0], {"x": x, "g": g}, load_catalog())[0]
+    assert np.isnan(want).any() and (k == 0 or np.isinf(want).any()), "the case has no NaN or inf"
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("gate_shape", ["2", "3, 2", "1, 1"], ids=["last-axis", "rows", "one-value"])
+def test_a_factor_that_broadcasts_is_not_the_product_pattern(gate_shape, rng):
+    """The post-op reads a tensor of the result's shape; a factor that broadcasts stays
+    an elementwise multiply (the kernel takes no strides)."""
+    program = swiglu_program(gate_shape=gate_shape)
+    assert "multiply_matmul_const" not in print_program(program)
+    run_against_reference(program, rng)
 
 
 def rms_norm_program(*args, **kwargs):

@@ -29,6 +29,7 @@ from dnnl_support import (
     linear,
     linear_gelu,
     rms_norm_graph,
+    swiglu,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -209,6 +210,8 @@ def test_every_pattern_and_op_runs_like_the_reference(rng):
         linear(),
         *linear_gelus,
         gate(),
+        swiglu(),
+        swiglu(gate_first=False),
         *attention_family(),
     ):
         program = partition(

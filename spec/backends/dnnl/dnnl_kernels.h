@@ -190,6 +190,24 @@
                                 sizeof(p_T_) * (size_t)p_SIZE_); \
   }
 
+/* a pattern's matmul by constant weights (2-D, float32) packed at init, times g, a tensor of the
+   result's shape: the product is the matmul's post-op (DNNL_BYOC_ARG_OPERAND), so the matmul's
+   result is never stored by itself. An empty sum is zeros, times g (NaN where g is inf or NaN). */
+#define DNNL_MATMUL_MUL_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_) \
+  static int p_ID_ ## _create(dnnl_primitive_t* prim, dnnl_engine_t engine, const float* w, void** packed) { \
+    return dnnl_byoc_matmul_mul_packed(prim, engine, DNNL_BYOC_ITEMS p_A_, DNNL_BYOC_ITEMS p_B_, w, packed); \
+  } \
+  static int p_ID_(const float* a, const float* b, const float* g, float* out) { \
+    (void)b; /* packed by the init */ \
+    if (p_STATE_->p_ID_.prim == NULL) { /* an empty sum (or an empty result) */ \
+      for (int64_t k = 0; k < (int64_t)p_SIZE_; ++k) out[k] = g[k] * 0.0f; \
+      return 0; \
+    } \
+    return dnnl_byoc_run(&p_STATE_->p_ID_, p_STATE_->engine, 4, \
+                         (const int[]){DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_BYOC_ARG_OPERAND, DNNL_ARG_DST}, \
+                         (void* const[]){(void*)a, p_STATE_->p_ID_ ## _weights, (void*)g, out}); \
+  }
+
 /* a pattern's matmul by constant weights (2-D) packed at init, plus a bias along the last axis
    (p_BIAS_SIZE_ values: its extent, or 1) that the matmul adds itself; an empty sum gives the bias */
 #define DNNL_MATMUL_BIAS_PACKED(p_ID_, p_STATE_, p_A_, p_B_, p_SIZE_, p_T_, p_DT_, p_BIAS_SIZE_) \

@@ -73,19 +73,20 @@ static inline dnnl_memory_desc_t dnnl_byoc_md_4d(const int64_t* extents, int lay
 /* Primitive attributes: a user-managed scratchpad (a kernel's reusable one, or a
    call's own, so calls from several threads share no scratch memory), then the
    post-ops: with `sum` the result is added to what the output holds, with an
-   `addend` (not NULL) a tensor of that descriptor is added to it (DNNL_BYOC_ARG_ADDEND),
-   and an `eltwise` algorithm (dnnl_alg_kind_undef: none; relu, gelu, ...) follows,
-   with alpha and beta 0, but swish's alpha 1 (x * sigmoid(alpha * x): the catalog's
+   `operand` (not NULL) the result and a tensor of that descriptor
+   (DNNL_BYOC_ARG_OPERAND) are combined by `binary` (dnnl_binary_add, _mul), and an
+   `eltwise` algorithm (dnnl_alg_kind_undef: none; relu, gelu, ...) follows, with alpha
+   and beta 0, but swish's alpha 1 (x * sigmoid(alpha * x): the catalog's
    m * sigmoid(m)). NULL on a failure. */
-static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memory_desc_t addend,
-                                                        dnnl_alg_kind_t eltwise) {
+static inline dnnl_primitive_attr_t dnnl_byoc_attr_binary(int sum, dnnl_alg_kind_t binary,
+                                                          const_dnnl_memory_desc_t operand, dnnl_alg_kind_t eltwise) {
   dnnl_primitive_attr_t attr = NULL;
   dnnl_post_ops_t ops = NULL;
   if (dnnl_primitive_attr_create(&attr) != dnnl_success) return NULL;
   const int ok = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success
       && dnnl_post_ops_create(&ops) == dnnl_success
       && (!sum || dnnl_post_ops_append_sum(ops, 1.0f, 0, dnnl_data_type_undef) == dnnl_success)
-      && (addend == NULL || dnnl_post_ops_append_binary(ops, dnnl_binary_add, addend) == dnnl_success)
+      && (operand == NULL || dnnl_post_ops_append_binary(ops, binary, operand) == dnnl_success)
       && (eltwise == dnnl_alg_kind_undef
           || dnnl_post_ops_append_eltwise(ops, eltwise, eltwise == dnnl_eltwise_swish ? 1.0f : 0.0f, 0.0f)
                  == dnnl_success)
@@ -96,6 +97,12 @@ static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memo
     return NULL;
   }
   return attr;
+}
+
+/* dnnl_byoc_attr_binary adding an `addend` (not NULL) to the result. */
+static inline dnnl_primitive_attr_t dnnl_byoc_attr_post(int sum, const_dnnl_memory_desc_t addend,
+                                                        dnnl_alg_kind_t eltwise) {
+  return dnnl_byoc_attr_binary(sum, dnnl_binary_add, addend, eltwise);
 }
 
 /* dnnl_byoc_attr_post with a relu when `relu`, and no other post-op. */
@@ -1150,16 +1157,18 @@ static inline int dnnl_byoc_pack_weights(dnnl_byoc_packed_conv_t* c, dnnl_engine
   return ok;
 }
 
-/* Declared, and described, in dnnl_support.h. */
-int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
-                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias,
-                            dnnl_alg_kind_t post) {
+/* dnnl_byoc_matmul_packed, the result multiplied by a tensor of its own shape when
+   `multiply` (dnnl_byoc_matmul_mul_packed). */
+static int dnnl_byoc_matmul_packed_by(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a,
+                                      int rb, const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed,
+                                      int64_t bias, dnnl_alg_kind_t post, int multiply) {
   dnnl_memory_desc_t mds[4], plain = NULL;
   *prim = NULL;
   *packed = NULL;
   const int made_mds = dnnl_byoc_matmul_mds(mds, ra, a, rb, b, dt, bias, &plain);
   if (made_mds == 0) return 0;
-  dnnl_primitive_attr_t attr = dnnl_byoc_attr_post(0, NULL, post);
+  dnnl_primitive_attr_t attr = multiply && made_mds > 0 ? dnnl_byoc_attr_binary(0, dnnl_binary_mul, mds[2], post)
+                                                        : dnnl_byoc_attr_post(0, NULL, post);
   dnnl_primitive_desc_t pd = NULL;
   const dnnl_status_t made = attr == NULL || made_mds < 0
       ? dnnl_out_of_memory : dnnl_matmul_primitive_desc_create(&pd, engine, mds[0], mds[1], mds[3], mds[2], attr);
@@ -1180,6 +1189,19 @@ int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra
     return 1;
   }
   return 0;
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_matmul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
+                            const int64_t* b, dnnl_data_type_t dt, const void* w, void** packed, int64_t bias,
+                            dnnl_alg_kind_t post) {
+  return dnnl_byoc_matmul_packed_by(prim, engine, ra, a, rb, b, dt, w, packed, bias, post, 0);
+}
+
+/* Declared, and described, in dnnl_support.h. */
+int dnnl_byoc_matmul_mul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra, const int64_t* a, int rb,
+                                const int64_t* b, const float* w, void** packed) {
+  return dnnl_byoc_matmul_packed_by(prim, engine, ra, a, rb, b, dnnl_f32, w, packed, 0, dnnl_alg_kind_undef, 1);
 }
 
 /* The implementation oneDNN runs for pd ("brgconv:avx512_core", ...). */

@@ -41,6 +41,8 @@
 /* The execution argument of a residual that a convolution adds itself (the source of
    its first post-op, a binary add). */
 #define DNNL_BYOC_ARG_ADDEND (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)
+/* The same argument where the first post-op multiplies (dnnl_byoc_matmul_mul_packed): its factor. */
+#define DNNL_BYOC_ARG_OPERAND DNNL_BYOC_ARG_ADDEND
 
 /* The execution arguments of one primitive's execution, kept between calls (an int8
    kernel keeps those of its source's reorder, its primitive and its result's
@@ -304,6 +306,15 @@ DNNL_SUPPORT_API void dnnl_byoc_rms_norm(const float* x, float p, float eps, con
    the catalog's gelu and gelu_tanh), not oneDNN's NaN; their only difference from the
    catalog's ops (tests/test_nan_semantics.py). */
 DNNL_SUPPORT_API void dnnl_byoc_gelu_infinities(const float* x, float* out, int64_t n);
+
+/* dnnl_byoc_matmul_packed (float32, no bias, no eltwise) with the result multiplied by a
+   tensor of the result's shape as the matmul's post-op (DNNL_BYOC_ARG_OPERAND, row-major),
+   so the product is never stored by itself: `g * (x @ w)`, the up projection of a SwiGLU
+   times the gate's swish. An empty sum or result makes neither (*prim and *packed NULL).
+   0 on success. */
+DNNL_SUPPORT_API int dnnl_byoc_matmul_mul_packed(dnnl_primitive_t* prim, dnnl_engine_t engine, int ra,
+                                                 const int64_t* a, int rb, const int64_t* b, const float* w,
+                                                 void** packed);
 
 /* The same after a matmul whose gelu is its post-op (dnnl_byoc_matmul_packed's `post`):
    out holds gelu(a @ w + bias) for a of `rows` x k, w of k x n (plain, row-major) and a
