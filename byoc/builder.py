@@ -274,8 +274,9 @@ class FunctionBuilder:
         for name, loc in outputs:
             if name not in self.defined:
                 raise self.undefined_error(name, loc)
-        nodes = self._typed_in_source_order()
-        if nodes is None:  # a name is used before its definition: sort, or report the cycle
+        if self._type_pending():  # every statement in source order, most typed in batches already
+            nodes = self._nodes
+        else:  # a name is used before its definition (or not at all): sort, or report the cycle
             types: dict[str, TensorType] = {p.name: p.type for p in self.params}
             types.update((c.name, c.type) for c in self.constants)
             ordered, outputs = canonical_order(self, dependency_order(self, types), outputs)
@@ -325,12 +326,6 @@ class FunctionBuilder:
             else "define it as a parameter, constant or node first"
         )
         return self.error(f"undefined {self.naming.noun} {show(name)!r}", loc, hint=hint)
-
-    def _typed_in_source_order(self) -> list[Node] | None:
-        """Every statement's typed node, in source order; None at the first statement
-        that uses a name not typed yet (defined further down, or not at all), after
-        which ``finish`` sorts. Most were typed already, in batches (see add_node)."""
-        return self._nodes if self._type_pending() else None
 
     def _type_batch(self) -> None:
         """Type the statements read since the last batch. A type error stops the
